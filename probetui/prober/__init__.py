@@ -1,0 +1,1 @@
+"""The kubelet prober replica (`pkg/kubelet/prober`): worker, manager, results, prober."""

@@ -1,0 +1,242 @@
+"""The probe manager: `prober_manager.go` (spec sections 3, 7.3, 8.5-8.6, 10).
+
+It owns the worker map and the three results caches, starts and stops workers, and computes
+the Started / Ready fields of a pod status the way `UpdatePodStatus` does, sending the
+readiness manual trigger as a side effect. It never probes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from probetui.prober.clock import Clock
+from probetui.prober.prober import ProbeOutcome
+from probetui.prober.results import ResultsManager, ResultValue
+from probetui.prober.status import ContainerStatus, PodStatus
+from probetui.prober.worker import (
+    KUBELET_RESTART_GRACE,
+    Listener,
+    ProbeKey,
+    RunProbe,
+    Worker,
+)
+from probetui.spec.model import Container, Pod, ProbeType
+
+Done = Callable[[ProbeOutcome | None], None]
+log = logging.getLogger(__name__)
+
+# AddPod creates workers in this order for each container (spec 3.1)
+ADD_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
+
+
+class Manager:
+    def __init__(
+        self,
+        clock: Clock,
+        status_of: Callable[[str], PodStatus | None],
+        run_probe: RunProbe,
+        *,
+        start: float | None = None,
+        listener: Listener | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.clock = clock
+        self.status_of = status_of
+        self.run_probe = run_probe
+        self.listener = listener
+        self.rng = rng
+        # when "the kubelet" started: drives start-up jitter (4.2) and restart grace (8.1)
+        self.start = clock.now() if start is None else start
+        self.liveness = ResultsManager()
+        self.readiness = ResultsManager()
+        self.startup = ResultsManager()
+        self.workers: dict[ProbeKey, Worker] = {}
+        # in-flight probes; a stopped worker's probe runs to completion (spec 3.5)
+        self._tasks: dict[asyncio.Task[ProbeOutcome], Worker] = {}
+        # which trigger was dropped because one was already queued: "Failed to trigger a manual run"
+        self.dropped_triggers = 0
+
+    def results_for(self, probe_type: ProbeType) -> ResultsManager:
+        return {
+            ProbeType.LIVENESS: self.liveness,
+            ProbeType.READINESS: self.readiness,
+            ProbeType.STARTUP: self.startup,
+        }[probe_type]
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def add_pod(self, pod: Pod, api_status: PodStatus | None = None) -> list[Worker]:
+        """Create the workers a pod needs that do not exist yet; never update existing ones."""
+        created: list[Worker] = []
+        for container in pod.probed_containers():
+            for probe_type in ADD_ORDER:
+                if container.probe(probe_type) is None:
+                    continue
+                key = ProbeKey(pod.uid, container.name, probe_type)
+                if key in self.workers:
+                    continue  # `continue`, not `return` (PR #139888)
+                worker = Worker(
+                    pod,
+                    container,
+                    probe_type,
+                    self.results_for(probe_type),
+                    manager_start=self.start,
+                    api_status=api_status,
+                )
+                self.workers[key] = worker
+                worker.start(
+                    self.clock,
+                    self.status_of,
+                    self._launch,
+                    self.listener,
+                    on_exit=self._remove_worker,
+                    rng=self.rng,
+                )
+                created.append(worker)
+        return created
+
+    def _stop(self, pod: Pod, types: Iterable[ProbeType]) -> None:
+        types = tuple(types)
+        for container in pod.probed_containers():
+            for probe_type in types:
+                worker = self.workers.get(ProbeKey(pod.uid, container.name, probe_type))
+                if worker is not None:
+                    worker.stop()
+
+    def stop_liveness_and_startup(self, pod: Pod) -> None:
+        """Before a pod's containers are killed; readiness keeps running (spec 3.3)."""
+        self._stop(pod, (ProbeType.LIVENESS, ProbeType.STARTUP))
+
+    def remove_pod(self, pod: Pod) -> None:
+        self._stop(pod, (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP))
+
+    def cleanup_pods(self, desired: Iterable[str]) -> None:
+        keep = set(desired)
+        for key, worker in list(self.workers.items()):
+            if key.pod_uid not in keep:
+                worker.stop()
+
+    def _launch(self, worker: Worker, status: PodStatus, done: Done) -> None:
+        """Run one probe as a task; its completion resumes the worker's loop."""
+        task = asyncio.get_running_loop().create_task(self.run_probe(worker, status))
+        self._tasks[task] = worker
+
+        def finished(t: asyncio.Task[ProbeOutcome]) -> None:
+            self._tasks.pop(t, None)
+            if t.cancelled():
+                return
+            exc = t.exception()
+            if exc is not None:
+                log.error("probe of %s raised", worker.key, exc_info=exc)
+                done(None)
+            else:
+                done(t.result())
+
+        task.add_done_callback(finished)
+
+    def _remove_worker(self, worker: Worker) -> None:
+        if self.workers.get(worker.key) is worker:
+            del self.workers[worker.key]
+
+    async def shutdown(self) -> None:
+        """Stop everything now, in-flight probes included (probetui is exiting)."""
+        for worker in list(self.workers.values()):
+            worker.stop()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for worker in list(self.workers.values()):
+            worker._exit()
+
+    # -- user actions (not kubelet behaviour) ----------------------------------------------
+
+    def probe_now(self, key: ProbeKey) -> bool:
+        worker = self.workers.get(key)
+        return worker.user_trigger() if worker is not None else False
+
+    def set_paused(self, key: ProbeKey, paused: bool) -> bool:
+        worker = self.workers.get(key)
+        if worker is None:
+            return False
+        worker.paused = paused
+        return True
+
+    def get_worker(self, pod_uid: str, container: str, probe_type: ProbeType) -> Worker | None:
+        return self.workers.get(ProbeKey(pod_uid, container, probe_type))
+
+    # -- status generation ---------------------------------------------------------------
+
+    def is_container_started(self, pod: Pod, c: ContainerStatus) -> bool:
+        return is_container_started(
+            c, self.startup.get(c.container_id), self.get_worker(pod.uid, c.name, ProbeType.STARTUP)
+        )
+
+    def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
+        """`UpdatePodStatus`: fill Started and Ready; trigger readiness where not ready (10.3)."""
+        regular = tuple(self._update_container(pod, status, c) for c in status.container_statuses)
+        init: list[ContainerStatus] = []
+        for c in status.init_container_statuses:
+            spec = pod.container(c.name)
+            if spec is not None and spec.is_restartable_init:
+                init.append(self._update_container(pod, status, c))
+                continue
+            # plain init containers: Ready only through a zero exit, never set false here (10.5)
+            started = self.is_container_started(pod, c)
+            term = c.terminated
+            ready = True if term is not None and term.exit_code == 0 else c.ready
+            init.append(replace(c, started=started, ready=ready))
+        return replace(status, container_statuses=regular, init_container_statuses=tuple(init))
+
+    def _update_container(self, pod: Pod, status: PodStatus, c: ContainerStatus) -> ContainerStatus:
+        started = self.is_container_started(pod, c)
+        if not started:
+            return replace(c, started=False)
+        worker = self.get_worker(pod.uid, c.name, ProbeType.READINESS)
+        if c.running is None:
+            ready = False
+        elif self.readiness.get(c.container_id) is ResultValue.SUCCESS:
+            ready = True
+        elif worker is None:
+            ready = True  # no readiness probe: ready as soon as started
+        else:
+            ready = False
+            if not worker.manual_trigger():
+                self.dropped_triggers += 1
+        if not ready:
+            ready = self._ready_on_kubelet_restart(pod, status, c)
+        return replace(c, started=True, ready=ready)
+
+    def _ready_on_kubelet_restart(self, pod: Pod, status: PodStatus, c: ContainerStatus) -> bool:
+        """`setReadyStateOnKubeletRestart` (spec 8.5): keep a Ready container Ready."""
+        running = c.running
+        if running is None or not running.started_at:
+            return False
+        ready = False
+        if (
+            running.started_at < self.start - KUBELET_RESTART_GRACE
+            and self.readiness.get(c.container_id) is None
+        ):
+            ready = True
+        spec: Container | None = pod.container(c.name)
+        if ready and spec is not None and spec.readiness_probe is not None:
+            ready = status.ready_condition is True
+        return ready
+
+
+def is_container_started(
+    c: ContainerStatus, startup_result: ResultValue | None, startup_worker: Worker | None
+) -> bool:
+    """`isContainerStarted` with ChangeContainerStatusOnKubeletRestart off (spec 10.2, 8.6)."""
+    if c.running is None:
+        return False
+    if startup_result is not None:
+        return startup_result is ResultValue.SUCCESS
+    if c.started:
+        return True
+    return startup_worker is None

@@ -1,0 +1,115 @@
+"""Dispatch one probe to its handler, retry on error, map the result, write the event.
+
+Mirrors `pkg/kubelet/prober/prober.go` (spec section 9): up to three tries while the handler
+returns an error, first match of exec / httpGet / tcpSocket / grpc, the handler result mapped to
+a published result, and the kubelet's `Unhealthy` / `ProbeWarning` event texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
+from probetui.prober.results import ResultValue
+from probetui.prober.status import PodStatus
+from probetui.spec.model import Container, Pod, Probe, ProbeType
+
+MAX_PROBE_RETRIES = 3  # prober.go maxProbeRetries
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeEvent:
+    """An event the kubelet records on the container reference (spec 9.5)."""
+
+    type: str  # "Warning"
+    reason: str  # "Unhealthy" or "ProbeWarning"
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOutcome:
+    """What `prober.probe` hands the worker: the mapped result, or an error to discard."""
+
+    result: ResultValue
+    error: str | None
+    attempts: tuple[Attempt, ...]
+    event: ProbeEvent | None
+
+    @property
+    def attempt(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+
+def field_path(container: Container) -> str:
+    """`kubecontainer.GenerateContainerRef`'s FieldPath for the event's involved object."""
+    group = "initContainers" if container.kind.value == "initContainer" else "containers"
+    return f"spec.{group}{{{container.name}}}"
+
+
+def map_attempts(probe_type: ProbeType, attempts: Sequence[Attempt]) -> ProbeOutcome:
+    """Map the last try to the worker's result and event (spec 9.4, 9.5)."""
+    last = attempts[-1]
+    name = probe_type.value
+    if last.error is not None:
+        msg = f"{name} probe errored and resulted in {last.result.value} state: {last.error}"
+        return ProbeOutcome(
+            ResultValue.FAILURE, last.error, tuple(attempts), ProbeEvent("Warning", "Unhealthy", msg)
+        )
+    if last.result is Result.SUCCESS:
+        return ProbeOutcome(ResultValue.SUCCESS, None, tuple(attempts), None)
+    if last.result is Result.WARNING:
+        event = ProbeEvent("Warning", "ProbeWarning", f"{name} probe warning: {last.output}")
+        return ProbeOutcome(ResultValue.SUCCESS, None, tuple(attempts), event)
+    if last.result is Result.FAILURE:
+        event = ProbeEvent("Warning", "Unhealthy", f"{name} probe failed: {last.output}")
+        return ProbeOutcome(ResultValue.FAILURE, None, tuple(attempts), event)
+    # unknown without an error, or anything else: Failure, logged only, no event
+    return ProbeOutcome(ResultValue.FAILURE, None, tuple(attempts), None)
+
+
+RunHandler = Callable[[ProbeType, Probe, Pod, Container, PodStatus], Awaitable[Attempt]]
+
+
+async def run_probe_with_retries(
+    run: RunHandler,
+    probe_type: ProbeType,
+    probe: Probe | None,
+    pod: Pod,
+    container: Container,
+    status: PodStatus,
+    retries: int = MAX_PROBE_RETRIES,
+) -> ProbeOutcome:
+    """`prober.probe` + `runProbeWithRetries`: retry only attempts that carry an error (9.2)."""
+    if probe is None:
+        # prober.go: a nil spec is a success, with only a log line (spec 9.1)
+        return ProbeOutcome(ResultValue.SUCCESS, None, (), None)
+    attempts: list[Attempt] = []
+    for _ in range(retries):
+        attempt = await run(probe_type, probe, pod, container, status)
+        attempts.append(attempt)
+        if attempt.error is None:
+            break
+    return map_attempts(probe_type, attempts)
+
+
+def missing_handler(pod: Pod, container: Container) -> Attempt:
+    return Attempt(
+        handler="none",
+        target="",
+        result=Result.UNKNOWN,
+        error=f"missing probe handler for {pod.name}:{container.name}",
+    )
+
+
+__all__ = [
+    "DEFAULT_KUBE_VERSION",
+    "MAX_PROBE_RETRIES",
+    "ProbeEvent",
+    "ProbeOutcome",
+    "RunHandler",
+    "field_path",
+    "map_attempts",
+    "missing_handler",
+    "run_probe_with_retries",
+]

@@ -1,0 +1,76 @@
+"""Published probe results per container ID (`pkg/kubelet/prober/results/results_manager.go`).
+
+One manager per probe type (spec 1.5). `set` notifies subscribers only when the stored value
+changes or the ID is new; `remove` is silent. Keyed by container ID, never by name (spec 1.6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ResultValue(IntEnum):
+    """`results.Result` (spec 1.2)."""
+
+    UNKNOWN = -1
+    SUCCESS = 0
+    FAILURE = 1
+
+    def __str__(self) -> str:
+        return {-1: "UNKNOWN", 0: "Success", 1: "Failure"}[int(self)]
+
+    @property
+    def label(self) -> str:
+        """Title-case name used in JSON and the UI: Success, Failure, Unknown."""
+        return {-1: "Unknown", 0: "Success", 1: "Failure"}[int(self)]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    container_id: str
+    result: ResultValue
+    pod_uid: str
+
+
+Subscriber = Callable[[Update], None]
+
+
+class ResultsManager:
+    """Cache of the current result per container ID plus a change-only update stream.
+
+    Upstream's update channel holds 20 and blocks a full `Set`; here subscribers are called
+    synchronously, in order, which keeps the same ordering guarantee without the buffer.
+    """
+
+    __slots__ = ("_cache", "_subscribers")
+
+    def __init__(self) -> None:
+        self._cache: dict[str, ResultValue] = {}
+        self._subscribers: list[Subscriber] = []
+
+    def subscribe(self, fn: Subscriber) -> None:
+        self._subscribers.append(fn)
+
+    def get(self, container_id: str) -> ResultValue | None:
+        return self._cache.get(container_id)
+
+    def set(self, container_id: str, result: ResultValue, pod_uid: str) -> bool:
+        """Store `result`; return True (and notify) only if it is new or different."""
+        if self._cache.get(container_id) is result:
+            return False
+        self._cache[container_id] = result
+        update = Update(container_id, result, pod_uid)
+        for fn in self._subscribers:
+            fn(update)
+        return True
+
+    def remove(self, container_id: str) -> None:
+        self._cache.pop(container_id, None)
+
+    def __contains__(self, container_id: str) -> bool:
+        return container_id in self._cache
+
+    def __len__(self) -> int:
+        return len(self._cache)

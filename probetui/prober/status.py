@@ -1,0 +1,93 @@
+"""Observed pod status as the kubelet's status manager holds it: what a worker reads each tick.
+
+Times are float seconds on the clock's timeline (epoch seconds live, virtual seconds in
+simulation), so the same worker code runs on either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    started_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Terminated:
+    exit_code: int = 0
+    reason: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+ContainerState = Running | Waiting | Terminated
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerStatus:
+    name: str
+    container_id: str = ""
+    state: ContainerState = field(default_factory=Waiting)
+    last_state: Terminated | None = None
+    started: bool | None = None
+    ready: bool = False
+    restart_count: int = 0
+
+    @property
+    def running(self) -> Running | None:
+        return self.state if isinstance(self.state, Running) else None
+
+    @property
+    def terminated(self) -> Terminated | None:
+        return self.state if isinstance(self.state, Terminated) else None
+
+    def with_(self, **changes: object) -> ContainerStatus:
+        return replace(self, **changes)
+
+
+PHASE_TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class PodStatus:
+    phase: str = "Running"
+    pod_ip: str = ""
+    container_statuses: tuple[ContainerStatus, ...] = ()
+    init_container_statuses: tuple[ContainerStatus, ...] = ()
+    # the API pod's Ready condition (None when absent); used only by kubelet-restart handling (8.5)
+    ready_condition: bool | None = None
+
+    def find(self, name: str) -> ContainerStatus | None:
+        """Regular statuses first, then init statuses, skipping entries with no ID (spec 5.4)."""
+        for group in (self.container_statuses, self.init_container_statuses):
+            for s in group:
+                if s.name == name and s.container_id:
+                    return s
+        return None
+
+    def lookup(self, name: str) -> ContainerStatus | None:
+        """By name, whatever the ID."""
+        for s in (*self.container_statuses, *self.init_container_statuses):
+            if s.name == name:
+                return s
+        return None
+
+    def with_container(self, status: ContainerStatus) -> PodStatus:
+        """A copy with the status of `status.name` replaced (in whichever group holds it)."""
+
+        def swap(group: tuple[ContainerStatus, ...]) -> tuple[ContainerStatus, ...]:
+            return tuple(status if s.name == status.name else s for s in group)
+
+        if any(s.name == status.name for s in self.container_statuses):
+            return replace(self, container_statuses=swap(self.container_statuses))
+        if any(s.name == status.name for s in self.init_container_statuses):
+            return replace(self, init_container_statuses=swap(self.init_container_statuses))
+        return replace(self, container_statuses=(*self.container_statuses, status))

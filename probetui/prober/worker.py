@@ -1,0 +1,443 @@
+"""One probe worker: the kubelet's `worker.go` / `worker_legacy.go` (spec sections 4-7).
+
+The decision procedure is split at the one place it waits, the probe itself:
+`Worker.begin(status, now)` is doProbe up to the handler call (5.2-5.10) and returns a `Step`;
+`Worker.finish(outcome)` is the rest (5.11-5.16). Both are synchronous and read nothing but
+their arguments, the worker's own state and its results cache. The run loop around them is a
+set of clock callbacks, so the same worker runs live and in `probetui simulate`'s virtual time.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, NamedTuple
+
+from probetui.prober.clock import Cancellable, Clock
+from probetui.prober.prober import ProbeOutcome
+from probetui.prober.results import ResultsManager, ResultValue
+from probetui.prober.status import PHASE_TERMINAL, PodStatus
+from probetui.spec.model import Container, Pod, Probe, ProbeType
+
+if TYPE_CHECKING:
+    from probetui.prober.status import ContainerStatus
+
+# prober_manager.go kubeletRestartGracePeriod: containers started this long before the manager
+# count as survivors of a kubelet restart (spec 8.1)
+KUBELET_RESTART_GRACE = 10.0
+
+INITIAL_VALUE = {
+    ProbeType.READINESS: ResultValue.FAILURE,  # not ready until proven ready
+    ProbeType.LIVENESS: ResultValue.SUCCESS,  # alive until proven dead
+    ProbeType.STARTUP: ResultValue.UNKNOWN,  # not started
+}
+
+
+class ProbeKey(NamedTuple):
+    pod_uid: str
+    container: str
+    probe_type: ProbeType
+
+
+class Skip(str, Enum):
+    """Why a doProbe call ran no handler; the UI draws these as `·`."""
+
+    NO_STATUS = "no pod status"
+    NOT_CREATED = "container not created"
+    ON_HOLD = "on hold"
+    NOT_RUNNING = "container not running"
+    INITIAL_DELAY = "initial delay"
+    NOT_STARTED = "waiting for startup probe"
+    STARTED = "container started"
+    DELETING = "pod deleting"
+    POD_TERMINATED = "pod terminated"
+    PAUSED = "paused"
+
+
+class Trigger(str, Enum):
+    FIRST = "first"  # the run loop's first doProbe, before any tick
+    TICK = "tick"
+    KUBELET = "kubelet-manual"  # manualTriggerCh from UpdatePodStatus (readiness only)
+    USER = "user"  # probetui's own "probe now": counted like a tick, marked manual
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The outcome of `begin`: go on without probing, exit, or run the handler now."""
+
+    keep_going: bool
+    probe: bool = False
+    skip: Skip | None = None
+    status: PodStatus | None = None  # what the handler dials (pod IP) when probing
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRecord:
+    """What one doProbe did, for the timeline: an attempt, a discarded error, or a skip."""
+
+    key: ProbeKey
+    t: float  # when doProbe ran (the attempt's start)
+    scheduled_at: float  # the tick it answered; t - scheduled_at is tick lateness
+    trigger: Trigger
+    container_id: str
+    skip: Skip | None = None
+    outcome: ProbeOutcome | None = None
+    finished_at: float | None = None
+    result_run: int = 0
+    last_result: ResultValue = ResultValue.SUCCESS
+    published: ResultValue | None = None
+    on_hold: bool = False
+
+    @property
+    def manual(self) -> bool:
+        return self.trigger is Trigger.USER
+
+    @property
+    def discarded(self) -> bool:
+        return self.outcome is not None and self.outcome.error is not None
+
+
+Listener = Callable[[ProbeRecord], None]
+RunProbe = Callable[["Worker", PodStatus], Awaitable[ProbeOutcome]]
+# starts one probe and calls back with its outcome (None: the attempt blew up, nothing to count)
+Launch = Callable[["Worker", PodStatus, Callable[[ProbeOutcome | None], None]], None]
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """State and decisions of one (pod, container, probe type) worker."""
+
+    def __init__(
+        self,
+        pod: Pod,
+        container: Container,
+        probe_type: ProbeType,
+        results: ResultsManager,
+        *,
+        manager_start: float = float("-inf"),
+        api_status: PodStatus | None = None,
+    ) -> None:
+        probe = container.probe(probe_type)
+        if probe is None:
+            raise ValueError(f"container {container.name!r} has no {probe_type.key} probe")
+        self.pod = pod
+        self.container = container
+        self.probe_type = probe_type
+        self.spec: Probe = probe
+        self.results = results
+        self.initial_value = INITIAL_VALUE[probe_type]
+        self.key = ProbeKey(pod.uid, container.name, probe_type)
+        # the pod object the worker was created with; never refreshed (spec 5.8, 8.3)
+        self.api_status = api_status
+        self.manager_start = manager_start
+
+        self.container_id = ""
+        # Go's zero value for results.Result is Success (spec 5.13)
+        self.last_result = ResultValue.SUCCESS
+        self.result_run = 0
+        self.on_hold = False
+        # prober_probe_total by result: successful / failed / unknown (spec 12.1)
+        self.probe_total = {"successful": 0, "failed": 0, "unknown": 0}
+
+        # run-loop state (live driver only)
+        self.paused = False
+        self.in_flight = False
+        self.exited = False
+        self.next_tick: float | None = None
+        self._stop = False
+        self._tick_pending = False
+        self._tick_due = 0.0
+        self._manual_pending = False
+        self._user_pending = False
+        self._timer: Cancellable | None = None
+        self._clock: Clock
+        self._status_of: Callable[[str], PodStatus | None]
+        self._launch: Launch
+        self._listener: Listener | None = None
+        self._on_exit: Callable[[Worker], None] | None = None
+
+    # -- decisions ------------------------------------------------------------------------
+
+    @property
+    def published(self) -> ResultValue | None:
+        return self.results.get(self.container_id) if self.container_id else None
+
+    def _is_kubelet_restart(self, c: ContainerStatus) -> bool:
+        """Spec 8.2-8.3: a container already running before the manager started keeps state."""
+        running = c.running
+        if running is None or not running.started_at:
+            return False
+        if not running.started_at < self.manager_start - KUBELET_RESTART_GRACE:
+            return False
+        # PR #141487: inherit only if the API pod lists this very container instance
+        if self.api_status is None:
+            return False
+        seen = self.api_status.lookup(self.container.name)
+        return seen is not None and seen.container_id == c.container_id
+
+    def _adopt(self, c: ContainerStatus) -> None:
+        """Spec 5.5 with the kubelet-restart exceptions of 8.2-8.4."""
+        if self.container_id:
+            self.results.remove(self.container_id)
+        self.container_id = c.container_id
+        is_restart = self._is_kubelet_restart(c)
+        if (
+            self.container.is_restartable_init
+            and self.probe_type is ProbeType.STARTUP
+            and c.started
+        ):
+            self.results.set(self.container_id, ResultValue.SUCCESS, self.pod.uid)
+        if not is_restart:
+            self.results.set(self.container_id, self.initial_value, self.pod.uid)
+        # a new container: resume probing. resultRun and lastResult carry over (spec 6.6)
+        self.on_hold = False
+
+    def _keeps_going_when_not_running(self, c: ContainerStatus) -> bool:
+        """Spec 5.7 with ContainerRestartRules on (the default since 1.35)."""
+        terminated = c.terminated
+        if terminated is None:
+            return True
+        from probetui.prober.kuberuntime import should_restart
+
+        return should_restart(self.container, self.pod, terminated.exit_code)
+
+    def begin(self, status: PodStatus | None, now: float) -> Step:
+        """doProbe up to the handler call (spec 5.2-5.10)."""
+        if status is None:
+            return Step(True, skip=Skip.NO_STATUS)
+        if status.phase in PHASE_TERMINAL:
+            return Step(False, skip=Skip.POD_TERMINATED)
+        c = status.find(self.container.name)
+        if c is None:
+            return Step(True, skip=Skip.NOT_CREATED)
+        if self.container_id != c.container_id:
+            self._adopt(c)
+        if self.on_hold:
+            return Step(True, skip=Skip.ON_HOLD)
+        running = c.running
+        if running is None:
+            self.results.set(self.container_id, ResultValue.FAILURE, self.pod.uid)
+            return Step(self._keeps_going_when_not_running(c), skip=Skip.NOT_RUNNING)
+        if self.pod.deletion_timestamp is not None and self.probe_type in (
+            ProbeType.LIVENESS,
+            ProbeType.STARTUP,
+        ):
+            # a last Success for a quiet shutdown, then stop (spec 5.8)
+            self.results.set(self.container_id, ResultValue.SUCCESS, self.pod.uid)
+            return Step(False, skip=Skip.DELETING)
+        # whole seconds, truncated like Go's int32(duration.Seconds()) (spec 5.9)
+        if int(now - running.started_at) < self.spec.initial_delay_seconds:
+            return Step(True, skip=Skip.INITIAL_DELAY)
+        if c.started:
+            if self.probe_type is ProbeType.STARTUP:
+                return Step(True, skip=Skip.STARTED)
+        elif self.probe_type is not ProbeType.STARTUP:
+            return Step(True, skip=Skip.NOT_STARTED)
+        return Step(True, probe=True, status=status)
+
+    def finish(self, outcome: ProbeOutcome) -> bool:
+        """doProbe after the handler call (spec 5.11-5.16). Returns True if the cache changed."""
+        if outcome.error is not None:
+            return False  # prober error: thrown away, nothing counted (5.11, 6.4)
+        result = outcome.result
+        if result is ResultValue.SUCCESS:
+            self.probe_total["successful"] += 1
+        elif result is ResultValue.FAILURE:
+            self.probe_total["failed"] += 1
+        else:
+            self.probe_total["unknown"] += 1
+
+        if self.last_result is result:
+            self.result_run += 1
+        else:
+            self.last_result = result
+            self.result_run = 1
+
+        if (result is ResultValue.FAILURE and self.result_run < self.spec.failure_threshold) or (
+            result is ResultValue.SUCCESS and self.result_run < self.spec.success_threshold
+        ):
+            return False  # below threshold: the published value stays as it is (5.14)
+
+        changed = self.results.set(self.container_id, result, self.pod.uid)
+        if (
+            self.probe_type is ProbeType.LIVENESS and result is ResultValue.FAILURE
+        ) or self.probe_type is ProbeType.STARTUP:
+            # hold until a new container ID: the kill is pending, or startup is decided (5.16)
+            self.on_hold = True
+            self.result_run = 0
+        return changed
+
+    # -- scheduling: the run loop as events ----------------------------------------------
+    #
+    # `worker.run` is a goroutine that blocks in a select on stop, ticker and manual trigger.
+    # Here the same loop is a set of callbacks on a clock, so one timer heap serves thousands of
+    # workers live and the same code runs in virtual time for `probetui simulate`.
+
+    def start(
+        self,
+        clock: Clock,
+        status_of: Callable[[str], PodStatus | None],
+        launch: Launch,
+        listener: Listener | None = None,
+        on_exit: Callable[[Worker], None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._clock = clock
+        self._status_of = status_of
+        self._launch = launch
+        self._listener = listener
+        self._on_exit = on_exit
+        period = float(self.spec.period_seconds)
+        now = clock.now()
+        delay = 0.0
+        if period > now - self.manager_start:
+            # kubelet started recently: spread the first probes over a period (spec 4.2)
+            delay = (rng or random).random() * period
+        self._timer = clock.call_at(now + delay, self._first)
+
+    def _first(self) -> None:
+        now = self._clock.now()
+        self._arm_ticker(now + float(self.spec.period_seconds))
+        self._do_probe(Trigger.FIRST, now)
+
+    def stop(self) -> None:
+        """Non-blocking and idempotent; seen between probes only (spec 3.5)."""
+        if self._stop or self.exited:
+            return
+        self._stop = True
+        if not self.in_flight:
+            self._exit()
+
+    def manual_trigger(self) -> bool:
+        """The kubelet's readiness trigger (spec 4.5). False when one is already queued."""
+        if self._manual_pending:
+            return False
+        self._manual_pending = True
+        self._wake()
+        return True
+
+    def user_trigger(self) -> bool:
+        """probetui's "probe now": one attempt, counted like a tick, the ticker untouched."""
+        if self._user_pending:
+            return False
+        self._user_pending = True
+        self._wake()
+        return True
+
+    def _arm_ticker(self, first: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.next_tick = first
+        self._timer = self._clock.call_at(first, self._on_tick)
+
+    def _on_tick(self) -> None:
+        # Go's ticker: one pending tick at most, later ones dropped, the grid kept (spec 4.4)
+        self._tick_pending = True
+        period = float(self.spec.period_seconds)
+        assert self.next_tick is not None
+        self._tick_due = self.next_tick
+        nxt = self.next_tick + period
+        now = self._clock.now()
+        if nxt <= now:
+            nxt += period * (1 + int((now - nxt) // period))
+        self._arm_ticker(nxt)
+        self._wake()
+
+    def _wake(self) -> None:
+        """The select: take the next pending wake-up unless a probe is running (or not started)."""
+        if self.in_flight or self.exited or self.next_tick is None:
+            return
+        now = self._clock.now()
+        if self._stop:
+            self._exit()
+        elif self._manual_pending:
+            self._manual_pending = False
+            # a manual run restarts the period from now; no stale tick follows (4.5)
+            self._tick_pending = False
+            self._arm_ticker(now + float(self.spec.period_seconds))
+            self._do_probe(Trigger.KUBELET, now)
+        elif self._user_pending:
+            self._user_pending = False
+            self._do_probe(Trigger.USER, now)
+        elif self._tick_pending:
+            self._tick_pending = False
+            self._do_probe(Trigger.TICK, self._tick_due)
+
+    def _do_probe(self, trigger: Trigger, scheduled: float) -> None:
+        now = self._clock.now()
+        if self.paused and trigger is not Trigger.USER:
+            self._emit(now, scheduled, trigger, skip=Skip.PAUSED)
+            return
+        try:
+            step = self.begin(self._status_of(self.pod.uid), now)
+        except Exception:  # a panic in doProbe is recovered; the worker goes on (spec 5.1)
+            log.exception("doProbe failed for %s", self.key)
+            return
+        if not step.probe:
+            self._emit(now, scheduled, trigger, skip=step.skip)
+            if step.keep_going:
+                self._wake()
+            else:
+                self._exit()
+            return
+        assert step.status is not None
+        self.in_flight = True
+
+        def done(outcome: ProbeOutcome | None) -> None:
+            self.in_flight = False
+            if self.exited:
+                return
+            if outcome is not None:
+                try:
+                    self.finish(outcome)
+                except Exception:
+                    log.exception("doProbe failed for %s", self.key)
+                self._emit(now, scheduled, trigger, outcome=outcome, finished=self._clock.now())
+            self._wake()
+
+        self._launch(self, step.status, done)
+
+    def _exit(self) -> None:
+        """Deferred clean-up of `run`: ticker, cached result, worker map (spec 3.6)."""
+        if self.exited:
+            return
+        self.exited = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.container_id:
+            self.results.remove(self.container_id)
+        if self._on_exit is not None:
+            self._on_exit(self)
+
+    def _emit(
+        self,
+        t: float,
+        scheduled: float,
+        trigger: Trigger,
+        *,
+        skip: Skip | None = None,
+        outcome: ProbeOutcome | None = None,
+        finished: float | None = None,
+    ) -> None:
+        if self._listener is None:
+            return
+        self._listener(
+            ProbeRecord(
+                key=self.key,
+                t=t,
+                scheduled_at=scheduled,
+                trigger=trigger,
+                container_id=self.container_id,
+                skip=skip,
+                outcome=outcome,
+                finished_at=finished,
+                result_run=self.result_run,
+                last_result=self.last_result,
+                published=self.published,
+                on_hold=self.on_hold,
+            )
+        )
