@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 # kubelet caps HTTP bodies and exec output at 10 KiB (http.go maxRespBodyLength, exec.go maxReadLength)
 MAX_OUTPUT_BYTES = 10 * 1024
@@ -12,7 +12,7 @@ MAX_OUTPUT_BYTES = 10 * 1024
 DEFAULT_KUBE_VERSION = "1.35"
 
 
-class Result(str, Enum):
+class Result(StrEnum):
     """Handler-level result, `probe.Result` (spec 1.3)."""
 
     SUCCESS = "success"

@@ -19,6 +19,7 @@ from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus
 from probetui.prober.worker import (
     KUBELET_RESTART_GRACE,
+    Launch,
     Listener,
     ProbeKey,
     RunProbe,
@@ -38,8 +39,9 @@ class Manager:
         self,
         clock: Clock,
         status_of: Callable[[str], PodStatus | None],
-        run_probe: RunProbe,
+        run_probe: RunProbe | None = None,
         *,
+        launch: Launch | None = None,
         start: float | None = None,
         listener: Listener | None = None,
         rng: random.Random | None = None,
@@ -47,6 +49,8 @@ class Manager:
         self.clock = clock
         self.status_of = status_of
         self.run_probe = run_probe
+        # how a probe is started: an asyncio task live, a scheduled callback in simulation
+        self.launch: Launch = launch or self._launch
         self.listener = listener
         self.rng = rng
         # when "the kubelet" started: drives start-up jitter (4.2) and restart grace (8.1)
@@ -91,7 +95,7 @@ class Manager:
                 worker.start(
                     self.clock,
                     self.status_of,
-                    self._launch,
+                    self.launch,
                     self.listener,
                     on_exit=self._remove_worker,
                     rng=self.rng,
@@ -122,6 +126,7 @@ class Manager:
 
     def _launch(self, worker: Worker, status: PodStatus, done: Done) -> None:
         """Run one probe as a task; its completion resumes the worker's loop."""
+        assert self.run_probe is not None, "a live manager needs run_probe"
         task = asyncio.get_running_loop().create_task(self.run_probe(worker, status))
         self._tasks[task] = worker
 

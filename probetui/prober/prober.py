@@ -54,7 +54,10 @@ def map_attempts(probe_type: ProbeType, attempts: Sequence[Attempt]) -> ProbeOut
     if last.error is not None:
         msg = f"{name} probe errored and resulted in {last.result.value} state: {last.error}"
         return ProbeOutcome(
-            ResultValue.FAILURE, last.error, tuple(attempts), ProbeEvent("Warning", "Unhealthy", msg)
+            ResultValue.FAILURE,
+            last.error,
+            tuple(attempts),
+            ProbeEvent("Warning", "Unhealthy", msg),
         )
     if last.result is Result.SUCCESS:
         return ProbeOutcome(ResultValue.SUCCESS, None, tuple(attempts), None)

@@ -13,7 +13,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
 from probetui.prober.clock import Cancellable, Clock
@@ -42,7 +42,7 @@ class ProbeKey(NamedTuple):
     probe_type: ProbeType
 
 
-class Skip(str, Enum):
+class Skip(StrEnum):
     """Why a doProbe call ran no handler; the UI draws these as `·`."""
 
     NO_STATUS = "no pod status"
@@ -57,7 +57,7 @@ class Skip(str, Enum):
     PAUSED = "paused"
 
 
-class Trigger(str, Enum):
+class Trigger(StrEnum):
     FIRST = "first"  # the run loop's first doProbe, before any tick
     TICK = "tick"
     KUBELET = "kubelet-manual"  # manualTriggerCh from UpdatePodStatus (readiness only)
@@ -317,7 +317,7 @@ class Worker:
         if self._manual_pending:
             return False
         self._manual_pending = True
-        self._wake()
+        self._wake_soon()
         return True
 
     def user_trigger(self) -> bool:
@@ -325,7 +325,7 @@ class Worker:
         if self._user_pending:
             return False
         self._user_pending = True
-        self._wake()
+        self._wake_soon()
         return True
 
     def _arm_ticker(self, first: float) -> None:
@@ -346,6 +346,12 @@ class Worker:
             nxt += period * (1 + int((now - nxt) // period))
         self._arm_ticker(nxt)
         self._wake()
+
+    def _wake_soon(self) -> None:
+        # a channel send: the worker takes it when it next runs, not inside the sender's call,
+        # so e.g. status generation finishes writing the status the triggered probe reads
+        if self.next_tick is not None and not self.exited:
+            self._clock.call_at(self._clock.now(), self._wake)
 
     def _wake(self) -> None:
         """The select: take the next pending wake-up unless a probe is running (or not started)."""

@@ -109,7 +109,7 @@ class Probe:
 
     @property
     def handler_name(self) -> str | None:
-        """"exec", "http", "tcp" or "grpc"."""
+        """ "exec", "http", "tcp" or "grpc"."""
         h = self.handler
         if h is None:
             return None

@@ -28,7 +28,9 @@ def probe(**fields: object) -> Probe:
     return replace(base, **fields)  # type: ignore[arg-type]
 
 
-def pod_with(probe_type: ProbeType, p: Probe, *, restart_policy: str = "Never", **pod_fields: object) -> Pod:
+def pod_with(
+    probe_type: ProbeType, p: Probe, *, restart_policy: str = "Never", **pod_fields: object
+) -> Pod:
     attr = {
         ProbeType.LIVENESS: "liveness_probe",
         ProbeType.READINESS: "readiness_probe",

@@ -102,7 +102,9 @@ def test_a1_running_probe_success(t: ProbeType, delay: int) -> None:
 # -- A2: TestInitialDelay -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("t", "initial"), [(ProbeType.LIVENESS, S), (ProbeType.READINESS, F), (ProbeType.STARTUP, U)])
+@pytest.mark.parametrize(
+    ("t", "initial"), [(ProbeType.LIVENESS, S), (ProbeType.READINESS, F), (ProbeType.STARTUP, U)]
+)
 def test_a2_initial_delay_publishes_initial_value(t: ProbeType, initial: ResultValue) -> None:
     """TestInitialDelay: inside the delay the initial value is published; after it, the probe."""
     w = new_worker(t, probe(initial_delay_seconds=10))
@@ -130,7 +132,14 @@ def test_a4_readiness_success_threshold() -> None:
     w = new_worker(ProbeType.READINESS, probe(success_threshold=3, failure_threshold=1))
     w.results.set(CONTAINER_ID, F, w.pod.uid)
     for _ in range(2):
-        for code, want, run in [("S", F, 1), ("S", F, 2), ("S", S, 3), ("S", S, 4), ("S", S, 5), ("F", F, 1)]:
+        for code, want, run in [
+            ("S", F, 1),
+            ("S", F, 2),
+            ("S", S, 3),
+            ("S", S, 4),
+            ("S", S, 5),
+            ("F", F, 1),
+        ]:
             do_probe(w, running_status(), code)
             assert (pub(w), w.result_run) == (want, run)
 
@@ -174,7 +183,12 @@ def test_a7_a8_hold_until_new_container(t: ProbeType) -> None:
 def test_a9_liveness_result_run_resets_at_threshold() -> None:
     """TestResultRunOnLivenessCheckFailure: resultRun resets to 0 when liveness publishes Failure."""
     w = new_worker(ProbeType.LIVENESS, probe(success_threshold=1, failure_threshold=3))
-    for code, want, run, hold in [("S", S, 1, False), ("F", S, 1, False), ("F", S, 2, False), ("F", F, 0, True)]:
+    for code, want, run, hold in [
+        ("S", S, 1, False),
+        ("F", S, 1, False),
+        ("F", S, 2, False),
+        ("F", F, 0, True),
+    ]:
         do_probe(w, running_status(), code)
         assert (pub(w), w.result_run, w.on_hold) == (want, run, hold)
 
@@ -278,7 +292,9 @@ def test_a20_non_running_continue_rules(
     """Spec 5.7: ContainerShouldRestart decides whether a worker of a stopped container goes on."""
     p = probe()
     if sidecar:
-        c = Container(CONTAINER, kind=ContainerKind.INIT, restart_policy="Always", readiness_probe=p)
+        c = Container(
+            CONTAINER, kind=ContainerKind.INIT, restart_policy="Always", readiness_probe=p
+        )
         pod = Pod("p", uid="u", init_containers=(c,), restart_policy=pod_policy)
     else:
         pod = pod_with(ProbeType.READINESS, p, restart_policy=pod_policy)
@@ -305,7 +321,9 @@ def test_a21_held_worker_ignores_termination() -> None:
 # -- A22, A23: kubelet restart preservation ---------------------------------------------------
 
 
-def _restarted_worker(t: ProbeType, started_at: float, *, api_same_id: bool = True, **kw: object) -> Worker:
+def _restarted_worker(
+    t: ProbeType, started_at: float, *, api_same_id: bool = True, **kw: object
+) -> Worker:
     pod = pod_with(t, probe())
     c = pod.containers[0]
     api = running_status(started_at, cid=CONTAINER_ID if api_same_id else "test://old")
@@ -340,10 +358,14 @@ def test_a22_replaced_container_does_not_inherit() -> None:
 
 def test_a23_restarted_sidecar_keeps_startup_success() -> None:
     """Spec 8.4 (issue #136910): a started sidecar's startup worker seeds Success on adoption."""
-    c = Container(CONTAINER, kind=ContainerKind.INIT, restart_policy="Always", startup_probe=probe())
+    c = Container(
+        CONTAINER, kind=ContainerKind.INIT, restart_policy="Always", startup_probe=probe()
+    )
     pod = Pod("p", uid="u", init_containers=(c,))
     status = PodStatus(
-        init_container_statuses=(ContainerStatus(CONTAINER, CONTAINER_ID, Running(-3600.0), started=True),)
+        init_container_statuses=(
+            ContainerStatus(CONTAINER, CONTAINER_ID, Running(-3600.0), started=True),
+        )
     )
     from probetui.prober.results import ResultsManager
 

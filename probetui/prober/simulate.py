@@ -1,0 +1,837 @@
+"""`probetui simulate`: the kubelet's probe decisions for a scenario, in virtual time.
+
+The real `Manager` and `Worker` run on `SimClock`, a synchronous timer heap; a probe "runs" by
+asking the scenario how the app answers at that instant and completes after the answer's
+latency (or the probe's timeout). Around the workers, `SimKubelet` plays the parts of the
+kubelet that react to published results, with the shared model of `kuberuntime` and `backoff`:
+status generation (Started, Ready and the readiness manual trigger), kills with their grace
+period, restarts with CrashLoopBackOff.
+
+Time model (from the issue): workers are created at t=0 and probe at once (no start-up jitter,
+the kubelet is long up); a container has no status until it runs; ticks stay on the grid
+k * periodSeconds unless the readiness manual trigger resets it; a status generation happens
+when a container starts or exits and whenever a probe result of the pod changes; there is no
+periodic resync. The kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are
+taken as zero: a kill follows the published Failure at the same instant, a restart follows the
+exit at once unless back-off delays it, and a delayed restart happens exactly when the back-off
+window ends (v1.35 requeues the pod for that moment; see `backoff.py`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from probetui.probe.base import Attempt, Result
+from probetui.prober import backoff as bo
+from probetui.prober import kuberuntime as kr
+from probetui.prober.manager import Manager
+from probetui.prober.prober import ProbeOutcome, map_attempts
+from probetui.prober.results import Update
+from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
+from probetui.prober.worker import ProbeRecord, Worker
+from probetui.spec.model import (
+    Container,
+    ExecAction,
+    GRPCAction,
+    HTTPGetAction,
+    Pod,
+    Probe,
+    ProbeType,
+    TCPSocketAction,
+)
+
+SIM_POD_IP = "10.0.0.10"  # only ever printed: a simulation dials nothing
+SIGTERM_EXIT = 143  # 128 + SIGTERM: the app died of the signal
+SIGKILL_EXIT = 137  # 128 + SIGKILL: the grace period ran out
+
+
+class ScenarioError(Exception):
+    """A bad scenario; `str()` is one line naming the key."""
+
+
+# -- the scenario -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Behaviour:
+    """How the app answers one probe type (or all of them)."""
+
+    ready_after: float = 0.0
+    fail_between: tuple[tuple[float, float], ...] = ()
+    latency_ms: float = 0.0
+
+    def fails(self, t: float, since_start: float) -> bool:
+        if since_start < self.ready_after:
+            return True
+        return any(a <= t < b for a, b in self.fail_between)
+
+
+@dataclass(frozen=True, slots=True)
+class App:
+    start_after: float = 1.0
+    exit_after: float | None = None
+    exit_code: int = 1
+    stop_seconds: float = 0.0
+    default: Behaviour = field(default_factory=Behaviour)
+    probes: dict[ProbeType, Behaviour] = field(default_factory=dict)
+
+    def behaviour(self, probe_type: ProbeType) -> Behaviour:
+        return self.probes.get(probe_type, self.default)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    pod: Pod
+    container: str
+    duration: float = 600.0
+    app: App = field(default_factory=App)
+
+
+_APP_KEYS = {
+    "start_after",
+    "ready_after",
+    "fail_between",
+    "latency_ms",
+    "exit_after",
+    "exit_code",
+    "stop_seconds",
+    "probes",
+}
+_BEHAVIOUR_KEYS = {"ready_after", "fail_between", "latency_ms"}
+_TOP_KEYS = {"pod", "container", "duration", "app"}
+
+
+def _number(value: object, key: str, *, minimum: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{key}: expected a number of seconds, got {value!r}")
+    if value < minimum or math.isnan(value):
+        raise ScenarioError(f"{key}: must be >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _windows(value: object, key: str) -> tuple[tuple[float, float], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ScenarioError(f"{key}: expected a list of [start, end] windows, e.g. [[120, 180]]")
+    out = []
+    for i, w in enumerate(value):
+        if not (isinstance(w, list) and len(w) == 2):
+            raise ScenarioError(f"{key}[{i}]: expected [start, end], got {w!r}")
+        a = _number(w[0], f"{key}[{i}][0]")
+        b = _number(w[1], f"{key}[{i}][1]")
+        if b < a:
+            raise ScenarioError(f"{key}[{i}]: end {b:g} is before start {a:g}")
+        out.append((a, b))
+    return tuple(out)
+
+
+def _behaviour(raw: dict[str, Any], key: str, base: Behaviour | None = None) -> Behaviour:
+    base = base or Behaviour()
+    return Behaviour(
+        ready_after=_number(raw["ready_after"], f"{key}.ready_after")
+        if "ready_after" in raw
+        else base.ready_after,
+        fail_between=_windows(raw["fail_between"], f"{key}.fail_between")
+        if "fail_between" in raw
+        else base.fail_between,
+        latency_ms=_number(raw["latency_ms"], f"{key}.latency_ms")
+        if "latency_ms" in raw
+        else base.latency_ms,
+    )
+
+
+def _unknown_keys(raw: dict[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(raw) - allowed)
+    if extra:
+        raise ScenarioError(
+            f"{where}{extra[0]}: unknown key (allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _app(raw: object) -> App:
+    if raw is None:
+        return App()
+    if not isinstance(raw, dict):
+        raise ScenarioError("app: expected a mapping")
+    _unknown_keys(raw, _APP_KEYS, "app.")
+    default = _behaviour(raw, "app")
+    probes: dict[ProbeType, Behaviour] = {}
+    per = raw.get("probes") or {}
+    if not isinstance(per, dict):
+        raise ScenarioError("app.probes: expected a mapping of liveness/readiness/startup")
+    for name, body in per.items():
+        try:
+            pt = ProbeType.parse(str(name))
+        except KeyError:
+            raise ScenarioError(
+                f"app.probes.{name}: unknown probe type (use liveness, readiness or startup)"
+            ) from None
+        if not isinstance(body, dict):
+            raise ScenarioError(f"app.probes.{name}: expected a mapping")
+        _unknown_keys(body, _BEHAVIOUR_KEYS, f"app.probes.{name}.")
+        probes[pt] = _behaviour(body, f"app.probes.{name}", default)
+    exit_after = raw.get("exit_after")
+    exit_code = raw.get("exit_code", 1)
+    if isinstance(exit_code, bool) or not isinstance(exit_code, int) or not 0 <= exit_code <= 255:
+        raise ScenarioError(f"app.exit_code: expected an integer 0-255, got {exit_code!r}")
+    return App(
+        start_after=_number(raw.get("start_after", 1.0), "app.start_after"),
+        exit_after=None if exit_after is None else _number(exit_after, "app.exit_after"),
+        exit_code=exit_code,
+        stop_seconds=_number(raw.get("stop_seconds", 0.0), "app.stop_seconds"),
+        default=default,
+        probes=probes,
+    )
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read the scenario file ({e.strerror})") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ScenarioError(f"{path}:{where} not valid YAML") from None
+    return parse_scenario(raw, base_dir=path.parent, source=str(path))
+
+
+def parse_scenario(
+    raw: object, *, base_dir: Path = Path("."), source: str = "<scenario>"
+) -> Scenario:
+    from probetui.spec.errors import ManifestError
+    from probetui.spec.parse import load_pods, parse_pods
+
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{source}: expected a mapping with pod, container, duration, app")
+    _unknown_keys(raw, _TOP_KEYS, "")
+    pod_ref = raw.get("pod")
+    try:
+        if isinstance(pod_ref, str):
+            pods = load_pods(base_dir / pod_ref)
+        elif isinstance(pod_ref, dict):
+            import json
+
+            pods = parse_pods(json.dumps(pod_ref), source=f"{source} (inline pod)")
+        else:
+            raise ScenarioError("pod: expected a manifest path or an inline manifest")
+    except ManifestError as e:
+        raise ScenarioError(f"pod: {e}") from None
+    pod = pods[0]
+    name = raw.get("container")
+    if name is None:
+        if not pod.containers:
+            raise ScenarioError("pod: the manifest has no containers")
+        name = pod.containers[0].name
+    if pod.container(str(name)) is None:
+        names = ", ".join(c.name for c in pod.probed_containers())
+        raise ScenarioError(f"container: no container {name!r} in pod {pod.name} (has: {names})")
+    duration = _number(raw.get("duration", 600), "duration")
+    if not pod.uid:
+        pod = replace(pod, uid=f"sim-{pod.name}")
+    return Scenario(pod=pod, container=str(name), duration=duration, app=_app(raw.get("app")))
+
+
+_SETTABLE = {
+    "initialDelaySeconds": "initial_delay_seconds",
+    "timeoutSeconds": "timeout_seconds",
+    "periodSeconds": "period_seconds",
+    "successThreshold": "success_threshold",
+    "failureThreshold": "failure_threshold",
+    "terminationGracePeriodSeconds": "termination_grace_period_seconds",
+}
+
+
+def apply_overrides(scenario: Scenario, overrides: Iterable[str]) -> Scenario:
+    """`--set liveness.failureThreshold=6` on the scenario's container, validated as the API would."""
+    from probetui.spec.errors import ManifestError
+    from probetui.spec.validate import check_pod
+
+    container = scenario.pod.container(scenario.container)
+    assert container is not None
+    for item in overrides:
+        lhs, sep, value = item.partition("=")
+        probe_name, dot, fld = lhs.strip().partition(".")
+        if not sep or not dot:
+            raise ScenarioError(
+                f"--set {item}: expected PROBE.FIELD=VALUE, e.g. liveness.failureThreshold=6"
+            )
+        try:
+            pt = ProbeType.parse(probe_name)
+        except KeyError:
+            raise ScenarioError(
+                f"--set {item}: unknown probe {probe_name!r} (liveness, readiness, startup)"
+            ) from None
+        attr = _SETTABLE.get(fld)
+        if attr is None:
+            raise ScenarioError(
+                f"--set {item}: unknown field {fld!r} (one of {', '.join(_SETTABLE)})"
+            )
+        try:
+            number = int(value)
+        except ValueError:
+            raise ScenarioError(f"--set {item}: {value!r} is not an integer") from None
+        probe = container.probe(pt)
+        if probe is None:
+            raise ScenarioError(f"--set {item}: container {container.name!r} has no {pt.key} probe")
+        new_probe = replace(probe, **{attr: number})
+        container = replace(container, **{f"{pt.key}_probe": new_probe})
+    pod = scenario.pod
+    pod = replace(
+        pod,
+        containers=tuple(container if c.name == container.name else c for c in pod.containers),
+        init_containers=tuple(
+            container if c.name == container.name else c for c in pod.init_containers
+        ),
+    )
+    try:
+        check_pod(pod)
+    except ManifestError as e:
+        raise ScenarioError(f"--set: {e}") from None
+    return replace(scenario, pod=pod)
+
+
+# -- virtual time ---------------------------------------------------------------------------
+
+
+class _Timer:
+    __slots__ = ("callback", "cancelled")
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class SimClock:
+    """A synchronous timer heap: `run_until` fires timers in (time, insertion) order."""
+
+    def __init__(self) -> None:
+        self._now = 0.0
+        self._heap: list[tuple[float, int, _Timer]] = []
+        self._seq = itertools.count()
+
+    def now(self) -> float:
+        return self._now
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> _Timer:
+        timer = _Timer(callback)
+        heapq.heappush(self._heap, (max(when, self._now), next(self._seq), timer))
+        return timer
+
+    def call_soon(self, callback: Callable[[], None]) -> _Timer:
+        return self.call_at(self._now, callback)
+
+    async def sleep(self, delay: float) -> None:  # pragma: no cover - the Clock protocol
+        raise RuntimeError("SimClock runs callbacks only")
+
+    def run_until(self, end: float) -> None:
+        heap = self._heap
+        while heap and heap[0][0] <= end:
+            when, _, timer = heapq.heappop(heap)
+            if timer.cancelled:
+                continue
+            self._now = when
+            timer.callback()
+        self._now = end
+
+
+# -- the kubelet around the workers -----------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Instance:
+    """One container's runtime state across its instances."""
+
+    spec: Container
+    n: int = 0  # instances created so far
+    status: ContainerStatus | None = None
+    started_at: float = 0.0
+    exit_timer: _Timer | None = None
+    killing: bool = False
+    restart_pending: bool = False
+    # FinishedAt of the newest exited instance, and of the one before it
+    last_finished: float | None = None
+
+
+class SimKubelet:
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.pod = scenario.pod
+        self.app = scenario.app
+        self.clock = SimClock()
+        self.events: list[dict[str, Any]] = []
+        self.backoff = bo.crash_loop_backoff()
+        self.instances = {c.name: _Instance(c) for c in self.pod.probed_containers()}
+        self.status = PodStatus(phase="Pending", pod_ip=SIM_POD_IP)
+        self._shown: dict[str, tuple[bool, bool]] = {}
+        self.manager = Manager(
+            self.clock,
+            self._status_of,
+            launch=self._launch,
+            start=-86400.0,  # up for long: no jitter (spec 4.2) and no restart grace (8.1)
+            listener=self._on_record,
+        )
+        for pt in ProbeType:
+            results = self.manager.results_for(pt)
+            results.subscribe(lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u)))
+
+    # -- bookkeeping ------------------------------------------------------------------
+
+    def _emit(self, type_: str, container: str, t: float | None = None, **fields: Any) -> None:
+        self.events.append(
+            {
+                "t": round(self.clock.now() if t is None else t, 6),
+                "type": type_,
+                "container": container,
+                **fields,
+            }
+        )
+
+    def _status_of(self, uid: str) -> PodStatus | None:
+        return self.status if uid == self.pod.uid else None
+
+    def _set(self, name: str, cs: ContainerStatus) -> None:
+        self.instances[name].status = cs
+        spec = self.instances[name].spec
+        group = "init_container_statuses" if spec.is_restartable_init else "container_statuses"
+        current = getattr(self.status, group)
+        if any(s.name == name for s in current):
+            new = tuple(cs if s.name == name else s for s in current)
+        else:
+            new = (*current, cs)
+        self.status = replace(self.status, **{group: new})
+
+    def _container_of(self, container_id: str) -> _Instance | None:
+        for inst in self.instances.values():
+            if inst.status is not None and inst.status.container_id == container_id:
+                return inst
+        return None
+
+    def generate_status(self) -> None:
+        """Status generation: UpdatePodStatus (Started, Ready, readiness trigger) and phase."""
+        self.status = self.manager.update_pod_status(self.pod, self.status)
+        self.status = replace(self.status, phase=self._phase())
+        for cs in (*self.status.container_statuses, *self.status.init_container_statuses):
+            self.instances[cs.name].status = cs
+            before = self._shown.get(cs.name, (False, False))
+            now = (bool(cs.started), cs.ready)
+            if now[0] != before[0]:
+                self._emit("StartedChanged", cs.name, started=now[0])
+            if now[1] != before[1]:
+                self._emit("ReadyChanged", cs.name, ready=now[1])
+            self._shown[cs.name] = now
+
+    def _phase(self) -> str:
+        states = [i.status for i in self.instances.values()]
+        if any(s is None or s.running is not None for s in states):
+            return "Running" if any(s is not None for s in states) else "Pending"
+        if any(i.restart_pending for i in self.instances.values()):
+            return "Running"
+        codes = [
+            s.terminated.exit_code for s in states if s is not None and s.terminated is not None
+        ]
+        if len(codes) < len(states):
+            return "Running"
+        return "Succeeded" if all(c == 0 for c in codes) else "Failed"
+
+    # -- container lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        self.manager.add_pod(self.pod)
+        for inst in self.instances.values():
+            inst.restart_pending = True
+            self.clock.call_at(self.app.start_after, lambda inst=inst: self._run_container(inst))
+
+    def _run_container(self, inst: _Instance) -> None:
+        now = self.clock.now()
+        inst.restart_pending = False
+        restarts = inst.n
+        inst.n += 1
+        inst.started_at = now
+        inst.killing = False
+        last = inst.status.terminated if inst.status is not None else None
+        cs = ContainerStatus(
+            name=inst.spec.name,
+            container_id=f"sim://{inst.spec.name}-{inst.n}",
+            state=Running(now),
+            last_state=last or (inst.status.last_state if inst.status else None),
+            started=False,
+            restart_count=restarts,
+        )
+        self._set(inst.spec.name, cs)
+        self._emit("ContainerStarted", inst.spec.name, restartCount=restarts)
+        if inst.spec.name == self.scenario.container and self.app.exit_after is not None:
+            inst.exit_timer = self.clock.call_at(
+                now + self.app.exit_after, lambda: self._exited(inst, self.app.exit_code, None)
+            )
+        self.generate_status()
+
+    def _exited(self, inst: _Instance, exit_code: int, killed_by: str | None) -> None:
+        now = self.clock.now()
+        assert inst.status is not None
+        if inst.exit_timer is not None:
+            inst.exit_timer.cancel()
+            inst.exit_timer = None
+        reason = "Completed" if exit_code == 0 else "Error"
+        term = Terminated(exit_code, reason, started_at=inst.started_at, finished_at=now)
+        previous_exit = inst.last_finished
+        inst.last_finished = now
+        self._set(inst.spec.name, replace(inst.status, state=term, ready=False))
+        self._emit("ContainerExited", inst.spec.name, exitCode=exit_code, reason=reason)
+        if killed_by is not None:
+            # killed for a probe: the restart was decided in the same sync as the kill, against
+            # a snapshot in which this instance still ran (see backoff.py)
+            decision = kr.restart_after_probe_kill(inst.spec, self.pod)
+            self.generate_status()
+            if decision:
+                self._try_start(inst, previous_exit)
+            return
+        if kr.should_restart(inst.spec, self.pod, exit_code):
+            inst.restart_pending = True
+            self.generate_status()
+            self._try_start(inst, now)
+        else:
+            self.generate_status()
+
+    def _try_start(self, inst: _Instance, last_exit: float | None) -> None:
+        """SyncPod's start step: doBackOff, then create and start after `start_after`."""
+        now = self.clock.now()
+        inst.restart_pending = True
+        self.backoff.gc(now)
+        key = bo.backoff_key(self.pod, inst.spec)
+        check = bo.do_back_off(self.backoff, key, last_exit_finished_at=last_exit, now=now)
+        if check.in_backoff:
+            assert check.retry_at is not None and inst.status is not None
+            self._emit(
+                "BackOff",
+                inst.spec.name,
+                delay=check.delay,
+                message=kr.backoff_event_message(inst.spec.name, self.pod),
+            )
+            waiting = Waiting(
+                kr.CRASH_LOOP_BACK_OFF, kr.crash_loop_message(check.delay, inst.spec.name, self.pod)
+            )
+            self._set(
+                inst.spec.name,
+                replace(
+                    inst.status,
+                    state=waiting,
+                    last_state=inst.status.terminated or inst.status.last_state,
+                ),
+            )
+            self.generate_status()
+            # the retry looks at the newest exited instance: the one that just ended
+            self.clock.call_at(check.retry_at, lambda: self._try_start(inst, inst.last_finished))
+            return
+        self.clock.call_at(now + self.app.start_after, lambda: self._run_container(inst))
+
+    def _kill_if_needed(self, inst: _Instance) -> None:
+        cs = inst.status
+        if cs is None or cs.running is None or inst.killing:
+            return
+        decision = kr.container_probe_action(
+            inst.spec,
+            self.pod,
+            running=True,
+            liveness=self.manager.liveness.get(cs.container_id),
+            startup=self.manager.startup.get(cs.container_id),
+        )
+        if not decision.kill:
+            return
+        inst.killing = True
+        self._emit("Killing", inst.spec.name, probe=decision.reason, message=decision.message)
+        grace = kr.kill_grace_period(self.pod, inst.spec, decision.reason)
+        stop = self.app.stop_seconds if inst.spec.name == self.scenario.container else 0.0
+        code, after = (SIGTERM_EXIT, stop) if stop < grace else (SIGKILL_EXIT, grace)
+        if decision.restart:
+            inst.restart_pending = True
+        self.clock.call_at(
+            self.clock.now() + after, lambda: self._exited(inst, code, decision.reason)
+        )
+
+    # -- results and probes --------------------------------------------------------------
+
+    def _on_update(self, probe_type: ProbeType, update: Update) -> None:
+        inst = self._container_of(update.container_id)
+        if inst is None:
+            return
+        self._emit(
+            "ResultChanged", inst.spec.name, probe=probe_type.key, result=update.result.label
+        )
+        if probe_type is not ProbeType.READINESS:
+            self._kill_if_needed(inst)
+        self.generate_status()
+
+    def _on_record(self, record: ProbeRecord) -> None:
+        outcome = record.outcome
+        if outcome is None:
+            return  # skipped ticks are not part of the event list
+        attempt = outcome.attempt
+        assert attempt is not None
+        if outcome.error is not None:
+            kind = "error"
+        else:
+            kind = attempt.result.value if attempt.result is not Result.UNKNOWN else "failure"
+        fields: dict[str, Any] = {
+            "probe": record.key.probe_type.key,
+            "outcome": kind,
+            "latency_ms": attempt.latency_ms,
+            "resultRun": record.result_run,
+            "manual": record.manual,
+            "trigger": record.trigger.value,
+        }
+        if attempt.timed_out:
+            fields["timedOut"] = True
+        self._emit("ProbeAttempt", record.key.container, t=record.t, **fields)
+        if outcome.event is not None:
+            self._emit(
+                outcome.event.reason,
+                record.key.container,
+                t=record.finished_at,
+                probe=record.key.probe_type.key,
+                message=outcome.event.message,
+            )
+
+    def _launch(
+        self, worker: Worker, status: PodStatus, done: Callable[[ProbeOutcome | None], None]
+    ) -> None:
+        now = self.clock.now()
+        attempts: list[Attempt] = []
+        elapsed = 0.0
+        for _ in range(3):  # runProbeWithRetries: retry only on error (spec 9.2)
+            attempt = self.answer(worker, status, now + elapsed)
+            attempts.append(attempt)
+            elapsed += attempt.latency
+            if attempt.error is None:
+                break
+        outcome = map_attempts(worker.probe_type, attempts)
+        self.clock.call_at(now + elapsed, lambda: done(outcome))
+
+    def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
+        """What the probe's handler would meet from the app at time t."""
+        probe, container = worker.spec, worker.container
+        inst = self.instances[container.name]
+        if container.name == self.scenario.container:
+            behaviour = self.app.behaviour(worker.probe_type)
+            fails = behaviour.fails(t, t - inst.started_at)
+            latency = behaviour.latency_ms / 1000.0
+        else:
+            fails, latency = False, 0.0
+        return synthetic_attempt(probe, container, status.pod_ip, fails=fails, latency=latency)
+
+    def run(self) -> None:
+        self.start()
+        self.clock.run_until(self.scenario.duration)
+        self.events.sort(key=lambda e: e["t"])  # stable: same-instant order is causal order
+
+
+def synthetic_attempt(
+    probe: Probe, container: Container, pod_ip: str, *, fails: bool, latency: float
+) -> Attempt:
+    """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's."""
+    from probetui.probe.util import PortResolutionError, resolve_container_port
+
+    handler = probe.handler
+    timeout = float(probe.timeout_seconds)
+    timed_out = latency > timeout
+    took = timeout if timed_out else latency
+    t_text = bo.go_duration(timeout)
+    try:
+        if isinstance(handler, HTTPGetAction):
+            port = resolve_container_port(handler.port, container)
+            url = _url(handler, handler.host or pod_ip, port)
+            if timed_out:
+                out = f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+                return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
+            if fails:
+                out = "HTTP probe failed with statuscode: 503"
+                return Attempt("http", url, Result.FAILURE, out, latency=took, status_code=503)
+            return Attempt(
+                "http", url, Result.SUCCESS, "ok", latency=took, status_code=200, body="ok"
+            )
+        if isinstance(handler, TCPSocketAction):
+            port = resolve_container_port(handler.port, container)
+            host = handler.host or pod_ip
+            target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            if timed_out:
+                out = f"dial tcp {target}: i/o timeout"
+                return Attempt("tcp", target, Result.FAILURE, out, latency=took, timed_out=True)
+            if fails:
+                out = f"dial tcp {target}: connect: connection refused"
+                return Attempt("tcp", target, Result.FAILURE, out, latency=took)
+            return Attempt("tcp", target, Result.SUCCESS, "", latency=took)
+        if isinstance(handler, GRPCAction):
+            target = f"{pod_ip}:{handler.port}"
+            if timed_out:
+                out = f"timeout: health rpc did not complete within {t_text}"
+                return Attempt("grpc", target, Result.FAILURE, out, latency=took, timed_out=True)
+            if fails:
+                out = 'service unhealthy (responded with "NOT_SERVING")'
+                return Attempt("grpc", target, Result.FAILURE, out, latency=took)
+            return Attempt("grpc", target, Result.SUCCESS, "service healthy", latency=took)
+        if isinstance(handler, ExecAction):
+            from probetui.probe.exec import expand_command
+
+            argv = expand_command(handler.command, container.literal_env())
+            target = " ".join(argv)
+            if timed_out:
+                out = f'command "{target}" timed out'
+                return Attempt("exec", target, Result.FAILURE, out, latency=took, timed_out=True)
+            if fails:
+                return Attempt("exec", target, Result.FAILURE, "", latency=took)
+            return Attempt("exec", target, Result.SUCCESS, "", latency=took)
+    except PortResolutionError as e:
+        return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, "", error=str(e))
+    return Attempt("none", "", Result.UNKNOWN, error="missing probe handler")
+
+
+def _url(action: HTTPGetAction, host: str, port: int) -> str:
+    from probetui.probe.http import format_url
+
+    return format_url(action.scheme.lower(), host, port, action.path)
+
+
+# -- running and reporting ------------------------------------------------------------------
+
+
+def summarize(events: list[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
+    name = scenario.container
+    kills = {pt.key: 0 for pt in ProbeType}
+    restarts = 0
+    unhealthy = 0
+    first_ready: float | None = None
+    ready_since: float | None = None
+    ready_total = 0.0
+    for e in events:
+        if e["container"] != name:
+            continue
+        if e["type"] == "Killing" and e.get("probe"):
+            kills[e["probe"]] += 1
+        elif e["type"] == "ContainerStarted":
+            restarts = e["restartCount"]
+        elif e["type"] == "Unhealthy":
+            unhealthy += 1
+        elif e["type"] == "ReadyChanged":
+            if e["ready"]:
+                ready_since = e["t"]
+                if first_ready is None:
+                    first_ready = e["t"]
+            elif ready_since is not None:
+                ready_total += e["t"] - ready_since
+                ready_since = None
+    if ready_since is not None:
+        ready_total += scenario.duration - ready_since
+    return {
+        "restarts": restarts,
+        "kills": kills,
+        "first_ready_at": first_ready,
+        "ready_seconds": round(ready_total, 3),
+        "unhealthy_events": unhealthy,
+        "final_ready": ready_since is not None,
+    }
+
+
+def simulate(scenario: Scenario) -> dict[str, Any]:
+    kubelet = SimKubelet(scenario)
+    kubelet.run()
+    return {"events": kubelet.events, "summary": summarize(kubelet.events, scenario)}
+
+
+GLYPH = {"success": "●", "warning": "◐", "failure": "✖", "error": "?"}
+
+
+def render_timeline(events: list[dict[str, Any]]) -> list[str]:
+    """Human timeline: runs of identical attempts (and their events) folded into one line."""
+    lines: list[str] = []
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    messages: dict[tuple[str, str], str] = {}
+
+    def flush(key: tuple[str, str]) -> None:
+        run = runs.pop(key, None)
+        message = messages.pop(key, "")
+        if not run:
+            return
+        first, last = run[0], run[-1]
+        span = f"{first['t']:.1f}" if len(run) == 1 else f"{first['t']:.1f}-{last['t']:.1f}"
+        glyph = GLYPH.get(first["outcome"], "?")
+        count = f" x{len(run)}" if len(run) > 1 else ""
+        extra = " (timeout)" if first.get("timedOut") else ""
+        extra += " manual" if first.get("manual") else ""
+        text = (
+            f"{first['probe']:<9} {glyph} {first['outcome']}{count}{extra}, run {last['resultRun']}"
+        )
+        if message:
+            text += f"  [{message}]"
+        lines.append(f"{span:>15}  {first['container']:<10} {text}")
+
+    for e in events:
+        if e["type"] == "ProbeAttempt":
+            key = (e["container"], e["probe"])
+            run = runs.get(key)
+            if run and (
+                run[-1]["outcome"] != e["outcome"] or run[-1].get("timedOut") != e.get("timedOut")
+            ):
+                flush(key)
+            runs.setdefault(key, []).append(e)
+            continue
+        if e["type"] in ("Unhealthy", "ProbeWarning") and (e["container"], e["probe"]) in runs:
+            messages.setdefault((e["container"], e["probe"]), e["message"])
+            continue
+        for key in [k for k in runs if k[0] == e["container"]]:
+            flush(key)
+        lines.append(f"{e['t']:>15.1f}  {e['container']:<10} {_describe(e)}")
+    for key in list(runs):
+        flush(key)
+    return lines
+
+
+def _describe(e: dict[str, Any]) -> str:
+    kind = e["type"]
+    if kind == "ContainerStarted":
+        return f"container started (restartCount {e['restartCount']})"
+    if kind == "ContainerExited":
+        return f"container exited with code {e['exitCode']} ({e['reason']})"
+    if kind == "ResultChanged":
+        return f"{e['probe']} result -> {e['result']}"
+    if kind == "ReadyChanged":
+        return "Ready" if e["ready"] else "NotReady"
+    if kind == "StartedChanged":
+        return "Started" if e["started"] else "not Started"
+    if kind == "BackOff":
+        return f"BackOff {bo.go_duration(e['delay'])}: {e['message']}"
+    return f"{kind}: {e.get('message', '')}"
+
+
+def render_summary(summary: dict[str, Any], baseline: dict[str, Any] | None = None) -> list[str]:
+    rows = [
+        ("restarts", lambda s: str(s["restarts"])),
+        ("kills (liveness)", lambda s: str(s["kills"]["liveness"])),
+        ("kills (startup)", lambda s: str(s["kills"]["startup"])),
+        (
+            "first ready at",
+            lambda s: "never" if s["first_ready_at"] is None else f"{s['first_ready_at']:g}s",
+        ),
+        ("ready seconds", lambda s: f"{s['ready_seconds']:g}"),
+        ("Unhealthy events", lambda s: str(s["unhealthy_events"])),
+        ("ready at the end", lambda s: "yes" if s["final_ready"] else "no"),
+    ]
+    if baseline is None:
+        return [f"  {label:<18} {fmt(summary)}" for label, fmt in rows]
+    out = [f"  {'':<18} {'baseline':>12} {'with --set':>12}"]
+    out += [f"  {label:<18} {fmt(baseline):>12} {fmt(summary):>12}" for label, fmt in rows]
+    return out

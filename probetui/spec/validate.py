@@ -1,0 +1,572 @@
+"""API validation of the probe-related parts of a pod (`pkg/apis/core/validation/validation.go`).
+
+The checks and their message texts follow upstream (`validateProbe`, `validateLivenessProbe`,
+`validateReadinessProbe`, `validateStartupProbe`, `validateHandler`, `validateExecAction`,
+`validateHTTPGetAction`, `ValidatePortNumOrName`, `validateGRPCAction`, `validateContainers`,
+`validateInitContainers`, `validateEphemeralContainers`, `validateContainerPorts`,
+`validateRestartPolicy`; spec 2.3-2.8, vectors H). Input is the defaulted model, as upstream
+validates after defaulting (spec 2.4). Checks on fields the model does not keep (image,
+resources, volume mounts, ...) are out of scope: they do not change what the prober does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from probetui.spec.errors import ManifestError
+from probetui.spec.model import (
+    Container,
+    ContainerKind,
+    ExecAction,
+    GRPCAction,
+    HTTPGetAction,
+    Pod,
+    Probe,
+    ProbeType,
+    TCPSocketAction,
+)
+
+__all__ = [
+    "ErrorType",
+    "FieldError",
+    "check_pod",
+    "is_valid_port_name",
+    "is_valid_port_num",
+    "validate_pod",
+]
+
+
+class ErrorType(StrEnum):
+    """`field.ErrorType`, named as in the constructors (`field.Invalid`, `field.Required`, ...)."""
+
+    INVALID = "Invalid"
+    REQUIRED = "Required"
+    FORBIDDEN = "Forbidden"
+    NOT_SUPPORTED = "NotSupported"
+    DUPLICATE = "Duplicate"
+
+    @property
+    def text(self) -> str:
+        """The words upstream prints for the type (`ErrorType.String`)."""
+        return _TYPE_TEXT[self]
+
+
+_TYPE_TEXT = {
+    ErrorType.INVALID: "Invalid value",
+    ErrorType.REQUIRED: "Required value",
+    ErrorType.FORBIDDEN: "Forbidden",
+    ErrorType.NOT_SUPPORTED: "Unsupported value",
+    ErrorType.DUPLICATE: "Duplicate value",
+}
+
+_KIND_WORDS = {
+    ContainerKind.CONTAINER: "container",
+    ContainerKind.INIT: "init container",
+    ContainerKind.EPHEMERAL: "ephemeral container",
+}
+
+
+def _go_quote(text: str) -> str:
+    # close to Go's strconv.Quote (%q): JSON escaping differs only for rare control characters
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _go_value(value: object) -> str:
+    """A bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _go_quote(value)
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return "[]string{" + ", ".join(_go_value(v) for v in value) + "}"
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One `field.Error`: `str()` is upstream's text, e.g.
+    `spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1`.
+
+    `container`, `container_kind` and `field` (the path below the container) locate it for
+    people; `fix` is our advice, never part of upstream's text.
+    """
+
+    path: str
+    type: ErrorType
+    value: object = None
+    detail: str = ""
+    container: str | None = None
+    container_kind: ContainerKind | None = None
+    field: str = ""
+    fix: str | None = None
+
+    def body(self) -> str:
+        """`ErrorBody`: the message without the field path."""
+        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN):
+            text = self.type.text
+        else:
+            text = f"{self.type.text}: {_go_value(self.value)}"
+        if self.detail:
+            text = f"{text}: {self.detail}"
+        return text
+
+    def summary(self) -> str:
+        """The body for people: Required/Forbidden details say it all without the type word."""
+        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN) and self.detail:
+            return self.detail
+        return self.body()
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.body()}"
+
+
+# --- apimachinery validation helpers (k8s.io/apimachinery/pkg/util/validation) ---
+
+_PORT_NAME_CHARSET = re.compile(r"^[-a-z0-9]+$")
+_PORT_NAME_LETTER = re.compile(r"[a-z]")
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+_DNS1123_SUBDOMAIN = re.compile(f"^{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*$")
+_HTTP_HEADER_NAME_FMT = "[-A-Za-z0-9]+"
+_HTTP_HEADER_NAME = re.compile(f"^{_HTTP_HEADER_NAME_FMT}$")
+
+_NEGATIVE = "must be greater than or equal to 0"
+_TOO_MANY_HANDLERS = "may not specify more than 1 handler type"
+_NO_HANDLER = "must specify a handler type"
+_INIT_PROBE_FORBIDDEN = "may not be set for init containers without restartPolicy=Always"
+_EPHEMERAL_FORBIDDEN = "cannot be set for an Ephemeral Container"
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    # validation.RegexError, including its "'a',  or 'b'," spacing
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def is_valid_port_num(port: int) -> list[str]:
+    """`IsValidPortNum`: 1-65535."""
+    if 1 <= port <= 65535:
+        return []
+    return ["must be between 1 and 65535, inclusive"]
+
+
+def is_valid_port_name(name: str) -> list[str]:
+    """`IsValidPortName` (IANA_SVC_NAME): 1-15 of [-a-z0-9], a letter, no edge or double '-'."""
+    errs: list[str] = []
+    if len(name) > 15:
+        errs.append("must be no more than 15 characters")
+    if not _PORT_NAME_CHARSET.match(name):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not _PORT_NAME_LETTER.search(name):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in name:
+        errs.append("must not contain consecutive hyphens")
+    if name and (name[0] == "-" or name[-1] == "-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def _is_dns1123_label(value: str) -> list[str]:
+    errs: list[str] = []
+    if len(value) > 63:
+        errs.append("must be no more than 63 characters")
+    if not _DNS1123_LABEL.match(value):
+        if _DNS1123_SUBDOMAIN.match(value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(
+                _regex_error(
+                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                    "characters or '-', and must start and end with an alphanumeric character",
+                    _DNS1123_LABEL_FMT,
+                    "my-name",
+                    "123-abc",
+                )
+            )
+    return errs
+
+
+def _is_http_header_name(value: str) -> list[str]:
+    if _HTTP_HEADER_NAME.match(value):
+        return []
+    return [
+        _regex_error(
+            "a valid HTTP header must consist of alphanumeric characters or '-'",
+            _HTTP_HEADER_NAME_FMT,
+            "X-Header-Name",
+        )
+    ]
+
+
+# --- the checks ---
+
+
+class _Collector:
+    """Errors for one container, carrying the container's name and kind into each."""
+
+    def __init__(self, out: list[FieldError], base: str, container: Container | None) -> None:
+        self.out = out
+        self.base = base
+        self.container = container
+
+    def add(
+        self,
+        rel: str,
+        type_: ErrorType,
+        value: object = None,
+        detail: str = "",
+        fix: str | None = None,
+    ) -> None:
+        path = f"{self.base}.{rel}" if rel else self.base
+        c = self.container
+        self.out.append(
+            FieldError(
+                path=path,
+                type=type_,
+                value=value,
+                detail=detail,
+                container=c.name if c is not None and c.name else None,
+                container_kind=c.kind if c is not None else None,
+                field=rel if c is not None and c.name else path,
+                fix=fix,
+            )
+        )
+
+
+def _port_num_or_name(port: int | str, rel: str, out: _Collector) -> None:
+    if isinstance(port, int):
+        for msg in is_valid_port_num(port):
+            out.add(rel, ErrorType.INVALID, port, msg, "use a port from 1 to 65535 or a port name")
+        return
+    fix = None
+    if port.isdigit():
+        # IntOrString keeps the quoted form a string, and a string must be a name
+        fix = "a quoted number is a port name; write the number without quotes"
+    for msg in is_valid_port_name(port):
+        out.add(rel, ErrorType.INVALID, port, msg, fix)
+
+
+def _exec(action: ExecAction, rel: str, out: _Collector) -> None:
+    if not action.command:
+        out.add(f"{rel}.command", ErrorType.REQUIRED, fix="give the command to run as a list")
+
+
+def _http_get(action: HTTPGetAction, rel: str, out: _Collector) -> None:
+    if not action.path:
+        out.add(f"{rel}.path", ErrorType.REQUIRED)
+    _port_num_or_name(action.port, f"{rel}.port", out)
+    if action.scheme not in ("HTTP", "HTTPS"):
+        fix = None
+        if action.scheme.upper() in ("HTTP", "HTTPS"):
+            fix = f'the scheme is case-sensitive: write "{action.scheme.upper()}"'
+        out.add(
+            f"{rel}.scheme",
+            ErrorType.NOT_SUPPORTED,
+            action.scheme,
+            'supported values: "HTTP", "HTTPS"',
+            fix,
+        )
+    for header in action.http_headers:
+        # upstream reports these on the list, not on the entry
+        for msg in _is_http_header_name(header.name):
+            out.add(f"{rel}.httpHeaders", ErrorType.INVALID, header.name, msg)
+
+
+def _tcp_socket(action: TCPSocketAction, rel: str, out: _Collector) -> None:
+    _port_num_or_name(action.port, f"{rel}.port", out)
+
+
+def _grpc(action: GRPCAction, rel: str, out: _Collector) -> None:
+    _port_num_or_name(action.port, f"{rel}.port", out)
+
+
+def _handler(probe: Probe, rel: str, out: _Collector) -> None:
+    """`validateHandler`: the first handler set is checked, every later one is Forbidden."""
+    handlers: tuple[tuple[str, object, Callable[..., None]], ...] = (
+        ("exec", probe.exec, _exec),
+        ("httpGet", probe.http_get, _http_get),
+        ("tcpSocket", probe.tcp_socket, _tcp_socket),
+        ("grpc", probe.grpc, _grpc),
+    )
+    first: str | None = None
+    for name, action, check in handlers:
+        if action is None:
+            continue
+        if first is not None:
+            out.add(
+                f"{rel}.{name}",
+                ErrorType.FORBIDDEN,
+                detail=_TOO_MANY_HANDLERS,
+                fix=f"{name} and {first} are both set; keep one",
+            )
+        else:
+            first = name
+            check(action, f"{rel}.{name}", out)
+    if first is None:
+        out.add(
+            rel,
+            ErrorType.REQUIRED,
+            detail=_NO_HANDLER,
+            fix="set one of exec, httpGet, tcpSocket or grpc",
+        )
+
+
+def _probe(probe: Probe, probe_type: ProbeType, rel: str, out: _Collector) -> None:
+    """`validateProbe` plus the per-type rules of validateLiveness/Readiness/StartupProbe."""
+    _handler(probe, rel, out)
+    for name, value in (
+        ("initialDelaySeconds", probe.initial_delay_seconds),
+        ("timeoutSeconds", probe.timeout_seconds),
+        ("periodSeconds", probe.period_seconds),
+        ("successThreshold", probe.success_threshold),
+        ("failureThreshold", probe.failure_threshold),
+    ):
+        if value < 0:
+            out.add(f"{rel}.{name}", ErrorType.INVALID, value, _NEGATIVE)
+    tgps = probe.termination_grace_period_seconds
+    if tgps is not None and tgps <= 0:
+        out.add(
+            f"{rel}.terminationGracePeriodSeconds",
+            ErrorType.INVALID,
+            tgps,
+            "must be greater than 0",
+            "remove it to use the pod's grace period",
+        )
+    if probe_type in (ProbeType.LIVENESS, ProbeType.STARTUP) and probe.success_threshold != 1:
+        out.add(
+            f"{rel}.successThreshold",
+            ErrorType.INVALID,
+            probe.success_threshold,
+            "must be 1",
+            f"a {probe_type.key} probe acts on its first success; set 1 or leave it out",
+        )
+    if probe_type is ProbeType.READINESS and tgps is not None:
+        out.add(
+            f"{rel}.terminationGracePeriodSeconds",
+            ErrorType.INVALID,
+            tgps,
+            "must not be set for readinessProbes",
+            "readiness failures never kill the container; remove it",
+        )
+
+
+_PROBE_FIELDS = (
+    (ProbeType.LIVENESS, "livenessProbe"),
+    (ProbeType.READINESS, "readinessProbe"),
+    (ProbeType.STARTUP, "startupProbe"),
+)
+
+
+def _probes(c: Container, out: _Collector) -> None:
+    for probe_type, rel in _PROBE_FIELDS:
+        probe = c.probe(probe_type)
+        if probe is not None:
+            _probe(probe, probe_type, rel, out)
+
+
+def _ports(c: Container, out: _Collector) -> None:
+    """`validateContainerPorts`."""
+    names: set[str] = set()
+    for i, port in enumerate(c.ports):
+        rel = f"ports[{i}]"
+        if port.name:
+            msgs = is_valid_port_name(port.name)
+            for msg in msgs:
+                out.add(f"{rel}.name", ErrorType.INVALID, port.name, msg)
+            if not msgs:
+                if port.name in names:
+                    out.add(f"{rel}.name", ErrorType.DUPLICATE, port.name)
+                names.add(port.name)
+        if port.container_port == 0:
+            out.add(f"{rel}.containerPort", ErrorType.REQUIRED)
+        else:
+            for msg in is_valid_port_num(port.container_port):
+                out.add(f"{rel}.containerPort", ErrorType.INVALID, port.container_port, msg)
+        if not port.protocol:
+            out.add(f"{rel}.protocol", ErrorType.REQUIRED)
+        elif port.protocol not in ("SCTP", "TCP", "UDP"):
+            out.add(
+                f"{rel}.protocol",
+                ErrorType.NOT_SUPPORTED,
+                port.protocol,
+                'supported values: "SCTP", "TCP", "UDP"',
+            )
+
+
+def _common(c: Container, out: _Collector) -> None:
+    """The probe-relevant part of `validateContainerCommon`: name and ports."""
+    if not c.name:
+        out.add("name", ErrorType.REQUIRED)
+    else:
+        for msg in _is_dns1123_label(c.name):
+            out.add("name", ErrorType.INVALID, c.name, msg)
+    _ports(c, out)
+
+
+def validate_pod(pod: Pod, ephemeral_containers: Sequence[Container] = ()) -> list[FieldError]:
+    """All validation errors for the probe-related parts of `pod`, in upstream's order.
+
+    Ephemeral containers are passed separately because the model's Pod does not hold them
+    (the prober never runs probes for them); `parse_pods` passes what the manifest had.
+    """
+    errors: list[FieldError] = []
+    names: set[str] = set()
+
+    if not pod.containers:
+        errors.append(
+            FieldError(
+                "spec.containers",
+                ErrorType.REQUIRED,
+                field="spec.containers",
+                fix="a pod needs at least one container",
+            )
+        )
+    for i, c in enumerate(pod.containers):
+        out = _Collector(errors, f"spec.containers[{i}]", c)
+        _common(c, out)
+        if c.name in names:
+            out.add("name", ErrorType.DUPLICATE, c.name)
+        names.add(c.name)
+        _probes(c, out)
+
+    for i, c in enumerate(pod.init_containers):
+        out = _Collector(errors, f"spec.initContainers[{i}]", c)
+        _common(c, out)
+        if c.name in names:
+            out.add("name", ErrorType.DUPLICATE, c.name)
+        elif c.name:
+            names.add(c.name)
+        if c.restart_policy == "Always":
+            _probes(c, out)
+            continue
+        # spec 2.8: probes (and lifecycle hooks) need a sidecar
+        fix = "add restartPolicy: Always to make it a sidecar, or remove it"
+        if c.has_pre_stop:
+            out.add("lifecycle", ErrorType.FORBIDDEN, detail=_INIT_PROBE_FORBIDDEN, fix=fix)
+        for probe_type, rel in _PROBE_FIELDS:
+            if c.probe(probe_type) is not None:
+                out.add(rel, ErrorType.FORBIDDEN, detail=_INIT_PROBE_FORBIDDEN, fix=fix)
+
+    for i, c in enumerate(ephemeral_containers):
+        out = _Collector(errors, f"spec.ephemeralContainers[{i}]", c)
+        _common(c, out)
+        if c.name in names:
+            out.add("name", ErrorType.DUPLICATE, c.name)
+        else:
+            names.add(c.name)
+        # the allow-list check walks the Container struct in field order
+        fix = "ephemeral containers are for debugging and are never probed; remove it"
+        forbidden = (
+            ("ports", bool(c.ports)),
+            ("restartPolicy", c.restart_policy is not None),
+            ("restartPolicyRules", bool(c.restart_policy_rules)),
+            ("livenessProbe", c.liveness_probe is not None),
+            ("readinessProbe", c.readiness_probe is not None),
+            ("startupProbe", c.startup_probe is not None),
+            ("lifecycle", c.has_pre_stop),
+        )
+        for rel, is_set in forbidden:
+            if is_set:
+                out.add(rel, ErrorType.FORBIDDEN, detail=_EPHEMERAL_FORBIDDEN, fix=fix)
+
+    policy = pod.restart_policy
+    if not policy:
+        errors.append(
+            FieldError("spec.restartPolicy", ErrorType.REQUIRED, field="spec.restartPolicy")
+        )
+    elif policy not in ("Always", "OnFailure", "Never"):
+        errors.append(
+            FieldError(
+                "spec.restartPolicy",
+                ErrorType.NOT_SUPPORTED,
+                policy,
+                'supported values: "Always", "OnFailure", "Never"',
+                field="spec.restartPolicy",
+            )
+        )
+    return errors
+
+
+# --- errors for people ---
+
+
+_BOTH_SET = re.compile(r"^(\w+) and (\w+) are both set")
+
+
+def _merge_handler_errors(errors: list[FieldError]) -> list[FieldError]:
+    """Fold the Forbidden errors for extra handlers into one error on the probe itself."""
+    merged: list[FieldError] = []
+    groups: dict[str, tuple[int, str, list[str]]] = {}
+    for err in errors:
+        match = _BOTH_SET.match(err.fix or "") if err.detail == _TOO_MANY_HANDLERS else None
+        if match is None:
+            merged.append(err)
+            continue
+        extra, kept = match.groups()
+        probe_path = err.path.rpartition(".")[0]
+        if probe_path not in groups:
+            groups[probe_path] = (len(merged), kept, [])
+            merged.append(err)
+        pos, kept, extras = groups[probe_path]
+        extras.append(extra)
+        names = [*extras, kept]
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+        verb = "both" if len(names) == 2 else "all"
+        merged[pos] = replace(
+            err,
+            path=probe_path,
+            field=err.field.rpartition(".")[0],
+            fix=f"{listed} are {verb} set; keep one",
+        )
+    return merged
+
+
+def _to_manifest_error(
+    err: FieldError, origin: str, line_of: Callable[[str], int | None] | None
+) -> ManifestError:
+    return ManifestError(
+        err.summary(),
+        origin=origin,
+        line=line_of(err.path) if line_of is not None else None,
+        container=err.container,
+        container_kind=_KIND_WORDS[err.container_kind] if err.container_kind else "container",
+        field=err.field or err.path,
+        fix=err.fix,
+    )
+
+
+def check_pod(
+    pod: Pod,
+    ephemeral_containers: Sequence[Container] = (),
+    line_of: Callable[[str], int | None] | None = None,
+) -> None:
+    """Raise ManifestError naming the first validation error (and listing the others).
+
+    `line_of` maps an error's path (`spec.containers[0]...`) to a line in the file, when the
+    caller knows the file.
+    """
+    errors = _merge_handler_errors(validate_pod(pod, ephemeral_containers))
+    if not errors:
+        return
+    first = _to_manifest_error(errors[0], pod.source, line_of)
+    more = [str(_to_manifest_error(e, "", None)) for e in errors[1:]]
+    raise ManifestError(
+        first.detail,
+        origin=first.origin,
+        line=first.line,
+        container=first.container,
+        container_kind=first.container_kind,
+        field=first.field,
+        fix=first.fix,
+        more=more,
+    )

@@ -1,0 +1,253 @@
+"""`probetui simulate`: the classic probe failure modes, in virtual time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probetui.cli import main
+from probetui.prober.simulate import ScenarioError, apply_overrides, parse_scenario, simulate
+
+
+def pod(container: dict[str, Any], restart_policy: str = "Always") -> dict[str, Any]:
+    base = {"name": "app", "image": "x", "ports": [{"name": "http", "containerPort": 8080}]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "demo"},
+        "spec": {"restartPolicy": restart_policy, "containers": [{**base, **container}]},
+    }
+
+
+HTTP = {"httpGet": {"path": "/healthz", "port": "http"}}
+
+
+def run(
+    container: dict[str, Any], app: dict[str, Any], duration: float = 300, **kw: Any
+) -> dict[str, Any]:
+    scenario = parse_scenario({"pod": pod(container, **kw), "duration": duration, "app": app})
+    return simulate(scenario)
+
+
+def of(result: dict[str, Any], type_: str, **match: Any) -> list[dict[str, Any]]:
+    return [
+        e
+        for e in result["events"]
+        if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())
+    ]
+
+
+def test_slow_start_killed_by_liveness_without_startup_probe() -> None:
+    """Spec 6.2 / 11.1: 3 failures x 10 s kill an app that needs 45 s, again and again."""
+    r = run({"livenessProbe": {**HTTP, "periodSeconds": 10}}, {"ready_after": 45})
+    kills = of(r, "Killing")
+    assert [e["t"] for e in kills[:2]] == [30.0, 60.0]
+    assert kills[0]["message"] == "Container app failed liveness probe, will be restarted"
+    assert r["summary"]["kills"]["liveness"] >= 4
+    unhealthy = of(r, "Unhealthy")[0]
+    assert unhealthy["message"] == ("Liveness probe failed: HTTP probe failed with statuscode: 503")
+
+
+def test_slow_start_saved_by_startup_probe() -> None:
+    """Spec 5.10 / 7.2: liveness waits for startup; a 60 s startup budget lets it live."""
+    r = run(
+        {
+            "livenessProbe": {**HTTP, "periodSeconds": 10},
+            "readinessProbe": {**HTTP, "periodSeconds": 5},
+            "startupProbe": {**HTTP, "periodSeconds": 2, "failureThreshold": 30},
+        },
+        {"ready_after": 45},
+    )
+    assert of(r, "Killing") == []
+    assert r["summary"]["restarts"] == 0
+    started = of(r, "StartedChanged", started=True)
+    assert len(started) == 1
+    # startup probes at t = 0, 2, 4, ...: the container runs from t=1, answers from t=46
+    assert started[0]["t"] == 46.0
+    # the readiness manual trigger fires on that status generation (spec 7.4)
+    ready = of(r, "ReadyChanged", ready=True)
+    assert ready[0]["t"] == 46.0
+    assert r["summary"]["first_ready_at"] == 46.0
+    assert not of(r, "ProbeAttempt", probe="liveness", t=44.0)
+
+
+@pytest.mark.parametrize(("threshold", "not_ready", "unhealthy"), [(1, 1, 3), (3, 0, 2)])
+def test_readiness_flapping_failure_threshold(
+    threshold: int, not_ready: int, unhealthy: int
+) -> None:
+    """Spec 5.14: with failureThreshold 3 a 10 s blip (two failed probes) never unreadies.
+
+    The grid is 1, 6, 11, ... (the manual trigger at container start reset it). With threshold
+    1 the failure at 101 unreadies the container, and the status generation that follows
+    triggers readiness again at once (spec 10.4): a third failed attempt, a third event.
+    """
+    r = run(
+        {"readinessProbe": {**HTTP, "periodSeconds": 5, "failureThreshold": threshold}},
+        {"fail_between": [[100, 110]]},
+        duration=200,
+    )
+    assert len(of(r, "ReadyChanged", ready=False)) == not_ready
+    assert r["summary"]["final_ready"] is True
+    # an event per failed attempt, whatever the threshold (spec 6.5)
+    assert len(of(r, "Unhealthy")) == unhealthy
+    if threshold == 1:
+        assert [e["trigger"] for e in of(r, "ProbeAttempt", t=101.0)] == ["tick", "kubelet-manual"]
+
+
+def test_latency_above_timeout_fails_as_timeout() -> None:
+    """Spec 13.6 / 13.8: the client timeout covers the whole request; a slow answer fails."""
+    r = run(
+        {"readinessProbe": {**HTTP, "periodSeconds": 5, "timeoutSeconds": 1}},
+        {"latency_ms": 1500},
+        duration=30,
+    )
+    attempts = of(r, "ProbeAttempt")
+    assert attempts and all(a["outcome"] == "failure" and a.get("timedOut") for a in attempts)
+    assert attempts[0]["latency_ms"] == 1000.0
+    msg = of(r, "Unhealthy")[0]["message"]
+    assert msg.startswith('Readiness probe failed: Get "http://10.0.0.10:8080/healthz": ')
+    assert "Client.Timeout exceeded" in msg
+    assert r["summary"]["first_ready_at"] is None
+
+
+def test_exit_loop_goes_into_crash_loop_backoff() -> None:
+    """kuberuntime doBackOff + flowcontrol.Backoff: 0, 10, 20, 40 s waits between restarts."""
+    r = run(
+        {"command": ["sh", "-c", "exit 1"], "livenessProbe": {"exec": {"command": ["true"]}}},
+        {"exit_after": 5, "exit_code": 1},
+        duration=200,
+    )
+    starts = [e["t"] for e in of(r, "ContainerStarted")]
+    # exits at 6, 12, 28, 54: restart at once, then after 10, 20 and 40 s (+1 s to start)
+    assert starts[:5] == [1.0, 7.0, 23.0, 49.0, 95.0]
+    assert [e["delay"] for e in of(r, "BackOff")][:3] == [10.0, 20.0, 40.0]
+    assert of(r, "ContainerExited")[0]["exitCode"] == 1
+    assert of(r, "Killing") == []
+
+
+def test_restart_counter_carry_over_spec_6_6() -> None:
+    """Spec 6.6: two liveness failures, a crash for another reason, one failure -> a kill."""
+    r = run(
+        {"livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 3}},
+        # fails from t=5; the app exits by itself 25 s after each start
+        {"fail_between": [[5, 1000]], "exit_after": 25, "exit_code": 2},
+        duration=45,
+    )
+    # failures at 10 and 20 (run 2), exit at 26, restart at 27, one failure at 30 -> Failure
+    kills = of(r, "Killing")
+    assert [e["t"] for e in kills] == [30.0]
+    assert of(r, "ProbeAttempt", t=30.0)[0]["resultRun"] == 0  # hold resets the run
+
+
+def test_restart_policy_never_kill_without_restart() -> None:
+    """Spec 11.2: under restartPolicy Never a liveness kill is not followed by a restart."""
+    r = run(
+        {"livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 1}},
+        {"fail_between": [[15, 1000]]},
+        duration=100,
+        restart_policy="Never",
+    )
+    assert of(r, "Killing")[0]["message"] == "Container app failed liveness probe"
+    assert len(of(r, "ContainerStarted")) == 1
+
+
+def test_misnamed_port_never_kills() -> None:
+    """Spec 16.4: a port name that resolves to nothing errors; errors are discarded."""
+    r = run(
+        {"livenessProbe": {"httpGet": {"port": "nope"}, "periodSeconds": 10}},
+        {"fail_between": [[0, 1000]]},
+        duration=60,
+    )
+    assert of(r, "Killing") == []
+    errors = of(r, "ProbeAttempt", outcome="error")
+    assert errors
+    assert of(r, "Unhealthy")[0]["message"].startswith(
+        "Liveness probe errored and resulted in unknown state: "
+    )
+
+
+def test_24_hours_of_one_pod() -> None:
+    """The simulator carries a day of virtual time (its speed is measured in benchmarks/)."""
+    r = run(
+        {
+            "livenessProbe": {**HTTP, "periodSeconds": 10},
+            "readinessProbe": {**HTTP, "periodSeconds": 5},
+        },
+        {"fail_between": [[3600, 3630]]},
+        duration=86400,
+    )
+    assert r["summary"]["kills"]["liveness"] == 1
+    assert len(of(r, "ProbeAttempt")) > 25_000
+
+
+def test_json_schema_and_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CLI: --json gives events + summary; --set adds the baseline summary."""
+    (tmp_path / "pod.json").write_text(
+        json.dumps(pod({"livenessProbe": {**HTTP, "periodSeconds": 10}}))
+    )
+    (tmp_path / "s.yaml").write_text("pod: pod.json\nduration: 120\napp: {ready_after: 45}\n")
+    assert (
+        main(
+            ["simulate", str(tmp_path / "s.yaml"), "--json", "--set", "liveness.failureThreshold=6"]
+        )
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"events", "summary", "baseline"}
+    assert set(doc["summary"]) == {
+        "restarts",
+        "kills",
+        "first_ready_at",
+        "ready_seconds",
+        "unhealthy_events",
+        "final_ready",
+    }
+    assert doc["baseline"]["kills"]["liveness"] > 0
+    assert doc["summary"]["kills"]["liveness"] == 0
+    for e in doc["events"]:
+        assert {"t", "type", "container"} <= set(e)
+    attempt = next(e for e in doc["events"] if e["type"] == "ProbeAttempt")
+    assert {"probe", "outcome", "latency_ms", "resultRun", "manual"} <= set(attempt)
+    assert main(["simulate", str(tmp_path / "s.yaml")]) == 0
+    assert "summary:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("scenario", "needle"),
+    [
+        ({"pod": None}, "pod:"),
+        ({"pod": pod({}), "app": {"ready_afterr": 3}}, "app.ready_afterr: unknown key"),
+        ({"pod": pod({}), "app": {"fail_between": [[5]]}}, "app.fail_between[0]"),
+        ({"pod": pod({}), "container": "nope"}, "container: no container 'nope'"),
+        ({"pod": pod({}), "duration": "long"}, "duration: expected a number"),
+        ({"pod": pod({}), "app": {"probes": {"liveliness": {}}}}, "app.probes.liveliness"),
+    ],
+)
+def test_bad_scenario_names_the_key(scenario: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(scenario)
+    assert needle in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_override_is_one_line() -> None:
+    s = parse_scenario({"pod": pod({"livenessProbe": HTTP})})
+    for bad, needle in [
+        ("liveness.failureThreshold", "PROBE.FIELD=VALUE"),
+        ("liveness.failureThreshhold=3", "unknown field"),
+        ("readiness.periodSeconds=3", "no readiness probe"),
+        ("liveness.successThreshold=2", "must be 1"),
+    ]:
+        with pytest.raises(ScenarioError) as e:
+            apply_overrides(s, [bad])
+        assert needle in str(e.value)
+
+
+def test_cli_bad_scenario_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.yaml").write_text("pod: missing.yaml\n")
+    assert main(["simulate", str(tmp_path / "s.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "missing.yaml" in err
