@@ -53,7 +53,9 @@ class HandlerRunner:
             if isinstance(handler, ExecAction):
                 from probetui.probe import exec as exec_probe
 
-                argv = exec_probe.expand_command(handler.command, container.literal_env())
+                # every declared var counts, valueFrom ones as "" (EnvVarsToMap)
+                env = exec_probe.static_env(container.env)
+                argv = exec_probe.expand_command(handler.command, env)
                 runner = self.exec_for(pod, container) if self.exec_for else None
                 return await exec_probe.probe(argv, timeout, runner)  # type: ignore[arg-type]
             if isinstance(handler, HTTPGetAction):

@@ -535,8 +535,10 @@ class SimKubelet:
                 ),
             )
             self.generate_status()
-            # the retry looks at the newest exited instance: the one that just ended
-            self.clock.call_at(check.retry_at, lambda: self._try_start(inst, inst.last_finished))
+            # the retry looks at the newest exited instance: the one that just ended. A hair
+            # past the window, so float rounding cannot keep it inside forever.
+            retry = max(check.retry_at, now) + 1e-9
+            self.clock.call_at(retry, lambda: self._try_start(inst, inst.last_finished))
             return
         self.clock.call_at(now + self.app.start_after, lambda: self._run_container(inst))
 
@@ -685,9 +687,9 @@ def synthetic_attempt(
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took)
             return Attempt("grpc", target, Result.SUCCESS, "service healthy", latency=took)
         if isinstance(handler, ExecAction):
-            from probetui.probe.exec import expand_command
+            from probetui.probe.exec import expand_command, static_env
 
-            argv = expand_command(handler.command, container.literal_env())
+            argv = expand_command(handler.command, static_env(container.env))
             target = " ".join(argv)
             if timed_out:
                 out = f'command "{target}" timed out'

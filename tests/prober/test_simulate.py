@@ -251,3 +251,13 @@ def test_cli_bad_scenario_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["simulate", str(tmp_path / "s.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "missing.yaml" in err
+
+
+def test_bundled_example_runs_to_the_end() -> None:
+    """Regression: float rounding at a back-off window's edge once kept the retry at one instant."""
+    from probetui.prober.simulate import load_scenario
+
+    root = Path(__file__).resolve().parents[2]
+    r = simulate(load_scenario(root / "examples" / "slow-start.yaml"))
+    assert r["summary"]["kills"]["liveness"] >= 5
+    assert r["events"][-1]["t"] <= 600

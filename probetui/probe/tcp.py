@@ -1,0 +1,182 @@
+"""TCP socket handler, `pkg/probe/tcp` (spec 14).
+
+A probe is a connect and nothing more: Success when the three-way handshake completes within the
+timeout, Failure with Go's dial error text otherwise. `dial` is also the ProbeDialer for the gRPC
+handler's TLS leg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import os
+import socket
+import struct
+import time
+
+from probetui.probe.base import Attempt, Result
+
+# ProbeDialer (`pkg/probe/dialer_others.go`): linger on for 1 s, so a probe socket spends about a
+# second in TIME-WAIT instead of a minute, and close still ends with a FIN, not an RST.
+_LINGER_1S = struct.pack("ii", 1, 1)
+
+# net.partialDeadline: with several addresses each gets a share of the time, but at least this
+_SANE_MINIMUM = 2.0
+
+
+class DialError(Exception):
+    """A failed dial. `str()` is the text of Go's `*net.OpError`, which the kubelet puts in the
+    event, e.g. `dial tcp 127.0.0.1:1: connect: connection refused`."""
+
+    def __init__(self, text: str, *, timed_out: bool = False) -> None:
+        super().__init__(text)
+        self.timed_out = timed_out
+
+
+def join_host_port(host: str, port: int | str) -> str:
+    """`net.JoinHostPort`: brackets around any host with a colon (IPv6)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def go_errno_text(code: int | None) -> str:
+    # Go's syscall error strings are the libc ones with a lower-case first letter
+    if code is None:
+        return "unknown error"
+    text = os.strerror(code)
+    return text[:1].lower() + text[1:]
+
+
+def is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _sockaddr_text(family: int, sockaddr: tuple) -> str:
+    if family == socket.AF_INET6:
+        host = sockaddr[0]
+        scope = sockaddr[3] if len(sockaddr) > 3 else 0
+        if scope and "%" not in host:
+            with contextlib.suppress(OSError):
+                host = f"{host}%{socket.if_indextoname(scope)}"
+        return f"[{host}]:{sockaddr[1]}"
+    return f"{sockaddr[0]}:{sockaddr[1]}"
+
+
+async def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple, str]]:
+    """Addresses to try, in order, each with the text Go prints for it."""
+    if host == "":
+        # Go dials the unspecified address over IPv4 and prints it as ":port"; Linux routes it to
+        # the local host.
+        return [(socket.AF_INET, ("0.0.0.0", port), f":{port}")]
+    loop = asyncio.get_running_loop()
+    try:
+        if is_ip_literal(host):
+            infos = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
+            )
+        else:
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except TimeoutError:
+        raise DialError(f"dial tcp: lookup {host}: i/o timeout", timed_out=True) from None
+    except socket.gaierror as exc:
+        reason = "no such host" if exc.errno == socket.EAI_NONAME else str(exc.strerror).lower()
+        raise DialError(f"dial tcp: lookup {host}: {reason}") from None
+    seen: list[tuple[int, tuple, str]] = []
+    for family, _type, _proto, _name, sockaddr in infos:
+        entry = (family, sockaddr, _sockaddr_text(family, sockaddr))
+        if entry not in seen:
+            seen.append(entry)
+    return seen
+
+
+async def _connect_one(family: int, sockaddr: tuple, text: str, deadline: float) -> socket.socket:
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise DialError(f"dial tcp {text}: socket: {go_errno_text(exc.errno)}") from None
+    try:
+        sock.setblocking(False)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_1S)
+        async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+            await asyncio.get_running_loop().sock_connect(sock, sockaddr)
+    except TimeoutError:
+        sock.close()
+        raise DialError(f"dial tcp {text}: i/o timeout", timed_out=True) from None
+    except OSError as exc:
+        sock.close()
+        raise DialError(f"dial tcp {text}: connect: {go_errno_text(exc.errno)}") from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+async def dial(host: str, port: int, timeout: float) -> socket.socket:
+    """Connect like `probe.ProbeDialer().DialContext(ctx, "tcp", host:port)` with a deadline of
+    `timeout` seconds, covering name resolution too. Raises `DialError` with Go's wording.
+
+    Several resolved addresses are tried one after another (Go's `dialSerial`, with its share of
+    the remaining time per address); Go's dual-stack racing is not reproduced.
+    """
+    deadline = time.monotonic() + timeout
+    if not 0 <= port <= 65535:
+        # net.LookupPort rejects it before any socket exists: `dial tcp: address -1: invalid port`
+        raise DialError(f"dial tcp: address {port}: invalid port")
+    addresses = await _resolve(host, port, deadline)
+    first_error: DialError | None = None
+    for index, (family, sockaddr, text) in enumerate(addresses):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            first_error = first_error or DialError(f"dial tcp {text}: i/o timeout", timed_out=True)
+            break
+        share = remaining / (len(addresses) - index)
+        if share < _SANE_MINIMUM:
+            share = min(remaining, _SANE_MINIMUM)
+        try:
+            return await _connect_one(family, sockaddr, text, time.monotonic() + share)
+        except DialError as exc:
+            first_error = first_error or exc
+    if first_error is None:
+        # getaddrinfo never returns an empty list without an error; keep Go's text just in case
+        first_error = DialError(f"dial tcp: lookup {host}: no such host")
+    raise first_error
+
+
+async def probe(host: str, port: int, timeout: float) -> Attempt:
+    """One tcpSocket attempt (spec 14.2-14.3): Success with empty output when the connect
+    completes, Failure with the dial error otherwise. Never returns an `error`: the kubelet's only
+    error path for TCP is port resolution, which happens before this is called (spec 16.4)."""
+    target = join_host_port(host, port)
+    started_at = time.time()
+    start = time.monotonic()
+    try:
+        sock = await dial(host, port, timeout)
+    except DialError as exc:
+        return Attempt(
+            handler="tcp",
+            target=target,
+            result=Result.FAILURE,
+            output=str(exc),
+            latency=time.monotonic() - start,
+            started_at=started_at,
+            timed_out=exc.timed_out,
+        )
+    latency = time.monotonic() - start
+    # Nothing is sent or read: the connect itself is the check.
+    sock.close()
+    return Attempt(
+        handler="tcp",
+        target=target,
+        result=Result.SUCCESS,
+        output="",
+        latency=latency,
+        started_at=started_at,
+    )
+
+
+__all__ = ["DialError", "dial", "go_errno_text", "is_ip_literal", "join_host_port", "probe"]

@@ -1,0 +1,477 @@
+"""One container instance run as a local process, supervised the way a container runtime would.
+
+Choices, and their limits:
+
+- Each container is the leader of a process group of its own (`start_new_session=True`); a stop
+  signals the whole group, and once the leader has exited whatever is left of the group is
+  killed with SIGKILL, as the kernel does to a PID namespace when the container's PID 1 exits.
+  A process that moves itself to another group or session (a daemon that calls setsid) escapes.
+- A command that cannot be started (missing executable, not executable, bad workingDir) raises
+  `ContainerStartError` with exit code 128 and reason "StartError": what containerd's CRI plugin
+  records in the container's terminated state when the task fails to start (Docker used to report
+  127/126 instead; containerd is the runtime most clusters run).
+- Death by signal N is reported as exit code 128+N, as a runtime does: 143 for SIGTERM, 137 for
+  SIGKILL.
+- No PR_SET_PDEATHSIG: setting it needs code running in the child between fork and exec
+  (`preexec_fn`), which is unsafe once other threads exist (grpc starts some), or a wrapper
+  program that changes how start errors surface. `ProcessGroupRegistry` covers every ending that
+  can be caught: SIGINT, SIGTERM, SIGHUP, a normal exit and an unhandled exception. It cannot
+  cover a SIGKILL to probetui itself (or a crash in native code): those groups keep running,
+  reparented to init.
+- A group is registered right after the spawn returns; a signal that lands in the few event-loop
+  steps between the fork and the registration misses that one group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+
+from probetui.probe.exec import expand_command
+from probetui.spec.model import Container
+
+# what a runtime reports for a container whose process could not be started (containerd CRI)
+START_ERROR_EXIT_CODE = 128
+START_ERROR_REASON = "StartError"
+
+# how much of each stream output_tail() keeps
+DEFAULT_TAIL_BYTES = 64 * 1024
+# longer lines are split, as the CRI log writer splits them into partial ("P") entries
+DEFAULT_MAX_LINE_BYTES = 16 * 1024
+
+# after the leader exits and the group is killed, how long the pipes may take to reach EOF
+_PIPE_GRACE = 0.2
+
+
+class LocalRuntimeError(Exception):
+    """A container the local runtime cannot run as written."""
+
+
+class ContainerStartError(LocalRuntimeError):
+    """The process could not be started; `exit_code` and `reason` are what a runtime records."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = START_ERROR_EXIT_CODE
+        self.reason = START_ERROR_REASON
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """What to run: argv (no shell), the full environment, the working directory.
+
+    `warnings` lists what the manifest asks for that the local runtime cannot honour (env vars
+    set with valueFrom), for the caller to show.
+    """
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    cwd: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def process_spec(container: Container, base_env: Mapping[str, str] | None = None) -> ProcessSpec:
+    """Build the ProcessSpec for a container (kubelet `makeEnvironmentVariables` and
+    `ExpandContainerCommandAndArgs`, restricted to literal values).
+
+    Env values may use `$(NAME)` for a variable defined earlier in the list; command and args are
+    expanded with the container's own variables (never the host's). The process environment is
+    `base_env` (default: os.environ) with the container's variables on top. A variable set with
+    valueFrom is not set and not expanded (`$(NAME)` stays as written); a warning says so.
+    """
+    if not container.command:
+        raise LocalRuntimeError(
+            f'container "{container.name}" has no command: the local runtime runs commands, '
+            "not images; add command: [...]"
+        )
+    container_env: dict[str, str] = {}
+    warnings: list[str] = []
+    for var in container.env:
+        if var.value_from is not None:
+            container_env.pop(var.name, None)
+            source = ", ".join(sorted(var.value_from)) or "valueFrom"
+            warnings.append(
+                f'container "{container.name}": env {var.name} comes from {source}, which the '
+                "local runtime cannot resolve; it is not set"
+            )
+            continue
+        value = var.value or ""
+        # as the kubelet does, an empty value is not expanded and references only see
+        # variables defined before this one
+        container_env[var.name] = expand_command([value], container_env)[0] if value else ""
+    argv = expand_command([*container.command, *container.args], container_env)
+    env = dict(os.environ if base_env is None else base_env)
+    env.update(container_env)
+    return ProcessSpec(
+        argv=tuple(argv), env=env, cwd=container.working_dir, warnings=tuple(warnings)
+    )
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    """Signal a process group; False when it no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        # the group id now belongs to someone else's processes: ours are gone
+        return False
+    return True
+
+
+class ProcessGroupRegistry:
+    """Every live child process group, so that they can all be killed when probetui ends.
+
+    `kill_all()` is synchronous and safe to call from a signal handler or atexit.
+    """
+
+    def __init__(self) -> None:
+        self._groups: set[int] = set()
+        self._installed = False
+
+    def add(self, pgid: int) -> None:
+        self._groups.add(pgid)
+
+    def discard(self, pgid: int) -> None:
+        self._groups.discard(pgid)
+
+    def groups(self) -> frozenset[int]:
+        return frozenset(self._groups)
+
+    def kill_all(self) -> int:
+        """SIGKILL every registered group and forget them; returns how many were signalled."""
+        groups = list(self._groups)
+        self._groups.clear()
+        return sum(_signal_group(pgid, signal.SIGKILL) for pgid in groups)
+
+    def install_exit_handlers(
+        self,
+        signals: Iterable[signal.Signals] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
+    ) -> None:
+        """Kill the children whenever probetui ends: on `signals`, at exit, on an uncaught error.
+
+        Call it from the main thread (Python only lets that thread set signal handlers), and after
+        anything else that installs handlers for these signals: the previous handler is chained,
+        a later one replaces this one (asyncio's `loop.add_signal_handler` does). For each signal:
+        children are killed first; then a Python handler that was there before is called (the
+        default SIGINT one raises KeyboardInterrupt); with the default disposition the signal is
+        re-raised so probetui dies of it, with the status a shell shows as 128+N. An ignored signal
+        (SIGHUP under nohup) stays ignored and kills nothing, as it does not end probetui.
+        """
+        if self._installed:
+            return
+        self._installed = True
+        atexit.register(self.kill_all)
+
+        previous_hook = sys.excepthook
+
+        def excepthook(
+            exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+        ) -> None:
+            # atexit runs only after non-daemon threads end; do not wait for them
+            self.kill_all()
+            previous_hook(exc_type, exc, tb)
+
+        sys.excepthook = excepthook
+
+        for sig in signals:
+            previous = signal.getsignal(sig)
+            if previous is signal.SIG_IGN:
+                continue
+            signal.signal(sig, self._make_handler(previous))
+
+    def _make_handler(
+        self, previous: Callable[[int, FrameType | None], object] | int | None
+    ) -> Callable[[int, FrameType | None], None]:
+        def handler(signum: int, frame: FrameType | None) -> None:
+            self.kill_all()
+            if callable(previous):
+                previous(signum, frame)
+                return
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+        return handler
+
+
+# the registry every ContainerProcess uses unless given another one
+REGISTRY = ProcessGroupRegistry()
+
+
+@dataclass(frozen=True)
+class OutputLine:
+    """One line of output, without its newline; `partial` when it was split or had no newline."""
+
+    stream: str  # "stdout" or "stderr"
+    time: float  # time.time() when it was read
+    data: bytes
+    partial: bool = False
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+class _Tail:
+    """The last `max_bytes` of one stream, as timestamped lines."""
+
+    def __init__(self, stream: str, max_bytes: int, max_line: int) -> None:
+        self.stream = stream
+        self.max_bytes = max_bytes
+        self.max_line = max_line
+        self.lines: deque[OutputLine] = deque()
+        self.size = 0
+        self.pending = bytearray()
+        self.pending_since = 0.0
+        self.dropped = 0
+
+    def feed(self, chunk: bytes, now: float) -> None:
+        if not self.pending:
+            self.pending_since = now
+        self.pending += chunk
+        while True:
+            end = self.pending.find(b"\n")
+            if end != -1 and end <= self.max_line:
+                self._keep(bytes(self.pending[:end]), partial=False)
+                del self.pending[: end + 1]
+            elif len(self.pending) > self.max_line:
+                self._keep(bytes(self.pending[: self.max_line]), partial=True)
+                del self.pending[: self.max_line]
+            else:
+                break
+            self.pending_since = now
+
+    def close(self) -> None:
+        if self.pending:
+            self._keep(bytes(self.pending), partial=True)
+            self.pending.clear()
+
+    def _keep(self, data: bytes, partial: bool) -> None:
+        self.lines.append(OutputLine(self.stream, self.pending_since, data, partial))
+        self.size += len(data) + 1
+        while self.size > self.max_bytes and self.lines:
+            self.size -= len(self.lines.popleft().data) + 1
+            self.dropped += 1
+
+    def snapshot(self) -> list[OutputLine]:
+        out = list(self.lines)
+        if self.pending:
+            out.append(OutputLine(self.stream, self.pending_since, bytes(self.pending), True))
+        return out
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    """Feeds the tails and reports the exit as soon as the process is reaped.
+
+    asyncio's Process.wait() on 3.11 also waits for the pipes to close, which a grandchild that
+    inherited them can delay forever; process_exited() does not.
+    """
+
+    def __init__(self, tails: Mapping[str, _Tail], loop: asyncio.AbstractEventLoop) -> None:
+        self._tails = {1: tails["stdout"], 2: tails["stderr"]}
+        self._open = {1, 2}
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.pipes_closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self._tails[fd].feed(data if isinstance(data, bytes) else data.encode(), time.time())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd in self._open:
+            self._open.discard(fd)
+            self._tails[fd].close()
+        if not self._open:
+            self.pipes_closed.set()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+def _start_error(argv0: str, cwd: str | None, exc: OSError) -> str:
+    # runc's wording, which is what ends up in the container status message
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    reason = reason[:1].lower() + reason[1:]
+    if cwd is not None and exc.filename == cwd:
+        return f'chdir to cwd ("{cwd}") set in config.json failed: {reason}'
+    if isinstance(exc, FileNotFoundError):
+        if "/" not in argv0:
+            return f'exec: "{argv0}": executable file not found in $PATH'
+        return f'exec: "{argv0}": stat {argv0}: {reason}'
+    return f'exec: "{argv0}": {reason}'
+
+
+class ContainerProcess:
+    """One run of one container: start it once, then wait for it or stop it."""
+
+    def __init__(
+        self,
+        spec: ProcessSpec,
+        *,
+        registry: ProcessGroupRegistry | None = None,
+        tail_bytes: int = DEFAULT_TAIL_BYTES,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self.spec = spec
+        self.registry = REGISTRY if registry is None else registry
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self._pid: int | None = None
+        self._exit: asyncio.Task[int] | None = None
+        self._exit_code: int | None = None
+        self._tails = {
+            "stdout": _Tail("stdout", tail_bytes, max_line_bytes),
+            "stderr": _Tail("stderr", tail_bytes, max_line_bytes),
+        }
+
+    @property
+    def pid(self) -> int | None:
+        """The container's main process, also its process group id."""
+        return self._pid
+
+    @property
+    def exit_code(self) -> int | None:
+        """None until the process has exited and been reaped."""
+        return self._exit_code
+
+    @property
+    def running(self) -> bool:
+        return self._pid is not None and self._exit_code is None
+
+    @property
+    def reason(self) -> str | None:
+        """The terminated-state reason a runtime gives: "Completed" for 0, else "Error"."""
+        if self._exit_code is None:
+            return None
+        return "Completed" if self._exit_code == 0 else "Error"
+
+    async def start(self) -> None:
+        """Start the process; raises ContainerStartError when it cannot be started."""
+        if self._pid is not None:
+            raise RuntimeError("a ContainerProcess starts once; make a new one to restart")
+        if not self.spec.argv:
+            raise ContainerStartError("exec: no command")
+        loop = asyncio.get_running_loop()
+        protocol = _Protocol(self._tails, loop)
+        # taken before the spawn: output can arrive while subprocess_exec is still connecting
+        started_at = time.time()
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: protocol,
+                *self.spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=dict(self.spec.env),
+                cwd=self.spec.cwd,
+            )
+        except OSError as exc:
+            raise ContainerStartError(_start_error(self.spec.argv[0], self.spec.cwd, exc)) from exc
+        pid = transport.get_pid()
+        self.registry.add(pid)
+        self._pid = pid
+        self.started_at = started_at
+        self._exit = asyncio.ensure_future(self._supervise(transport, protocol, pid))
+
+    async def _supervise(
+        self, transport: asyncio.SubprocessTransport, protocol: _Protocol, pid: int
+    ) -> int:
+        try:
+            await protocol.exited
+        finally:
+            # the leader is gone (or we are being torn down): the rest of the container goes too
+            _signal_group(pid, signal.SIGKILL)
+            self.registry.discard(pid)
+        code = transport.get_returncode()
+        assert code is not None
+        self._exit_code = code if code >= 0 else 128 - code
+        self.finished_at = time.time()
+        # let the tail take what is still in the pipes; bounded, since a process that left the
+        # group may hold them open
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_PIPE_GRACE):
+                await protocol.pipes_closed.wait()
+        transport.close()
+        return self._exit_code
+
+    def _task(self) -> asyncio.Task[int]:
+        if self._exit is None:
+            raise RuntimeError("the process has not been started")
+        return self._exit
+
+    async def wait(self) -> int:
+        """The exit code once the process has exited: 128+N for death by signal N."""
+        return await asyncio.shield(self._task())
+
+    async def stop(self, grace: float) -> int:
+        """Stop like the kubelet's killContainer (spec 11.5): SIGTERM to the group, SIGKILL to the
+        group once `grace` seconds have passed, then reap. Returns the exit code, e.g. 143 for a
+        process that died of the SIGTERM, 137 for one that had to be killed.
+
+        If this call is cancelled while waiting, the group is killed at once.
+        """
+        task = self._task()
+        if task.done():
+            return task.result()
+        pgid = self.pid
+        assert pgid is not None
+        _signal_group(pgid, signal.SIGTERM)
+        try:
+            try:
+                async with asyncio.timeout(grace):
+                    return await asyncio.shield(task)
+            except TimeoutError:
+                pass
+            _signal_group(pgid, signal.SIGKILL)
+            return await asyncio.shield(task)
+        finally:
+            if not task.done():
+                self.kill_now()
+
+    def kill_now(self) -> None:
+        """SIGKILL the whole group now, synchronously; reaping happens on the event loop."""
+        if self._pid is not None and self._exit_code is None:
+            _signal_group(self._pid, signal.SIGKILL)
+
+    def output_tail(self, stream: str | None = None) -> list[OutputLine]:
+        """The last lines of stdout and stderr (or one of them), oldest first.
+
+        Each stream keeps its last `tail_bytes`; a line still waiting for its newline is included
+        with `partial` set.
+        """
+        names = (stream,) if stream is not None else ("stdout", "stderr")
+        lines = [line for name in names for line in self._tails[name].snapshot()]
+        lines.sort(key=lambda line: line.time)
+        return lines
+
+    def dropped_lines(self, stream: str) -> int:
+        """How many lines of `stream` fell out of the tail."""
+        return self._tails[stream].dropped
+
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_TAIL_BYTES",
+    "REGISTRY",
+    "START_ERROR_EXIT_CODE",
+    "START_ERROR_REASON",
+    "ContainerProcess",
+    "ContainerStartError",
+    "LocalRuntimeError",
+    "OutputLine",
+    "ProcessGroupRegistry",
+    "ProcessSpec",
+    "process_spec",
+]

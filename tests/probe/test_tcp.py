@@ -1,0 +1,114 @@
+"""TCP handler (`pkg/probe/tcp`, spec 14, vector E) against real sockets on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import struct
+import time
+
+import pytest
+
+from probetui.probe import tcp
+from probetui.probe.base import Result
+from tests.probe.conftest import TCPListener
+
+
+async def test_vector_e1_listening_server_is_success(tcp_listener: TCPListener) -> None:
+    """TestTcpHealthChecker row 1: a listening server gives Success, empty output, no error."""
+    before = time.time()
+    attempt = await tcp.probe("127.0.0.1", tcp_listener.port, 1.0)
+    assert attempt.result is Result.SUCCESS
+    assert attempt.output == ""
+    assert attempt.error is None
+    assert attempt.handler == "tcp"
+    assert attempt.target == f"127.0.0.1:{tcp_listener.port}"
+    assert not attempt.timed_out
+    assert 0 <= attempt.latency < 1.0
+    assert before <= attempt.started_at <= time.time()
+
+
+async def test_vector_e2_invalid_port_is_failure_with_dial_error() -> None:
+    """TestTcpHealthChecker row 2: port -1 is a Failure whose output is Go's dial error, not an
+    error return (net.LookupPort: `address -1: invalid port`)."""
+    attempt = await tcp.probe("127.0.0.1", -1, 1.0)
+    assert attempt.result is Result.FAILURE
+    assert attempt.error is None
+    assert attempt.output == "dial tcp: address -1: invalid port"
+    assert attempt.target == "127.0.0.1:-1"
+
+
+async def test_spec_14_3_nothing_sent_and_closed_with_fin(tcp_listener: TCPListener) -> None:
+    """Spec 14.2-14.3: the probe sends and reads nothing and closes at once; ProbeDialer's
+    SO_LINGER of 1 s still ends the connection with a FIN, not an RST."""
+    attempt = await tcp.probe("127.0.0.1", tcp_listener.port, 1.0)
+    assert attempt.result is Result.SUCCESS
+    await asyncio.wait_for(tcp_listener.closed.wait(), timeout=2.0)
+    assert tcp_listener.received == [b""]
+    assert tcp_listener.endings == ["fin"]
+
+
+async def test_spec_14_2_probe_dialer_sets_linger_one_second(tcp_listener: TCPListener) -> None:
+    """Spec 14.2 / `probe.ProbeDialer`: SO_LINGER on, 1 s."""
+    sock = await tcp.dial("127.0.0.1", tcp_listener.port, 1.0)
+    try:
+        onoff, seconds = struct.unpack(
+            "ii", sock.getsockopt(socket.SOL_SOCKET, socket.SO_LINGER, 8)
+        )
+    finally:
+        sock.close()
+    assert (onoff, seconds) == (1, 1)
+
+
+async def test_spec_14_3_refused_is_failure_with_go_text(closed_port: int) -> None:
+    """Spec 14.3: a dial error is Failure with `err.Error()` as output, in Go's wording."""
+    attempt = await tcp.probe("127.0.0.1", closed_port, 1.0)
+    assert attempt.result is Result.FAILURE
+    assert attempt.error is None
+    assert attempt.output == f"dial tcp 127.0.0.1:{closed_port}: connect: connection refused"
+    assert not attempt.timed_out
+
+
+async def test_spec_14_3_connect_timeout_is_failure_io_timeout(stalled_port: int) -> None:
+    """Spec 14.3: no answer within the timeout is Failure `dial tcp <addr>: i/o timeout`.
+    Real time: 0.3 s, the scaled-down probe timeout."""
+    attempt = await tcp.probe("127.0.0.1", stalled_port, 0.3)
+    assert attempt.result is Result.FAILURE
+    assert attempt.error is None
+    assert attempt.output == f"dial tcp 127.0.0.1:{stalled_port}: i/o timeout"
+    assert attempt.timed_out
+    assert 0.25 <= attempt.latency < 1.0
+
+
+async def test_port_above_range_is_invalid_port() -> None:
+    """net.LookupPort rejects ports above 65535 before dialling."""
+    attempt = await tcp.probe("127.0.0.1", 70000, 1.0)
+    assert attempt.output == "dial tcp: address 70000: invalid port"
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("127.0.0.1", 80, "127.0.0.1:80"),
+        ("::1", 80, "[::1]:80"),
+        ("fe80::1%eth0", 8080, "[fe80::1%eth0]:8080"),
+        ("", 32, ":32"),
+        ("pod.example", 443, "pod.example:443"),
+    ],
+)
+def test_join_host_port_brackets_ipv6(host: str, port: int, expected: str) -> None:
+    """net.JoinHostPort: the target text, IPv6 in brackets."""
+    assert tcp.join_host_port(host, port) == expected
+
+
+async def test_cancelled_dial_leaves_no_socket_open(stalled_port: int) -> None:
+    """A probe cancelled mid-dial (its worker stopped) closes its socket rather than leaking it."""
+    fds_before = len(os.listdir("/proc/self/fd"))
+    task = asyncio.ensure_future(tcp.probe("127.0.0.1", stalled_port, 5.0))
+    await asyncio.sleep(0.05)
+    assert len(os.listdir("/proc/self/fd")) == fds_before + 1
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(os.listdir("/proc/self/fd")) == fds_before
