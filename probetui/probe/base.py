@@ -59,3 +59,33 @@ def truncate_bytes(data: bytes, limit: int = MAX_OUTPUT_BYTES) -> bytes:
 def decode(data: bytes) -> str:
     # Go strings are bytes; show undecodable bytes rather than fail on them
     return data.decode("utf-8", errors="replace")
+
+
+def go_duration(seconds: float) -> str:
+    """Format seconds the way Go's `time.Duration.String` does: 10s, 1m20s, 5m0s, 1.5s, 500ms."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    u = abs(ns)
+    if u < 1_000_000_000:
+        for unit, size in (("ns", 1), ("µs", 1_000), ("ms", 1_000_000)):
+            if u < size * 1000:
+                return f"{sign}{_frac(u, size)}{unit}"
+    hours, rem = divmod(u, 3_600_000_000_000)
+    minutes, rem = divmod(rem, 60_000_000_000)
+    text = f"{_frac(rem, 1_000_000_000)}s"
+    if u >= 60_000_000_000:
+        text = f"{minutes}m{text}"
+    if u >= 3_600_000_000_000:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _frac(value: int, size: int) -> str:
+    """`value / size` with the fraction's trailing zeros dropped, as Go prints it."""
+    whole, part = divmod(value, size)
+    if part == 0:
+        return str(whole)
+    digits = len(str(size)) - 1
+    return f"{whole}.{str(part).rjust(digits, '0').rstrip('0')}"

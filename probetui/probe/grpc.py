@@ -29,7 +29,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from probetui.probe import tcp
-from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result, user_agent
+from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result, go_duration, user_agent
 
 # Go's codes.Code.String() for each status, as `status.Error` prints it
 _GO_CODE_NAMES = {
@@ -67,35 +67,6 @@ def go_quote(text: str) -> str:
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
-
-
-def _frac(value: int, digits: int) -> str:
-    whole, frac = divmod(value, 10**digits)
-    text = str(frac).rjust(digits, "0").rstrip("0")
-    return f"{whole}.{text}" if text else str(whole)
-
-
-def go_duration(seconds: float) -> str:
-    """`time.Duration.String()`: 1s, 2s, 500ms, 1.5s, 1m30s, 1h0m0s."""
-    nanos = round(seconds * 1e9)
-    sign = "-" if nanos < 0 else ""
-    nanos = abs(nanos)
-    if nanos == 0:
-        return "0s"
-    if nanos < 1_000:
-        return f"{sign}{nanos}ns"
-    if nanos < 1_000_000:
-        return f"{sign}{_frac(nanos, 3)}µs"
-    if nanos < 1_000_000_000:
-        return f"{sign}{_frac(nanos, 6)}ms"
-    whole_seconds, frac = divmod(nanos, 1_000_000_000)
-    text = _frac(whole_seconds % 60 * 1_000_000_000 + frac, 9) + "s"
-    minutes = whole_seconds // 60
-    if minutes:
-        text = f"{minutes % 60}m{text}"
-        if minutes // 60:
-            text = f"{minutes // 60}h{text}"
-    return sign + text
 
 
 def _status_name(status: int) -> str:

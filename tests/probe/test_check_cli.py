@@ -212,7 +212,7 @@ async def test_malformed_manifest_is_one_line_exit_2(tmp_path: Path) -> None:
     manifest = tmp_path / "bad.yaml"
     manifest.write_text(
         "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n"
-        "    livenessProbe: {exec: {command: [\"true\"]}, httpGet: {port: 80}}\n"
+        '    livenessProbe: {exec: {command: ["true"]}, httpGet: {port: 80}}\n'
     )
     code, _, err = await probetui("check", "-f", str(manifest))
     assert code == 2 and err.count("\n") == 1
