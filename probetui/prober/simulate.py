@@ -668,8 +668,9 @@ def synthetic_attempt(
             )
         if isinstance(handler, TCPSocketAction):
             port = resolve_container_port(handler.port, container)
-            host = handler.host or pod_ip
-            target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            from probetui.probe.tcp import join_host_port
+
+            target = join_host_port(handler.host or pod_ip, port)
             if timed_out:
                 out = f"dial tcp {target}: i/o timeout"
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took, timed_out=True)

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
 from probetui.prober.clock import Cancellable, Clock
+from probetui.prober.kuberuntime import should_restart
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PHASE_TERMINAL, PodStatus
@@ -201,8 +202,6 @@ class Worker:
         terminated = c.terminated
         if terminated is None:
             return True
-        from probetui.prober.kuberuntime import should_restart
-
         return should_restart(self.container, self.pod, terminated.exit_code)
 
     def begin(self, status: PodStatus | None, now: float) -> Step:
