@@ -45,10 +45,9 @@ class LoopClock:
 
 
 class _Timer:
-    __slots__ = ("callback", "cancelled", "when")
+    __slots__ = ("callback", "cancelled")
 
-    def __init__(self, when: float, callback: Callable[[], None]) -> None:
-        self.when = when
+    def __init__(self, callback: Callable[[], None]) -> None:
         self.callback = callback
         self.cancelled = False
 
@@ -56,8 +55,8 @@ class _Timer:
         self.cancelled = True
 
 
-class VirtualClock:
-    """Time moves only when told to; timers fire in time order, tasks settle between them."""
+class SimClock:
+    """Virtual time as a synchronous timer heap: `run_until` fires timers in (time, order)."""
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = start
@@ -68,9 +67,34 @@ class VirtualClock:
         return self._now
 
     def call_at(self, when: float, callback: Callable[[], None]) -> _Timer:
-        timer = _Timer(when, callback)
-        heapq.heappush(self._heap, (when, next(self._seq), timer))
+        timer = _Timer(callback)
+        heapq.heappush(self._heap, (max(when, self._now), next(self._seq), timer))
         return timer
+
+    def call_soon(self, callback: Callable[[], None]) -> _Timer:
+        return self.call_at(self._now, callback)
+
+    async def sleep(self, delay: float) -> None:  # pragma: no cover - the Clock protocol
+        raise RuntimeError("SimClock runs callbacks only")
+
+    def _pop_due(self, end: float) -> _Timer | None:
+        """The next live timer due by `end`, with the clock moved to its time."""
+        heap = self._heap
+        while heap and heap[0][0] <= end:
+            when, _, timer = heapq.heappop(heap)
+            if not timer.cancelled:
+                self._now = when
+                return timer
+        return None
+
+    def run_until(self, end: float) -> None:
+        while (timer := self._pop_due(end)) is not None:
+            timer.callback()
+        self._now = max(self._now, end)
+
+
+class VirtualClock(SimClock):
+    """SimClock for asyncio tests: tasks may sleep on it, and settle between timers."""
 
     async def sleep(self, delay: float) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -85,11 +109,6 @@ class VirtualClock:
         finally:
             timer.cancel()
 
-    def next_deadline(self) -> float | None:
-        while self._heap and self._heap[0][2].cancelled:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
-
     @staticmethod
     async def settle(rounds: int = 20) -> None:
         """Let every task that is ready run until it waits on the clock again."""
@@ -101,12 +120,7 @@ class VirtualClock:
 
     async def advance_to(self, target: float) -> None:
         await self.settle()
-        while True:
-            when = self.next_deadline()
-            if when is None or when > target:
-                break
-            _, _, timer = heapq.heappop(self._heap)
-            self._now = max(self._now, when)
+        while (timer := self._pop_due(target)) is not None:
             timer.callback()
             await self.settle()
         self._now = max(self._now, target)

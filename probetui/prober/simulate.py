@@ -19,8 +19,6 @@ window ends (v1.35 requeues the pod for that moment; see `backoff.py`).
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -30,6 +28,7 @@ from typing import Any
 from probetui.probe.base import Attempt, Result
 from probetui.prober import backoff as bo
 from probetui.prober import kuberuntime as kr
+from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.results import Update
@@ -304,50 +303,6 @@ def apply_overrides(scenario: Scenario, overrides: Iterable[str]) -> Scenario:
 
 
 # -- virtual time ---------------------------------------------------------------------------
-
-
-class _Timer:
-    __slots__ = ("callback", "cancelled")
-
-    def __init__(self, callback: Callable[[], None]) -> None:
-        self.callback = callback
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class SimClock:
-    """A synchronous timer heap: `run_until` fires timers in (time, insertion) order."""
-
-    def __init__(self) -> None:
-        self._now = 0.0
-        self._heap: list[tuple[float, int, _Timer]] = []
-        self._seq = itertools.count()
-
-    def now(self) -> float:
-        return self._now
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> _Timer:
-        timer = _Timer(callback)
-        heapq.heappush(self._heap, (max(when, self._now), next(self._seq), timer))
-        return timer
-
-    def call_soon(self, callback: Callable[[], None]) -> _Timer:
-        return self.call_at(self._now, callback)
-
-    async def sleep(self, delay: float) -> None:  # pragma: no cover - the Clock protocol
-        raise RuntimeError("SimClock runs callbacks only")
-
-    def run_until(self, end: float) -> None:
-        heap = self._heap
-        while heap and heap[0][0] <= end:
-            when, _, timer = heapq.heappop(heap)
-            if timer.cancelled:
-                continue
-            self._now = when
-            timer.callback()
-        self._now = end
 
 
 # -- the kubelet around the workers -----------------------------------------------------
