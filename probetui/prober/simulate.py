@@ -30,7 +30,7 @@ from probetui.prober import backoff as bo
 from probetui.prober import kuberuntime as kr
 from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.manager import Manager
-from probetui.prober.prober import ProbeOutcome, map_attempts
+from probetui.prober.prober import ProbeOutcome, map_attempts, outcome_label
 from probetui.prober.results import Update
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
 from probetui.prober.worker import ProbeRecord, Worker
@@ -540,10 +540,7 @@ class SimKubelet:
             return  # skipped ticks are not part of the event list
         attempt = outcome.attempt
         assert attempt is not None
-        if outcome.error is not None:
-            kind = "error"
-        else:
-            kind = attempt.result.value if attempt.result is not Result.UNKNOWN else "failure"
+        kind = outcome_label(outcome)
         fields: dict[str, Any] = {
             "probe": record.key.probe_type.key,
             "outcome": kind,

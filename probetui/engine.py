@@ -1,0 +1,255 @@
+"""The live engine: one runtime, one prober manager, and the sinks that record what happens.
+
+The engine is the `RuntimeHost` a runtime drives. It owns the clock, the prober's `Manager`
+and the handler runner (which asks the runtime how to reach a container), keeps the latest
+snapshot of every pod (the status the workers read), and turns worker records, results
+changes and kubelet events into `Event`s for its sinks: the timeline store behind the UI, the
+headless JSONL writer, tests.
+
+User commands (probe now, pause) go through here to the manager, never to a handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from probetui.probe.base import DEFAULT_KUBE_VERSION
+from probetui.prober.clock import Clock, LoopClock
+from probetui.prober.handlers import HandlerRunner
+from probetui.prober.manager import Done, Manager
+from probetui.prober.results import Update
+from probetui.prober.status import PodStatus
+from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
+from probetui.runtime.base import KubeletEvent, Runtime
+from probetui.spec.model import Pod, ProbeType
+from probetui.timeline.events import KUBELET, SHADOW, Event, attempt_fields
+
+log = logging.getLogger(__name__)
+
+
+class Sink(Protocol):
+    def event(self, event: Event) -> None: ...
+
+    def pod(self, pod: Pod, status: PodStatus | None) -> None:
+        """A pod's latest snapshot; status None when it is gone."""
+
+
+@dataclass(slots=True)
+class _PodEntry:
+    pod: Pod
+    status: PodStatus
+
+
+class Engine:
+    def __init__(
+        self,
+        runtime: Runtime,
+        sinks: list[Sink] | None = None,
+        *,
+        kube_version: str = DEFAULT_KUBE_VERSION,
+        clock_factory: Callable[[], Clock] = LoopClock,
+    ) -> None:
+        self.runtime = runtime
+        self.sinks: list[Sink] = list(sinks or [])
+        self.kube_version = kube_version
+        self._clock_factory = clock_factory
+        self._clock: Clock | None = None
+        self._manager: Manager | None = None
+        self.pods: dict[str, _PodEntry] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- RuntimeHost ----------------------------------------------------------------------
+
+    @property
+    def clock(self) -> Clock:
+        assert self._clock is not None, "the engine is not running"
+        return self._clock
+
+    @property
+    def manager(self) -> Manager:
+        assert self._manager is not None, "the engine is not running"
+        return self._manager
+
+    def pod_snapshot(self, pod: Pod, status: PodStatus) -> None:
+        self.pods[pod.uid] = _PodEntry(pod, status)
+        for sink in self.sinks:
+            sink.pod(pod, status)
+
+    def pod_deleted(self, pod_uid: str) -> None:
+        entry = self.pods.pop(pod_uid, None)
+        if entry is None:
+            return
+        for sink in self.sinks:
+            sink.pod(entry.pod, None)
+
+    def kubelet_event(self, event: KubeletEvent) -> None:
+        pod = event.pod
+        self._publish(
+            Event(
+                type=event.type,
+                t=event.t,
+                pod_uid=pod.uid,
+                namespace=pod.namespace,
+                pod=pod.name,
+                container=event.container,
+                probe=event.probe.key if event.probe is not None else None,
+                source=event.source,
+                fields=dict(event.fields),
+            )
+        )
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(self, duration: float | None = None) -> None:
+        """Run the runtime until it returns, `duration` passes, or this task is cancelled."""
+        self._clock = self._clock_factory()
+        handlers = HandlerRunner(
+            reach=self.runtime.reach,
+            exec_for=self.runtime.exec_runner,
+            kube_version=self.kube_version,
+        )
+        self._manager = Manager(
+            self._clock,
+            self._status_of,
+            handlers.run_probe,
+            launch=self._launch_or_skip,
+            listener=self._on_record,
+        )
+        self._default_launch = self._manager._launch
+        for probe_type in ProbeType:
+            self._manager.results_for(probe_type).subscribe(
+                lambda update, pt=probe_type: self._on_update(pt, update)
+            )
+        self._task = asyncio.current_task()
+        try:
+            if duration is None:
+                await self.runtime.run(self)
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.runtime.run(self), duration)
+        finally:
+            await self._manager.shutdown()
+
+    def _status_of(self, pod_uid: str) -> PodStatus | None:
+        entry = self.pods.get(pod_uid)
+        return entry.status if entry is not None else None
+
+    def _launch_or_skip(self, worker: Worker, status: PodStatus, done: Done) -> None:
+        reason = self.runtime.not_probed(worker.pod, worker.container, worker.probe_type)
+        if reason is None:
+            self._default_launch(worker, status, done)
+            return
+        # observe-only: nothing dialled or run; the worker counts nothing (as a blown-up probe)
+        self._publish(
+            Event(
+                type="ProbeSkipped",
+                t=self.clock.now(),
+                pod_uid=worker.pod.uid,
+                namespace=worker.pod.namespace,
+                pod=worker.pod.name,
+                container=worker.container.name,
+                probe=worker.probe_type.key,
+                source=SHADOW,
+                fields={"reason": reason},
+            )
+        )
+        done(None)
+
+    # -- what the workers do --------------------------------------------------------------
+
+    def _on_record(self, record: ProbeRecord) -> None:
+        key = record.key
+        entry = self.pods.get(key.pod_uid)
+        if entry is None:
+            return
+        pod = entry.pod
+        if record.outcome is None:
+            fields = {"reason": record.skip.value if record.skip else "", "trigger": record.trigger}
+            type_ = "ProbeSkipped"
+        else:
+            fields = attempt_fields(record, self.runtime.via)
+            type_ = "ProbeAttempt"
+        self._publish(
+            Event(
+                type_,
+                record.t,
+                pod.uid,
+                pod.namespace,
+                pod.name,
+                key.container,
+                key.probe_type.key,
+                SHADOW,
+                fields,
+                record,
+            )
+        )
+
+    def _on_update(self, probe_type: ProbeType, update: Update) -> None:
+        entry = self.pods.get(update.pod_uid)
+        if entry is None:
+            return
+        name = self._container_of(entry, update.container_id)
+        self._publish(
+            Event(
+                "ResultChanged",
+                self.clock.now(),
+                entry.pod.uid,
+                entry.pod.namespace,
+                entry.pod.name,
+                name,
+                probe_type.key,
+                SHADOW,
+                {"result": update.result.label, "containerID": update.container_id},
+            )
+        )
+
+    @staticmethod
+    def _container_of(entry: _PodEntry, container_id: str) -> str | None:
+        status = entry.status
+        for cs in (*status.container_statuses, *status.init_container_statuses):
+            if cs.container_id == container_id:
+                return cs.name
+        return None
+
+    def _publish(self, event: Event) -> None:
+        for sink in self.sinks:
+            try:
+                sink.event(event)
+            except Exception:  # a broken sink must not stop the prober
+                log.exception("sink %r failed on %s", sink, event.type)
+
+    # -- user commands ----------------------------------------------------------------------
+
+    def probe_now(self, key: ProbeKey) -> bool:
+        """Run this probe once now, counted like a tick ("t")."""
+        if self._manager is None or (self.runtime.read_only and self._would_change(key)):
+            return False
+        return self._manager.probe_now(key)
+
+    def probe_container(self, pod_uid: str, container: str) -> int:
+        """Probe every probe type of a container now ("T"); how many were triggered."""
+        return sum(self.probe_now(ProbeKey(pod_uid, container, pt)) for pt in ProbeType)
+
+    def set_paused(self, key: ProbeKey, paused: bool) -> bool:
+        return self._manager is not None and self._manager.set_paused(key, paused)
+
+    def worker(self, key: ProbeKey) -> Worker | None:
+        return self._manager.workers.get(key) if self._manager is not None else None
+
+    def _would_change(self, key: ProbeKey) -> bool:
+        # in read-only mode a probe the runtime will not run is not offered either
+        entry = self.pods.get(key.pod_uid)
+        if entry is None:
+            return True
+        container = entry.pod.container(key.container)
+        if container is None:
+            return True
+        return self.runtime.not_probed(entry.pod, container, key.probe_type) is not None
+
+
+__all__ = ["KUBELET", "SHADOW", "Engine", "Sink"]

@@ -1,0 +1,112 @@
+"""What the prober needs from wherever containers live (architecture: Runtimes).
+
+A runtime is the only part of probetui that knows where containers run and how to reach them.
+It drives the engine through `RuntimeHost`, a push stream:
+
+- `pod_snapshot(pod, status)` each time a pod's spec or status changes (container IDs, state,
+  `startedAt`, `started`, `ready`, restart counts), and `pod_deleted(uid)` when it goes;
+- `kubelet_event(event)` for what the kubelet did or said (`ContainerStarted`, `Killing`,
+  `Unhealthy`, `BackOff`, `ReadyChanged`, ...), with the kubelet's own texts;
+- the prober's manager (`host.manager`), which the runtime alone feeds: `add_pod`,
+  `update_pod_status`, `remove_pod`. Nothing else in probetui calls those.
+
+The local runtime plays the kubelet, so its manager's results decide kills and readiness. The
+cluster source only shadows: it feeds the manager what the real kubelet reports and shows the
+real kubelet's verdicts beside the shadow's.
+
+A runtime also answers the handlers: `reach` turns the address a probe names (pod IP or `host`,
+and port) into one to dial, and `exec_runner` runs a command "in the container".
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from probetui.prober.status import PodStatus
+from probetui.spec.model import Container, Pod, ProbeType
+
+if TYPE_CHECKING:
+    from probetui.probe.exec import ExecRunner
+    from probetui.prober.clock import Clock
+    from probetui.prober.manager import Manager
+
+
+class RuntimeFailure(Exception):
+    """A runtime cannot start or go on; the message is one line naming the problem and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletEvent:
+    """One thing the kubelet did or reported, in `probetui simulate`'s event vocabulary.
+
+    `type` is e.g. `ContainerStarted` (restartCount), `ContainerExited` (exitCode, reason),
+    `Killing` (message), `BackOff` (delay, message), `Unhealthy` / `ProbeWarning` (message),
+    `StartedChanged` (started), `ReadyChanged` (ready). `fields` carries the rest, in the JSON
+    names the headless output uses.
+    """
+
+    type: str
+    t: float  # wall-clock seconds
+    pod: Pod
+    container: str | None = None
+    probe: ProbeType | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "kubelet"
+
+
+class RuntimeHost(Protocol):
+    """The engine, as a runtime sees it."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def manager(self) -> Manager: ...
+
+    def pod_snapshot(self, pod: Pod, status: PodStatus) -> None: ...
+
+    def pod_deleted(self, pod_uid: str) -> None: ...
+
+    def kubelet_event(self, event: KubeletEvent) -> None: ...
+
+
+class Runtime(ABC):
+    """Where containers live. One runtime per probetui process."""
+
+    # shown in the header: "demo", "local pod.yaml", "context/namespace"
+    source: str = ""
+    # --read-only: nothing started, signalled, exec'd or forwarded (architecture: Read-only mode)
+    read_only: bool = False
+    # True where a real kubelet exists whose verdicts are observed beside the shadow's
+    observes_kubelet: bool = False
+    # how shadow probes reach containers, for labels: "loopback", "direct", "port-forward", ...
+    via: str = "loopback"
+
+    @abstractmethod
+    async def run(self, host: RuntimeHost) -> None:
+        """Feed the host until cancelled (or, for a pod that ends, until nothing is left to do).
+
+        Must clean up everything it started before returning, also when cancelled.
+        """
+
+    async def reach(self, pod: Pod, container: Container, host: str, port: int) -> tuple[str, int]:
+        """The address a handler dials for `host:port` as the probe names it."""
+        return host, port
+
+    def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
+        """How to run an exec probe's command in the container; None runs it as a local process."""
+        return None
+
+    def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
+        """Why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
+        return None
+
+    def output_tail(self, pod_uid: str, container: str) -> list[str]:
+        """The container's recent stdout/stderr lines, where the runtime keeps them."""
+        return []
+
+
+__all__ = ["KubeletEvent", "PodStatus", "Runtime", "RuntimeFailure", "RuntimeHost"]
