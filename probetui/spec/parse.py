@@ -657,6 +657,11 @@ def _synthetic_uid(kind: str, namespace: str, name: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"probetui:{kind}/{namespace}/{name}"))
 
 
+def pod_from_object(obj: dict[str, Any], source: str) -> Pod:
+    """A Pod object from the API (a dict), parsed but not validated: the API server did that."""
+    return _pod_from_object(obj, "Pod", source).pod
+
+
 def _pod_from_object(doc: dict[str, Any], kind: str, base: str) -> _Parsed:
     at = _At(origin=f"{base} ({kind})", line=getattr(doc, "line", None))
     meta_at = at.key(doc, "metadata")

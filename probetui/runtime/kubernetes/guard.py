@@ -1,0 +1,153 @@
+"""`--read-only`, enforced where every request must pass: the HTTP connector of the API client.
+
+Which layer, and why there:
+
+- `ApiClient.request` / `RESTClientObject.request` is not enough: `WsApiClient` (exec, attach,
+  port-forward) skips it and calls `rest_client.pool_manager.ws_connect` itself, and any code
+  holding the client can call `pool_manager.request` directly.
+- aiohttp session middlewares are not enough: a per-request `middlewares=` argument replaces
+  the session's, so a call can opt out of them.
+- The connector is the floor. `ClientSession._request` (which `request`, `get`, `post`, ...,
+  and `ws_connect` all end in, redirects included) asks `session.connector.connect(req)` for a
+  connection before the request line is written, for every request, pooled connection or new.
+  No argument to a session call changes which connector is asked. So the guard replaces the
+  connector's `connect` on the client's own session and refuses there, before a socket is
+  opened or reused: not one byte of a refused request leaves the process.
+
+What passes: GET only, without any `Upgrade` (a websocket or SPDY upgrade is how exec, attach and
+port-forward work; read-only never needs one), and not to an `exec`, `attach`, `portforward`
+or `proxy` subresource (nor the legacy `/api/v1/proxy/...` form). That is get, list and watch
+of resources, plus discovery (`/api`, `/apis`, `/version`). The path is decoded and split the
+way the API server's `RequestInfoFactory` does it, so a namespace or pod that happens to be
+called "proxy" is still readable, while `pods/NAME/proxy/...` is not. Paths with empty or dot
+segments are refused rather than second-guessed.
+
+Every API client of the cluster source is made by `ClusterTarget.api_client`, which installs
+this guard when `--read-only` is set; a test asserts from a recording server that refused calls
+send nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from kubernetes_asyncio.client import ApiClient
+
+__all__ = ["ReadOnlyGuard", "ReadOnlyViolation", "install_read_only_guard", "refusal"]
+
+FORBIDDEN_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
+# `/api/v1/namespaces/NAME/status` is the namespace's own subresource, not a resource "status"
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+_MARK = "_probetui_read_only_guard"
+
+
+class ReadOnlyViolation(Exception):
+    """A request that `--read-only` refused before sending it.
+
+    Deliberately not an aiohttp `ClientError`: nothing may treat it as a network fault and retry.
+    """
+
+    def __init__(self, method: str, path: str, reason: str) -> None:
+        self.method = method
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"read-only: refused {method} {path}: {reason} (probetui sends only get, list and "
+            "watch requests with --read-only; run without it to allow this)"
+        )
+
+
+def _has_upgrade(headers: Mapping[str, str]) -> bool:
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower == "upgrade":
+            return True
+        if lower == "connection" and "upgrade" in value.lower():
+            return True
+    return False
+
+
+def refusal(method: str, raw_path: str, headers: Mapping[str, str] | None = None) -> str | None:
+    """Why read-only mode refuses this request, or None when it may go.
+
+    `raw_path` is the path as sent (percent-encoded); it is decoded as the API server decodes it.
+    """
+    if method.upper() != "GET":
+        return f"method {method.upper()} changes state; only GET is allowed"
+    if headers is not None and _has_upgrade(headers):
+        return "connection upgrades (websocket, SPDY) are how exec, attach and port-forward work"
+    path = unquote(raw_path)
+    trimmed = path.strip("/")
+    if not trimmed:
+        return None
+    parts = trimmed.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return "path has empty or dot segments"
+    if parts[0] == "api":
+        rest = parts[2:]  # api, version
+    elif parts[0] == "apis":
+        rest = parts[3:]  # apis, group, version
+    else:
+        return None  # non-resource URLs: /version, /healthz, /openapi/v2, ...
+    if not rest:
+        return None  # discovery
+    if rest[0] == "proxy":
+        return "proxy reaches into pods, services and nodes"
+    if rest[0] == "watch":
+        rest = rest[1:]  # the deprecated /watch/ prefix: still a watch
+    if len(rest) > 2 and rest[0] == "namespaces" and rest[2] not in _NAMESPACE_SUBRESOURCES:
+        rest = rest[2:]  # namespaces/NS/RESOURCE/...
+    if len(rest) >= 3 and rest[2] in FORBIDDEN_SUBRESOURCES:
+        return f"the {rest[2]} subresource is not read-only"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    method: str
+    url: str
+    reason: str
+
+
+class ReadOnlyGuard:
+    """The check installed on one client's connector; keeps the last refusals for display."""
+
+    def __init__(self, keep: int = 64) -> None:
+        self.refused: deque[Refused] = deque(maxlen=keep)
+        self.refused_total = 0
+
+    def check(self, method: str, url: Any, headers: Mapping[str, str]) -> None:
+        raw_path = getattr(url, "raw_path", None) or str(url)
+        reason = refusal(method, raw_path, headers)
+        if reason is None:
+            return
+        self.refused_total += 1
+        self.refused.append(Refused(method.upper(), str(url), reason))
+        raise ReadOnlyViolation(method.upper(), unquote(raw_path), reason)
+
+    def wrap(self, connect: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        async def guarded_connect(req: Any, *args: Any, **kwargs: Any) -> Any:
+            self.check(req.method, req.url, req.headers)
+            return await connect(req, *args, **kwargs)
+
+        return guarded_connect
+
+
+def install_read_only_guard(client: ApiClient, guard: ReadOnlyGuard | None = None) -> ReadOnlyGuard:
+    """Guard `client` (an ApiClient or WsApiClient) for good; idempotent. Returns the guard."""
+    session = client.rest_client.pool_manager
+    connector = session.connector
+    if connector is None:
+        raise RuntimeError("the API client is closed")
+    existing = getattr(connector, _MARK, None)
+    if isinstance(existing, ReadOnlyGuard):
+        return existing
+    guard = guard or ReadOnlyGuard()
+    # an instance attribute shadows the class's method for this connector alone
+    connector.connect = guard.wrap(connector.connect)  # type: ignore[method-assign]
+    setattr(connector, _MARK, guard)
+    return guard
