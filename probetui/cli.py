@@ -1,17 +1,31 @@
-"""Command line: `probetui check`, `probetui simulate`.
+"""Command line: `probetui check`, `probetui simulate`, `probetui local`, `probetui demo`.
 
 Each subcommand imports what it needs when it runs, so `probetui check` starts without loading
 Textual or the Kubernetes client. Bad input is one line on stderr and exit status 2.
+
+`local` and `demo` run the live engine over the local runtime. With `--no-ui` (or `--output
+jsonl`) the engine runs headless: one JSON object a line on stdout, flushed line by line. It
+ends by itself after `--duration`, or when every pod has ended for good (exit 0), or on SIGINT
+(exit 130) or SIGTERM (exit 143): the engine is cancelled, every container is stopped (SIGTERM,
+SIGKILL after at most 2 s) and reaped, and what was recorded is already on stdout. A reader
+that goes away (`| head`) ends it too, with exit 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib.util
 import json
+import os
+import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from probetui.runtime.base import Runtime
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -78,7 +92,49 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PROBE.FIELD=VALUE",
         help="override a probe field, e.g. liveness.failureThreshold=6 (repeatable)",
     )
+
+    loc = sub.add_parser(
+        "local",
+        help="run a Pod manifest's containers as local processes, probed as the kubelet would",
+        description="Run each container's command and args as a local process (no images), "
+        "with probetui playing the kubelet: probes on 127.0.0.1, kills, restarts with "
+        "CrashLoopBackOff, readiness. Headless exit status: 0 at --duration or when every pod "
+        "has ended, 130 on SIGINT, 143 on SIGTERM, 2 for a manifest that cannot run.",
+    )
+    loc.add_argument("manifest", metavar="MANIFEST", help="Pod (or workload) manifest, YAML")
+    loc.add_argument(
+        "-c",
+        "--container",
+        action="append",
+        default=[],
+        metavar="CONTAINER",
+        help="run only this container (repeatable); the others are left out",
+    )
+    _live_arguments(loc)
+    loc.add_argument(
+        "--read-only",
+        action="store_true",
+        help="start, signal and exec nothing: show the manifest's probes only (UI only)",
+    )
+
+    demo = sub.add_parser(
+        "demo",
+        help="bundled demo services under the local runtime: every probe behaviour in a minute",
+        description="Start the bundled demo services as local processes and probe them as the "
+        "kubelet would. Headless exit status as for 'probetui local'.",
+    )
+    _live_arguments(demo)
     return p
+
+
+def _live_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-ui", action="store_true", help="no screen: print events as JSON lines")
+    p.add_argument(
+        "--output",
+        choices=("jsonl",),
+        help="headless output format (implies --no-ui): one JSON object per line",
+    )
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
 
 
 def _version() -> str:
@@ -293,6 +349,152 @@ def _simulate_main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- local, demo ---------------------------------------------------------------------------
+
+
+def _local_main(args: argparse.Namespace) -> int:
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.runtime.local.runtime import LocalRuntime
+    from probetui.spec.errors import ManifestError
+    from probetui.spec.parse import load_pods
+
+    headless = _headless_requested(args)
+    if args.read_only and headless:
+        raise UsageError(
+            "--read-only: the local runtime would start no process, so there is nothing to "
+            "record headless; drop --read-only, or leave out --no-ui to browse the probes"
+        )
+    try:
+        pods = load_pods(args.manifest)
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+    try:
+        runtime = LocalRuntime(
+            pods,
+            source=f"local {args.manifest}",
+            only=args.container,
+            read_only=args.read_only,
+        )
+    except RuntimeFailure as e:
+        raise UsageError(f"{args.manifest}: {e}") from None
+    if args.read_only:
+        _note("read-only: no process is started, signalled or exec'd; showing the probes only")
+    return _live(runtime, args, headless)
+
+
+def _demo_main(args: argparse.Namespace) -> int:
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.runtime.local.runtime import LocalRuntime
+    from probetui.spec.errors import ManifestError
+
+    if not _module_exists("probetui.runtime.demo"):
+        raise UsageError("the demo is not built yet; try 'probetui local MANIFEST'")
+    from probetui.runtime.demo import load_demo
+
+    try:
+        runtime = LocalRuntime(load_demo(), source="demo")
+    except (RuntimeFailure, ManifestError, OSError, ValueError) as e:
+        # e.g. a port the demo needs is taken: one line, not a traceback
+        raise UsageError(f"demo: {e}") from None
+    return _live(runtime, args, _headless_requested(args))
+
+
+def _headless_requested(args: argparse.Namespace) -> bool:
+    return bool(args.no_ui or args.output)
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+def _note(text: str) -> None:
+    print(f"probetui: {text}", file=sys.stderr)
+
+
+def _live(runtime: Runtime, args: argparse.Namespace, headless: bool) -> int:
+    duration = args.duration
+    if duration is not None and not duration > 0:
+        raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
+    for note in getattr(runtime, "notes", ()):
+        _note(f"note: {note}")
+    from probetui.runtime.local.process import REGISTRY
+
+    if not headless:
+        if not _module_exists("probetui.ui.app"):
+            raise UsageError("the UI is not built yet; use --no-ui")
+        from probetui.engine import Engine
+        from probetui.ui.app import run as run_ui
+
+        REGISTRY.install_exit_handlers()
+        result = run_ui(Engine(runtime))
+        return result if isinstance(result, int) else EXIT_OK
+    # after anything that sets handlers: SIGHUP and crashes kill the children at once; SIGINT
+    # and SIGTERM are taken over by the loop below for an orderly stop
+    REGISTRY.install_exit_handlers()
+    return _headless(runtime, duration)
+
+
+def _headless(runtime: Runtime, duration: float | None) -> int:
+    from probetui.engine import Engine
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.timeline.jsonl import JsonlWriter
+
+    class Writer(JsonlWriter):
+        """Ends the run once nobody reads the output any more (`| head`)."""
+
+        on_broken: Any = None
+
+        def event(self, event: Any) -> None:
+            was = self.broken
+            super().event(event)
+            if self.broken and not was and self.on_broken is not None:
+                self.on_broken()
+
+    writer = Writer(sys.stdout)
+    signals: list[int] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def stop(sig: int) -> None:
+            signals.append(sig)
+            task.cancel()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop, sig)
+        # from inside a sink call: cancel once the engine's callback has returned
+        writer.on_broken = lambda: loop.call_soon(task.cancel)
+        try:
+            await Engine(runtime, [writer]).run(duration)
+        except asyncio.CancelledError:
+            if not signals and not writer.broken:
+                raise
+
+    try:
+        asyncio.run(main())
+    except RuntimeFailure as e:
+        raise UsageError(str(e)) from None
+    if writer.broken:
+        _silence_stdout()
+        return EXIT_OK
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+    return 128 + signals[0] if signals else EXIT_OK
+
+
+def _silence_stdout() -> None:
+    # the reader is gone: whatever is still buffered would fail again at exit
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
@@ -302,9 +504,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check_main(args)
         if args.command == "simulate":
             return _simulate_main(args)
+        if args.command == "local":
+            return _local_main(args)
+        if args.command == "demo":
+            return _demo_main(args)
         raise UsageError(
             "no command given; the cluster view is not built yet. "
-            "Try 'probetui check --help' or 'probetui simulate --help'"
+            "Try 'probetui demo', 'probetui local --help' or 'probetui check --help'"
         )
     except UsageError as e:
         print(f"probetui: error: {e}", file=sys.stderr)

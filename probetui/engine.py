@@ -188,6 +188,23 @@ class Engine:
                 record,
             )
         )
+        event = record.outcome.event if record.outcome is not None else None
+        if event is not None and not self.runtime.observes_kubelet:
+            # where probetui plays the kubelet, its prober's Unhealthy / ProbeWarning events are
+            # the kubelet's own (a real kubelet's arrive from the API instead)
+            self._publish(
+                Event(
+                    event.reason,
+                    record.finished_at if record.finished_at is not None else record.t,
+                    pod.uid,
+                    pod.namespace,
+                    pod.name,
+                    key.container,
+                    key.probe_type.key,
+                    KUBELET,
+                    {"message": event.message, "eventType": event.type},
+                )
+            )
 
     def _on_update(self, probe_type: ProbeType, update: Update) -> None:
         entry = self.pods.get(update.pod_uid)

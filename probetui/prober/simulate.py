@@ -2,13 +2,16 @@
 
 The real `Manager` and `Worker` run on `SimClock`, a synchronous timer heap; a probe "runs" by
 asking the scenario how the app answers at that instant and completes after the answer's
-latency (or the probe's timeout). Around the workers, `SimKubelet` plays the parts of the
-kubelet that react to published results, with the shared model of `kuberuntime` and `backoff`:
-status generation (Started, Ready and the readiness manual trigger), kills with their grace
-period, restarts with CrashLoopBackOff.
+latency (or the probe's timeout). Around the workers, `PodKubelet` (`kubelet.py`, shared with
+the local runtime) plays the parts of the kubelet that react to containers and published
+results: start order of init containers and sidecars, status generation (Started, Ready and
+the readiness manual trigger), kills with their grace period, restarts with CrashLoopBackOff.
+`SimKubelet` runs it on `SimClock` with a simulated container backend and records the events.
 
 Time model (from the issue): workers are created at t=0 and probe at once (no start-up jitter,
-the kubelet is long up); a container has no status until it runs; ticks stay on the grid
+the kubelet is long up); every container start takes `start_after`, and init containers start
+one after another as the kubelet orders them (a plain init container other than the scenario's
+exits 0 as soon as it runs); a container has no status until it runs; ticks stay on the grid
 k * periodSeconds unless the readiness manual trigger resets it; a status generation happens
 when a container starts or exits and whenever a probe result of the pod changes; there is no
 periodic resync. The kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are
@@ -27,15 +30,16 @@ from typing import Any
 
 from probetui.probe.base import Attempt, Result
 from probetui.prober import backoff as bo
-from probetui.prober import kuberuntime as kr
 from probetui.prober.clock import SimClock, _Timer
+from probetui.prober.kubelet import PodKubelet
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts, outcome_label
 from probetui.prober.results import Update
-from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
+from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
 from probetui.spec.model import (
     Container,
+    ContainerKind,
     ExecAction,
     GRPCAction,
     HTTPGetAction,
@@ -302,44 +306,84 @@ def apply_overrides(scenario: Scenario, overrides: Iterable[str]) -> Scenario:
     return replace(scenario, pod=pod)
 
 
-# -- virtual time ---------------------------------------------------------------------------
-
-
 # -- the kubelet around the workers -----------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Instance:
-    """One container's runtime state across its instances."""
+class _SimBackend:
+    """Container instances in virtual time: each starts `start_after` s after it is asked for,
+    the scenario's container exits by itself after `exit_after`, a kill ends it after the app's
+    `stop_seconds` (143) or at the end of the grace period (137). A plain init container that
+    is not the scenario's exits 0 as soon as it runs."""
 
-    spec: Container
-    n: int = 0  # instances created so far
-    status: ContainerStatus | None = None
-    started_at: float = 0.0
-    exit_timer: _Timer | None = None
-    killing: bool = False
-    restart_pending: bool = False
-    # FinishedAt of the newest exited instance, and of the one before it
-    last_finished: float | None = None
+    def __init__(self, sim: SimKubelet) -> None:
+        self.sim = sim
+        self.clock = sim.clock
+        self.app = sim.app
+        self.started_at: dict[str, float] = {}  # per container name: the newest instance's start
+        self._exit_timers: dict[str, _Timer] = {}
+        self._kill_timers: dict[str, _Timer] = {}
+
+    def start(self, kubelet: PodKubelet, container: Container, restart_count: int) -> None:
+        container_id = f"sim://{container.name}-{restart_count + 1}"
+        self.clock.call_at(
+            self.clock.now() + self.app.start_after,
+            lambda: self._run(kubelet, container, container_id),
+        )
+
+    def _run(self, kubelet: PodKubelet, container: Container, container_id: str) -> None:
+        now = self.clock.now()
+        name = container.name
+        self.started_at[name] = now
+        if name == self.sim.scenario.container and self.app.exit_after is not None:
+            code = self.app.exit_code
+            self._exit_timers[container_id] = self.clock.call_at(
+                now + self.app.exit_after, lambda: self._exit(kubelet, name, container_id, code)
+            )
+        elif container.kind is ContainerKind.INIT and not container.is_restartable_init:
+            self._exit_timers[container_id] = self.clock.call_at(
+                now, lambda: self._exit(kubelet, name, container_id, 0)
+            )
+        kubelet.started(name, container_id)
+
+    def _exit(self, kubelet: PodKubelet, name: str, container_id: str, code: int) -> None:
+        # whichever comes first, the app's own exit or the kill's, ends the instance
+        for timers in (self._exit_timers, self._kill_timers):
+            timer = timers.pop(container_id, None)
+            if timer is not None:
+                timer.cancel()
+        kubelet.exited(name, container_id, code)
+
+    def kill(
+        self, kubelet: PodKubelet, container: Container, container_id: str, grace: float
+    ) -> None:
+        name = container.name
+        stop = self.app.stop_seconds if name == self.sim.scenario.container else 0.0
+        code, after = (SIGTERM_EXIT, stop) if stop < grace else (SIGKILL_EXIT, grace)
+        self._kill_timers[container_id] = self.clock.call_at(
+            self.clock.now() + after, lambda: self._exit(kubelet, name, container_id, code)
+        )
 
 
 class SimKubelet:
+    """`PodKubelet` on virtual time with a simulated backend, plus the event list simulate prints:
+    each attempt, each published result change and the probe events."""
+
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.pod = scenario.pod
         self.app = scenario.app
         self.clock = SimClock()
         self.events: list[dict[str, Any]] = []
-        self.backoff = bo.crash_loop_backoff()
-        self.instances = {c.name: _Instance(c) for c in self.pod.probed_containers()}
-        self.status = PodStatus(phase="Pending", pod_ip=SIM_POD_IP)
-        self._shown: dict[str, tuple[bool, bool]] = {}
         self.manager = Manager(
             self.clock,
             self._status_of,
             launch=self._launch,
             start=-86400.0,  # up for long: no jitter (spec 4.2) and no restart grace (8.1)
             listener=self._on_record,
+        )
+        self.backend = _SimBackend(self)
+        self.kubelet = PodKubelet(
+            self.pod, self.clock, self.manager, self.backend, self._on_event, pod_ip=SIM_POD_IP
         )
         for pt in ProbeType:
             results = self.manager.results_for(pt)
@@ -348,191 +392,28 @@ class SimKubelet:
     # -- bookkeeping ------------------------------------------------------------------
 
     def _emit(self, type_: str, container: str, t: float | None = None, **fields: Any) -> None:
-        self.events.append(
-            {
-                "t": round(self.clock.now() if t is None else t, 6),
-                "type": type_,
-                "container": container,
-                **fields,
-            }
-        )
+        self._on_event(type_, container, self.clock.now() if t is None else t, fields)
+
+    def _on_event(self, type_: str, container: str, t: float, fields: dict[str, Any]) -> None:
+        self.events.append({"t": round(t, 6), "type": type_, "container": container, **fields})
 
     def _status_of(self, uid: str) -> PodStatus | None:
-        return self.status if uid == self.pod.uid else None
+        return self.kubelet.status if uid == self.pod.uid else None
 
-    def _set(self, name: str, cs: ContainerStatus) -> None:
-        self.instances[name].status = cs
-        spec = self.instances[name].spec
-        group = "init_container_statuses" if spec.is_restartable_init else "container_statuses"
-        current = getattr(self.status, group)
-        if any(s.name == name for s in current):
-            new = tuple(cs if s.name == name else s for s in current)
-        else:
-            new = (*current, cs)
-        self.status = replace(self.status, **{group: new})
-
-    def _container_of(self, container_id: str) -> _Instance | None:
-        for inst in self.instances.values():
-            if inst.status is not None and inst.status.container_id == container_id:
-                return inst
-        return None
-
-    def generate_status(self) -> None:
-        """Status generation: UpdatePodStatus (Started, Ready, readiness trigger) and phase."""
-        self.status = self.manager.update_pod_status(self.pod, self.status)
-        self.status = replace(self.status, phase=self._phase())
-        for cs in (*self.status.container_statuses, *self.status.init_container_statuses):
-            self.instances[cs.name].status = cs
-            before = self._shown.get(cs.name, (False, False))
-            now = (bool(cs.started), cs.ready)
-            if now[0] != before[0]:
-                self._emit("StartedChanged", cs.name, started=now[0])
-            if now[1] != before[1]:
-                self._emit("ReadyChanged", cs.name, ready=now[1])
-            self._shown[cs.name] = now
-
-    def _phase(self) -> str:
-        states = [i.status for i in self.instances.values()]
-        if any(s is None or s.running is not None for s in states):
-            return "Running" if any(s is not None for s in states) else "Pending"
-        if any(i.restart_pending for i in self.instances.values()):
-            return "Running"
-        codes = [
-            s.terminated.exit_code for s in states if s is not None and s.terminated is not None
-        ]
-        if len(codes) < len(states):
-            return "Running"
-        return "Succeeded" if all(c == 0 for c in codes) else "Failed"
-
-    # -- container lifecycle -----------------------------------------------------------
-
-    def start(self) -> None:
-        self.manager.add_pod(self.pod)
-        for inst in self.instances.values():
-            inst.restart_pending = True
-            self.clock.call_at(self.app.start_after, lambda inst=inst: self._run_container(inst))
-
-    def _run_container(self, inst: _Instance) -> None:
-        now = self.clock.now()
-        inst.restart_pending = False
-        restarts = inst.n
-        inst.n += 1
-        inst.started_at = now
-        inst.killing = False
-        last = inst.status.terminated if inst.status is not None else None
-        cs = ContainerStatus(
-            name=inst.spec.name,
-            container_id=f"sim://{inst.spec.name}-{inst.n}",
-            state=Running(now),
-            last_state=last or (inst.status.last_state if inst.status else None),
-            started=False,
-            restart_count=restarts,
-        )
-        self._set(inst.spec.name, cs)
-        self._emit("ContainerStarted", inst.spec.name, restartCount=restarts)
-        if inst.spec.name == self.scenario.container and self.app.exit_after is not None:
-            inst.exit_timer = self.clock.call_at(
-                now + self.app.exit_after, lambda: self._exited(inst, self.app.exit_code, None)
-            )
-        self.generate_status()
-
-    def _exited(self, inst: _Instance, exit_code: int, killed_by: str | None) -> None:
-        now = self.clock.now()
-        assert inst.status is not None
-        if inst.exit_timer is not None:
-            inst.exit_timer.cancel()
-            inst.exit_timer = None
-        reason = "Completed" if exit_code == 0 else "Error"
-        term = Terminated(exit_code, reason, started_at=inst.started_at, finished_at=now)
-        previous_exit = inst.last_finished
-        inst.last_finished = now
-        self._set(inst.spec.name, replace(inst.status, state=term, ready=False))
-        self._emit("ContainerExited", inst.spec.name, exitCode=exit_code, reason=reason)
-        if killed_by is not None:
-            # killed for a probe: the restart was decided in the same sync as the kill, against
-            # a snapshot in which this instance still ran (see backoff.py)
-            decision = kr.restart_after_probe_kill(inst.spec, self.pod)
-            self.generate_status()
-            if decision:
-                self._try_start(inst, previous_exit)
-            return
-        if kr.should_restart(inst.spec, self.pod, exit_code):
-            inst.restart_pending = True
-            self.generate_status()
-            self._try_start(inst, now)
-        else:
-            self.generate_status()
-
-    def _try_start(self, inst: _Instance, last_exit: float | None) -> None:
-        """SyncPod's start step: doBackOff, then create and start after `start_after`."""
-        now = self.clock.now()
-        inst.restart_pending = True
-        self.backoff.gc(now)
-        key = bo.backoff_key(self.pod, inst.spec)
-        check = bo.do_back_off(self.backoff, key, last_exit_finished_at=last_exit, now=now)
-        if check.in_backoff:
-            assert check.retry_at is not None and inst.status is not None
-            self._emit(
-                "BackOff",
-                inst.spec.name,
-                delay=check.delay,
-                message=kr.backoff_event_message(inst.spec.name, self.pod),
-            )
-            waiting = Waiting(
-                kr.CRASH_LOOP_BACK_OFF, kr.crash_loop_message(check.delay, inst.spec.name, self.pod)
-            )
-            self._set(
-                inst.spec.name,
-                replace(
-                    inst.status,
-                    state=waiting,
-                    last_state=inst.status.terminated or inst.status.last_state,
-                ),
-            )
-            self.generate_status()
-            # the retry looks at the newest exited instance: the one that just ended. A hair
-            # past the window, so float rounding cannot keep it inside forever.
-            retry = max(check.retry_at, now) + 1e-9
-            self.clock.call_at(retry, lambda: self._try_start(inst, inst.last_finished))
-            return
-        self.clock.call_at(now + self.app.start_after, lambda: self._run_container(inst))
-
-    def _kill_if_needed(self, inst: _Instance) -> None:
-        cs = inst.status
-        if cs is None or cs.running is None or inst.killing:
-            return
-        decision = kr.container_probe_action(
-            inst.spec,
-            self.pod,
-            running=True,
-            liveness=self.manager.liveness.get(cs.container_id),
-            startup=self.manager.startup.get(cs.container_id),
-        )
-        if not decision.kill:
-            return
-        inst.killing = True
-        self._emit("Killing", inst.spec.name, probe=decision.reason, message=decision.message)
-        grace = kr.kill_grace_period(self.pod, inst.spec, decision.reason)
-        stop = self.app.stop_seconds if inst.spec.name == self.scenario.container else 0.0
-        code, after = (SIGTERM_EXIT, stop) if stop < grace else (SIGKILL_EXIT, grace)
-        if decision.restart:
-            inst.restart_pending = True
-        self.clock.call_at(
-            self.clock.now() + after, lambda: self._exited(inst, code, decision.reason)
-        )
+    @property
+    def status(self) -> PodStatus:
+        return self.kubelet.status
 
     # -- results and probes --------------------------------------------------------------
 
     def _on_update(self, probe_type: ProbeType, update: Update) -> None:
-        inst = self._container_of(update.container_id)
+        inst = self.kubelet.container_by_id(update.container_id)
         if inst is None:
             return
         self._emit(
             "ResultChanged", inst.spec.name, probe=probe_type.key, result=update.result.label
         )
-        if probe_type is not ProbeType.READINESS:
-            self._kill_if_needed(inst)
-        self.generate_status()
+        self.kubelet.on_result(probe_type, update.container_id)
 
     def _on_record(self, record: ProbeRecord) -> None:
         outcome = record.outcome
@@ -579,17 +460,17 @@ class SimKubelet:
     def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
         """What the probe's handler would meet from the app at time t."""
         probe, container = worker.spec, worker.container
-        inst = self.instances[container.name]
         if container.name == self.scenario.container:
             behaviour = self.app.behaviour(worker.probe_type)
-            fails = behaviour.fails(t, t - inst.started_at)
+            started_at = self.backend.started_at.get(container.name, 0.0)
+            fails = behaviour.fails(t, t - started_at)
             latency = behaviour.latency_ms / 1000.0
         else:
             fails, latency = False, 0.0
         return synthetic_attempt(probe, container, status.pod_ip, fails=fails, latency=latency)
 
     def run(self) -> None:
-        self.start()
+        self.kubelet.start()
         self.clock.run_until(self.scenario.duration)
         self.events.sort(key=lambda e: e["t"])  # stable: same-instant order is causal order
 

@@ -1,0 +1,489 @@
+"""The kubelet around one pod: start order, kills, restarts with back-off, status generation.
+
+`PodKubelet` plays the parts of the kubelet's pod worker and `kuberuntime` that react to a pod's
+containers and to its published probe results. It runs on any `Clock`: `probetui simulate` drives
+it on `SimClock` with a simulated container backend, the local runtime on the event loop with
+real processes. The decisions come from the shared model (`kuberuntime.py`, `backoff.py`); this
+module only puts them in order.
+
+What it covers, and the upstream code each part follows (v1.35, SidecarContainers on):
+
+- Start order, `computeInitContainerActions`: init containers start one at a time in spec order.
+  A plain init container must exit 0 before the next one starts; a failed one is started again
+  (with back-off) unless the pod restartPolicy is Never, which fails the pod (`KillPod`). A
+  restartable init container (sidecar) lets the next one start once it runs and, if it has a
+  startup probe, once its cached startup result is Success (`init_container_blocks_next`). Only
+  the newest started init container gates: a sidecar that restarts later blocks nothing
+  (`isPreviouslyInitialized`). Regular containers start together once initialization is done.
+- Kills, `computePodActions` / `computeInitContainerActions`: a running container whose cached
+  liveness (else startup) result is Failure is killed with the probe's grace period and, as the
+  restart policy says, queued to start again (`container_probe_action`).
+- Restarts, `ContainerShouldRestart` after an exit, and `doBackOff` before every start; a start
+  in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
+  retried when the window ends (v1.35 requeues the pod for that moment).
+- Status generation, `UpdatePodStatus` plus `getPhase`, after every change of a container or of
+  a probe result; the readiness manual trigger is its side effect.
+- The end of the pod: when no regular container runs or will start again, the pod is done
+  (`keepCount == 0`, `KillPod`): liveness and startup workers stop first (`SyncTerminatingPod`),
+  the sidecars still running are stopped, and once nothing runs every worker is removed
+  (`RemovePod`).
+
+Time model: the kubelet's own latencies (PLEG relist, pod-worker queueing) are zero; a reaction
+happens at the instant of its cause. The pod sync is event driven rather than a periodic
+recomputation, so the order of reactions within one instant is causal order.
+
+The container runtime is a `ContainerBackend`: it starts an instance and reports back
+`started` or `start_failed`, kills one with a grace period, and reports every exit with
+`exited`. Events go to an `Emit` callback in `probetui simulate`'s vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from probetui.prober import backoff as bo
+from probetui.prober import kuberuntime as kr
+from probetui.prober.clock import Cancellable, Clock
+from probetui.prober.manager import Manager
+from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
+from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
+
+# what a runtime records for a container whose process could not be started (containerd CRI)
+START_ERROR_EXIT_CODE = 128
+START_ERROR_REASON = "StartError"
+# the kubelet's event reason when a container fails to start (`events.FailedToStartContainer`)
+REASON_FAILED = "Failed"
+
+# (type, container, t, fields): one event in `probetui simulate`'s vocabulary
+Emit = Callable[[str, str, float, dict[str, Any]], None]
+
+
+class ContainerBackend(Protocol):
+    """Where container instances run: simulated in `probetui simulate`, processes locally."""
+
+    def start(self, kubelet: PodKubelet, container: Container, restart_count: int) -> None:
+        """Create and start one instance; report `kubelet.started` or `kubelet.start_failed`."""
+
+    def kill(
+        self, kubelet: PodKubelet, container: Container, container_id: str, grace: float
+    ) -> None:
+        """SIGTERM the instance, SIGKILL it after `grace` s; its exit comes via `kubelet.exited`."""
+
+
+@dataclass(slots=True)
+class Instance:
+    """One container of the pod across its instances."""
+
+    spec: Container
+    n: int = 0  # instances created so far; the next one's restartCount
+    status: ContainerStatus | None = None
+    started_at: float = 0.0
+    killing: bool = False
+    kill_reason: kr.KillReason | None = None
+    # the kubelet has decided to start it (again) and has not seen it start yet
+    restart_pending: bool = False
+    starting: bool = False  # the backend is creating it
+    retry: Cancellable | None = None  # the start after a back-off window
+    # FinishedAt of the newest exited instance
+    last_finished: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status is not None and self.status.running is not None
+
+    @property
+    def is_plain_init(self) -> bool:
+        return self.spec.kind is ContainerKind.INIT and not self.spec.is_restartable_init
+
+
+class PodKubelet:
+    def __init__(
+        self,
+        pod: Pod,
+        clock: Clock,
+        manager: Manager,
+        backend: ContainerBackend,
+        emit: Emit,
+        *,
+        pod_ip: str,
+        backoff: bo.Backoff | None = None,
+        on_status: Callable[[PodStatus], None] | None = None,
+        on_finished: Callable[[], None] | None = None,
+        lifecycle_events: bool = False,
+    ) -> None:
+        self.pod = pod
+        self.clock = clock
+        self.manager = manager
+        self.backend = backend
+        self._emit_to = emit
+        self.backoff = backoff if backoff is not None else bo.crash_loop_backoff()
+        self.on_status = on_status
+        self.on_finished = on_finished
+        # the kubelet's Created / Started / Failed events, which `probetui simulate` leaves out
+        self.lifecycle_events = lifecycle_events
+        self.instances = {c.name: Instance(c) for c in (*pod.init_containers, *pod.containers)}
+        self.status = PodStatus(phase="Pending", pod_ip=pod_ip)
+        self._shown: dict[str, tuple[bool, bool]] = {}
+        # index of the newest init container started; it gates the next one
+        self._gate = -1
+        self.initialized = False  # every init container done, the regular ones started
+        self.init_failed = False
+        self.done = False  # no regular container runs or will start again
+        self.terminating = False  # probetui is stopping every container
+        self.removed = False  # every worker of the pod removed, nothing runs
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def _emit(self, type_: str, container: str, **fields: Any) -> None:
+        self._emit_to(type_, container, self.clock.now(), fields)
+
+    def container_by_id(self, container_id: str) -> Instance | None:
+        for inst in self.instances.values():
+            if inst.status is not None and inst.status.container_id == container_id:
+                return inst
+        return None
+
+    def _statuses(self) -> PodStatus:
+        """The pod status with each container's current status, in spec order."""
+
+        def group(containers: tuple[Container, ...]) -> tuple[ContainerStatus, ...]:
+            out = (self.instances[c.name].status for c in containers)
+            return tuple(s for s in out if s is not None)
+
+        return replace(
+            self.status,
+            container_statuses=group(self.pod.containers),
+            init_container_statuses=group(self.pod.init_containers),
+        )
+
+    def generate_status(self) -> None:
+        """Status generation: UpdatePodStatus (Started, Ready, readiness trigger) and phase."""
+        status = self.manager.update_pod_status(self.pod, self._statuses())
+        self.status = replace(status, phase=self._phase())
+        for cs in (*self.status.container_statuses, *self.status.init_container_statuses):
+            self.instances[cs.name].status = cs
+            before = self._shown.get(cs.name, (False, False))
+            now = (bool(cs.started), cs.ready)
+            if now[0] != before[0]:
+                self._emit("StartedChanged", cs.name, started=now[0])
+            if now[1] != before[1]:
+                self._emit("ReadyChanged", cs.name, ready=now[1])
+            self._shown[cs.name] = now
+        if self.on_status is not None:
+            self.on_status(self.status)
+
+    def _phase(self) -> str:
+        """`getPhase`, with the kubelet's own intent standing in for the restart policy.
+
+        The pod is terminal once no regular container runs or is going to start again: then
+        Succeeded if all of them exited 0, else Failed. A failed plain init container under
+        restartPolicy Never fails the pod at once.
+        """
+        if self.init_failed:
+            return "Failed"
+        if not self.initialized:
+            return "Pending"
+        regular = [self.instances[c.name] for c in self.pod.containers]
+        if any(i.status is None for i in regular):
+            return "Pending"
+        if any(i.running or i.restart_pending for i in regular):
+            return "Running"
+        codes = [i.status.terminated.exit_code for i in regular if i.status and i.status.terminated]
+        if len(codes) < len(regular):
+            return "Running"  # waiting to start again
+        return "Succeeded" if all(c == 0 for c in codes) else "Failed"
+
+    # -- the pod's life -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """The first sync: publish the pod, create its workers, start the first containers."""
+        if self.on_status is not None:
+            self.on_status(self.status)
+        self.manager.add_pod(self.pod)
+        self._advance()
+
+    def _advance(self) -> None:
+        """Start what initialization allows next (`computeInitContainerActions`)."""
+        if self.initialized or self.done or self.terminating:
+            return
+        inits = self.pod.init_containers
+        while self._gate < len(inits):
+            if self._gate >= 0 and not self._init_done(self.instances[inits[self._gate].name]):
+                return
+            self._gate += 1
+            if self._gate < len(inits):
+                self._try_start(self.instances[inits[self._gate].name], None)
+        self.initialized = True
+        for container in self.pod.containers:
+            self._try_start(self.instances[container.name], None)
+        if self.pod.init_containers:
+            # initialization just ended: the phase moves on (and ends a pod with no container
+            # left to run, e.g. when `-c` picked init containers only)
+            self.generate_status()
+            self._check_done()
+
+    def _init_done(self, inst: Instance) -> bool:
+        cs = inst.status
+        if cs is None:
+            return False
+        terminated = cs.terminated
+        return not kr.init_container_blocks_next(
+            inst.spec,
+            running=cs.running is not None,
+            startup=self.manager.startup.get(cs.container_id),
+            exit_code=terminated.exit_code if terminated is not None else None,
+        )
+
+    def _try_start(self, inst: Instance, last_exit: float | None) -> None:
+        """SyncPod's start step: doBackOff, then ask the backend for a new instance."""
+        inst.retry = None
+        if self.terminating or self.done:
+            inst.restart_pending = False
+            return
+        now = self.clock.now()
+        inst.restart_pending = True
+        self.backoff.gc(now)
+        key = bo.backoff_key(self.pod, inst.spec)
+        check = bo.do_back_off(self.backoff, key, last_exit_finished_at=last_exit, now=now)
+        if check.in_backoff:
+            assert check.retry_at is not None and inst.status is not None
+            name = inst.spec.name
+            self._emit(
+                "BackOff", name, delay=check.delay, message=kr.backoff_event_message(name, self.pod)
+            )
+            waiting = Waiting(
+                kr.CRASH_LOOP_BACK_OFF, kr.crash_loop_message(check.delay, name, self.pod)
+            )
+            inst.status = replace(
+                inst.status,
+                state=waiting,
+                last_state=inst.status.terminated or inst.status.last_state,
+            )
+            self.generate_status()
+            # the retry looks at the newest exited instance: the one that just ended. A hair
+            # past the window, so float rounding cannot keep it inside forever.
+            retry = max(check.retry_at, now) + 1e-9
+            inst.retry = self.clock.call_at(
+                retry, lambda: self._try_start(inst, inst.last_finished)
+            )
+            return
+        inst.starting = True
+        self.backend.start(self, inst.spec, inst.n)
+
+    # -- reports from the backend -----------------------------------------------------------
+
+    def started(self, name: str, container_id: str, **details: Any) -> None:
+        """The backend's new instance runs. `details` (e.g. pid) go into ContainerStarted."""
+        inst = self.instances[name]
+        now = self.clock.now()
+        inst.starting = False
+        inst.restart_pending = False
+        restarts = inst.n
+        inst.n += 1
+        inst.started_at = now
+        inst.killing = False
+        inst.kill_reason = None
+        previous = inst.status
+        inst.status = ContainerStatus(
+            name=name,
+            container_id=container_id,
+            state=Running(now),
+            last_state=(previous.terminated or previous.last_state) if previous else None,
+            started=False,
+            restart_count=restarts,
+        )
+        if self.lifecycle_events:
+            self._emit(kr.REASON_CREATED, name, message=kr.created_message(name))
+            self._emit(kr.REASON_STARTED, name, message=kr.started_message(name))
+        self._emit("ContainerStarted", name, restartCount=restarts, **details)
+        self.generate_status()
+        if self.terminating or self.done:
+            self._stop(inst)  # it was being created when the pod was torn down
+            return
+        self._advance()
+
+    def start_failed(self, name: str, container_id: str, message: str) -> None:
+        """The instance was created but could not start: exit 128, StartError (containerd)."""
+        inst = self.instances[name]
+        now = self.clock.now()
+        inst.starting = False
+        restarts = inst.n
+        inst.n += 1
+        previous = inst.status
+        inst.status = ContainerStatus(
+            name=name,
+            container_id=container_id,
+            state=Running(now),  # for an instant: the exit below ends it
+            last_state=(previous.terminated or previous.last_state) if previous else None,
+            started=False,
+            restart_count=restarts,
+        )
+        inst.started_at = now
+        inst.killing = False
+        inst.kill_reason = None
+        if self.lifecycle_events:
+            self._emit(kr.REASON_CREATED, name, message=kr.created_message(name))
+            self._emit(REASON_FAILED, name, message=f"Error: {message}")
+        self._ended(
+            inst, START_ERROR_EXIT_CODE, START_ERROR_REASON, message=message, never_ran=True
+        )
+
+    def exited(self, name: str, container_id: str, exit_code: int) -> None:
+        """An instance exited (by itself or killed); a report about an older instance is ignored."""
+        inst = self.instances[name]
+        cs = inst.status
+        if cs is None or cs.container_id != container_id or cs.running is None:
+            return
+        self._ended(inst, exit_code, "Completed" if exit_code == 0 else "Error")
+
+    def _ended(
+        self,
+        inst: Instance,
+        exit_code: int,
+        reason: str,
+        *,
+        message: str = "",
+        never_ran: bool = False,
+    ) -> None:
+        now = self.clock.now()
+        assert inst.status is not None
+        started_at = None if never_ran else inst.started_at
+        term = Terminated(exit_code, reason, started_at=started_at, finished_at=now)
+        previous_exit = inst.last_finished
+        inst.last_finished = now
+        inst.status = replace(inst.status, state=term, ready=False)
+        fields: dict[str, Any] = {"exitCode": exit_code, "reason": reason}
+        if message:
+            fields["message"] = message
+        self._emit("ContainerExited", inst.spec.name, **fields)
+        killed_by = inst.kill_reason
+        inst.killing = False
+        inst.kill_reason = None
+        if self.terminating or self.done:
+            self.generate_status()
+            self._maybe_removed()
+            return
+        if killed_by is not None:
+            # killed for a probe: the restart was decided in the same sync as the kill, against
+            # a snapshot in which this instance still ran (see backoff.py)
+            restart = kr.restart_after_probe_kill(inst.spec, self.pod)
+            self.generate_status()
+            if restart:
+                self._try_start(inst, previous_exit)
+            else:
+                self._check_done()
+            return
+        if self._restarts_after_exit(inst, exit_code):
+            inst.restart_pending = True
+            self.generate_status()
+            self._try_start(inst, now)
+            return
+        if inst.is_plain_init and exit_code != 0:
+            # restartPolicy Never: initialization failed for good (`KillPod`)
+            self.init_failed = True
+        self.generate_status()
+        self._advance()
+        self._check_done()
+
+    def _restarts_after_exit(self, inst: Instance, exit_code: int) -> bool:
+        if inst.is_plain_init:
+            # computeInitContainerActions: a failed init container is restarted unless the pod
+            # restartPolicy is Never (`shouldRestartOnFailure`); a completed one is done
+            return exit_code != 0 and self.pod.restart_policy != "Never"
+        return kr.should_restart(inst.spec, self.pod, exit_code)
+
+    # -- probe results ------------------------------------------------------------------------
+
+    def on_result(self, probe_type: ProbeType, container_id: str) -> None:
+        """A published result changed: sync the pod (kill if needed) and generate status."""
+        inst = self.container_by_id(container_id)
+        if inst is None:
+            return
+        if probe_type is not ProbeType.READINESS:
+            self._kill_if_needed(inst)
+        self.generate_status()
+        self._advance()
+
+    def _kill_if_needed(self, inst: Instance) -> None:
+        cs = inst.status
+        if cs is None or cs.running is None or inst.killing or self.terminating:
+            return
+        decision = kr.container_probe_action(
+            inst.spec,
+            self.pod,
+            running=True,
+            liveness=self.manager.liveness.get(cs.container_id),
+            startup=self.manager.startup.get(cs.container_id),
+        )
+        if not decision.kill:
+            return
+        inst.killing = True
+        inst.kill_reason = decision.reason
+        self._emit("Killing", inst.spec.name, probe=decision.reason, message=decision.message)
+        grace = kr.kill_grace_period(self.pod, inst.spec, decision.reason)
+        if decision.restart:
+            inst.restart_pending = True
+        self.backend.kill(self, inst.spec, cs.container_id, grace)
+
+    # -- the end ------------------------------------------------------------------------------
+
+    def _check_done(self) -> None:
+        """Once the phase is terminal, tear the pod down as SyncTerminatingPod does."""
+        if self.done or self.status.phase not in ("Succeeded", "Failed"):
+            return
+        self.done = True
+        self._stop_all()
+
+    def terminate(self) -> None:
+        """probetui is ending: stop every container, start nothing again."""
+        if self.terminating:
+            return
+        self.terminating = True
+        self._stop_all()
+
+    def _stop_all(self) -> None:
+        self.manager.stop_liveness_and_startup(self.pod)
+        for inst in self.instances.values():
+            if inst.retry is not None:
+                inst.retry.cancel()
+                inst.retry = None
+            inst.restart_pending = False
+            self._stop(inst)
+        self._maybe_removed()
+
+    def _stop(self, inst: Instance) -> None:
+        """killContainer without a reason: "Stopping container X", the pod's grace period."""
+        cs = inst.status
+        if cs is None or cs.running is None or inst.killing:
+            return
+        inst.killing = True
+        self._emit("Killing", inst.spec.name, message=kr.stopping_message(inst.spec.name))
+        grace = kr.kill_grace_period(self.pod, inst.spec, None)
+        self.backend.kill(self, inst.spec, cs.container_id, grace)
+
+    def _maybe_removed(self) -> None:
+        """SyncTerminatedPod: once nothing runs, every worker of the pod goes (RemovePod)."""
+        if self.removed or any(i.running or i.starting for i in self.instances.values()):
+            return
+        self.removed = True
+        self.manager.remove_pod(self.pod)
+        if self.on_finished is not None:
+            self.on_finished()
+
+    @property
+    def finished(self) -> bool:
+        """Nothing runs and nothing will run again."""
+        return self.removed
+
+
+__all__ = [
+    "REASON_FAILED",
+    "START_ERROR_EXIT_CODE",
+    "START_ERROR_REASON",
+    "ContainerBackend",
+    "Emit",
+    "Instance",
+    "PodKubelet",
+]

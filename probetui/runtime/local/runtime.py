@@ -1,0 +1,305 @@
+"""`probetui local MANIFEST`: the manifest's pods run as local processes, with probetui as kubelet.
+
+Each pod gets a `PodKubelet` on the engine's clock and a `ProcessBackend`: its containers'
+`command` + `args` run as process groups with the literal `env` and `workingDir`, init containers
+and sidecars in the kubelet's order, and the prober's published results decide kills and
+readiness exactly as in `probetui simulate`. The pod IP is 127.0.0.1.
+
+Choices:
+- Probes go to 127.0.0.1, or to the probe's `host:` when that is a loopback address. Any other
+  host is refused, never dialled: the attempt errors (Unknown, discarded like a port that does
+  not resolve) and says why.
+- Exec probes run as local processes with the container's environment and working directory.
+- `-c NAME` (repeatable) runs only the named containers; the others are left out of the pod and
+  listed in `notes`. A pod left with no container is dropped.
+- What the manifest asks for and the local runtime cannot do is listed in `notes`, one line
+  each, for the caller to show: env vars set with valueFrom (not set), an executable that is not
+  on PATH (the container will fail to start, exit 128 StartError, and crash-loop as a real one
+  would), or a workingDir that does not exist (the same). A container without `command` cannot
+  run at all: `RuntimeFailure`, one line.
+- Read-only (`--read-only`): no process is started, signalled or exec'd. The pods are published
+  as written, every container Waiting with reason "ReadOnly", and no probe runs, so the UI can
+  show the manifest's probes and nothing else happens.
+- When every pod has ended for good (its phase is Succeeded or Failed, nothing runs), `run`
+  returns. On cancellation every container is stopped: SIGTERM, SIGKILL once its grace period
+  or `stop_cap` (2 s) has passed, whichever is first; everything is reaped before `run` returns.
+- The kubelet's probe events (`Unhealthy`, `ProbeWarning`) come from the engine, which
+  publishes them itself for a runtime without a kubelet of its own (`observes_kubelet` False).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from probetui.probe.exec import ExecOutput, ExecRunner, run_local
+from probetui.probe.util import PortResolutionError
+from probetui.prober import backoff as bo
+from probetui.prober.kubelet import PodKubelet
+from probetui.prober.results import Update
+from probetui.prober.status import ContainerStatus, PodStatus, Waiting
+from probetui.runtime.base import KubeletEvent, Runtime, RuntimeFailure, RuntimeHost
+from probetui.runtime.local.backend import ProcessBackend
+from probetui.runtime.local.process import (
+    LocalRuntimeError,
+    ProcessGroupRegistry,
+    ProcessSpec,
+    process_spec,
+)
+from probetui.spec.model import Container, Pod, ProbeType
+
+POD_IP = "127.0.0.1"
+# the longest probetui waits for its containers to stop when it ends
+STOP_CAP = 2.0
+READ_ONLY_REASON = "ReadOnly"
+READ_ONLY_NOTE = "read-only: the local runtime starts no process"
+
+
+class NotLoopback(PortResolutionError):
+    """A probe names a host the local runtime will not dial; the attempt errors (Unknown)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def select_containers(pods: Sequence[Pod], only: Sequence[str]) -> tuple[list[Pod], list[str]]:
+    """The pods with only the containers named by `-c`, and one note per pod left short."""
+    if not only:
+        return list(pods), []
+    wanted = set(only)
+    known = {c.name for p in pods for c in (*p.init_containers, *p.containers)}
+    unknown = [name for name in only if name not in known]
+    if unknown:
+        raise RuntimeFailure(
+            f"-c {unknown[0]}: no container of that name in the manifest "
+            f"(it has: {', '.join(sorted(known))})"
+        )
+    kept: list[Pod] = []
+    notes: list[str] = []
+    for pod in pods:
+        skipped = [c.name for c in (*pod.init_containers, *pod.containers) if c.name not in wanted]
+        inits = tuple(c for c in pod.init_containers if c.name in wanted)
+        regular = tuple(c for c in pod.containers if c.name in wanted)
+        if not inits and not regular:
+            notes.append(f"pod {pod.name}: not run (none of its containers is selected with -c)")
+            continue
+        if skipped:
+            notes.append(f"pod {pod.name}: not running {', '.join(skipped)} (not selected with -c)")
+        kept.append(replace(pod, init_containers=inits, containers=regular))
+    return kept, notes
+
+
+class LocalRuntime(Runtime):
+    via = "loopback"
+    observes_kubelet = False
+
+    def __init__(
+        self,
+        pods: Sequence[Pod],
+        *,
+        source: str = "local",
+        only: Sequence[str] = (),
+        read_only: bool = False,
+        backoff_factory: Callable[[], bo.Backoff] = bo.crash_loop_backoff,
+        registry: ProcessGroupRegistry | None = None,
+        stop_cap: float = STOP_CAP,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.source = source
+        self.read_only = read_only
+        self.backoff_factory = backoff_factory
+        self.registry = registry
+        self.stop_cap = stop_cap
+        self.pods, self.notes = select_containers(pods, only)
+        if not self.pods:
+            raise RuntimeFailure("no container left to run; check the names given with -c")
+        seen: dict[str, Pod] = {}
+        for pod in self.pods:
+            if pod.uid in seen:
+                raise RuntimeFailure(
+                    f"{pod.source or pod.name}: two pods named {pod.name} in namespace "
+                    f"{pod.namespace}; rename one"
+                )
+            seen[pod.uid] = pod
+        self.specs: dict[str, dict[str, ProcessSpec]] = {
+            pod.uid: self._specs(pod, base_env) for pod in self.pods
+        }
+        self._by_uid = seen
+        self._kubelets: dict[str, PodKubelet] = {}
+        self._backends: dict[str, ProcessBackend] = {}
+        self._runners: dict[tuple[str, str], ExecRunner] = {}
+        self._all_done: asyncio.Event | None = None
+
+    def _specs(self, pod: Pod, base_env: Mapping[str, str] | None) -> dict[str, ProcessSpec]:
+        specs: dict[str, ProcessSpec] = {}
+        for container in (*pod.init_containers, *pod.containers):
+            try:
+                spec = process_spec(container, base_env)
+            except LocalRuntimeError as e:
+                raise RuntimeFailure(f"pod {pod.name}: {e}") from None
+            self.notes.extend(f"pod {pod.name}: {w}" for w in spec.warnings)
+            problem = _cannot_start(spec)
+            if problem:
+                self.notes.append(
+                    f'pod {pod.name}: container "{container.name}": {problem}; it will fail to '
+                    "start (exit 128 StartError) and be restarted with back-off"
+                )
+            specs[container.name] = spec
+        return specs
+
+    # -- what the handlers ask --------------------------------------------------------------
+
+    async def reach(self, pod: Pod, container: Container, host: str, port: int) -> tuple[str, int]:
+        if not host or host == POD_IP:
+            return POD_IP, port
+        if is_loopback(host):
+            return host, port
+        raise NotLoopback(
+            f'host "{host}" is not a loopback address: the local runtime probes only '
+            "127.0.0.1 and does not dial it (drop host: or set it to 127.0.0.1)"
+        )
+
+    def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
+        key = (pod.uid, container.name)
+        runner = self._runners.get(key)
+        if runner is None:
+            spec = self.specs.get(pod.uid, {}).get(container.name)
+            if spec is None:
+                return None
+
+            async def runner(argv: Sequence[str], timeout: float) -> ExecOutput:
+                return await run_local(argv, timeout, env=spec.env, cwd=spec.cwd)
+
+            self._runners[key] = runner
+        return runner
+
+    def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
+        return f"not run: {READ_ONLY_NOTE}" if self.read_only else None
+
+    def output_tail(self, pod_uid: str, container: str) -> list[str]:
+        backend = self._backends.get(pod_uid)
+        return [line.text for line in backend.output_tail(container)] if backend else []
+
+    # -- running ------------------------------------------------------------------------------
+
+    async def run(self, host: RuntimeHost) -> None:
+        if self.read_only:
+            await self._show_only(host)
+            return
+        clock = host.clock
+        manager = host.manager
+        for probe_type in ProbeType:
+            manager.results_for(probe_type).subscribe(
+                lambda u, pt=probe_type: clock.call_at(clock.now(), lambda: self._on_update(pt, u))
+            )
+        self._all_done = asyncio.Event()
+        try:
+            for pod in self.pods:
+                backend = ProcessBackend(self.specs[pod.uid], registry=self.registry)
+                kubelet = PodKubelet(
+                    pod,
+                    clock,
+                    manager,
+                    backend,
+                    partial(self._emit, host, pod),
+                    pod_ip=POD_IP,
+                    backoff=self.backoff_factory(),
+                    on_status=partial(host.pod_snapshot, pod),
+                    on_finished=self._check_all_done,
+                    lifecycle_events=True,
+                )
+                self._backends[pod.uid] = backend
+                self._kubelets[pod.uid] = kubelet
+                kubelet.start()
+            await self._all_done.wait()
+        finally:
+            await self._close()
+
+    def _check_all_done(self) -> None:
+        if self._all_done is not None and all(k.finished for k in self._kubelets.values()):
+            self._all_done.set()
+
+    def _on_update(self, probe_type: ProbeType, update: Update) -> None:
+        kubelet = self._kubelets.get(update.pod_uid)
+        if kubelet is not None:
+            kubelet.on_result(probe_type, update.container_id)
+
+    def _emit(
+        self,
+        host: RuntimeHost,
+        pod: Pod,
+        type_: str,
+        container: str,
+        t: float,
+        fields: dict[str, Any],
+    ) -> None:
+        fields = dict(fields)
+        probe = fields.pop("probe", None)
+        probe_type = ProbeType.parse(probe) if probe else None
+        host.kubelet_event(KubeletEvent(type_, t, pod, container, probe_type, fields))
+
+    async def _close(self) -> None:
+        """Stop every container, SIGKILL whatever is left after `stop_cap`, reap them all."""
+        backends = list(self._backends.values())
+        for backend in backends:
+            backend.begin_close(self.stop_cap)
+        try:
+            for kubelet in self._kubelets.values():
+                kubelet.terminate()
+            tasks = {t for b in backends for t in b.tasks}
+            if tasks:
+                await asyncio.wait(tasks, timeout=self.stop_cap + 0.5)
+        finally:
+            for backend in backends:
+                backend.kill_now()
+            tasks = {t for b in backends for t in b.tasks}
+            if tasks:
+                await asyncio.wait(tasks, timeout=1.0)
+
+    async def _show_only(self, host: RuntimeHost) -> None:
+        waiting = Waiting(READ_ONLY_REASON, READ_ONLY_NOTE)
+
+        def statuses(containers: tuple[Container, ...]) -> tuple[ContainerStatus, ...]:
+            return tuple(ContainerStatus(name=c.name, state=waiting) for c in containers)
+
+        for pod in self.pods:
+            host.pod_snapshot(
+                pod,
+                PodStatus(
+                    phase="Pending",
+                    pod_ip="",
+                    container_statuses=statuses(pod.containers),
+                    init_container_statuses=statuses(pod.init_containers),
+                ),
+            )
+        await asyncio.Event().wait()
+
+
+def _cannot_start(spec: ProcessSpec) -> str | None:
+    """Why the process will fail to start, when that can be seen before trying."""
+    if spec.cwd is not None and not os.path.isdir(spec.cwd):
+        return f'workingDir "{spec.cwd}" is not a directory'
+    if not spec.argv:
+        return None
+    argv0 = spec.argv[0]
+    if "/" in argv0:
+        path = argv0 if os.path.isabs(argv0) or spec.cwd is None else os.path.join(spec.cwd, argv0)
+        return None if os.path.exists(path) else f'executable "{argv0}" does not exist'
+    if shutil.which(argv0, path=spec.env.get("PATH")) is None:
+        return f'executable "{argv0}" is not on PATH'
+    return None
+
+
+__all__ = ["POD_IP", "STOP_CAP", "LocalRuntime", "NotLoopback", "is_loopback", "select_containers"]

@@ -1,0 +1,460 @@
+"""PodKubelet on virtual time: start order, init containers, sidecars, restart policies, phase.
+
+Each test names the upstream code whose behaviour it pins (`kuberuntime_container.go`
+computeInitContainerActions, `kuberuntime_manager.go` computePodActions / doBackOff,
+`kubelet_pods.go` getPhase, `pod_workers.go` SyncTerminatingPod). The containers are a scripted
+backend on SimClock; the probe workers are the real ones, answered by a script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from probetui.prober import backoff as bo
+from probetui.prober.clock import SimClock
+from probetui.prober.kubelet import PodKubelet
+from probetui.prober.manager import Manager
+from probetui.prober.prober import ProbeOutcome, map_attempts
+from probetui.prober.simulate import synthetic_attempt
+from probetui.prober.status import PodStatus
+from probetui.prober.worker import ProbeKey, Worker
+from probetui.spec.model import (
+    Container,
+    ContainerKind,
+    ExecAction,
+    Pod,
+    Probe,
+    ProbeType,
+)
+
+EXEC = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
+
+
+@dataclass(frozen=True)
+class Run:
+    """How one instance behaves: exits by itself after `run_for` s (None: runs until killed)."""
+
+    run_for: float | None = None
+    exit_code: int = 0
+    start_error: str | None = None
+    stop_after: float = 0.0  # how long it takes to die of SIGTERM
+
+
+Script = Callable[[int], Run]  # restart count -> behaviour of that instance
+
+
+def forever(_: int) -> Run:
+    return Run()
+
+
+class Harness:
+    def __init__(
+        self,
+        pod: Pod,
+        scripts: dict[str, Script] | None = None,
+        healthy: Callable[[str, ProbeType, float], bool] = lambda c, p, t: True,
+        *,
+        start_delay: float = 0.0,
+        backoff: bo.Backoff | None = None,
+    ) -> None:
+        self.pod = pod
+        self.scripts = scripts or {}
+        self.healthy = healthy
+        self.start_delay = start_delay
+        self.clock = SimClock()
+        self.events: list[dict[str, Any]] = []
+        self.statuses: list[PodStatus] = []
+        self.kills: list[tuple[str, float]] = []
+        self._seq = 0
+        self.manager = Manager(self.clock, self._status_of, launch=self._launch, start=-86400.0)
+        self.kubelet = PodKubelet(
+            pod,
+            self.clock,
+            self.manager,
+            self,
+            self._emit,
+            pod_ip="10.0.0.1",
+            backoff=backoff,
+            on_status=self.statuses.append,
+            lifecycle_events=True,
+        )
+        for pt in ProbeType:
+            self.manager.results_for(pt).subscribe(
+                lambda u, pt=pt: self.clock.call_soon(
+                    lambda: self.kubelet.on_result(pt, u.container_id)
+                )
+            )
+        self._timers: dict[str, Any] = {}
+        self._stop_after: dict[str, float] = {}
+
+    # -- the backend ------------------------------------------------------------------------
+
+    def start(self, kubelet: PodKubelet, container: Container, restart_count: int) -> None:
+        self._seq += 1
+        cid = f"fake://{container.name}-{self._seq}"
+        run = self.scripts.get(container.name, forever)(restart_count)
+
+        def go() -> None:
+            if run.start_error is not None:
+                kubelet.start_failed(container.name, cid, run.start_error)
+                return
+            if run.run_for is not None:
+                self._timers[cid] = self.clock.call_at(
+                    self.clock.now() + run.run_for,
+                    lambda: kubelet.exited(container.name, cid, run.exit_code),
+                )
+            self._stop_after[cid] = run.stop_after
+            kubelet.started(container.name, cid)
+
+        self.clock.call_at(self.clock.now() + self.start_delay, go)
+
+    def kill(self, kubelet: PodKubelet, container: Container, cid: str, grace: float) -> None:
+        self.kills.append((container.name, grace))
+        stop = self._stop_after.get(cid, 0.0)
+        code, after = (143, stop) if stop < grace else (137, grace)
+        timer = self._timers.pop(cid, None)
+        if timer is not None:
+            timer.cancel()
+        self.clock.call_at(
+            self.clock.now() + after, lambda: kubelet.exited(container.name, cid, code)
+        )
+
+    # -- the prober around it ---------------------------------------------------------------
+
+    def _status_of(self, uid: str) -> PodStatus | None:
+        return self.kubelet.status if uid == self.pod.uid else None
+
+    def _launch(
+        self, worker: Worker, status: PodStatus, done: Callable[[ProbeOutcome | None], None]
+    ) -> None:
+        ok = self.healthy(worker.container.name, worker.probe_type, self.clock.now())
+        attempt = synthetic_attempt(
+            worker.spec, worker.container, status.pod_ip, fails=not ok, latency=0.0
+        )
+        outcome = map_attempts(worker.probe_type, [attempt])
+        self.clock.call_soon(lambda: done(outcome))
+
+    def _emit(self, type_: str, container: str, t: float, fields: dict[str, Any]) -> None:
+        self.events.append({"t": round(t, 6), "type": type_, "container": container, **fields})
+
+    # -- driving and reading ----------------------------------------------------------------
+
+    def run(self, until: float) -> Harness:
+        if not self.statuses:
+            self.kubelet.start()
+        self.clock.run_until(until)
+        return self
+
+    def of(self, type_: str, **match: Any) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.events
+            if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())
+        ]
+
+    def starts(self) -> list[tuple[float, str]]:
+        return [(e["t"], e["container"]) for e in self.of("ContainerStarted")]
+
+    @property
+    def phase(self) -> str:
+        return self.kubelet.status.phase
+
+
+def init(name: str, **kw: Any) -> Container:
+    return Container(name=name, kind=ContainerKind.INIT, command=("x",), **kw)
+
+
+def sidecar(name: str, **kw: Any) -> Container:
+    return init(name, restart_policy="Always", **kw)
+
+
+def app(name: str = "app", **kw: Any) -> Container:
+    return Container(name=name, command=("x",), **kw)
+
+
+def pod(*containers: Container, policy: str = "Always", **kw: Any) -> Pod:
+    inits = tuple(c for c in containers if c.kind is ContainerKind.INIT)
+    regular = tuple(c for c in containers if c.kind is ContainerKind.CONTAINER)
+    return Pod(
+        "p", uid="uid-p", containers=regular, init_containers=inits, restart_policy=policy, **kw
+    )
+
+
+# -- init containers ------------------------------------------------------------------------
+
+
+def test_plain_init_containers_run_one_by_one_to_completion_first() -> None:
+    """computeInitContainerActions: the next init container starts only when the previous one
+    exited 0; regular containers start together once the last one has."""
+    h = Harness(
+        pod(init("a"), init("b"), app("web"), app("worker")),
+        {"a": lambda n: Run(2, 0), "b": lambda n: Run(3, 0)},
+    ).run(20)
+    assert h.starts() == [(0.0, "a"), (2.0, "b"), (5.0, "web"), (5.0, "worker")]
+    assert h.phase == "Running"
+    # phase Pending while initializing (getPhase: pendingRegularInitContainers > 0)
+    assert {s.phase for s in h.statuses if not s.container_statuses} == {"Pending"}
+    status = h.kubelet.status
+    assert [s.name for s in status.init_container_statuses] == ["a", "b"]
+    assert [s.name for s in status.container_statuses] == ["web", "worker"]
+    # UpdatePodStatus 10.5: a plain init container that exited 0 is Ready
+    assert all(s.ready and s.terminated is not None for s in status.init_container_statuses)
+
+
+def test_failed_init_container_restarts_with_back_off_and_blocks_the_pod() -> None:
+    """computeInitContainerActions with restartOnFailure: a failed init container is started
+    again, through doBackOff; nothing after it starts while it fails."""
+    h = Harness(pod(init("setup"), app("web")), {"setup": lambda n: Run(1, 1)}).run(60)
+    assert {c for _, c in h.starts()} == {"setup"}
+    # exits at 1, 2 (restart at once: first crash), then 10 s and 20 s windows
+    assert [t for t, _ in h.starts()][:4] == [0.0, 1.0, 12.0, 33.0]
+    assert [e["delay"] for e in h.of("BackOff")][:2] == [10.0, 20.0]
+    setup = h.kubelet.status.init_container_statuses[0]
+    assert h.phase == "Pending"
+    assert h.of("BackOff")[0]["message"].startswith("Back-off restarting failed container setup")
+    waiting = [
+        s.init_container_statuses[0].state
+        for s in h.statuses
+        if s.init_container_statuses
+        and s.init_container_statuses[0].terminated is None
+        and s.init_container_statuses[0].running is None
+    ]
+    assert waiting and waiting[0].reason == "CrashLoopBackOff"
+    assert setup.restart_count >= 3
+
+
+def test_init_container_that_fails_then_succeeds_lets_the_pod_start() -> None:
+    """computeInitContainerActions: after a restart that exits 0 initialization goes on."""
+    h = Harness(pod(init("setup"), app("web")), {"setup": lambda n: Run(1, 0 if n else 1)}).run(10)
+    assert h.starts() == [(0.0, "setup"), (1.0, "setup"), (2.0, "web")]
+    assert h.phase == "Running"
+
+
+def test_failed_init_container_under_never_fails_the_pod() -> None:
+    """computeInitContainerActions: `!restartOnFailure` -> KillPod; getPhase: failed
+    initialization under restartPolicy Never is Failed. The regular containers never start."""
+    h = Harness(
+        pod(sidecar("proxy"), init("setup"), app("web", readiness_probe=EXEC), policy="Never"),
+        {"setup": lambda n: Run(1, 3)},
+    ).run(30)
+    assert [c for _, c in h.starts()] == ["proxy", "setup"]
+    assert h.phase == "Failed"
+    # SyncTerminatingPod: the sidecar still running is stopped, then every worker goes
+    assert h.of("Killing", container="proxy")[0]["message"] == "Stopping container proxy"
+    assert h.kubelet.finished
+    assert not h.manager.workers
+
+
+# -- sidecars -------------------------------------------------------------------------------
+
+
+def test_sidecar_startup_probe_gates_the_next_container() -> None:
+    """computeInitContainerActions: a running sidecar with a startup probe lets the next
+    container start only once its startup result is Success (init_container_blocks_next)."""
+    startup = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=30)
+    h = Harness(
+        pod(sidecar("proxy", startup_probe=startup), app("web")),
+        healthy=lambda c, p, t: t >= 7,
+    ).run(20)
+    assert h.starts() == [(0.0, "proxy"), (7.0, "web")]
+    assert h.of("StartedChanged", container="proxy", started=True)[0]["t"] == 7.0
+
+
+def test_sidecar_without_startup_probe_gates_on_running_only() -> None:
+    """computeInitContainerActions: a sidecar without a startup probe is initialized once it
+    runs; its liveness probe does not gate the next container."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=30)
+    h = Harness(
+        pod(sidecar("proxy", liveness_probe=live), init("migrate"), app("web")),
+        {"migrate": lambda n: Run(2, 0)},
+        healthy=lambda c, p, t: False,
+        start_delay=0.5,
+    ).run(10)
+    assert h.starts() == [(0.5, "proxy"), (1.0, "migrate"), (3.5, "web")]
+
+
+def test_sidecar_restarts_after_exit_even_under_never() -> None:
+    """computeInitContainerActions: an exited restartable init container is always started
+    again, whatever the pod restartPolicy (ContainerShouldRestart: container policy Always)."""
+    h = Harness(
+        pod(sidecar("proxy"), app("web"), policy="Never"), {"proxy": lambda n: Run(3, 0)}
+    ).run(10)
+    assert [c for _, c in h.starts()].count("proxy") >= 2
+    assert h.phase == "Running"
+
+
+def test_sidecar_liveness_kill_restarts_under_never_without_suffix() -> None:
+    """computeInitContainerActions: "Init container X failed liveness probe", no
+    ", will be restarted", and the sidecar is restarted whatever the pod restartPolicy."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
+    h = Harness(
+        pod(sidecar("proxy", liveness_probe=live), app("web"), policy="Never"),
+        healthy=lambda c, p, t: not (c == "proxy" and 3 <= t < 4),
+    ).run(10)
+    kill = h.of("Killing", container="proxy")[0]
+    assert kill == {
+        "t": 3.0,
+        "type": "Killing",
+        "container": "proxy",
+        "probe": "liveness",
+        "message": "Init container proxy failed liveness probe",
+    }
+    assert h.of("ContainerStarted", container="proxy", restartCount=1)
+    assert h.of("ContainerStarted", container="web", restartCount=0)
+
+
+# -- regular containers and restart policies -----------------------------------------------
+
+
+def test_never_exit_ends_the_pod_and_stops_sidecars() -> None:
+    """computePodActions: keepCount == 0 and nothing to start -> KillPod, sidecars included;
+    getPhase: Never with a failure is Failed. Liveness/startup workers stop first, then all."""
+    h = Harness(
+        pod(
+            sidecar("proxy", readiness_probe=EXEC), app("web", liveness_probe=EXEC), policy="Never"
+        ),
+        {"web": lambda n: Run(5, 2)},
+    ).run(30)
+    assert h.of("ContainerExited", container="web") == [
+        {"t": 5.0, "type": "ContainerExited", "container": "web", "exitCode": 2, "reason": "Error"}
+    ]
+    assert [c for _, c in h.starts()].count("web") == 1
+    assert h.of("Killing", container="proxy")[0]["t"] == 5.0
+    assert h.phase == "Failed"
+    assert h.kubelet.finished and not h.manager.workers
+
+
+def test_on_failure_restarts_failures_only() -> None:
+    """ContainerShouldRestart: OnFailure restarts a non-zero exit; a zero exit ends the pod
+    as Succeeded (getPhase: all stopped and succeeded)."""
+    h = Harness(
+        pod(app("web"), policy="OnFailure"), {"web": lambda n: Run(2, 1 if n == 0 else 0)}
+    ).run(30)
+    assert h.starts() == [(0.0, "web"), (2.0, "web")]
+    assert h.phase == "Succeeded"
+    assert h.kubelet.finished
+
+
+def test_always_restarts_a_zero_exit() -> None:
+    """ContainerShouldRestart: Always restarts even exit 0; the phase stays Running."""
+    h = Harness(pod(app("web")), {"web": lambda n: Run(30, 0)}).run(100)
+    assert len(h.starts()) >= 3
+    assert h.phase == "Running"
+
+
+def test_liveness_kill_restart_then_back_off_from_the_exit_before() -> None:
+    """computePodActions + doBackOff: a liveness kill restarts in the same sync, measured from
+    the exit before the killed one; only the third kill meets an open window (backoff.py)."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
+    h = Harness(
+        pod(app("web", liveness_probe=live)),
+        healthy=lambda c, p, t: False,
+    ).run(12)
+    kills = h.of("Killing")
+    assert kills[0]["message"] == "Container web failed liveness probe, will be restarted"
+    assert h.of("ContainerExited")[0]["exitCode"] == 143
+    backoff = h.of("BackOff")
+    assert backoff and backoff[0]["t"] == kills[2]["t"]
+    assert [e["restartCount"] for e in h.of("ContainerStarted")][:3] == [0, 1, 2]
+
+
+def test_kill_grace_period_then_sigkill() -> None:
+    """killContainer: a process that ignores SIGTERM dies at the grace period (137); the
+    probe's terminationGracePeriodSeconds wins over the pod's (setTerminationGracePeriod)."""
+    live = Probe(
+        exec=ExecAction(("check",)),
+        period_seconds=1,
+        failure_threshold=1,
+        termination_grace_period_seconds=4,
+    )
+    h = Harness(
+        pod(app("web", liveness_probe=live), policy="Never"),
+        {"web": lambda n: Run(stop_after=100)},
+        healthy=lambda c, p, t: t < 2,
+    ).run(20)
+    assert h.kills == [("web", 4.0)]
+    exited = h.of("ContainerExited")[0]
+    assert (exited["t"], exited["exitCode"]) == (6.0, 137)
+    assert h.phase == "Failed"
+
+
+def test_start_error_is_exit_128_and_crash_loops() -> None:
+    """A command that cannot start: the runtime records exit 128 StartError; the kubelet
+    records a Failed event "Error: ..." and restarts per policy through doBackOff."""
+    h = Harness(pod(app("web")), {"web": lambda n: Run(start_error='exec: "nope": not found')}).run(
+        40
+    )
+    exited = h.of("ContainerExited")[0]
+    assert exited["exitCode"] == 128 and exited["reason"] == "StartError"
+    assert h.of("Failed")[0]["message"] == 'Error: exec: "nope": not found'
+    assert h.of("BackOff")
+    term = h.kubelet.status.container_statuses[0]
+    assert term.started is False and term.ready is False
+    assert not h.of("ContainerStarted")
+
+
+def test_lifecycle_events_created_and_started() -> None:
+    """startContainer records Created ("Created container: X") then Started."""
+    h = Harness(pod(app("web"))).run(1)
+    assert [(e["type"], e["message"]) for e in h.events[:2]] == [
+        ("Created", "Created container: web"),
+        ("Started", "Started container web"),
+    ]
+
+
+def test_terminate_stops_running_containers_and_cancels_back_off() -> None:
+    """Teardown (SyncTerminatingPod): "Stopping container X" with the pod's grace period, no
+    restart afterwards, a pending back-off retry dropped; then RemovePod."""
+    h = Harness(
+        pod(app("web", readiness_probe=EXEC), app("crash")),
+        {"crash": lambda n: Run(1, 1)},
+        backoff=bo.Backoff(10.0, 300.0, expire_after=600.0),
+    ).run(5)
+    assert h.of("BackOff", container="crash")
+    h.kubelet.terminate()
+    h.clock.run_until(100)
+    assert h.of("Killing", container="web")[0]["message"] == "Stopping container web"
+    assert h.kills[-1] == ("web", 30.0)
+    assert [c for t, c in h.starts() if t > 5] == []
+    assert h.kubelet.finished and not h.manager.workers
+
+
+def test_results_of_the_pod_drive_status_generation() -> None:
+    """UpdatePodStatus on every result change: readiness flips Ready; the manual trigger runs
+    readiness again at once while the container is not Ready."""
+    h = Harness(
+        pod(app("web", readiness_probe=EXEC)),
+        healthy=lambda c, p, t: not (4 <= t < 6),
+    ).run(10)
+    ready = [(e["t"], e["ready"]) for e in h.of("ReadyChanged")]
+    assert ready == [(0.0, True), (4.0, False), (6.0, True)]
+    assert h.manager.workers[ProbeKey("uid-p", "web", ProbeType.READINESS)]
+
+
+def test_pod_of_init_containers_only_succeeds_after_them() -> None:
+    """getPhase: initialized, no regular container left to run (`-c` picked init containers
+    only) -> Succeeded, and the pod is torn down."""
+    h = Harness(pod(init("a")), {"a": lambda n: Run(1, 0)}).run(5)
+    assert h.phase == "Succeeded" and h.kubelet.finished
+
+
+def test_simulate_orders_init_containers_and_sidecars() -> None:
+    """`probetui simulate` shares the start order: init containers one by one, each start
+    taking start_after, the scenario's container after them."""
+    from probetui.prober.simulate import parse_scenario, simulate
+
+    spec = {
+        "initContainers": [
+            {"name": "setup", "image": "x"},
+            {"name": "proxy", "image": "x", "restartPolicy": "Always"},
+        ],
+        "containers": [{"name": "app", "image": "x", "livenessProbe": {"tcpSocket": {"port": 80}}}],
+    }
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    r = simulate(parse_scenario({"pod": doc, "container": "app", "duration": 10}))
+    starts = [(e["t"], e["container"]) for e in r["events"] if e["type"] == "ContainerStarted"]
+    assert starts == [(1.0, "setup"), (2.0, "proxy"), (3.0, "app")]
+    exited = [e for e in r["events"] if e["type"] == "ContainerExited"]
+    assert [(e["container"], e["exitCode"]) for e in exited] == [("setup", 0)]
