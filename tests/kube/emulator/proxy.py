@@ -1,0 +1,114 @@
+"""pods/proxy: the apiserver forwards the request to the pod's port and relays the answer.
+
+`/api/v1/namespaces/{ns}/pods/{[scheme:]name[:port]}/proxy/{path}`. Without a port the pod's
+first declared container port is used (pod strategy ResourceLocation). The apiserver drops the
+client's credentials before proxying (the authentication filter removes `Authorization`), does
+not verify a pod's TLS certificate, and answers 503 when it cannot reach the pod.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from . import status
+from .resources import Obj
+
+# RFC 9110 hop-by-hop headers, never relayed by a proxy
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+MAX_BODY = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyTarget:
+    scheme: str
+    name: str
+    port: str
+
+
+def parse_name(segment: str) -> ProxyTarget:
+    """`name`, `name:port` or `scheme:name:port` (net.SplitSchemeNamePort)."""
+    parts = segment.split(":")
+    if len(parts) == 1:
+        return ProxyTarget("", parts[0], "")
+    if len(parts) == 2:
+        return ProxyTarget("", parts[0], parts[1])
+    if len(parts) == 3 and parts[0] in ("http", "https"):
+        return ProxyTarget(parts[0], parts[1], parts[2])
+    raise ValueError(f"invalid service/pod name {segment!r}")
+
+
+def default_port(pod: Obj) -> str:
+    for container in pod.get("spec", {}).get("containers") or []:
+        ports = container.get("ports") or []
+        if ports:
+            return str(ports[0].get("containerPort", ""))
+    return ""
+
+
+def unreachable(
+    pod_ip: str, port: str, *, why: str = "connect: connection refused"
+) -> web.Response:
+    host = f"[{pod_ip}]" if ":" in pod_ip else pod_ip
+    return status.response(
+        status.status(503, f"error trying to reach service: dial tcp {host}:{port}: {why}")
+    )
+
+
+async def serve_proxy(
+    request: web.Request,
+    session: aiohttp.ClientSession,
+    target: tuple[str, int],
+    scheme: str,
+    path: str,
+    *,
+    shown: tuple[str, str],
+    timeout: float = 10.0,
+) -> web.Response:
+    """Relay one request; `shown` is the pod IP and port the real apiserver would have dialled."""
+    host, port = target
+    url = f"{scheme or 'http'}://{host}:{port}/{path}"
+    headers = {
+        k: v
+        for k, v in request.headers.items()
+        if k.lower() not in HOP_BY_HOP and k.lower() not in ("authorization", "host")
+    }
+    body = await request.read() if request.can_read_body else None
+    try:
+        async with session.request(
+            request.method,
+            url,
+            params=list(request.query.items()),
+            headers=headers,
+            data=body,
+            allow_redirects=False,
+            ssl=False,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as upstream:
+            payload = await upstream.content.read(MAX_BODY)
+            relayed = CIMultiDict(
+                (k, v)
+                for k, v in upstream.headers.items()
+                if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"
+            )
+            return web.Response(status=upstream.status, body=payload, headers=relayed)
+    except (aiohttp.ClientConnectorError, ConnectionRefusedError):
+        return unreachable(*shown)
+    except TimeoutError:
+        return unreachable(*shown, why="i/o timeout")
+    except aiohttp.ClientError as err:
+        return status.response(status.status(503, f"error trying to reach service: {err}"))
