@@ -1,0 +1,101 @@
+"""What every demo service shares: loopback binding, one-line logs, and stopping on a signal."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import signal
+import socket
+import sys
+import time
+
+# Demo services listen here and nowhere else: the demo must never be reachable from outside.
+LOOPBACK = "127.0.0.1"
+
+
+class PortTaken(Exception):
+    """The port cannot be bound. `str()` is the one line the service prints before exiting."""
+
+
+class ServiceError(Exception):
+    """Bad options or environment. `str()` is the one line the service prints before exiting."""
+
+
+def log(message: str) -> None:
+    """One short line to stdout, flushed at once: the container output the UI shows."""
+    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+
+def _bind_error(port: int, exc: OSError) -> PortTaken:
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    if exc.errno == errno.EADDRINUSE:
+        return PortTaken(
+            f"port {port} is taken: {reason} on {LOOPBACK}:{port} "
+            "(stop what listens there, or run the demo again to get fresh ports)"
+        )
+    return PortTaken(f"port {port} cannot be bound on {LOOPBACK}: {reason}")
+
+
+def bind_loopback(port: int) -> socket.socket:
+    """A TCP socket bound to 127.0.0.1:`port` (0 lets the OS choose), not yet listening.
+
+    Bound but not listening refuses connections, exactly like a port nobody has opened, which is
+    what a probe should see while an app is still starting; binding early still reports a taken
+    port at once. SO_REUSEADDR lets a restarted container take its port back while connections
+    of its previous instance sit in TIME-WAIT.
+    """
+    if not 0 <= port <= 65535:
+        raise ServiceError(f"port {port} is out of range (give 1-65535, or 0 for any free port)")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((LOOPBACK, port))
+    except OSError as exc:
+        sock.close()
+        raise _bind_error(port, exc) from None
+    sock.setblocking(False)
+    return sock
+
+
+def check_port_free(port: int) -> None:
+    """Raise PortTaken when something already listens on 127.0.0.1:`port`.
+
+    For servers (gRPC) that bind by themselves and report a taken port less clearly.
+    """
+    if port == 0:
+        return
+    bind_loopback(port).close()
+
+
+def bound_port(sock: socket.socket) -> int:
+    return int(sock.getsockname()[1])
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT: how the kubelet (and Ctrl-C) asks a container to stop."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def request_stop(signame: str) -> None:
+        if not stop.is_set():
+            log(f"received {signame}, shutting down")
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, request_stop, sig.name)
+    return stop
+
+
+async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> bool:
+    """Sleep up to `seconds`; True when a stop was requested meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(max(seconds, 0.0)):
+            await stop.wait()
+    return stop.is_set()
+
+
+def fail(message: str) -> int:
+    print(message, file=sys.stderr, flush=True)
+    return 1
