@@ -1,4 +1,14 @@
-"""Command line: `probetui check`, `probetui simulate`, `probetui local`, `probetui demo`.
+"""Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`.
+
+`probetui` with no subcommand connects to a cluster as kubectl would (`--kubeconfig`,
+`KUBECONFIG`, `--context`, `-n`/`-A`, `-l`, in-cluster config) and shadows its kubelets. A bad
+kubeconfig or context is one line and exit 2 before anything connects. The first list of pods
+must succeed: when it does not (refused credentials, missing permissions, an API server that
+cannot be reached or keeps failing after three tries), the run stops with one line naming the
+problem: exit 2 headless; the UI prints the same line and exits 1, as for any runtime that
+cannot go on. After that first list, API faults are retried with back-off for as long as
+probetui runs: headless prints each change of the connection state on stderr, and the UI header
+shows "[reconnecting: ...]" beside the context.
 
 Each subcommand imports what it needs when it runs, so `probetui check` starts without loading
 Textual or the Kubernetes client. Bad input is one line on stderr and exit status 2.
@@ -46,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         description="See what the kubelet's prober is thinking: probes, result runs, thresholds.",
     )
     p.add_argument("--version", action="version", version=_version())
+    _cluster_arguments(p)
     sub = p.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
 
     c = sub.add_parser(
@@ -125,6 +136,79 @@ def _parser() -> argparse.ArgumentParser:
     )
     _live_arguments(demo)
     return p
+
+
+# the cluster view's flags live on the top-level parser under their own names, so that a
+# subcommand's flag of the same name (e.g. local's --read-only) is never confused with them
+_CLUSTER_DESTS = {
+    "k8s_kubeconfig": "--kubeconfig",
+    "k8s_context": "--context",
+    "k8s_namespace": "-n/--namespace",
+    "k8s_all_namespaces": "-A/--all-namespaces",
+    "k8s_selector": "-l/--selector",
+    "k8s_via": "--via",
+    "k8s_read_only": "--read-only",
+    "k8s_no_ui": "--no-ui",
+    "k8s_output": "--output",
+    "k8s_duration": "--duration",
+}
+
+
+def _cluster_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "cluster view (no COMMAND)",
+        "Watch the pods of a cluster, run shadow probes beside the kubelet's and show both.",
+    )
+    g.add_argument(
+        "--kubeconfig", dest="k8s_kubeconfig", metavar="FILE", help="kubeconfig file to use"
+    )
+    g.add_argument("--context", dest="k8s_context", metavar="NAME", help="kubeconfig context")
+    g.add_argument(
+        "-n",
+        "--namespace",
+        dest="k8s_namespace",
+        metavar="NS",
+        help="namespace (default: the context's, else default)",
+    )
+    g.add_argument(
+        "-A",
+        "--all-namespaces",
+        dest="k8s_all_namespaces",
+        action="store_true",
+        help="pods of every namespace",
+    )
+    g.add_argument(
+        "-l", "--selector", dest="k8s_selector", metavar="SELECTOR", help="label selector"
+    )
+    g.add_argument(
+        "--via",
+        dest="k8s_via",
+        choices=("direct", "port-forward", "proxy"),
+        help="how shadow probes reach pods: the pod IP, an API server port-forward, or "
+        "pods/proxy (HTTP only); default direct in a cluster, port-forward outside",
+    )
+    g.add_argument(
+        "--read-only",
+        dest="k8s_read_only",
+        action="store_true",
+        help="send only get, list and watch to the API server: no exec, port-forward or proxy",
+    )
+    g.add_argument(
+        "--no-ui", dest="k8s_no_ui", action="store_true", help="no screen: JSON lines on stdout"
+    )
+    g.add_argument(
+        "--output",
+        dest="k8s_output",
+        choices=("jsonl",),
+        help="headless output format (implies --no-ui)",
+    )
+    g.add_argument(
+        "--duration",
+        dest="k8s_duration",
+        type=float,
+        metavar="SECONDS",
+        help="stop by itself after SECONDS",
+    )
 
 
 def _live_arguments(p: argparse.ArgumentParser) -> None:
@@ -399,6 +483,40 @@ def _demo_main(args: argparse.Namespace) -> int:
     return _live(runtime, args, _headless_requested(args))
 
 
+def _cluster_main(args: argparse.Namespace) -> int:
+    from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
+    from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+
+    if args.k8s_all_namespaces and args.k8s_namespace:
+        raise UsageError("-n and -A: pick one namespace, or all of them")
+    options = ConnectOptions(
+        kubeconfig=args.k8s_kubeconfig,
+        context=args.k8s_context,
+        namespace=args.k8s_namespace,
+        all_namespaces=args.k8s_all_namespaces,
+        selector=args.k8s_selector,
+        read_only=args.k8s_read_only,
+    )
+    try:
+        target = resolve(options)
+    except KubeconfigError as e:
+        raise UsageError(str(e)) from None
+    # the first list must succeed in both modes (module docstring)
+    runtime = KubernetesRuntime(target, via=args.k8s_via, fail_fast=True)
+    live = argparse.Namespace(
+        no_ui=args.k8s_no_ui, output=args.k8s_output, duration=args.k8s_duration
+    )
+    headless = _headless_requested(live)
+    if headless:
+        runtime.on_state = lambda text: _note(text or "connected again")
+        runtime.on_note = lambda text: _note(f"note: {text}")
+    return _live(runtime, live, headless)
+
+
+def _cluster_flags_given(args: argparse.Namespace) -> list[str]:
+    return [flag for dest, flag in _CLUSTER_DESTS.items() if getattr(args, dest, None)]
+
+
 def _headless_requested(args: argparse.Namespace) -> bool:
     return bool(args.no_ui or args.output)
 
@@ -500,6 +618,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
+        if args.command is None:
+            return _cluster_main(args)
+        given = _cluster_flags_given(args)
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} before '{args.command}' belong to the cluster view; put "
+                f"{args.command}'s own options after it (see 'probetui {args.command} --help')"
+            )
         if args.command == "check":
             return _check_main(args)
         if args.command == "simulate":
@@ -508,10 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _local_main(args)
         if args.command == "demo":
             return _demo_main(args)
-        raise UsageError(
-            "no command given; the cluster view is not built yet. "
-            "Try 'probetui demo', 'probetui local --help' or 'probetui check --help'"
-        )
+        raise UsageError(f"unknown command {args.command!r} (see 'probetui --help')")
     except UsageError as e:
         print(f"probetui: error: {e}", file=sys.stderr)
         return EXIT_USAGE

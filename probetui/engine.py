@@ -172,7 +172,13 @@ class Engine:
             fields = {"reason": record.skip.value if record.skip else "", "trigger": record.trigger}
             type_ = "ProbeSkipped"
         else:
-            fields = attempt_fields(record, self.runtime.via)
+            container = pod.container(key.container)
+            via = (
+                self.runtime.attempt_via(container, key.probe_type)
+                if container is not None
+                else self.runtime.via
+            )
+            fields = attempt_fields(record, via)
             type_ = "ProbeAttempt"
         self._publish(
             Event(
@@ -211,6 +217,9 @@ class Engine:
         if entry is None:
             return
         name = self._container_of(entry, update.container_id)
+        container = entry.pod.container(name) if name is not None else None
+        if container is not None and self.runtime.not_probed(entry.pod, container, probe_type):
+            return  # only the worker's initial value: nothing was probed, nothing to show
         self._publish(
             Event(
                 "ResultChanged",

@@ -5,8 +5,18 @@ from __future__ import annotations
 from probetui.spec.model import Container
 
 
-class PortResolutionError(Exception):
-    """The kubelet returns (Unknown, err) for these: retried, discarded, never a kill (16.4)."""
+class ReachError(Exception):
+    """The target cannot be dialled at all: an (Unknown, err) attempt, retried, then discarded.
+
+    The kubelet returns (Unknown, err) for a port it cannot resolve (spec 16.4); probetui's
+    runtimes use the same treatment when their path to the pod fails before the probe starts
+    (a refused port-forward, a non-loopback host in the local runtime), so a broken path never
+    counts toward killing a container.
+    """
+
+
+class PortResolutionError(ReachError):
+    """A named or numeric port that resolves to nothing valid (spec 16.4)."""
 
 
 def _atoi(text: str) -> int:

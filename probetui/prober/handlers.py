@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
-from probetui.probe.util import PortResolutionError, resolve_container_port
+from probetui.probe.util import ReachError, resolve_container_port
 from probetui.prober.prober import ProbeOutcome, missing_handler, run_probe_with_retries
 from probetui.prober.status import PodStatus
 from probetui.spec.model import (
@@ -84,7 +84,7 @@ class HandlerRunner:
                 return await grpc.probe(
                     host, port, handler.service or "", timeout, kube_version=self.kube_version
                 )
-        except PortResolutionError as e:
+        except ReachError as e:
             # (Unknown, err): retried, then discarded by the worker (spec 16.4)
             return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, error=str(e))
         return missing_handler(pod, container)

@@ -100,6 +100,10 @@ class Runtime(ABC):
         """How to run an exec probe's command in the container; None runs it as a local process."""
         return None
 
+    def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
+        """The path one probe's attempts take, for their label (exec may differ from `via`)."""
+        return self.via
+
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
         """Why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
         return None

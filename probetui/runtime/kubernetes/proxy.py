@@ -1,25 +1,40 @@
 """`--via proxy`: an HTTP probe carried through the API server's `pods/proxy`.
 
-The handler dials a one-shot loopback listener as if it were the pod; the listener reads the
-one request, sends it to `/api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH` with the client's
+The handler dials a loopback listener as if it were the pod; for each connection (the first,
+and each same-host redirect the handler follows) the listener reads the one request, sends it to `/api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH` with the client's
 credentials (redirects not followed: the prober decides about those), and writes the answer
-back. Differences from the kubelet's path: the API server's proxy dials the pod IP from the
-control plane, adds its own forwarding headers, and may rewrite `Location`.
+back.
+
+Differences from the kubelet's path, shown with every attempt's `via`: the API server's proxy
+dials the pod IP from the control plane, not from the node; it drops the probe's own
+`Authorization` header (it authenticates the caller with that header and strips it); it answers
+503 itself when it cannot reach the pod, where the kubelet would see a refused connection; and
+it may rewrite `Location`. Plain HTTP only: the listener speaks no TLS.
+
+A 403 from the API server itself (a Status saying the user may not use `pods/proxy`) is told
+apart from a 403 of the application and remembered per namespace, so that later attempts report
+"forbidden" as an error instead of counting a failure of the container.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
 log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 16 * 1024
+# the listener closes this long after the probe's timeout: the attempt is over by then
+ACCEPT_WINDOW = 1.0
+# the first request and the kubelet's 10 same-host redirects, each a new connection
+MAX_CONNECTIONS = 11
 # what is relayed of a body: more than the prober reads (10 KiB), so truncation is the prober's
 MAX_RELAY_BODY = 64 * 1024
 _HOP_BY_HOP = {
@@ -32,35 +47,76 @@ _HOP_BY_HOP = {
     "te",
     "trailer",
     "proxy-connection",
+    "proxy-authorization",
+    "proxy-authenticate",
 }
 
 
+def api_forbidden(status: int, body: bytes) -> str | None:
+    """The API server's own refusal of `pods/proxy` (not the application's 403), or None."""
+    if status != 403:
+        return None
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != "Status" or doc.get("reason") != "Forbidden":
+        return None
+    message = str(doc.get("message") or "")
+    return message if "pods/proxy" in message else None
+
+
 class OneShotProxy:
-    def __init__(self, core: Any, namespace: str, pod: str, port: int, timeout: float) -> None:
+    def __init__(
+        self,
+        core: Any,
+        namespace: str,
+        pod: str,
+        port: int,
+        timeout: float,
+        *,
+        on_forbidden: Any = None,
+    ) -> None:
         self.api = core.api_client
         self.namespace = namespace
         self.pod = pod
         self.port = port
         self.timeout = timeout
+        self.on_forbidden = on_forbidden
         self.server: asyncio.Server | None = None
+        self.done = asyncio.Event()
+        self.error = ""
+        self.connections = 0
+        self._expiry: asyncio.TimerHandle | None = None
 
     async def start(self) -> tuple[str, int]:
+        """The address to dial; it closes `timeout` + a second later (the attempt is over)."""
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        asyncio.get_running_loop().call_later(self.timeout + 10.0, self.server.close)
+        self._expiry = asyncio.get_running_loop().call_later(
+            self.timeout + ACCEPT_WINDOW, self._expire
+        )
         return "127.0.0.1", self.server.sockets[0].getsockname()[1]
 
-    def _url(self, target: str) -> str:
+    def _expire(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        self.done.set()
+
+    def url(self, target: str) -> URL:
         path, _, query = target.partition("?")
         base = self.api.configuration.host.rstrip("/")
         url = (
             f"{base}/api/v1/namespaces/{quote(self.namespace, safe='')}/pods/"
             f"{quote(self.pod, safe='')}:{self.port}/proxy{path if path.startswith('/') else '/' + path}"
         )
-        return f"{url}?{query}" if query else url
+        # the prober's target is already percent-encoded: send it as it is
+        return URL(f"{url}?{query}" if query else url, encoded=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.server is not None
-        self.server.close()  # one connection only
+        self.connections += 1
+        if self.connections >= MAX_CONNECTIONS:
+            self.server.close()
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.timeout + 5)
             if len(head) > MAX_HEAD_BYTES:
@@ -71,19 +127,26 @@ class OneShotProxy:
             for line in lines[1:]:
                 if ":" in line:
                     name, value = line.split(":", 1)
-                    if name.strip().lower() not in _HOP_BY_HOP:
+                    lower = name.strip().lower()
+                    # the API server authenticates with Authorization and strips it: ours wins
+                    if lower not in _HOP_BY_HOP and lower != "authorization":
                         headers[name.strip()] = value.strip()
             queries: list[tuple[str, str]] = []
             await self.api.update_params_for_auth(headers, queries, ["BearerToken"])
             session: aiohttp.ClientSession = self.api.rest_client.pool_manager
             async with session.request(
                 method,
-                self._url(target),
+                self.url(target),
                 headers=headers,
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=self.timeout + 5),
             ) as resp:
-                body = await resp.content.read(MAX_RELAY_BODY)
+                body = await _read_body(resp.content, MAX_RELAY_BODY)
+                forbidden = api_forbidden(resp.status, body)
+                if forbidden is not None:
+                    self.error = forbidden
+                    if self.on_forbidden is not None:
+                        self.on_forbidden(forbidden)
                 out = [f"HTTP/1.1 {resp.status} {resp.reason or ''}"]
                 for name, value in resp.headers.items():
                     if name.lower() not in _HOP_BY_HOP:
@@ -92,8 +155,24 @@ class OneShotProxy:
                 writer.write("\r\n".join(out).encode("latin-1", "replace") + body)
                 await writer.drain()
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
-            log.info("proxy relay failed: %s", e)
+            self.error = str(e) or type(e).__name__
+            log.info("proxy relay failed: %s", self.error)
         finally:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+            self.done.set()
+
+
+async def _read_body(stream: aiohttp.StreamReader, limit: int) -> bytes:
+    """Up to `limit` bytes of the body (`read(n)` alone returns what has arrived so far)."""
+    body = bytearray()
+    while len(body) < limit:
+        chunk = await stream.read(limit - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return bytes(body)
+
+
+__all__ = ["OneShotProxy", "api_forbidden"]

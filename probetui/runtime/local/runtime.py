@@ -39,7 +39,7 @@ from functools import partial
 from typing import Any
 
 from probetui.probe.exec import ExecOutput, ExecRunner, run_local
-from probetui.probe.util import PortResolutionError
+from probetui.probe.util import ReachError
 from probetui.prober import backoff as bo
 from probetui.prober.kubelet import PodKubelet
 from probetui.prober.results import Update
@@ -61,7 +61,7 @@ READ_ONLY_REASON = "ReadOnly"
 READ_ONLY_NOTE = "read-only: the local runtime starts no process"
 
 
-class NotLoopback(PortResolutionError):
+class NotLoopback(ReachError):
     """A probe names a host the local runtime will not dial; the attempt errors (Unknown)."""
 
 

@@ -10,6 +10,7 @@ the channel the peer has finished writing to.
 from __future__ import annotations
 
 import base64
+import contextlib
 
 from aiohttp import WSMsgType, web
 
@@ -60,10 +61,13 @@ class ChannelSocket:
     async def send(self, channel: int, data: bytes) -> None:
         if self.ws.closed:
             return
-        if self.base64:
-            await self.ws.send_str(str(channel) + base64.b64encode(data).decode())
-        else:
-            await self.ws.send_bytes(bytes([channel]) + data)
+        # the client may close between the check and the send (a probe ends, a run is
+        # cancelled); the real API server drops such frames too
+        with contextlib.suppress(ConnectionError):
+            if self.base64:
+                await self.ws.send_str(str(channel) + base64.b64encode(data).decode())
+            else:
+                await self.ws.send_bytes(bytes([channel]) + data)
 
     def decode(self, msg: web.WSMessage) -> tuple[int, bytes] | None:
         """(channel, payload) of a data message; None for control frames and empty messages."""

@@ -99,7 +99,12 @@ async def serve_proxy(
             ssl=False,
             timeout=aiohttp.ClientTimeout(total=timeout),
         ) as upstream:
-            payload = await upstream.content.read(MAX_BODY)
+            # read(n) returns what has arrived; readexactly-or-EOF gives the whole body up to the cap
+            payload = b""
+            while len(payload) < MAX_BODY and (
+                chunk := await upstream.content.read(MAX_BODY - len(payload))
+            ):
+                payload += chunk
             relayed = CIMultiDict(
                 (k, v)
                 for k, v in upstream.headers.items()

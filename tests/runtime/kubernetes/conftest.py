@@ -165,3 +165,9 @@ async def api_server() -> AsyncIterator[Recorder]:
 
 
 __all__ = ["DATA", "Recorder", "Seen", "load"]
+
+
+# the API emulator (tests/kube/emulator) for the reflector, streams and runtime tests
+from tests.kube.emulator.fixtures import api, core_v1, echo_server, http_target  # noqa: E402
+
+__all__ += ["api", "core_v1", "echo_server", "http_target"]

@@ -1,0 +1,570 @@
+"""KubernetesRuntime through the real Engine against the API emulator.
+
+Real time, kept short: probes run every second and the workers' start-up jitter is turned off
+(`no_jitter`), so the first attempt comes at once. Pod IPs are 127.0.0.1, so `--via direct`
+dials loopback servers; port-forward and proxy go through the emulator to the same servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probetui.engine import Engine
+from probetui.prober.status import PodStatus
+from probetui.runtime.base import RuntimeFailure
+from probetui.runtime.kubernetes.config import ConnectOptions, resolve
+from probetui.runtime.kubernetes.runtime import NOT_RUN, KubernetesRuntime
+from probetui.spec.model import Pod, ProbeType
+from probetui.timeline.events import Event
+from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod, running_status
+from tests.kube.emulator.fixtures import EchoServer, HttpTarget
+
+
+class _NoJitter:
+    @staticmethod
+    def random() -> float:
+        return 0.0
+
+
+@pytest.fixture(autouse=True)
+def no_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the worker spreads first probes over a period after start-up (spec 4.2); not here
+    monkeypatch.setattr("probetui.prober.worker.random", _NoJitter())
+
+
+@dataclass
+class Recorder:
+    events: list[Event] = field(default_factory=list)
+    pods: dict[str, PodStatus | None] = field(default_factory=dict)
+
+    def event(self, event: Event) -> None:
+        self.events.append(event)
+
+    def pod(self, pod: Pod, status: PodStatus | None) -> None:
+        self.pods[pod.name] = status
+
+    def of(self, type_: str, **fields: Any) -> list[Event]:
+        return [
+            e
+            for e in self.events
+            if e.type == type_
+            and all(
+                getattr(e, k) == v
+                if k in ("container", "probe", "source", "pod")
+                else e.fields.get(k) == v
+                for k, v in fields.items()
+            )
+        ]
+
+
+async def until(predicate: Callable[[], bool], timeout: float = 2.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():  # noqa: ASYNC110 - polls what callbacks record
+            await asyncio.sleep(0.01)
+
+
+@dataclass
+class Cluster:
+    api: ApiEmulator
+    runtime: KubernetesRuntime
+    engine: Engine
+    rec: Recorder
+    sleeps: list[float]
+
+
+def make_runtime(
+    api: ApiEmulator,
+    tmp_path: Path,
+    *,
+    via: str | None = None,
+    read_only: bool = False,
+    namespace: str | None = "default",
+    all_namespaces: bool = False,
+    selector: str | None = None,
+    fail_fast: bool = False,
+    token: str | None = None,
+    sleeps: list[float] | None = None,
+) -> KubernetesRuntime:
+    path = api.kubeconfig(tmp_path / "kubeconfig", token=token)
+    options = ConnectOptions(
+        kubeconfig=str(path),
+        namespace=namespace,
+        all_namespaces=all_namespaces,
+        selector=selector,
+        read_only=read_only,
+    )
+    target = resolve(options, environ={}, service_account_dir=tmp_path / "no-sa")
+    record = sleeps if sleeps is not None else []
+
+    async def fast_sleep(delay: float) -> None:
+        record.append(delay)
+        await asyncio.sleep(0.01)
+
+    return KubernetesRuntime(
+        target,
+        via=via,
+        fail_fast=fail_fast,
+        divergence_check=0.05,
+        reflector_options={"sleep": fast_sleep},
+    )
+
+
+@contextlib.asynccontextmanager
+async def running(api: ApiEmulator, tmp_path: Path, **kwargs: Any) -> AsyncIterator[Cluster]:
+    sleeps: list[float] = []
+    runtime = make_runtime(api, tmp_path, sleeps=sleeps, **kwargs)
+    rec = Recorder()
+    engine = Engine(runtime, [rec])
+    task = asyncio.create_task(engine.run())
+    try:
+        await until(lambda: runtime.pods_reflector is not None and engine._manager is not None)
+        assert runtime.pods_reflector is not None
+        await asyncio.wait_for(runtime.pods_reflector.synced.wait(), 2)
+        # both watches open: what the test changes from here on arrives as watch events
+        await api.wait_for_watch("pods")
+        await api.wait_for_watch("events")
+        yield Cluster(api, runtime, engine, rec, sleeps)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+def probe(kind: str, *, period: int = 1, failure: int = 3, **spec: Any) -> dict[str, Any]:
+    return {
+        kind: spec,
+        "initialDelaySeconds": 0,
+        "timeoutSeconds": 1,
+        "periodSeconds": period,
+        "successThreshold": 1,
+        "failureThreshold": failure,
+    }
+
+
+# -- shadow attempts through each path -------------------------------------------------------
+
+
+@pytest.mark.parametrize("via", ["direct", "port-forward", "proxy"])
+async def test_shadow_attempts_through_each_via(
+    api: ApiEmulator,
+    tmp_path: Path,
+    http_target: HttpTarget,
+    echo_server: EchoServer,
+    via: str,
+) -> None:
+    web = http_target.port
+    tcp = echo_server.port
+    api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container(
+                    "app",
+                    ports=(web, tcp),
+                    readiness=http_get_probe("/ready", web, period=1),
+                    liveness=probe("tcpSocket", port=tcp),
+                )
+            ],
+        )
+    )
+    api.map_port("web", web, web)
+    api.map_port("web", tcp, tcp)
+    async with running(api, tmp_path, via=via) as c:
+        await until(lambda: bool(c.rec.of("ProbeAttempt", probe="readiness", outcome="success")))
+        if via != "proxy":
+            await until(lambda: bool(c.rec.of("ProbeAttempt", probe="liveness")))
+    (first, *_) = c.rec.of("ProbeAttempt", probe="readiness")
+    assert first.source == "shadow" and first.fields["via"] == via
+    assert first.fields["handler"] == "http" and first.fields["statusCode"] == 200
+    assert http_target.seen[0][1] == "/ready"
+    assert http_target.seen[0][2]["User-Agent"].startswith("kube-probe/")
+    forwards = api.count_requests(subresource="portforward")
+    proxied = api.count_requests(subresource="proxy")
+    if via == "direct":
+        assert (forwards, proxied) == (0, 0)
+        assert first.fields["target"] == f"http://127.0.0.1:{web}/ready"
+    elif via == "port-forward":
+        assert forwards >= 2 and proxied == 0  # one stream per attempt, tcp included
+        live = c.rec.of("ProbeAttempt", probe="liveness")[0]
+        assert live.fields["outcome"] == "success" and live.fields["via"] == "port-forward"
+    else:
+        assert proxied >= 1 and forwards == 0
+        # a TCP probe cannot go through pods/proxy: said once, with the reason
+        (skip,) = c.rec.of(NOT_RUN, probe="liveness")
+        assert "HTTP probes only" in skip.fields["reason"]
+        assert not c.rec.of("ProbeAttempt", probe="liveness")
+    # the kubelet's side is there too, next to the shadow's
+    started = c.rec.of("ContainerStarted", source="kubelet")
+    assert started and started[0].fields["restartCount"] == 0
+
+
+async def test_grpc_probe_through_port_forward(api: ApiEmulator, tmp_path: Path) -> None:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    class Health(health_pb2_grpc.HealthServicer):
+        async def Check(self, request: Any, context: Any) -> Any:
+            return health_pb2.HealthCheckResponse(status=health_pb2.HealthCheckResponse.SERVING)
+
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(Health(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        api.add_pod(
+            make_pod("rpc", containers=[container("app", liveness=probe("grpc", port=9090))])
+        )
+        api.map_port("rpc", 9090, port)
+        async with running(api, tmp_path, via="port-forward") as c:
+            await until(lambda: bool(c.rec.of("ProbeAttempt", probe="liveness")))
+        attempt = c.rec.of("ProbeAttempt", probe="liveness")[0]
+        assert attempt.fields["handler"] == "grpc" and attempt.fields["outcome"] == "success"
+        assert attempt.fields["via"] == "port-forward"
+    finally:
+        await server.stop(None)
+
+
+async def test_exec_probe_runs_through_pods_exec(api: ApiEmulator, tmp_path: Path) -> None:
+    api.add_pod(
+        make_pod(
+            "job",
+            containers=[
+                container(
+                    "app",
+                    readiness=probe("exec", command=["sh", "-c", "echo ok-$STAGE"]),
+                    liveness=probe("exec", command=["sh", "-c", "echo bad; exit 2"]),
+                    env={"STAGE": "prod"},
+                )
+            ],
+        )
+    )
+    async with running(api, tmp_path, via="direct") as c:
+        await until(
+            lambda: (
+                bool(c.rec.of("ProbeAttempt", probe="readiness"))
+                and bool(c.rec.of("ProbeAttempt", probe="liveness"))
+            )
+        )
+    ready = c.rec.of("ProbeAttempt", probe="readiness")[0]
+    assert (ready.fields["handler"], ready.fields["outcome"]) == ("exec", "success")
+    assert ready.fields["output"] == "ok-prod\n"
+    live = c.rec.of("ProbeAttempt", probe="liveness")[0]
+    assert live.fields["outcome"] == "failure" and live.fields["output"] == "bad\n"
+    execs = [r for r in api.requests if r.subresource == "exec"]
+    assert execs and execs[0].query["container"] == ["app"]
+    # what each attempt's path really is (the engine labels all with runtime.via for now)
+    spec = next(iter(c.engine.pods.values())).pod.containers[0]
+    assert c.runtime.attempt_via(spec, ProbeType.LIVENESS) == "pods/exec"
+
+
+# -- the kubelet's side ------------------------------------------------------------------------
+
+
+async def test_observed_state_and_events_appear_as_kubelet_events(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    port = http_target.port
+    pod = api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container(
+                    "app",
+                    ports=(port,),
+                    readiness=http_get_probe("/ready", port, period=1),
+                    liveness=http_get_probe("/live", port, period=1),
+                )
+            ],
+        )
+    )
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: bool(c.rec.of("ProbeAttempt")))
+        # the kubelet marks it not ready, then restarts it after a liveness failure
+        api.edit_pod("web", lambda p: p["status"]["containerStatuses"][0].update(ready=False))
+        msg = "Readiness probe failed: HTTP probe failed with statuscode: 503"
+        api.record_event("web", "Unhealthy", msg)
+        api.record_event("web", "Unhealthy", msg)  # a repeat: count 2, one more occurrence
+        api.record_event("web", "Killing", "Container app failed liveness probe, will be restarted")
+        last = {
+            "terminated": {
+                "exitCode": 137,
+                "reason": "Error",
+                "startedAt": "2025-01-01T00:00:00Z",
+                "finishedAt": "2025-01-01T00:01:00Z",
+            }
+        }
+        restarted = running_status("app", pod_name="web", restart_count=1, last_state=last)
+        restarted["ready"] = False
+        api.edit_pod("web", lambda p: p["status"].update(containerStatuses=[restarted]))
+        uid = pod["metadata"]["uid"]
+        api.record_event(
+            "web",
+            "BackOff",
+            f"Back-off restarting failed container app in pod web_default({uid})",
+        )
+        await until(lambda: bool(c.rec.of("BackOff")))
+        await until(lambda: len(c.rec.of("ContainerStarted")) == 2)
+    unhealthy = c.rec.of("Unhealthy", source="kubelet")
+    assert [e.fields["increment"] for e in unhealthy] == [1, 1]
+    assert unhealthy[-1].fields["count"] == 2
+    assert all(e.probe == "readiness" and e.container == "app" for e in unhealthy)
+    (killing,) = c.rec.of("Killing", source="kubelet")
+    assert killing.probe == "liveness" and killing.container == "app"
+    # the first sight of the pod anchors the state, then the kubelet's change
+    assert [e.fields["ready"] for e in c.rec.of("ReadyChanged", source="kubelet")] == [True, False]
+    second = c.rec.of("ContainerStarted")[1]
+    assert second.fields["restartCount"] == 1
+    (exited,) = c.rec.of("ContainerExited", source="kubelet")
+    assert (exited.fields["exitCode"], exited.fields["reason"]) == (137, "Error")
+    # shadow and kubelet side by side in one stream
+    assert {e.source for e in c.rec.events} == {"shadow", "kubelet"}
+
+
+async def test_divergence_is_marked_and_cleared(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    port = http_target.port
+    # the kubelet reports not ready while the server answers 200 to the shadow
+    api.add_pod(
+        make_pod(
+            "web",
+            ready=False,
+            containers=[
+                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
+            ],
+        )
+    )
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: bool(c.rec.of("Divergence")), timeout=3)
+        began = time.monotonic()
+        api.edit_pod("web", lambda p: p["status"]["containerStatuses"][0].update(ready=True))
+        await until(lambda: bool(c.rec.of("DivergenceCleared")))
+        assert time.monotonic() - began < 0.5
+    (div,) = c.rec.of("Divergence")
+    assert (div.fields["kubelet"], div.fields["shadow"]) == ("not ready", "ready")
+    assert div.probe == "readiness" and div.container == "app" and div.fields["via"] == "direct"
+    assert "network path" in div.fields["likely"][0]
+    assert div.t - div.fields["since"] > 1.0  # longer than one period
+    assert "kubelet says not ready" in div.fields["message"]
+    # agreeing from the start is no divergence: nothing before the first attempt counts
+    first = c.rec.of("ProbeAttempt")[0]
+    assert div.fields["since"] >= first.t
+
+
+# -- read-only ---------------------------------------------------------------------------------
+
+
+MUST_NOT_RUN = "/tmp/probetui-read-only-must-not-run"
+
+
+def _never_ran() -> bool:
+    return not os.path.exists(MUST_NOT_RUN)
+
+
+def _probed_everything(port: int) -> dict[str, Any]:
+    return make_pod(
+        "web",
+        containers=[
+            container(
+                "app",
+                ports=(port,),
+                readiness=http_get_probe("/ready", port, period=1),
+                liveness=probe("exec", command=["touch", MUST_NOT_RUN]),
+                startup=probe("tcpSocket", port=port),
+            )
+        ],
+    )
+
+
+async def test_read_only_makes_no_request_but_get_list_watch(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    api.role = "view"
+    api.add_pod(_probed_everything(http_target.port))
+    api.map_port("web", http_target.port, http_target.port)
+    async with running(api, tmp_path, read_only=True) as c:
+        assert c.runtime.via == "port-forward"  # the default outside a cluster
+        await until(lambda: len(c.rec.of(NOT_RUN)) == 3)
+        api.edit_pod("web", lambda p: p["status"]["containerStatuses"][0].update(ready=False))
+        api.record_event("web", "Unhealthy", "Liveness probe failed: boom")
+        await until(lambda: bool(c.rec.of("Unhealthy")) and bool(c.rec.of("ReadyChanged")))
+        # a user's "probe now" is refused too
+        from probetui.prober.worker import ProbeKey
+
+        uid = c.api.get_pod("web")["metadata"]["uid"]  # type: ignore[index]
+        assert not c.engine.probe_now(ProbeKey(uid, "app", ProbeType.LIVENESS))
+        await asyncio.sleep(1.2)  # a full period: every worker has ticked at least once
+    assert api.non_read_requests() == []
+    assert api.count_requests(subresource="exec") == 0
+    assert api.count_requests(subresource="portforward") == 0
+    assert api.count_requests(subresource="proxy") == 0
+    assert {r.method for r in api.requests} == {"GET"}
+    assert {r.verb for r in api.requests} <= {"list", "watch", "get"}
+    assert not c.rec.of("ProbeAttempt") and http_target.seen == []
+    reasons = {e.probe: e.fields["reason"] for e in c.rec.of(NOT_RUN)}
+    assert "read-only" in reasons["liveness"] and "exec" in reasons["liveness"]
+    assert "read-only allows no port-forward" in reasons["readiness"]
+    assert "read-only allows no port-forward" in reasons["startup"]
+    assert _never_ran()
+
+
+async def test_read_only_with_via_direct_probes_the_pod_ip_and_still_writes_nothing(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    api.role = "view"
+    api.add_pod(_probed_everything(http_target.port))
+    async with running(api, tmp_path, read_only=True, via="direct") as c:
+        await until(lambda: bool(c.rec.of("ProbeAttempt", probe="readiness")))
+    assert api.non_read_requests() == []
+    assert c.rec.of("ProbeAttempt", probe="readiness")[0].fields["via"] == "direct"
+    # the kubelet reports the container started: the shadow's startup worker has nothing to do
+    assert not c.rec.of("ProbeAttempt", probe="startup")
+    assert c.rec.of("ProbeSkipped", probe="startup")[0].fields["reason"] == "container started"
+    (skip,) = c.rec.of(NOT_RUN)
+    assert skip.probe == "liveness" and "exec" in skip.fields["reason"]
+
+
+async def test_view_role_without_read_only_says_forbidden(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    api.role = "view"
+    api.add_pod(_probed_everything(http_target.port))
+    api.map_port("web", http_target.port, http_target.port)
+    async with running(api, tmp_path, via="port-forward") as c:
+        await until(
+            lambda: (
+                bool(c.rec.of("ProbeAttempt", probe="readiness"))
+                and bool(c.rec.of("ProbeAttempt", probe="liveness"))
+            )
+        )
+    ready = c.rec.of("ProbeAttempt", probe="readiness")[0]
+    assert ready.fields["outcome"] == "error"  # not a failure of the container: not counted
+    assert ready.fields["error"].startswith("forbidden:")
+    assert "pods/portforward" in ready.fields["error"]
+    live = c.rec.of("ProbeAttempt", probe="liveness")[0]
+    assert live.fields["outcome"] == "error" and "forbidden" in live.fields["error"]
+    assert "pods/exec" in live.fields["error"]
+    # remembered: the retries and later attempts do not knock again
+    assert api.count_requests(subresource="portforward") == 1
+    assert api.count_requests(subresource="exec") == 1
+    assert not c.rec.of("ResultChanged", result="Failure", probe="liveness")
+    assert _never_ran()
+
+
+async def test_view_role_via_proxy_says_forbidden_after_the_first_answer(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    api.role = "view"
+    port = http_target.port
+    api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
+            ],
+        )
+    )
+    async with running(api, tmp_path, via="proxy") as c:
+        await until(lambda: len(c.rec.of("ProbeAttempt")) >= 2, timeout=3)
+    first, second = c.rec.of("ProbeAttempt")[:2]
+    # the first answer is the API server's 403, relayed before it is known for what it is
+    assert first.fields["statusCode"] == 403 and first.fields["outcome"] == "failure"
+    assert first.record is not None and first.record.outcome is not None
+    assert "pods/proxy" in (first.record.outcome.attempts[-1].body or "")
+    # from then on the attempt says so, as an error that counts nothing
+    assert second.fields["outcome"] == "error" and second.fields["error"].startswith("forbidden:")
+    assert api.count_requests(subresource="proxy") == 1
+
+
+# -- connecting ---------------------------------------------------------------------------------
+
+
+async def test_first_list_failures_are_one_line(api: ApiEmulator, tmp_path: Path) -> None:
+    runtime = make_runtime(api, tmp_path, token="wrong-token", fail_fast=True)
+    with pytest.raises(RuntimeFailure, match="credentials were refused"):
+        await Engine(runtime).run(2)
+    api.role = "none"
+    runtime = make_runtime(api, tmp_path, fail_fast=True)
+    with pytest.raises(RuntimeFailure, match=r'cannot list pods in namespace "default".*view'):
+        await Engine(runtime).run(2)
+    api.role = "admin"
+    api.fail_next(3, 503, verb="list", resource="pods")
+    runtime = make_runtime(api, tmp_path, fail_fast=True)
+    with pytest.raises(RuntimeFailure, match="503"):
+        await Engine(runtime).run(2)
+
+
+async def test_unreachable_api_server_fails_fast_headless(tmp_path: Path) -> None:
+    async with ApiEmulator() as gone:
+        config = gone.kubeconfig(tmp_path / "kubeconfig")
+    target = resolve(ConnectOptions(kubeconfig=str(config)), environ={})
+    began = time.monotonic()
+    with pytest.raises(RuntimeFailure) as err:
+        await Engine(KubernetesRuntime(target, fail_fast=True)).run(5)
+    assert time.monotonic() - began < 1.0
+    assert "is the API server up" in str(err.value) and "\n" not in str(err.value)
+
+
+async def test_the_ui_keeps_reconnecting_and_says_so(api: ApiEmulator, tmp_path: Path) -> None:
+    api.add_pod(make_pod("web"))
+    api.fail_next(3, 503, verb="list", resource="pods")
+    said: list[str] = []
+    sleeps: list[float] = []
+    runtime = make_runtime(api, tmp_path, sleeps=sleeps)
+    runtime.on_state = said.append
+    rec = Recorder()
+    task = asyncio.create_task(Engine(runtime, [rec]).run())
+    try:
+        await until(lambda: "web" in rec.pods)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert said[0].startswith("reconnecting: pods: API server answered 503")
+    assert said[-1] == "" and runtime.state == ""
+    assert runtime.source == "emulator/default"
+
+
+async def test_watch_faults_inside_the_runtime_lose_nothing(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    for name in ("a", "b"):
+        api.add_pod(make_pod(name))
+    async with running(api, tmp_path, via="direct") as c:
+        await api.wait_for_watch("pods")
+        api.expire_watches("event")
+        api.delete_pod("a")
+        api.add_pod(make_pod("c"))
+        await until(lambda: {e.pod.name for e in c.engine.pods.values()} == {"b", "c"})
+        assert c.rec.pods["a"] is None
+        api.cut_streams()
+        api.delete_pod("b")
+        await until(lambda: {e.pod.name for e in c.engine.pods.values()} == {"c"})
+    started = c.rec.of("ContainerStarted")
+    assert sorted(e.pod for e in started) == ["a", "b", "c"]  # each once
+
+
+async def test_all_namespaces_and_selector(api: ApiEmulator, tmp_path: Path) -> None:
+    api.add_pod(make_pod("web", labels={"app": "web"}))
+    api.add_pod(make_pod("db", labels={"app": "db"}))
+    api.add_pod(make_pod("web", namespace="shop", labels={"app": "web"}))
+    async with running(api, tmp_path, all_namespaces=True, selector="app=web") as c:
+        api.record_event("db", "Unhealthy", "Readiness probe failed: nope")
+        api.record_event("web", "Unhealthy", "Readiness probe failed: 500")
+        await until(lambda: bool(c.rec.of("Unhealthy")))
+        await asyncio.sleep(0.1)
+        assert c.runtime.source == "emulator/*"
+    names = sorted((e.pod.namespace, e.pod.name) for e in c.engine.pods.values())
+    assert names == [("default", "web"), ("shop", "web")]
+    assert [e.pod for e in c.rec.of("Unhealthy")] == ["web"]  # db is not selected
