@@ -134,6 +134,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Start the bundled demo services as local processes and probe them as the "
         "kubelet would. Headless exit status as for 'probetui local'.",
     )
+    demo.add_argument(
+        "--print-manifest",
+        action="store_true",
+        help="print the demo's Pod manifest (with this run's ports) and exit",
+    )
     _live_arguments(demo)
     return p
 
@@ -473,8 +478,12 @@ def _demo_main(args: argparse.Namespace) -> int:
 
     if not _module_exists("probetui.runtime.demo"):
         raise UsageError("the demo is not built yet; try 'probetui local MANIFEST'")
-    from probetui.runtime.demo import load_demo
+    from probetui.runtime.demo import demo_manifest_text, load_demo
 
+    if args.print_manifest:
+        # a manifest to read or to run with 'probetui local' (the ports are free right now)
+        sys.stdout.write(demo_manifest_text())
+        return EXIT_OK
     try:
         runtime = LocalRuntime(load_demo(), source="demo")
     except (RuntimeFailure, ManifestError, OSError, ValueError) as e:

@@ -229,3 +229,15 @@ def test_without_no_ui_needs_the_ui(tmp_path: Path, capsys: pytest.CaptureFixtur
     write_manifest(tmp_path / "ok.yaml", {"name": "web", "command": ["true"]})
     assert main(["local", str(tmp_path / "ok.yaml")]) == 2
     assert capsys.readouterr().err == "probetui: error: the UI is not built yet; use --no-ui\n"
+
+
+def test_demo_print_manifest_is_a_manifest_local_can_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from probetui.spec.parse import parse_pods
+
+    assert main(["demo", "--print-manifest"]) == 0
+    text = capsys.readouterr().out
+    pods = parse_pods(text, source="printed demo")
+    assert {p.name for p in pods} >= {"web-flap-ft1", "web-flap-ft3", "slow-unguarded"}
+    assert "{{" not in text  # every placeholder filled: ports, python, paths
