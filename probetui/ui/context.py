@@ -1,0 +1,76 @@
+"""What every widget reads: the store, the engine's controls, the clock and the time zone."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+
+from probetui.prober.worker import ProbeKey, Worker
+from probetui.spec.model import Container, Pod
+from probetui.timeline.store import ContainerKey, PodEntry, Store
+from probetui.ui.controls import Controls
+from probetui.ui.redact import secret_values
+
+
+@dataclass
+class UIContext:
+    store: Store
+    controls: Controls
+    now: Callable[[], float]
+    tz: tzinfo | None = None  # None: the local time zone
+    _secrets: dict[str, tuple[Pod, tuple[str, ...]]] = field(default_factory=dict)
+    _all_secrets: tuple[str, ...] = ()
+    _all_secrets_at: tuple[int, ...] = ()
+    _all_secrets_until: float = 0.0
+
+    @property
+    def read_only(self) -> bool:
+        return self.controls.runtime.read_only
+
+    def clock(self, t: float, ms: bool = False) -> str:
+        stamp = datetime.fromtimestamp(t, self.tz)
+        return stamp.strftime("%H:%M:%S.%f")[:-3] if ms else stamp.strftime("%H:%M:%S")
+
+    def pod_entry(self, pod_uid: str) -> PodEntry | None:
+        return self.store.pods.get(pod_uid)
+
+    def container_spec(self, key: ContainerKey) -> tuple[Pod, Container] | None:
+        entry = self.store.pods.get(key.pod_uid)
+        if entry is None:
+            return None
+        c = entry.pod.container(key.container)
+        return (entry.pod, c) if c is not None else None
+
+    def secrets(self, pod_uid: str = "") -> tuple[str, ...]:
+        """Every secret header value of every pod's probes: masked wherever it would be drawn
+        (one pod's token may show up in another's output). Recomputed when the pods change,
+        and at most once a second otherwise."""
+        now = time.monotonic()
+        if self._all_secrets_at == (self.store.layout_version,) and now < self._all_secrets_until:
+            return self._all_secrets
+        values: set[str] = set()
+        for uid, entry in self.store.pods.items():
+            cached = self._secrets.get(uid)
+            if cached is None or cached[0] is not entry.pod:
+                cached = (entry.pod, secret_values(entry.pod.probed_containers()))
+                self._secrets[uid] = cached
+            values.update(cached[1])
+        self._all_secrets = tuple(sorted(values, key=len, reverse=True))
+        self._all_secrets_at = (self.store.layout_version,)
+        self._all_secrets_until = now + 1.0
+        return self._all_secrets
+
+    def worker(self, key: ProbeKey) -> Worker | None:
+        try:
+            return self.controls.worker(key)
+        except AssertionError:  # the engine is not running (yet, or any more)
+            return None
+
+    def not_probed(self, key: ProbeKey) -> str | None:
+        """Why the shadow does not run this probe (e.g. "not run: read-only"), or None."""
+        spec = self.container_spec(ContainerKey(key.pod_uid, key.container))
+        if spec is None:
+            return None
+        return self.controls.runtime.not_probed(spec[0], spec[1], key.probe_type)

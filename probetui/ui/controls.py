@@ -1,0 +1,25 @@
+"""What the UI needs from the engine: its runtime, the worker state, and the user's commands.
+
+`probetui.engine.Engine` satisfies it; tests may pass a stand-in that runs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from probetui.prober.worker import ProbeKey, Worker
+from probetui.runtime.base import Runtime
+
+
+class Controls(Protocol):
+    runtime: Runtime
+
+    async def run(self) -> None: ...
+
+    def probe_now(self, key: ProbeKey) -> bool: ...
+
+    def probe_container(self, pod_uid: str, container: str) -> int: ...
+
+    def set_paused(self, key: ProbeKey, paused: bool) -> bool: ...
+
+    def worker(self, key: ProbeKey) -> Worker | None: ...

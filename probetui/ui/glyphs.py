@@ -1,0 +1,87 @@
+"""The screen's vocabulary of glyphs and colours (ui.md), in one place for widgets and help.
+
+Colour repeats what the glyph says and is never the only carrier of it: the screen reads in
+monochrome. Every glyph is one terminal cell wide, so a timeline column is one cell. The
+timeout glyph is therefore the clock face `◷` rather than ui.md's `⌛`, which terminals draw
+two cells wide (an emoji), breaking the grid; and kill/restart is `↺` rather than `⟲`, which
+common monospace fonts (DejaVu Sans Mono) lack.
+"""
+
+from __future__ import annotations
+
+from probetui.prober.results import ResultValue
+from probetui.timeline.store import Kind
+
+OK, WARN, BAD, DIM, INFO = "green", "yellow", "red", "bright_black", "cyan"
+
+KIND_GLYPH = {
+    Kind.SUCCESS: "●",
+    Kind.WARNING: "◐",
+    Kind.FAILURE: "✖",
+    Kind.TIMEOUT: "◷",
+    Kind.ERROR: "?",
+    Kind.SKIP: "·",
+}
+KIND_STYLE = {
+    Kind.SUCCESS: OK,
+    Kind.WARNING: WARN,
+    Kind.FAILURE: BAD,
+    Kind.TIMEOUT: BAD,
+    Kind.ERROR: WARN,
+    Kind.SKIP: DIM,
+}
+# which of several attempts in one timeline cell is shown: the most alarming
+KIND_RANK = {
+    Kind.SKIP: 0,
+    Kind.SUCCESS: 1,
+    Kind.WARNING: 2,
+    Kind.ERROR: 3,
+    Kind.FAILURE: 4,
+    Kind.TIMEOUT: 5,
+}
+
+CHANGED_DOWN, CHANGED_UP = "▼", "▲"  # the published result changed (to Failure / to Success)
+
+# published result of a probe, in the workload list
+RESULT_GLYPH = {ResultValue.SUCCESS: "●", ResultValue.FAILURE: "✖", ResultValue.UNKNOWN: "?"}
+RESULT_STYLE = {ResultValue.SUCCESS: OK, ResultValue.FAILURE: BAD, ResultValue.UNKNOWN: WARN}
+NO_PROBE, NOT_YET = "·", "○"
+
+# kubelet lane: (glyph, label, style) by event type; Ready/Started changes depend on the value
+START, KILL, EXIT, BACKOFF, DIVERGE, REPORT = "│", "↺", "■", "B", "≠", "!"
+MARK_RANK = {
+    "Killing": 6,
+    "ContainerExited": 5,
+    "ContainerStarted": 4,
+    "BackOff": 3,
+    "Divergence": 3,
+    "ReadyChanged": 2,
+    "StartedChanged": 1,
+    "Unhealthy": 0,
+    "ProbeWarning": 0,
+}
+
+YES, NO = "✓", "✗"
+SIDECAR = "◇"
+RESTARTS = "↺"
+PAUSED = "‖"
+SPARK = "▁▂▃▄▅▆▇█"
+
+LEGEND = (
+    ("●", OK, "success"),
+    ("◐", WARN, "warning (counts as success)"),
+    ("✖", BAD, "failure"),
+    ("◷", BAD, "timeout (a failure)"),
+    ("?", WARN, "prober error, discarded (not counted)"),
+    ("·", DIM, "skipped (initial delay, gating, on hold, paused)"),
+    ("▼ ▲", "", "published result changed to Failure / Success"),
+    ("│", INFO, "container started"),
+    ("■", BAD, "container exited"),
+    ("↺", BAD, "killed for a probe (restart follows)"),
+    ("B", WARN, "back-off before the next restart"),
+    ("≠", "magenta", "the shadow and the kubelet disagree"),
+    ("!", WARN, "the kubelet reported Unhealthy / ProbeWarning"),
+    ("○", DIM, "no result published yet"),
+    ("◇", "", "sidecar (init container with restartPolicy Always)"),
+    ("✓ ✗", "", "Ready / Started yes or no"),
+)

@@ -1,0 +1,1 @@
+"""Screens: the main screen's layout and the help screen."""

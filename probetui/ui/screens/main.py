@@ -1,0 +1,308 @@
+"""The main screen: workloads on the left; timeline, threshold state and attempts on the right.
+
+The screen owns the layout and the selection (container, probe). On each tick of the app's
+timer it asks the store what changed since it last looked and redraws only that.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from probetui.prober.worker import ProbeKey
+from probetui.spec.model import ProbeType
+from probetui.timeline.store import ContainerKey
+from probetui.ui import keys
+from probetui.ui.context import UIContext
+from probetui.ui.messages import ContainerSelected
+from probetui.ui.widgets.attempts import AttemptLog
+from probetui.ui.widgets.header import DetailHeader, TopBar
+from probetui.ui.widgets.threshold import ThresholdPane
+from probetui.ui.widgets.timeline import Timeline
+from probetui.ui.widgets.workloads import SORTS, WorkloadHeader, WorkloadList
+
+# the probe shown first when a container is selected: the one most often in trouble first
+PREFERRED = (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP)
+CYCLE = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
+RESORT_EVERY = 2.0  # seconds between re-sorts when the order depends on live state
+
+
+class MainScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = keys.MAIN
+
+    def __init__(self, ctx: UIContext) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.selected: ContainerKey | None = None
+        self.probe = ProbeType.READINESS
+        self.details = False
+        self._version = -1
+        self._layout = -1
+        self._resorted = 0.0
+        self._second = -1
+        self._filter_pending = False
+        ctx = self.ctx
+
+        # the parts the timer updates, kept at hand (no query on every tick)
+        self.topbar = TopBar(ctx, id="topbar")
+        self.filter_box = Input(placeholder="filter: pod, container, namespace", id="filter")
+        self.workloads_pane = Vertical(id="workloads-pane")
+        self.workloads = WorkloadList(ctx, id="workloads")
+        self.header = DetailHeader(ctx, id="detail-header")
+        self.timeline = Timeline(ctx, id="timeline")
+        self.threshold = ThresholdPane(ctx, id="threshold")
+        self.attempts = AttemptLog(ctx, id="attempts")
+
+    def compose(self) -> ComposeResult:
+        yield self.topbar
+        with Horizontal(id="body"):
+            with self.workloads_pane:
+                yield self.filter_box
+                yield WorkloadHeader(id="workloads-header")
+                yield self.workloads
+            with Vertical(id="details"):
+                yield self.header
+                yield self.timeline
+                yield self.threshold
+                yield self.attempts
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.filter_box.display = False
+        self.workloads.focus()
+        self.poll()
+
+    # -- the timer --------------------------------------------------------------------------
+
+    def poll(self) -> None:
+        """Bring the screen up to date with the store: only what changed is redrawn."""
+        store = self.ctx.store
+        now = self.ctx.now()
+        wl = self.workloads
+        details_dirty = False
+        if store.layout_version != self._layout:
+            self._layout = store.layout_version
+            wl.rebuild()
+            self._resorted = now
+            self._pane_title()
+            details_dirty = True
+        elif store.version != self._version:
+            if wl.sort != "name" and now - self._resorted >= RESORT_EVERY:
+                wl.rebuild()
+                self._resorted = now
+            else:
+                wl.refresh_keys(store.changed_since(self._version))
+            if self.selected is not None:
+                history = store.containers.get(self.selected)
+                details_dirty = history is not None and history.version > self._version
+        self._version = store.version
+        if details_dirty:
+            self._refresh_details()
+        self.topbar.tick()
+        self.timeline.tick()
+        self.threshold.tick()
+        self.attempts.poll_output()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self.header.refresh()
+
+    def _refresh_details(self) -> None:
+        self.header.refresh()
+        self.timeline.refresh()
+        self.threshold.tick()
+        self.attempts.update()
+
+    def _pane_title(self) -> None:
+        wl = self.workloads
+        pane = self.workloads_pane
+        pods = sum(1 for r in wl.rows if r.container is None)
+        title = (
+            f"Workloads ({pods} pod{'s' if pods != 1 else ''}, "
+            f"{wl.containers} container{'s' if wl.containers != 1 else ''})"
+        )
+        if wl.filter:
+            title += f" /{wl.filter}"
+        pane.border_title = title
+        pane.border_subtitle = f"sort: {wl.sort} (S)"
+
+    # -- selection --------------------------------------------------------------------------
+
+    @on(ContainerSelected)
+    def _selected(self, message: ContainerSelected) -> None:
+        self.selected = message.key
+        spec = self.ctx.container_spec(message.key) if message.key is not None else None
+        if spec is not None and spec[1].probe(self.probe) is None:
+            for pt in PREFERRED:
+                if spec[1].probe(pt) is not None:
+                    self.probe = pt
+                    break
+        self._show()
+        if self.ctx.read_only:
+            # only read-only mode hides actions per selection (and a footer redraw is not cheap)
+            self.refresh_bindings()
+
+    def _show(self) -> None:
+        key, probe = self.selected, self.probe
+        self.header.show(key)
+        self.timeline.show(key, probe)
+        self.threshold.show(key, probe)
+        self.attempts.show(key, probe)
+
+    def _probe_key(self) -> ProbeKey | None:
+        if self.selected is None:
+            return None
+        return ProbeKey(self.selected.pod_uid, self.selected.container, self.probe)
+
+    def _probe_types(self) -> list[ProbeType]:
+        if self.selected is None:
+            return []
+        spec = self.ctx.container_spec(self.selected)
+        if spec is None:
+            return []
+        return [pt for pt in CYCLE if spec[1].probe(pt) is not None]
+
+    # -- read-only ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action not in ("probe_now", "probe_all") or not self.ctx.read_only:
+            return True
+        # read-only: offer "probe now" only where the runtime would run the probe
+        if self.selected is None:
+            return False
+        if action == "probe_now":
+            key = self._probe_key()
+            return key is not None and self.ctx.not_probed(key) is None
+        return any(
+            self.ctx.not_probed(ProbeKey(self.selected.pod_uid, self.selected.container, pt))
+            is None
+            for pt in self._probe_types()
+        )
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def say(self, message: str, warning: bool = False) -> None:
+        """Feedback in the top bar: a toast would cost a layout, and keys must stay quick."""
+        self.topbar.flash(message, "yellow" if warning else "")
+
+    def action_probe_now(self) -> None:
+        key = self._probe_key()
+        if key is None or self.probe not in self._probe_types():
+            self.say("no probe selected", warning=True)
+            return
+        reason = self.ctx.not_probed(key)
+        if self.ctx.controls.probe_now(key):
+            self.say(f"{key.probe_type.key} of {key.container}: attempt queued")
+        else:
+            why = reason or "no worker, or an attempt is already queued"
+            self.say(f"{key.probe_type.key} of {key.container} not probed: {why}", warning=True)
+
+    def action_probe_all(self) -> None:
+        if self.selected is None:
+            return
+        n = self.ctx.controls.probe_container(self.selected.pod_uid, self.selected.container)
+        self.say(f"{self.selected.container}: {n} probe{'s' if n != 1 else ''} queued")
+
+    def action_pause(self) -> None:
+        key = self._probe_key()
+        worker = self.ctx.worker(key) if key is not None else None
+        if key is None or worker is None:
+            self.say("no running worker for this probe", warning=True)
+            return
+        paused = not worker.paused
+        self.ctx.controls.set_paused(key, paused)
+        self.say(f"{key.probe_type.key} of {key.container} {'paused' if paused else 'resumed'}")
+        self._refresh_details()
+
+    def action_filter(self) -> None:
+        box = self.filter_box
+        box.display = True
+        box.focus()
+        # focus moves on the next turn of the loop; keys typed right after "/" must not reach
+        # the bindings meanwhile ("/flap" would toggle follow with its "f")
+        self._filter_pending = True
+
+    def on_key(self, event: events.Key) -> None:
+        if not self._filter_pending:
+            return
+        box = self.filter_box
+        if box.has_focus:
+            self._filter_pending = False
+            return
+        if event.is_printable and event.character:
+            box.insert_text_at_cursor(event.character)
+        elif event.key == "backspace":
+            box.action_delete_left()
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.workloads.set_filter(event.value)
+        self._pane_title()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._filter_pending = False
+        if not event.value:
+            self.filter_box.display = False
+        self.workloads.focus()
+
+    def action_back(self) -> None:
+        self._filter_pending = False
+        box = self.filter_box
+        if box.has_focus or box.value:
+            box.value = ""
+            box.display = False
+            self.workloads.set_filter("")
+            self._pane_title()
+            self.workloads.focus()
+        elif self.details:
+            self.action_details()
+
+    def action_follow(self) -> None:
+        self.timeline.set_follow(not self.timeline.follow)
+
+    def action_details(self) -> None:
+        self.details = not self.details
+        self.set_class(self.details, "-details")
+        self.attempts.set_mode(details=self.details)
+        if not self.details:
+            self.workloads.focus()
+
+    def action_next_probe(self, step: int = 1) -> None:
+        types = self._probe_types()
+        if not types:
+            return
+        i = types.index(self.probe) if self.probe in types else -1
+        self.probe = types[(i + step) % len(types)]
+        self._show()
+        if self.ctx.read_only:
+            self.refresh_bindings()
+
+    def action_prev_probe(self) -> None:
+        self.action_next_probe(-1)
+
+    def action_output(self) -> None:
+        self.attempts.set_mode(output=not self.attempts.output)
+        self.attempts.poll_output()
+
+    def action_sort(self) -> None:
+        wl = self.workloads
+        wl.sort = SORTS[(SORTS.index(wl.sort) + 1) % len(SORTS)]
+        self._resorted = self.ctx.now()
+        self._pane_title()
+
+    def action_scroll_time(self, direction: int) -> None:
+        self.timeline.scroll_by(direction * max(1, self.timeline.cells // 4))
+
+    def action_zoom(self, step: int) -> None:
+        self.timeline.zoom_by(step)

@@ -1,0 +1,1 @@
+"""Widgets, grouped by the pane of the main screen they draw."""

@@ -1,0 +1,213 @@
+"""The Attempts pane: the last attempts of the selected probe, or the container's output tail.
+
+An attempt line: time, outcome, latency, HTTP status, the output the kubelet puts in its event,
+the body it leaves out, the target dialled, manual or scheduled. Runs of the same skip fold into
+one line. In details mode every attempt gets a second line with the event text and errors.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from probetui.prober.worker import ProbeKey, Trigger
+from probetui.spec.model import ProbeType
+from probetui.timeline.store import KIND_NAMES, AttemptView, ContainerKey, Kind
+from probetui.ui import glyphs as g
+from probetui.ui.context import UIContext
+from probetui.ui.describe import latency
+from probetui.ui.redact import mask
+
+SHOWN = 50  # entries read from the store per redraw
+
+
+def excerpt(text: str, limit: int = 120) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def fold_skips(views: list[AttemptView]) -> list[tuple[AttemptView, int, float]]:
+    """(newest view, how many, oldest time) with runs of the same skip reason folded."""
+    out: list[tuple[AttemptView, int, float]] = []
+    for v in views:
+        if out and v.kind == Kind.SKIP:
+            head, n, _ = out[-1]
+            if head.kind == Kind.SKIP and head.skip_reason == v.skip_reason:
+                out[-1] = (head, n + 1, v.t)
+                continue
+        out.append((v, 1, v.t))
+    return out
+
+
+class AttemptLog(Widget):
+    DEFAULT_CSS = """
+    AttemptLog { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ctx = ctx
+        self.key: ContainerKey | None = None
+        self.probe = ProbeType.READINESS
+        self.output = False  # show the container's output tail instead
+        self.details = False  # two lines an attempt
+        self._tail: list[str] = []
+
+    def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
+        self.key, self.probe = key, probe
+        self._title()
+        self.refresh()
+
+    def set_mode(self, *, output: bool | None = None, details: bool | None = None) -> None:
+        if output is not None:
+            self.output = output
+        if details is not None:
+            self.details = details
+        self._title()
+        self.refresh()
+
+    def poll_output(self) -> None:
+        """The output tail is the runtime's memory, not the store's: look at it on the timer."""
+        if not self.output or self.key is None:
+            return
+        tail = self.ctx.controls.runtime.output_tail(self.key.pod_uid, self.key.container)
+        if tail != self._tail:
+            self._tail = list(tail)
+            self.refresh()
+
+    def on_mount(self) -> None:
+        self._title()
+
+    def _title(self) -> None:
+        if self.output:
+            name = self.key.container if self.key is not None else ""
+            self.border_title = f"Output · {name}"
+            self.border_subtitle = "o: attempts"
+        else:
+            self.border_title = f"Attempts · {self.probe.key}"
+            self.border_subtitle = self._counts() + "o: container output"
+
+    def _counts(self) -> str:
+        """Totals since the worker began: how often it passed, failed, timed out, errored."""
+        history = self.ctx.store.containers.get(self.key) if self.key is not None else None
+        h = history.probes.get(self.probe) if history is not None else None
+        if h is None:
+            return ""
+        c = h.counts
+        parts = [f"{sum(c[k] for k in Kind.ATTEMPTS)} attempts"]
+        for kind in (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT, Kind.ERROR):
+            if c[kind]:
+                parts.append(f"{c[kind]} {g.KIND_GLYPH[kind]}")
+        return " ".join(parts) + " · "
+
+    # -- drawing --------------------------------------------------------------------------
+
+    def update(self) -> None:
+        """New attempts: redraw, and the totals in the border."""
+        self._title()
+        self.refresh()
+
+    def render(self) -> Text:
+        if self.output:
+            return self._output_text()
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.key is None:
+            text.append("no container selected", style=g.DIM)
+            return text
+        history = self.ctx.store.containers.get(self.key)
+        h = history.probes.get(self.probe) if history is not None else None
+        spec = self.ctx.container_spec(self.key)
+        if spec is not None and spec[1].probe(self.probe) is None:
+            text.append(f"{self.key.container} has no {self.probe.key} probe", style=g.DIM)
+            return text
+        if h is None or len(h) == 0:
+            reason = self.ctx.not_probed(ProbeKey(self.key.pod_uid, self.key.container, self.probe))
+            text.append(reason or "no attempts yet", style=g.DIM)
+            return text
+        secrets = self.ctx.secrets(self.key.pod_uid)
+        height = max(1, self.size.height)
+        lines = 0
+        for view, n, oldest in fold_skips(h.recent(SHOWN)):
+            if lines >= height:
+                break
+            if lines:
+                text.append("\n")
+            lines += 1
+            self._line(text, view, n, oldest, secrets)
+            if self.details and view.is_attempt and lines < height:
+                text.append("\n")
+                lines += 1
+                self._detail_line(text, view, secrets)
+        return text
+
+    def _line(
+        self,
+        text: Text,
+        v: AttemptView,
+        n: int,
+        oldest: float,
+        secrets: tuple[str, ...],
+    ) -> None:
+        text.append(self.ctx.clock(v.t), style=g.DIM)
+        text.append("  ")
+        style = g.KIND_STYLE[v.kind]
+        if v.kind == Kind.SKIP:
+            what = f"skipped ×{n}" if n > 1 else "skipped"
+            text.append(f"{g.KIND_GLYPH[v.kind]} {what:<11} ", style=style)
+            text.append(v.skip_reason, style=g.DIM)
+            if n > 1:
+                text.append(f" (since {self.ctx.clock(oldest)})", style=g.DIM)
+            return
+        text.append(f"{g.KIND_GLYPH[v.kind]} {KIND_NAMES[v.kind]:<8} ", style=style)
+        text.append(f"{latency(v.latency):>9}  ")
+        text.append(f"{v.status_code or '':>3}  ", style=style if v.status_code else "")
+        # scheduled ticks are unmarked; the others say what started them
+        if v.trigger is Trigger.USER:
+            text.append("manual ", style=g.INFO + " bold")
+        elif v.trigger is Trigger.KUBELET:
+            text.append("kubelet-triggered ", style=g.INFO)
+        elif v.trigger is Trigger.FIRST:
+            text.append("first ", style=g.DIM)
+        output = v.error if v.kind == Kind.ERROR and v.error else v.output
+        if output:
+            text.append(excerpt(mask(output, secrets), 90))
+        if v.body and v.body.strip() != (v.output or "").strip():
+            # the body the kubelet leaves out of its event (where it differs from the output)
+            text.append("  body: ", style=g.DIM)
+            text.append(repr(excerpt(mask(v.body, secrets), 60)), style=g.DIM)
+        if v.target:
+            text.append(f"  → {mask(v.target, secrets)}", style=g.DIM)
+
+    def _detail_line(self, text: Text, v: AttemptView, secrets: tuple[str, ...]) -> None:
+        text.append(" " * 10)
+        if not v.detail:
+            text.append("(older attempt: only the outcome and output are kept)", style=g.DIM)
+            return
+        parts = []
+        if v.event:
+            parts.append(f"event: {mask(v.event, secrets)}")
+        elif v.kind in (Kind.SUCCESS,):
+            parts.append("no event")
+        if v.error:
+            parts.append(f"error (discarded, not counted): {mask(v.error, secrets)}")
+        if v.tries > 1:
+            parts.append(f"{v.tries} tries")
+        parts.append(f"run {v.result_run}")
+        parts.append(v.trigger.value)
+        text.append("  ·  ".join(parts), style=g.DIM)
+
+    def _output_text(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.key is None:
+            text.append("no container selected", style=g.DIM)
+            return text
+        lines = self._tail or list(
+            self.ctx.controls.runtime.output_tail(self.key.pod_uid, self.key.container)
+        )
+        if not lines:
+            text.append("no output kept for this container by this runtime", style=g.DIM)
+            return text
+        secrets = self.ctx.secrets(self.key.pod_uid)
+        height = max(1, self.size.height)
+        text.append("\n".join(mask(line, secrets) for line in lines[-height:]))
+        return text

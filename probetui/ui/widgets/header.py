@@ -1,0 +1,146 @@
+"""The top bar (source, clock, READ-ONLY) and the selected container's one-line summary."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.widget import Widget
+
+from probetui.prober.status import ContainerStatus
+from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.ui import glyphs as g
+from probetui.ui.context import UIContext
+from probetui.ui.describe import duration
+
+
+class TopBar(Widget):
+    DEFAULT_CSS = """
+    TopBar { height: 1; dock: top; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    FLASH_SECONDS = 5.0
+
+    def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ctx = ctx
+        self._second = -1
+        self.message = ""
+        self._message_style = ""
+        self._message_until = 0.0
+
+    def flash(self, message: str, style: str = "") -> None:
+        """Say something for a few seconds (cheaper than a toast: no widget, no layout)."""
+        self.message, self._message_style = message, style or g.INFO
+        self._message_until = time.monotonic() + self.FLASH_SECONDS
+        self.refresh()
+
+    def tick(self) -> None:
+        second = int(self.ctx.now())
+        if self.message and time.monotonic() > self._message_until:
+            self.message = ""
+            self.refresh()
+        if second != self._second:
+            self._second = second
+            self.refresh()
+
+    def render(self) -> Text:
+        runtime = self.ctx.controls.runtime
+        left = Text(no_wrap=True, overflow="ellipsis")
+        left.append(" probetui ", style="bold reverse")
+        left.append(f"  {runtime.source or '?'}", style="bold")
+        if runtime.via and runtime.via != "loopback":
+            left.append(f"  via {runtime.via}", style=g.DIM)
+        left.append(f"  {self.ctx.clock(self.ctx.now())}")
+        if self.message:
+            left.append("   ")
+            left.append(self.message, style=self._message_style)
+        right = Text(no_wrap=True)
+        if self.ctx.read_only:
+            right.append(" READ-ONLY ", style="bold reverse " + g.WARN)
+            right.append("  ")
+        right.append("? help ", style=g.DIM)
+        width = self.size.width
+        gap = max(1, width - left.cell_len - right.cell_len)
+        return left + Text(" " * gap) + right
+
+
+def state_words(cs: ContainerStatus | None, now: float) -> tuple[str, str]:
+    """(words, style) for a container's state: Running 2m10s, Waiting: CrashLoopBackOff ..."""
+    if cs is None:
+        return "not created", g.DIM
+    if cs.running is not None:
+        return f"Running {duration(max(0.0, now - cs.running.started_at))}", g.OK
+    if cs.terminated is not None:
+        t = cs.terminated
+        return f"Terminated: {t.reason or 'exit'} {t.exit_code}", g.BAD
+    waiting = cs.state
+    reason = getattr(waiting, "reason", "") or "Waiting"
+    return f"Waiting: {reason}", g.WARN
+
+
+def _back_off_ends(history: ContainerHistory | None, cs: ContainerStatus | None) -> float | None:
+    """When the current back-off ends, from the last BackOff mark, while the container waits."""
+    if history is None or cs is None or cs.running is not None or cs.terminated is not None:
+        return None
+    for mark in reversed(history.marks):
+        if mark.type == "BackOff":
+            delay = mark.fields.get("delay")
+            return mark.t + float(delay) if delay else None
+        if mark.type in ("ContainerStarted", "ContainerExited"):
+            break
+    return None
+
+
+class DetailHeader(Widget):
+    """`pod / container  Ready ✗  Started ✓  restarts 2  Running 1m20s`"""
+
+    DEFAULT_CSS = """
+    DetailHeader { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ctx = ctx
+        self.key: ContainerKey | None = None
+
+    def show(self, key: ContainerKey | None) -> None:
+        self.key = key
+        self.refresh()
+
+    def render(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.key is None:
+            text.append(" no container selected: pick one on the left (j/k, ↑/↓)", style=g.DIM)
+            return text
+        entry = self.ctx.pod_entry(self.key.pod_uid)
+        if entry is None:
+            text.append(" the pod is gone", style=g.DIM)
+            return text
+        c = entry.pod.container(self.key.container)
+        cs = entry.status.lookup(self.key.container)
+        text.append(f" {entry.pod.namespace}/{entry.pod.name}", style="bold")
+        text.append(" / ")
+        text.append(self.key.container, style="bold")
+        if c is not None and c.is_restartable_init:
+            text.append(f" {g.SIDECAR}sidecar", style=g.DIM)
+        ready = cs is not None and cs.ready
+        started = cs is not None and bool(cs.started)
+        text.append("   Ready ")
+        text.append(g.YES if ready else g.NO, style=g.OK if ready else g.BAD)
+        text.append("  Started ")
+        text.append(g.YES if started else g.NO, style=g.OK if started else g.WARN)
+        restarts = cs.restart_count if cs is not None else 0
+        text.append("  restarts ")
+        text.append(str(restarts), style=g.WARN if restarts else "")
+        now = self.ctx.now()
+        words, style = state_words(cs, now)
+        history = self.ctx.store.containers.get(self.key)
+        retry = _back_off_ends(history, cs)
+        if retry is not None and retry > now:
+            words += f", next start in {duration(retry - now)}"
+        text.append("   ")
+        text.append(words, style=style)
+        if history is not None and history.divergences:
+            text.append(f"   {g.DIVERGE} {history.last_divergence}", style="magenta")
+        return text

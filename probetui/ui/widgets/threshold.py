@@ -1,0 +1,255 @@
+"""The Threshold state pane: each probe as written, its published result, the current run in
+words, the countdown to the next attempt, gating, and what the settings mean in seconds."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, Skip, Worker
+from probetui.spec.model import Container, Pod, Probe, ProbeType
+from probetui.timeline.store import ContainerKey, Kind, ProbeHistory
+from probetui.ui import glyphs as g
+from probetui.ui.context import UIContext
+from probetui.ui.describe import (
+    detect_seconds,
+    duration,
+    handler_text,
+    latency,
+    run_words,
+    settings_text,
+    startup_budget,
+)
+from probetui.ui.redact import mask
+
+ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
+SPARK_N = 24
+
+
+def sparkline(samples: list[tuple[float, int]], timeout: float) -> Text:
+    """Latency of recent attempts against the timeout: █ is the timeout (and a timeout)."""
+    text = Text()
+    for value, kind in samples:
+        if kind == Kind.TIMEOUT:
+            text.append(g.SPARK[-1], style=g.BAD)
+            continue
+        level = 0 if timeout <= 0 else min(len(g.SPARK) - 1, int(value / timeout * len(g.SPARK)))
+        text.append(g.SPARK[level], style=g.KIND_STYLE.get(kind, ""))
+    return text
+
+
+def gate_words(skip: Skip | None, reason: str) -> str:
+    if skip is Skip.INITIAL_DELAY:
+        return "in its initial delay"
+    if skip is Skip.NOT_STARTED:
+        return "gated: waiting for the startup probe"
+    if skip is Skip.ON_HOLD:
+        return "on hold until a new container"
+    if skip is Skip.PAUSED:
+        return "paused (space resumes)"
+    if skip is Skip.NOT_RUNNING:
+        return "container not running"
+    if skip is Skip.NOT_CREATED:
+        return "container not created yet"
+    if skip is Skip.STARTED:
+        return "done: the container has started"
+    return reason
+
+
+class ThresholdPane(Widget):
+    DEFAULT_CSS = """
+    ThresholdPane { height: 11; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ctx = ctx
+        self.key: ContainerKey | None = None
+        self.probe = ProbeType.READINESS
+        self._last: Text | None = None
+
+    def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
+        self.key, self.probe = key, probe
+        self.tick()
+
+    def tick(self) -> None:
+        """Redraw when the words changed (the countdown moves). The height is fixed in CSS,
+        so a redraw never lays the screen out again."""
+        text = self._text()
+        last = self._last
+        if last is None or text.plain != last.plain or text.spans != last.spans:
+            self._last = text
+            self.refresh()
+
+    def on_mount(self) -> None:
+        self.border_title = "Threshold state"
+
+    def render(self) -> Text:
+        if self._last is None:
+            self._last = self._text()
+        return self._last
+
+    # -- words ----------------------------------------------------------------------------
+
+    def _text(self) -> Text:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if self.key is None:
+            text.append("no container selected", style=g.DIM)
+            return text
+        spec = self.ctx.container_spec(self.key)
+        if spec is None:
+            text.append("the pod is gone", style=g.DIM)
+            return text
+        pod, container = spec
+        probes = [(pt, container.probe(pt)) for pt in ORDER if container.probe(pt) is not None]
+        if not probes:
+            text.append("this container has no probes: it is Ready once it runs", style=g.DIM)
+            return text
+        history = self.ctx.store.containers.get(self.key)
+        secrets = self.ctx.secrets(self.key.pod_uid)
+        first = True
+        for pt, probe in probes:
+            assert probe is not None
+            if not first:
+                text.append("\n")
+            first = False
+            h = history.probes.get(pt) if history is not None else None
+            self._probe_block(text, pod, container, pt, probe, h, secrets)
+        return text
+
+    def _probe_block(
+        self,
+        text: Text,
+        pod: Pod,
+        container: Container,
+        pt: ProbeType,
+        probe: Probe,
+        h: ProbeHistory | None,
+        secrets: tuple[str, ...],
+    ) -> None:
+        assert self.key is not None
+        key = ProbeKey(self.key.pod_uid, self.key.container, pt)
+        worker = self.ctx.worker(key)
+        selected = pt is self.probe
+        now = self.ctx.now()
+        text.append("▶" if selected else " ", style="bold")
+        text.append(f"{pt.key:<10} ", style="bold")
+        text.append(handler_text(probe, secrets))
+        text.append("  " + settings_text(probe), style=g.DIM)
+
+        # line 2: published result, the run in words, the next attempt
+        text.append("\n   ")
+        published = (
+            worker.published if worker is not None else (h.published if h is not None else None)
+        )
+        if published is None:
+            text.append(f"{g.NOT_YET} none yet", style=g.DIM)
+        else:
+            text.append(
+                f"{g.RESULT_GLYPH[published]} {published.label}",
+                style=g.RESULT_STYLE[published] + " bold",
+            )
+        state = _state(worker, h)
+        # the short facts first (they must not be cut off), then the run in words
+        not_probed = self.ctx.not_probed(key)
+        nxt = _next_attempt(worker, h, probe, now)
+        if nxt is not None and not_probed is None:
+            text.append(" · ")
+            text.append(f"next in {max(0.0, nxt - now):.1f}s", style=g.INFO)
+        gate = None
+        skip = h.last_skip() if h is not None else None
+        if not_probed is not None:
+            gate = not_probed
+        elif worker is not None and worker.paused:
+            gate = "paused (space resumes)"
+        elif skip is not None and not (state[2] and skip.skip is Skip.ON_HOLD):
+            gate = gate_words(skip.skip, skip.skip_reason)
+            if skip.skip is Skip.INITIAL_DELAY:
+                gate += self._delay_left(probe, now)
+        if gate:
+            text.append(" · ")
+            text.append(gate, style=g.WARN)
+        text.append(" · ")
+        text.append(
+            run_words(
+                pt,
+                probe,
+                pod,
+                container,
+                published=published,
+                last_result=state[0],
+                result_run=state[1],
+                on_hold=state[2],
+            )
+        )
+
+        # line 3: what the settings mean, latency against the timeout, the target dialled
+        text.append("\n   ")
+        if pt is ProbeType.STARTUP or (
+            pt is ProbeType.LIVENESS and container.startup_probe is None
+        ):
+            # without a startup probe, liveness alone decides how long the app may take to start
+            label = "startup budget" if pt is ProbeType.STARTUP else "must start within"
+            text.append(
+                f"{label} {duration(startup_budget(probe))} "
+                f"(delay {probe.initial_delay_seconds}s + {probe.period_seconds}s × "
+                f"{probe.failure_threshold})"
+            )
+            if pt is ProbeType.LIVENESS:
+                text.append(f" · detect a failure in {duration(detect_seconds(probe))}")
+        else:
+            text.append(
+                f"detect a failure in {duration(detect_seconds(probe))} "
+                f"({probe.period_seconds}s × {probe.failure_threshold})"
+            )
+        if h is not None:
+            samples = h.latencies(SPARK_N)
+            if samples:
+                text.append(" · latency ")
+                text.append_text(sparkline(samples, float(probe.timeout_seconds)))
+                worst = max(v for v, _ in samples)
+                text.append(f" max {latency(worst)} of {probe.timeout_seconds}s", style=g.DIM)
+            target = _last_target(h)
+            if target:
+                text.append(f" · dials {mask(target, secrets)}", style=g.DIM)
+
+    def _delay_left(self, probe: Probe, now: float) -> str:
+        assert self.key is not None
+        entry = self.ctx.pod_entry(self.key.pod_uid)
+        cs = entry.status.lookup(self.key.container) if entry is not None else None
+        if cs is None or cs.running is None:
+            return ""
+        left = cs.running.started_at + probe.initial_delay_seconds - now
+        return f": first attempt in {duration(max(0.0, left))}" if left > 0 else ""
+
+
+def _state(worker: Worker | None, h: ProbeHistory | None) -> tuple[ResultValue | None, int, bool]:
+    """(last result, result run, on hold): live from the worker, else from the last record."""
+    if worker is not None:
+        counted = h is not None and h.last_result is not None
+        return (worker.last_result if counted else None, worker.result_run, worker.on_hold)
+    if h is not None:
+        return h.last_result, h.result_run, h.on_hold
+    return None, 0, False
+
+
+def _next_attempt(
+    worker: Worker | None, h: ProbeHistory | None, probe: Probe, now: float
+) -> float | None:
+    if worker is not None:
+        if worker.paused or worker.exited:
+            return None
+        return worker.next_tick
+    # no live worker (a recorded session): estimate from the last entry
+    if h is None or h.last_t is None:
+        return None
+    nxt = h.last_t + probe.period_seconds
+    return nxt if nxt >= now else None
+
+
+def _last_target(h: ProbeHistory) -> str:
+    for view in h.recent(8):
+        if view.target:
+            return view.target
+    return ""

@@ -1,0 +1,202 @@
+"""The timeline store: bounded rings, shared texts, change tracking, memory per attempt."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import pytest
+
+from probetui.probe.base import Attempt, Result
+from probetui.prober.prober import ProbeOutcome
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
+from probetui.timeline.events import SHADOW, Event
+from probetui.timeline.store import ContainerKey, Kind, Store
+from tests.timeline.synth import T0, Synth
+
+R, L = ProbeType.READINESS, ProbeType.LIVENESS
+
+
+def web_pod(name: str = "web", uid: str = "uid-web") -> Pod:
+    http = HTTPGetAction(port=8080, path="/ready")
+    c = Container(
+        name="app",
+        readiness_probe=Probe(http_get=http, period_seconds=1, failure_threshold=3),
+        liveness_probe=Probe(http_get=HTTPGetAction(port=8080, path="/healthz"), period_seconds=5),
+    )
+    return Pod(name=name, uid=uid, containers=(c,))
+
+
+def test_ring_wraps_and_keeps_the_newest_in_time_order() -> None:
+    store = Store(capacity=10, detail=4)
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)
+    for i in range(25):
+        synth.attempt(pod, "app", R, T0 + i, Result.SUCCESS)
+    h = store.probe(ProbeKey(pod.uid, "app", R))
+    assert h is not None and len(h) == 10 and h.seq == 25
+    assert h.oldest_t == T0 + 15
+    assert [t for t, _ in h.window(T0, T0 + 100)] == [T0 + i for i in range(24, 14, -1)]
+    assert h.window(T0 + 20, T0 + 22) == [(T0 + 21, Kind.SUCCESS), (T0 + 20, Kind.SUCCESS)]
+    assert h.counts[Kind.SUCCESS] == 25  # totals are not bounded by the ring
+
+
+def test_only_the_last_attempts_keep_their_detail() -> None:
+    store = Store(capacity=100, detail=3)
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)
+    for i in range(6):
+        synth.attempt(pod, "app", R, T0 + i, Result.FAILURE, body=f"db down {i}")
+    synth.skip(pod, "app", R, T0 + 6, Skip.PAUSED)
+    h = store.probe(ProbeKey(pod.uid, "app", R))
+    views = h.recent(10)
+    assert [v.kind for v in views][:2] == [Kind.SKIP, Kind.FAILURE]
+    assert views[0].skip_reason == "paused"
+    assert [v.detail for v in views] == [False, True, True, True, False, False, False]
+    v = views[1]
+    assert v.body == "db down 5" and v.target == "http://127.0.0.1:8080/ready"
+    assert v.output == "HTTP probe failed with statuscode: 503" and v.status_code == 503
+    assert v.event == "Readiness probe failed: HTTP probe failed with statuscode: 503"
+    assert v.result_run == 6 and v.published is ResultValue.FAILURE
+
+
+def test_texts_are_shared_and_released_when_overwritten() -> None:
+    store = Store(capacity=50, detail=5)
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)
+    for i in range(1000):
+        synth.attempt(pod, "app", R, T0 + i, Result.FAILURE, body="same body")
+    # output, target, body, event message (+ the empty string): repeated texts are stored once
+    assert len(store.texts) == 5
+    for i in range(1000):
+        synth.attempt(pod, "app", R, T0 + 1000 + i, Result.FAILURE, output=f"unique {i}")
+    # only the texts the ring still refers to are held
+    assert len(store.texts) <= 50 + 5 * 4 + 1
+    synth.sinks[0].pod(pod, None)  # the pod is gone: everything it held goes
+    assert len(store.texts) == 1 and store.probes == {}
+
+
+def test_result_changes_are_kept_but_not_the_first_publication() -> None:
+    store = Store()
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)  # readiness Failure: the initial value, not a change
+    synth.attempt(pod, "app", R, T0 + 1, Result.SUCCESS)  # -> Success
+    for i in range(3):
+        synth.attempt(pod, "app", R, T0 + 2 + i, Result.FAILURE)  # third one -> Failure
+    h = store.probe(ProbeKey(pod.uid, "app", R))
+    changes = h.changes(T0, T0 + 100)
+    assert [r for _, r in changes] == [ResultValue.SUCCESS, ResultValue.FAILURE]
+    assert h.published is ResultValue.FAILURE and h.result_run == 3
+    assert h.last_result is ResultValue.FAILURE
+
+
+def test_versions_say_which_container_changed() -> None:
+    store = Store()
+    synth = Synth(store)
+    a = synth.add_pod(web_pod("a", "uid-a"), T0)
+    b = synth.add_pod(web_pod("b", "uid-b"), T0)
+    synth.start(a, "app", T0)
+    synth.start(b, "app", T0)
+    layout, seen = store.layout_version, store.version
+    synth.attempt(a, "app", R, T0 + 1)
+    assert store.changed_since(seen) == [ContainerKey("uid-a", "app")]
+    assert store.layout_version == layout  # no pod came or went
+    seen = store.version
+    synth.kubelet(b, "app", "Killing", T0 + 2, message="Container app failed liveness probe")
+    assert store.changed_since(seen) == [ContainerKey("uid-b", "app")]
+    marks = store.container(ContainerKey("uid-b", "app")).marks
+    assert [m.type for m in marks][-1] == "Killing"
+
+
+def test_unhealthy_reports_do_not_push_out_lifecycle_marks() -> None:
+    store = Store(marks=8)
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)
+    for i in range(50):
+        synth.attempt(pod, "app", R, T0 + 1 + i, Result.FAILURE)
+    c = store.container(ContainerKey(pod.uid, "app"))
+    assert [m.type for m in c.marks] == ["ContainerStarted"]
+    assert len(c.reports) == 8
+
+
+def test_divergence_counts_for_the_badge() -> None:
+    store = Store()
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.kubelet(pod, "app", "Divergence", T0, message="kubelet Ready, shadow Failure")
+    c = store.container(ContainerKey(pod.uid, "app"))
+    assert c.divergences == 1 and c.last_divergence == "kubelet Ready, shadow Failure"
+
+
+def test_engine_skip_without_a_record_is_kept_with_its_reason() -> None:
+    store = Store()
+    pod = web_pod()
+    store.event(
+        Event(
+            "ProbeSkipped",
+            T0,
+            pod.uid,
+            pod.namespace,
+            pod.name,
+            "app",
+            "liveness",
+            SHADOW,
+            {"reason": "not run: read-only"},
+        )
+    )
+    h = store.probe(ProbeKey(pod.uid, "app", L))
+    assert h.recent(1)[0].skip_reason == "not run: read-only"
+
+
+@pytest.mark.slow  # tracemalloc slows every allocation: about two seconds
+def test_bytes_per_attempt(capsys) -> None:  # type: ignore[no-untyped-def]
+    """100,000 attempts over 100 probes into an empty store, everything it allocates counted.
+
+    The figure goes in the report (`pytest -s` shows it). One record per probe is reused with
+    its time moved on, so that what tracemalloc sees is the store and not the test's objects.
+    """
+    attempt = Attempt("http", "http://127.0.0.1:8080/ready", Result.SUCCESS, latency=0.002)
+    outcome = ProbeOutcome(ResultValue.SUCCESS, None, (attempt,), None)
+    events = []
+    for i in range(100):
+        key = ProbeKey(f"uid-{i}", "app", R)
+        record = ProbeRecord(
+            key,
+            T0,
+            T0,
+            Trigger.TICK,
+            f"c{i}",
+            outcome=outcome,
+            result_run=1,
+            last_result=ResultValue.SUCCESS,
+            published=ResultValue.SUCCESS,
+        )
+        events.append(
+            Event(
+                "ProbeAttempt", T0, key.pod_uid, "ns", "p", "app", "readiness", SHADOW, {}, record
+            )
+        )
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    store = Store(capacity=1000, detail=50)
+    for j in range(1000):
+        t = T0 + j
+        for event in events:
+            object.__setattr__(event.record, "t", t)
+            store.event(event)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    per = (after - before) / 100_000
+    with capsys.disabled():
+        print(f"\nstore: {per:.1f} bytes per attempt (100 probes x 1,000 attempts, all included)")
+    assert store.attempts() == 100_000
+    assert per < 40
