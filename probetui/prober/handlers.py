@@ -8,7 +8,7 @@ use so that `probetui check` loads only the one it needs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
 from probetui.probe.util import ReachError, resolve_container_port
@@ -38,14 +38,36 @@ class HandlerRunner:
     kube_version: str = DEFAULT_KUBE_VERSION
 
     async def _address(
-        self, pod: Pod, container: Container, host: str, port: int
+        self,
+        pod: Pod,
+        container: Container,
+        host: str,
+        port: int,
+        swaps: list[tuple[str, str]],
     ) -> tuple[str, int]:
         if self.reach is None:
             return host, port
-        return await self.reach(pod, container, host, port)
+        dialled = await self.reach(pod, container, host, port)
+        if dialled != (host, port):
+            from probetui.probe.tcp import join_host_port
+
+            swaps.append((join_host_port(*dialled), join_host_port(host, port)))
+        return dialled
 
     async def __call__(
         self, probe_type: ProbeType, probe: Probe, pod: Pod, container: Container, status: PodStatus
+    ) -> Attempt:
+        swaps: list[tuple[str, str]] = []
+        attempt = await self._run(probe, pod, container, status, swaps)
+        return _as_the_kubelet_names_it(attempt, swaps) if swaps else attempt
+
+    async def _run(
+        self,
+        probe: Probe,
+        pod: Pod,
+        container: Container,
+        status: PodStatus,
+        swaps: list[tuple[str, str]],
     ) -> Attempt:
         handler = probe.handler
         timeout = float(probe.timeout_seconds)
@@ -63,7 +85,7 @@ class HandlerRunner:
 
                 port = resolve_container_port(handler.port, container)
                 host, port = await self._address(
-                    pod, container, handler.host or status.pod_ip, port
+                    pod, container, handler.host or status.pod_ip, port, swaps
                 )
                 url = http.format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
@@ -73,14 +95,14 @@ class HandlerRunner:
 
                 port = resolve_container_port(handler.port, container)
                 host, port = await self._address(
-                    pod, container, handler.host or status.pod_ip, port
+                    pod, container, handler.host or status.pod_ip, port, swaps
                 )
                 return await tcp.probe(host, port, timeout)
             if isinstance(handler, GRPCAction):
                 from probetui.probe import grpc
 
                 # the host is always the pod IP; gRPC has no host field (spec 15.1)
-                host, port = await self._address(pod, container, status.pod_ip, handler.port)
+                host, port = await self._address(pod, container, status.pod_ip, handler.port, swaps)
                 return await grpc.probe(
                     host, port, handler.service or "", timeout, kube_version=self.kube_version
                 )
@@ -97,3 +119,25 @@ class HandlerRunner:
         return await run_probe_with_retries(
             self, worker.probe_type, worker.spec, worker.pod, worker.container, status
         )
+
+
+def _as_the_kubelet_names_it(attempt: Attempt, swaps: list[tuple[str, str]]) -> Attempt:
+    """Name the pod's address where a runtime dialled a stand-in (a port-forward listener).
+
+    The kubelet's texts carry the address it dialled (`Get "http://10.1.2.3:8080/"...`); with a
+    port-forward the handler dialled 127.0.0.1:<ephemeral> instead. Showing the pod's address
+    keeps targets stable across attempts and the texts as the kubelet would write them; the
+    path taken is labelled separately (`via`).
+    """
+
+    def fix(text: str) -> str:
+        for dialled, named in swaps:
+            text = text.replace(dialled, named)
+        return text
+
+    return replace(
+        attempt,
+        target=fix(attempt.target),
+        output=fix(attempt.output),
+        error=fix(attempt.error) if attempt.error is not None else None,
+    )

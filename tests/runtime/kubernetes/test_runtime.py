@@ -191,13 +191,16 @@ async def test_shadow_attempts_through_each_via(
     assert http_target.seen[0][2]["User-Agent"].startswith("kube-probe/")
     forwards = api.count_requests(subresource="portforward")
     proxied = api.count_requests(subresource="proxy")
+    # whatever the path, the target is named as the kubelet names it: the pod IP and its port,
+    # not the loopback stand-in a port-forward or proxy listener was dialled on
+    assert first.fields["target"] == f"http://127.0.0.1:{web}/ready"
     if via == "direct":
         assert (forwards, proxied) == (0, 0)
-        assert first.fields["target"] == f"http://127.0.0.1:{web}/ready"
     elif via == "port-forward":
         assert forwards >= 2 and proxied == 0  # one stream per attempt, tcp included
         live = c.rec.of("ProbeAttempt", probe="liveness")[0]
         assert live.fields["outcome"] == "success" and live.fields["via"] == "port-forward"
+        assert live.fields["target"] == f"127.0.0.1:{tcp}"
     else:
         assert proxied >= 1 and forwards == 0
         # a TCP probe cannot go through pods/proxy: said once, with the reason
