@@ -324,11 +324,13 @@ async def _check(args: argparse.Namespace) -> tuple[Any, str]:
 
 async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version: str) -> Any:
     if args.http_get:
-        from probetui.probe import http
+        # the same handler the live engine runs (tests/probe/test_http_lean.py holds it
+        # identical to the httpx reference)
+        from probetui.probe import http_lean
 
         if not args.http_get.lower().startswith(("http://", "https://")):
             raise UsageError(f"--http-get {args.http_get}: expected an http:// or https:// URL")
-        return await http.probe(
+        return await http_lean.probe(
             args.http_get, _headers(args.header), timeout, kube_version=kube_version
         )
     if args.tcp:

@@ -233,7 +233,8 @@ def _join_host_port(host: str, port: int | str) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-@lru_cache(maxsize=4096)
+# one entry per probe URL: a cluster's worth of pods must fit, or every attempt misses
+@lru_cache(maxsize=32768)
 def format_url(scheme: str, host: str, port: int, path: str) -> str:
     """`formatURL`: the probe URL, with Go's parsing of `path` (spec 13.1, vector D6).
 

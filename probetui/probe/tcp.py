@@ -14,12 +14,17 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Sequence
+from functools import lru_cache
 
 from probetui.probe.base import Attempt, Result
 
 # ProbeDialer (`pkg/probe/dialer_others.go`): linger on for 1 s, so a probe socket spends about a
 # second in TIME-WAIT instead of a minute, and close still ends with a FIN, not an RST.
 _LINGER_1S = struct.pack("ii", 1, 1)
+
+# SO_LINGER off, set on a probe socket just before it is closed (see `close`)
+_NO_LINGER = struct.pack("ii", 0, 0)
 
 # net.partialDeadline: with several addresses each gets a share of the time, but at least this
 _SANE_MINIMUM = 2.0
@@ -66,7 +71,31 @@ def _sockaddr_text(family: int, sockaddr: tuple) -> str:
     return f"{sockaddr[0]}:{sockaddr[1]}"
 
 
-async def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tuple, str]]:
+_Address = tuple[int, tuple, str]
+
+
+def _unique(infos: list) -> tuple[_Address, ...]:
+    seen: list[_Address] = []
+    for family, _type, _proto, _name, sockaddr in infos:
+        entry = (family, sockaddr, _sockaddr_text(family, sockaddr))
+        if entry not in seen:
+            seen.append(entry)
+    return tuple(seen)
+
+
+@lru_cache(maxsize=32768)
+def _literal_addresses(host: str, port: int) -> tuple[_Address, ...] | None:
+    """An IP literal's addresses, which never change: worked out once per (host, port) instead
+    of per probe (the parse, getaddrinfo and its enum conversions cost about 9 us of a 100 us TCP
+    attempt). None for a name: names are looked up every time, as Go does."""
+    if not is_ip_literal(host):
+        return None
+    return _unique(
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    )
+
+
+async def _resolve(host: str, port: int, deadline: float) -> Sequence[_Address]:
     """Addresses to try, in order, each with the text Go prints for it."""
     if host == "":
         # Go dials the unspecified address over IPv4 and prints it as ":port"; Linux routes it to
@@ -74,24 +103,17 @@ async def _resolve(host: str, port: int, deadline: float) -> list[tuple[int, tup
         return [(socket.AF_INET, ("0.0.0.0", port), f":{port}")]
     loop = asyncio.get_running_loop()
     try:
-        if is_ip_literal(host):
-            infos = socket.getaddrinfo(
-                host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
-            )
-        else:
-            async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
-                infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        literal = _literal_addresses(host, port)
+        if literal is not None:
+            return literal
+        async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except TimeoutError:
         raise DialError(f"dial tcp: lookup {host}: i/o timeout", timed_out=True) from None
     except socket.gaierror as exc:
         reason = "no such host" if exc.errno == socket.EAI_NONAME else str(exc.strerror).lower()
         raise DialError(f"dial tcp: lookup {host}: {reason}") from None
-    seen: list[tuple[int, tuple, str]] = []
-    for family, _type, _proto, _name, sockaddr in infos:
-        entry = (family, sockaddr, _sockaddr_text(family, sockaddr))
-        if entry not in seen:
-            seen.append(entry)
-    return seen
+    return _unique(infos)
 
 
 async def _connect_one(family: int, sockaddr: tuple, text: str, deadline: float) -> socket.socket:
@@ -147,6 +169,21 @@ async def dial(host: str, port: int, timeout: float) -> socket.socket:
     raise first_error
 
 
+def close(sock: socket.socket) -> None:
+    """Close a socket from `dial` without stalling the event loop.
+
+    With SO_LINGER on, Linux's close() sleeps until the peer acknowledges our FIN: a round trip,
+    or a delayed ACK of up to 40 ms when the peer does not close at once. A goroutine may block
+    there; the event loop may not (measured: 0.2 ms median per close against a loopback server
+    in another process, 2-6 ms against one that is busy, 40 ms against one that keeps the
+    connection open). Turning linger off first sends the same FIN and leaves the rest of the
+    close to the kernel, as the blocking close would have done after its wait.
+    """
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _NO_LINGER)
+    sock.close()
+
+
 async def probe(host: str, port: int, timeout: float) -> Attempt:
     """One tcpSocket attempt (spec 14.2-14.3): Success with empty output when the connect
     completes, Failure with the dial error otherwise. Never returns an `error`: the kubelet's only
@@ -168,7 +205,7 @@ async def probe(host: str, port: int, timeout: float) -> Attempt:
         )
     latency = time.monotonic() - start
     # Nothing is sent or read: the connect itself is the check.
-    sock.close()
+    close(sock)
     return Attempt(
         handler="tcp",
         target=target,
@@ -179,4 +216,12 @@ async def probe(host: str, port: int, timeout: float) -> Attempt:
     )
 
 
-__all__ = ["DialError", "dial", "go_errno_text", "is_ip_literal", "join_host_port", "probe"]
+__all__ = [
+    "DialError",
+    "close",
+    "dial",
+    "go_errno_text",
+    "is_ip_literal",
+    "join_host_port",
+    "probe",
+]

@@ -36,6 +36,10 @@ class HandlerRunner:
     # the runtime's way to run a command "in the container"; None runs it as a local process
     exec_for: Callable[[Pod, Container], object] | None = None
     kube_version: str = DEFAULT_KUBE_VERSION
+    # which HTTP handler runs httpGet probes: "lean" (probetui.probe.http_lean, raw sockets and
+    # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
+    # their Attempts identical
+    http_impl: str = "lean"
 
     async def _address(
         self,
@@ -89,6 +93,12 @@ class HandlerRunner:
                 )
                 url = http.format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
+                if self.http_impl == "lean":
+                    from probetui.probe import http_lean
+
+                    return await http_lean.probe(
+                        url, headers, timeout, kube_version=self.kube_version
+                    )
                 return await http.probe(url, headers, timeout, kube_version=self.kube_version)
             if isinstance(handler, TCPSocketAction):
                 from probetui.probe import tcp

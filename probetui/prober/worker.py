@@ -413,6 +413,9 @@ class Worker:
         self.exited = True
         if self._timer is not None:
             self._timer.cancel()
+            # the timer holds a bound method of this worker: drop the cycle, so a removed
+            # worker is freed by reference counting, also when the collector is frozen
+            self._timer = None
         if self.container_id:
             self.results.remove(self.container_id)
         if self._on_exit is not None:

@@ -1,0 +1,519 @@
+"""HTTP probe handler, `pkg/probe/http` (spec 13), lean: raw asyncio sockets and h11.
+
+The same attempt as `probetui.probe.http` (the reference, on httpx) at a fraction of the CPU:
+one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap
+and one overall deadline, and Go's words for every error. The request and response are framed
+by h11, the parser httpcore uses under httpx, so both handlers accept and reject the same
+bytes; the header map, the wire header order, the redirect rules and the error texts are the
+reference's own functions, imported, not copied. `tests/probe/test_http_lean.py` runs the
+reference's test vectors against both and compares every field of the Attempt.
+
+What it leaves out is httpx's machinery for a general client (request and response objects, a
+connection pool, anyio task groups, trace hooks): a probe needs a socket, one request, and the
+head and first 10 KiB of one response. The dial is the TCP handler's, which is the kubelet's
+`ProbeDialer` (SO_LINGER 1 s), as upstream's HTTP transport uses it too, and the close is the
+TCP handler's too, which does not let the lingering close stall the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TypeVar
+from urllib.parse import urljoin
+
+import h11
+
+# the URL's parts come from httpx's parser, so the request target matches the reference's byte
+# for byte; parsed once per URL and cached, it costs nothing per attempt
+import httpx
+
+from probetui.probe import tcp
+from probetui.probe.base import (
+    DEFAULT_KUBE_VERSION,
+    MAX_OUTPUT_BYTES,
+    Attempt,
+    Result,
+    decode,
+)
+from probetui.probe.http import (
+    _BROKEN,
+    _REDIRECT_CODES,
+    _REDIRECT_DRAIN_BYTES,
+    _STATUS_LINE,
+    _TIMEOUT_AWAITING_HEADERS,
+    _TIMEOUT_READING_BODY,
+    MAX_REDIRECT_REQUESTS,
+    HeaderMap,
+    SpecHeaders,
+    _authority,
+    _bytes_repr_text,
+    _errno_text,
+    _go_addr,
+    _go_quote,
+    _GoError,
+    _header_map,
+    _hostname,
+    _is_absolute,
+    _redirect_headers,
+    _ssl_context,
+    _tls_error,
+    _url_error,
+    _wire_headers,
+    classify,
+)
+from probetui.spec.model import HTTPHeader
+
+# httpcore's HTTP11Connection: bytes per read, and the largest response head h11 may buffer
+_READ_NUM_BYTES = 64 * 1024
+_MAX_INCOMPLETE_EVENT_SIZE = 100 * 1024
+# a dial with no overall deadline (timeout 0) still needs a number
+_NO_DEADLINE = 1e9
+
+_T = TypeVar("_T")
+
+
+class _Failed(Exception):
+    """A hop failed before its response head arrived; `detail` follows `Get "<url>": `."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class _DialTimeout(Exception):
+    """The dial ran out of time: the attempt's deadline, reported as Go's Client.Timeout."""
+
+
+class _BodyBroken(Exception):
+    """The body broke off after the head; `text` is what ioutil.ReadAll would return."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+# What httpx makes of a URL: scheme, host (no IPv6 brackets, IDNA-encoded), port, and the
+# request target (path and query, as the request line carries it). A plain tuple of strings,
+# bytes and ints, like everything cached here: the cyclic garbage collector stops tracking such
+# tuples, so a cluster's worth of cached URLs adds nothing to its full collections.
+_Target = tuple[str, str, int, bytes]
+
+
+@lru_cache(maxsize=32768)
+def _parse(url: str) -> _Target:
+    try:
+        u = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise _GoError(str(exc)) from None
+    scheme = u.scheme
+    if scheme not in ("http", "https"):
+        # Go knows no other scheme; httpcore would also accept ws/wss as plain HTTP
+        raise _Failed(f"unsupported protocol scheme {_go_quote(scheme.lower())}")
+    port = u.port if u.port is not None else (443 if scheme == "https" else 80)
+    return scheme, u.raw_host.decode("ascii"), port, u.raw_path
+
+
+class _Stream:
+    """One connected socket, with TLS over memory BIOs when the scheme is https.
+
+    Reads and writes go straight to `loop.sock_recv` / `loop.sock_sendall`: no transport or
+    protocol objects per connection. TLS runs the way anyio's TLSStream runs it under httpcore
+    (with `standard_compatible=False`), so its errors and EOFs surface the same way.
+    """
+
+    __slots__ = ("_incoming", "_loop", "_outgoing", "_tls", "local", "remote", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._loop = asyncio.get_running_loop()
+        self._tls: ssl.SSLObject | None = None
+        self._incoming: ssl.MemoryBIO | None = None
+        self._outgoing: ssl.MemoryBIO | None = None
+        # taken now: once a reset is seen the peer's address can no longer be asked for
+        try:
+            self.local = sock.getsockname()
+            self.remote = sock.getpeername()
+        except OSError:
+            self.local = self.remote = None
+
+    def addresses(self) -> str:
+        if self.local is None:
+            return ""
+        return f"{_go_addr(self.local)}->{_go_addr(self.remote)}"
+
+    def close(self) -> None:
+        tcp.close(self.sock)
+
+    async def start_tls(self, hostname: str) -> None:
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = _ssl_context().wrap_bio(
+            self._incoming, self._outgoing, server_side=False, server_hostname=hostname or None
+        )
+        await self._tls_call(self._tls.do_handshake)
+
+    async def _flush(self) -> None:
+        assert self._outgoing is not None
+        if self._outgoing.pending:
+            await self._loop.sock_sendall(self.sock, self._outgoing.read())
+
+    async def _tls_call(self, method: Callable[..., _T], *args: object) -> _T:
+        """anyio's TLSStream._call_sslobject_method: pump the BIOs until `method` completes."""
+        assert self._incoming is not None and self._outgoing is not None
+        while True:
+            try:
+                result = method(*args)
+            except ssl.SSLWantReadError:
+                await self._flush()
+                data = await self._loop.sock_recv(self.sock, _READ_NUM_BYTES)
+                if data:
+                    self._incoming.write(data)
+                else:
+                    self._incoming.write_eof()
+            except ssl.SSLWantWriteError:
+                await self._flush()
+            else:
+                await self._flush()
+                return result
+
+    async def send(self, data: bytes) -> None:
+        if self._tls is None:
+            await self._loop.sock_sendall(self.sock, data)
+        else:
+            await self._tls_call(self._tls.write, data)
+
+    async def recv(self) -> bytes:
+        """Up to 64 KiB; b"" at the end, including a TLS peer that hangs up without notice."""
+        if self._tls is None:
+            return await self._loop.sock_recv(self.sock, _READ_NUM_BYTES)
+        try:
+            return await self._tls_call(self._tls.read, _READ_NUM_BYTES)
+        except ssl.SSLZeroReturnError:
+            return b""
+        except ssl.SSLError as exc:
+            if isinstance(exc, ssl.SSLEOFError) or "UNEXPECTED_EOF_WHILE_READING" in (
+                exc.strerror or ""
+            ):
+                return b""
+            raise
+
+
+def _read_error(err: OSError, stream: _Stream) -> str:
+    """Go's text for a socket error while waiting for or reading a response."""
+    if isinstance(err, ssl.SSLError):
+        return _tls_error(err)
+    if err.errno is None:
+        return "EOF"
+    return f"read tcp {stream.addresses()}: read: {_errno_text(err.errno)}"
+
+
+class _Response:
+    """One hop's response head, and its body as h11 hands it out."""
+
+    __slots__ = ("_h11", "_stream", "headers", "status_code")
+
+    def __init__(
+        self, h: h11.Connection, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        self._h11 = h
+        self._stream = stream
+        self.status_code = status
+        self.headers: list[tuple[bytes, bytes]] = headers
+
+    def header_values(self, name: bytes) -> list[str]:
+        """httpx's Headers.get_list: one text encoding for the whole head, as httpx picks it."""
+        raw = [v for k, v in self.headers if k.lower() == name]
+        if not raw:
+            return []
+        encoding = "ascii"
+        for candidate in ("ascii", "utf-8"):
+            try:
+                for k, v in self.headers:
+                    k.decode(candidate)
+                    v.decode(candidate)
+            except UnicodeDecodeError:
+                continue
+            encoding = candidate
+            break
+        else:
+            encoding = "iso-8859-1"
+        return [v.decode(encoding) for v in raw]
+
+    async def body_chunks(self) -> AsyncIterator[bytes]:
+        """httpcore's _receive_response_body: Data until EndOfMessage (or PAUSED)."""
+        while True:
+            event = await _next_event(self._h11, self._stream)
+            if type(event) is h11.Data:
+                yield bytes(event.data)
+            elif type(event) is h11.EndOfMessage or event is h11.PAUSED:
+                return
+
+
+async def _next_event(h: h11.Connection, stream: _Stream) -> h11.Event | type[h11.PAUSED]:
+    """httpcore's _receive_event. Raises h11.RemoteProtocolError, OSError, or _Failed("EOF")."""
+    while True:
+        event = h.next_event()
+        if event is not h11.NEED_DATA:
+            return event
+        data = await stream.recv()
+        if data == b"" and h.their_state is h11.SEND_RESPONSE:
+            # httpcore: "Server disconnected without sending a response", which Go calls EOF
+            raise _Failed("EOF")
+        h.receive_data(data)
+
+
+def _protocol_error(exc: h11.RemoteProtocolError) -> str:
+    match = _STATUS_LINE.match(str(exc))
+    if match:
+        return f"{_BROKEN}malformed HTTP response {_go_quote(_bytes_repr_text(match))}"
+    return _BROKEN + str(exc)
+
+
+async def _open(target: _Target, deadline: asyncio.Timeout) -> _Stream:
+    scheme, host, port, _ = target
+    when = deadline.when()
+    remaining = _NO_DEADLINE if when is None else max(when - asyncio.get_running_loop().time(), 0)
+    try:
+        sock = await tcp.dial(host, port, remaining)
+    except tcp.DialError as exc:
+        if exc.timed_out:
+            raise _DialTimeout from None
+        raise _Failed(str(exc)) from None
+    stream = _Stream(sock)
+    if scheme == "https":
+        try:
+            await stream.start_tls(host)
+        except ssl.SSLError as exc:
+            stream.close()
+            raise _Failed(_tls_error(exc)) from None
+        except OSError as exc:
+            stream.close()
+            raise _Failed(_read_error(exc, stream)) from None
+        except BaseException:
+            stream.close()
+            raise
+    return stream
+
+
+# One hop's request as made before the dial (what fails before the dial fails making it):
+# where to dial, and the header lines in wire order, Host first.
+_Hop = tuple[_Target, tuple[tuple[bytes, bytes], ...]]
+
+
+def _prepare(url: str, headers: HeaderMap, host: str) -> _Hop:
+    return _parse(url), tuple(_wire_headers(headers, host or _authority(url)))
+
+
+@lru_cache(maxsize=32768)
+def _first_hop(url: str, spec_headers: tuple[tuple[str, str], ...], kube_version: str) -> _Hop:
+    """The first hop of a probe, the same every period: made once and kept."""
+    headers = _header_map(spec_headers, kube_version)
+    return _prepare(url, headers, headers["Host"][0] if "Host" in headers else "")
+
+
+def _spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
+    return tuple((h.name, h.value) if isinstance(h, HTTPHeader) else (h[0], h[1]) for h in headers)
+
+
+async def _send(hop: _Hop, deadline: asyncio.Timeout, streams: list[_Stream]) -> _Response:
+    """One hop: dial, send the request, read the response head (httpcore's order of failures)."""
+    target, lines = hop
+    stream = await _open(target, deadline)
+    streams.append(stream)
+    try:
+        # made per attempt, not cached: h11's event objects are tracked by the cyclic collector
+        request = h11.Request(method=b"GET", target=target[3], headers=lines)
+    except h11.LocalProtocolError as exc:
+        raise _Failed(str(exc)) from None
+    h = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=_MAX_INCOMPLETE_EVENT_SIZE)
+    data = h.send(request) + h.send(h11.EndOfMessage())  # type: ignore[operator]
+    # httpcore reads on after a write error: the server may have answered already
+    with contextlib.suppress(OSError):
+        await stream.send(data)
+    try:
+        while True:
+            event = await _next_event(h, stream)
+            if type(event) is h11.Response:
+                break
+            if type(event) is h11.InformationalResponse and event.status_code == 101:
+                break
+    except h11.RemoteProtocolError as exc:
+        raise _Failed(_protocol_error(exc)) from None
+    except OSError as exc:
+        raise _Failed(_read_error(exc, stream)) from None
+    return _Response(h, stream, event.status_code, event.headers.raw_items())
+
+
+async def _read_at_most(response: _Response, limit: int, sink: bytearray) -> None:
+    """utilio.ReadAtMost: stop as soon as `limit` bytes are in; never read on for the rest."""
+    try:
+        async for chunk in response.body_chunks():
+            sink += chunk[: limit - len(sink)]
+            if len(sink) >= limit:
+                return
+    except h11.RemoteProtocolError:
+        raise _BodyBroken("unexpected EOF") from None
+    except _Failed as exc:
+        raise _BodyBroken(exc.detail) from None
+    except OSError as exc:
+        raise _BodyBroken(_read_error(exc, response._stream)) from None
+
+
+async def _drain(response: _Response) -> None:
+    """Client.do: read a little of a redirect's body, ignoring errors, then close it."""
+    length = next((v for k, v in response.headers if k.lower() == b"content-length"), None)
+    try:
+        if length is None or not length.isdigit() or int(length) <= _REDIRECT_DRAIN_BYTES:
+            await _read_at_most(response, _REDIRECT_DRAIN_BYTES, bytearray())
+    except _BodyBroken:
+        pass
+    finally:
+        response._stream.close()
+
+
+@dataclass(slots=True)
+class _Progress:
+    """Where the attempt is, so a deadline can be reported the way Go reports it."""
+
+    url: str
+    reading_body: bool = False
+    status_code: int | None = None
+    body: bytearray | None = None
+
+
+async def _exchange(
+    url: str,
+    spec_headers: tuple[tuple[str, str], ...],
+    kube_version: str,
+    follow_non_local_redirects: bool,
+    progress: _Progress,
+    deadline: asyncio.Timeout,
+    streams: list[_Stream],
+) -> tuple[Result, str, str | None]:
+    """Client.Do with the kubelet's CheckRedirect, then DoHTTPProbe's reading of the answer.
+
+    The reference's `_exchange` step for step; returns (result, output, error).
+    """
+    headers: HeaderMap | None = None
+    original_hostname = _hostname(url)
+    current, host, hop_headers = url, "", headers
+    requests = 0
+    while True:
+        progress.url, progress.status_code = current, None
+        try:
+            if hop_headers is None:
+                hop = _first_hop(url, spec_headers, kube_version)
+            else:
+                hop = _prepare(current, hop_headers, host)
+            response = await _send(hop, deadline, streams)
+        except _GoError as exc:
+            return Result.FAILURE, _url_error(current, str(exc)), None
+        except _Failed as exc:
+            return Result.FAILURE, _url_error(current, exc.detail), None
+        requests += 1
+        progress.status_code = response.status_code
+        if response.status_code not in _REDIRECT_CODES:
+            break
+        if headers is None:
+            # a redirect (rare): now the first hop's header map is needed, to follow it
+            headers = _header_map(spec_headers, kube_version)
+            host = headers["Host"][0] if "Host" in headers else ""
+        locations = response.header_values(b"location")
+        if not locations or not locations[0]:
+            break
+        location = locations[0]
+        try:
+            target = urljoin(current, location)
+        except ValueError:
+            # urljoin only refuses an unclosed IPv6 bracket, which Go's url.Parse refuses too
+            quoted = _go_quote(location)
+            detail = (
+                f"failed to parse Location header {quoted}: parse {quoted}: missing ']' in host"
+            )
+            return Result.FAILURE, _url_error(current, detail), None
+        if not follow_non_local_redirects and _hostname(target) != original_hostname:
+            break  # ErrUseLastResponse: this 3xx is the answer
+        # Go keeps a custom Host only when the Location is relative (golang.org/issue/22233)
+        next_host = (
+            host if host and host != _authority(current) and not _is_absolute(location) else ""
+        )
+        progress.url = target
+        await _drain(response)
+        if requests >= MAX_REDIRECT_REQUESTS:
+            return Result.FAILURE, _url_error(location, "stopped after 10 redirects"), None
+        hop_headers = _redirect_headers(headers, current, target)
+        current, host = target, next_host
+
+    progress.reading_body = True
+    progress.body = body = bytearray()
+    try:
+        await _read_at_most(response, MAX_OUTPUT_BYTES, body)
+    except _BodyBroken as exc:
+        return Result.FAILURE, "", exc.text
+    finally:
+        response._stream.close()
+    return (*classify(response.status_code, decode(body)), None)
+
+
+async def probe(
+    url: str,
+    headers: SpecHeaders = (),
+    timeout: float = 1.0,
+    *,
+    follow_non_local_redirects: bool = False,
+    kube_version: str = DEFAULT_KUBE_VERSION,
+) -> Attempt:
+    """One HTTP probe attempt, exactly as `probetui.probe.http.probe` makes it (same arguments,
+    same Attempt); see that function for what each argument means."""
+    progress = _Progress(url)
+    streams: list[_Stream] = []
+    result, output, error, timed_out = Result.FAILURE, "", None, False
+    started_at = time.time()
+    start = time.monotonic()
+    try:
+        async with asyncio.timeout(timeout if timeout > 0 else None) as deadline:
+            result, output, error = await _exchange(
+                url,
+                _spec_key(headers),
+                kube_version,
+                follow_non_local_redirects,
+                progress,
+                deadline,
+                streams,
+            )
+    except (TimeoutError, _DialTimeout) as exc:
+        # _DialTimeout: the dial's own clock ran out a hair before the deadline's; one event
+        if isinstance(exc, TimeoutError) and not deadline.expired():
+            raise
+        timed_out = True
+        if progress.reading_body:
+            # ReadAtMost fails: (Failure, "", err), which the prober retries
+            error = _TIMEOUT_READING_BODY
+        else:
+            output = _url_error(progress.url, _TIMEOUT_AWAITING_HEADERS)
+    finally:
+        latency = time.monotonic() - start
+        for stream in streams:
+            stream.close()
+    return Attempt(
+        handler="http",
+        target=url,
+        result=result,
+        output=output,
+        error=error,
+        latency=latency,
+        started_at=started_at,
+        status_code=progress.status_code,
+        body=None if progress.body is None else decode(bytes(progress.body)),
+        timed_out=timed_out,
+    )
+
+
+__all__ = ["probe"]
