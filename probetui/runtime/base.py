@@ -72,6 +72,9 @@ class RuntimeHost(Protocol):
 
     def kubelet_event(self, event: KubeletEvent) -> None: ...
 
+    def settle_memory(self) -> None:
+        """After a large batch of pods (a cluster's first list): freeze what is alive for gc."""
+
 
 class Runtime(ABC):
     """Where containers live. One runtime per probetui process."""

@@ -193,6 +193,8 @@ class KubernetesRuntime(Runtime):
                 **self.reflector_options,
             )
             await self._first_list(pods)
+            # every pod's workers now exist: take them out of the cyclic collector's walks
+            host.settle_memory()
             tasks = [
                 asyncio.create_task(pods.run(), name="watch pods"),
                 asyncio.create_task(events.run(), name="watch events"),
