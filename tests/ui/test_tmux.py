@@ -110,6 +110,8 @@ def test_the_demo_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> None
 
     # / filters the workload list
     terminal.keys("/")
+    # type only once the input is there: keys sent before it has focus go to the list
+    terminal.wait(lambda s: "filter: pod, container, namespace" in s)
     terminal.text("flap")
     terminal.wait(lambda s: "Workloads (2 pods, 2 containers) /flap" in s)
     terminal.keys("Enter", "Escape")
