@@ -13,7 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
@@ -22,6 +22,7 @@ from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
 from probetui.ui.widgets.attempts import AttemptLog
+from probetui.ui.widgets.footer import KeyFooter
 from probetui.ui.widgets.header import DetailHeader, TopBar
 from probetui.ui.widgets.threshold import ThresholdPane
 from probetui.ui.widgets.timeline import Timeline
@@ -71,7 +72,7 @@ class MainScreen(Screen[None]):
                 yield self.timeline
                 yield self.threshold
                 yield self.attempts
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.filter_box.display = False
