@@ -3,6 +3,14 @@
 - `python -m benchmarks.engine`: the real prober (manager, workers, results caches, handlers)
   driving N synthetic pods against a loopback target; attempts/s, tick lateness, missed ticks,
   CPU per 1,000 attempts, peak RSS, errors. See `benchmarks/engine.py`.
+- `python -m benchmarks.blackbox`: the same target probed by prometheus-blackbox-exporter (its
+  setup installs the Debian package when missing) and by probetui's engine at the same rate;
+  CPU per 1,000 probes of each and the ratio, for HTTP and TCP.
+- `python -m benchmarks.history`: bytes per stored attempt and process RSS for N workers with
+  an hour of history in the timeline store.
+- `python -m benchmarks.ui`: 1,000 containers x 3 probes at period 1 s through the real app
+  (headless) and engine: key press to repaint p50/p99, frames per second under the flood.
+- `python -m benchmarks.simulate`: virtual seconds per wall second for one pod over 24 h.
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 
