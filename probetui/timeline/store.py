@@ -63,7 +63,13 @@ _RESULTS = {-1: ResultValue.UNKNOWN, 0: ResultValue.SUCCESS, 1: ResultValue.FAIL
 MAX_RUN = 0xFFFF
 BODY_EXCERPT = 2048  # characters of an HTTP body kept for the attempt log
 
-DEFAULT_CAPACITY = 3600  # per probe: an hour at period 1 s, ten hours at period 10 s
+DEFAULT_CAPACITY = 3600  # per probe at most: an hour at period 1 s
+# what each ring should cover: the ring is sized by the probe's period so that memory is set by
+# time, not by how fast a probe runs (15,000 probes at period 10 s: 540 entries each, not 3,600)
+DEFAULT_HISTORY_SECONDS = 3600.0
+# slack over one entry per period: kubelet-triggered and manual attempts, skips
+HISTORY_SLACK = 1.5
+MIN_CAPACITY = 64
 DEFAULT_DETAIL = 50  # per probe: attempts whose body, target and event text are kept
 DEFAULT_MARKS = 256  # per container: starts, exits, kills, back-offs, Ready changes ...
 CHANGES = 64  # per probe: published result changes kept for ▼/▲
@@ -531,8 +537,10 @@ class Store:
         capacity: int = DEFAULT_CAPACITY,
         detail: int = DEFAULT_DETAIL,
         marks: int = DEFAULT_MARKS,
+        history_seconds: float = DEFAULT_HISTORY_SECONDS,
     ) -> None:
         self.capacity = capacity
+        self.history_seconds = history_seconds
         self.detail = detail
         self.marks_per_container = marks
         self.texts = Texts()
@@ -588,12 +596,22 @@ class Store:
     def _probe(self, key: ProbeKey) -> ProbeHistory:
         h = self.probes.get(key)
         if h is None:
-            h = ProbeHistory(key, self.texts, self.capacity, self.detail)
+            h = ProbeHistory(key, self.texts, self._capacity_for(key), self.detail)
             self.probes[key] = h
             owner = self._container(ContainerKey(key.pod_uid, key.container))
             owner.probes[key.probe_type] = h
             h.owner = owner
         return h
+
+    def _capacity_for(self, key: ProbeKey) -> int:
+        """Entries for `history_seconds` of this probe at its period, within [64, capacity]."""
+        entry = self.pods.get(key.pod_uid)
+        container = entry.pod.container(key.container) if entry is not None else None
+        probe = container.probe(key.probe_type) if container is not None else None
+        if probe is None or probe.period_seconds <= 0:
+            return self.capacity
+        wanted = int(HISTORY_SLACK * self.history_seconds / probe.period_seconds) + 1
+        return max(min(wanted, self.capacity), min(MIN_CAPACITY, self.capacity))
 
     def _record(self, event: Event) -> None:
         record = event.record

@@ -44,6 +44,23 @@ def test_ring_wraps_and_keeps_the_newest_in_time_order() -> None:
     assert h.counts[Kind.SUCCESS] == 25  # totals are not bounded by the ring
 
 
+def test_rings_are_sized_by_time_not_by_probe_rate() -> None:
+    """An hour of each probe: period 1 s fills the cap, period 5 s needs a fifth of it.
+
+    Memory is then set by the number of probes and the hour, whatever their periods (the
+    history benchmark's 15,000 workers at period 10 s: 541 entries each)."""
+    store = Store(capacity=3600, history_seconds=3600)
+    synth = Synth(store)
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)
+    synth.attempt(pod, "app", R, T0, Result.SUCCESS)
+    synth.attempt(pod, "app", ProbeType.LIVENESS, T0, Result.SUCCESS)
+    readiness = store.probe(ProbeKey(pod.uid, "app", R))
+    liveness = store.probe(ProbeKey(pod.uid, "app", ProbeType.LIVENESS))
+    assert readiness is not None and readiness.capacity == 3600  # 1.5 x 3600 / 1, capped
+    assert liveness is not None and liveness.capacity == 1081  # 1.5 x 3600 / 5, + 1
+
+
 def test_only_the_last_attempts_keep_their_detail() -> None:
     store = Store(capacity=100, detail=3)
     synth = Synth(store)
