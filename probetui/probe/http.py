@@ -588,6 +588,27 @@ def _is_absolute(location: str) -> bool:
         return False
 
 
+def _next_hop(
+    current: str, location: str, host: str, original_hostname: str, follow_non_local: bool
+) -> tuple[str, str] | None:
+    """net/http's redirect decision: (URL to follow, Host header to keep), or None when this 3xx
+    is the answer (ErrUseLastResponse). An unparsable Location raises `_GoError` with Go's text.
+    """
+    try:
+        target = urljoin(current, location)
+    except ValueError:
+        # urljoin only refuses an unclosed IPv6 bracket, which Go's url.Parse refuses too
+        quoted = _go_quote(location)
+        raise _GoError(
+            f"failed to parse Location header {quoted}: parse {quoted}: missing ']' in host"
+        ) from None
+    if not follow_non_local and _hostname(target) != original_hostname:
+        return None
+    # Go keeps a custom Host only when the Location is relative (golang.org/issue/22233)
+    keep = host if host and host != _authority(current) and not _is_absolute(location) else ""
+    return target, keep
+
+
 def _redirect_headers(original: HeaderMap, previous: str, target: str) -> HeaderMap:
     """net/http makeHeadersCopier plus the Referer the client sets on each redirect."""
     keep_sensitive = _is_domain_or_subdomain(_canonical_addr(target), _canonical_addr(previous))
@@ -709,20 +730,12 @@ async def _exchange(
             break
         location = locations[0]
         try:
-            target = urljoin(current, location)
-        except ValueError:
-            # urljoin only refuses an unclosed IPv6 bracket, which Go's url.Parse refuses too
-            quoted = _go_quote(location)
-            detail = (
-                f"failed to parse Location header {quoted}: parse {quoted}: missing ']' in host"
-            )
-            return Result.FAILURE, _url_error(current, detail), None
-        if not follow_non_local_redirects and _hostname(target) != original_hostname:
+            hop = _next_hop(current, location, host, original_hostname, follow_non_local_redirects)
+        except _GoError as exc:
+            return Result.FAILURE, _url_error(current, str(exc)), None
+        if hop is None:
             break  # ErrUseLastResponse: this 3xx is the answer
-        # Go keeps a custom Host only when the Location is relative (golang.org/issue/22233)
-        next_host = (
-            host if host and host != _authority(current) and not _is_absolute(location) else ""
-        )
+        target, next_host = hop
         progress.url = target
         await _drain(response)
         if requests >= MAX_REDIRECT_REQUESTS:

@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
-from urllib.parse import urljoin
 
 import h11
 
@@ -60,7 +59,7 @@ from probetui.probe.http import (
     _GoError,
     _header_map,
     _hostname,
-    _is_absolute,
+    _next_hop,
     _redirect_headers,
     _ssl_context,
     _tls_error,
@@ -430,20 +429,12 @@ async def _exchange(
             break
         location = locations[0]
         try:
-            target = urljoin(current, location)
-        except ValueError:
-            # urljoin only refuses an unclosed IPv6 bracket, which Go's url.Parse refuses too
-            quoted = _go_quote(location)
-            detail = (
-                f"failed to parse Location header {quoted}: parse {quoted}: missing ']' in host"
-            )
-            return Result.FAILURE, _url_error(current, detail), None
-        if not follow_non_local_redirects and _hostname(target) != original_hostname:
+            hop = _next_hop(current, location, host, original_hostname, follow_non_local_redirects)
+        except _GoError as exc:
+            return Result.FAILURE, _url_error(current, str(exc)), None
+        if hop is None:
             break  # ErrUseLastResponse: this 3xx is the answer
-        # Go keeps a custom Host only when the Location is relative (golang.org/issue/22233)
-        next_host = (
-            host if host and host != _authority(current) and not _is_absolute(location) else ""
-        )
+        target, next_host = hop
         progress.url = target
         await _drain(response)
         if requests >= MAX_REDIRECT_REQUESTS:
