@@ -87,8 +87,11 @@ def process_cpu_seconds(pid: int) -> float:
 
 def machine_busy_seconds() -> float:
     """CPU seconds every core of the machine has spent not idle, from /proc/stat."""
-    with open("/proc/stat") as f:
-        parts = [int(x) for x in f.readline().split()[1:]]
+    try:
+        with open("/proc/stat") as f:
+            parts = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
     idle = parts[3] + (parts[4] if len(parts) > 4 else 0)  # idle + iowait
     return (sum(parts[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 

@@ -39,7 +39,6 @@ import array
 import asyncio
 import contextlib
 import gc
-import inspect
 import ipaddress
 import json
 import logging
@@ -56,6 +55,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from benchmarks.common import machine_busy_seconds, quantile
 from benchmarks.target import Target, start_target
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import LoopClock
@@ -129,16 +129,11 @@ class _Reservoir:
             return {"p50_ms": None, "p99_ms": None, "max_ms": None, "mean_ms": None}
         ordered = sorted(self.values)
         return {
-            "p50_ms": round(_quantile(ordered, 0.50) * 1000, 3),
-            "p99_ms": round(_quantile(ordered, 0.99) * 1000, 3),
+            "p50_ms": round(quantile(ordered, 0.50) * 1000, 3),
+            "p99_ms": round(quantile(ordered, 0.99) * 1000, 3),
             "max_ms": round(ordered[-1] * 1000, 3),
             "mean_ms": round(sum(ordered) / len(ordered) * 1000, 3),
         }
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    index = min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))
-    return ordered[index]
 
 
 class Stats:
@@ -301,24 +296,8 @@ def make_pods(config: Config, host: str, port: int, now: float) -> list[tuple[Po
 # Handlers
 
 
-def _http_impl_kwargs(impl: str, factory: Callable[..., Any]) -> dict[str, str]:
-    """How to have `factory` (HandlerRunner or Engine) run `impl` for httpGet probes.
-
-    Through its `http_impl` setting where it has one. Where it has none yet, the reference
-    handler is what it runs; for "lean" the benchmark then points `probetui.probe.http.probe`
-    at the lean handler, for this process only (one benchmark run is one handler).
-    """
-    if "http_impl" in inspect.signature(factory).parameters:
-        return {"http_impl": impl}
-    if impl == "lean":
-        from probetui.probe import http, http_lean
-
-        http.probe = http_lean.probe  # type: ignore[assignment]
-    return {}
-
-
 def handler_runner(impl: str) -> HandlerRunner:
-    return HandlerRunner(**_http_impl_kwargs(impl, HandlerRunner))
+    return HandlerRunner(http_impl=impl)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,9 +366,11 @@ class _EngineDriver:
             def pod(self, pod: Pod, status: PodStatus | None) -> None:
                 pass
 
-        kwargs = _http_impl_kwargs(self.config.impl, Engine)
         self._engine = Engine(
-            SyntheticRuntime(), [RecordSink()], clock_factory=lambda: clock, **kwargs
+            SyntheticRuntime(),
+            [RecordSink()],
+            clock_factory=lambda: clock,
+            http_impl=self.config.impl,
         )
         self._task = asyncio.get_running_loop().create_task(self._engine.run())
         await ready.wait()
@@ -406,17 +387,6 @@ class _EngineDriver:
 
 # ---------------------------------------------------------------------------------------------
 # The run
-
-
-def _machine_busy() -> float:
-    """CPU seconds the whole machine has been busy (all cores), from /proc/stat."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -439,7 +409,7 @@ class _CPU:
             own.ru_stime,
             kids.ru_utime + kids.ru_stime,
             target.cpu_seconds() if target is not None else 0.0,
-            _machine_busy(),
+            machine_busy_seconds(),
             time.monotonic(),
         )
 

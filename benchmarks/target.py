@@ -27,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from benchmarks.common import process_cpu_seconds
+
 _RESPONSE = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"
     b"Connection: close\r\n\r\nok"
@@ -144,7 +146,7 @@ class Target:
         """User + system CPU of the target so far (and its children, for nginx's worker)."""
         if self.process is None:
             return 0.0
-        return sum(_proc_cpu(pid) for pid in _tree(self.process.pid))
+        return sum(process_cpu_seconds(pid) for pid in _tree(self.process.pid))
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -167,19 +169,9 @@ def _tree(pid: int) -> list[int]:
     return pids
 
 
-def _proc_cpu(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # utime, stime (fields 14 and 15 of stat; 12 and 13 after the command name)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def process_cpu(pid: int) -> float:
     """User + system CPU seconds of a live process, from /proc."""
-    return _proc_cpu(pid)
+    return process_cpu_seconds(pid)
 
 
 def _die_with_parent() -> None:
