@@ -79,17 +79,14 @@ class HandlerRunner:
             if isinstance(handler, ExecAction):
                 from probetui.probe import exec as exec_probe
 
-                # every declared var counts, valueFrom ones as "" (EnvVarsToMap)
-                env = exec_probe.static_env(container.env)
-                argv = exec_probe.expand_command(handler.command, env)
+                argv = exec_argv(handler, container)
                 runner = self.exec_for(pod, container) if self.exec_for else None
                 return await exec_probe.probe(argv, timeout, runner)  # type: ignore[arg-type]
             if isinstance(handler, HTTPGetAction):
                 from probetui.probe import http
 
-                port = resolve_container_port(handler.port, container)
                 host, port = await self._address(
-                    pod, container, handler.host or status.pod_ip, port, swaps
+                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
                 url = http.format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
@@ -103,16 +100,16 @@ class HandlerRunner:
             if isinstance(handler, TCPSocketAction):
                 from probetui.probe import tcp
 
-                port = resolve_container_port(handler.port, container)
                 host, port = await self._address(
-                    pod, container, handler.host or status.pod_ip, port, swaps
+                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
                 return await tcp.probe(host, port, timeout)
             if isinstance(handler, GRPCAction):
                 from probetui.probe import grpc
 
-                # the host is always the pod IP; gRPC has no host field (spec 15.1)
-                host, port = await self._address(pod, container, status.pod_ip, handler.port, swaps)
+                host, port = await self._address(
+                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
+                )
                 return await grpc.probe(
                     host, port, handler.service or "", timeout, kube_version=self.kube_version
                 )
@@ -129,6 +126,24 @@ class HandlerRunner:
         return await run_probe_with_retries(
             self, worker.probe_type, worker.spec, worker.pod, worker.container, status
         )
+
+
+def dial_address(
+    handler: HTTPGetAction | TCPSocketAction | GRPCAction, container: Container, pod_ip: str
+) -> tuple[str, int]:
+    """The host and port a network probe names (spec 13.1, 14.1, 15.1): its `host` or the pod
+    IP, and the port resolved by name. Raises `PortResolutionError` (a `ReachError`)."""
+    if isinstance(handler, GRPCAction):
+        return pod_ip, handler.port  # gRPC has no host field, and its port is a number
+    return handler.host or pod_ip, resolve_container_port(handler.port, container)
+
+
+def exec_argv(handler: ExecAction, container: Container) -> list[str]:
+    """The command as the kubelet runs it: `$(VAR)` expanded from every declared env var,
+    valueFrom ones as "" (`EnvVarsToMap`, spec 9.6)."""
+    from probetui.probe.exec import expand_command, static_env
+
+    return expand_command(handler.command, static_env(container.env))
 
 
 def _as_the_kubelet_names_it(attempt: Attempt, swaps: list[tuple[str, str]]) -> Attempt:

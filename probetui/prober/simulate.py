@@ -479,7 +479,9 @@ def synthetic_attempt(
     probe: Probe, container: Container, pod_ip: str, *, fails: bool, latency: float
 ) -> Attempt:
     """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's."""
-    from probetui.probe.util import PortResolutionError, resolve_container_port
+    from probetui.probe.tcp import join_host_port
+    from probetui.probe.util import PortResolutionError
+    from probetui.prober.handlers import dial_address, exec_argv
 
     handler = probe.handler
     timeout = float(probe.timeout_seconds)
@@ -488,8 +490,7 @@ def synthetic_attempt(
     t_text = bo.go_duration(timeout)
     try:
         if isinstance(handler, HTTPGetAction):
-            port = resolve_container_port(handler.port, container)
-            url = _url(handler, handler.host or pod_ip, port)
+            url = _url(handler, *dial_address(handler, container, pod_ip))
             if timed_out:
                 out = f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
                 return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
@@ -500,10 +501,7 @@ def synthetic_attempt(
                 "http", url, Result.SUCCESS, "ok", latency=took, status_code=200, body="ok"
             )
         if isinstance(handler, TCPSocketAction):
-            port = resolve_container_port(handler.port, container)
-            from probetui.probe.tcp import join_host_port
-
-            target = join_host_port(handler.host or pod_ip, port)
+            target = join_host_port(*dial_address(handler, container, pod_ip))
             if timed_out:
                 out = f"dial tcp {target}: i/o timeout"
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took, timed_out=True)
@@ -512,7 +510,7 @@ def synthetic_attempt(
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took)
             return Attempt("tcp", target, Result.SUCCESS, "", latency=took)
         if isinstance(handler, GRPCAction):
-            target = f"{pod_ip}:{handler.port}"
+            target = join_host_port(*dial_address(handler, container, pod_ip))
             if timed_out:
                 out = f"timeout: health rpc did not complete within {t_text}"
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took, timed_out=True)
@@ -521,10 +519,7 @@ def synthetic_attempt(
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took)
             return Attempt("grpc", target, Result.SUCCESS, "service healthy", latency=took)
         if isinstance(handler, ExecAction):
-            from probetui.probe.exec import expand_command, static_env
-
-            argv = expand_command(handler.command, static_env(container.env))
-            target = " ".join(argv)
+            target = " ".join(exec_argv(handler, container))
             if timed_out:
                 out = f'command "{target}" timed out'
                 return Attempt("exec", target, Result.FAILURE, out, latency=took, timed_out=True)
