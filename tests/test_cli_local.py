@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from probetui.cli import main
+from tests.processes import alive
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -42,18 +43,6 @@ def write_manifest(path: Path, *containers: dict[str, Any], policy: str = "Alway
     }
     path.write_text(json.dumps(doc))
     return path
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def wait_for(cond: Any, timeout: float) -> None:

@@ -27,21 +27,9 @@ from probetui.runtime.local.process import (
     process_spec,
 )
 from probetui.spec.model import Container, EnvVar
+from tests.processes import alive as _alive
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _alive(pid: int) -> bool:
-    """A zombie counts as dead: PID 1 here may not reap the orphans it inherits."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _wait_dead(pid: int, timeout: float = 1.0) -> bool:

@@ -34,6 +34,7 @@ from probetui.runtime.local.runtime import (
 from probetui.spec.model import Pod, ProbeType
 from probetui.spec.parse import parse_pods
 from probetui.timeline.events import Event
+from tests.processes import alive
 
 PY = sys.executable
 
@@ -70,18 +71,6 @@ def manifest(*containers: dict[str, Any], policy: str = "Always", **spec: Any) -
     if inits:
         doc["spec"]["initContainers"] = inits
     return parse_pods(json.dumps(doc), source="test")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 class Recorder:
