@@ -135,7 +135,6 @@ class Engine:
             launch=self._launch_or_skip,
             listener=self._on_record,
         )
-        self._default_launch = self._manager._launch
         for probe_type in ProbeType:
             self._manager.results_for(probe_type).subscribe(
                 lambda update, pt=probe_type: self._on_update(pt, update)
@@ -157,7 +156,7 @@ class Engine:
     def _launch_or_skip(self, worker: Worker, status: PodStatus, done: Done) -> None:
         reason = self.runtime.not_probed(worker.pod, worker.container, worker.probe_type)
         if reason is None:
-            self._default_launch(worker, status, done)
+            self.manager.launch_task(worker, status, done)
             return
         # observe-only: nothing dialled or run; the worker counts nothing (as a blown-up probe)
         self._publish(

@@ -50,7 +50,7 @@ class Manager:
         self.status_of = status_of
         self.run_probe = run_probe
         # how a probe is started: an asyncio task live, a scheduled callback in simulation
-        self.launch: Launch = launch or self._launch
+        self.launch: Launch = launch or self.launch_task
         self.listener = listener
         self.rng = rng
         # when "the kubelet" started: drives start-up jitter (4.2) and restart grace (8.1)
@@ -124,7 +124,7 @@ class Manager:
             if key.pod_uid not in keep:
                 worker.stop()
 
-    def _launch(self, worker: Worker, status: PodStatus, done: Done) -> None:
+    def launch_task(self, worker: Worker, status: PodStatus, done: Done) -> None:
         """Run one probe as a task; its completion resumes the worker's loop."""
         assert self.run_probe is not None, "a live manager needs run_probe"
         task = asyncio.get_running_loop().create_task(self.run_probe(worker, status))
