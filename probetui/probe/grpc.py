@@ -9,7 +9,7 @@ needs. For TLS the channel therefore talks plaintext HTTP/2 to a loopback bridge
 attempt, and the bridge dials the target with the ProbeDialer and a TLS client that verifies
 nothing, offers ALPN "h2" and sends SNI only for host names, as Go's crypto/tls does. Any
 certificate is accepted (self-signed, expired, wrong name); the cost is one loopback listener per
-TLS attempt. Without TLS, grpcio dials by itself, so the ProbeDialer's SO_LINGER is not applied.
+TLS attempt. Without TLS, grpcio dials by itself.
 """
 
 from __future__ import annotations

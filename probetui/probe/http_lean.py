@@ -10,9 +10,8 @@ reference's test vectors against both and compares every field of the Attempt.
 
 What it leaves out is httpx's machinery for a general client (request and response objects, a
 connection pool, anyio task groups, trace hooks): a probe needs a socket, one request, and the
-head and first 10 KiB of one response. The dial is the TCP handler's, which is the kubelet's
-`ProbeDialer` (SO_LINGER 1 s), as upstream's HTTP transport uses it too, and the close is the
-TCP handler's too, which does not let the lingering close stall the event loop.
+head and first 10 KiB of one response. The dial is the TCP handler's (the kubelet's
+`ProbeDialer`, which upstream's HTTP transport uses too; see `probetui.probe.tcp` on linger).
 """
 
 from __future__ import annotations
@@ -119,6 +118,39 @@ def _parse(url: str) -> _Target:
     return scheme, u.raw_host.decode("ascii"), port, u.raw_path
 
 
+class _Deadline:
+    """The attempt's deadline: at `when` (loop time; None for none) the attempt's task is
+    cancelled. asyncio.timeout's logic, with the loop and task handed in: each of its two
+    get_running_loop() calls is a getpid() system call on Python 3.11, a few per cent of an
+    attempt at cluster rates."""
+
+    __slots__ = ("_cancelling", "_handle", "_task", "expired", "loop", "when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.expired = False
+        task = asyncio.current_task(loop)
+        assert task is not None, "an HTTP probe runs in a task"
+        self._task = task
+        self._cancelling = task.cancelling()
+        if timeout > 0:
+            self.when: float | None = loop.time() + timeout
+            self._handle: asyncio.TimerHandle | None = loop.call_at(self.when, self._expire)
+        else:
+            self.when = self._handle = None
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._task.cancel()
+
+    def disarm(self) -> bool:
+        """Stop the clock. True when it had run out and its cancellation is the only one the
+        task has: a CancelledError is then the deadline's, to be reported as a timeout."""
+        if self._handle is not None:
+            self._handle.cancel()
+        return self.expired and self._task.uncancel() <= self._cancelling
+
+
 class _Stream:
     """One connected socket, with TLS over memory BIOs when the scheme is https.
 
@@ -129,9 +161,9 @@ class _Stream:
 
     __slots__ = ("_incoming", "_loop", "_outgoing", "_tls", "local", "remote", "sock")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
         self.sock = sock
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop
         self._tls: ssl.SSLObject | None = None
         self._incoming: ssl.MemoryBIO | None = None
         self._outgoing: ssl.MemoryBIO | None = None
@@ -148,7 +180,9 @@ class _Stream:
         return f"{_go_addr(self.local)}->{_go_addr(self.remote)}"
 
     def close(self) -> None:
-        tcp.close(self.sock)
+        # a stream is closed once its response is read and again when the attempt ends
+        if self.sock.fileno() != -1:
+            self.sock.close()
 
     async def start_tls(self, hostname: str) -> None:
         self._incoming = ssl.MemoryBIO()
@@ -275,17 +309,18 @@ def _protocol_error(exc: h11.RemoteProtocolError) -> str:
     return _BROKEN + str(exc)
 
 
-async def _open(target: _Target, deadline: asyncio.Timeout) -> _Stream:
+async def _open(target: _Target, deadline: _Deadline) -> _Stream:
     scheme, host, port, _ = target
-    when = deadline.when()
-    remaining = _NO_DEADLINE if when is None else max(when - asyncio.get_running_loop().time(), 0)
+    loop = deadline.loop
+    when = deadline.when
+    remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
     try:
-        sock = await tcp.dial(host, port, remaining)
+        sock = await tcp.dial(host, port, remaining, loop)
     except tcp.DialError as exc:
         if exc.timed_out:
             raise _DialTimeout from None
         raise _Failed(str(exc)) from None
-    stream = _Stream(sock)
+    stream = _Stream(sock, loop)
     if scheme == "https":
         try:
             await stream.start_tls(host)
@@ -321,7 +356,7 @@ def _spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
     return tuple((h.name, h.value) if isinstance(h, HTTPHeader) else (h[0], h[1]) for h in headers)
 
 
-async def _send(hop: _Hop, deadline: asyncio.Timeout, streams: list[_Stream]) -> _Response:
+async def _send(hop: _Hop, deadline: _Deadline, streams: list[_Stream]) -> _Response:
     """One hop: dial, send the request, read the response head (httpcore's order of failures)."""
     target, lines = hop
     stream = await _open(target, deadline)
@@ -393,7 +428,7 @@ async def _exchange(
     kube_version: str,
     follow_non_local_redirects: bool,
     progress: _Progress,
-    deadline: asyncio.Timeout,
+    deadline: _Deadline,
     streams: list[_Stream],
 ) -> tuple[Result, str, str | None]:
     """Client.Do with the kubelet's CheckRedirect, then DoHTTPProbe's reading of the answer.
@@ -468,8 +503,10 @@ async def probe(
     result, output, error, timed_out = Result.FAILURE, "", None, False
     started_at = time.time()
     start = time.monotonic()
+    deadline = _Deadline(asyncio.get_running_loop(), timeout)
+    expired = False
     try:
-        async with asyncio.timeout(timeout if timeout > 0 else None) as deadline:
+        try:
             result, output, error = await _exchange(
                 url,
                 _spec_key(headers),
@@ -479,9 +516,11 @@ async def probe(
                 deadline,
                 streams,
             )
-    except (TimeoutError, _DialTimeout) as exc:
+        finally:
+            expired = deadline.disarm()
+    except (asyncio.CancelledError, _DialTimeout) as exc:
         # _DialTimeout: the dial's own clock ran out a hair before the deadline's; one event
-        if isinstance(exc, TimeoutError) and not deadline.expired():
+        if isinstance(exc, asyncio.CancelledError) and not expired:
             raise
         timed_out = True
         if progress.reading_body:
