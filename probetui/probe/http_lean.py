@@ -4,7 +4,10 @@ The same attempt as `probetui.probe.http` (the reference, on httpx) at a fractio
 one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap
 and one overall deadline, and Go's words for every error. The request and response are framed
 by h11, the parser httpcore uses under httpx, so both handlers accept and reject the same
-bytes; the header map, the wire header order, the redirect rules and the error texts are the
+bytes. The request's bytes are made by h11 once per probe and kept; the common response (a
+whole head in the first read, plain ASCII, framed by one Content-Length or by the close) is
+read by `_plain_head` without h11's objects, and anything else goes to h11 from its first
+byte (`tests/probe/test_http_lean_plain.py` holds the two readings identical). The header map, the wire header order, the redirect rules and the error texts are the
 reference's own functions, imported, not copied. `tests/probe/test_http_lean.py` runs the
 reference's test vectors against both and compares every field of the Attempt.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import ssl
 import time
@@ -248,14 +252,11 @@ def _read_error(err: OSError, stream: _Stream) -> str:
 
 
 class _Response:
-    """One hop's response head, and its body as h11 hands it out."""
+    """One hop's response head; `body_chunks()` hands out its body."""
 
-    __slots__ = ("_h11", "_stream", "headers", "status_code")
+    __slots__ = ("_stream", "headers", "status_code")
 
-    def __init__(
-        self, h: h11.Connection, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]]
-    ) -> None:
-        self._h11 = h
+    def __init__(self, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         self._stream = stream
         self.status_code = status
         self.headers: list[tuple[bytes, bytes]] = headers
@@ -279,7 +280,22 @@ class _Response:
             encoding = "iso-8859-1"
         return [v.decode(encoding) for v in raw]
 
-    async def body_chunks(self) -> AsyncIterator[bytes]:
+    def body_chunks(self) -> AsyncIterator[bytes]:
+        raise NotImplementedError
+
+
+class _H11Response(_Response):
+    """A response h11 framed: its body as h11 hands it out."""
+
+    __slots__ = ("_h11",)
+
+    def __init__(
+        self, h: h11.Connection, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        super().__init__(stream, status, headers)
+        self._h11 = h
+
+    async def body_chunks(self) -> AsyncIterator[bytes]:  # type: ignore[override]
         """httpcore's _receive_response_body: Data until EndOfMessage (or PAUSED)."""
         while True:
             event = await _next_event(self._h11, self._stream)
@@ -287,6 +303,103 @@ class _Response:
                 yield bytes(event.data)
             elif type(event) is h11.EndOfMessage or event is h11.PAUSED:
                 return
+
+
+class _PlainResponse(_Response):
+    """A response whose head `_plain_head` read: its body framed by Content-Length, or by the
+    end of the connection when it has none, exactly as h11's ContentLengthReader and
+    Http10Reader frame it (chunked bodies never get here)."""
+
+    __slots__ = ("_length", "_rest")
+
+    def __init__(
+        self,
+        stream: _Stream,
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        rest: bytes,
+        length: int | None,
+    ) -> None:
+        super().__init__(stream, status, headers)
+        self._rest = rest
+        self._length = length
+
+    async def body_chunks(self) -> AsyncIterator[bytes]:  # type: ignore[override]
+        remaining, data = self._length, self._rest
+        while True:
+            if data:
+                if remaining is None:
+                    yield data
+                else:
+                    # bytes past Content-Length are never part of the body
+                    piece = data[:remaining]
+                    remaining -= len(piece)
+                    yield piece
+            if remaining == 0:
+                return
+            data = await self._stream.recv()
+            if not data:
+                if remaining is not None:
+                    # h11's ContentLengthReader.read_eof; the caller reports "unexpected EOF"
+                    raise h11.RemoteProtocolError("peer closed connection before the body ended")
+                return
+
+
+# What `_plain_head` reads itself: a strict subset of what h11 accepts, where the two cannot
+# differ. HTTP/1.0 or 1.1, a reason of printable ASCII; header names of token characters, values
+# of printable ASCII (h11 also allows tabs inside and bytes over 0x7e), CR LF line ends only.
+_PLAIN_STATUS = re.compile(rb"HTTP/1\.[01] ([0-9]{3})(?: [\x20-\x7e]*)?")
+_PLAIN_FIELD = re.compile(
+    rb"([-!#$%&'*+.^_`|~0-9A-Za-z]+):[ \t]*([\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?[ \t]*"
+)
+_PLAIN_LENGTH = re.compile(rb"[0-9]{1,18}")
+_HEAD_END = b"\r\n\r\n"
+
+
+def _plain_head(
+    data: bytes,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes, int | None] | None:
+    """The common response, read without h11: (status, headers, body bytes so far, Content-Length
+    or None), when `data` (the first read) holds a whole head that h11 would read the same way
+    and frame by Content-Length or by the connection's end. None for anything else: no whole head
+    yet, a status under 200, 204 or 304, Transfer-Encoding, several Content-Lengths, a tab,
+    obs-fold, a bare CR or LF, bytes over 0x7e, anything h11 might reject. The caller then gives
+    h11 the same bytes from the start, so h11 alone decides every case but the plain one.
+
+    Why: h11's event objects and state machine were a quarter of the engine's CPU per HTTP
+    attempt; the plain case is nearly every probe. `tests/probe/test_http_lean_plain.py` holds
+    the two readings identical, response by response and split at every byte.
+    """
+    end = data.find(_HEAD_END)
+    if end < 0:
+        return None
+    head = data[:end]
+    crlf = head.count(b"\r\n")
+    if head.count(b"\r") != crlf or head.count(b"\n") != crlf:
+        return None
+    lines = head.split(b"\r\n")
+    status_line = _PLAIN_STATUS.fullmatch(lines[0])
+    if status_line is None:
+        return None
+    status = int(status_line[1])
+    if status < 200 or status == 204 or status == 304:
+        return None
+    headers: list[tuple[bytes, bytes]] = []
+    length: int | None = None
+    for line in lines[1:]:
+        field = _PLAIN_FIELD.fullmatch(line)
+        if field is None:
+            return None
+        name, value = field[1], field[2] or b""
+        lower = name.lower()
+        if lower == b"content-length":
+            if length is not None or _PLAIN_LENGTH.fullmatch(value) is None:
+                return None
+            length = int(value)
+        elif lower == b"transfer-encoding":
+            return None
+        headers.append((name, value))
+    return status, headers, data[end + 4 :], length
 
 
 async def _next_event(h: h11.Connection, stream: _Stream) -> h11.Event | type[h11.PAUSED]:
@@ -337,12 +450,33 @@ async def _open(target: _Target, deadline: _Deadline) -> _Stream:
 
 
 # One hop's request as made before the dial (what fails before the dial fails making it):
-# where to dial, and the header lines in wire order, Host first.
-_Hop = tuple[_Target, tuple[tuple[bytes, bytes], ...]]
+# where to dial, the header lines in wire order (Host first), and the request's bytes as h11
+# writes them, or h11's complaint about them (raised only once the dial is done, as httpcore
+# makes the request after connecting).
+_Hop = tuple[_Target, tuple[tuple[bytes, bytes], ...], bytes | str]
+
+
+def _request(target: _Target, lines: tuple[tuple[bytes, bytes], ...]) -> h11.Request:
+    return h11.Request(method=b"GET", target=target[3], headers=lines)
+
+
+def _h11_client(
+    target: _Target, lines: tuple[tuple[bytes, bytes], ...]
+) -> tuple[h11.Connection, bytes]:
+    """An h11 client that has sent this hop's request, and the bytes it wrote for it."""
+    h = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=_MAX_INCOMPLETE_EVENT_SIZE)
+    data = h.send(_request(target, lines)) + h.send(h11.EndOfMessage())  # type: ignore[operator]
+    return h, data
 
 
 def _prepare(url: str, headers: HeaderMap, host: str) -> _Hop:
-    return _parse(url), tuple(_wire_headers(headers, host or _authority(url)))
+    target = _parse(url)
+    lines = tuple(_wire_headers(headers, host or _authority(url)))
+    try:
+        request: bytes | str = _h11_client(target, lines)[1]
+    except h11.LocalProtocolError as exc:
+        request = str(exc)
+    return target, lines, request
 
 
 @lru_cache(maxsize=32768)
@@ -358,19 +492,34 @@ def _spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
 
 async def _send(hop: _Hop, deadline: _Deadline, streams: list[_Stream]) -> _Response:
     """One hop: dial, send the request, read the response head (httpcore's order of failures)."""
-    target, lines = hop
+    target, lines, request = hop
     stream = await _open(target, deadline)
     streams.append(stream)
-    try:
-        # made per attempt, not cached: h11's event objects are tracked by the cyclic collector
-        request = h11.Request(method=b"GET", target=target[3], headers=lines)
-    except h11.LocalProtocolError as exc:
-        raise _Failed(str(exc)) from None
-    h = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=_MAX_INCOMPLETE_EVENT_SIZE)
-    data = h.send(request) + h.send(h11.EndOfMessage())  # type: ignore[operator]
+    if isinstance(request, str):
+        raise _Failed(request)
     # httpcore reads on after a write error: the server may have answered already
     with contextlib.suppress(OSError):
-        await stream.send(data)
+        await stream.send(request)
+    return await _receive(stream, target, lines)
+
+
+async def _receive(
+    stream: _Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...], plain: bool = True
+) -> _Response:
+    """The response head: read by `_plain_head` when it can, else by h11 from the first byte.
+    `plain=False` always uses h11 (the tests compare the two)."""
+    try:
+        first = await stream.recv()
+    except OSError as exc:
+        raise _Failed(_read_error(exc, stream)) from None
+    if not first:
+        # httpcore: "Server disconnected without sending a response", which Go calls EOF
+        raise _Failed("EOF")
+    head = _plain_head(first) if plain else None
+    if head is not None:
+        return _PlainResponse(stream, *head)
+    h = _h11_client(target, lines)[0]
+    h.receive_data(first)
     try:
         while True:
             event = await _next_event(h, stream)
@@ -382,7 +531,7 @@ async def _send(hop: _Hop, deadline: _Deadline, streams: list[_Stream]) -> _Resp
         raise _Failed(_protocol_error(exc)) from None
     except OSError as exc:
         raise _Failed(_read_error(exc, stream)) from None
-    return _Response(h, stream, event.status_code, event.headers.raw_items())
+    return _H11Response(h, stream, event.status_code, event.headers.raw_items())
 
 
 async def _read_at_most(response: _Response, limit: int, sink: bytearray) -> None:
