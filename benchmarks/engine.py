@@ -1,7 +1,7 @@
 """Engine benchmark: the real prober under a cluster's worth of probes, on one event loop.
 
-    python -m benchmarks.engine --workers 15000 --period 10 --handler http --impl lean \\
-        --duration 60 --uvloop [--target HOST:PORT] [--json] [--out FILE]
+    python -m benchmarks.engine --workers 15000 --period 10 --handler http --duration 60
+        [--impl lean|httpx] [--uvloop] [--target HOST:PORT] [--json] [--out FILE]
 
 Builds N synthetic pods, each with one container and one probe (readiness by default) whose pod
 IP and port point at the target, and runs them through the real `Manager`, `Worker`s, results
@@ -703,7 +703,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, required=True, help="probe workers (one pod each)")
     p.add_argument("--period", type=int, default=10, help="periodSeconds of every probe")
     p.add_argument("--handler", choices=("http", "tcp", "grpc"), default="http")
-    p.add_argument("--impl", choices=("httpx", "lean"), default="httpx", help="HTTP handler")
+    p.add_argument(
+        "--impl",
+        choices=("httpx", "lean"),
+        help="HTTP handler (default: lean, as probetui runs; httpx is the reference)",
+    )
     p.add_argument("--target", help="HOST:PORT to probe; default: start a loopback target")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --target")
     p.add_argument(
@@ -732,7 +736,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         raise BenchError("--period and --timeout are whole seconds, at least 1")
     if args.duration <= 0:
         raise BenchError("--duration must be more than 0 seconds")
-    if args.impl != "httpx" and args.handler != "http":
+    if args.impl is not None and args.handler != "http":
         raise BenchError("--impl applies to --handler http only")
     warmup = float(args.period) if args.warmup is None else args.warmup
     if warmup < 0:
@@ -741,7 +745,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         workers=args.workers,
         period=args.period,
         handler=args.handler,
-        impl=args.impl,
+        impl=args.impl or "lean",
         duration=args.duration,
         warmup=warmup,
         timeout=args.timeout,
