@@ -416,14 +416,19 @@ class ProbeHistory:
             return self._view(i, {}) if self._rec[i + F_CODE] & 7 == Kind.SKIP else None
         return None
 
-    def recent(self, n: int) -> list[AttemptView]:
-        """The newest `n` entries, newest first, with detail where it is still kept."""
+    def recent(self, n: int, until: float | None = None) -> list[AttemptView]:
+        """The newest `n` entries (at or before `until`, when given), newest first, with detail
+        where it is still kept."""
         d = self._d
         details = {d[j] - 1: j for j in range(0, len(d), DREC) if d[j]}
         out: list[AttemptView] = []
         seq = self.seq
+        rec = self._rec
+        last_ms = None if until is None or self._base is None else (until - self._base) * 1000.0
         for i in self.indices_back():
             seq -= 1
+            if last_ms is not None and rec[i] > last_ms:
+                continue
             out.append(self._view(i, details, seq & 0xFFFFFFFF))
             if len(out) >= n:
                 break

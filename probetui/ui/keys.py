@@ -72,7 +72,7 @@ EXPLAIN = {
     "prev_probe": "select the previous probe",
     "output": "bottom pane: attempts / container output",
     "sort": "sort: name, problems first, restarts",
-    "scroll_time(-1)": "timeline: scroll back in time",
+    "scroll_time(-1)": "timeline and attempts: scroll back in time",
     "scroll_time(1)": "timeline: forward (back at now: follow)",
     "zoom(-1)": "timeline: zoom in",
     "zoom(1)": "timeline: zoom out",

@@ -166,6 +166,23 @@ async def test_f_left_right_and_zoom_move_the_timeline() -> None:
         assert tl.scale == 0.5
 
 
+async def test_scrolling_the_timeline_back_scrolls_the_attempt_log_with_it() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.query_one(AttemptLog)
+        newest = plain(log).splitlines()[0][:8]
+        await pilot.press("left", "left")
+        tl = app.query_one(Timeline)
+        assert tl.end is not None and log.until == tl.end
+        edge = app.ctx.clock(tl.end)  # type: ignore[attr-defined]
+        assert log.border_title.endswith(f"· up to {edge}")
+        lines = plain(log).splitlines()
+        assert lines[0][:8] <= edge < newest, (lines[0], edge, newest)
+        await pilot.press("f")  # back to now: the log follows again
+        assert log.until is None and plain(log).splitlines()[0][:8] == newest
+        assert "up to" not in log.border_title
+
+
 async def test_enter_gives_details_and_escape_goes_back() -> None:
     app, _, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:

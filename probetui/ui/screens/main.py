@@ -271,6 +271,7 @@ class MainScreen(Screen[None]):
 
     def action_follow(self) -> None:
         self.timeline.set_follow(not self.timeline.follow)
+        self._attempts_follow_timeline()
 
     def action_details(self) -> None:
         self.details = not self.details
@@ -304,6 +305,13 @@ class MainScreen(Screen[None]):
 
     def action_scroll_time(self, direction: int) -> None:
         self.timeline.scroll_by(direction * max(1, self.timeline.cells // 4))
+        self._attempts_follow_timeline()
+
+    def _attempts_follow_timeline(self) -> None:
+        """Scrolling the timeline back scrolls the attempt log with it: the log then lists the
+        attempts up to the timeline's right edge, so every attempt kept can be read."""
+        t = self.timeline
+        self.attempts.set_until(None if t.follow or t.end is None else t.end)
 
     def action_zoom(self, step: int) -> None:
         self.timeline.zoom_by(step)

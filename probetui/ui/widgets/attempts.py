@@ -51,6 +51,8 @@ class AttemptLog(Widget):
         self.probe = ProbeType.READINESS
         self.output = False  # show the container's output tail instead
         self.details = False  # two lines an attempt
+        # the timeline's right edge when it is scrolled back: the log shows what led up to it
+        self.until: float | None = None
         self._tail: list[str] = []
 
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
@@ -65,6 +67,12 @@ class AttemptLog(Widget):
             self.details = details
         self._title()
         self.refresh()
+
+    def set_until(self, until: float | None) -> None:
+        if until != self.until:
+            self.until = until
+            self._title()
+            self.refresh()
 
     def poll_output(self) -> None:
         """The output tail is the runtime's memory, not the store's: look at it on the timer."""
@@ -84,7 +92,9 @@ class AttemptLog(Widget):
             self.border_title = f"Output · {name}"
             self.border_subtitle = "o: attempts"
         else:
-            self.border_title = f"Attempts · {self.probe.key}"
+            self.border_title = f"Attempts · {self.probe.key}" + (
+                "" if self.until is None else f" · up to {self.ctx.clock(self.until)}"
+            )
             self.border_subtitle = self._counts() + "o: container output"
 
     def _counts(self) -> str:
@@ -127,7 +137,11 @@ class AttemptLog(Widget):
         secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
         lines = 0
-        for view, n, oldest in fold_skips(h.recent(SHOWN)):
+        views = h.recent(SHOWN, self.until)
+        if not views:
+            text.append(f"no attempts up to {self.ctx.clock(self.until or 0)}", style=g.DIM)
+            return text
+        for view, n, oldest in fold_skips(views):
             if lines >= height:
                 break
             if lines:
