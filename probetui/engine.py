@@ -124,6 +124,7 @@ class Engine:
         self._clock = self._clock_factory()
         handlers = HandlerRunner(
             reach=self.runtime.reach,
+            reach_refused=self.runtime.reach_refused,
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
             http_impl=self.http_impl,

@@ -33,6 +33,8 @@ Reach = Callable[[Pod, Container, str, int], Awaitable[tuple[str, int]]]
 @dataclass(slots=True)
 class HandlerRunner:
     reach: Reach | None = None
+    # after an attempt through a path `reach` opened: why the path refused it, or None
+    reach_refused: Callable[[str], str | None] | None = None
     # the runtime's way to run a command "in the container"; None runs it as a local process
     exec_for: Callable[[Pod, Container], object] | None = None
     kube_version: str = DEFAULT_KUBE_VERSION
@@ -63,7 +65,22 @@ class HandlerRunner:
     ) -> Attempt:
         swaps: list[tuple[str, str]] = []
         attempt = await self._run(probe, pod, container, status, swaps)
-        return _as_the_kubelet_names_it(attempt, swaps) if swaps else attempt
+        if not swaps:
+            return attempt
+        if self.reach_refused is not None:
+            for dialled, _ in swaps:
+                why = self.reach_refused(dialled)
+                if why is not None:
+                    # the container was never asked: (Unknown, err) as for a ReachError
+                    return Attempt(
+                        attempt.handler,
+                        "",
+                        Result.UNKNOWN,
+                        error=why,
+                        latency=attempt.latency,
+                        started_at=attempt.started_at,
+                    )
+        return _as_the_kubelet_names_it(attempt, swaps)
 
     async def _run(
         self,

@@ -99,6 +99,12 @@ class Runtime(ABC):
         """The address a handler dials for `host:port` as the probe names it."""
         return host, port
 
+    def reach_refused(self, dialled: str) -> str | None:
+        """After an attempt that dialled `dialled` (host:port from `reach`): why the path to the
+        container refused it, when the path and not the container answered (say, the API
+        server's 403 for pods/proxy), or None. Such an attempt is an error, not a failure."""
+        return None
+
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
         """How to run an exec probe's command in the container; None runs it as a local process."""
         return None

@@ -12,8 +12,9 @@ dials the pod IP from the control plane, not from the node; it drops the probe's
 it may rewrite `Location`. Plain HTTP only: the listener speaks no TLS.
 
 A 403 from the API server itself (a Status saying the user may not use `pods/proxy`) is told
-apart from a 403 of the application and remembered per namespace, so that later attempts report
-"forbidden" as an error instead of counting a failure of the container.
+apart from a 403 of the application (`forbidden`) and remembered per namespace: the attempt that
+met it and the ones after report "forbidden" as an error (`KubernetesRuntime.reach_refused`)
+instead of counting a failure of the container.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class OneShotProxy:
         self.server: asyncio.Server | None = None
         self.done = asyncio.Event()
         self.error = ""
+        # the API server's refusal of pods/proxy, when that was the answer
+        self.forbidden: str | None = None
         self.connections = 0
         self._expiry: asyncio.TimerHandle | None = None
 
@@ -144,7 +147,7 @@ class OneShotProxy:
                 body = await _read_body(resp.content, MAX_RELAY_BODY)
                 forbidden = api_forbidden(resp.status, body)
                 if forbidden is not None:
-                    self.error = forbidden
+                    self.error = self.forbidden = forbidden
                     if self.on_forbidden is not None:
                         self.on_forbidden(forbidden)
                 out = [f"HTTP/1.1 {resp.status} {resp.reason or ''}"]

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from probetui.probe.tcp import join_host_port
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus
 from probetui.runtime.base import KubeletEvent, Runtime, RuntimeFailure, RuntimeHost
@@ -75,6 +76,8 @@ WATCH_TIMEOUT_SECONDS = 300
 DIVERGENCE_CHECK = 1.0
 # how long a 403 for pods/portforward, pods/proxy or pods/exec is believed without asking again
 FORBIDDEN_TTL = 60.0
+# pods/proxy relays kept for judging their attempt; past this, the finished ones are dropped
+MAX_RELAYS = 4096
 FIRST_LIST_TRIES = 3
 
 NOT_RUN = "ProbeNotRun"
@@ -126,6 +129,8 @@ class KubernetesRuntime(Runtime):
         self._ws_core: CoreV1Api | None = None
         self._disagree: dict[tuple[str, str, str], _Disagreement] = {}
         self._forbidden: dict[tuple[str, str], tuple[float, str]] = {}
+        # pods/proxy relays by the address they listen on, until their attempt has been judged
+        self._relays: dict[str, Any] = {}
         self._not_run_said: set[tuple[str, str, str]] = set()
         self._states: dict[str, str] = {}
         # told each time the connection state changes ("" when healthy); the CLI prints it
@@ -575,7 +580,12 @@ class KubernetesRuntime(Runtime):
                 self._probe_timeout(container),
                 on_forbidden=lambda msg: self._remember_forbidden("pods/proxy", pod.namespace, msg),
             )
-            return await relay.start()
+            address = await relay.start()
+            if len(self._relays) >= MAX_RELAYS:
+                # attempts that ended without being judged (cancelled): their relays are done
+                self._relays = {k: r for k, r in self._relays.items() if not r.done.is_set()}
+            self._relays[join_host_port(*address)] = relay
+            return address
         from probetui.runtime.kubernetes.streams import OneShotForward
 
         core = self._ws_core
@@ -596,6 +606,14 @@ class KubernetesRuntime(Runtime):
             if e.status == 403:
                 self._remember_forbidden("pods/portforward", pod.namespace, str(e))
             raise ReachError(str(e)) from None
+
+    def reach_refused(self, dialled: str) -> str | None:
+        """The API server's own 403 for pods/proxy is no answer of the container: the attempt
+        that met it becomes the same "forbidden" error as the attempts after it."""
+        relay = self._relays.pop(dialled, None)
+        if relay is None or relay.forbidden is None:
+            return None
+        return f"forbidden: {relay.forbidden}"
 
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
         core = self._ws_core
