@@ -31,7 +31,7 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -598,11 +598,15 @@ def _headless(runtime: Runtime, duration: float | None) -> int:
             loop.add_signal_handler(sig, stop, sig)
         # from inside a sink call: cancel once the engine's callback has returned
         writer.on_broken = lambda: loop.call_soon(task.cancel)
+        engine = Engine(runtime, [writer])
+        watch = asyncio.ensure_future(warn_when_behind(engine.lateness, _say))
         try:
-            await Engine(runtime, [writer]).run(duration)
+            await engine.run(duration)
         except asyncio.CancelledError:
             if not signals and not writer.broken:
                 raise
+        finally:
+            watch.cancel()
 
     try:
         asyncio.run(main())
@@ -614,6 +618,32 @@ def _headless(runtime: Runtime, duration: float | None) -> int:
     with contextlib.suppress(BrokenPipeError):
         sys.stdout.flush()
     return 128 + signals[0] if signals else EXIT_OK
+
+
+def _say(line: str) -> None:
+    print(f"probetui: {line}", file=sys.stderr, flush=True)
+
+
+async def warn_when_behind(
+    lateness: Callable[[], float], say: Callable[[str], None], every: float = 5.0
+) -> None:
+    """Headless, the JSONL goes on as it is; stderr says when the shadow prober falls behind its
+    ticks (more probes than this process can run on time: its verdicts are then unreliable) and
+    when it has caught up again. The UI's top bar says the same."""
+    from probetui.prober.lateness import BEHIND, behind_words
+
+    behind = False
+    while True:
+        await asyncio.sleep(every)
+        late = lateness()
+        if late >= BEHIND and not behind:
+            say(
+                f"{behind_words(late)}: more probes than one process can run on time; results "
+                "are unreliable until it catches up (watch fewer pods: -n, -l)"
+            )
+        elif late < BEHIND and behind:
+            say("shadow prober caught up with its ticks")
+        behind = late >= BEHIND
 
 
 def _silence_stdout() -> None:

@@ -22,6 +22,7 @@ from typing import Protocol
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.clock import Clock, LoopClock
 from probetui.prober.handlers import HandlerRunner
+from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodStatus
@@ -65,6 +66,7 @@ class Engine:
         self._manager: Manager | None = None
         self.pods: dict[str, _PodEntry] = {}
         self._task: asyncio.Task[None] | None = None
+        self._lateness = Lateness()
 
     # -- RuntimeHost ----------------------------------------------------------------------
 
@@ -177,7 +179,15 @@ class Engine:
 
     # -- what the workers do --------------------------------------------------------------
 
+    def lateness(self) -> float:
+        """How far behind its ticks the prober ran over the last seconds (`prober.lateness`)."""
+        if self._clock is None:
+            return 0.0
+        return self._lateness.worst(self._clock.now())
+
     def _on_record(self, record: ProbeRecord) -> None:
+        if record.outcome is not None:
+            self._lateness.add(record.t, record.t - record.scheduled_at)
         key = record.key
         entry = self.pods.get(key.pod_uid)
         if entry is None:

@@ -65,6 +65,7 @@ class FakeControls:
         self.runtime = runtime
         self.calls: list[tuple[str, Any]] = []
         self.paused: set[ProbeKey] = set()
+        self.late = 0.0
 
     async def run(self) -> None:
         await asyncio.Event().wait()
@@ -83,6 +84,9 @@ class FakeControls:
 
     def worker(self, key: ProbeKey) -> Worker | None:
         return None
+
+    def lateness(self) -> float:
+        return self.late
 
 
 def http(port: int, path: str, **kw: Any) -> Probe:

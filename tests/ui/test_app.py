@@ -183,6 +183,17 @@ async def test_scrolling_the_timeline_back_scrolls_the_attempt_log_with_it() -> 
         assert "up to" not in log.border_title
 
 
+async def test_top_bar_says_when_the_shadow_prober_falls_behind() -> None:
+    app, _, controls = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        bar = app.query_one(TopBar)
+        assert "behind" not in plain(bar)
+        controls.late = 2.5
+        bar.refresh()
+        await pilot.pause()
+        assert "shadow prober 2.5s behind its ticks" in plain(bar)
+
+
 async def test_enter_gives_details_and_escape_goes_back() -> None:
     app, _, _ = make_app()
     async with app.run_test(size=SIZE) as pilot:

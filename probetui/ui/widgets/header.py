@@ -7,6 +7,7 @@ import time
 from rich.text import Text
 from textual.widget import Widget
 
+from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
 from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import glyphs as g
@@ -56,6 +57,11 @@ class TopBar(Widget):
             left.append("   ")
             left.append(self.message, style=self._message_style)
         right = Text(no_wrap=True)
+        late = self.ctx.controls.lateness()
+        if late >= BEHIND:
+            # past what one process can probe on time: its verdicts are not the containers'
+            right.append(f" {behind_words(late)} ", style="bold reverse " + g.BAD)
+            right.append("  ")
         if self.ctx.read_only:
             right.append(" READ-ONLY ", style="bold reverse " + g.WARN)
             right.append("  ")
