@@ -187,7 +187,9 @@ class Engine:
 
     def _on_record(self, record: ProbeRecord) -> None:
         if record.outcome is not None:
-            self._lateness.add(record.t, record.t - record.scheduled_at)
+            # filed under when it ended, the order records arrive in
+            ended = record.finished_at if record.finished_at is not None else record.t
+            self._lateness.add(ended, record.t - record.scheduled_at)
         key = record.key
         entry = self.pods.get(key.pod_uid)
         if entry is None:

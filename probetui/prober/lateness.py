@@ -19,7 +19,10 @@ BEHIND = 1.0
 
 
 class Lateness:
-    """The worst tick lateness (attempt start minus its tick) per second, for the last WINDOW s."""
+    """The worst tick lateness (attempt start minus its tick) per second, for the last WINDOW s.
+
+    `add` takes times in order (when each attempt ended): one entry per second, so at most
+    WINDOW + 1 are kept."""
 
     __slots__ = ("_seconds",)
 
