@@ -277,6 +277,9 @@ class _StoreControls:
     def worker(self, key: ProbeKey) -> Worker | None:
         return None
 
+    def lateness(self) -> float:
+        return 0.0
+
 
 async def _feed_store(store: Store, records: _Records, period: int, counter: _Counter) -> None:
     """3N attempts per period straight into the store, in 10 ms batches, each on its own time."""
