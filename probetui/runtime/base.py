@@ -72,6 +72,10 @@ class RuntimeHost(Protocol):
 
     def kubelet_event(self, event: KubeletEvent) -> None: ...
 
+    def lateness(self) -> float:
+        """How far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
+        ...
+
     def settle_memory(self) -> None:
         """After a large batch of pods (a cluster's first list): freeze what is alive for gc."""
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from probetui.probe.tcp import join_host_port
+from probetui.prober.lateness import BEHIND
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus
 from probetui.runtime.base import KubeletEvent, Runtime, RuntimeFailure, RuntimeHost
@@ -391,13 +392,21 @@ class KubernetesRuntime(Runtime):
         if host is None:
             return
         live: set[tuple[str, str, str]] = set()
+        # a shadow behind its ticks proves nothing about a container: no divergence is counted
+        # until it has caught up
+        behind = host.lateness() >= BEHIND
         for seen in list(self.pods.values()):
-            self._check_pod(host, seen, now, live)
+            self._check_pod(host, seen, now, live, behind)
         for key in [k for k in self._disagree if k not in live]:
             del self._disagree[key]
 
     def _check_pod(
-        self, host: RuntimeHost, seen: _Seen, now: float, live: set[tuple[str, str, str]]
+        self,
+        host: RuntimeHost,
+        seen: _Seen,
+        now: float,
+        live: set[tuple[str, str, str]],
+        behind: bool = False,
     ) -> None:
         pod, status = seen.pod, seen.status
         manager = host.manager
@@ -410,7 +419,7 @@ class KubernetesRuntime(Runtime):
                     continue
                 key = (pod.uid, cs.name, probe_type.key)
                 live.add(key)
-                self._track(host, pod, container, probe_type, key, shadow, kubelet, now)
+                self._track(host, pod, container, probe_type, key, shadow, kubelet, now, behind)
 
     def _track(
         self,
@@ -422,6 +431,7 @@ class KubernetesRuntime(Runtime):
         shadow: bool | None,
         kubelet: bool | None,
         now: float,
+        behind: bool = False,
     ) -> None:
         probe = container.probe(probe_type)
         current = self._disagree.get(key)
@@ -447,6 +457,9 @@ class KubernetesRuntime(Runtime):
             return
         if current is None:
             self._disagree[key] = current = _Disagreement(now)
+        if behind and not current.reported:
+            current.since = now
+            return
         if current.reported or now - current.since <= float(probe.period_seconds):
             return
         current.reported = True

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from probetui.engine import Engine
+from probetui.prober.lateness import BEHIND
 from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ConnectOptions, resolve
@@ -332,6 +333,32 @@ async def test_observed_state_and_events_appear_as_kubelet_events(
     assert (exited.fields["exitCode"], exited.fields["reason"]) == (137, "Error")
     # shadow and kubelet side by side in one stream
     assert {e.source for e in c.rec.events} == {"shadow", "kubelet"}
+
+
+async def test_no_divergence_while_the_shadow_is_behind_its_ticks(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """An overloaded shadow's verdicts say nothing about the container: a disagreement is only
+    counted once the prober runs on time again, and then from that moment."""
+    port = http_target.port
+    api.add_pod(
+        make_pod(
+            "web",
+            ready=False,
+            containers=[
+                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
+            ],
+        )
+    )
+    async with running(api, tmp_path, via="direct") as c:
+        c.engine.lateness = lambda: BEHIND + 1.0  # type: ignore[method-assign]
+        await until(lambda: len(c.rec.of("ProbeAttempt")) >= 3, timeout=5)
+        assert not c.rec.of("Divergence")
+        caught_up = time.time()
+        c.engine.lateness = lambda: 0.0  # type: ignore[method-assign]
+        await until(lambda: bool(c.rec.of("Divergence")), timeout=5)
+    (div,) = c.rec.of("Divergence")
+    assert div.fields["since"] >= caught_up - 0.5
 
 
 async def test_divergence_is_marked_and_cleared(
