@@ -297,7 +297,8 @@ def make_pods(config: Config, host: str, port: int, now: float) -> list[tuple[Po
 
 
 def handler_runner(impl: str) -> HandlerRunner:
-    return HandlerRunner(http_impl=impl)
+    """As `probetui.engine.Engine` makes it (call it on the running loop)."""
+    return HandlerRunner(http_impl=impl, loop=asyncio.get_running_loop())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -130,6 +130,7 @@ class Engine:
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
             http_impl=self.http_impl,
+            loop=asyncio.get_running_loop(),
         )
         self._manager = Manager(
             self._clock,

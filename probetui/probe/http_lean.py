@@ -428,7 +428,7 @@ async def _open(target: _Target, deadline: _Deadline) -> _Stream:
     when = deadline.when
     remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
     try:
-        sock = await tcp.dial(host, port, remaining, loop)
+        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
     except tcp.DialError as exc:
         if exc.timed_out:
             raise _DialTimeout from None
@@ -644,15 +644,17 @@ async def probe(
     *,
     follow_non_local_redirects: bool = False,
     kube_version: str = DEFAULT_KUBE_VERSION,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> Attempt:
     """One HTTP probe attempt, exactly as `probetui.probe.http.probe` makes it (same arguments,
-    same Attempt); see that function for what each argument means."""
+    same Attempt); see that function for what each argument means. `loop`: the running loop,
+    when the caller has it at hand (saves looking it up)."""
     progress = _Progress(url)
     streams: list[_Stream] = []
     result, output, error, timed_out = Result.FAILURE, "", None, False
     started_at = time.time()
     start = time.monotonic()
-    deadline = _Deadline(asyncio.get_running_loop(), timeout)
+    deadline = _Deadline(loop or asyncio.get_running_loop(), timeout)
     expired = False
     try:
         try:

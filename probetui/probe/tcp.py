@@ -131,24 +131,36 @@ def _settle(waiter: asyncio.Future[None], timed_out: bool) -> None:
             waiter.set_result(None)
 
 
-async def _writable(loop: asyncio.AbstractEventLoop, sock: socket.socket, deadline: float) -> int:
+async def _writable(
+    loop: asyncio.AbstractEventLoop, sock: socket.socket, deadline: float | None
+) -> int:
     """Wait for a connect in progress to end; its errno (0: connected). TimeoutError at
-    `deadline`. The loop's own sock_connect is not used: uvloop's sends every address, literal
-    or not, through getaddrinfo on its thread pool, which cost a quarter of an HTTP attempt."""
+    `deadline` (None: the caller's own deadline cancels the wait). The loop's own sock_connect is
+    not used: uvloop's sends every address, literal or not, through getaddrinfo on its thread
+    pool, which cost a quarter of an HTTP attempt."""
     waiter: asyncio.Future[None] = loop.create_future()
     fd = sock.fileno()
     loop.add_writer(fd, _settle, waiter, False)
-    timer = loop.call_later(max(deadline - time.monotonic(), 0.0), _settle, waiter, True)
+    timer = (
+        None
+        if deadline is None
+        else loop.call_later(max(deadline - time.monotonic(), 0.0), _settle, waiter, True)
+    )
     try:
         await waiter
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         loop.remove_writer(fd)
     return sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
 
 
 async def _connect_one(
-    loop: asyncio.AbstractEventLoop, family: int, sockaddr: tuple, text: str, deadline: float
+    loop: asyncio.AbstractEventLoop,
+    family: int,
+    sockaddr: tuple,
+    text: str,
+    deadline: float | None,
 ) -> socket.socket:
     try:
         sock = socket.socket(family, socket.SOCK_STREAM | _NONBLOCK)
@@ -175,13 +187,19 @@ async def _connect_one(
 
 
 async def dial(
-    host: str, port: int, timeout: float, loop: asyncio.AbstractEventLoop | None = None
+    host: str,
+    port: int,
+    timeout: float,
+    loop: asyncio.AbstractEventLoop | None = None,
+    *,
+    bounded: bool = False,
 ) -> socket.socket:
     """Connect like `probe.ProbeDialer().DialContext(ctx, "tcp", host:port)` with a deadline of
     `timeout` seconds, covering name resolution too. Raises `DialError` with Go's wording.
 
     Several resolved addresses are tried one after another (Go's `dialSerial`, with its share of
-    the remaining time per address); Go's dual-stack racing is not reproduced.
+    the remaining time per address); Go's dual-stack racing is not reproduced. `bounded`: the
+    caller cancels the dial itself once `timeout` has passed (an HTTP attempt's deadline).
     """
     deadline = time.monotonic() + timeout
     if not 0 <= port <= 65535:
@@ -200,7 +218,10 @@ async def dial(
         if share < _SANE_MINIMUM:
             share = min(remaining, _SANE_MINIMUM)
         try:
-            return await _connect_one(loop, family, sockaddr, text, time.monotonic() + share)
+            # bounded: the caller cancels at `timeout`; a lone address has all of it, so its own
+            # timer would only fire alongside the caller's (one timer fewer per attempt)
+            until = None if bounded and len(addresses) == 1 else time.monotonic() + share
+            return await _connect_one(loop, family, sockaddr, text, until)
         except DialError as exc:
             first_error = first_error or exc
     if first_error is None:
@@ -209,7 +230,9 @@ async def dial(
     raise first_error
 
 
-async def probe(host: str, port: int, timeout: float) -> Attempt:
+async def probe(
+    host: str, port: int, timeout: float, *, loop: asyncio.AbstractEventLoop | None = None
+) -> Attempt:
     """One tcpSocket attempt (spec 14.2-14.3): Success with empty output when the connect
     completes, Failure with the dial error otherwise. Never returns an `error`: the kubelet's only
     error path for TCP is port resolution, which happens before this is called (spec 16.4)."""
@@ -217,7 +240,7 @@ async def probe(host: str, port: int, timeout: float) -> Attempt:
     started_at = time.time()
     start = time.monotonic()
     try:
-        sock = await dial(host, port, timeout)
+        sock = await dial(host, port, timeout, loop)
     except DialError as exc:
         return Attempt(
             handler="tcp",

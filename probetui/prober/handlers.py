@@ -7,6 +7,7 @@ use so that `probetui check` loads only the one it needs.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
@@ -42,6 +43,8 @@ class HandlerRunner:
     # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
     # their Attempts identical
     http_impl: str = "lean"
+    # the loop the handlers run on, when the owner has it (saves a lookup per attempt)
+    loop: asyncio.AbstractEventLoop | None = None
 
     async def _address(
         self,
@@ -111,7 +114,7 @@ class HandlerRunner:
                     from probetui.probe import http_lean
 
                     return await http_lean.probe(
-                        url, headers, timeout, kube_version=self.kube_version
+                        url, headers, timeout, kube_version=self.kube_version, loop=self.loop
                     )
                 return await http.probe(url, headers, timeout, kube_version=self.kube_version)
             if isinstance(handler, TCPSocketAction):
@@ -120,7 +123,7 @@ class HandlerRunner:
                 host, port = await self._address(
                     pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
-                return await tcp.probe(host, port, timeout)
+                return await tcp.probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
                 from probetui.probe import grpc
 
