@@ -61,13 +61,12 @@ from benchmarks.common import (
     BenchError,
     Parser,
     add_output_args,
-    emit,
     environment,
     format_table,
     machine_busy_seconds,
     positive,
     process_cpu_seconds,
-    run_main,
+    report,
     summary_ms,
 )
 
@@ -682,14 +681,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
-    def body() -> int:
+    def compute() -> dict[str, Any]:
         result = run(config_from_args(args))
         if "skipped" in result:
             print(f"benchmarks.blackbox: skipped: {result['skipped']}", file=sys.stderr)
-        emit(NAME, result, table(result), args)
-        return 0
+        return result
 
-    return run_main("benchmarks.blackbox", body)
+    return report(NAME, args, compute, table)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,23 @@ def run_main(prog: str, body: Callable[[], int]) -> int:
         return 130
 
 
+def report(
+    name: str,
+    args: argparse.Namespace,
+    compute: Callable[[], dict[str, Any]],
+    table: Callable[[dict[str, Any]], str],
+) -> int:
+    """A benchmark's main after parsing: compute the result, then write and print it (`emit`);
+    a BenchError is one line and exit status 2 (`run_main`)."""
+
+    def body() -> int:
+        result = compute()
+        emit(name, result, table(result), args)
+        return 0
+
+    return run_main(f"benchmarks.{name}", body)
+
+
 def positive(kind: type[int] | type[float], name: str) -> Callable[[str], int | float]:
     """An argparse type: a number above zero, or one line saying which flag is wrong."""
 

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from benchmarks.common import machine_busy_seconds, quantile
+from benchmarks.common import BenchError, machine_busy_seconds, quantile, run_main
 from benchmarks.target import Target, start_target
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import LoopClock
@@ -78,10 +78,6 @@ _LAG_INTERVAL = 0.05
 # in periods: how close to a tick's grid point a window bound counts as on it
 _ON_GRID = 1e-4
 _DEFAULT_PATH = "/healthz"
-
-
-class BenchError(Exception):
-    """Bad input or a target that cannot be had: one line for the user, exit status 2."""
 
 
 @dataclass(frozen=True)
@@ -761,20 +757,17 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        config = config_from_args(args)
-        result = run(config, allow_remote=args.allow_remote)
-    except BenchError as exc:
-        print(f"benchmarks.engine: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    payload = json.dumps(result.to_json(), indent=2)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(payload + "\n")
-    print(payload if args.json else format_table(result))
-    return 0
+
+    def body() -> int:
+        result = run(config_from_args(args), allow_remote=args.allow_remote)
+        payload = json.dumps(result.to_json(), indent=2)
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write(payload + "\n")
+        print(payload if args.json else format_table(result))
+        return 0
+
+    return run_main("benchmarks.engine", body)
 
 
 if __name__ == "__main__":

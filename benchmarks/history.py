@@ -36,13 +36,12 @@ from benchmarks.common import (
     BenchError,
     Parser,
     add_output_args,
-    emit,
     environment,
     format_table,
     peak_rss_mb,
     positive,
+    report,
     rss_mb,
-    run_main,
 )
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome, map_attempts
@@ -316,13 +315,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-
-    def body() -> int:
-        result = run(config_from_args(args))
-        emit(NAME, result, table(result), args)
-        return 0
-
-    return run_main("benchmarks.history", body)
+    return report(NAME, args, lambda: run(config_from_args(args)), table)
 
 
 if __name__ == "__main__":

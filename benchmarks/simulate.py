@@ -34,11 +34,10 @@ from benchmarks.common import (
     BenchError,
     Parser,
     add_output_args,
-    emit,
     environment,
     format_table,
     positive,
-    run_main,
+    report,
 )
 from probetui.prober.simulate import (
     Scenario,
@@ -181,13 +180,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-
-    def body() -> int:
-        result = run(args.scenario or list(DEFAULT_SCENARIOS), args.hours, args.repeat)
-        emit(NAME, result, table(result), args)
-        return 0
-
-    return run_main("benchmarks.simulate", body)
+    return report(
+        NAME,
+        args,
+        lambda: run(args.scenario or list(DEFAULT_SCENARIOS), args.hours, args.repeat),
+        table,
+    )
 
 
 if __name__ == "__main__":

@@ -70,15 +70,14 @@ from typing import Any
 from benchmarks.common import (
     BenchError,
     add_output_args,
-    emit,
     environment,
     fmt_ms,
     format_table,
     machine_busy_seconds,
     peak_rss_mb,
     positive,
+    report,
     rss_mb,
-    run_main,
     summary_ms,
 )
 from probetui.probe.base import Attempt, Result
@@ -903,13 +902,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-
-    def body() -> int:
-        result = run(config_from_args(args))
-        emit(NAME, result, table(result), args)
-        return 0
-
-    return run_main("benchmarks.ui", body)
+    return report(NAME, args, lambda: run(config_from_args(args)), table)
 
 
 if __name__ == "__main__":
