@@ -599,7 +599,7 @@ def _headless(runtime: Runtime, duration: float | None) -> int:
         # from inside a sink call: cancel once the engine's callback has returned
         writer.on_broken = lambda: loop.call_soon(task.cancel)
         engine = Engine(runtime, [writer])
-        watch = asyncio.ensure_future(warn_when_behind(engine.lateness, _say))
+        watch = asyncio.ensure_future(warn_when_behind(engine.lateness, _note))
         try:
             await engine.run(duration)
         except asyncio.CancelledError:
@@ -618,10 +618,6 @@ def _headless(runtime: Runtime, duration: float | None) -> int:
     with contextlib.suppress(BrokenPipeError):
         sys.stdout.flush()
     return 128 + signals[0] if signals else EXIT_OK
-
-
-def _say(line: str) -> None:
-    print(f"probetui: {line}", file=sys.stderr, flush=True)
 
 
 async def warn_when_behind(
