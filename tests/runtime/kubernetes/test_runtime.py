@@ -335,21 +335,22 @@ async def test_observed_state_and_events_appear_as_kubelet_events(
     assert {e.source for e in c.rec.events} == {"shadow", "kubelet"}
 
 
+def web_pod(port: int, **kw: Any) -> dict[str, Any]:
+    """Pod "web": one container "app" with an HTTP readiness probe on `port` every second."""
+    return make_pod(
+        "web",
+        containers=[container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))],
+        **kw,
+    )
+
+
 async def test_no_divergence_while_the_shadow_is_behind_its_ticks(
     api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
 ) -> None:
     """An overloaded shadow's verdicts say nothing about the container: a disagreement is only
     counted once the prober runs on time again, and then from that moment."""
     port = http_target.port
-    api.add_pod(
-        make_pod(
-            "web",
-            ready=False,
-            containers=[
-                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
-            ],
-        )
-    )
+    api.add_pod(web_pod(port, ready=False))
     async with running(api, tmp_path, via="direct") as c:
         c.engine.lateness = lambda: BEHIND + 1.0  # type: ignore[method-assign]
         await until(lambda: len(c.rec.of("ProbeAttempt")) >= 3, timeout=5)
@@ -366,15 +367,7 @@ async def test_divergence_is_marked_and_cleared(
 ) -> None:
     port = http_target.port
     # the kubelet reports not ready while the server answers 200 to the shadow
-    api.add_pod(
-        make_pod(
-            "web",
-            ready=False,
-            containers=[
-                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
-            ],
-        )
-    )
+    api.add_pod(web_pod(port, ready=False))
     async with running(api, tmp_path, via="direct") as c:
         await until(lambda: bool(c.rec.of("Divergence")), timeout=3)
         began = time.monotonic()
@@ -500,14 +493,7 @@ async def test_view_role_via_proxy_says_forbidden_from_the_first_attempt(
     like every attempt after it, which does not knock again."""
     api.role = "view"
     port = http_target.port
-    api.add_pod(
-        make_pod(
-            "web",
-            containers=[
-                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
-            ],
-        )
-    )
+    api.add_pod(web_pod(port))
     async with running(api, tmp_path, via="proxy") as c:
         await until(lambda: len(c.rec.of("ProbeAttempt")) >= 2, timeout=3)
     first, second = c.rec.of("ProbeAttempt")[:2]
