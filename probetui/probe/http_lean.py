@@ -456,16 +456,13 @@ async def _open(target: _Target, deadline: _Deadline) -> _Stream:
 _Hop = tuple[_Target, tuple[tuple[bytes, bytes], ...], bytes | str]
 
 
-def _request(target: _Target, lines: tuple[tuple[bytes, bytes], ...]) -> h11.Request:
-    return h11.Request(method=b"GET", target=target[3], headers=lines)
-
-
 def _h11_client(
     target: _Target, lines: tuple[tuple[bytes, bytes], ...]
 ) -> tuple[h11.Connection, bytes]:
     """An h11 client that has sent this hop's request, and the bytes it wrote for it."""
     h = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=_MAX_INCOMPLETE_EVENT_SIZE)
-    data = h.send(_request(target, lines)) + h.send(h11.EndOfMessage())  # type: ignore[operator]
+    request = h11.Request(method=b"GET", target=target[3], headers=lines)
+    data = h.send(request) + h.send(h11.EndOfMessage())  # type: ignore[operator]
     return h, data
 
 
