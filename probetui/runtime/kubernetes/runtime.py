@@ -392,21 +392,13 @@ class KubernetesRuntime(Runtime):
         if host is None:
             return
         live: set[tuple[str, str, str]] = set()
-        # a shadow behind its ticks proves nothing about a container: no divergence is counted
-        # until it has caught up
-        behind = host.lateness() >= BEHIND
         for seen in list(self.pods.values()):
-            self._check_pod(host, seen, now, live, behind)
+            self._check_pod(host, seen, now, live)
         for key in [k for k in self._disagree if k not in live]:
             del self._disagree[key]
 
     def _check_pod(
-        self,
-        host: RuntimeHost,
-        seen: _Seen,
-        now: float,
-        live: set[tuple[str, str, str]],
-        behind: bool = False,
+        self, host: RuntimeHost, seen: _Seen, now: float, live: set[tuple[str, str, str]]
     ) -> None:
         pod, status = seen.pod, seen.status
         manager = host.manager
@@ -419,7 +411,7 @@ class KubernetesRuntime(Runtime):
                     continue
                 key = (pod.uid, cs.name, probe_type.key)
                 live.add(key)
-                self._track(host, pod, container, probe_type, key, shadow, kubelet, now, behind)
+                self._track(host, pod, container, probe_type, key, shadow, kubelet, now)
 
     def _track(
         self,
@@ -431,7 +423,6 @@ class KubernetesRuntime(Runtime):
         shadow: bool | None,
         kubelet: bool | None,
         now: float,
-        behind: bool = False,
     ) -> None:
         probe = container.probe(probe_type)
         current = self._disagree.get(key)
@@ -457,7 +448,9 @@ class KubernetesRuntime(Runtime):
             return
         if current is None:
             self._disagree[key] = current = _Disagreement(now)
-        if behind and not current.reported:
+        if not current.reported and host.lateness() >= BEHIND:
+            # a shadow behind its ticks proves nothing about a container (on every path here,
+            # the pod-update one too): count from when it has caught up
             current.since = now
             return
         if current.reported or now - current.since <= float(probe.period_seconds):
