@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt, Result, decode
+from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt, Result, decode, go_duration, go_quote
 from probetui.spec.model import EnvVar
 
 
@@ -86,6 +86,14 @@ def static_env(env: Iterable[EnvVar]) -> dict[str, str]:
     """The map the kubelet expands exec commands with (`v1EnvVarsToMap`): every variable by name,
     later entries winning, `valueFrom` ones as ""."""
     return {var.name: var.value or "" for var in env}
+
+
+def timed_out_text(argv: Sequence[str], timeout: float) -> str:
+    """The CRI client's error for an ExecSync that hit its deadline, which the exec prober makes
+    the output (cri-client `execSyncV1`: ErrCommandTimedOut, the joined argv quoted as Go's %q,
+    the probe timeout as a Go duration), e.g. `command timed out: "sh -c sleep 10" timed out
+    after 1s`. Simulate's synthetic timeouts use it too, so the two cannot drift apart."""
+    return f"command timed out: {go_quote(' '.join(argv))} timed out after {go_duration(timeout)}"
 
 
 def _start_error(program: str, exc: OSError) -> str:
@@ -186,8 +194,9 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
     """One exec attempt (spec 15.4, upstream `exec.go`; ExecProbeTimeout locked on).
 
     exit 0 or no error → Success with the output; non-zero exit → Failure with the output;
-    timeout → Failure `command "<argv>" timed out`; any other error → Unknown with `error` set
-    and empty output, as `exec.go` returns it (the runner's ExecOutput still has the output).
+    timeout → Failure with the CRI client's error text (`timed_out_text`); any other error →
+    Unknown with `error` set and empty output, as `exec.go` returns it (the runner's ExecOutput
+    still has the output).
     """
     run = runner or run_local
     target = " ".join(argv)
@@ -216,8 +225,8 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
         return done(Result.UNKNOWN, "", error=str(exc) or type(exc).__name__)
 
     if out.timed_out:
-        # the CRI's TimeoutError text becomes the output (the partial output is dropped)
-        return done(Result.FAILURE, f'command "{target}" timed out', timed_out=True)
+        # exec.go makes the CRI client's error text the output; the partial output is dropped
+        return done(Result.FAILURE, timed_out_text(argv, timeout), timed_out=True)
     data = decode(out.output[:MAX_OUTPUT_BYTES])
     if out.exit_code is not None:
         return done(Result.SUCCESS if out.exit_code == 0 else Result.FAILURE, data)
@@ -226,4 +235,12 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
     return done(Result.SUCCESS, data)
 
 
-__all__ = ["ExecOutput", "ExecRunner", "expand_command", "probe", "run_local", "static_env"]
+__all__ = [
+    "ExecOutput",
+    "ExecRunner",
+    "expand_command",
+    "probe",
+    "run_local",
+    "static_env",
+    "timed_out_text",
+]

@@ -479,6 +479,9 @@ def synthetic_attempt(
     probe: Probe, container: Container, pod_ip: str, *, fails: bool, latency: float
 ) -> Attempt:
     """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's."""
+    # the handlers' own texts, so a synthetic attempt reads exactly as a real one
+    from probetui.probe.exec import timed_out_text
+    from probetui.probe.http import _TIMEOUT_AWAITING_HEADERS, _url_error
     from probetui.probe.tcp import join_host_port
     from probetui.probe.util import PortResolutionError
     from probetui.prober.handlers import dial_address, exec_argv
@@ -492,7 +495,7 @@ def synthetic_attempt(
         if isinstance(handler, HTTPGetAction):
             url = _url(handler, *dial_address(handler, container, pod_ip))
             if timed_out:
-                out = f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+                out = _url_error(url, _TIMEOUT_AWAITING_HEADERS)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
             if fails:
                 out = "HTTP probe failed with statuscode: 503"
@@ -519,9 +522,10 @@ def synthetic_attempt(
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took)
             return Attempt("grpc", target, Result.SUCCESS, "service healthy", latency=took)
         if isinstance(handler, ExecAction):
-            target = " ".join(exec_argv(handler, container))
+            argv = exec_argv(handler, container)
+            target = " ".join(argv)
             if timed_out:
-                out = f'command "{target}" timed out'
+                out = timed_out_text(argv, timeout)
                 return Attempt("exec", target, Result.FAILURE, out, latency=took, timed_out=True)
             if fails:
                 return Attempt("exec", target, Result.FAILURE, "", latency=took)

@@ -142,7 +142,9 @@ async def test_exec_exit_codes_and_timeout() -> None:
     code, out, _ = await probetui(
         "check", "--timeout", "0.2", "--json", "--exec", "--", "sleep", "5"
     )
-    assert code == 1 and json.loads(out)["output"] == 'command "sleep 5" timed out'
+    assert code == 1 and json.loads(out)["output"] == (
+        'command timed out: "sleep 5" timed out after 200ms'
+    )
 
 
 async def test_manifest_probe_with_named_port(tmp_path: Path, web_app: int) -> None:

@@ -76,13 +76,46 @@ async def test_vector_g_exec_table(
 
 
 async def test_vector_g6_timeout_fake() -> None:
-    """G6: a CRI timeout is Failure `command "<argv>" timed out`, no error (ExecProbeTimeout)."""
+    """G6: a CRI DeadlineExceeded is Failure with cri-client execSyncV1's error text as the
+    output, no error (exec.go, ExecProbeTimeout); the partial output is dropped."""
     runner = fake(ExecOutput(b"partial", None, timed_out=True))
     attempt = await exec_probe.probe(["sh", "-c", "sleep 10"], 1.0, runner=runner)
     assert attempt.result is Result.FAILURE
     assert attempt.error is None
-    assert attempt.output == 'command "sh -c sleep 10" timed out'
+    assert attempt.output == 'command timed out: "sh -c sleep 10" timed out after 1s'
     assert attempt.timed_out
+
+
+@pytest.mark.parametrize(
+    ("argv", "timeout", "text"),
+    [
+        (["sh", "-c", "sleep 10"], 1.0, 'command timed out: "sh -c sleep 10" timed out after 1s'),
+        (
+            ["cat", "/tmp/health"],
+            90.0,
+            'command timed out: "cat /tmp/health" timed out after 1m30s',
+        ),
+        (
+            ["sh", "-c", 'echo "a\\b"'],
+            3600.0,
+            r'command timed out: "sh -c echo \"a\\b\"" timed out after 1h0m0s',
+        ),
+        (["printf", "x\ty\n"], 2.0, r'command timed out: "printf x\ty\n" timed out after 2s'),
+        (
+            ["echo", "caf\u00e9\x7f"],
+            1.0,
+            'command timed out: "echo caf\u00e9\\x7f" timed out after 1s',
+        ),
+    ],
+    ids=["vector-g6", "minutes", "quotes-and-backslash", "control-characters", "unicode-and-del"],
+)
+def test_exec_sync_v1_timeout_error_quotes_argv_like_go_percent_q(
+    argv: list[str], timeout: float, text: str
+) -> None:
+    """cri-client execSyncV1: `%w: %q timed out after %s` with ErrCommandTimedOut ("command
+    timed out"), the argv joined by spaces and quoted as Go's strconv.Quote, the timeout as a
+    time.Duration."""
+    assert exec_probe.timed_out_text(argv, timeout) == text
 
 
 async def test_vector_c26_error_keeps_runner_output_but_not_probe_output() -> None:
@@ -146,10 +179,10 @@ async def test_vector_g5_real_nonzero_exit_is_failure_with_output() -> None:
 
 async def test_vector_g6_real_timeout_kills_and_fails() -> None:
     """G6 with a real process: `sleep 10` under a 0.3 s timeout is Failure
-    `command "sh -c sleep 10" timed out`, returned promptly."""
+    `command timed out: "sh -c sleep 10" timed out after 300ms`, returned promptly."""
     attempt = await exec_probe.probe(["sh", "-c", "sleep 10"], 0.3)
     assert attempt.result is Result.FAILURE
-    assert attempt.output == 'command "sh -c sleep 10" timed out'
+    assert attempt.output == 'command timed out: "sh -c sleep 10" timed out after 300ms'
     assert attempt.timed_out
     assert attempt.error is None
     assert 0.25 <= attempt.latency < 1.0

@@ -261,3 +261,21 @@ def test_bundled_example_runs_to_the_end() -> None:
     r = simulate(load_scenario(root / "examples" / "slow-start.yaml"))
     assert r["summary"]["kills"]["liveness"] >= 5
     assert r["events"][-1]["t"] <= 600
+
+
+def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it() -> None:
+    """A synthetic exec timeout reads as the exec handler's: cri-client execSyncV1's
+    `command timed out: %q timed out after %s`, from the same function."""
+    from probetui.probe.exec import timed_out_text
+
+    argv = ["sh", "-c", 'test -f "/tmp/ready"']
+    r = run(
+        {"livenessProbe": {"exec": {"command": argv}, "periodSeconds": 5, "timeoutSeconds": 2}},
+        {"latency_ms": 2500},
+        duration=12,
+    )
+    attempt = of(r, "ProbeAttempt")[0]
+    assert attempt["outcome"] == "failure" and attempt.get("timedOut")
+    text = r'command timed out: "sh -c test -f \"/tmp/ready\"" timed out after 2s'
+    assert timed_out_text(argv, 2.0) == text
+    assert of(r, "Unhealthy")[0]["message"] == f"Liveness probe failed: {text}"

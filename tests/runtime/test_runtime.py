@@ -406,7 +406,7 @@ async def test_exec_probe_timeout_and_container_env(
     await run.until(lambda r: bool(r.of("ProbeAttempt", probe="readiness")), timeout=2)
     timeout = run.rec.of("ProbeAttempt", probe="liveness")[0].fields
     assert timeout["outcome"] == "failure" and timeout["timedOut"] is True
-    assert timeout["output"] == 'command "sleep 5" timed out'
+    assert timeout["output"] == 'command timed out: "sleep 5" timed out after 1s'
     assert 1000 <= timeout["latency_ms"] < 1500
     assert run.rec.of("ProbeAttempt", probe="readiness")[0].fields["outcome"] == "success"
 
