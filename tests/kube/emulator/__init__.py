@@ -10,6 +10,9 @@ async with ApiEmulator() as api:            # or the `api` fixture (tests/kube/c
     api.record_event("web", "Unhealthy", msg)   # kubelet recorder: count++ / combined
     api.map_port("web", 8080, real_port)     # port-forward and proxy reach 127.0.0.1:real_port
     api.role = "view"                        # 403 for exec/portforward/proxy and non-GET
+    api.grant("get", "pods/exec")            # one verb more; from v1.35 exec also needs create
+    api.add_token(t, expires=...); api.revoke_token(t)   # 401 from then on
+    ApiEmulator(tls=True, tls_names=(...), tls_identity=..., path_prefix="/k8s/clusters/c")
     api.fail_next(2, 503, verb="list")       # faults; expire_watches(), cut_streams(),
     api.send_bookmarks(); api.end_watches()  # compact(), and watch timeoutSeconds
     api.requests / api.non_read_requests() / api.count_requests(verb="watch")
@@ -24,12 +27,13 @@ from .objects import (
     running_status,
 )
 from .requestinfo import RequestRecord
-from .server import ApiEmulator, Role
+from .server import ApiEmulator, Role, TlsIdentity
 
 __all__ = [
     "ApiEmulator",
     "RequestRecord",
     "Role",
+    "TlsIdentity",
     "container",
     "http_get_probe",
     "make_event",

@@ -1,7 +1,12 @@
 """ApiEmulator: a Kubernetes API server on 127.0.0.1 for tests, spoken to over real HTTP.
 
 Request path, in the apiserver's filter order: record the request -> authenticate the bearer
-token (401) -> injected faults -> authorize (RBAC-lite: admin, view, none; 403) -> serve.
+token (401; a token can expire or be revoked) -> injected faults -> authorize (RBAC-lite:
+admin, view, none, plus single grants; 403) -> serve. From server version 1.35 the pods/exec,
+pods/attach and pods/portforward handlers also require `create` on the subresource, whatever
+the request's verb, as the registry does with the AuthorizePodWebsocketUpgradeCreatePermission
+gate on (beta, on by default since 1.35; pkg/registry/core/pod/rest/subresources.go). A server
+URL may carry a path prefix, as behind Rancher's `/k8s/clusters/ID`.
 Discovery, get/list/watch of pods, core/v1 events, events.k8s.io/v1 events and namespaces, and
 the pods/exec, pods/portforward and pods/proxy connect subresources are served; writes are not
 (405), so a client under test cannot change the emulator's state, only the test can.
@@ -19,11 +24,12 @@ import os
 import shutil
 import ssl
 import tempfile
+import time
 import traceback
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,10 +57,28 @@ Role = Literal["admin", "view", "none"]
 _LOOPBACK_NAMES = ("localhost",)
 
 
+# pods/exec, pods/attach and pods/portforward: from 1.35 the registry checks `create` as well
+_CREATE_CHECKED = frozenset({"exec", "attach", "portforward"})
+_CREATE_CHECK_SINCE = (1, 35)
+
+
 @dataclass
 class User:
     name: str
     role: Role
+    # the wall-clock time (time.time()) from which the token is refused with 401
+    expires: float | None = None
+    # (verb, "resource" or "resource/subresource") granted beyond the role
+    grants: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class TlsIdentity:
+    """A serving certificate the test made itself: its chain, its key, and the CA to trust."""
+
+    chain_pem: bytes
+    key_pem: bytes
+    ca_pem: bytes
 
 
 @dataclass
@@ -112,6 +136,10 @@ class ApiEmulator:
         server_version: str = "v1.32.0",
         start_rv: int = 1000,
         log_limit: int = 50_000,
+        tls_names: Sequence[str] = ("127.0.0.1", "localhost"),
+        tls_identity: TlsIdentity | None = None,
+        path_prefix: str = "",
+        websocket_create_check: bool | None = None,
     ) -> None:
         self.store = Store(start_rv=start_rv, history_limit=history_limit)
         self.settings = WatchSettings(bookmark_interval=bookmark_interval)
@@ -120,7 +148,13 @@ class ApiEmulator:
         self.token = token
         self._tokens: dict[str, User] = {token: User(user, role)} if token else {}
         self._anonymous = User("system:anonymous" if token else user, role)
-        self.tls = tls
+        self.tls = tls or tls_identity is not None
+        self.tls_names = tuple(tls_names)
+        self.tls_identity = tls_identity
+        # "/k8s/clusters/c-1": requests outside it are not the cluster's (404)
+        self.path_prefix = "/" + path_prefix.strip("/") if path_prefix.strip("/") else ""
+        # None: as the version says (on from 1.35); True/False: the gate forced on or off
+        self.websocket_create_check = websocket_create_check
         self.exec_timeout = exec_timeout
         self.server_version = server_version
         self.requests: deque[RequestRecord] = deque(maxlen=log_limit)
@@ -166,7 +200,7 @@ class ApiEmulator:
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self._server_ssl)
         await site.start()
         self.port = self._runner.addresses[0][1]
-        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}{self.path_prefix}"
         self._session = aiohttp.ClientSession(auto_decompress=False)
 
     async def stop(self) -> None:
@@ -184,14 +218,21 @@ class ApiEmulator:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
     def _setup_tls(self) -> None:
-        import trustme
-
-        ca = trustme.CA()
-        cert = ca.issue_cert("127.0.0.1", "localhost")
         self._server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        cert.configure_cert(self._server_ssl)
-        self.ca_pem = ca.cert_pem.bytes()
         assert self._tmp is not None
+        if self.tls_identity is not None:
+            chain, key = self._tmp / "server.crt", self._tmp / "server.key"
+            chain.write_bytes(self.tls_identity.chain_pem)
+            key.write_bytes(self.tls_identity.key_pem)
+            self._server_ssl.load_cert_chain(str(chain), str(key))
+            self.ca_pem = self.tls_identity.ca_pem
+        else:
+            import trustme
+
+            ca = trustme.CA()
+            cert = ca.issue_cert(*self.tls_names)
+            cert.configure_cert(self._server_ssl)
+            self.ca_pem = ca.cert_pem.bytes()
         self.ca_file = self._tmp / "ca.crt"
         self.ca_file.write_bytes(self.ca_pem)
 
@@ -278,8 +319,36 @@ class ApiEmulator:
         else:
             self._anonymous.role = value
 
-    def add_token(self, token: str, *, role: Role = "view", user: str = "viewer") -> None:
-        self._tokens[token] = User(user, role)
+    def add_token(
+        self,
+        token: str,
+        *,
+        role: Role = "view",
+        user: str = "viewer",
+        expires: float | None = None,
+    ) -> None:
+        """Accept `token`; from `expires` (a time.time() value) on it gets 401, as an expired
+        EKS or OIDC token does."""
+        self._tokens[token] = User(user, role, expires)
+
+    def revoke_token(self, token: str) -> None:
+        """From now on `token` gets 401."""
+        self._tokens.pop(token, None)
+
+    def grant(self, verb: str, resource: str, *, token: str | None = None) -> None:
+        """Allow one verb on one resource ("pods/exec") to the user of `token` (default: the
+        emulator's own token), beyond what its role allows."""
+        key = token or self.token
+        user = self._tokens[key] if key else self._anonymous
+        user.grants.add((verb, resource))
+
+    @property
+    def create_checked(self) -> bool:
+        """Whether pods/exec, attach and portforward also need `create` (1.35 on, by default)."""
+        if self.websocket_create_check is not None:
+            return self.websocket_create_check
+        major, minor, *_ = self.server_version.lstrip("v").split(".")
+        return (int(major), int(minor.rstrip("+"))) >= _CREATE_CHECK_SINCE
 
     # ----- objects (the test plays the kubelet and the controllers) -----
 
@@ -528,8 +597,19 @@ class ApiEmulator:
         response.headers.setdefault("Audit-Id", str(uuid.uuid4()))
         response.headers.setdefault("Cache-Control", "no-cache, private")
 
+    def _cluster_path(self, path: str) -> str | None:
+        """The path below the server's prefix; None when the request is outside it."""
+        if not self.path_prefix:
+            return path
+        if path == self.path_prefix:
+            return "/"
+        if path.startswith(self.path_prefix + "/"):
+            return path[len(self.path_prefix) :]
+        return None
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        info = request_info(request.method, request.path, request.query)
+        path = self._cluster_path(request.path)
+        info = request_info(request.method, path if path is not None else "/", request.query)
         user = self._authenticate(request)
         record = RequestRecord(
             method=request.method,
@@ -554,7 +634,10 @@ class ApiEmulator:
         if long_running and task is not None:
             self._long_running.add(task)
         try:
-            resp = await self._serve(request, info, user)
+            if path is None:
+                resp = web.Response(status=404, text="404 page not found\n")
+            else:
+                resp = await self._serve(request, info, user)
         except BadRequest as err:
             resp = status.response(err.body)
         except Exception:
@@ -573,7 +656,10 @@ class ApiEmulator:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return None
-        return self._tokens.get(token.strip())
+        user = self._tokens.get(token.strip())
+        if user is not None and user.expires is not None and time.time() >= user.expires:
+            return None
+        return user
 
     def _fault(self, info: RequestInfo) -> web.Response | None:
         for fault in self._faults:
@@ -583,19 +669,39 @@ class ApiEmulator:
         self._faults = [f for f in self._faults if f.remaining > 0]
         return None
 
-    def _forbidden(self, user: User, info: RequestInfo) -> web.Response | None:
-        if user.role == "admin" or not info.resource_request:
-            return None
-        if (
+    @staticmethod
+    def _allowed(user: User, verb: str, info: RequestInfo) -> bool:
+        if user.role == "admin":
+            return True
+        resource = info.resource + (f"/{info.subresource}" if info.subresource else "")
+        if (verb, resource) in user.grants:
+            return True
+        return (
             user.role == "view"
-            and info.verb in READ_VERBS
+            and verb in READ_VERBS
             and info.subresource not in CONNECT_SUBRESOURCES
-        ):
+        )
+
+    def _forbidden(self, user: User, info: RequestInfo) -> web.Response | None:
+        if not info.resource_request:
             return None
+        if not self._allowed(user, info.verb, info):
+            return self._refusal(user, info, info.verb)
+        # the registry's second check: a websocket upgrade is a GET, authorized as get above
+        if (
+            info.subresource in _CREATE_CHECKED
+            and self.create_checked
+            and not self._allowed(user, "create", info)
+        ):
+            return self._refusal(user, info, "create")
+        return None
+
+    @staticmethod
+    def _refusal(user: User, info: RequestInfo, verb: str) -> web.Response:
         resource = info.resource + (f"/{info.subresource}" if info.subresource else "")
         where = f'in the namespace "{info.namespace}"' if info.namespace else "at the cluster scope"
         why = (
-            f'User "{user.name}" cannot {info.verb} resource "{resource}" in API group '
+            f'User "{user.name}" cannot {verb} resource "{resource}" in API group '
             f'"{info.group}" {where}'
         )
         qualified = f"{info.resource}.{info.group}" if info.group else info.resource
@@ -619,7 +725,7 @@ class ApiEmulator:
         if forbidden is not None:
             return forbidden
         if not info.resource_request:
-            return self._non_resource(request)
+            return self._non_resource(request, info.path)
         view = RESOURCES.get((info.group, info.version, info.resource))
         if view is None or (info.subresource and view is not PODS):
             return _no_resource()
@@ -640,8 +746,8 @@ class ApiEmulator:
 
     # ----- discovery -----
 
-    def _non_resource(self, request: web.Request) -> web.Response:
-        path = request.path.rstrip("/") or "/"
+    def _non_resource(self, request: web.Request, path: str) -> web.Response:
+        path = path.rstrip("/") or "/"
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="405 method not allowed\n")
         if path in ("/healthz", "/livez", "/readyz"):
