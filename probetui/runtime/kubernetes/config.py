@@ -21,7 +21,10 @@ the *last* file set `current-context`, and resolves relative paths against the f
 The chosen context, cluster and user are handed to kubernetes-asyncio as one small dict with
 absolute paths (`KubeConfigLoader` with no persister): nothing is ever written to a kubeconfig.
 Exec credential plugins are run here, with a time limit, and their answer replaces `exec` in
-that dict. Every error is one line naming the problem and the fix.
+that dict; they run again when the answer expires or is refused, and token files are read
+again, as client-go does (`credentials.py`). Every client's connections are made the same way
+(`transport.py`): one TLS context as Go verifies, `tls-server-name`, `proxy-url` or the proxy
+environment. Every error is one line naming the problem and the fix.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
@@ -45,6 +50,14 @@ from kubernetes_asyncio.config.kube_config import KubeConfigLoader
 from kubernetes_asyncio.stream import WsApiClient
 
 from probetui.runtime.base import RuntimeFailure
+from probetui.runtime.kubernetes import transport
+from probetui.runtime.kubernetes.credentials import (
+    Credential,
+    ExecTokenSource,
+    FileTokenSource,
+    TokenSource,
+    refresh_hook,
+)
 from probetui.runtime.kubernetes.guard import install_read_only_guard
 
 __all__ = [
@@ -62,6 +75,10 @@ CREDENTIAL_TIMEOUT = 60.0
 _MAX_CREDENTIAL_BYTES = 1 << 20
 _SECTIONS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
 _FIX_VIEW = "`kubectl config view` shows what kubectl makes of it"
+# what Go's http.ProxyFromEnvironment reads
+_PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+# where a cluster entry keeps per-cluster data for its exec plugin (spec.cluster.config)
+_EXEC_EXTENSION = "client.authentication.k8s.io/exec"
 
 
 class KubeconfigError(RuntimeFailure):
@@ -103,6 +120,11 @@ class ClusterTarget:
     service_account_dir: Path = SERVICE_ACCOUNT_DIR
     # KUBERNETES_SERVICE_HOST/PORT as seen at resolve time (in-cluster only)
     service_env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # HTTPS_PROXY, NO_PROXY, ... as seen at resolve time
+    proxy_env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # the one token source every client of this target shares (client-go caches its
+    # authenticators per user the same way): one plugin run serves list, watch and streams
+    _auth: _AuthCache = field(default_factory=lambda: _AuthCache(), repr=False, compare=False)
 
     def _what(self) -> str:
         return "in-cluster config" if self.in_cluster else f'context "{self.context}"'
@@ -113,12 +135,21 @@ class ClusterTarget:
         where = self.context if self.context is not None else "in-cluster"
         return f"{where}/{'*' if self.all_namespaces else self.namespace}"
 
+    @property
+    def token_source(self) -> TokenSource | None:
+        """Where this target's bearer token comes from, once a client has been made."""
+        return self._auth.source
+
     async def client_configuration(self) -> Configuration:
-        """A kubernetes-asyncio Configuration for this target (runs exec credential plugins)."""
+        """A kubernetes-asyncio Configuration for this target (runs exec credential plugins).
+
+        Its `refresh_api_key_hook` keeps the bearer token fresh (credentials.py).
+        """
         configuration = Configuration()
         if self.in_cluster:
+            token_file = str(self.service_account_dir / "token")
             loader = InClusterConfigLoader(
-                token_filename=str(self.service_account_dir / "token"),
+                token_filename=token_file,
                 cert_filename=str(self.service_account_dir / "ca.crt"),
                 environ=dict(self.service_env),
             )
@@ -129,13 +160,24 @@ class ClusterTarget:
                     f"in-cluster config: {_one_line(e)} (check the pod's service account mount "
                     f"at {self.service_account_dir})"
                 ) from None
+            # the library re-reads the file too, but would not after a 401
+            self._use_token_file(configuration, token_file, None)
             return configuration
         assert self.kubeconfig is not None
         kubeconfig = copy.deepcopy(dict(self.kubeconfig))
         user = kubeconfig["users"][0]["user"]
+        exec_source: ExecTokenSource | None = None
         if isinstance(user.get("exec"), dict):
             cluster = kubeconfig["clusters"][0]["cluster"]
-            kubeconfig["users"][0]["user"] = await _exec_credential(self.user, user, cluster)
+            exec_source = self._auth.exec
+            if exec_source is None:
+                name, entry = self.user, dict(user)
+
+                async def run() -> Credential:
+                    return await _exec_credential(name, entry, cluster)
+
+                exec_source = self._auth.exec = ExecTokenSource(run, await run())
+            kubeconfig["users"][0]["user"] = _with_credential(user, exec_source.current)
         kube_loader = KubeConfigLoader(
             config_dict=kubeconfig,
             active_context=self.context,
@@ -148,7 +190,24 @@ class ClusterTarget:
             raise KubeconfigError(
                 f'context "{self.context}": {_one_line(e)} (fix the kubeconfig entry; {_FIX_VIEW})'
             ) from None
+        if exec_source is not None and exec_source.current.token:
+            self._auth.source = exec_source
+            configuration.refresh_api_key_hook = refresh_hook(exec_source)
+        elif isinstance(user.get("tokenFile"), str) and user["tokenFile"]:
+            token = user.get("token")
+            self._use_token_file(
+                configuration, user["tokenFile"], token if isinstance(token, str) else None
+            )
         return configuration
+
+    def _use_token_file(self, configuration: Configuration, path: str, token: str | None) -> None:
+        loaded = configuration.api_key.get("BearerToken", "")
+        if not loaded.startswith("Bearer "):
+            return
+        source = self._auth.source
+        if not isinstance(source, FileTokenSource) or str(source.path) != path:
+            source = self._auth.source = FileTokenSource(path, fallback=token)
+        configuration.refresh_api_key_hook = refresh_hook(source)
 
     async def api_client(self, *, websocket: bool = False) -> ApiClient:
         """A client for this target; with `--read-only` the guard is installed before return.
@@ -157,9 +216,22 @@ class ClusterTarget:
         `websocket` gives the `WsApiClient` that exec and port-forward use.
         """
         configuration = await self.client_configuration()
+        proxy = transport.proxy_for(configuration.host, configuration.proxy, self.proxy_env)
+        if proxy is not None and urlsplit(proxy).scheme.lower() not in ("http", "https"):
+            where = "proxy-url" if configuration.proxy else "the proxy environment"
+            raise KubeconfigError(
+                f"{self._what()}: {where} names {proxy}, and probetui can use http and https "
+                "proxies only (tunnel it through an http proxy, or unset it)"
+            )
         try:
             client = (
                 WsApiClient(configuration=configuration) if websocket else ApiClient(configuration)
+            )
+            context = transport.go_ssl_context(
+                cafile=configuration.ssl_ca_cert,
+                certfile=configuration.cert_file,
+                keyfile=configuration.key_file,
+                verify=configuration.verify_ssl,
             )
         except (ssl.SSLError, OSError) as e:
             # the CA and client certificate are loaded here, when the TLS context is built
@@ -167,9 +239,23 @@ class ClusterTarget:
                 f"{self._what()}: cannot load the TLS certificates: {_one_line(e)} (fix "
                 f"certificate-authority, client-certificate and client-key; {_FIX_VIEW})"
             ) from None
+        source = self._auth.source
+        await transport.install(
+            client,
+            ssl_context=context,
+            proxy=proxy,
+            server_hostname=configuration.tls_server_name or None,
+            on_unauthorized=source.unauthorized if source is not None else None,
+        )
         if self.read_only:
             install_read_only_guard(client)
         return client
+
+
+@dataclass(slots=True)
+class _AuthCache:
+    exec: ExecTokenSource | None = None
+    source: TokenSource | None = None
 
 
 def _one_line(error: object) -> str:
@@ -181,8 +267,8 @@ def _one_line(error: object) -> str:
 
 async def _exec_credential(
     user_name: str | None, user: Mapping[str, Any], cluster: Mapping[str, Any]
-) -> dict[str, Any]:
-    """Run the user's exec credential plugin; the user entry with its answer in place of `exec`.
+) -> Credential:
+    """Run the user's exec credential plugin once; its answer.
 
     Run here rather than by kubernetes-asyncio, whose runner has no time limit and cannot be
     cancelled without leaving the child behind. As kubectl does, the plugin's stderr goes to the
@@ -206,15 +292,7 @@ async def _exec_credential(
         "spec": {"interactive": False},
     }
     if spec.get("provideClusterInfo"):
-        info["spec"]["cluster"] = {
-            k: cluster[k]
-            for k in ("server", "tls-server-name", "insecure-skip-tls-verify", "proxy-url")
-            if k in cluster
-        }
-        if "certificate-authority-data" in cluster:
-            info["spec"]["cluster"]["certificate-authority-data"] = cluster[
-                "certificate-authority-data"
-            ]
+        info["spec"]["cluster"] = _exec_cluster(who, cluster)
     env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -254,20 +332,80 @@ async def _exec_credential(
         raise KubeconfigError(
             f"{who}: the credential plugin {command} printed no ExecCredential JSON"
         )
-    answer = {k: v for k, v in user.items() if k != "exec"}
+    try:
+        expires = _expiration(status.get("expirationTimestamp"))
+    except ValueError:
+        raise KubeconfigError(
+            f"{who}: the credential plugin {command} gave an expirationTimestamp that is not "
+            f"an RFC 3339 time: {status.get('expirationTimestamp')!r}"
+        ) from None
     if isinstance(status.get("token"), str) and status["token"]:
-        answer["token"] = status["token"]
-    elif isinstance(status.get("clientCertificateData"), str) and isinstance(
+        return Credential(token=status["token"], expires=expires)
+    if isinstance(status.get("clientCertificateData"), str) and isinstance(
         status.get("clientKeyData"), str
     ):
-        # the library takes *-data keys base64-encoded, as a kubeconfig holds them
-        answer["client-certificate-data"] = _b64(status["clientCertificateData"])
-        answer["client-key-data"] = _b64(status["clientKeyData"])
-    else:
-        raise KubeconfigError(
-            f"{who}: the credential plugin {command} returned neither a token nor a client "
-            "certificate and key"
+        return Credential(
+            cert_pem=status["clientCertificateData"],
+            key_pem=status["clientKeyData"],
+            expires=expires,
         )
+    raise KubeconfigError(
+        f"{who}: the credential plugin {command} returned neither a token nor a client "
+        "certificate and key"
+    )
+
+
+def _expiration(value: object) -> float | None:
+    """status.expirationTimestamp as a time.time() value; None if absent. Raises ValueError."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(value)
+    when = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def _exec_cluster(who: str, cluster: Mapping[str, Any]) -> dict[str, Any]:
+    """spec.cluster for KUBERNETES_EXEC_INFO, as client-go's `ConfigToExecCluster` fills it.
+
+    The CA goes in as data even when the kubeconfig names a file: the plugin gets the bytes,
+    base64-encoded as a kubeconfig holds them.
+    """
+    out: dict[str, Any] = {
+        k: cluster[k]
+        for k in ("server", "tls-server-name", "insecure-skip-tls-verify", "proxy-url")
+        if k in cluster
+    }
+    if cluster.get("certificate-authority-data"):
+        out["certificate-authority-data"] = cluster["certificate-authority-data"]
+    elif isinstance(cluster.get("certificate-authority"), str) and cluster["certificate-authority"]:
+        path = cluster["certificate-authority"]
+        try:
+            out["certificate-authority-data"] = base64.b64encode(Path(path).read_bytes()).decode()
+        except OSError as e:
+            raise KubeconfigError(
+                f"{who}: cannot read the certificate-authority {path} for the credential "
+                f"plugin: {e.strerror or e} (fix clusters[].cluster.certificate-authority)"
+            ) from None
+    if cluster.get("disable-compression"):
+        out["disable-compression"] = True
+    for item in cluster.get("extensions") or ():
+        if isinstance(item, dict) and item.get("name") == _EXEC_EXTENSION:
+            out["config"] = item.get("extension")
+    return out
+
+
+def _with_credential(user: Mapping[str, Any], credential: Credential) -> dict[str, Any]:
+    """The user entry with the plugin's answer in place of `exec`."""
+    answer = {k: v for k, v in user.items() if k != "exec"}
+    if credential.token:
+        answer["token"] = credential.token
+    else:
+        # the library takes *-data keys base64-encoded, as a kubeconfig holds them
+        answer["client-certificate-data"] = _b64(credential.cert_pem or "")
+        answer["client-key-data"] = _b64(credential.key_pem or "")
     return answer
 
 
@@ -446,6 +584,10 @@ def _in_cluster_namespace(environ: Mapping[str, str], sa_dir: Path) -> tuple[str
     return "default", "default"
 
 
+def _proxy_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {name: environ[name] for name in _PROXY_ENV if name in environ}
+
+
 def _join_host_port(host: str, port: str) -> str:
     return f"[{host}]:{port}" if ":" in host or "%" in host else f"{host}:{port}"
 
@@ -469,6 +611,7 @@ def _in_cluster_target(
         read_only=options.read_only,
         service_account_dir=sa_dir,
         service_env={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
+        proxy_env=_proxy_env(environ),
     )
 
 
@@ -568,4 +711,5 @@ def resolve(
         files=tuple(merged.files),
         kubeconfig=single,
         service_account_dir=service_account_dir,
+        proxy_env=_proxy_env(env),
     )
