@@ -258,8 +258,12 @@ _SETTABLE = {
 
 
 def apply_overrides(scenario: Scenario, overrides: Iterable[str]) -> Scenario:
-    """`--set liveness.failureThreshold=6` on the scenario's container, validated as the API would."""
+    """`--set liveness.failureThreshold=6` on the scenario's container, defaulted and validated
+    as the API server treats the field in a manifest: a 0 takes SetDefaults_Probe's value (so
+    `failureThreshold=0` is 3, `periodSeconds=0` is 10), then validation refuses what is left
+    with the manifest's own messages."""
     from probetui.spec.errors import ManifestError
+    from probetui.spec.parse import set_probe_defaults
     from probetui.spec.validate import check_pod
 
     container = scenario.pod.container(scenario.container)
@@ -289,7 +293,7 @@ def apply_overrides(scenario: Scenario, overrides: Iterable[str]) -> Scenario:
         probe = container.probe(pt)
         if probe is None:
             raise ScenarioError(f"--set {item}: container {container.name!r} has no {pt.key} probe")
-        new_probe = replace(probe, **{attr: number})
+        new_probe = set_probe_defaults(replace(probe, **{attr: number}))
         container = replace(container, **{f"{pt.key}_probe": new_probe})
     pod = scenario.pod
     pod = replace(

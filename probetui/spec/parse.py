@@ -37,7 +37,7 @@ from probetui.spec.model import (
 )
 from probetui.spec.validate import check_pod
 
-__all__ = ["WORKLOAD_TEMPLATE_PATHS", "load_pods", "parse_pods"]
+__all__ = ["WORKLOAD_TEMPLATE_PATHS", "load_pods", "parse_pods", "set_probe_defaults"]
 
 # where each kind keeps its pod template; a Pod is its own template
 WORKLOAD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
@@ -401,6 +401,19 @@ def _check_fields(
 # --- the model ---
 
 
+def set_probe_defaults(probe: Probe) -> Probe:
+    """`SetDefaults_Probe` (spec 2.1): a timeoutSeconds, periodSeconds, successThreshold or
+    failureThreshold of 0 becomes 1, 10, 1 or 3. initialDelaySeconds keeps its 0, and negative
+    values stay as they are, for validation to refuse."""
+    return replace(
+        probe,
+        timeout_seconds=probe.timeout_seconds or 1,
+        period_seconds=probe.period_seconds or 10,
+        success_threshold=probe.success_threshold or 1,
+        failure_threshold=probe.failure_threshold or 3,
+    )
+
+
 def _probe(value: object, at: _At) -> Probe | None:
     """A probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (spec 2.1, 2.2)."""
     if value is None:
@@ -408,24 +421,26 @@ def _probe(value: object, at: _At) -> Probe | None:
     m = _mapping(value, at)
     _check_fields(m, _PROBE_FIELDS, at, strict=True, what="probe")
 
-    def number(key: str, default: int = 0) -> int:
-        # the API replaces 0 (or absent) by the default; negative values stay for validation
-        return _integer(m.get(key), at.key(m, key)) or default
+    def number(key: str) -> int:
+        # an absent field is the Go zero value, which defaulting then treats as a written 0
+        return _integer(m.get(key), at.key(m, key)) or 0
 
     tgps = _integer(
         m.get("terminationGracePeriodSeconds"), at.key(m, "terminationGracePeriodSeconds"), _INT64
     )
-    return Probe(
-        exec=_exec(m.get("exec"), at.key(m, "exec")),
-        http_get=_http_get(m.get("httpGet"), at.key(m, "httpGet")),
-        tcp_socket=_tcp_socket(m.get("tcpSocket"), at.key(m, "tcpSocket")),
-        grpc=_grpc(m.get("grpc"), at.key(m, "grpc")),
-        initial_delay_seconds=number("initialDelaySeconds"),
-        timeout_seconds=number("timeoutSeconds", 1),
-        period_seconds=number("periodSeconds", 10),
-        success_threshold=number("successThreshold", 1),
-        failure_threshold=number("failureThreshold", 3),
-        termination_grace_period_seconds=tgps,
+    return set_probe_defaults(
+        Probe(
+            exec=_exec(m.get("exec"), at.key(m, "exec")),
+            http_get=_http_get(m.get("httpGet"), at.key(m, "httpGet")),
+            tcp_socket=_tcp_socket(m.get("tcpSocket"), at.key(m, "tcpSocket")),
+            grpc=_grpc(m.get("grpc"), at.key(m, "grpc")),
+            initial_delay_seconds=number("initialDelaySeconds"),
+            timeout_seconds=number("timeoutSeconds"),
+            period_seconds=number("periodSeconds"),
+            success_threshold=number("successThreshold"),
+            failure_threshold=number("failureThreshold"),
+            termination_grace_period_seconds=tgps,
+        )
     )
 
 

@@ -279,3 +279,98 @@ def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it()
     text = r'command timed out: "sh -c test -f \"/tmp/ready\"" timed out after 2s'
     assert timed_out_text(argv, 2.0) == text
     assert of(r, "Unhealthy")[0]["message"] == f"Liveness probe failed: {text}"
+
+
+def _probe_after_set(probe: dict[str, Any], item: str) -> Any:
+    s = parse_scenario({"pod": pod({"livenessProbe": {**HTTP, **probe}})})
+    container = apply_overrides(s, [item]).pod.container("app")
+    assert container is not None
+    return container.liveness_probe
+
+
+@pytest.mark.parametrize(
+    ("item", "field", "value"),
+    [
+        ("liveness.failureThreshold=0", "failure_threshold", 3),
+        ("liveness.periodSeconds=0", "period_seconds", 10),
+        ("liveness.successThreshold=0", "success_threshold", 1),
+        ("liveness.timeoutSeconds=0", "timeout_seconds", 1),
+        ("liveness.initialDelaySeconds=0", "initial_delay_seconds", 0),
+    ],
+)
+def test_set_zero_takes_set_defaults_probe_value(item: str, field: str, value: int) -> None:
+    """SetDefaults_Probe (defaults.go) runs on a --set value as on a manifest's: a 0 timeout,
+    period, success or failure threshold is 1, 10, 1, 3; initialDelaySeconds has no default."""
+    probe = _probe_after_set(
+        {"failureThreshold": 5, "periodSeconds": 7, "timeoutSeconds": 2, "initialDelaySeconds": 4},
+        item,
+    )
+    assert getattr(probe, field) == value
+
+
+def test_set_failure_threshold_0_kills_after_three_failures_as_the_api_defaults_it() -> None:
+    """`failureThreshold=0` is 3 once defaulted: the kill comes at the third failure, not the
+    first, exactly as with failureThreshold 3 written out."""
+    app = {"fail_between": [[15, 1000]]}
+    base = parse_scenario(
+        {
+            "pod": pod({"livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 1}}),
+            "duration": 60,
+            "app": app,
+        }
+    )
+    written = parse_scenario(
+        {
+            "pod": pod({"livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 3}}),
+            "duration": 60,
+            "app": app,
+        }
+    )
+    zero = simulate(apply_overrides(base, ["liveness.failureThreshold=0"]))
+    assert [e["t"] for e in of(zero, "Killing")] == [
+        e["t"] for e in of(simulate(written), "Killing")
+    ]
+    assert of(zero, "Killing")[0]["t"] == 40.0
+
+
+def test_set_period_seconds_0_runs_at_the_default_10_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`periodSeconds=0` is 10 s once defaulted, through the CLI too (it used to divide by 0)."""
+    (tmp_path / "pod.json").write_text(
+        json.dumps(pod({"livenessProbe": {**HTTP, "periodSeconds": 3}}))
+    )
+    (tmp_path / "s.yaml").write_text("pod: pod.json\nduration: 35\n")
+    args = ["simulate", str(tmp_path / "s.yaml"), "--json", "--set", "liveness.periodSeconds=0"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ticks = [e["t"] for e in doc["events"] if e["type"] == "ProbeAttempt"]
+    # the container runs from t=1, so the tick at 0 finds nothing to probe
+    assert ticks == [10.0, 20.0, 30.0]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("periodSeconds", -1),
+        ("failureThreshold", -3),
+        ("initialDelaySeconds", -5),
+        ("terminationGracePeriodSeconds", 0),
+        ("successThreshold", 2),
+    ],
+)
+def test_set_is_validated_with_the_manifest_messages(field: str, value: int) -> None:
+    """validateProbe / validateLivenessProbe on the defaulted --set value, with the very text a
+    manifest carrying that value gets ("must be greater than or equal to 0", "must be greater
+    than 0", "must be 1")."""
+    from probetui.spec.errors import ManifestError
+    from probetui.spec.parse import parse_pods
+
+    manifest = pod({"livenessProbe": {**HTTP, field: value}})
+    with pytest.raises(ManifestError) as written:
+        parse_pods(json.dumps(manifest), source="<scenario> (inline pod)")
+    s = parse_scenario({"pod": pod({"livenessProbe": HTTP})})
+    with pytest.raises(ScenarioError) as overridden:
+        apply_overrides(s, [f"liveness.{field}={value}"])
+    # the same words; only the manifest's names a line, as a --set value has none in the file
+    assert str(overridden.value) == "--set: " + str(written.value).replace(", line 1:", ":")
