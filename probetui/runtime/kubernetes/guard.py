@@ -22,6 +22,12 @@ way the API server's `RequestInfoFactory` does it, so a namespace or pod that ha
 called "proxy" is still readable, while `pods/NAME/proxy/...` is not. Paths with empty or dot
 segments are refused rather than second-guessed.
 
+A server URL may carry a path before the API (Rancher's `https://host/k8s/clusters/ID`, other
+authenticating proxies likewise): the API server, behind it, sees the path without it. So that
+prefix, taken from the client's own `host`, is stripped before the path is classified; without
+that `/k8s/...` would look like a non-resource URL and every subresource would pass. A path
+outside the prefix does not reach this cluster's API at all and is refused.
+
 Every API client of the cluster source is made by `ClusterTarget.api_client`, which installs
 this guard when `--read-only` is set; a test asserts from a recording server that refused calls
 send nothing.
@@ -33,11 +39,17 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from kubernetes_asyncio.client import ApiClient
 
-__all__ = ["ReadOnlyGuard", "ReadOnlyViolation", "install_read_only_guard", "refusal"]
+__all__ = [
+    "ReadOnlyGuard",
+    "ReadOnlyViolation",
+    "install_read_only_guard",
+    "refusal",
+    "server_prefix",
+]
 
 FORBIDDEN_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 # `/api/v1/namespaces/NAME/status` is the namespace's own subresource, not a resource "status"
@@ -71,16 +83,29 @@ def _has_upgrade(headers: Mapping[str, str]) -> bool:
     return False
 
 
-def refusal(method: str, raw_path: str, headers: Mapping[str, str] | None = None) -> str | None:
+def server_prefix(server: str) -> str:
+    """The path of a server URL before the API ("/k8s/clusters/c-1"; "" for none), decoded."""
+    path = unquote(urlsplit(server).path).rstrip("/")
+    return path if path.strip("/") else ""
+
+
+def refusal(
+    method: str, raw_path: str, headers: Mapping[str, str] | None = None, prefix: str = ""
+) -> str | None:
     """Why read-only mode refuses this request, or None when it may go.
 
     `raw_path` is the path as sent (percent-encoded); it is decoded as the API server decodes it.
+    `prefix` is the server URL's own path (`server_prefix`), stripped first.
     """
     if method.upper() != "GET":
         return f"method {method.upper()} changes state; only GET is allowed"
     if headers is not None and _has_upgrade(headers):
         return "connection upgrades (websocket, SPDY) are how exec, attach and port-forward work"
     path = unquote(raw_path)
+    if prefix:
+        if path != prefix and not path.startswith(prefix + "/"):
+            return f"the path is outside the server's {prefix}"
+        path = path[len(prefix) :]
     trimmed = path.strip("/")
     if not trimmed:
         return None
@@ -116,13 +141,14 @@ class Refused:
 class ReadOnlyGuard:
     """The check installed on one client's connector; keeps the last refusals for display."""
 
-    def __init__(self, keep: int = 64) -> None:
+    def __init__(self, keep: int = 64, prefix: str = "") -> None:
         self.refused: deque[Refused] = deque(maxlen=keep)
         self.refused_total = 0
+        self.prefix = prefix
 
     def check(self, method: str, url: Any, headers: Mapping[str, str]) -> None:
         raw_path = getattr(url, "raw_path", None) or str(url)
-        reason = refusal(method, raw_path, headers)
+        reason = refusal(method, raw_path, headers, self.prefix)
         if reason is None:
             return
         self.refused_total += 1
@@ -146,7 +172,7 @@ def install_read_only_guard(client: ApiClient, guard: ReadOnlyGuard | None = Non
     existing = getattr(connector, _MARK, None)
     if isinstance(existing, ReadOnlyGuard):
         return existing
-    guard = guard or ReadOnlyGuard()
+    guard = guard or ReadOnlyGuard(prefix=server_prefix(client.configuration.host or ""))
     # an instance attribute shadows the class's method for this connector alone
     connector.connect = guard.wrap(connector.connect)  # type: ignore[method-assign]
     setattr(connector, _MARK, guard)

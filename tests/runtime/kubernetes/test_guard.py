@@ -257,3 +257,84 @@ async def test_guard_is_idempotent_and_counts_refusals(api_server: Recorder) -> 
         assert f"DELETE /api/v1/namespaces/{NS}/pods/{POD}" in message
         assert "run without it" in message
     assert api_server.requests == []
+
+
+# --- a server URL with a path prefix (Rancher's /k8s/clusters/ID) -----------------------------
+
+PREFIX = "/k8s/clusters/c-m-4xq7z"
+
+
+@pytest.mark.parametrize(
+    ("path", "refused"),
+    [
+        (f"{PREFIX}/api/v1/namespaces/{NS}/pods", False),
+        (f"{PREFIX}/api/v1/watch/namespaces/{NS}/pods", False),
+        (f"{PREFIX}/apis/events.k8s.io/v1/events", False),
+        (f"{PREFIX}/version", False),
+        (f"{PREFIX}/api", False),
+        (PREFIX, False),
+        (f"{PREFIX}/api/v1/namespaces/{NS}/pods/{POD}/exec", True),
+        (f"{PREFIX}/api/v1/namespaces/{NS}/pods/{POD}/attach", True),
+        (f"{PREFIX}/api/v1/namespaces/{NS}/pods/{POD}/portforward", True),
+        (f"{PREFIX}/api/v1/namespaces/{NS}/pods/{POD}:8080/proxy/healthz", True),
+        (f"{PREFIX}/api/v1/proxy/namespaces/{NS}/pods/{POD}", True),
+        (f"{PREFIX}/api/v1/nodes/node-a/proxy", True),
+        # percent-encoded as sent: decoded before the prefix is compared
+        ("/k8s/clusters/c-m-4xq7z/api/v1/namespaces/shop/pods/web/%65xec", True),
+        # another cluster behind the same Rancher is not this server's API
+        (f"/k8s/clusters/c-other/api/v1/namespaces/{NS}/pods", True),
+        (f"/api/v1/namespaces/{NS}/pods/{POD}/exec", True),
+    ],
+)
+def test_refusal_strips_the_servers_path_prefix_first(path: str, refused: bool) -> None:
+    """The API server behind a prefixing proxy sees the path without it (RequestInfoFactory
+    classifies from /api or /apis): so does the guard."""
+    assert (refusal("GET", path, {}, PREFIX) is not None) is refused
+
+
+def test_server_prefix_is_the_server_urls_own_path() -> None:
+    from probetui.runtime.kubernetes.guard import server_prefix
+
+    assert server_prefix(f"https://rancher.example{PREFIX}/") == PREFIX
+    assert server_prefix("https://10.0.0.1:6443") == ""
+    assert server_prefix("https://10.0.0.1:6443/") == ""
+
+
+async def test_every_forbidden_call_under_a_prefixed_server_raises_before_a_byte_is_sent(
+    tmp_path: Any,
+) -> None:
+    from tests.kube.emulator import ApiEmulator, make_pod
+    from tests.runtime.kubernetes.paths import target_for
+
+    async with ApiEmulator(path_prefix=PREFIX) as emulator:
+        emulator.add_namespace(NS)
+        pod = make_pod(POD)
+        pod["metadata"]["namespace"] = NS
+        emulator.add_pod(pod)
+        assert emulator.url.endswith(PREFIX)
+        target = target_for(emulator, tmp_path, read_only=True)
+        api = await target.api_client()
+        ws = await target.api_client(websocket=True)
+        try:
+            for label, call in _forbidden(api, ws):
+                with pytest.raises(ReadOnlyViolation, match="read-only: refused"):
+                    result = await call()
+                    async with result:
+                        pass
+                assert not emulator.requests, f"{label} reached the server"
+            pods = await CoreV1Api(api).list_namespaced_pod(NS, _preload_content=False)
+            assert pods.status == 200
+        finally:
+            await api.close()
+            await ws.close()
+        assert [(r.method, r.path, r.verb) for r in emulator.requests] == [
+            ("GET", f"{PREFIX}/api/v1/namespaces/{NS}/pods", "list")
+        ]
+        # the control: unguarded, the same exec under the prefix arrives and runs
+        open_target = target_for(emulator, tmp_path / "open")
+        async with await open_target.api_client(websocket=True) as open_ws:
+            out = await CoreV1Api(open_ws).connect_get_namespaced_pod_exec(
+                POD, NS, command=["echo", "reached"], stdout=True, container="app"
+            )
+        assert "reached" in out
+        assert emulator.non_read_requests()[-1].subresource == "exec"
