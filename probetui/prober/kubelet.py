@@ -15,6 +15,9 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   startup probe, once its cached startup result is Success (`init_container_blocks_next`). Only
   the newest started init container gates: a sidecar that restarts later blocks nothing
   (`isPreviouslyInitialized`). Regular containers start together once initialization is done.
+- Which result updates sync the pod, `syncLoopIteration`: every readiness and startup update,
+  but a liveness update only when it is Failure. A liveness Success (the initial value of a new
+  container, or a recovery) changes nothing, so it fires no readiness manual trigger.
 - Kills, `computePodActions` / `computeInitContainerActions`: a running container whose cached
   liveness (else startup) result is Failure is killed with the probe's grace period and, as the
   restart policy says, queued to start again (`container_probe_action`).
@@ -22,7 +25,7 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
   retried when the window ends (v1.35 requeues the pod for that moment).
 - Status generation, `UpdatePodStatus` plus `getPhase`, after every change of a container or of
-  a probe result; the readiness manual trigger is its side effect.
+  a probe result that syncs the pod; the readiness manual trigger is its side effect.
 - The end of the pod: when no regular container runs or will start again, the pod is done
   (`keepCount == 0`, `KillPod`): liveness and startup workers stop first (`SyncTerminatingPod`),
   the sidecars still running are stopped, and once nothing runs every worker is removed
@@ -47,6 +50,7 @@ from probetui.prober import backoff as bo
 from probetui.prober import kuberuntime as kr
 from probetui.prober.clock import Cancellable, Clock
 from probetui.prober.manager import Manager
+from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
 from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
 
@@ -396,8 +400,16 @@ class PodKubelet:
 
     # -- probe results ------------------------------------------------------------------------
 
-    def on_result(self, probe_type: ProbeType, container_id: str) -> None:
-        """A published result changed: sync the pod (kill if needed) and generate status."""
+    def on_result(self, probe_type: ProbeType, container_id: str, result: ResultValue) -> None:
+        """A published result changed: `syncLoopIteration`'s reaction to the update.
+
+        Readiness and startup updates always sync the pod. A liveness update syncs it only when
+        it is Failure (`handleProbeSync` sits behind `update.Result == Failure`), so a liveness
+        Success, e.g. the initial value of a new container, neither kills nor generates status,
+        and so fires no readiness manual trigger.
+        """
+        if probe_type is ProbeType.LIVENESS and result is not ResultValue.FAILURE:
+            return
         inst = self.container_by_id(container_id)
         if inst is None:
             return

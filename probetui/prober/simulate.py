@@ -13,11 +13,12 @@ the kubelet is long up); every container start takes `start_after`, and init con
 one after another as the kubelet orders them (a plain init container other than the scenario's
 exits 0 as soon as it runs); a container has no status until it runs; ticks stay on the grid
 k * periodSeconds unless the readiness manual trigger resets it; a status generation happens
-when a container starts or exits and whenever a probe result of the pod changes; there is no
-periodic resync. The kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are
-taken as zero: a kill follows the published Failure at the same instant, a restart follows the
-exit at once unless back-off delays it, and a delayed restart happens exactly when the back-off
-window ends (v1.35 requeues the pod for that moment; see `backoff.py`).
+when a container starts or exits and whenever a probe result of the pod changes, except a
+liveness result that is not Failure (the kubelet syncs on none of those); there is no periodic
+resync. The kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are taken as
+zero: a kill follows the published Failure at the same instant, a restart follows the exit at
+once unless back-off delays it, and a delayed restart happens exactly when the back-off window
+ends (v1.35 requeues the pod for that moment; see `backoff.py`).
 """
 
 from __future__ import annotations
@@ -417,7 +418,7 @@ class SimKubelet:
         self._emit(
             "ResultChanged", inst.spec.name, probe=probe_type.key, result=update.result.label
         )
-        self.kubelet.on_result(probe_type, update.container_id)
+        self.kubelet.on_result(probe_type, update.container_id, update.result)
 
     def _on_record(self, record: ProbeRecord) -> None:
         outcome = record.outcome

@@ -83,7 +83,7 @@ class Harness:
         for pt in ProbeType:
             self.manager.results_for(pt).subscribe(
                 lambda u, pt=pt: self.clock.call_soon(
-                    lambda: self.kubelet.on_result(pt, u.container_id)
+                    lambda: self.kubelet.on_result(pt, u.container_id, u.result)
                 )
             )
         self._timers: dict[str, Any] = {}
@@ -458,3 +458,55 @@ def test_simulate_orders_init_containers_and_sidecars() -> None:
     assert starts == [(1.0, "setup"), (2.0, "proxy"), (3.0, "app")]
     exited = [e for e in r["events"] if e["type"] == "ContainerExited"]
     assert [(e["container"], e["exitCode"]) for e in exited] == [("setup", 0)]
+
+
+# -- issue 13: corrections against upstream ------------------------------------------------
+
+
+def test_liveness_success_does_not_sync_pod_kubelet_go_syncLoopIteration() -> None:
+    """kubelet.go syncLoopIteration: a liveness update is handled only when it is Failure.
+
+    The liveness worker publishes its initial Success when it first sees the container (its
+    tick at 3). That must not sync the pod: no status generation, so no readiness manual
+    trigger and no reset of the readiness ticker. Readiness runs at the start (the start's
+    status generation, then once more for its own initial Failure update), then on its grid
+    from there: 10.5, where it passes and the container turns Ready.
+    """
+    readiness = Probe(exec=ExecAction(("ready",)), period_seconds=10, failure_threshold=1)
+    liveness = Probe(exec=ExecAction(("alive",)), period_seconds=3, failure_threshold=3)
+    attempts: list[tuple[ProbeType, float]] = []
+
+    def healthy(c: str, p: ProbeType, t: float) -> bool:
+        attempts.append((p, t))
+        return t >= 5 if p is ProbeType.READINESS else True
+
+    h = Harness(
+        pod(app("web", readiness_probe=readiness, liveness_probe=liveness)),
+        healthy=healthy,
+        start_delay=0.5,
+    ).run(25)
+    assert [t for p, t in attempts if p is ProbeType.LIVENESS][:2] == [3.0, 6.0]
+    assert [t for p, t in attempts if p is ProbeType.READINESS] == [0.5, 0.5, 10.5, 20.5]
+    assert [(e["t"], e["ready"]) for e in h.of("ReadyChanged")] == [(10.5, True)]
+
+
+def test_liveness_failure_still_syncs_pod_kubelet_go_syncLoopIteration() -> None:
+    """kubelet.go syncLoopIteration: a liveness Failure does sync the pod (handleProbeSync):
+    the kill follows at once, and the status generation of that sync triggers readiness."""
+    readiness = Probe(exec=ExecAction(("ready",)), period_seconds=10, failure_threshold=1)
+    liveness = Probe(exec=ExecAction(("alive",)), period_seconds=3, failure_threshold=1)
+    manual: list[float] = []
+
+    def healthy(c: str, p: ProbeType, t: float) -> bool:
+        if p is ProbeType.READINESS:
+            manual.append(t)
+            return False
+        return t < 5
+
+    h = Harness(
+        pod(app("web", readiness_probe=readiness, liveness_probe=liveness)),
+        {"web": lambda n: Run(stop_after=1)},
+        healthy=healthy,
+    ).run(7)
+    assert [e["t"] for e in h.of("Killing")] == [6.0]
+    assert 6.0 in manual  # the liveness Failure's sync sent the readiness manual trigger

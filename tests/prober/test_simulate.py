@@ -263,6 +263,28 @@ def test_bundled_example_runs_to_the_end() -> None:
     assert r["events"][-1]["t"] <= 600
 
 
+def test_simulate_liveness_success_does_not_sync_pod_kubelet_go_syncLoopIteration() -> None:
+    """simulate shares PodKubelet: the liveness worker's initial Success (its first tick after
+    the start, at 3) fires no readiness manual trigger, so readiness keeps its grid from the
+    start's trigger (0.5, 10.5, ...) and turns Ready at 10.5, not a period later."""
+    r = run(
+        {
+            "readinessProbe": {**HTTP, "periodSeconds": 10},
+            "livenessProbe": {**HTTP, "periodSeconds": 3, "failureThreshold": 3},
+        },
+        {"start_after": 0.5, "probes": {"readiness": {"ready_after": 4.5}}},
+        duration=25,
+    )
+    readiness = [(e["t"], e["trigger"]) for e in of(r, "ProbeAttempt", probe="readiness")]
+    assert readiness == [
+        (0.5, "kubelet-manual"),
+        (0.5, "kubelet-manual"),
+        (10.5, "tick"),
+        (20.5, "tick"),
+    ]
+    assert r["summary"]["first_ready_at"] == 10.5
+
+
 def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it() -> None:
     """A synthetic exec timeout reads as the exec handler's: cri-client execSyncV1's
     `command timed out: %q timed out after %s`, from the same function."""

@@ -234,7 +234,7 @@ class LocalRuntime(Runtime):
     def _on_update(self, probe_type: ProbeType, update: Update) -> None:
         kubelet = self._kubelets.get(update.pod_uid)
         if kubelet is not None:
-            kubelet.on_result(probe_type, update.container_id)
+            kubelet.on_result(probe_type, update.container_id, update.result)
 
     def _emit(
         self,
