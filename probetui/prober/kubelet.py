@@ -25,7 +25,9 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
   retried when the window ends (v1.35 requeues the pod for that moment).
 - Status generation, `UpdatePodStatus` plus `getPhase`, after every change of a container or of
-  a probe result that syncs the pod; the readiness manual trigger is its side effect.
+  a probe result that syncs the pod; the readiness manual trigger is its side effect. The status
+  holds StartedAt and FinishedAt in whole seconds, as the status manager's copy does
+  (`normalizeStatus`), so the initial delay is measured from the truncated start.
 - The end of the pod: when no regular container runs or will start again, the pod is done
   (`keepCount == 0`, `KillPod`): liveness and startup workers stop first (`SyncTerminatingPod`),
   the sidecars still running are stopped, and once nothing runs every worker is removed
@@ -51,7 +53,14 @@ from probetui.prober import kuberuntime as kr
 from probetui.prober.clock import Cancellable, Clock
 from probetui.prober.manager import Manager
 from probetui.prober.results import ResultValue
-from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
+from probetui.prober.status import (
+    ContainerStatus,
+    PodStatus,
+    Running,
+    Terminated,
+    Waiting,
+    whole_seconds,
+)
 from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
 
 # what a runtime records for a container whose process could not be started (containerd CRI)
@@ -83,14 +92,14 @@ class Instance:
     spec: Container
     n: int = 0  # instances created so far; the next one's restartCount
     status: ContainerStatus | None = None
-    started_at: float = 0.0
+    started_at: float = 0.0  # the runtime's exact start; the status has it in whole seconds
     killing: bool = False
     kill_reason: kr.KillReason | None = None
     # the kubelet has decided to start it (again) and has not seen it start yet
     restart_pending: bool = False
     starting: bool = False  # the backend is creating it
     retry: Cancellable | None = None  # the start after a back-off window
-    # FinishedAt of the newest exited instance
+    # FinishedAt of the newest exited instance (the runtime's, exact: doBackOff reads it)
     last_finished: float | None = None
 
     @property
@@ -293,7 +302,7 @@ class PodKubelet:
         inst.status = ContainerStatus(
             name=name,
             container_id=container_id,
-            state=Running(now),
+            state=Running(whole_seconds(now)),
             last_state=(previous.terminated or previous.last_state) if previous else None,
             started=False,
             restart_count=restarts,
@@ -319,7 +328,7 @@ class PodKubelet:
         inst.status = ContainerStatus(
             name=name,
             container_id=container_id,
-            state=Running(now),  # for an instant: the exit below ends it
+            state=Running(whole_seconds(now)),  # for an instant: the exit below ends it
             last_state=(previous.terminated or previous.last_state) if previous else None,
             started=False,
             restart_count=restarts,
@@ -353,8 +362,8 @@ class PodKubelet:
     ) -> None:
         now = self.clock.now()
         assert inst.status is not None
-        started_at = None if never_ran else inst.started_at
-        term = Terminated(exit_code, reason, started_at=started_at, finished_at=now)
+        started_at = None if never_ran else whole_seconds(inst.started_at)
+        term = Terminated(exit_code, reason, started_at=started_at, finished_at=whole_seconds(now))
         previous_exit = inst.last_finished
         inst.last_finished = now
         inst.status = replace(inst.status, state=term, ready=False)

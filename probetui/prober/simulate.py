@@ -15,10 +15,12 @@ exits 0 as soon as it runs); a container has no status until it runs; ticks stay
 k * periodSeconds unless the readiness manual trigger resets it; a status generation happens
 when a container starts or exits and whenever a probe result of the pod changes, except a
 liveness result that is not Failure (the kubelet syncs on none of those); there is no periodic
-resync. The kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are taken as
-zero: a kill follows the published Failure at the same instant, a restart follows the exit at
-once unless back-off delays it, and a delayed restart happens exactly when the back-off window
-ends (v1.35 requeues the pod for that moment; see `backoff.py`).
+resync. StartedAt and FinishedAt in the status are whole seconds, as the status manager keeps
+them, while the app's own timing (ready_after, exit_after) runs from the exact start. The
+kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are taken as zero: a kill
+follows the published Failure at the same instant, a restart follows the exit at once unless
+back-off delays it, and a delayed restart happens exactly when the back-off window ends (v1.35
+requeues the pod for that moment; see `backoff.py`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,19 @@ simulation), so the same worker code runs on either.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
+
+
+def whole_seconds(t: float) -> float:
+    """A time as the status manager stores it: truncated to the second (spec 5.9).
+
+    `normalizeStatus` (pkg/kubelet/status/status_manager.go) passes StartedAt and FinishedAt
+    through `Rfc3339Copy` before the status is cached, because the API server keeps no
+    sub-second part. Workers read that copy, so e.g. the initial delay counts from the whole
+    second the container started in.
+    """
+    return float(math.floor(t))
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from probetui.prober import backoff as bo
 from probetui.prober.clock import SimClock
 from probetui.prober.kubelet import PodKubelet
@@ -510,3 +512,36 @@ def test_liveness_failure_still_syncs_pod_kubelet_go_syncLoopIteration() -> None
     ).run(7)
     assert [e["t"] for e in h.of("Killing")] == [6.0]
     assert 6.0 in manual  # the liveness Failure's sync sent the readiness manual trigger
+
+
+def test_initial_delay_counts_from_whole_second_start_status_manager_go_normalizeStatus() -> None:
+    """status_manager.go normalizeStatus truncates StartedAt to the second (Rfc3339Copy)
+    before the status is cached, and the worker measures initialDelaySeconds from that copy
+    (worker.go doProbe). A container that started at 0.9 has StartedAt 0, so a 3 s delay
+    passes at the tick at 3, 2.1 s after it really started (spec 5.9)."""
+    live = Probe(
+        exec=ExecAction(("check",)), period_seconds=1, failure_threshold=3, initial_delay_seconds=3
+    )
+    attempts: list[float] = []
+
+    def healthy(c: str, p: ProbeType, t: float) -> bool:
+        attempts.append(t)
+        return True
+
+    h = Harness(pod(app("web", liveness_probe=live)), healthy=healthy, start_delay=0.9).run(5)
+    assert attempts == [3.0, 4.0, 5.0]
+    running = h.kubelet.status.container_statuses[0].running
+    assert running is not None and running.started_at == 0.0
+    assert h.starts() == [(0.9, "web")]  # the event keeps the exact time
+
+
+def test_exit_times_in_status_are_whole_seconds_status_manager_go_normalizeStatus() -> None:
+    """normalizeStatus truncates Terminated StartedAt and FinishedAt too; the back-off still
+    measures from the runtime's exact FinishedAt (doBackOff reads the runtime's status)."""
+    h = Harness(
+        pod(app("web"), policy="Never"), {"web": lambda n: Run(2.3, 1)}, start_delay=0.6
+    ).run(10)
+    term = h.kubelet.status.container_statuses[0].terminated
+    assert term is not None
+    assert (term.started_at, term.finished_at) == (0.0, 2.0)
+    assert h.kubelet.instances["web"].last_finished == pytest.approx(2.9)

@@ -285,6 +285,17 @@ def test_simulate_liveness_success_does_not_sync_pod_kubelet_go_syncLoopIteratio
     assert r["summary"]["first_ready_at"] == 10.5
 
 
+def test_simulate_initial_delay_from_whole_second_start_status_manager_go_normalizeStatus() -> None:
+    """simulate shares PodKubelet: StartedAt is cached in whole seconds (normalizeStatus), so
+    a container that runs from 0.9 passes a 3 s initial delay at the tick at 3."""
+    r = run(
+        {"livenessProbe": {**HTTP, "periodSeconds": 1, "initialDelaySeconds": 3}},
+        {"start_after": 0.9},
+        duration=5,
+    )
+    assert [e["t"] for e in of(r, "ProbeAttempt", probe="liveness")] == [3.0, 4.0, 5.0]
+
+
 def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it() -> None:
     """A synthetic exec timeout reads as the exec handler's: cri-client execSyncV1's
     `command timed out: %q timed out after %s`, from the same function."""
