@@ -20,7 +20,10 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   container, or a recovery) changes nothing, so it fires no readiness manual trigger.
 - Kills, `computePodActions` / `computeInitContainerActions`: a running container whose cached
   liveness (else startup) result is Failure is killed with the probe's grace period and, as the
-  restart policy says, queued to start again (`container_probe_action`).
+  restart policy says, queued to start again (`container_probe_action`). When that leaves no
+  regular container running and none to start (`keepCount == 0`, restartPolicy Never), the
+  whole pod is killed instead (`KillPod`, `killPodWithSyncResult`): every running container
+  gets "Stopping container X" and the pod's grace period, and nothing starts again.
 - Restarts, `ContainerShouldRestart` after an exit, and `doBackOff` before every start; a start
   in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
   retried when the window ends (v1.35 requeues the pod for that moment).
@@ -144,6 +147,8 @@ class PodKubelet:
         self.initialized = False  # every init container done, the regular ones started
         self.init_failed = False
         self.done = False  # no regular container runs or will start again
+        # computePodActions chose KillPod: every container is being stopped, none starts again
+        self.killing_pod = False
         self.terminating = False  # probetui is stopping every container
         self.removed = False  # every worker of the pod removed, nothing runs
 
@@ -252,7 +257,7 @@ class PodKubelet:
     def _try_start(self, inst: Instance, last_exit: float | None) -> None:
         """SyncPod's start step: doBackOff, then ask the backend for a new instance."""
         inst.retry = None
-        if self.terminating or self.done:
+        if self.terminating or self.done or self.killing_pod:
             inst.restart_pending = False
             return
         now = self.clock.now()
@@ -312,7 +317,7 @@ class PodKubelet:
             self._emit(kr.REASON_STARTED, name, message=kr.started_message(name))
         self._emit("ContainerStarted", name, restartCount=restarts, **details)
         self.generate_status()
-        if self.terminating or self.done:
+        if self.terminating or self.done or self.killing_pod:
             self._stop(inst)  # it was being created when the pod was torn down
             return
         self._advance()
@@ -378,6 +383,12 @@ class PodKubelet:
             self.generate_status()
             self._maybe_removed()
             return
+        if self.killing_pod:
+            # KillPod started nothing again: the phase is terminal once the regular containers
+            # are down, and the pod is torn down as after any end
+            self.generate_status()
+            self._check_done()
+            return
         if killed_by is not None:
             # killed for a probe: the restart was decided in the same sync as the kill, against
             # a snapshot in which this instance still ran (see backoff.py)
@@ -431,6 +442,8 @@ class PodKubelet:
         cs = inst.status
         if cs is None or cs.running is None or inst.killing or self.terminating:
             return
+        if self.done or self.killing_pod:
+            return
         decision = kr.container_probe_action(
             inst.spec,
             self.pod,
@@ -440,13 +453,55 @@ class PodKubelet:
         )
         if not decision.kill:
             return
+        if not decision.restart and not self._keeps_any_other(inst):
+            self._kill_pod(inst, decision.reason)
+            return
         inst.killing = True
         inst.kill_reason = decision.reason
         self._emit("Killing", inst.spec.name, probe=decision.reason, message=decision.message)
-        grace = kr.kill_grace_period(self.pod, inst.spec, decision.reason)
+        grace = self._grace(inst, decision.reason)
         if decision.restart:
             inst.restart_pending = True
         self.backend.kill(self, inst.spec, cs.container_id, grace)
+
+    def _keeps_any_other(self, inst: Instance) -> bool:
+        """computePodActions' `keepCount > 0 || len(ContainersToStart) > 0`, besides `inst`.
+
+        A regular container counts while it runs and is not being killed for good, or while it
+        is due to start (back-off, being created, killed to be restarted). Sidecars never count.
+        """
+        for c in self.pod.containers:
+            other = self.instances[c.name]
+            if other is inst:
+                continue
+            if (other.running and not other.killing) or other.restart_pending or other.starting:
+                return True
+        return False
+
+    def _kill_pod(self, cause: Instance, reason: kr.KillReason | None) -> None:
+        """KillPod: `killPodWithSyncResult` stops every running container of the pod.
+
+        Each goes through killContainer with no message and reason Unknown, so the event says
+        "Stopping container X" and the grace period is the pod's, never the probe's. The
+        container whose probe caused it comes first and keeps `probe` for the timeline.
+        """
+        self.killing_pod = True
+        for inst in self.instances.values():
+            if inst.retry is not None:
+                inst.retry.cancel()
+                inst.retry = None
+            inst.restart_pending = False
+        self._stop(cause, probe=reason)
+        for inst in self.instances.values():
+            self._stop(inst)
+
+    def _grace(self, inst: Instance, reason: kr.KillReason | None) -> float:
+        return kr.kill_grace_period(
+            self.pod,
+            inst.spec,
+            reason,
+            deletion_grace_period=self.pod.deletion_grace_period_seconds,
+        )
 
     # -- the end ------------------------------------------------------------------------------
 
@@ -474,15 +529,18 @@ class PodKubelet:
             self._stop(inst)
         self._maybe_removed()
 
-    def _stop(self, inst: Instance) -> None:
-        """killContainer without a reason: "Stopping container X", the pod's grace period."""
+    def _stop(self, inst: Instance, *, probe: kr.KillReason | None = None) -> None:
+        """killContainer without a reason: "Stopping container X", the pod's grace period.
+
+        `probe` names the probe whose failure led to it; upstream's event does not say.
+        """
         cs = inst.status
         if cs is None or cs.running is None or inst.killing:
             return
         inst.killing = True
-        self._emit("Killing", inst.spec.name, message=kr.stopping_message(inst.spec.name))
-        grace = kr.kill_grace_period(self.pod, inst.spec, None)
-        self.backend.kill(self, inst.spec, cs.container_id, grace)
+        fields: dict[str, Any] = {"probe": probe} if probe is not None else {}
+        self._emit("Killing", inst.spec.name, **fields, message=kr.stopping_message(inst.spec.name))
+        self.backend.kill(self, inst.spec, cs.container_id, self._grace(inst, None))
 
     def _maybe_removed(self) -> None:
         """SyncTerminatedPod: once nothing runs, every worker of the pod goes (RemovePod)."""

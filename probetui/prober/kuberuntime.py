@@ -21,6 +21,11 @@ Facts from upstream at v1.35 (spec section 11, vectors I):
   is not killed for liveness, and the next init container does not start.
 - The kill's grace period (`setTerminationGracePeriod`, `killContainer`): see
   `kill_grace_period`.
+- A kill without restart that leaves no regular container running or to start
+  (`keepCount == 0`, nothing in ContainersToStart) is not a container kill: `computePodActions`
+  sets KillPod, and every container is stopped with `stopping_message` and the pod's grace
+  period (`kill_grace_period` with no reason). `PodKubelet` makes that call, as it knows the
+  other containers.
 """
 
 from __future__ import annotations

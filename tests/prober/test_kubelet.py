@@ -364,7 +364,9 @@ def test_liveness_kill_restart_then_back_off_from_the_exit_before() -> None:
 
 def test_kill_grace_period_then_sigkill() -> None:
     """killContainer: a process that ignores SIGTERM dies at the grace period (137); the
-    probe's terminationGracePeriodSeconds wins over the pod's (setTerminationGracePeriod)."""
+    probe's terminationGracePeriodSeconds wins over the pod's (setTerminationGracePeriod).
+    The second container keeps the pod (keepCount > 0), so this is a container kill, not
+    KillPod, under Never too."""
     live = Probe(
         exec=ExecAction(("check",)),
         period_seconds=1,
@@ -372,14 +374,16 @@ def test_kill_grace_period_then_sigkill() -> None:
         termination_grace_period_seconds=4,
     )
     h = Harness(
-        pod(app("web", liveness_probe=live), policy="Never"),
+        pod(app("web", liveness_probe=live), app("keeper"), policy="Never"),
         {"web": lambda n: Run(stop_after=100)},
         healthy=lambda c, p, t: t < 2,
     ).run(20)
     assert h.kills == [("web", 4.0)]
+    assert h.of("Killing")[0]["message"] == "Container web failed liveness probe"
     exited = h.of("ContainerExited")[0]
     assert (exited["t"], exited["exitCode"]) == (6.0, 137)
-    assert h.phase == "Failed"
+    assert [c for _, c in h.starts()].count("web") == 1
+    assert h.phase == "Running"
 
 
 def test_start_error_is_exit_128_and_crash_loops() -> None:
@@ -512,6 +516,56 @@ def test_liveness_failure_still_syncs_pod_kubelet_go_syncLoopIteration() -> None
     ).run(7)
     assert [e["t"] for e in h.of("Killing")] == [6.0]
     assert 6.0 in manual  # the liveness Failure's sync sent the readiness manual trigger
+
+
+@pytest.mark.parametrize("probe_type", [ProbeType.LIVENESS, ProbeType.STARTUP])
+def test_probe_failure_with_nothing_left_kills_pod_kuberuntime_manager_go_computePodActions(
+    probe_type: ProbeType,
+) -> None:
+    """kuberuntime_manager.go computePodActions: under restartPolicy Never the failed probe's
+    container is not restarted, no regular container is kept (keepCount == 0) and none is
+    to start, so KillPod is set. SyncPod's killPodWithSyncResult stops every running
+    container, the sidecar included, through killContainer with no message and reason
+    Unknown: the event reads "Stopping container X" (kuberuntime_container.go killContainer)
+    and setTerminationGracePeriod gives the pod's 30 s, not the probe's 4 s. Nothing starts
+    again; the pod fails (getPhase: Never, a non-zero exit)."""
+    failing = Probe(
+        exec=ExecAction(("check",)),
+        period_seconds=1,
+        failure_threshold=2,
+        termination_grace_period_seconds=4,
+    )
+    probes: dict[str, Any] = {f"{probe_type.key}_probe": failing}
+    h = Harness(
+        pod(sidecar("proxy"), app("web", **probes), policy="Never"),
+        {"web": lambda n: Run(stop_after=100)},
+        healthy=lambda c, p, t: p is not probe_type,  # fails at 1 and 2: Failure at 2
+    ).run(60)
+    kills = h.of("Killing")
+    assert [(e["t"], e["container"], e["message"]) for e in kills] == [
+        (2.0, "web", "Stopping container web"),
+        (2.0, "proxy", "Stopping container proxy"),
+    ]
+    assert kills[0]["probe"] == probe_type.key  # probetui's note of the cause
+    assert h.kills == [("web", 30.0), ("proxy", 30.0)]
+    web_exit = h.of("ContainerExited", container="web")
+    assert [(e["t"], e["exitCode"]) for e in web_exit] == [(32.0, 137)]
+    # the sidecar died first and was not restarted (InitContainersToStart = nil)
+    assert [c for _, c in h.starts()] == ["proxy", "web"]
+    assert h.phase == "Failed"
+    assert h.kubelet.finished and not h.manager.workers
+
+
+def test_pod_kill_takes_deletion_grace_period_kuberuntime_setTerminationGracePeriod() -> None:
+    """setTerminationGracePeriod: a pod deletionGracePeriodSeconds wins over the pod's
+    terminationGracePeriodSeconds for the KillPod of computePodActions too."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
+    h = Harness(
+        pod(app("web", liveness_probe=live), policy="Never", deletion_grace_period_seconds=7),
+        {"web": lambda n: Run(stop_after=100)},
+        healthy=lambda c, p, t: t < 2,
+    ).run(30)
+    assert h.kills == [("web", 7.0)]
 
 
 def test_initial_delay_counts_from_whole_second_start_status_manager_go_normalizeStatus() -> None:

@@ -143,14 +143,18 @@ def test_restart_counter_carry_over_spec_6_6() -> None:
 
 
 def test_restart_policy_never_kill_without_restart() -> None:
-    """Spec 11.2: under restartPolicy Never a liveness kill is not followed by a restart."""
+    """Spec 11.2 / 11.7: under restartPolicy Never a liveness kill is not followed by a restart,
+    and with the only container gone it is computePodActions' KillPod: "Stopping container",
+    counted as the liveness kill it is."""
     r = run(
         {"livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 1}},
         {"fail_between": [[15, 1000]]},
         duration=100,
         restart_policy="Never",
     )
-    assert of(r, "Killing")[0]["message"] == "Container app failed liveness probe"
+    kill = of(r, "Killing")[0]
+    assert (kill["message"], kill["probe"]) == ("Stopping container app", "liveness")
+    assert r["summary"]["kills"]["liveness"] == 1
     assert len(of(r, "ContainerStarted")) == 1
 
 
