@@ -44,7 +44,11 @@ ago, so the start is not delayed and `next` is called with the old FinishedAt. T
 instance's FinishedAt then plays no part: the next check comes after the new container exits
 and measures from that container's own FinishedAt. Only when the start was delayed (the previous
 window was still open) does the next sync find the killed instance as the newest exited one and
-measure from its FinishedAt.
+measure from its FinishedAt. That next sync is the one PLEG's ContainerDied for the killed
+instance causes, right after the kill's sync: it records a second BackOff event and its requeue
+(at that FinishedAt + window) replaces the first sync's, since the pod work queue holds one
+time per pod. It also asks again whether the container restarts at all, with the exit code
+the kill left (`ShouldContainerBeRestarted`): OnFailure and an exit 0 end it there.
 Housekeeping calls `gc` every 2 s (`HandlePodCleanups`). It drops any entry whose last
 `next` is more than 600 s old, so a kill of a container that ran for a long time starts again
 from 10 s.

@@ -26,7 +26,9 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   gets "Stopping container X" and the pod's grace period, and nothing starts again.
 - Restarts, `ContainerShouldRestart` after an exit, and `doBackOff` before every start; a start
   in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
-  retried when the window ends (v1.35 requeues the pod for that moment).
+  retried when the window ends (v1.35 requeues the pod for that moment). Every sync of an
+  exited container asks `ShouldContainerBeRestarted` again with its newest exit code, the one
+  after a probe kill (PLEG) and the one when the window ends included.
 - Status generation, `UpdatePodStatus` plus `getPhase`, after every change of a container or of
   a probe result that syncs the pod; the readiness manual trigger is its side effect. The status
   holds StartedAt and FinishedAt in whole seconds, as the status manager's copy does
@@ -104,6 +106,10 @@ class Instance:
     retry: Cancellable | None = None  # the start after a back-off window
     # FinishedAt of the newest exited instance (the runtime's, exact: doBackOff reads it)
     last_finished: float | None = None
+    # the newest exit as the status shows it, and the termination before it: what the status
+    # goes back to when a start in back-off is given up (ShouldContainerBeRestarted false)
+    last_exit: Terminated | None = None
+    exit_before: Terminated | None = None
 
     @property
     def running(self) -> bool:
@@ -280,12 +286,10 @@ class PodKubelet:
                 last_state=inst.status.terminated or inst.status.last_state,
             )
             self.generate_status()
-            # the retry looks at the newest exited instance: the one that just ended. A hair
-            # past the window, so float rounding cannot keep it inside forever.
+            # the retry is a new sync: it looks at the newest exited instance, the one that just
+            # ended. A hair past the window, so float rounding cannot keep it inside forever.
             retry = max(check.retry_at, now) + 1e-9
-            inst.retry = self.clock.call_at(
-                retry, lambda: self._try_start(inst, inst.last_finished)
-            )
+            inst.retry = self.clock.call_at(retry, lambda: self._sync_exited(inst))
             return
         inst.starting = True
         self.backend.start(self, inst.spec, inst.n)
@@ -371,6 +375,7 @@ class PodKubelet:
         term = Terminated(exit_code, reason, started_at=started_at, finished_at=whole_seconds(now))
         previous_exit = inst.last_finished
         inst.last_finished = now
+        inst.last_exit, inst.exit_before = term, inst.status.last_state
         inst.status = replace(inst.status, state=term, ready=False)
         fields: dict[str, Any] = {"exitCode": exit_code, "reason": reason}
         if message:
@@ -394,10 +399,16 @@ class PodKubelet:
             # a snapshot in which this instance still ran (see backoff.py)
             restart = kr.restart_after_probe_kill(inst.spec, self.pod)
             self.generate_status()
-            if restart:
-                self._try_start(inst, previous_exit)
-            else:
+            if not restart:
                 self._check_done()
+                return
+            self._try_start(inst, previous_exit)
+            if inst.retry is not None:
+                # the start met an open window. The exit is news to the next sync (PLEG's
+                # ContainerDied, at once here), which asks ShouldContainerBeRestarted with this
+                # exit code: OnFailure and exit 0 end the container there
+                inst.retry.cancel()
+                self._sync_exited(inst)
             return
         if self._restarts_after_exit(inst, exit_code):
             inst.restart_pending = True
@@ -407,6 +418,28 @@ class PodKubelet:
         if inst.is_plain_init and exit_code != 0:
             # restartPolicy Never: initialization failed for good (`KillPod`)
             self.init_failed = True
+        self.generate_status()
+        self._advance()
+        self._check_done()
+
+    def _sync_exited(self, inst: Instance) -> None:
+        """A sync of a container that exited and has not started again (spec 11.6).
+
+        `computePodActions` queues it to start only if `ShouldContainerBeRestarted` says so for
+        its newest exit; if not, the CrashLoopBackOff overlay goes and the status shows that
+        exit again (convertToAPIContainerStatuses keeps Waiting only for a container to restart).
+        """
+        inst.retry = None
+        term = inst.last_exit
+        if self.terminating or self.done or self.killing_pod or term is None or inst.running:
+            inst.restart_pending = False
+            return
+        if self._restarts_after_exit(inst, term.exit_code):
+            self._try_start(inst, inst.last_finished)
+            return
+        inst.restart_pending = False
+        assert inst.status is not None
+        inst.status = replace(inst.status, state=term, last_state=inst.exit_before)
         self.generate_status()
         self._advance()
         self._check_done()

@@ -42,6 +42,7 @@ class Run:
     exit_code: int = 0
     start_error: str | None = None
     stop_after: float = 0.0  # how long it takes to die of SIGTERM
+    term_exit: int = 143  # its exit code when SIGTERM ends it (0: it shuts down cleanly)
 
 
 Script = Callable[[int], Run]  # restart count -> behaviour of that instance
@@ -90,6 +91,7 @@ class Harness:
             )
         self._timers: dict[str, Any] = {}
         self._stop_after: dict[str, float] = {}
+        self._term_exit: dict[str, int] = {}
 
     # -- the backend ------------------------------------------------------------------------
 
@@ -108,6 +110,7 @@ class Harness:
                     lambda: kubelet.exited(container.name, cid, run.exit_code),
                 )
             self._stop_after[cid] = run.stop_after
+            self._term_exit[cid] = run.term_exit
             kubelet.started(container.name, cid)
 
         self.clock.call_at(self.clock.now() + self.start_delay, go)
@@ -115,7 +118,7 @@ class Harness:
     def kill(self, kubelet: PodKubelet, container: Container, cid: str, grace: float) -> None:
         self.kills.append((container.name, grace))
         stop = self._stop_after.get(cid, 0.0)
-        code, after = (143, stop) if stop < grace else (137, grace)
+        code, after = (self._term_exit.get(cid, 143), stop) if stop < grace else (137, grace)
         timer = self._timers.pop(cid, None)
         if timer is not None:
             timer.cancel()
@@ -566,6 +569,47 @@ def test_pod_kill_takes_deletion_grace_period_kuberuntime_setTerminationGracePer
         healthy=lambda c, p, t: t < 2,
     ).run(30)
     assert h.kills == [("web", 7.0)]
+
+
+def test_on_failure_exit_0_after_kill_is_not_restarted_ShouldContainerBeRestarted() -> None:
+    """computePodActions queues a liveness-killed container to start again ("will be
+    restarted": OnFailure is not Never), but the start meets an open back-off window
+    (doBackOff). The next sync (the exit's PLEG event) asks ShouldContainerBeRestarted with
+    the exit code the kill left, 0 here, and under OnFailure that means no restart: the
+    container stays Terminated and the pod is Succeeded (getPhase). Before the fix the retry
+    after the window restarted it, again and again."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
+    h = Harness(
+        pod(app("web", liveness_probe=live), policy="OnFailure"),
+        {"web": lambda n: Run(term_exit=0)},
+        healthy=lambda c, p, t: False,
+    ).run(120)
+    kills = h.of("Killing")
+    assert kills[0]["message"] == "Container web failed liveness probe, will be restarted"
+    # kill 1 restarts at once (no exited instance yet), kill 2 after the exit before it (no
+    # window yet), kill 3 meets the 10 s window opened by the second start
+    assert h.starts() == [(0.0, "web"), (1.0, "web"), (2.0, "web")]
+    assert [e["t"] for e in h.of("BackOff")] == [3.0]
+    assert [e["exitCode"] for e in h.of("ContainerExited")] == [0, 0, 0]
+    web = h.kubelet.status.container_statuses[0]
+    assert web.terminated is not None and web.terminated.exit_code == 0
+    assert web.last_state is not None and web.last_state.exit_code == 0
+    assert h.phase == "Succeeded"
+    assert h.kubelet.finished and not h.manager.workers
+
+
+def test_on_failure_error_exit_after_probe_kill_waits_out_back_off_kuberuntime_doBackOff() -> None:
+    """The same sync after a non-zero exit (143) does restart, after the window measured
+    from that exit (doBackOff finds it as the newest exited instance): 3 + 10 s."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
+    h = Harness(
+        pod(app("web", liveness_probe=live), policy="OnFailure"),
+        healthy=lambda c, p, t: False,
+    ).run(13.5)
+    assert [t for t, _ in h.starts()] == [0.0, 1.0, 2.0, 13.0]
+    # the kill's own sync and the exit's sync each meet the window
+    assert [(e["t"], e["delay"]) for e in h.of("BackOff")] == [(3.0, 10.0), (3.0, 10.0)]
+    assert h.phase == "Running"
 
 
 def test_initial_delay_counts_from_whole_second_start_status_manager_go_normalizeStatus() -> None:
