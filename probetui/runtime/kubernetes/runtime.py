@@ -15,7 +15,9 @@ container counts: its initial value, or a probe it does not run, is no verdict.
 Reaching pods (`--via`): `direct` dials the pod IP; `port-forward` opens one API server
 port-forward stream per attempt; `proxy` carries plain HTTP probes through `pods/proxy`. Exec
 probes go through `pods/exec`. A path the user may not open (403) makes the attempt an error
-that says "forbidden", remembered for a minute per namespace so as not to ask on every attempt.
+that says "forbidden", remembered for a minute per namespace so as not to ask on every attempt,
+and what RBAC must grant for the server's version (read from `/version` at the first refusal:
+exec and port-forward need `get`, and `create` too from 1.35).
 In `--read-only` mode only `direct` probes run, and only where the pod network is reachable (in
 a cluster, or when `--via direct` says so); exec never runs; each probe not run is reported
 once, with the reason, as `ProbeNotRun`.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -80,6 +83,8 @@ FORBIDDEN_TTL = 60.0
 # pods/proxy relays kept for judging their attempt; past this, the finished ones are dropped
 MAX_RELAYS = 4096
 FIRST_LIST_TRIES = 3
+# /version is asked once, for a 403's message: it must not hold the attempt up for long
+VERSION_TIMEOUT = 2.0
 
 NOT_RUN = "ProbeNotRun"
 
@@ -133,6 +138,9 @@ class KubernetesRuntime(Runtime):
         # pods/proxy relays by the address they listen on, until their attempt has been judged
         self._relays: dict[str, Any] = {}
         self._not_run_said: set[tuple[str, str, str]] = set()
+        # the API server's (major, minor), once a refusal made it worth asking /version
+        self.server_version: tuple[int, int] | None = None
+        self._version_lookup: asyncio.Future[tuple[int, int] | None] | None = None
         self._states: dict[str, str] = {}
         # told each time the connection state changes ("" when healthy); the CLI prints it
         self.on_state: Callable[[str], None] | None = None
@@ -557,6 +565,20 @@ class KubernetesRuntime(Runtime):
             return None
         return message
 
+    async def rbac_needs(self, what: str) -> str:
+        """What RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
+        from probetui.runtime.kubernetes.streams import rbac_needs
+
+        if self.server_version is None and self._api is not None:
+            lookup = self._version_lookup
+            if lookup is None or lookup.done():
+                # refusals come together (port-forward and exec): one GET answers them all
+                lookup = self._version_lookup = asyncio.ensure_future(
+                    fetch_server_version(self._api)
+                )
+            self.server_version = await asyncio.shield(lookup)
+        return rbac_needs(what, self.server_version)
+
     def _remember_forbidden(self, what: str, namespace: str, message: str) -> None:
         self._forbidden[(what, namespace)] = (time.monotonic() + FORBIDDEN_TTL, message)
 
@@ -607,7 +629,8 @@ class KubernetesRuntime(Runtime):
             )
 
         try:
-            return await OneShotForward(opener, self._probe_timeout(container)).start()
+            forward = OneShotForward(opener, self._probe_timeout(container), needs=self.rbac_needs)
+            return await forward.start()
         except StreamError as e:
             if e.status == 403:
                 self._remember_forbidden("pods/portforward", pod.namespace, str(e))
@@ -647,12 +670,43 @@ class KubernetesRuntime(Runtime):
                     _preload_content=False,
                 )
 
-            out = await exec_in_pod(opener, timeout)
+            out = await exec_in_pod(opener, timeout, needs=self.rbac_needs)
             if out.error is not None and out.error.startswith("forbidden:"):
                 self._remember_forbidden("pods/exec", pod.namespace, out.error)
             return out
 
         return run
+
+
+async def fetch_server_version(api: ApiClient) -> tuple[int, int] | None:
+    """(major, minor) from `/version`; None when it cannot be had. "1" and "32+" (as GKE and EKS
+    write the minor) or, failing those, gitVersion "v1.32.3-eks-..."."""
+    from kubernetes_asyncio.client import VersionApi
+
+    try:
+        # raw: the generated model refuses an answer that leaves out any of its fields
+        resp = await asyncio.wait_for(
+            VersionApi(api).get_code(_preload_content=False), VERSION_TIMEOUT
+        )
+        try:
+            info = json.loads(await resp.read()) if resp.status == 200 else {}
+        finally:
+            resp.release()
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        log.info("cannot read the API server's version: %s", e)
+        return None
+    if not isinstance(info, dict):
+        return None
+    major = "".join(ch for ch in str(info.get("major") or "") if ch.isdigit())
+    minor = "".join(ch for ch in str(info.get("minor") or "") if ch.isdigit())
+    if major and minor:
+        return int(major), int(minor)
+    git = str(info.get("gitVersion") or "").lstrip("v").split("-")[0].split(".")
+    if len(git) >= 2 and git[0].isdigit() and git[1].isdigit():
+        return int(git[0]), int(git[1])
+    return None
 
 
 def _verdicts(

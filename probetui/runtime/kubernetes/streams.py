@@ -17,6 +17,13 @@ A probe handler dials an address, so a port-forward is offered as a one-shot loo
 reports at once (nothing listens on the port in the pod) turns into a refused address: a TCP
 probe then fails as the kubelet's dial would, instead of "connecting" to the local listener.
 
+RBAC: a websocket upgrade is a GET, so the API server authorizes exec and port-forward as `get`
+on `pods/exec` and `pods/portforward` (`RequestInfoFactory`: the verb comes from the method).
+From Kubernetes 1.35 the pod registry checks `create` on the subresource as well
+(`pkg/registry/core/pod/rest/subresources.go`, feature gate
+AuthorizePodWebsocketUpgradeCreatePermission, beta and on by default from 1.35). A 403 says what
+the server's version needs (`rbac_needs`); the runtime learns the version from `/version`.
+
 Where this differs from the kubelet: the kubelet dials the pod IP from the node; a port-forward
 lands on `localhost` inside the pod's network namespace, so a server bound to the pod IP only
 is reachable by the kubelet and not this way, and one bound to 127.0.0.1 the other way round.
@@ -60,6 +67,30 @@ _READ_CHUNK = 64 * 1024
 # opens the websocket for one pod subresource: the caller binds the API object and the pod.
 # kubernetes-asyncio's `_preload_content=False` hands back an awaitable that connects.
 WsOpener = Callable[[], Awaitable[Any]]
+# what RBAC must grant for a subresource ("pods/exec"), as the server's version has it
+RbacNeeds = Callable[[str], Awaitable[str]]
+# the first version whose registry also checks `create` (AuthorizePodWebsocketUpgradeCreatePermission)
+CREATE_CHECK_SINCE = (1, 35)
+
+
+def rbac_needs(what: str, version: tuple[int, int] | None) -> str:
+    """What a role must grant on `what` for a websocket exec or port-forward to `version`."""
+    if version is None:
+        return (
+            f"get on {what}, and from Kubernetes 1.35 create too (the server's version is not "
+            "known)"
+        )
+    shown = f"{version[0]}.{version[1]}"
+    if version >= CREATE_CHECK_SINCE:
+        return (
+            f"get and create on {what}: Kubernetes {shown} also checks create "
+            "(feature gate AuthorizePodWebsocketUpgradeCreatePermission, on by default)"
+        )
+    return f"get on {what}: Kubernetes {shown} authorizes the websocket upgrade as get"
+
+
+async def _unknown_version(what: str) -> str:
+    return rbac_needs(what, None)
 
 
 class StreamError(Exception):
@@ -82,7 +113,9 @@ def _frame(channel: int, data: bytes) -> bytes:
     return bytes((channel,)) + data
 
 
-async def _open(opener: WsOpener, what: str) -> aiohttp.ClientWebSocketResponse:
+async def _open(
+    opener: WsOpener, what: str, needs: RbacNeeds = _unknown_version
+) -> aiohttp.ClientWebSocketResponse:
     try:
         ws = await opener()
         if inspect.isawaitable(ws):
@@ -91,7 +124,7 @@ async def _open(opener: WsOpener, what: str) -> aiohttp.ClientWebSocketResponse:
         if e.status == 403:
             raise StreamError(
                 f"forbidden: the API server refused {what} for this user (RBAC needs "
-                f"create on {what})",
+                f"{await needs(what)})",
                 403,
             ) from None
         if e.status == 401:
@@ -123,8 +156,8 @@ class PortForward:
         self._reader = asyncio.ensure_future(self._read())
 
     @classmethod
-    async def open(cls, opener: WsOpener) -> PortForward:
-        return cls(await _open(opener, "pods/portforward"))
+    async def open(cls, opener: WsOpener, needs: RbacNeeds = _unknown_version) -> PortForward:
+        return cls(await _open(opener, "pods/portforward", needs))
 
     async def _read(self) -> None:
         try:
@@ -198,9 +231,12 @@ class OneShotForward:
     a connection has ended, or when the listener closed unused.
     """
 
-    def __init__(self, opener: WsOpener, timeout: float) -> None:
+    def __init__(
+        self, opener: WsOpener, timeout: float, *, needs: RbacNeeds = _unknown_version
+    ) -> None:
         self.opener = opener
         self.timeout = timeout
+        self.needs = needs
         self.server: asyncio.Server | None = None
         self.port = 0
         self.error = ""
@@ -215,7 +251,9 @@ class OneShotForward:
         """Raises `StreamError` when the stream cannot be opened (forbidden, unreachable)."""
         began = time.monotonic()
         try:
-            pf = await asyncio.wait_for(PortForward.open(self.opener), self.timeout + OPEN_MARGIN)
+            pf = await asyncio.wait_for(
+                PortForward.open(self.opener, self.needs), self.timeout + OPEN_MARGIN
+            )
         except TimeoutError:
             raise StreamError("pods/portforward: the API server did not answer in time") from None
         self._pf = pf
@@ -263,7 +301,7 @@ class OneShotForward:
         try:
             if pf is None:
                 pf = await asyncio.wait_for(
-                    PortForward.open(self.opener), self.timeout + OPEN_MARGIN
+                    PortForward.open(self.opener, self.needs), self.timeout + OPEN_MARGIN
                 )
             up = asyncio.ensure_future(_pipe_local_to_pod(reader, pf))
             down = asyncio.ensure_future(_pipe_pod_to_local(pf, writer))
@@ -291,7 +329,9 @@ class OneShotForward:
             self.done.set()
 
 
-async def exec_in_pod(opener: WsOpener, timeout: float) -> ExecOutput:
+async def exec_in_pod(
+    opener: WsOpener, timeout: float, *, needs: RbacNeeds = _unknown_version
+) -> ExecOutput:
     """Run a command through `pods/exec`, as CRI ExecSync would: output, exit code, timeout.
 
     stdout and stderr are kept together, up to the kubelet's 10 KiB; the exit code comes from
@@ -317,7 +357,7 @@ async def exec_in_pod(opener: WsOpener, timeout: float) -> ExecOutput:
 
     try:
         # the handshake is the API server's time, not the command's: it has its own limit
-        ws = await asyncio.wait_for(_open(opener, "pods/exec"), timeout + OPEN_MARGIN)
+        ws = await asyncio.wait_for(_open(opener, "pods/exec", needs), timeout + OPEN_MARGIN)
     except TimeoutError:
         return ExecOutput(b"", None, error="pods/exec: the API server did not answer in time")
     except (StreamError, OSError) as e:
@@ -347,10 +387,13 @@ def _exit_code(status: dict[str, Any] | None) -> tuple[int | None, bool, str | N
 
 
 __all__ = [
+    "CREATE_CHECK_SINCE",
     "OneShotForward",
     "PortForward",
+    "RbacNeeds",
     "ReachError",
     "StreamError",
     "WsOpener",
     "exec_in_pod",
+    "rbac_needs",
 ]

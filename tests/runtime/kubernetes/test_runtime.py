@@ -505,6 +505,88 @@ async def test_view_role_via_proxy_says_forbidden_from_the_first_attempt(
     assert api.count_requests(subresource="proxy") == 1
 
 
+@pytest.mark.parametrize(
+    ("version", "granted", "needs"),
+    [
+        # a websocket upgrade is a GET: authorized as get, nothing more, before 1.35
+        ("v1.32.0", False, "RBAC needs get on {what}: Kubernetes 1.32 authorizes"),
+        ("v1.34.3", False, "RBAC needs get on {what}: Kubernetes 1.34 authorizes"),
+        # from 1.35 the registry also checks create (AuthorizePodWebsocketUpgradeCreatePermission)
+        ("v1.35.0", True, "RBAC needs get and create on {what}: Kubernetes 1.35 also checks"),
+    ],
+)
+async def test_forbidden_streams_say_what_rbac_the_servers_version_needs(
+    api: ApiEmulator,
+    tmp_path: Path,
+    http_target: HttpTarget,
+    version: str,
+    granted: bool,
+    needs: str,
+) -> None:
+    api.server_version = version
+    api.role = "view"
+    if granted:
+        # get alone: enough before 1.35, refused by the create check from 1.35
+        api.grant("get", "pods/exec")
+        api.grant("get", "pods/portforward")
+    api.add_pod(_probed_everything(http_target.port))
+    api.map_port("web", http_target.port, http_target.port)
+    async with running(api, tmp_path, via="port-forward") as c:
+        await until(
+            lambda: (
+                bool(c.rec.of("ProbeAttempt", probe="readiness"))
+                and bool(c.rec.of("ProbeAttempt", probe="liveness"))
+            )
+        )
+    for probe_type, what in (("readiness", "pods/portforward"), ("liveness", "pods/exec")):
+        error = c.rec.of("ProbeAttempt", probe=probe_type)[0].fields["error"]
+        assert error.startswith("forbidden:") and needs.format(what=what) in error, error
+        if not version.startswith("v1.35"):
+            assert "create" not in error
+        else:
+            assert "AuthorizePodWebsocketUpgradeCreatePermission" in error
+    # the version is asked once, with a GET, and only because of the refusal
+    assert [r.method for r in api.requests if r.path.rstrip("/") == "/version"] == ["GET"]
+    assert _never_ran()
+
+
+async def test_get_on_the_subresource_suffices_for_websockets_before_1_35(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """pods/exec and pods/portforward over websockets are authorized as `get` up to 1.34."""
+    api.server_version = "v1.34.0"
+    api.role = "view"
+    api.grant("get", "pods/exec")
+    api.grant("get", "pods/portforward")
+    port = http_target.port
+    api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container(
+                    "app",
+                    ports=(port,),
+                    readiness=http_get_probe("/", port, period=1),
+                    liveness=probe("exec", command=["true"]),
+                )
+            ],
+        )
+    )
+    api.map_port("web", http_target.port, http_target.port)
+    async with running(api, tmp_path, via="port-forward") as c:
+        await until(
+            lambda: (
+                bool(c.rec.of("ProbeAttempt", probe="readiness"))
+                and bool(c.rec.of("ProbeAttempt", probe="liveness"))
+            ),
+            timeout=3,
+        )
+    for probe_type in ("readiness", "liveness"):
+        attempt = c.rec.of("ProbeAttempt", probe=probe_type)[0]
+        assert attempt.fields["outcome"] == "success", attempt.fields
+    assert not [r for r in api.requests if r.path.rstrip("/") == "/version"]
+
+
 # -- connecting ---------------------------------------------------------------------------------
 
 

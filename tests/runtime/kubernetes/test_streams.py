@@ -334,3 +334,49 @@ async def test_proxy_forbidden_is_told_apart_from_the_applications_403(
     await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
     assert len(seen) == 1 and "pods/proxy" in seen[0] and "forbidden" in seen[0]
     assert api_forbidden(403, b"not json") is None
+
+
+# -- what RBAC a refusal asks for ---------------------------------------------------------------
+
+
+def test_rbac_hint_follows_the_servers_version() -> None:
+    from probetui.runtime.kubernetes.streams import rbac_needs
+
+    assert rbac_needs("pods/exec", (1, 30)).startswith("get on pods/exec")
+    assert "create" not in rbac_needs("pods/exec", (1, 34))
+    assert rbac_needs("pods/portforward", (1, 35)).startswith("get and create on pods/portforward")
+    assert "AuthorizePodWebsocketUpgradeCreatePermission" in rbac_needs("pods/exec", (1, 36))
+    unknown = rbac_needs("pods/exec", None)
+    assert unknown.startswith("get on pods/exec") and "1.35 create too" in unknown
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"major": "1", "minor": "35+", "gitVersion": "v1.35.1-gke.100"}, (1, 35)),
+        ({"major": "", "minor": "", "gitVersion": "v1.31.4-eks-2d5f260"}, (1, 31)),
+        ({"major": "", "minor": "", "gitVersion": "unknown"}, None),
+    ],
+)
+async def test_server_version_as_providers_write_it(
+    answer: dict[str, str], expected: tuple[int, int] | None
+) -> None:
+    from kubernetes_asyncio.client import ApiClient, Configuration
+
+    from probetui.runtime.kubernetes.runtime import fetch_server_version
+
+    async def version(request: web.Request) -> web.Response:
+        return web.json_response({**answer, "platform": "linux/amd64"})
+
+    app = web.Application()
+    app.router.add_get("/version/", version)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+        async with ApiClient(Configuration(host=url)) as client:
+            assert await fetch_server_version(client) == expected
+    finally:
+        await runner.cleanup()
