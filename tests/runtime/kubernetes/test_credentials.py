@@ -207,3 +207,30 @@ async def test_token_file_period_is_client_gos_minute() -> None:
 
     assert credentials.TOKEN_FILE_PERIOD == 60.0
     assert credentials.TOKEN_FILE_LEEWAY == 10.0
+
+
+async def test_service_account_token_is_read_again_after_a_401_in_cluster(tmp_path: Path) -> None:
+    """In a pod, client-go reads the projected token through the same file source."""
+    from probetui.runtime.kubernetes.config import ConnectOptions, resolve
+
+    async with ApiEmulator(tls=True) as api:
+        sa = tmp_path / "serviceaccount"
+        files = api.in_cluster_files(sa)
+        home = tmp_path / "home"
+        home.mkdir()
+        environ = {
+            "HOME": str(home),
+            "KUBERNETES_SERVICE_HOST": files["KUBERNETES_SERVICE_HOST"],
+            "KUBERNETES_SERVICE_PORT": files["KUBERNETES_SERVICE_PORT"],
+        }
+        target = resolve(ConnectOptions(), environ=environ, service_account_dir=sa)
+        assert target.in_cluster
+        api.add_token("rotated", role="admin")
+        async with clients_of(target) as c:
+            assert await c.list_status() == 200
+            # the kubelet rotates the projected token; the old one stops working
+            (sa / "token").write_text("rotated", encoding="utf-8")
+            api.revoke_token(api.token or "")
+            assert await c.list_status() == 401
+            assert await c.list_status() == 200
+        assert auth_of(api)[-1] == "Bearer rotated"

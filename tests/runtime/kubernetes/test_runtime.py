@@ -587,6 +587,46 @@ async def test_get_on_the_subresource_suffices_for_websockets_before_1_35(
     assert not [r for r in api.requests if r.path.rstrip("/") == "/version"]
 
 
+@pytest.mark.parametrize("via", ["port-forward", "proxy"])
+async def test_a_server_url_with_a_path_prefix_is_reached_on_every_path(
+    tmp_path: Path, http_target: HttpTarget, via: str
+) -> None:
+    """Rancher's https://host/k8s/clusters/ID: list, watch, the streams and pods/proxy all go
+    below the prefix, and the read-only guard (tested in test_guard) strips it the same way."""
+    prefix = "/k8s/clusters/c-m-4xq7z"
+    port = http_target.port
+    async with ApiEmulator(path_prefix=prefix) as api:
+        api.add_pod(
+            make_pod(
+                "web",
+                containers=[
+                    container(
+                        "app",
+                        ports=(port,),
+                        readiness=http_get_probe("/ready", port, period=1),
+                        liveness=probe("exec", command=["true"]),
+                    )
+                ],
+            )
+        )
+        api.map_port("web", port, port)
+        async with running(api, tmp_path, via=via) as c:
+            await until(
+                lambda: (
+                    bool(c.rec.of("ProbeAttempt", probe="readiness", outcome="success"))
+                    and bool(c.rec.of("ProbeAttempt", probe="liveness", outcome="success"))
+                ),
+                timeout=3,
+            )
+        assert not api.errors
+    assert {r.path.startswith(prefix + "/") for r in api.requests} == {True}
+    assert {r.subresource for r in api.requests} >= {
+        "",
+        "exec",
+        "proxy" if via == "proxy" else "portforward",
+    }
+
+
 # -- connecting ---------------------------------------------------------------------------------
 
 
