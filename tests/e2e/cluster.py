@@ -1,0 +1,858 @@
+"""A real single-node Kubernetes cluster inside network namespaces this harness creates.
+
+    python -m tests.e2e.cluster up --dir DIR      start it; print the kubeconfigs and audit log
+    python -m tests.e2e.cluster status --dir DIR  what runs
+    python -m tests.e2e.cluster down --dir DIR    stop what it started, by PID; remove the netns
+
+Layout (addresses exist only inside the two namespaces, so nothing here is ever dialled
+outside them):
+
+    netns pte2e-node    eth0 10.123.0.10   etcd (127.0.0.1), containerd, kube-apiserver :6443,
+                                           kubelet :10250; bridge pte2e0 10.123.1.1 for pods
+    netns pte2e-client  eth0 10.123.0.20   where probetui runs, so its probes reach a pod from
+                                           another address than the kubelet's
+
+The kubelet dials a bridge pod from 10.123.1.1 and a hostNetwork pod from 10.123.0.10; the
+shadow (`--via direct` from the client namespace) dials both from 10.123.0.20. The test apps log
+each probe's peer, so every attempt can be told as the kubelet's or the shadow's.
+
+Daemons are started with `nsenter --net=/run/netns/NAME` (`ip netns exec` remounts /sys and hides
+the cgroup mounts runc needs). There is no scheduler and no controller-manager: pods name their
+node, and the harness makes what controllers would (each namespace's default service account).
+The kubelet runs in a mount namespace of its own where the kernel tunables it would set
+machine-wide (vm.overcommit_memory, kernel.panic, ...) are files of ours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.e2e import build, pki
+
+NODE_NS = "pte2e-node"
+CLIENT_NS = "pte2e-client"
+NODE_NAME = "pte2e-node"
+NODE_IP = "10.123.0.10"
+CLIENT_IP = "10.123.0.20"
+POD_SUBNET = "10.123.1.0/24"
+POD_GATEWAY = "10.123.1.1"
+SERVICE_RANGE = "10.123.128.0/24"
+APISERVER = f"https://{NODE_IP}:6443"
+VIEW_USER = "probetui-viewer"
+DAEMONS = ("etcd", "containerd", "kube-apiserver", "kubelet")
+
+# the values the kubelet wants (container_manager_linux.go setupKernelTunables): given as files
+# over /proc/sys in its own mount namespace, it finds them set and writes nothing machine-wide
+_TUNABLES = {
+    "vm/overcommit_memory": "1",
+    "vm/panic_on_oom": "0",
+    "kernel/panic": "10",
+    "kernel/panic_on_oops": "1",
+    "kernel/keys/root_maxkeys": "1000000",
+    "kernel/keys/root_maxbytes": "25000000",
+}
+
+
+class ClusterError(Exception):
+    """The cluster could not be brought up or down; the message names the step."""
+
+
+def _run(*argv: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, input=input)
+
+
+def in_ns(ns: str, *argv: str) -> list[str]:
+    return ["nsenter", f"--net=/run/netns/{ns}", "--", *argv]
+
+
+def netns_exists(ns: str) -> bool:
+    return Path(f"/run/netns/{ns}").exists()
+
+
+def own_cgroup_root(dir: Path) -> str:
+    """Under the deepest cgroup this process is in, so the cluster's cgroups nest under ours;
+    named after the cluster's directory, so a `down` ends only its own cluster's processes."""
+    paths = [
+        line.split(":", 2)[2]
+        for line in Path("/proc/self/cgroup").read_text().splitlines()
+        if line.split(":", 2)[1]
+    ]
+    return max(paths, key=len).rstrip("/") + f"/pte2e-{dir.name}"
+
+
+LOCK = Path("/run/probetui-e2e.lock")
+
+
+class Busy(Exception):
+    """Another test cluster runs on this machine (the namespaces and addresses are fixed)."""
+
+
+def lock() -> int:
+    """Hold the machine's one test-cluster lock for as long as this process lives."""
+    fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        holder = LOCK.read_text().strip() or "another process"
+        raise Busy(f"another e2e test cluster runs on this machine ({holder})") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()}\n".encode())
+    return fd
+
+
+def _cgroup_hierarchies() -> list[Path]:
+    root = Path("/sys/fs/cgroup")
+    return [p for p in sorted(root.iterdir()) if p.is_dir() and p.name != "unified"]
+
+
+def unavailable_reason() -> str | None:
+    """Why this machine cannot run the test cluster, or None when it can."""
+    if os.geteuid() != 0:
+        return "the test cluster needs root (network namespaces, containerd, cgroups)"
+    for tool in ("nsenter", "unshare", "ip", "go", "gcc"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    if not Path("/sys/fs/cgroup/memory").is_dir():
+        return "no cgroup v1 memory hierarchy under /sys/fs/cgroup"
+    return None
+
+
+@dataclass
+class Paths:
+    dir: Path
+
+    @property
+    def logs(self) -> Path:
+        return self.dir / "logs"
+
+    @property
+    def pids(self) -> Path:
+        return self.dir / "pids"
+
+    @property
+    def pki(self) -> Path:
+        return self.dir / "pki"
+
+    @property
+    def admin_kubeconfig(self) -> Path:
+        return self.dir / "admin.kubeconfig"
+
+    @property
+    def view_kubeconfig(self) -> Path:
+        return self.dir / "view.kubeconfig"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.dir / "audit.log"
+
+    @property
+    def containerd_sock(self) -> Path:
+        return self.dir / "containerd" / "containerd.sock"
+
+    @property
+    def runc_root(self) -> Path:
+        return self.dir / "runc"
+
+    @property
+    def pod_logs(self) -> Path:
+        return self.dir / "pod-logs"
+
+    @property
+    def state(self) -> Path:
+        return self.dir / "state.json"
+
+
+class Cluster:
+    def __init__(self, dir: Path) -> None:
+        self.paths = Paths(dir.resolve())
+        self.bin: Path | None = None
+        self._children: dict[str, subprocess.Popen] = {}
+        self._lock: int | None = None
+
+    # ---------------------------------------------------------------- bring up
+
+    def up(self) -> None:
+        reason = unavailable_reason()
+        if reason:
+            raise build.Unavailable(reason)
+        self._lock = lock()
+        top = build.ensure_built()
+        self.bin = top / "bin"
+        p = self.paths
+        for d in (p.dir, p.logs, p.pids, p.pki, p.pod_logs):
+            d.mkdir(parents=True, exist_ok=True)
+        if self.running():
+            raise ClusterError(f"a test cluster already runs from {p.dir} (down it first)")
+        self._network()
+        self._certificates()
+        self._cgroups()
+        self._start_etcd()
+        self._start_containerd()
+        self._import_images(top / "images")
+        self._start_apiserver()
+        self._bootstrap_objects()
+        self._start_kubelet()
+        self._wait_node_ready()
+        p.state.write_text(
+            json.dumps(
+                {
+                    "bin": str(self.bin),
+                    "cgroup": own_cgroup_root(self.paths.dir),
+                    "ns": [NODE_NS, CLIENT_NS],
+                }
+            )
+        )
+
+    def _network(self) -> None:
+        for ns in (NODE_NS, CLIENT_NS):
+            if not netns_exists(ns):
+                _run("ip", "netns", "add", ns)
+        node = ["ip", "-n", NODE_NS]
+        client = ["ip", "-n", CLIENT_NS]
+        if _run(*node, "link", "show", "eth0", check=False).returncode != 0:
+            # both ends made inside the node namespace, then one moved: nothing touches the
+            # root namespace's links
+            _run(*node, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0")
+            _run(*node, "link", "set", "peer0", "netns", CLIENT_NS)
+            _run(*client, "link", "set", "peer0", "name", "eth0")
+            _run(*node, "addr", "add", f"{NODE_IP}/24", "dev", "eth0")
+            _run(*client, "addr", "add", f"{CLIENT_IP}/24", "dev", "eth0")
+        for ns in (node, client):
+            _run(*ns, "link", "set", "lo", "up")
+            _run(*ns, "link", "set", "eth0", "up")
+        _run(*client, "route", "replace", POD_SUBNET, "via", NODE_IP)
+        _run(*in_ns(NODE_NS, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"))
+        cni = self.paths.dir / "cni" / "net.d"
+        cni.mkdir(parents=True, exist_ok=True)
+        (cni / "10-pte2e.conflist").write_text(
+            json.dumps(
+                {
+                    "cniVersion": "0.4.0",
+                    "name": "pte2e",
+                    "plugins": [
+                        {
+                            "type": "bridge",
+                            "bridge": "pte2e0",
+                            "isGateway": True,
+                            "ipMasq": False,
+                            "hairpinMode": True,
+                            "ipam": {
+                                "type": "host-local",
+                                "ranges": [[{"subnet": POD_SUBNET, "gateway": POD_GATEWAY}]],
+                                "routes": [{"dst": "0.0.0.0/0"}],
+                                "dataDir": str(self.paths.dir / "cni" / "ipam"),
+                            },
+                        },
+                        {"type": "portmap", "capabilities": {"portMappings": True}},
+                    ],
+                },
+                indent=1,
+            )
+        )
+
+    def _certificates(self) -> None:
+        ca = pki.Authority(self.paths.pki)
+        self.ca = ca.pair.cert
+        self.apiserver_pair = ca.issue(
+            "apiserver",
+            "kube-apiserver",
+            ips=(NODE_IP, "10.123.128.1", "127.0.0.1"),
+            dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc", "localhost"),
+            server=True,
+        )
+        self.apiserver_kubelet_pair = ca.issue(
+            "apiserver-kubelet-client",
+            "kube-apiserver-kubelet-client",
+            orgs=("system:masters",),
+            client=True,
+        )
+        self.kubelet_serving = ca.issue(
+            "kubelet", NODE_NAME, ips=(NODE_IP,), dns=(NODE_NAME,), server=True
+        )
+        kubelet_client = ca.issue(
+            "kubelet-client", f"system:node:{NODE_NAME}", orgs=("system:nodes",), client=True
+        )
+        admin = ca.issue("admin", "probetui-e2e-admin", orgs=("system:masters",), client=True)
+        viewer = ca.issue("viewer", VIEW_USER, client=True)
+        self.sa_key = pki.service_account_key(self.paths.pki / "sa.key")
+        self._kubeconfig(self.paths.admin_kubeconfig, "admin", admin)
+        self._kubeconfig(self.paths.view_kubeconfig, VIEW_USER, viewer)
+        self.kubelet_kubeconfig = self.paths.dir / "kubelet.kubeconfig"
+        self._kubeconfig(self.kubelet_kubeconfig, "kubelet", kubelet_client)
+
+    def _kubeconfig(self, path: Path, user: str, pair: pki.Pair) -> None:
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "pte2e",
+                    "cluster": {"server": APISERVER, "certificate-authority": str(self.ca)},
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {"client-certificate": str(pair.cert), "client-key": str(pair.key)},
+                }
+            ],
+            "contexts": [
+                {
+                    "name": f"pte2e-{user}",
+                    "context": {"cluster": "pte2e", "user": user, "namespace": "default"},
+                }
+            ],
+            "current-context": f"pte2e-{user}",
+        }
+        path.write_text(json.dumps(doc, indent=1))
+
+    def _cgroups(self) -> None:
+        rel = own_cgroup_root(self.paths.dir).lstrip("/")
+        for h in _cgroup_hierarchies():
+            d = h / rel
+            if d.is_dir():
+                continue
+            d.mkdir(parents=True, exist_ok=True)
+            if h.name == "cpuset":
+                # a new cpuset has no CPUs or memory nodes until given its parent's
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    for parent in reversed(list(d.relative_to(h).parents)[:-1]):
+                        pd = h / parent
+                        if not (pd / f).read_text().strip():
+                            (pd / f).write_text((pd.parent / f).read_text())
+                    (d / f).write_text(d.parent.joinpath(f).read_text())
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = (self.paths.logs / f"{name}.log").open("ab")
+        proc = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        self._children[name] = proc
+        (self.paths.pids / f"{name}.pid").write_text(f"{proc.pid}\n")
+
+    def _wait(self, what: str, check, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in self._children.items():
+                if proc.poll() is not None:
+                    tail = (self.paths.logs / f"{name}.log").read_text(errors="replace")[-2000:]
+                    raise ClusterError(
+                        f"{name} exited with {proc.returncode} while waiting for {what}:\n{tail}"
+                    )
+            if check():
+                return
+            time.sleep(0.2)
+        raise ClusterError(
+            f"timed out after {timeout:.0f} s waiting for {what} (logs in {self.paths.logs})"
+        )
+
+    def _ok(self, *argv: str) -> bool:
+        return subprocess.run(argv, capture_output=True).returncode == 0
+
+    def _start_etcd(self) -> None:
+        assert self.bin
+        data = self.paths.dir / "etcd"
+        self._spawn(
+            "etcd",
+            in_ns(
+                NODE_NS,
+                str(self.bin / "etcd"),
+                "--name=pte2e",
+                f"--data-dir={data}",
+                "--listen-client-urls=http://127.0.0.1:2379",
+                "--advertise-client-urls=http://127.0.0.1:2379",
+                "--listen-peer-urls=http://127.0.0.1:2380",
+                "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+                "--initial-cluster=pte2e=http://127.0.0.1:2380",
+                "--log-level=warn",
+            ),
+        )
+        self._wait(
+            "etcd", lambda: self._ok(*in_ns(NODE_NS, "curl", "-sf", "http://127.0.0.1:2379/health"))
+        )
+
+    def start_containerd(self) -> None:
+        self._start_containerd()
+
+    def _start_containerd(self) -> None:
+        d = self.paths.dir / "containerd"
+        d.mkdir(parents=True, exist_ok=True)
+        cni = self.paths.dir / "cni" / "net.d"
+        config = d / "config.toml"
+        config.write_text(
+            f"""version = 2
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "{self.paths.containerd_sock}"
+[ttrpc]
+  address = "{self.paths.containerd_sock}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{d}/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{build.IMAGES["pause"]}"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{cni}"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "{self.paths.runc_root}"
+"""
+        )
+        self._spawn("containerd", in_ns(NODE_NS, "containerd", "--config", str(config)))
+        self._wait(
+            "containerd", lambda: self._ok("ctr", "-a", str(self.paths.containerd_sock), "version")
+        )
+
+    def _import_images(self, images: Path) -> None:
+        for tar in sorted(images.glob("*.tar")):
+            r = _run(
+                "ctr",
+                "-a",
+                str(self.paths.containerd_sock),
+                "-n",
+                "k8s.io",
+                "images",
+                "import",
+                str(tar),
+                check=False,
+            )
+            if r.returncode != 0:
+                raise ClusterError(f"ctr images import {tar.name}: {r.stderr.strip()}")
+
+    def start_apiserver(self) -> None:
+        self._start_apiserver()
+
+    def _start_apiserver(self) -> None:
+        assert self.bin
+        policy = self.paths.dir / "audit-policy.yaml"
+        policy.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "audit.k8s.io/v1",
+                    "kind": "Policy",
+                    "rules": [{"level": "Metadata"}],
+                }
+            )
+        )
+        pk = self.paths.pki
+        self._spawn(
+            "kube-apiserver",
+            in_ns(
+                NODE_NS,
+                str(self.bin / "kube-apiserver"),
+                "--etcd-servers=http://127.0.0.1:2379",
+                f"--bind-address={NODE_IP}",
+                f"--advertise-address={NODE_IP}",
+                "--secure-port=6443",
+                f"--tls-cert-file={self.apiserver_pair.cert}",
+                f"--tls-private-key-file={self.apiserver_pair.key}",
+                f"--client-ca-file={self.ca}",
+                f"--kubelet-client-certificate={self.apiserver_kubelet_pair.cert}",
+                f"--kubelet-client-key={self.apiserver_kubelet_pair.key}",
+                f"--kubelet-certificate-authority={self.ca}",
+                "--kubelet-preferred-address-types=InternalIP",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={self.sa_key}",
+                f"--service-account-signing-key-file={self.sa_key}",
+                f"--service-cluster-ip-range={SERVICE_RANGE}",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--audit-policy-file={policy}",
+                f"--audit-log-path={self.paths.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-mode=blocking",
+                f"--cert-dir={pk}",
+                "--allow-privileged=true",
+                "--profiling=false",
+            ),
+        )
+        self._wait(
+            "kube-apiserver /readyz",
+            lambda: self._ok(*self.kubectl_argv("get", "--raw", "/readyz")),
+            90,
+        )
+
+    def kubectl_argv(self, *args: str, kubeconfig: Path | None = None) -> list[str]:
+        assert self.bin
+        cfg = kubeconfig or self.paths.admin_kubeconfig
+        return in_ns(CLIENT_NS, str(self.bin / "kubectl"), f"--kubeconfig={cfg}", *args)
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> str:
+        r = subprocess.run(self.kubectl_argv(*args), capture_output=True, text=True, input=input)
+        if check and r.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def apply(self, doc: dict | list) -> None:
+        docs = doc if isinstance(doc, list) else [doc]
+        self.kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}),
+        )
+
+    def _bootstrap_objects(self) -> None:
+        self.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": VIEW_USER},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "view",
+                },
+                "subjects": [
+                    {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": VIEW_USER}
+                ],
+            }
+        )
+        self.namespace("default")
+
+    def namespace(self, name: str) -> None:
+        """A namespace with what the controller-manager would add: its default service account."""
+        self.apply(
+            [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": "default", "namespace": name},
+                },
+            ]
+        )
+
+    def start_kubelet(self) -> None:
+        self._start_kubelet()
+
+    def _start_kubelet(self) -> None:
+        assert self.bin
+        d = self.paths.dir / "kubelet"
+        (d / "root").mkdir(parents=True, exist_ok=True)
+        tun = d / "tunables"
+        tun.mkdir(exist_ok=True)
+        binds = []
+        for i, (path, value) in enumerate(_TUNABLES.items()):
+            f = tun / str(i)
+            f.write_text(value + "\n")
+            binds.append(f"mount --bind {f} /proc/sys/{path}")
+        config = d / "config.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "kubelet.config.k8s.io/v1beta1",
+                    "kind": "KubeletConfiguration",
+                    "address": NODE_IP,
+                    "port": 10250,
+                    "readOnlyPort": 0,
+                    "healthzBindAddress": "127.0.0.1",
+                    "healthzPort": 10248,
+                    "authentication": {
+                        "anonymous": {"enabled": False},
+                        "webhook": {"enabled": False},
+                        "x509": {"clientCAFile": str(self.ca)},
+                    },
+                    "authorization": {"mode": "AlwaysAllow"},
+                    "tlsCertFile": str(self.kubelet_serving.cert),
+                    "tlsPrivateKeyFile": str(self.kubelet_serving.key),
+                    "cgroupDriver": "cgroupfs",
+                    "failCgroupV1": False,
+                    "cgroupRoot": own_cgroup_root(self.paths.dir),
+                    "cgroupsPerQOS": True,
+                    "enforceNodeAllocatable": [],
+                    "containerRuntimeEndpoint": f"unix://{self.paths.containerd_sock}",
+                    "failSwapOn": False,
+                    "protectKernelDefaults": False,
+                    "podLogsDir": str(self.paths.pod_logs),
+                    "resolvConf": "/etc/resolv.conf",
+                    "evictionHard": {
+                        "memory.available": "100Mi",
+                        "nodefs.available": "1%",
+                        "imagefs.available": "1%",
+                        "nodefs.inodesFree": "1%",
+                    },
+                    "imageGCHighThresholdPercent": 100,
+                    "imageGCLowThresholdPercent": 99,
+                    "nodeStatusUpdateFrequency": "5s",
+                    "serializeImagePulls": False,
+                },
+                indent=1,
+            )
+        )
+        kubelet = " ".join(
+            [
+                str(self.bin / "kubelet"),
+                f"--config={config}",
+                f"--kubeconfig={self.kubelet_kubeconfig}",
+                f"--root-dir={d / 'root'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--node-ip={NODE_IP}",
+                f"--cert-dir={d / 'pki'}",
+                "--v=2",
+            ]
+        )
+        script = " && ".join([*binds, f"exec {kubelet}"])
+        self._spawn(
+            "kubelet",
+            in_ns(NODE_NS, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script),
+        )
+
+    def _wait_node_ready(self) -> None:
+        def ready() -> bool:
+            out = subprocess.run(
+                self.kubectl_argv("get", "node", NODE_NAME, "-o", "json"),
+                capture_output=True,
+                text=True,
+            )
+            if out.returncode != 0:
+                return False
+            conds = json.loads(out.stdout).get("status", {}).get("conditions", [])
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+        self._wait(f"node {NODE_NAME} Ready", ready, 120)
+
+    def workdir(self, name: str) -> Path:
+        """A directory of the cluster's own for a test's files (kept with the cluster's logs)."""
+        d = self.paths.dir / "runs" / name
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # ---------------------------------------------------------------- faults
+
+    def stop_daemon(self, name: str) -> None:
+        pid = self._pid(name)
+        if pid is not None:
+            _kill_group(pid)
+        self._children.pop(name, None)
+
+    def restart(self, name: str) -> None:
+        self.stop_daemon(name)
+        start = {
+            "kube-apiserver": self._start_apiserver,
+            "kubelet": self._start_kubelet,
+            "containerd": self._start_containerd,
+            "etcd": self._start_etcd,
+        }[name]
+        start()
+
+    # ---------------------------------------------------------------- status, down
+
+    def _pid(self, name: str) -> int | None:
+        f = self.paths.pids / f"{name}.pid"
+        if not f.exists():
+            return None
+        pid = int(f.read_text())
+        return pid if _alive(pid) else None
+
+    def running(self) -> dict[str, int]:
+        return {n: pid for n in DAEMONS if (pid := self._pid(n)) is not None}
+
+    def down(self) -> list[str]:
+        """Stop everything this cluster started; return what needed force."""
+        notes: list[str] = []
+        if self._lock is None and self._pid("etcd") is None:
+            # not ours to end: the namespaces and addresses are shared by whichever cluster runs
+            try:
+                self._lock = lock()
+            except Busy as e:
+                raise ClusterError(
+                    f"{e}; {self.paths.dir} is not it, so nothing was stopped"
+                ) from None
+        state = json.loads(self.paths.state.read_text()) if self.paths.state.exists() else {}
+        for name in reversed(DAEMONS):
+            pid = self._pid(name)
+            if pid is not None:
+                _kill_group(pid)
+            proc = self._children.pop(name, None)
+            if proc is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(5)
+        # the containers' processes outlive their shims: end them through their cgroups
+        cg = state.get("cgroup", own_cgroup_root(self.paths.dir)).lstrip("/")
+        killed = _kill_cgroup_tree(cg)
+        if killed:
+            notes.append(f"killed {killed} container processes left in cgroup {cg}")
+        # containerd's shims for this cluster's socket
+        sock = str(self.paths.containerd_sock)
+        for pid in _pids_with_arg(sock):
+            _kill_group(pid)
+        _unmount_under(self.paths.dir)
+        for ns in (NODE_NS, CLIENT_NS):
+            if netns_exists(ns):
+                _run("ip", "netns", "delete", ns, check=False)
+        # the pod sandboxes' namespaces containerd made (it names them cni-UUID)
+        started = self.paths.state.stat().st_mtime - 600 if self.paths.state.exists() else None
+        for ns_file in Path("/run/netns").glob("cni-*") if Path("/run/netns").exists() else []:
+            if (
+                started is not None
+                and ns_file.stat().st_mtime >= started
+                and _netns_of_ours(ns_file)
+            ):
+                _run("ip", "netns", "delete", ns_file.name, check=False)
+        _remove_cgroup_tree(cg)
+        for f in self.paths.pids.glob("*.pid"):
+            f.unlink()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+        return notes
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_group(pid: int, grace: float = 5.0) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _pids_with_arg(arg: str) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if arg.encode() in argv or any(a.startswith(arg.encode()) for a in argv):
+            out.append(int(d.name))
+    return out
+
+
+def _kill_cgroup_tree(rel: str) -> int:
+    killed = 0
+    for h in _cgroup_hierarchies():
+        root = h / rel
+        if not root.is_dir():
+            continue
+        for procs in root.rglob("cgroup.procs"):
+            for line in procs.read_text().split():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(line), signal.SIGKILL)
+                    killed += 1
+    return killed
+
+
+def _remove_cgroup_tree(rel: str) -> None:
+    for h in _cgroup_hierarchies():
+        root = h / rel
+        if not root.is_dir():
+            continue
+        for d in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        with contextlib.suppress(OSError):
+            root.rmdir()
+
+
+def _unmount_under(top: Path) -> None:
+    mounts = [
+        line.split()[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if line.split()[4].startswith(str(top) + "/")
+    ]
+    for m in sorted(set(mounts), key=len, reverse=True):
+        _run("umount", "-l", m, check=False)
+
+
+def _netns_of_ours(ns_file: Path) -> bool:
+    """A sandbox namespace of this cluster has its veth's other end on our bridge, which is
+    gone once the node namespace is: such a namespace has only `lo` left, or nothing up."""
+    r = _run("ip", "-n", ns_file.name, "-j", "link", "show", check=False)
+    if r.returncode != 0:
+        return False
+    links = json.loads(r.stdout or "[]")
+    return all(link.get("ifname") == "lo" for link in links)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m tests.e2e.cluster", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument(
+        "--dir", required=True, type=Path, help="where the cluster keeps its state and logs"
+    )
+    args = p.parse_args(argv)
+    c = Cluster(args.dir)
+    try:
+        if args.action == "up":
+            t0 = time.monotonic()
+            c.up()
+            print(f"up in {time.monotonic() - t0:.1f} s")
+            print(f"admin kubeconfig:  {c.paths.admin_kubeconfig}")
+            print(
+                f"view kubeconfig:   {c.paths.view_kubeconfig}  (user {VIEW_USER}, ClusterRole view)"
+            )
+            print(f"audit log:         {c.paths.audit_log}")
+            print(f"kubectl:           {' '.join(c.kubectl_argv())}")
+            print(f"a shell beside probetui: nsenter --net=/run/netns/{CLIENT_NS} bash")
+        elif args.action == "down":
+            for note in c.down():
+                print(note)
+            print("down")
+        else:
+            running = c.running()
+            for name in DAEMONS:
+                print(
+                    f"{name:15} {'pid ' + str(running[name]) if name in running else 'not running'}"
+                )
+            for ns in (NODE_NS, CLIENT_NS):
+                print(f"netns {ns:9} {'present' if netns_exists(ns) else 'absent'}")
+            return 0 if len(running) == len(DAEMONS) else 1
+    except (ClusterError, build.Unavailable, Busy) as e:
+        print(f"e2e cluster {args.action}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+//go:build tools
+
+// The binaries the test cluster runs, built from these upstream modules.
+package e2e
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)

@@ -1,0 +1,234 @@
+"""The e2e pod set: each demo behaviour as a real pod, built from the by-hand images.
+
+HTTP apps are busybox `httpd -vvv` with small CGI scripts written at container start. At that
+verbosity httpd logs every connection and request with its peer (`[::ffff:IP]:PORT: url:/p`,
+`response:200`), and the container runtime stamps each log line: that is the app's own record
+of who probed it, when, and what it answered. The gRPC app logs each Check the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.build import IMAGES
+from tests.e2e.cluster import NODE_NAME
+
+HTTP_PORT = 8080
+GRPC_PORT = 9090
+
+
+def _cgi(name: str, body: str) -> str:
+    return (
+        f"cat > /www/cgi-bin/{name} <<'EOF'\n#!/bin/sh\n{body}\nEOF\nchmod +x /www/cgi-bin/{name}\n"
+    )
+
+
+def _reply(status: str, text: str) -> str:
+    # the answer goes to httpd's stderr too (the container log), beside httpd's own lines
+    code = status.split()[0]
+    return (
+        f'echo "[$REMOTE_ADDR]:$REMOTE_PORT: answer:{code}" >&2; '
+        f"printf 'Status: {status}\\r\\nContent-Type: text/plain\\r\\n\\r\\n{text}\\n'"
+    )
+
+
+def web_script(
+    *, flap: int = 10, sick_after: int | None = None, sleep_first: int = 0, port: int = HTTP_PORT
+) -> str:
+    """The shell a web container runs: CGI endpoints, then httpd in the foreground."""
+    parts = ["mkdir -p /www/cgi-bin", "echo ok > /www/index.html"]
+    # flap: Success and Failure in turns of `flap` seconds of wall time
+    flap_body = (
+        f"if [ $(( $(date +%s) / {flap} % 2 )) = 0 ]; then {_reply('200 OK', 'up')}; "
+        f"else {_reply('503 Service Unavailable', 'down for a while')}; fi"
+    )
+    parts.append(_cgi("flap", flap_body))
+    parts.append(_cgi("slow", f"sleep 3; {_reply('200 OK', 'late')}"))
+    parts.append(
+        _cgi(
+            "redirect",
+            "echo \"[$REMOTE_ADDR]:$REMOTE_PORT: answer:302\" >&2; printf 'Status: 302 Found\\r\\nLocation: http://elsewhere.invalid/landing\\r\\n\\r\\nmoved\\n'",
+        )
+    )
+    parts.append(
+        _cgi(
+            "healthz",
+            f"if [ -e /tmp/sick ]; then {_reply('500 Internal Server Error', 'sick')}; else {_reply('200 OK', 'fine')}; fi",
+        )
+    )
+    script = "\n".join(parts) + "\n"
+    if sick_after is not None:
+        script += f"(sleep {sick_after}; touch /tmp/sick) &\n"
+    if sleep_first:
+        script += f"sleep {sleep_first}\n"
+    return script + f"exec httpd -f -vvv -p {port} -h /www\n"
+
+
+def _http(path: str, **probe: Any) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": HTTP_PORT}, **probe}
+
+
+def pod(name: str, ns: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {"suite": "e2e", "app": name}},
+        "spec": {
+            "nodeName": NODE_NAME,
+            "automountServiceAccountToken": False,
+            "dnsPolicy": "Default",
+            "terminationGracePeriodSeconds": 2,
+            "containers": containers,
+            **spec,
+        },
+    }
+
+
+def web(name: str = "web", script: str | None = None, **probes: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": IMAGES["busybox"],
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", script or web_script()],
+        "ports": [{"name": "http", "containerPort": HTTP_PORT}],
+        **probes,
+    }
+
+
+def grpc_app(flip: str = "15s", **probes: Any) -> dict[str, Any]:
+    return {
+        "name": "api",
+        "image": IMAGES["grpchealth"],
+        "imagePullPolicy": "Never",
+        "args": [f"--port={GRPC_PORT}", f"--flip={flip}"],
+        **probes,
+    }
+
+
+def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
+    """Every demo behaviour, for the shadow-beside-the-kubelet run."""
+    return [
+        pod(
+            "flap-ft1",
+            ns,
+            [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=1))],
+        ),
+        pod(
+            "flap-ft3",
+            ns,
+            [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=3))],
+        ),
+        pod(
+            "slow-guarded",
+            ns,
+            [
+                web(
+                    script=web_script(sleep_first=12),
+                    startupProbe=_http("/index.html", periodSeconds=2, failureThreshold=10),
+                    livenessProbe=_http("/index.html", periodSeconds=2, failureThreshold=2),
+                    readinessProbe=_http("/index.html", periodSeconds=2),
+                )
+            ],
+        ),
+        pod(
+            "slow-unguarded",
+            ns,
+            [
+                web(
+                    script=web_script(sleep_first=12),
+                    livenessProbe=_http("/index.html", periodSeconds=2, failureThreshold=2),
+                )
+            ],
+        ),
+        pod(
+            "exec-file",
+            ns,
+            [
+                {
+                    "name": "worker",
+                    "image": IMAGES["busybox"],
+                    "imagePullPolicy": "Never",
+                    "command": [
+                        "sh",
+                        "-c",
+                        "touch /tmp/healthy; sleep 40; rm /tmp/healthy; exec sleep 3600",
+                    ],
+                    "readinessProbe": {
+                        "exec": {"command": ["cat", "/tmp/healthy"]},
+                        "periodSeconds": 3,
+                    },
+                }
+            ],
+        ),
+        pod(
+            "exec-varied",
+            ns,
+            [
+                {
+                    "name": "worker",
+                    "image": IMAGES["busybox"],
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", "exec sleep 3600"],
+                    # a different message each second: past ten similar events in ten minutes
+                    # the kubelet's event correlator combines them into one aggregate event
+                    "readinessProbe": {
+                        "exec": {"command": ["sh", "-c", "echo not ready at $(date +%s); exit 1"]},
+                        "periodSeconds": 1,
+                    },
+                }
+            ],
+        ),
+        pod(
+            "tcp", ns, [web(readinessProbe={"tcpSocket": {"port": HTTP_PORT}, "periodSeconds": 3})]
+        ),
+        pod(
+            "grpc-flip",
+            ns,
+            [
+                grpc_app(
+                    readinessProbe={
+                        "grpc": {"port": GRPC_PORT, "service": "demo.Orders"},
+                        "periodSeconds": 2,
+                    },
+                    livenessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 3},
+                )
+            ],
+        ),
+        pod("redirect", ns, [web(readinessProbe=_http("/cgi-bin/redirect", periodSeconds=3))]),
+        pod(
+            "timeout",
+            ns,
+            [web(readinessProbe=_http("/cgi-bin/slow", periodSeconds=3, timeoutSeconds=1))],
+        ),
+        pod(
+            "initial-delay",
+            ns,
+            [web(readinessProbe=_http("/index.html", periodSeconds=2, initialDelaySeconds=10))],
+        ),
+        pod(
+            "never",
+            ns,
+            [
+                web(
+                    script=web_script(sick_after=20),
+                    livenessProbe=_http("/cgi-bin/healthz", periodSeconds=2, failureThreshold=2),
+                )
+            ],
+            restartPolicy="Never",
+        ),
+        pod(
+            "hostnet",
+            ns,
+            [
+                web(
+                    script=web_script(port=18080),
+                    ports=[],
+                    readinessProbe={
+                        "httpGet": {"path": "/cgi-bin/flap", "port": 18080},
+                        "periodSeconds": 2,
+                    },
+                )
+            ],
+            hostNetwork=True,
+        ),
+    ]

@@ -1,0 +1,326 @@
+"""The shadow beside the real kubelet: every demo behaviour as a real pod, probed by both.
+
+One run serves every test here: probetui starts first (`--via direct`, from the client
+namespace, so its attempts come from another address than the kubelet's), then the pod set is
+created, and both watch it for SHADOW_SECONDS. The kubelet's side is what it reports (pod status,
+events) and what the apps logged of its requests; the shadow's side is probetui's JSONL.
+
+Where the two cannot agree to the millisecond, the tolerance is stated and explained from
+upstream: the kubelet's workers start with a random jitter of up to one period
+(`worker.run`: `time.Sleep(rand.Float64() * probePeriod)` when the kubelet has been up longer
+than the period), and its status reaches the API server through the status manager's sync
+(`status_manager.go`), so a ReadyChanged seen in the API lags the prober's result by the
+status sync.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e import applog
+from tests.e2e.cluster import CLIENT_IP, NODE_IP, POD_GATEWAY, Cluster
+from tests.e2e.pods import pod, shadow_pod_set
+from tests.e2e.run import Run, start, stop, wait_listed
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+NS = "shadow"
+SHADOW_SECONDS = 150
+
+
+def _probe_period(p: dict[str, Any], container: str, probe: str) -> float:
+    for c in p["spec"]["containers"]:
+        if c["name"] == container:
+            return float(c[f"{probe}Probe"].get("periodSeconds", 10))
+    raise KeyError(container)
+
+
+@pytest.fixture(scope="module")
+def shadow_run(
+    cluster: Cluster,
+) -> Iterator[tuple[Run, dict]]:
+    tmp = cluster.workdir("shadow")
+    cluster.namespace(NS)
+    # a pod of no interest, so the shadow's first line says its first list is done
+    cluster.apply(pod("anchor", NS, [{"name": "idle", **_idle()}]))
+    run = start(cluster, tmp, "-n", NS, "--via", "direct")
+    try:
+        wait_listed(run, 60)
+        pods = shadow_pod_set(NS)
+        cluster.apply(pods)
+        time.sleep(SHADOW_SECONDS)
+    finally:
+        stop(run)
+    logs = {
+        p["metadata"]["name"]: cluster.kubectl(
+            "-n", NS, "logs", p["metadata"]["name"], "--timestamps", "--all-containers", check=False
+        )
+        for p in pods
+    }
+    yield run, {"pods": {p["metadata"]["name"]: p for p in pods}, "logs": logs}
+
+
+def _idle() -> dict[str, Any]:
+    from tests.e2e.build import IMAGES
+
+    return {"image": IMAGES["busybox"], "imagePullPolicy": "Never", "command": ["sleep", "3600"]}
+
+
+def test_the_shadow_ran_cleanly(shadow_run: tuple[Run, dict]) -> None:
+    run, _ = shadow_run
+    assert run.returncode == 130, run.stderr[-3000:]
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert len(run.of("ProbeAttempt")) > 500
+
+
+def test_zero_divergences_between_the_shadow_and_the_kubelet(shadow_run: tuple[Run, dict]) -> None:
+    """The runtime already waits out one period of disagreement before it says Divergence."""
+    run, _ = shadow_run
+    divergences = [(e["pod"], e["probe"], e.get("message")) for e in run.of("Divergence")]
+    assert divergences == []
+
+
+def _ready_series(events: list[dict[str, Any]], key: str) -> list[tuple[float, bool]]:
+    out: list[tuple[float, bool]] = []
+    for e in events:
+        v = e["ready"] if key == "ready" else e["result"] == "Success"
+        if not out or out[-1][1] != v:
+            out.append((_t(e), v))
+    return out
+
+
+def _t(e: dict[str, Any]) -> float:
+    import datetime
+
+    return datetime.datetime.fromisoformat(e["ts"]).timestamp()
+
+
+READINESS_PODS = [
+    "flap-ft1",
+    "flap-ft3",
+    "slow-guarded",
+    "exec-file",
+    "exec-varied",
+    "tcp",
+    "grpc-flip",
+    "redirect",
+    "timeout",
+    "initial-delay",
+    "hostnet",
+]
+
+
+@pytest.mark.parametrize("name", READINESS_PODS)
+def test_readiness_flips_as_the_kubelet_reports_them(
+    shadow_run: tuple[Run, dict], name: str
+) -> None:
+    """Every change of the kubelet's `ready` has the shadow's change beside it, in order.
+
+    Tolerance: one period plus 1.5 s. The two workers tick at different phases of the period
+    (the kubelet's start-up jitter), and `ready` reaches the API through the status manager."""
+    run, ctx = shadow_run
+    container = ctx["pods"][name]["spec"]["containers"][0]["name"]
+    period = _probe_period(ctx["pods"][name], container, "readiness")
+    kubelet = _ready_series(run.of("ReadyChanged", pod=name, container=container), "ready")
+    shadow = _ready_series(
+        run.of("ResultChanged", pod=name, container=container, probe="readiness"), "result"
+    )
+    # both begin not ready: the kubelet's first observed status, the shadow's initial Failure
+    if kubelet and kubelet[0][1] is False:
+        kubelet = kubelet[1:]
+    if shadow and shadow[0][1] is False:
+        shadow = shadow[1:]
+    # the last change of either may fall after the other stopped looking
+    end = max(t for t, _ in [*kubelet, *shadow]) if kubelet or shadow else 0
+    grace = period + 1.5
+    kubelet = [(t, v) for t, v in kubelet if t < end - grace] or kubelet[: len(shadow)]
+    assert [v for _, v in shadow[: len(kubelet)]] == [v for _, v in kubelet], (shadow, kubelet)
+    for (ts, _), (tk, _) in zip(shadow, kubelet, strict=False):
+        assert abs(ts - tk) <= grace, (name, ts, tk)
+
+
+def test_a_liveness_kill_is_seen_on_both_sides(shadow_run: tuple[Run, dict]) -> None:
+    """slow-unguarded: killed every start (liveness with no startup probe; 12 s to listen)."""
+    run, _ = shadow_run
+    kills = run.of("Killing", pod="slow-unguarded")
+    assert kills and all(k["probe"] == "liveness" for k in kills)
+    assert all("failed liveness probe, will be restarted" in k["message"] for k in kills)
+    failures = [
+        e
+        for e in run.of("ResultChanged", pod="slow-unguarded", probe="liveness")
+        if e["result"] == "Failure"
+    ]
+    # the kill event carries whole seconds (its eventTime is cut to seconds in core/v1 Events)
+    for k in kills:
+        assert any(-1.0 <= _t(f) - _t(k) <= 3.0 for f in failures), (
+            k["ts"],
+            [f["ts"] for f in failures],
+        )
+    assert abs(len(failures) - sum(k["increment"] for k in kills)) <= 1
+    assert run.of("BackOff", pod="slow-unguarded"), "CrashLoopBackOff after the kills"
+
+
+def test_restart_policy_never_kills_the_pod_not_the_container(shadow_run: tuple[Run, dict]) -> None:
+    """computePodActions: a liveness failure with nothing to restart kills the whole pod, and
+    the kubelet's Killing event then says only "Stopping container NAME"."""
+    run, _ = shadow_run
+    kills = run.of("Killing", pod="never")
+    assert [k["message"] for k in kills] == ["Stopping container web"]
+    failures = [
+        e
+        for e in run.of("ResultChanged", pod="never", probe="liveness")
+        if e["result"] == "Failure"
+    ]
+    assert len(failures) == 1
+    assert abs(_t(failures[0]) - _t(kills[0])) <= 3.0
+    assert not [e for e in run.of("ContainerStarted", pod="never") if e.get("restartCount")]
+
+
+def test_a_startup_probe_saves_the_slow_starter(shadow_run: tuple[Run, dict]) -> None:
+    run, _ = shadow_run
+    assert run.of("Killing", pod="slow-guarded") == []
+    started = [e for e in run.of("StartedChanged", pod="slow-guarded") if e["started"]]
+    shadow = [
+        e
+        for e in run.of("ResultChanged", pod="slow-guarded", probe="startup")
+        if e["result"] == "Success"
+    ]
+    assert len(started) == 1 and len(shadow) == 1
+    assert abs(_t(started[0]) - _t(shadow[0])) <= 2 + 1.5
+
+
+def test_the_kubelets_events_are_attributed_to_container_and_probe(
+    shadow_run: tuple[Run, dict],
+) -> None:
+    run, ctx = shadow_run
+    for e in run.of("Unhealthy"):
+        spec = ctx["pods"][e["pod"]]["spec"]["containers"]
+        names = {c["name"] for c in spec}
+        assert e["container"] in names, e
+        declared = {k.removesuffix("Probe") for c in spec for k in c if k.endswith("Probe")}
+        assert e["probe"] in declared, e
+        assert e["message"].lower().startswith(e["probe"]), e
+    warnings = run.of("ProbeWarning", pod="redirect")
+    assert warnings and {w["probe"] for w in warnings} == {"readiness"}
+    assert "Probe terminated redirects" in warnings[0]["message"]
+    assert [e["pod"] for e in run.of("ProbeWarning")] == ["redirect"] * len(run.of("ProbeWarning"))
+
+
+def test_an_aggregated_event_is_attributed_like_the_others(shadow_run: tuple[Run, dict]) -> None:
+    """The kubelet's event correlator combines more than ten similar events (same reason,
+    different messages) within ten minutes into one "(combined from similar events): ..."."""
+    run, _ = shadow_run
+    combined = [
+        e
+        for e in run.of("Unhealthy", pod="exec-varied")
+        if "combined from similar events" in e["message"]
+    ]
+    assert combined, [e["message"] for e in run.of("Unhealthy", pod="exec-varied")][:15]
+    assert {(e["container"], e["probe"]) for e in combined} == {("worker", "readiness")}
+
+
+# -- attempt by attempt -----------------------------------------------------------------
+
+# probes the app can see: (pod, probe type, the kubelet's source address)
+SEEN = [
+    ("flap-ft1", "readiness", POD_GATEWAY),
+    ("flap-ft3", "readiness", POD_GATEWAY),
+    ("tcp", "readiness", POD_GATEWAY),
+    ("redirect", "readiness", POD_GATEWAY),
+    ("timeout", "readiness", POD_GATEWAY),
+    ("initial-delay", "readiness", POD_GATEWAY),
+    ("hostnet", "readiness", NODE_IP),
+]
+
+
+def _attempts(run: Run, name: str, probe: str) -> list[dict[str, Any]]:
+    return run.of("ProbeAttempt", pod=name, probe=probe)
+
+
+@pytest.mark.parametrize(("name", "probe", "kubelet_ip"), SEEN)
+def test_attempts_match_the_kubelets_one_by_one(
+    shadow_run: tuple[Run, dict], name: str, probe: str, kubelet_ip: str
+) -> None:
+    """Over the window both were probing: as many attempts (one period of slack at each end,
+    plus manual triggers that depend on the instant of a flip), the same spacing, and each of
+    the shadow's outcomes is what the app answered it."""
+    run, ctx = shadow_run
+    period = _probe_period(
+        ctx["pods"][name], ctx["pods"][name]["spec"]["containers"][0]["name"], probe
+    )
+    seen = applog.parse(ctx["logs"][name])
+    kubelet = applog.from_peer(seen, kubelet_ip)
+    shadow_seen = applog.from_peer(seen, CLIENT_IP)
+    shadow = [a for a in _attempts(run, name, probe) if a["outcome"] != "skipped"]
+    assert kubelet and shadow and shadow_seen
+    lo = max(kubelet[0].t, shadow_seen[0].t) + period
+    hi = min(kubelet[-1].t, shadow_seen[-1].t) - period
+    k = [r for r in kubelet if lo <= r.t <= hi]
+    s = [r for r in shadow_seen if lo <= r.t <= hi]
+    slack = 2 + len(run.of("ResultChanged", pod=name, probe=probe))
+    assert abs(len(k) - len(s)) <= slack, (len(k), len(s))
+
+    def ticks(rs: list[applog.Received]) -> list[float]:
+        gaps = [b.t - a.t for a, b in itertools.pairwise(rs)]
+        return [g for g in gaps if g > period / 2]  # manual triggers come between ticks
+
+    assert abs(statistics.median(ticks(k)) - period) < 0.1
+    assert abs(statistics.median(ticks(s)) - period) < 0.1
+    # the shadow's reading of each answer: the app's log says what it answered whom
+    if name in ("tcp", "timeout"):
+        return  # a bare connect has no answer; the slow answer comes after the timeout
+    answers = Counter(r.answer for r in s)
+    outcomes = Counter(a["outcome"] for a in shadow if lo <= _t(a) <= hi)
+    expected = {"200": "success", "503": "failure", "302": "warning"}
+    assert Counter({expected[a]: n for a, n in answers.items() if a}) == outcomes or _close(
+        answers, outcomes, expected
+    )
+
+
+def _close(answers: Counter, outcomes: Counter, expected: dict[str, str]) -> bool:
+    # an attempt at the window's edge may be counted on one side only
+    want = Counter({expected[a]: n for a, n in answers.items() if a})
+    return all(abs(want[o] - outcomes[o]) <= 1 for o in set(want) | set(outcomes))
+
+
+def test_grpc_attempts_match_the_kubelets(shadow_run: tuple[Run, dict]) -> None:
+    run, ctx = shadow_run
+    seen = applog.parse(ctx["logs"]["grpc-flip"])
+    for probe, service, period in (("readiness", "demo.Orders", 2.0), ("liveness", "", 3.0)):
+        kubelet = [r for r in applog.from_peer(seen, POD_GATEWAY) if r.path == service]
+        shadow = [r for r in applog.from_peer(seen, CLIENT_IP) if r.path == service]
+        lo = max(kubelet[0].t, shadow[0].t) + period
+        hi = min(kubelet[-1].t, shadow[-1].t) - period
+        k = [r for r in kubelet if lo <= r.t <= hi]
+        s = [r for r in shadow if lo <= r.t <= hi]
+        assert abs(len(k) - len(s)) <= 2 + len(
+            run.of("ResultChanged", pod="grpc-flip", probe=probe)
+        ), (probe, len(k), len(s))
+        outcomes = Counter(
+            a["outcome"] for a in _attempts(run, "grpc-flip", probe) if lo <= _t(a) <= hi
+        )
+        answers = Counter({"SERVING": "success", "NOT_SERVING": "failure"}[r.answer] for r in s)
+        assert all(abs(answers[o] - outcomes[o]) <= 1 for o in set(answers) | set(outcomes)), (
+            probe,
+            answers,
+            outcomes,
+        )
+
+
+def test_exec_probes_run_in_the_container_on_both_sides(shadow_run: tuple[Run, dict]) -> None:
+    """Exec probes leave no peer to tell the two apart; their outputs must be the kubelet's."""
+    run, _ = shadow_run
+    outs = {a.get("output") for a in _attempts(run, "exec-file", "readiness")}
+    assert "" in outs or None in outs  # cat of an empty file: success with no output
+    assert "cat: can't open '/tmp/healthy': No such file or directory\n" in outs
+    kubelet = {e["message"] for e in run.of("Unhealthy", pod="exec-file")}
+    assert kubelet == {
+        "Readiness probe failed: cat: can't open '/tmp/healthy': No such file or directory\n"
+    }, kubelet
