@@ -53,18 +53,54 @@ _HOP_BY_HOP = {
 }
 
 
-def api_forbidden(status: int, body: bytes) -> str | None:
-    """The API server's own refusal of `pods/proxy` (not the application's 403), or None."""
-    if status != 403:
-        return None
+def _api_status(body: bytes) -> dict[str, Any] | None:
     try:
         doc = json.loads(body)
     except ValueError:
         return None
-    if not isinstance(doc, dict) or doc.get("kind") != "Status" or doc.get("reason") != "Forbidden":
+    return doc if isinstance(doc, dict) and doc.get("kind") == "Status" else None
+
+
+def api_forbidden(status: int, body: bytes) -> str | None:
+    """The API server's own refusal of `pods/proxy` (not the application's 403), or None."""
+    doc = _api_status(body) if status == 403 else None
+    if doc is None or doc.get("reason") != "Forbidden":
         return None
     message = str(doc.get("message") or "")
     return message if "pods/proxy" in message else None
+
+
+def api_path_error(status: int, body: bytes) -> str | None:
+    """An answer the API server gave itself, not the pod: its 401 (the credentials, e.g. an
+    expired token) or its 503 when it could not reach the pod (`proxy.ErrorResponder` in
+    apimachinery's upgrade-aware handler: "error trying to reach service: ..."). Neither says
+    anything about the container, so the attempt is an error, which the prober throws away."""
+    if status not in (401, 503):
+        return None
+    doc = _api_status(body)
+    if doc is None:
+        return None
+    message = str(doc.get("message") or "")
+    if status == 401 and doc.get("reason") == "Unauthorized":
+        return f"the API server refused the credentials: {message or 'Unauthorized'}"
+    if status == 503 and message.startswith("error trying to reach service"):
+        return f"the API server could not reach the pod: {message}"
+    return None
+
+
+def unproxied_location(location: str, prefix: str) -> str:
+    """The pod's own Location, from the one the API server rewrote.
+
+    The pods/proxy transport (apimachinery `proxy.Transport.rewriteURL`) puts a same-host
+    Location with an absolute path under the proxy's path, and on the API server's scheme and
+    host. Followed as it is, the prober would ask the API server for `.../proxy/.../proxy/...`.
+    Different hosts and relative paths it leaves alone, and so does this."""
+    url = URL(location)
+    path = url.raw_path
+    if not (path == prefix or path.startswith(prefix + "/")):
+        return location
+    rest = path[len(prefix) :] or "/"
+    return rest + (f"?{url.raw_query_string}" if url.raw_query_string else "")
 
 
 class OneShotProxy:
@@ -89,6 +125,8 @@ class OneShotProxy:
         self.error = ""
         # the API server's refusal of pods/proxy, when that was the answer
         self.forbidden: str | None = None
+        # the API server's own 401 or 503, when that was the answer (`api_path_error`)
+        self.path_error: str | None = None
         self.connections = 0
         self._expiry: asyncio.TimerHandle | None = None
 
@@ -105,13 +143,19 @@ class OneShotProxy:
             self.server.close()
         self.done.set()
 
+    @property
+    def prefix(self) -> str:
+        """The proxy's path on the API server, below any path of the server URL itself."""
+        server_path = URL(self.api.configuration.host).raw_path.rstrip("/")
+        return (
+            f"{server_path}/api/v1/namespaces/{quote(self.namespace, safe='')}/pods/"
+            f"{quote(self.pod, safe='')}:{self.port}/proxy"
+        )
+
     def url(self, target: str) -> URL:
         path, _, query = target.partition("?")
-        base = self.api.configuration.host.rstrip("/")
-        url = (
-            f"{base}/api/v1/namespaces/{quote(self.namespace, safe='')}/pods/"
-            f"{quote(self.pod, safe='')}:{self.port}/proxy{path if path.startswith('/') else '/' + path}"
-        )
+        base = str(URL(self.api.configuration.host).with_path("").with_query(None)).rstrip("/")
+        url = f"{base}{self.prefix}{path if path.startswith('/') else '/' + path}"
         # the prober's target is already percent-encoded: send it as it is
         return URL(f"{url}?{query}" if query else url, encoded=True)
 
@@ -150,8 +194,12 @@ class OneShotProxy:
                     self.error = self.forbidden = forbidden
                     if self.on_forbidden is not None:
                         self.on_forbidden(forbidden)
+                elif (path_error := api_path_error(resp.status, body)) is not None:
+                    self.error = self.path_error = path_error
                 out = [f"HTTP/1.1 {resp.status} {resp.reason or ''}"]
                 for name, value in resp.headers.items():
+                    if name.lower() == "location":
+                        value = unproxied_location(value, self.prefix)
                     if name.lower() not in _HOP_BY_HOP:
                         out.append(f"{name}: {value}")
                 out += [f"Content-Length: {len(body)}", "Connection: close", "", ""]
@@ -160,6 +208,10 @@ class OneShotProxy:
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
             self.error = str(e) or type(e).__name__
             log.info("proxy relay failed: %s", self.error)
+        except asyncio.CancelledError:
+            # the engine is stopping. Ended quietly: on 3.11 the streams callback asks a
+            # cancelled handler task for its exception, and logs the CancelledError it gets
+            pass
         finally:
             writer.close()
             with contextlib.suppress(Exception):
@@ -178,4 +230,4 @@ async def _read_body(stream: aiohttp.StreamReader, limit: int) -> bytes:
     return bytes(body)
 
 
-__all__ = ["OneShotProxy", "api_forbidden"]
+__all__ = ["OneShotProxy", "api_forbidden", "api_path_error", "unproxied_location"]

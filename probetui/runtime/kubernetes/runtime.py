@@ -637,12 +637,15 @@ class KubernetesRuntime(Runtime):
             raise ReachError(str(e)) from None
 
     def reach_refused(self, dialled: str) -> str | None:
-        """The API server's own 403 for pods/proxy is no answer of the container: the attempt
-        that met it becomes the same "forbidden" error as the attempts after it."""
+        """The API server's own answers are none of the container's: its 403 for pods/proxy
+        makes the attempt that met it the same "forbidden" error as the attempts after it, and
+        its 401 or 503 (`proxy.api_path_error`) an error of the path."""
         relay = self._relays.pop(dialled, None)
-        if relay is None or relay.forbidden is None:
+        if relay is None:
             return None
-        return f"forbidden: {relay.forbidden}"
+        if relay.forbidden is not None:
+            return f"forbidden: {relay.forbidden}"
+        return relay.path_error
 
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
         core = self._ws_core

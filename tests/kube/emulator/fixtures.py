@@ -73,6 +73,8 @@ class HttpTarget:
     # (method, path_qs, headers) of each request the target received
     seen: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     status: int = 200
+    # path -> Location: answered 302 instead
+    redirects: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture
@@ -82,6 +84,8 @@ async def http_target() -> AsyncIterator[HttpTarget]:
 
     async def handle(request: web.Request) -> web.Response:
         target.seen.append((request.method, request.path_qs, dict(request.headers)))
+        if request.path in target.redirects:
+            return web.Response(status=302, headers={"Location": target.redirects[request.path]})
         return web.Response(status=target.status, text=f"ok {request.path}")
 
     app = web.Application()

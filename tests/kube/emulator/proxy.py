@@ -8,11 +8,13 @@ not verify a pod's TLS certificate, and answers 503 when it cannot reach the pod
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
+from yarl import URL
 
 from . import status
 from .resources import Obj
@@ -69,6 +71,25 @@ def unreachable(
     )
 
 
+def rewrite_location(location: str, request: web.Request, pod_host: str, path: str) -> str:
+    """What apimachinery's `proxy.Transport.rewriteURL` does to a pod's Location: a same-host
+    one with an absolute path moves under the proxy's path, on the API server's scheme and
+    host; another host's, or a relative path, is left as it is."""
+    url = URL(location)
+    if url.host is not None and url.raw_authority not in (pod_host, request.host):
+        return location
+    if not url.raw_path.startswith("/"):
+        return location
+    prefix = request.path[: len(request.path) - len(path)].rstrip("/")
+    if url.raw_path.startswith(prefix):
+        return location
+    joined = posixpath.join(prefix, url.raw_path.lstrip("/"))
+    if url.raw_path.endswith("/") and not joined.endswith("/"):
+        joined += "/"
+    moved = URL.build(scheme=request.scheme, authority=request.host, path=joined, encoded=True)
+    return str(moved.with_query(url.raw_query_string)) if url.raw_query_string else str(moved)
+
+
 async def serve_proxy(
     request: web.Request,
     session: aiohttp.ClientSession,
@@ -110,6 +131,10 @@ async def serve_proxy(
                 for k, v in upstream.headers.items()
                 if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"
             )
+            if "Location" in relayed:
+                relayed["Location"] = rewrite_location(
+                    relayed["Location"], request, f"{host}:{port}", path
+                )
             return web.Response(status=upstream.status, body=payload, headers=relayed)
     except (aiohttp.ClientConnectorError, ConnectionRefusedError):
         return unreachable(*shown)

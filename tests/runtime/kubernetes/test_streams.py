@@ -19,7 +19,12 @@ from probetui.probe import exec as exec_probe
 from probetui.probe import grpc as grpc_probe
 from probetui.probe import http, tcp
 from probetui.probe.base import MAX_OUTPUT_BYTES, Result
-from probetui.runtime.kubernetes.proxy import OneShotProxy, api_forbidden
+from probetui.runtime.kubernetes.proxy import (
+    OneShotProxy,
+    api_forbidden,
+    api_path_error,
+    unproxied_location,
+)
 from probetui.runtime.kubernetes.streams import (
     OneShotForward,
     StreamError,
@@ -316,6 +321,48 @@ async def test_proxy_to_a_port_nothing_listens_on_is_the_api_servers_503(
     attempt = await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
     assert attempt.result is Result.FAILURE and attempt.status_code == 503
     assert "error trying to reach service" in (attempt.body or "")
+
+
+async def test_proxy_unreachable_pod_is_an_error_of_the_path_not_the_containers_failure(
+    core: CoreV1Api,
+) -> None:
+    """The API server's 503 "error trying to reach service" (apimachinery's upgrade-aware
+    handler's ErrorResponder) and its 401 are its own answers: the attempt is an error."""
+    relay = OneShotProxy(core, "default", "web", 9999, 1.0)
+    host, port = await relay.start()
+    await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
+    assert relay.path_error is not None
+    assert relay.path_error.startswith("the API server could not reach the pod: error trying")
+    unauthorized = (
+        b'{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Unauthorized","code":401}'
+    )
+    assert (
+        api_path_error(401, unauthorized) == "the API server refused the credentials: Unauthorized"
+    )
+    # the application's own 503 and 401 are answers of the container
+    assert api_path_error(503, b"db down") is None
+    assert api_path_error(401, b'{"error": "login"}') is None
+
+
+async def test_proxy_gives_the_prober_the_pods_own_location_proxy_transport_rewriteURL(
+    api: ApiEmulator, core: CoreV1Api, http_target: HttpTarget
+) -> None:
+    """The API server moves a same-host Location under `.../pods/NAME:PORT/proxy/`; followed as
+    it came, the prober would ask for the proxy path twice (and 404). The relay undoes it."""
+    api.map_port("web", 8080, http_target.port)
+    http_target.redirects["/a"] = "/b?x=1"
+    relay = OneShotProxy(core, "default", "web", 8080, 1.0)
+    host, port = await relay.start()
+    attempt = await http.probe(http.format_url("http", host, port, "/a"), (), 1.0)
+    assert attempt.result is Result.SUCCESS and attempt.body == "ok /b", attempt
+    assert [p for _, p, _ in http_target.seen] == ["/a", "/b?x=1"]
+    prefix = "/api/v1/namespaces/default/pods/web:8080/proxy"
+    moved = f"https://10.0.0.1:6443{prefix}/b?x=1"
+    assert unproxied_location(moved, prefix) == "/b?x=1"
+    assert unproxied_location(f"https://10.0.0.1:6443{prefix}", prefix) == "/"
+    # another host's Location and a relative one are left as the pod sent them
+    assert unproxied_location("http://elsewhere.invalid/x", prefix) == "http://elsewhere.invalid/x"
+    assert unproxied_location("b", prefix) == "b"
 
 
 async def test_proxy_forbidden_is_told_apart_from_the_applications_403(
