@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 # httpx imports httpcore lazily; importing it here keeps that out of a first attempt's latency
-import httpcore  # noqa: F401
+import httpcore
 import httpx
 
 from probetui.probe.base import (
@@ -30,6 +30,7 @@ from probetui.probe.base import (
     Attempt,
     Result,
     decode,
+    go_quote,
     user_agent,
 )
 from probetui.spec.model import HTTPHeader
@@ -53,6 +54,16 @@ _TIMEOUT_READING_BODY = (
     "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
 )
 _BROKEN = "net/http: HTTP/1.x transport connection broken: "
+# net/http persistConn.maxHeaderResponseSize: the kubelet's prober leaves the transport's
+# MaxResponseHeaderBytes unset, so a response head may take 10 MiB; readLoop's text past it
+MAX_RESPONSE_HEADER_BYTES = 10 << 20
+_HEADERS_TOO_LARGE = (
+    f"net/http: server response headers exceeded {MAX_RESPONSE_HEADER_BYTES} bytes; aborted"
+)
+# `_HeadGate` holds every head to that cap before h11 sees it; h11's own limit (httpcore's is
+# 100 KiB) must not refuse first. httpcore has no per-connection setting, and nothing else in
+# probetui uses httpcore, so the reference raises it for the process.
+httpcore.AsyncHTTP11Connection.MAX_INCOMPLETE_EVENT_SIZE = MAX_RESPONSE_HEADER_BYTES
 
 # Go http.Header keys are kept in insertion order here; the wire order is Go's sorted order.
 HeaderMap = dict[str, list[str]]
@@ -92,7 +103,7 @@ def _unescape(s: str) -> str:
         if s[i] == "%":
             pair = s[i + 1 : i + 3]
             if len(pair) < 2 or pair[0] not in _HEX or pair[1] not in _HEX:
-                raise _URLError(f"invalid URL escape {_go_quote(s[i : i + 3])}")
+                raise _URLError(f"invalid URL escape {go_quote(s[i : i + 3])}")
             out.append(chr(int(pair, 16)))
             i += 3
         else:
@@ -226,7 +237,7 @@ def _check_authority(authority: str) -> None:
         colon = hostport.rfind(":")
         port = hostport[colon:] if colon >= 0 else ""
     if port and (port[0] != ":" or not port[1:].isdigit()) and port != ":":
-        raise _URLError(f"invalid port {_go_quote(port)} after host")
+        raise _URLError(f"invalid port {go_quote(port)} after host")
 
 
 def _join_host_port(host: str, port: int | str) -> str:
@@ -321,9 +332,9 @@ def _wire_headers(headers: HeaderMap, host: str) -> list[tuple[bytes, bytes]]:
     by name, then the transport's `Connection: close` (DisableKeepAlives)."""
     for name, values in headers.items():
         if not name or any(c not in _TCHAR for c in name):
-            raise _GoError(f"net/http: invalid header field name {_go_quote(name)}")
+            raise _GoError(f"net/http: invalid header field name {go_quote(name)}")
         if not all(_valid_value(v) for v in values):
-            raise _GoError(f"net/http: invalid header field value for {_go_quote(name)}")
+            raise _GoError(f"net/http: invalid header field value for {go_quote(name)}")
     if not _valid_host_header(host):
         raise _GoError("http: invalid Host header")
     lines = [(b"Host", _utf8(host))]
@@ -355,42 +366,13 @@ def _utf8(text: str) -> bytes:
 # Go's words for errors
 
 
-_GO_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
-
-
-def _go_quote(text: str) -> str:
-    """strconv.Quote, which `url.Error` uses for the URL."""
-    out = ['"']
-    for c in text:
-        if c in '"\\':
-            out.append("\\" + c)
-        elif c.isprintable():
-            out.append(c)
-        elif c in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[c])
-        elif ord(c) < 0x80:
-            out.append(f"\\x{ord(c):02x}")
-        else:
-            out.append(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
-    out.append('"')
-    return "".join(out)
-
-
 class _GoError(Exception):
     """An error with the exact text net/http would give."""
 
 
 def _url_error(url: str, detail: str) -> str:
     # url.Error.Error(): Op is "Get" for a GET
-    return f"Get {_go_quote(url)}: {detail}"
+    return f"Get {go_quote(url)}: {detail}"
 
 
 def _errno_text(code: int) -> str:
@@ -409,13 +391,170 @@ _CONNECT_CALL = re.compile(r"Connect call failed \('([^']*)', (\d+)")
 _STATUS_LINE = re.compile(r"illegal status line: bytearray\(b(['\"])(.*)\1\)$", re.S)
 
 
-def _bytes_repr_text(match: re.Match[str]) -> str:
-    # h11 quotes the line as a bytes repr; turn it back into the line Go would quote
+def _bytes_repr(match: re.Match[str]) -> bytes:
+    # h11 quotes the line as a bytes repr; turn it back into the bytes Go would quote
     try:
         raw = ast.literal_eval(f"b{match[1]}{match[2]}{match[1]}")
     except (ValueError, SyntaxError):
-        return match[2]
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else match[2]
+        raw = None
+    return raw if isinstance(raw, bytes) else match[2].encode("utf-8", "surrogateescape")
+
+
+# ---------------------------------------------------------------------------------------------
+# Go's reading of a response head (response.go ReadResponse, textproto readMIMEHeader,
+# transport.go readLoop), which both handlers apply before h11 sees the bytes
+
+_ATOI = re.compile(rb"[+-]?[0-9]+")
+_GO_HTTP_VERSION = re.compile(rb"HTTP/[0-9]\.[0-9]")
+_HEAD_END = re.compile(rb"\n\r?\n")
+# canonicalMIMEHeaderKey takes token bytes and, since go.dev/issue/34540, spaces;
+# validHeaderValueByte refuses control bytes but the tab
+_GO_HEADER_KEY = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z ]+")
+_GO_BAD_VALUE_BYTE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _status_line_error(line: bytes) -> str | None:
+    """ReadResponse's verdict on a status line: its error text, or None where Go reads it.
+
+    The line is cut at its first space into protocol and status; the code is the status up to
+    its next space, after leading spaces. The code's length and value are checked before the
+    protocol's version, as Go checks them.
+    """
+    proto, space, status = line.partition(b" ")
+    if not space:
+        return f"malformed HTTP response {go_quote(line)}"
+    code = status.lstrip(b" ").partition(b" ")[0]
+    # strconv.Atoi takes a sign; the code must still be 3 bytes and not negative
+    if len(code) != 3 or not _ATOI.fullmatch(code) or int(code) < 0:
+        return f"malformed HTTP status code {go_quote(code)}"
+    if not _GO_HTTP_VERSION.fullmatch(proto):
+        return f"malformed HTTP version {go_quote(proto)}"
+    return None
+
+
+def _mime_trim(data: bytes) -> bytes:
+    # textproto's trim: spaces and tabs only
+    return data.strip(b" \t")
+
+
+def _mime_header_error(head: bytes) -> str | None:
+    """readMIMEHeader over the header lines of `head` (a response head from its status line on):
+    Go's error, or None when every line up to the blank line reads. Where `head` stops before
+    the blank line the connection ended there, which Go reports as `unexpected EOF` once every
+    line before the end has read (ReadResponse turns the EOF into io.ErrUnexpectedEOF).
+    """
+    pieces = head.split(b"\n")[1:]
+    # every piece but the last ended with LF; bufio hands out a line the end cut off as it is
+    lines = [p[:-1] if p.endswith(b"\r") else p for p in pieces[:-1]]
+    if pieces and pieces[-1]:
+        lines.append(pieces[-1])
+    if lines and lines[0][:1] in (b" ", b"\t"):
+        # the first header line may not be a continuation; Go quotes at most 80 bytes of it
+        if len(lines[0]) > 80:
+            return "message too large"
+        return "malformed MIME header initial line: " + decode(lines[0])
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            return None
+        if b":" not in line:
+            return f"malformed MIME header: missing colon: {go_quote(line)}"
+        kv = _mime_trim(line)
+        while i < len(lines) and lines[i][:1] in (b" ", b"\t"):
+            kv += b" " + _mime_trim(lines[i])
+            i += 1
+        key, _, value = kv.partition(b":")
+        if not _GO_HEADER_KEY.fullmatch(key) or _GO_BAD_VALUE_BYTE.search(value):
+            return "malformed MIME header line: " + decode(kv)
+    return "unexpected EOF"
+
+
+class _HeadGate:
+    """A response's bytes as Go's transport reads them, held back from h11 until its head ends.
+
+    Go judges the status line alone, as soon as its LF is in (or the connection ends), before it
+    reads any header: `malformed HTTP response "..."`, `... status code`, `... version`. It reads
+    at most 10 MiB of head, and refuses header lines h11 takes (a DEL in a value) by its own
+    rules (`_mime_header_error`); a connection that ends inside the head fails the line it cut
+    off, or else reads as `unexpected EOF`. h11 waits for the whole head first, refuses in its
+    own words (`illegal request line`, `Receive buffer too long`) and under its own limit, and
+    httpcore calls any end inside a head `Server disconnected`. Both handlers feed each
+    response's reads through a gate: it raises `_GoError` with Go's text, or hands on the head
+    in one piece once it has ended, and everything after that as it comes; h11 is left the
+    framing of the body, and the refusals Go would not make (`_head_error`).
+    """
+
+    __slots__ = ("_buf", "_line_read", "open")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._line_read = False
+        self.open = False
+
+    def feed(self, data: bytes) -> bytes | None:
+        """The next read, b"" for the end of the connection. Returns what h11 may have now, or
+        None while Go would still be reading the head."""
+        if self.open:
+            return data
+        buf = self._buf
+        searched = max(len(buf) - 2, 0)  # a blank line may straddle two reads
+        buf += data
+        if not self._line_read:
+            end = buf.find(b"\n", 0, MAX_RESPONSE_HEADER_BYTES)
+            if end < 0:
+                if len(buf) >= MAX_RESPONSE_HEADER_BYTES:
+                    raise _GoError(_BROKEN + _HEADERS_TOO_LARGE)
+                if data:
+                    return None
+                if not buf:
+                    # not a byte came: Go's bare EOF, which the caller reports as ever
+                    self.open = True
+                    return data
+                self._judge(bytes(buf))
+                raise _GoError(_BROKEN + "unexpected EOF")
+            line = bytes(buf[:end])
+            self._judge(line[:-1] if line.endswith(b"\r") else line)
+            self._line_read = True
+            searched = 0
+        blank = _HEAD_END.search(buf, searched)
+        if blank is not None and blank.end() <= MAX_RESPONSE_HEADER_BYTES:
+            error = _mime_header_error(bytes(buf[: blank.end()]))
+            if error is not None:
+                raise _GoError(_BROKEN + error)
+            self.open = True
+            self._buf = bytearray()
+            return bytes(buf)
+        if len(buf) >= MAX_RESPONSE_HEADER_BYTES:
+            raise _GoError(_BROKEN + _HEADERS_TOO_LARGE)
+        if not data:
+            raise _GoError(_BROKEN + (_mime_header_error(bytes(buf)) or "unexpected EOF"))
+        return None
+
+    def broken_off(self) -> None:
+        """A read failed: Go judges what it has of the status line before the read's error."""
+        if not (self.open or self._line_read) and self._buf:
+            self._judge(bytes(self._buf))
+
+    @staticmethod
+    def _judge(line: bytes) -> None:
+        error = _status_line_error(line)
+        if error is not None:
+            raise _GoError(_BROKEN + error)
+
+
+def _head_error(message: str) -> str:
+    """The text (after `Get "<url>": `) for a head that passed the gate but that h11 refused
+    with `message`: Go reads such heads, so only the transport's prefix is Go's."""
+    if message.startswith("Receive buffer too long"):
+        # only a head after a 1xx one gets here, and Go's cap counts both
+        return _BROKEN + _HEADERS_TOO_LARGE
+    match = _STATUS_LINE.match(message)
+    if match:
+        # a line Go reads and h11 does not (two spaces, a signed code): Go's nearest words
+        return f"{_BROKEN}malformed HTTP response {go_quote(_bytes_repr(match))}"
+    return _BROKEN + message
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -446,9 +585,33 @@ class _Conn:
                 self.addresses = f"{_go_addr(sock.getsockname())}->{_go_addr(sock.getpeername())}"
             except (OSError, KeyError, AttributeError):
                 pass
+        if name in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            # the stream httpcore reads the response from: the TLS one replaces the TCP one
+            stream = info.get("return_value")
+            if stream is not None:
+                _gate_reads(stream)
 
     def reset(self) -> None:
         self.connected, self.addresses = False, ""
+
+
+def _gate_reads(stream: Any) -> None:
+    """Put an httpcore network stream's reads through a `_HeadGate`: httpcore's h11 gets the
+    head only once Go would have read it, and a read Go would refuse raises `_GoError`."""
+    gate = _HeadGate()
+    read = stream.read
+
+    async def gated_read(max_bytes: int, timeout: float | None = None) -> bytes:
+        data = await read(max_bytes, timeout)
+        while (out := gate.feed(data)) is None:
+            try:
+                data = await read(max_bytes, timeout)
+            except Exception:
+                gate.broken_off()
+                raise
+        return out
+
+    stream.read = gated_read
 
 
 def _socket_error(op: str, err: OSError, conn: _Conn) -> str:
@@ -481,15 +644,12 @@ def _describe(exc: BaseException, url: str, conn: _Conn) -> str:
     chain = _chain(exc)
     message = str(exc)
     if isinstance(exc, httpx.UnsupportedProtocol):
-        return f"unsupported protocol scheme {_go_quote(url.partition(':')[0].lower())}"
+        return f"unsupported protocol scheme {go_quote(url.partition(':')[0].lower())}"
     if isinstance(exc, httpx.RemoteProtocolError):
         if message.startswith("Server disconnected without sending a response"):
+            # the gate takes every end after a first byte: this one came before any
             return "EOF"
-        for err in chain:
-            match = _STATUS_LINE.match(str(err))
-            if match:
-                return f"{_BROKEN}malformed HTTP response {_go_quote(_bytes_repr_text(match))}"
-        return _BROKEN + message
+        return _head_error(message)
     for err in chain:
         if isinstance(err, socket.gaierror):
             host = _hostname(url)
@@ -598,7 +758,7 @@ def _next_hop(
         target = urljoin(current, location)
     except ValueError:
         # urljoin only refuses an unclosed IPv6 bracket, which Go's url.Parse refuses too
-        quoted = _go_quote(location)
+        quoted = go_quote(location)
         raise _GoError(
             f"failed to parse Location header {quoted}: parse {quoted}: missing ']' in host"
         ) from None

@@ -4,11 +4,15 @@ The same attempt as `probetui.probe.http` (the reference, on httpx) at a fractio
 one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap
 and one overall deadline, and Go's words for every error. The request and response are framed
 by h11, the parser httpcore uses under httpx, so both handlers accept and reject the same
-bytes. The request's bytes are made by h11 once per probe and kept; the common response (a
-whole head in the first read, plain ASCII, framed by one Content-Length or by the close) is
-read by `_plain_head` without h11's objects, and anything else goes to h11 from its first
-byte (`tests/probe/test_http_lean_plain.py` holds the two readings identical). The header map, the wire header order, the redirect rules and the error texts are the
-reference's own functions, imported, not copied. `tests/probe/test_http_lean.py` runs the
+bytes; before h11, a response head goes through the reference's `_HeadGate`, Go's own reading
+of a head (the status line alone and first, at most 10 MiB, textproto's header-line rules), so
+what Go refuses is refused in Go's words. The request's bytes are made by h11 once per probe and
+kept; the common response (a whole head in the first read, plain ASCII, framed by one
+Content-Length or by the close), which Go reads as it is, is read by `_plain_head` without
+h11's objects, and anything else goes through the gate to h11 from its first byte
+(`tests/probe/test_http_lean_plain.py` holds the two readings identical). The header map, the
+wire header order, the head gate, the redirect rules and the error texts are the reference's
+own functions, imported, not copied. `tests/probe/test_http_lean.py` runs the
 reference's test vectors against both and compares every field of the Attempt.
 
 What it leaves out is httpx's machinery for a general client (request and response objects, a
@@ -43,24 +47,24 @@ from probetui.probe.base import (
     Attempt,
     Result,
     decode,
+    go_quote,
 )
 from probetui.probe.http import (
-    _BROKEN,
     _REDIRECT_CODES,
     _REDIRECT_DRAIN_BYTES,
-    _STATUS_LINE,
     _TIMEOUT_AWAITING_HEADERS,
     _TIMEOUT_READING_BODY,
     MAX_REDIRECT_REQUESTS,
+    MAX_RESPONSE_HEADER_BYTES,
     HeaderMap,
     SpecHeaders,
     _authority,
-    _bytes_repr_text,
     _errno_text,
     _go_addr,
-    _go_quote,
     _GoError,
+    _head_error,
     _header_map,
+    _HeadGate,
     _hostname,
     _next_hop,
     _redirect_headers,
@@ -72,9 +76,8 @@ from probetui.probe.http import (
 )
 from probetui.spec.model import HTTPHeader
 
-# httpcore's HTTP11Connection: bytes per read, and the largest response head h11 may buffer
+# httpcore's HTTP11Connection: bytes per read
 _READ_NUM_BYTES = 64 * 1024
-_MAX_INCOMPLETE_EVENT_SIZE = 100 * 1024
 # a dial with no overall deadline (timeout 0) still needs a number
 _NO_DEADLINE = 1e9
 
@@ -117,7 +120,7 @@ def _parse(url: str) -> _Target:
     scheme = u.scheme
     if scheme not in ("http", "https"):
         # Go knows no other scheme; httpcore would also accept ws/wss as plain HTTP
-        raise _Failed(f"unsupported protocol scheme {_go_quote(scheme.lower())}")
+        raise _Failed(f"unsupported protocol scheme {go_quote(scheme.lower())}")
     port = u.port if u.port is not None else (443 if scheme == "https" else 80)
     return scheme, u.raw_host.decode("ascii"), port, u.raw_path
 
@@ -415,13 +418,6 @@ async def _next_event(h: h11.Connection, stream: _Stream) -> h11.Event | type[h1
         h.receive_data(data)
 
 
-def _protocol_error(exc: h11.RemoteProtocolError) -> str:
-    match = _STATUS_LINE.match(str(exc))
-    if match:
-        return f"{_BROKEN}malformed HTTP response {_go_quote(_bytes_repr_text(match))}"
-    return _BROKEN + str(exc)
-
-
 async def _open(target: _Target, deadline: _Deadline) -> _Stream:
     scheme, host, port, _ = target
     loop = deadline.loop
@@ -460,7 +456,8 @@ def _h11_client(
     target: _Target, lines: tuple[tuple[bytes, bytes], ...]
 ) -> tuple[h11.Connection, bytes]:
     """An h11 client that has sent this hop's request, and the bytes it wrote for it."""
-    h = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=_MAX_INCOMPLETE_EVENT_SIZE)
+    # the head gate holds every head to Go's cap; h11's own limit must not refuse first
+    h = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=MAX_RESPONSE_HEADER_BYTES)
     request = h11.Request(method=b"GET", target=target[3], headers=lines)
     data = h.send(request) + h.send(h11.EndOfMessage())  # type: ignore[operator]
     return h, data
@@ -515,8 +512,21 @@ async def _receive(
     head = _plain_head(first) if plain else None
     if head is not None:
         return _PlainResponse(stream, *head)
+    # Go reads the rest of this head its own way (see http._HeadGate); h11 gets it once read
+    gate = _HeadGate()
+    try:
+        data = gate.feed(first)
+        while data is None:
+            try:
+                more = await stream.recv()
+            except OSError as exc:
+                gate.broken_off()
+                raise _Failed(_read_error(exc, stream)) from None
+            data = gate.feed(more)
+    except _GoError as exc:
+        raise _Failed(str(exc)) from None
     h = _h11_client(target, lines)[0]
-    h.receive_data(first)
+    h.receive_data(data)
     try:
         while True:
             event = await _next_event(h, stream)
@@ -525,7 +535,7 @@ async def _receive(
             if type(event) is h11.InformationalResponse and event.status_code == 101:
                 break
     except h11.RemoteProtocolError as exc:
-        raise _Failed(_protocol_error(exc)) from None
+        raise _Failed(_head_error(str(exc))) from None
     except OSError as exc:
         raise _Failed(_read_error(exc, stream)) from None
     return _H11Response(h, stream, event.status_code, event.headers.raw_items())

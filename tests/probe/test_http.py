@@ -880,19 +880,173 @@ async def test_spec_13_8_connection_refused_is_go_dial_error(refused_port: int) 
     assert attempt.body is None
 
 
-async def test_spec_13_8_malformed_response_is_failure() -> None:
-    """Spec 13.8: a response Go cannot parse is a transport error, worded as Go words it."""
+BROKEN = "net/http: HTTP/1.x transport connection broken: "
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        # a TLS port's alert to a plain request: the line is the bytes before the alert's 0x0a
+        (b"\x15\x03\x01\x00\x02\x02\x0a", r'malformed HTTP response "\x15\x03\x01\x00\x02\x02"'),
+        (b"garbage\r\n\r\n", 'malformed HTTP response "garbage"'),
+        (b"\r\nHTTP/1.1 200 OK\r\n\r\n", 'malformed HTTP response ""'),
+        (b"HTTP/1.1\r\n\r\n", 'malformed HTTP response "HTTP/1.1"'),
+        (b"\xff\xfe\r\n\r\n", r'malformed HTTP response "\xff\xfe"'),
+        (b"SMTP ready\r\n\r\n", 'malformed HTTP status code "ready"'),
+        (b"SMTP \xc3\xa9 ready\r\n\r\n", 'malformed HTTP status code "\u00e9"'),
+        (b"HTTP/1.1 2000 OK\r\n\r\n", 'malformed HTTP status code "2000"'),
+        (b"HTTP/1.1 -20 Odd\r\n\r\n", 'malformed HTTP status code "-20"'),
+        (b"HTTP/1.1 OK 200\r\n\r\n", 'malformed HTTP status code "OK"'),
+        (b"HTTP/11 200 OK\r\n\r\n", 'malformed HTTP version "HTTP/11"'),
+        (b"http/1.1 200 OK\r\n\r\n", 'malformed HTTP version "http/1.1"'),
+        (b"HTTP/1.x 200 OK\r\n\r\n", 'malformed HTTP version "HTTP/1.x"'),
+    ],
+    ids=[
+        "tls-alert",
+        "no-space",
+        "blank-first-line",
+        "version-only",
+        "not-utf8",
+        "smtp-banner",
+        "short-code",
+        "long-code",
+        "negative-code",
+        "code-not-a-number",
+        "two-digit-version",
+        "lower-case-protocol",
+        "letter-in-version",
+    ],
+)
+async def test_net_http_read_response_refuses_a_status_line_in_go_words(
+    answer: bytes, error: str
+) -> None:
+    """Spec 13.8 / response.go ReadResponse: the status line is cut at its first space; no
+    space is `malformed HTTP response %q`, a code that is not 3 bytes of a non-negative number
+    is `malformed HTTP status code %q`, then a protocol other than HTTP/d.d is `malformed HTTP
+    version %q`; the transport marks each `net/http: HTTP/1.x transport connection broken`."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
-        await send(writer, b"SMTP ready\r\n\r\n")
+        await send(writer, answer)
 
     async with serve(app) as server:
         attempt = await http.probe(server.url("/"))
     assert attempt.result is Result.FAILURE
-    assert attempt.output == (
-        f'Get "{server.url("/")}": net/http: HTTP/1.x transport connection broken: '
-        'malformed HTTP response "SMTP ready"'
-    )
+    assert attempt.error is None
+    assert attempt.output == f'Get "{server.url("/")}": {BROKEN}{error}'
+
+
+async def test_net_http_judges_the_status_line_before_any_header_arrives() -> None:
+    """ReadResponse reads the status line alone: a bad one (an SSH server's banner) fails as
+    soon as its LF is in, though the server never finishes the head; h11 would wait for the
+    blank line, into the timeout."""
+
+    async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
+        await send(writer, b"SSH-2.0-OpenSSH_9.6\r\n")
+        await asyncio.sleep(3)
+
+    async with serve(app) as server:
+        attempt = await http.probe(server.url("/"), timeout=2.0)
+    assert not attempt.timed_out
+    assert attempt.output.endswith(f'{BROKEN}malformed HTTP response "SSH-2.0-OpenSSH_9.6"')
+    assert attempt.latency < 1.0
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (b"garbage", 'malformed HTTP response "garbage"'),
+        (b"HTTP/1.1 200 OK", "unexpected EOF"),
+        (b"HTTP/1.1 200 OK\r\n", "unexpected EOF"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", "unexpected EOF"),
+        (b"HTTP/1.1 200 OK\r\nContent-", 'malformed MIME header: missing colon: "Content-"'),
+    ],
+    ids=[
+        "inside-a-bad-status-line",
+        "inside-the-status-line",
+        "after-the-status-line",
+        "after-a-header",
+        "inside-a-header-name",
+    ],
+)
+async def test_net_http_read_response_connection_ends_inside_the_head(
+    answer: bytes, error: str
+) -> None:
+    """A head the server cuts off with its close: Go judges the line the close cut off as it is
+    (a status line, then header lines, textproto readMIMEHeader), and an end between lines is
+    io.ErrUnexpectedEOF (`unexpected EOF`), not the bare `EOF` of a close before any byte."""
+
+    async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
+        await send(writer, answer)
+
+    async with serve(app) as server:
+        attempt = await http.probe(server.url("/"))
+    assert attempt.result is Result.FAILURE
+    assert attempt.output == f'Get "{server.url("/")}": {BROKEN}{error}'
+
+
+@pytest.mark.parametrize(
+    ("header_line", "error"),
+    [
+        (b"no colon here", 'malformed MIME header: missing colon: "no colon here"'),
+        (b" folded: first", "malformed MIME header initial line:  folded: first"),
+        (b"Bad\x01Name: v", "malformed MIME header line: Bad\x01Name: v"),
+        (b"X-Val: a\x7fb", "malformed MIME header line: X-Val: a\x7fb"),
+    ],
+    ids=["missing-colon", "continuation-first", "control-byte-in-name", "del-in-value"],
+)
+async def test_textproto_read_mime_header_refuses_a_header_line_in_go_words(
+    header_line: bytes, error: str
+) -> None:
+    """textproto readMIMEHeader: a first line without a colon, a continuation line first, or
+    a name or value with bytes a header may not hold, each in Go's words."""
+
+    async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
+        await send(writer, b"HTTP/1.1 200 OK\r\n" + header_line + b"\r\nContent-Length: 0\r\n\r\n")
+
+    async with serve(app) as server:
+        attempt = await http.probe(server.url("/"))
+    assert attempt.output == f'Get "{server.url("/")}": {BROKEN}{error}'
+
+
+HEAD_CAP = 10 << 20  # net/http Transport: MaxResponseHeaderBytes unset (the kubelet's prober)
+
+
+def _head_of(size: int) -> bytes:
+    """A 200 response head of exactly `size` bytes, made up by one long header."""
+    start, end = b"HTTP/1.1 200 OK\r\nX-Big: ", b"\r\nContent-Length: 2\r\n\r\n"
+    return start + b"a" * (size - len(start) - len(end)) + end
+
+
+@pytest.mark.parametrize(
+    ("answer", "ok"),
+    [
+        (_head_of(200 * 1024) + b"ok", True),
+        (_head_of(HEAD_CAP) + b"ok", True),
+        (_head_of(HEAD_CAP + 1) + b"ok", False),
+        (b"x" * (HEAD_CAP + 10), False),
+    ],
+    ids=["200-kib", "exactly-10-mib", "one-byte-over", "status-line-over"],
+)
+async def test_net_http_transport_reads_at_most_10_mib_of_response_head(
+    answer: bytes, ok: bool
+) -> None:
+    """transport.go: with MaxResponseHeaderBytes unset a response head may take 10 << 20
+    bytes (maxHeaderResponseSize); a head that has not ended by then fails with readLoop's
+    `net/http: server response headers exceeded 10485760 bytes; aborted`. A 200 KiB head,
+    which httpcore's h11 refuses at 100 KiB, reads."""
+
+    async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
+        await send(writer, answer)
+
+    async with serve(app) as server:
+        attempt = await http.probe(server.url("/"), timeout=10.0)
+    if ok:
+        assert (attempt.result, attempt.output, attempt.status_code) == (Result.SUCCESS, "ok", 200)
+    else:
+        assert attempt.output == (
+            f'Get "{server.url("/")}": {BROKEN}net/http: server response headers exceeded '
+            "10485760 bytes; aborted"
+        )
 
 
 async def test_spec_13_8_connection_reset_names_both_ends() -> None:

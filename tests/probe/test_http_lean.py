@@ -169,6 +169,13 @@ async def _scenario_app(request: SeenRequest, writer: asyncio.StreamWriter) -> N
         await send(writer, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n")
     elif path == "/malformed":
         await send(writer, b"SMTP \xc3\xa9 ready\r\n\r\n")
+    elif path == "/tls-alert":
+        # what a TLS port answers a plain request with
+        await send(writer, b"\x15\x03\x01\x00\x02\x02\x0a")
+    elif path == "/del-in-value":
+        await send(writer, b"HTTP/1.1 200 OK\r\nX-Val: a\x7fb\r\nContent-Length: 0\r\n\r\n")
+    elif path == "/head-over-10-mib":
+        await send(writer, b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (10 << 20) + b"\r\n\r\n")
     elif path == "/bad-header":
         await send(writer, b"HTTP/1.1 200 OK\r\nno colon here\r\nContent-Length: 0\r\n\r\n")
     elif path == "/two-lengths":
@@ -258,6 +265,9 @@ CASES = {
     "chunked-cut": Case("/chunked-cut"),
     "bad-chunk-size": Case("/bad-chunk"),
     "malformed-status-line": Case("/malformed"),
+    "tls-alert-status-line": Case("/tls-alert"),
+    "del-in-a-header-value": Case("/del-in-value"),
+    "head-over-10-mib": Case("/head-over-10-mib"),
     "header-without-colon": Case("/bad-header"),
     "conflicting-content-lengths": Case("/two-lengths"),
     "head-over-100-kib": Case("/huge-head"),

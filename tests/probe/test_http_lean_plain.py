@@ -52,7 +52,7 @@ RESPONSES: list[tuple[str, bytes, bool]] = [
     ("token characters", OK + b"X!#$%&'*+.^_`|~9: v\r\n\r\n", True),
     ("large body", OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG, True),
     ("large body, no length", OK + b"\r\n" + BIG, True),
-    # never whole in one 64 KiB read; whole, h11 takes it too, and cut, h11 refuses it
+    # never whole in one 64 KiB read; whole, h11 takes it too, and cut, Go's reading refuses it
     ("huge head", OK + b"X-Big: " + b"y" * (150 * 1024) + b"\r\n\r\n", True),
     # h11's to judge: the plain reader must step aside
     ("chunked", OK + b"Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", False),
