@@ -127,6 +127,8 @@ class Engine:
         handlers = HandlerRunner(
             reach=self.runtime.reach,
             reach_refused=self.runtime.reach_refused,
+            close_linger=self.runtime.close_linger,
+            reach_last_byte=self.runtime.reach_last_byte,
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
             http_impl=self.http_impl,

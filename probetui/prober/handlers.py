@@ -36,6 +36,11 @@ class HandlerRunner:
     reach: Reach | None = None
     # after an attempt through a path `reach` opened: why the path refused it, or None
     reach_refused: Callable[[str], str | None] | None = None
+    # how long a path `reach` opened may hold back the end of a connection the container
+    # closed (containerd's port-forward lingers a second), and, after an attempt, when the
+    # container's last byte came through it (wall clock), or None
+    close_linger: float = 0.0
+    reach_last_byte: Callable[[str], float | None] | None = None
     # the runtime's way to run a command "in the container"; None runs it as a local process
     exec_for: Callable[[Pod, Container], object] | None = None
     kube_version: str = DEFAULT_KUBE_VERSION
@@ -105,18 +110,36 @@ class HandlerRunner:
             if isinstance(handler, HTTPGetAction):
                 from probetui.probe import http
 
-                host, port = await self._address(
-                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
-                )
+                named = dial_address(handler, container, status.pod_ip)
+                host, port = await self._address(pod, container, *named, swaps)
                 url = http.format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
+                linger = 0.0
+                if swaps:
+                    # the pod sees the Host the kubelet sends (its URL's), not the stand-in's
+                    if not any(name.lower() == "host" for name, _ in headers):
+                        from probetui.probe.tcp import join_host_port
+
+                        headers.append(("Host", join_host_port(*named)))
+                    linger = self.close_linger
                 if self.http_impl == "lean":
                     from probetui.probe import http_lean
 
-                    return await http_lean.probe(
-                        url, headers, timeout, kube_version=self.kube_version, loop=self.loop
+                    attempt = await http_lean.probe(
+                        url,
+                        headers,
+                        timeout + linger,
+                        kube_version=self.kube_version,
+                        loop=self.loop,
                     )
-                return await http.probe(url, headers, timeout, kube_version=self.kube_version)
+                else:
+                    attempt = await http.probe(
+                        url, headers, timeout + linger, kube_version=self.kube_version
+                    )
+                if linger and self.reach_last_byte is not None:
+                    last = self.reach_last_byte(swaps[-1][0])
+                    attempt = without_linger(attempt, timeout, last)
+                return attempt
             if isinstance(handler, TCPSocketAction):
                 from probetui.probe import tcp
 
@@ -146,6 +169,43 @@ class HandlerRunner:
         return await run_probe_with_retries(
             self, worker.probe_type, worker.spec, worker.pod, worker.container, status
         )
+
+
+def without_linger(attempt: Attempt, timeout: float, last_byte: float | None) -> Attempt:
+    """An HTTP attempt given `linger` more seconds through a path that holds a closed
+    connection open, judged as the kubelet, dialling the pod itself, would have judged it.
+
+    A body framed by the connection's close ends, for the kubelet, when the container closes:
+    right after its last byte. Through containerd's port-forward the end of file comes a second
+    later (`portForward` waits that long for the other direction), so the attempt had the extra
+    time to see it. Its latency is taken to the container's last byte; an answer still coming
+    when the probe's own timeout ran out is the kubelet's timeout.
+    """
+    if last_byte is not None:
+        to_last = max(0.0, last_byte - attempt.started_at)
+        if to_last < attempt.latency and not attempt.timed_out:
+            attempt = replace(attempt, latency=to_last)
+    if attempt.timed_out:
+        # out of time even with the linger: so was the kubelet, at its own timeout
+        return replace(attempt, latency=min(attempt.latency, timeout))
+    if attempt.latency <= timeout:
+        return attempt
+    from probetui.probe.base import go_quote
+    from probetui.probe.http import _TIMEOUT_AWAITING_HEADERS, _TIMEOUT_READING_BODY
+
+    if attempt.status_code is None:
+        # no head in time: the kubelet's client gave up awaiting headers (a Failure)
+        text = f"Get {go_quote(attempt.target)}: {_TIMEOUT_AWAITING_HEADERS}"
+        return replace(attempt, result=Result.FAILURE, output=text, latency=timeout, timed_out=True)
+    # the head came, the body had not ended: ReadAtMost's error (the prober retries it)
+    return replace(
+        attempt,
+        result=Result.FAILURE,
+        output="",
+        error=_TIMEOUT_READING_BODY,
+        latency=timeout,
+        timed_out=True,
+    )
 
 
 def dial_address(

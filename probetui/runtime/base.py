@@ -109,6 +109,14 @@ class Runtime(ABC):
         server's 403 for pods/proxy), or None. Such an attempt is an error, not a failure."""
         return None
 
+    # how long the path to a container may hold back the end of a connection the container
+    # closed; HTTP attempts are given that much longer and judged as the kubelet would have
+    close_linger: float = 0.0
+
+    def reach_last_byte(self, dialled: str) -> float | None:
+        """After an attempt through `dialled`: when the container's last byte came (wall clock)."""
+        return None
+
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
         """How to run an exec probe's command in the container; None runs it as a local process."""
         return None

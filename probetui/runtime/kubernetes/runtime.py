@@ -82,6 +82,7 @@ DIVERGENCE_CHECK = 1.0
 FORBIDDEN_TTL = 60.0
 # pods/proxy relays kept for judging their attempt; past this, the finished ones are dropped
 MAX_RELAYS = 4096
+PORT_FORWARD_LINGER = 1.0
 FIRST_LIST_TRIES = 3
 # /version is asked once, for a 403's message: it must not hold the attempt up for long
 VERSION_TIMEOUT = 2.0
@@ -609,10 +610,7 @@ class KubernetesRuntime(Runtime):
                 on_forbidden=lambda msg: self._remember_forbidden("pods/proxy", pod.namespace, msg),
             )
             address = await relay.start()
-            if len(self._relays) >= MAX_RELAYS:
-                # attempts that ended without being judged (cancelled): their relays are done
-                self._relays = {k: r for k, r in self._relays.items() if not r.done.is_set()}
-            self._relays[join_host_port(*address)] = relay
+            self._remember_relay(address, relay)
             return address
         from probetui.runtime.kubernetes.streams import OneShotForward
 
@@ -630,11 +628,29 @@ class KubernetesRuntime(Runtime):
 
         try:
             forward = OneShotForward(opener, self._probe_timeout(container), needs=self.rbac_needs)
-            return await forward.start()
+            address = await forward.start()
+            self._remember_relay(address, forward)
+            return address
         except StreamError as e:
             if e.status == 403:
                 self._remember_forbidden("pods/portforward", pod.namespace, str(e))
             raise ReachError(str(e)) from None
+
+    def _remember_relay(self, address: tuple[str, int], relay: Any) -> None:
+        if len(self._relays) >= MAX_RELAYS:
+            # attempts that ended without being judged (cancelled): their relays are done
+            self._relays = {k: r for k, r in self._relays.items() if not r.done.is_set()}
+        self._relays[join_host_port(*address)] = relay
+
+    @property
+    def close_linger(self) -> float:
+        """containerd's port-forward holds a connection the pod closed for up to a second
+        (`portForward` in its CRI server waits that long for the other direction)."""
+        return PORT_FORWARD_LINGER if self.via == "port-forward" else 0.0
+
+    def reach_last_byte(self, dialled: str) -> float | None:
+        relay = self._relays.get(dialled)
+        return getattr(relay, "last_byte_at", None)
 
     def reach_refused(self, dialled: str) -> str | None:
         """The API server's own answers are none of the container's: its 403 for pods/proxy
@@ -643,9 +659,9 @@ class KubernetesRuntime(Runtime):
         relay = self._relays.pop(dialled, None)
         if relay is None:
             return None
-        if relay.forbidden is not None:
+        if getattr(relay, "forbidden", None) is not None:
             return f"forbidden: {relay.forbidden}"
-        return relay.path_error
+        return getattr(relay, "path_error", None)
 
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
         core = self._ws_core

@@ -209,8 +209,11 @@ async def _pipe_local_to_pod(reader: asyncio.StreamReader, pf: PortForward) -> N
         await pf.send(data)
 
 
-async def _pipe_pod_to_local(pf: PortForward, writer: asyncio.StreamWriter) -> None:
+async def _pipe_pod_to_local(
+    pf: PortForward, writer: asyncio.StreamWriter, forward: OneShotForward
+) -> None:
     while (data := await pf.recv()) is not None:
+        forward.last_byte_at = time.time()
         writer.write(data)
         await writer.drain()
 
@@ -246,6 +249,9 @@ class OneShotForward:
         self._expiry: asyncio.TimerHandle | None = None
         self._closing: asyncio.Future[None] | None = None
         self.connections = 0
+        # when the pod's last byte came through (wall clock): the end of its answer, which
+        # the end of file shows only a second later (`KubernetesRuntime.close_linger`)
+        self.last_byte_at: float | None = None
 
     async def start(self) -> tuple[str, int]:
         """Raises `StreamError` when the stream cannot be opened (forbidden, unreachable)."""
@@ -304,7 +310,7 @@ class OneShotForward:
                     PortForward.open(self.opener, self.needs), self.timeout + OPEN_MARGIN
                 )
             up = asyncio.ensure_future(_pipe_local_to_pod(reader, pf))
-            down = asyncio.ensure_future(_pipe_pod_to_local(pf, writer))
+            down = asyncio.ensure_future(_pipe_pod_to_local(pf, writer, self))
             # either side's end is the connection's end: the handlers never half-close, so an
             # end of file from the prober means it is done with the answer
             await asyncio.wait(

@@ -4,7 +4,8 @@ For the i-th requested port the data channel is 2i and the error channel 2i+1. B
 else the server writes the port, as 2 bytes little-endian, on both channels of each pair
 (handleWebSocketStreams). Each port is then dialled at once, as the kubelet's forwarder does; a
 failure is written as text on that port's error channel. When every port's connection has
-ended the websocket is closed; when the client closes it, every connection to a target is.
+ended the websocket is closed (`linger` seconds after the target closed, as containerd's
+`portForward` waits); when the client closes it, every connection to a target is.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ async def serve_portforward(
     *,
     sandbox: str,
     connect_timeout: float = 2.0,
+    linger: float = 0.0,
 ) -> web.WebSocketResponse:
     sock = await ChannelSocket.accept(request, protocol)
     pairs = [_Pair(i, port) for i, port in enumerate(ports)]
@@ -103,6 +105,9 @@ async def serve_portforward(
             return
         while chunk := await reader.read(64 * 1024):
             await sock.send(pair.data, chunk)
+        # containerd's CRI portForward: after one direction ends it waits up to a second for
+        # the other before it closes the stream, so the client sees the pod's close that late
+        await asyncio.sleep(linger)
 
     # every port is dialled before the client's first bytes are read, so none are dropped
     readers = await asyncio.gather(*(dial(pair) for pair in pairs))

@@ -153,6 +153,8 @@ class ApiEmulator:
         self.tls_identity = tls_identity
         # "/k8s/clusters/c-1": requests outside it are not the cluster's (404)
         self.path_prefix = "/" + path_prefix.strip("/") if path_prefix.strip("/") else ""
+        # seconds containerd holds a port-forward open after the pod closed its connection
+        self.portforward_linger = 1.0
         # None: as the version says (on from 1.35); True/False: the gate forced on or off
         self.websocket_create_check = websocket_create_check
         self.exec_timeout = exec_timeout
@@ -882,7 +884,12 @@ class ApiEmulator:
         ns, name = info.namespace, info.path_name
         sandbox = hashlib.sha256(pod["metadata"]["uid"].encode()).hexdigest()
         return await portforward.serve_portforward(
-            request, protocol, ports, lambda p: self._ports.get((ns, name, p)), sandbox=sandbox
+            request,
+            protocol,
+            ports,
+            lambda p: self._ports.get((ns, name, p)),
+            sandbox=sandbox,
+            linger=self.portforward_linger,
         )
 
     async def _proxy(self, request: web.Request, info: RequestInfo) -> web.StreamResponse:

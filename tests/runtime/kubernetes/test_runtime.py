@@ -213,6 +213,54 @@ async def test_shadow_attempts_through_each_via(
     assert started and started[0].fields["restartCount"] == 0
 
 
+async def test_port_forward_close_framed_answer_is_judged_as_the_kubelet_sees_it(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    """containerd's CRI `portForward` holds a stream open up to a second after the pod closed
+    its side, so a body framed by the close ends, through the forward, a second late: with
+    timeoutSeconds 1 that read a timeout where the kubelet, dialling the pod, succeeds. And the
+    pod is sent the Host the kubelet sends (its IP and port), not the loopback stand-in's."""
+    hosts: list[str] = []
+
+    async def close_framed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            return  # a stream opened ahead of the attempt and closed unused
+        hosts.extend(
+            line.split(b":", 1)[1].strip().decode()
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"host:")
+        )
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nended by close")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(close_framed, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))
+            ],
+        )
+    )
+    api.map_port("web", port, port)
+    try:
+        async with running(api, tmp_path, via="port-forward") as c:
+            await until(lambda: len(c.rec.of("ProbeAttempt", probe="readiness")) >= 2, 6.0)
+    finally:
+        server.close()
+    attempts = c.rec.of("ProbeAttempt", probe="readiness")
+    assert {a.fields["outcome"] for a in attempts} == {"success"}, attempts[0].fields
+    assert all(a.fields["latency_ms"] < 500 for a in attempts), [
+        a.fields["latency_ms"] for a in attempts
+    ]
+    assert attempts[0].fields["output"] == "ended by close"
+    assert set(hosts) == {f"127.0.0.1:{port}"}
+
+
 async def test_grpc_probe_through_port_forward(api: ApiEmulator, tmp_path: Path) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
