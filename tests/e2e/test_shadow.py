@@ -215,15 +215,15 @@ def test_the_kubelets_events_are_attributed_to_container_and_probe(
 
 def test_an_aggregated_event_is_attributed_like_the_others(shadow_run: tuple[Run, dict]) -> None:
     """The kubelet's event correlator combines more than ten similar events (same reason,
-    different messages) within ten minutes into one "(combined from similar events): ..."."""
+    different messages) within ten minutes into one "(combined from similar events): ..."
+    (client-go `EventCorrelator`); probetui marks it `aggregated` and keeps the message."""
     run, _ = shadow_run
-    combined = [
-        e
-        for e in run.of("Unhealthy", pod="exec-varied")
-        if "combined from similar events" in e["message"]
-    ]
+    combined = [e for e in run.of("Unhealthy", pod="exec-varied") if e.get("aggregated")]
     assert combined, [e["message"] for e in run.of("Unhealthy", pod="exec-varied")][:15]
     assert {(e["container"], e["probe"]) for e in combined} == {("worker", "readiness")}
+    assert not any(e["message"].startswith("(combined") for e in combined)
+    # one aggregate object, counting on past the ten that stood alone
+    assert len({e["eventUid"] for e in combined}) == 1 and max(e["count"] for e in combined) > 2
 
 
 # -- attempt by attempt -----------------------------------------------------------------
