@@ -128,7 +128,7 @@ class Engine:
             reach=self.runtime.reach,
             reach_refused=self.runtime.reach_refused,
             close_linger=self.runtime.close_linger,
-            reach_last_byte=self.runtime.reach_last_byte,
+            reach_lingered=self.runtime.reach_lingered,
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
             http_impl=self.http_impl,

@@ -37,10 +37,10 @@ class HandlerRunner:
     # after an attempt through a path `reach` opened: why the path refused it, or None
     reach_refused: Callable[[str], str | None] | None = None
     # how long a path `reach` opened may hold back the end of a connection the container
-    # closed (containerd's port-forward lingers a second), and, after an attempt, when the
-    # container's last byte came through it (wall clock), or None
+    # closed (containerd's port-forward lingers a second), and, after an attempt, how long it
+    # held back such ends in all
     close_linger: float = 0.0
-    reach_last_byte: Callable[[str], float | None] | None = None
+    reach_lingered: Callable[[str], float] | None = None
     # the runtime's way to run a command "in the container"; None runs it as a local process
     exec_for: Callable[[Pod, Container], object] | None = None
     kube_version: str = DEFAULT_KUBE_VERSION
@@ -136,9 +136,9 @@ class HandlerRunner:
                     attempt = await http.probe(
                         url, headers, timeout + linger, kube_version=self.kube_version
                     )
-                if linger and self.reach_last_byte is not None:
-                    last = self.reach_last_byte(swaps[-1][0])
-                    attempt = without_linger(attempt, timeout, last)
+                if linger and self.reach_lingered is not None:
+                    held = self.reach_lingered(swaps[-1][0])
+                    attempt = without_linger(attempt, timeout, held)
                 return attempt
             if isinstance(handler, TCPSocketAction):
                 from probetui.probe import tcp
@@ -171,20 +171,19 @@ class HandlerRunner:
         )
 
 
-def without_linger(attempt: Attempt, timeout: float, last_byte: float | None) -> Attempt:
+def without_linger(attempt: Attempt, timeout: float, lingered: float) -> Attempt:
     """An HTTP attempt given `linger` more seconds through a path that holds a closed
     connection open, judged as the kubelet, dialling the pod itself, would have judged it.
 
     A body framed by the connection's close ends, for the kubelet, when the container closes:
-    right after its last byte. Through containerd's port-forward the end of file comes a second
-    later (`portForward` waits that long for the other direction), so the attempt had the extra
-    time to see it. Its latency is taken to the container's last byte; an answer still coming
-    when the probe's own timeout ran out is the kubelet's timeout.
+    right after its last byte. Through containerd's port-forward the end of file comes up to a
+    second later (`portForward` waits that long for the other direction), on each connection
+    the container closes (a followed redirect is a second one), so the attempt had the extra
+    time to see them. Its latency is taken less what the path held back; an answer still
+    coming when the probe's own timeout ran out is the kubelet's timeout.
     """
-    if last_byte is not None:
-        to_last = max(0.0, last_byte - attempt.started_at)
-        if to_last < attempt.latency and not attempt.timed_out:
-            attempt = replace(attempt, latency=to_last)
+    if lingered > 0 and not attempt.timed_out:
+        attempt = replace(attempt, latency=max(0.0, attempt.latency - lingered))
     if attempt.timed_out:
         # out of time even with the linger: so was the kubelet, at its own timeout
         return replace(attempt, latency=min(attempt.latency, timeout))

@@ -113,9 +113,10 @@ class Runtime(ABC):
     # closed; HTTP attempts are given that much longer and judged as the kubelet would have
     close_linger: float = 0.0
 
-    def reach_last_byte(self, dialled: str) -> float | None:
-        """After an attempt through `dialled`: when the container's last byte came (wall clock)."""
-        return None
+    def reach_lingered(self, dialled: str) -> float:
+        """After an attempt through `dialled`: how long the path held back the ends of the
+        connections the container closed, in all (seconds)."""
+        return 0.0
 
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
         """How to run an exec probe's command in the container; None runs it as a local process."""

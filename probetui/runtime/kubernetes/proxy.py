@@ -29,6 +29,8 @@ from urllib.parse import quote
 import aiohttp
 from yarl import URL
 
+from probetui.runtime.kubernetes.streams import quiet_on_cancel
+
 log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 16 * 1024
@@ -132,7 +134,7 @@ class OneShotProxy:
 
     async def start(self) -> tuple[str, int]:
         """The address to dial; it closes `timeout` + a second later (the attempt is over)."""
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(quiet_on_cancel(self._relay), "127.0.0.1", 0)
         self._expiry = asyncio.get_running_loop().call_later(
             self.timeout + ACCEPT_WINDOW, self._expire
         )
@@ -159,7 +161,7 @@ class OneShotProxy:
         # the prober's target is already percent-encoded: send it as it is
         return URL(f"{url}?{query}" if query else url, encoded=True)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         assert self.server is not None
         self.connections += 1
         if self.connections >= MAX_CONNECTIONS:
@@ -208,10 +210,6 @@ class OneShotProxy:
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as e:
             self.error = str(e) or type(e).__name__
             log.info("proxy relay failed: %s", self.error)
-        except asyncio.CancelledError:
-            # the engine is stopping. Ended quietly: on 3.11 the streams callback asks a
-            # cancelled handler task for its exception, and logs the CancelledError it gets
-            pass
         finally:
             writer.close()
             with contextlib.suppress(Exception):

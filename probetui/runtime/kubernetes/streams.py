@@ -212,10 +212,28 @@ async def _pipe_local_to_pod(reader: asyncio.StreamReader, pf: PortForward) -> N
 async def _pipe_pod_to_local(
     pf: PortForward, writer: asyncio.StreamWriter, forward: OneShotForward
 ) -> None:
+    last = time.monotonic()
     while (data := await pf.recv()) is not None:
-        forward.last_byte_at = time.time()
+        last = time.monotonic()
         writer.write(data)
         await writer.drain()
+    # the pod's side ended: what passed since its last byte is the forwarder's linger
+    forward.lingered += time.monotonic() - last
+
+
+Relay = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+def quiet_on_cancel(relay: Relay) -> Relay:
+    """A connection handler for `asyncio.start_server` that ends quietly when cancelled (the
+    engine stopping): on 3.11 the streams callback asks a cancelled handler task for its
+    exception, and logs the CancelledError it gets with a traceback."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await relay(reader, writer)
+
+    return serve
 
 
 def _refused_address() -> tuple[socket.socket, tuple[str, int]]:
@@ -249,9 +267,9 @@ class OneShotForward:
         self._expiry: asyncio.TimerHandle | None = None
         self._closing: asyncio.Future[None] | None = None
         self.connections = 0
-        # when the pod's last byte came through (wall clock): the end of its answer, which
-        # the end of file shows only a second later (`KubernetesRuntime.close_linger`)
-        self.last_byte_at: float | None = None
+        # seconds the end of file of the pod's side came after its last byte, over every
+        # connection: containerd's linger (`KubernetesRuntime.close_linger`)
+        self.lingered = 0.0
 
     async def start(self) -> tuple[str, int]:
         """Raises `StreamError` when the stream cannot be opened (forbidden, unreachable)."""
@@ -274,7 +292,9 @@ class OneShotForward:
                 await pf.close()
                 self._refuser, address = _refused_address()
             else:
-                self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+                self.server = await asyncio.start_server(
+                    quiet_on_cancel(self._relay), "127.0.0.1", 0
+                )
                 self.port = self.server.sockets[0].getsockname()[1]
                 address = ("127.0.0.1", self.port)
         except BaseException:
@@ -299,7 +319,7 @@ class OneShotForward:
         if self.server is not None:
             self.server.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         if self.connections >= MAX_CONNECTIONS:
             self._close_server()
