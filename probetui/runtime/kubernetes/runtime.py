@@ -8,8 +8,10 @@ workers. The kubelet's own verdicts (ready, started, restarts, exits) and its ev
 
 Divergence: where the shadow's published result and the kubelet's verdict (container `ready`
 for readiness, `started` for startup; liveness has no verdict in the status) differ for longer
-than one period, a `Divergence` event names both and the likely reasons; `DivergenceCleared`
-when they agree again. Only a shadow that has run an attempt against the kubelet's current
+than one period and 1.5 s (the workers' tick phases and the status's way here), a `Divergence`
+event names both and the likely reasons; `DivergenceCleared` when they agree again. Not while
+a watch is down, nor for the status manager's sync period after it is back: the kubelet's
+status may still be on its way. Only a shadow that has run an attempt against the kubelet's current
 container counts: its initial value, or a probe it does not run, is no verdict.
 
 Reaching pods (`--via`): `direct` dials the pod IP; `port-forward` opens one API server
@@ -83,6 +85,12 @@ FORBIDDEN_TTL = 60.0
 # pods/proxy relays kept for judging their attempt; past this, the finished ones are dropped
 MAX_RELAYS = 4096
 PORT_FORWARD_LINGER = 1.0
+# a disagreement shorter than a period and this much is the two workers' tick phases plus the
+# status manager's way to the API server and the watch's way back, not a verdict
+DIVERGENCE_SLACK = 1.5
+# after the watch comes back, the kubelet's status may still be on its way: the status manager
+# retries what it could not write at its next batch sync (status_manager.go syncPeriod)
+STATUS_SYNC_PERIOD = 10.0
 FIRST_LIST_TRIES = 3
 # /version is asked once, for a 403's message: it must not hold the attempt up for long
 VERSION_TIMEOUT = 2.0
@@ -143,6 +151,8 @@ class KubernetesRuntime(Runtime):
         self.server_version: tuple[int, int] | None = None
         self._version_lookup: asyncio.Future[tuple[int, int] | None] | None = None
         self._states: dict[str, str] = {}
+        # the time from which the kubelet's reported state is current again
+        self._fresh_from = 0.0
         # told each time the connection state changes ("" when healthy); the CLI prints it
         self.on_state: Callable[[str], None] | None = None
         self.on_note: Callable[[str], None] | None = None
@@ -260,10 +270,17 @@ class KubernetesRuntime(Runtime):
             fix = "is the API server up, and the kubeconfig's server address right?"
         return f"{head} ({fix})"
 
+    def _kubelet_view_stale(self, now: float) -> bool:
+        """While a watch is down, and for a status sync after, what the kubelet reports may be
+        old: its status manager could not write while the API server was away."""
+        return bool(self.state) or now < self._fresh_from
+
     def _on_state(self, which: str, text: str) -> None:
         before = self.state
         self._states[which] = text
         after = self.state
+        if before and not after:
+            self._fresh_from = time.time() + STATUS_SYNC_PERIOD
         if after != before:
             log.info("connection: %s", after or "healthy")
             if self.on_state is not None:
@@ -457,12 +474,16 @@ class KubernetesRuntime(Runtime):
             return
         if current is None:
             self._disagree[key] = current = _Disagreement(now)
-        if not current.reported and host.lateness() >= BEHIND:
+        if not current.reported and (host.lateness() >= BEHIND or self._kubelet_view_stale(now)):
             # a shadow behind its ticks proves nothing about a container (on every path here,
-            # the pod-update one too): count from when it has caught up
+            # the pod-update one too), nor does a kubelet status that could not reach us:
+            # count from when both have caught up
             current.since = now
             return
-        if current.reported or now - current.since <= float(probe.period_seconds):
+        if (
+            current.reported
+            or now - current.since <= float(probe.period_seconds) + DIVERGENCE_SLACK
+        ):
             return
         current.reported = True
         word = {ProbeType.READINESS: "ready", ProbeType.STARTUP: "started"}.get(probe_type, "alive")
@@ -648,9 +669,9 @@ class KubernetesRuntime(Runtime):
         (`portForward` in its CRI server waits that long for the other direction)."""
         return PORT_FORWARD_LINGER if self.via == "port-forward" else 0.0
 
-    def reach_last_byte(self, dialled: str) -> float | None:
+    def reach_lingered(self, dialled: str) -> float:
         relay = self._relays.get(dialled)
-        return getattr(relay, "last_byte_at", None)
+        return float(getattr(relay, "lingered", 0.0))
 
     def reach_refused(self, dialled: str) -> str | None:
         """The API server's own answers are none of the container's: its 403 for pods/proxy
