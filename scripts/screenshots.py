@@ -1,6 +1,7 @@
 """Screenshots of `probetui demo` for the README: SVG always, PNG where a converter exists.
 
     python3 scripts/screenshots.py [--out screenshots] [--timeout 120]
+    python3 scripts/screenshots.py --cluster KUBECONFIG -n NS [--pod NAME]   (cluster.svg)
 
 Runs the real demo (local processes on loopback) under the real engine, with the Textual app
 headless at 160x45, waits until each scene has happened, and saves:
@@ -8,6 +9,11 @@ headless at 160x45, waits until each scene has happened, and saves:
     overview.svg   a flapping readiness probe beside the whole workload list
     restart.svg    a container its liveness probe keeps killing (kills, exits, back-off)
     help.svg       the help screen: every key and glyph
+
+With `--cluster` it shoots the cluster view instead: the shadow beside a real kubelet, `--via
+direct`, on the pod named by `--pod` (default flap-ft1) once its readiness has flipped a few
+times. The e2e test cluster is where that was made (tests/e2e: `python -m tests.e2e.cluster up`,
+the shadow pod set applied, this script run inside the client namespace).
 
 PNG copies are made with cairosvg (pip install cairosvg) or rsvg-convert when either is there;
 the SVG's web font is swapped for a local monospace one first, since a converter cannot fetch
@@ -139,15 +145,48 @@ async def shoot(out: Path, timeout: float) -> list[Path]:
     return saved
 
 
+async def shoot_cluster(
+    out: Path, timeout: float, kubeconfig: str, ns: str, pod: str
+) -> list[Path]:
+    from probetui.runtime.kubernetes.config import ConnectOptions, resolve
+    from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+
+    target = resolve(ConnectOptions(kubeconfig=kubeconfig, namespace=ns))
+    store = Store()
+    engine = Engine(KubernetesRuntime(target, via="direct", fail_fast=True), [store])
+    app = ProbeApp(engine, store, screenshot_dir=out)
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.screen
+        assert isinstance(main, MainScreen)
+        await wait_until(f"pod {pod}", lambda: container_key(store, pod, "web"), 30)
+        key = container_key(store, pod, "web")
+        await wait_until(f"{pod} to flip", lambda: flips(store, key) >= 4, timeout)
+        assert key is not None
+        main.workloads.select(key)
+        await pilot.pause(0.3)
+        path = Path(app.save_screenshot("cluster.svg", str(out)))
+        print(f"saved {path}")
+        await pilot.press("q")
+    return [path]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="screenshots", help="directory (default screenshots/)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait per scene")
+    parser.add_argument("--cluster", metavar="KUBECONFIG", help="shoot the cluster view instead")
+    parser.add_argument("-n", "--namespace", default="shadow", help="with --cluster")
+    parser.add_argument("--pod", default="flap-ft1", help="with --cluster: the pod to select")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     REGISTRY.install_exit_handlers()
-    saved = asyncio.run(shoot(out, args.timeout))
+    if args.cluster:
+        saved = asyncio.run(
+            shoot_cluster(out, args.timeout, args.cluster, args.namespace, args.pod)
+        )
+    else:
+        saved = asyncio.run(shoot(out, args.timeout))
     pngs = [p for p in (to_png(svg) for svg in saved) if p is not None]
     for png in pngs:
         print(f"saved {png}")

@@ -50,6 +50,7 @@ DEBIAN = {
     "iproute2": "/usr/sbin/ip",
     "iptables": "/usr/sbin/iptables",
     "conntrack": "/usr/sbin/conntrack",
+    "curl": "/usr/bin/curl",
 }
 
 

@@ -188,6 +188,7 @@ class Cluster:
         if reason:
             raise build.Unavailable(reason)
         self._lock = lock()
+        build.install_packages()
         top = build.ensure_built()
         self.bin = top / "bin"
         p = self.paths
@@ -538,7 +539,35 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 ],
             }
         )
+        self._aggregate_cluster_roles()
         self.namespace("default")
+
+    def _aggregate_cluster_roles(self) -> None:
+        """What the controller-manager's clusterrole-aggregation controller does: `view`, `edit`
+        and `admin` are empty until the rules of the roles labelled to aggregate into them are
+        copied in."""
+        roles = json.loads(self.kubectl("get", "clusterroles", "-o", "json"))["items"]
+        for role in roles:
+            selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+            if not selectors:
+                continue
+            rules: list[dict] = []
+            for other in roles:
+                labels = other["metadata"].get("labels") or {}
+                if any(
+                    all(labels.get(k) == v for k, v in sel.get("matchLabels", {}).items())
+                    for sel in selectors
+                ):
+                    rules += [r for r in other.get("rules") or [] if r not in rules]
+            body = {"rules": rules}
+            self.kubectl(
+                "patch",
+                "clusterrole",
+                role["metadata"]["name"],
+                "--type=merge",
+                "-p",
+                json.dumps(body),
+            )
 
     def namespace(self, name: str) -> None:
         """A namespace with what the controller-manager would add: its default service account."""
@@ -641,6 +670,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
         self._wait(f"node {NODE_NAME} Ready", ready, 120)
+
+    def wait_running(self, ns: str, timeout: float = 60.0) -> None:
+        """Until every pod of the namespace has all its containers running."""
+
+        def running() -> bool:
+            pods = json.loads(self.kubectl("-n", ns, "get", "pods", "-o", "json"))["items"]
+            return bool(pods) and all(
+                s.get("state", {}).get("running")
+                for p in pods
+                for s in p.get("status", {}).get("containerStatuses", []) or [{}]
+            )
+
+        self._wait(f"the pods of {ns} running", running, timeout)
 
     def workdir(self, name: str) -> Path:
         """A directory of the cluster's own for a test's files (kept with the cluster's logs)."""

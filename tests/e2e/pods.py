@@ -27,7 +27,7 @@ def _reply(status: str, text: str) -> str:
     # the answer goes to httpd's stderr too (the container log), beside httpd's own lines
     code = status.split()[0]
     return (
-        f'echo "[$REMOTE_ADDR]:$REMOTE_PORT: answer:{code}" >&2; '
+        f'echo "$REMOTE_ADDR:$REMOTE_PORT: answer:{code}" >&2; '
         f"printf 'Status: {status}\\r\\nContent-Type: text/plain\\r\\n\\r\\n{text}\\n'"
     )
 
@@ -47,7 +47,13 @@ def web_script(
     parts.append(
         _cgi(
             "redirect",
-            "echo \"[$REMOTE_ADDR]:$REMOTE_PORT: answer:302\" >&2; printf 'Status: 302 Found\\r\\nLocation: http://elsewhere.invalid/landing\\r\\n\\r\\nmoved\\n'",
+            "echo \"$REMOTE_ADDR:$REMOTE_PORT: answer:302\" >&2; printf 'Status: 302 Found\\r\\nLocation: http://elsewhere.invalid/landing\\r\\n\\r\\nmoved\\n'",
+        )
+    )
+    parts.append(
+        _cgi(
+            "hop",
+            "echo \"$REMOTE_ADDR:$REMOTE_PORT: answer:302\" >&2; printf 'Status: 302 Found\\r\\nLocation: /index.html\\r\\n\\r\\n'",
         )
     )
     parts.append(
@@ -231,4 +237,45 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
             ],
             hostNetwork=True,
         ),
+    ]
+
+
+def _readiness(name: str, ns: str, probe: dict[str, Any], **web_kw: Any) -> dict[str, Any]:
+    return pod(name, ns, [web(readinessProbe={**probe, "periodSeconds": 2}, **web_kw)])
+
+
+def _exec_pod(name: str, ns: str, command: list[str]) -> dict[str, Any]:
+    return pod(
+        name,
+        ns,
+        [
+            {
+                "name": "worker",
+                "image": IMAGES["busybox"],
+                "imagePullPolicy": "Never",
+                "command": ["sleep", "3600"],
+                "readinessProbe": {"exec": {"command": command}, "periodSeconds": 2},
+            }
+        ],
+    )
+
+
+def path_pod_set(ns: str) -> list[dict[str, Any]]:
+    """Targets that answer the same every time, for comparing the paths to them."""
+    return [
+        _readiness("static", ns, _http("/index.html")),
+        _readiness("cgi", ns, _http("/cgi-bin/healthz")),
+        _readiness("hop", ns, _http("/cgi-bin/hop")),
+        _readiness("redirect", ns, _http("/cgi-bin/redirect")),
+        _readiness("sick", ns, _http("/cgi-bin/healthz"), script=web_script(sick_after=0)),
+        _readiness("slow", ns, {**_http("/cgi-bin/slow"), "timeoutSeconds": 1}),
+        _readiness("tcp-open", ns, {"tcpSocket": {"port": HTTP_PORT}}),
+        _readiness("tcp-closed", ns, {"tcpSocket": {"port": HTTP_PORT + 1}}),
+        pod(
+            "grpc",
+            ns,
+            [grpc_app(flip="0s", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2})],
+        ),
+        _exec_pod("exec-ok", ns, ["echo", "hello"]),
+        _exec_pod("exec-fail", ns, ["sh", "-c", "echo nope; exit 3"]),
     ]

@@ -29,10 +29,10 @@ from tests.e2e.cluster import CLIENT_IP, NODE_IP, POD_GATEWAY, Cluster
 from tests.e2e.pods import pod, shadow_pod_set
 from tests.e2e.run import Run, start, stop, wait_listed
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 NS = "shadow"
-SHADOW_SECONDS = 150
+SHADOW_SECONDS = 180
 
 
 def _probe_period(p: dict[str, Any], container: str, probe: str) -> float:
