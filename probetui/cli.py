@@ -295,7 +295,7 @@ def _manifest_probe(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
 
 async def _check(args: argparse.Namespace) -> tuple[Any, str]:
     from probetui.probe.base import DEFAULT_KUBE_VERSION
-    from probetui.prober.prober import map_attempts, run_probe_with_retries
+    from probetui.prober.prober import retry_on_error, run_probe_with_retries
     from probetui.spec.model import ProbeType
 
     kube_version = args.kube_version or DEFAULT_KUBE_VERSION
@@ -313,13 +313,8 @@ async def _check(args: argparse.Namespace) -> tuple[Any, str]:
         )
         return outcome, probe_type.key
     probe_type = ProbeType.parse(args.probe or "liveness")
-    attempts = []
-    for _ in range(3):  # the prober's retries on error (spec 9.2)
-        attempt = await _adhoc_attempt(args, timeout, kube_version)
-        attempts.append(attempt)
-        if attempt.error is None:
-            break
-    return map_attempts(probe_type, attempts), probe_type.key
+    outcome = await retry_on_error(probe_type, lambda: _adhoc_attempt(args, timeout, kube_version))
+    return outcome, probe_type.key
 
 
 async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version: str) -> Any:

@@ -7,8 +7,9 @@ a published result, and the kubelet's `Unhealthy` / `ProbeWarning` event texts.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
 from probetui.prober.results import ResultValue
@@ -16,6 +17,8 @@ from probetui.prober.status import PodStatus
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 
 MAX_PROBE_RETRIES = 3  # prober.go maxProbeRetries
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,26 @@ def outcome_label(outcome: ProbeOutcome) -> str:
 RunHandler = Callable[[ProbeType, Probe, Pod, Container, PodStatus], Awaitable[Attempt]]
 
 
+async def retry_on_error(
+    probe_type: ProbeType,
+    once: Callable[[], Awaitable[Attempt]],
+    retries: int = MAX_PROBE_RETRIES,
+) -> ProbeOutcome:
+    """`runProbeWithRetries`: retry only attempts that carry an error (9.2), then map the last.
+
+    The one retry loop of probetui: the live prober, `simulate` and `check` all go through it,
+    so the three cannot drift apart in how often they retry or which attempt they report.
+    `once` needs no event loop when it never suspends, which is how virtual time drives it.
+    """
+    attempts: list[Attempt] = []
+    for _ in range(retries):
+        attempt = await once()
+        attempts.append(attempt)
+        if attempt.error is None:
+            break
+    return map_attempts(probe_type, attempts)
+
+
 async def run_probe_with_retries(
     run: RunHandler,
     probe_type: ProbeType,
@@ -97,17 +120,27 @@ async def run_probe_with_retries(
     status: PodStatus,
     retries: int = MAX_PROBE_RETRIES,
 ) -> ProbeOutcome:
-    """`prober.probe` + `runProbeWithRetries`: retry only attempts that carry an error (9.2)."""
+    """`prober.probe`: a probe's handler through `retry_on_error`."""
     if probe is None:
         # prober.go: a nil spec is a success, with only a log line (spec 9.1)
         return ProbeOutcome(ResultValue.SUCCESS, None, (), None)
-    attempts: list[Attempt] = []
-    for _ in range(retries):
-        attempt = await run(probe_type, probe, pod, container, status)
-        attempts.append(attempt)
-        if attempt.error is None:
-            break
-    return map_attempts(probe_type, attempts)
+    return await retry_on_error(
+        probe_type, lambda: run(probe_type, probe, pod, container, status), retries
+    )
+
+
+def run_to_completion(coro: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends, without an event loop.
+
+    Virtual time answers every attempt at once (`simulate`), so its retries run through the
+    same `retry_on_error` as live ones and still finish synchronously on the timer heap.
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return cast("T", done.value)
+    coro.close()
+    raise RuntimeError("run_to_completion: the coroutine waited for something")
 
 
 def missing_handler(pod: Pod, container: Container) -> Attempt:
@@ -129,5 +162,7 @@ __all__ = [
     "map_attempts",
     "missing_handler",
     "outcome_label",
+    "retry_on_error",
     "run_probe_with_retries",
+    "run_to_completion",
 ]

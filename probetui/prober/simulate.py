@@ -36,7 +36,12 @@ from probetui.prober import backoff as bo
 from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.kubelet import PodKubelet
 from probetui.prober.manager import Manager
-from probetui.prober.prober import ProbeOutcome, map_attempts, outcome_label
+from probetui.prober.prober import (
+    ProbeOutcome,
+    outcome_label,
+    retry_on_error,
+    run_to_completion,
+)
 from probetui.prober.results import Update
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
@@ -453,15 +458,16 @@ class SimKubelet:
         self, worker: Worker, status: PodStatus, done: Callable[[ProbeOutcome | None], None]
     ) -> None:
         now = self.clock.now()
-        attempts: list[Attempt] = []
         elapsed = 0.0
-        for _ in range(3):  # runProbeWithRetries: retry only on error (spec 9.2)
+
+        async def once() -> Attempt:
+            # a retry meets the app as it is once the tries before it have taken their time
+            nonlocal elapsed
             attempt = self.answer(worker, status, now + elapsed)
-            attempts.append(attempt)
             elapsed += attempt.latency
-            if attempt.error is None:
-                break
-        outcome = map_attempts(worker.probe_type, attempts)
+            return attempt
+
+        outcome = run_to_completion(retry_on_error(worker.probe_type, once))
         self.clock.call_at(now + elapsed, lambda: done(outcome))
 
     def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:

@@ -6,7 +6,12 @@ import pytest
 
 from probetui.probe.base import Attempt, Result
 from probetui.prober.handlers import HandlerRunner
-from probetui.prober.prober import map_attempts, run_probe_with_retries
+from probetui.prober.prober import (
+    map_attempts,
+    retry_on_error,
+    run_probe_with_retries,
+    run_to_completion,
+)
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodStatus
 from probetui.spec.model import (
@@ -90,6 +95,32 @@ async def test_c7_unknown_with_error_retried_three_times() -> None:
         fake, ProbeType.READINESS, HANDLERS[0], POD, C, PodStatus()
     )
     assert (outcome.result, outcome.error, fake.calls) == (F, "boom", 3)
+
+
+def test_retries_run_without_an_event_loop_when_nothing_waits() -> None:
+    """simulate's path: the same loop, driven synchronously, still stops at the first try
+    without an error and reports that one."""
+    error = Attempt("exec", "x", Result.UNKNOWN, "", error="boom")
+    answers = iter([error, error, Attempt("exec", "x", Result.FAILURE, "down")])
+    tries: list[int] = []
+
+    async def once() -> Attempt:
+        tries.append(1)
+        return next(answers)
+
+    outcome = run_to_completion(retry_on_error(ProbeType.LIVENESS, once))
+    assert (outcome.result, outcome.error, len(tries)) == (F, None, 3)
+    assert outcome.event is not None and outcome.event.message == "Liveness probe failed: down"
+
+
+def test_run_to_completion_refuses_a_coroutine_that_waits() -> None:
+    async def waits() -> None:
+        import asyncio
+
+        await asyncio.sleep(0)
+
+    with pytest.raises(RuntimeError, match="waited"):
+        run_to_completion(waits())
 
 
 @pytest.mark.parametrize("port", ["abc"])
