@@ -157,7 +157,12 @@ class Engine:
 
     def _status_of(self, pod_uid: str) -> PodStatus | None:
         entry = self.pods.get(pod_uid)
-        return entry.status if entry is not None else None
+        if entry is None:
+            return None
+        if self.runtime.observes_kubelet and self._manager is not None:
+            # beside a real kubelet the shadow's workers go by their own startup verdicts
+            return self._manager.with_own_started(entry.pod, entry.status)
+        return entry.status
 
     def _launch_or_skip(self, worker: Worker, status: PodStatus, done: Done) -> None:
         reason = self.runtime.not_probed(worker.pod, worker.container, worker.probe_type)

@@ -188,6 +188,29 @@ class Manager:
             c, self.startup.get(c.container_id), self.get_worker(pod.uid, c.name, ProbeType.STARTUP)
         )
 
+    def with_own_started(self, pod: Pod, status: PodStatus) -> PodStatus:
+        """The status as this manager's workers must read it beside a real kubelet: `Started`
+        from their own startup results, as the kubelet's workers read it from its status
+        manager (`SetContainerStartup` on each startup update). The observed `started` is the
+        real kubelet's: followed, a startup worker would stop (5.x, "started: skip") right
+        before its own Success, whenever the kubelet's tick came first."""
+        changed = False
+        regular: list[ContainerStatus] = []
+        for c in status.container_statuses:
+            started = self.is_container_started(pod, c)
+            changed = changed or started != c.started
+            regular.append(c if started == c.started else replace(c, started=started))
+        init: list[ContainerStatus] = []
+        for c in status.init_container_statuses:
+            started = self.is_container_started(pod, c)
+            changed = changed or started != c.started
+            init.append(c if started == c.started else replace(c, started=started))
+        if not changed:
+            return status
+        return replace(
+            status, container_statuses=tuple(regular), init_container_statuses=tuple(init)
+        )
+
     def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
         """`UpdatePodStatus`: fill Started and Ready; trigger readiness where not ready (10.3)."""
         regular = tuple(self._update_container(pod, status, c) for c in status.container_statuses)

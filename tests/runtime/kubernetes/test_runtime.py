@@ -261,6 +261,42 @@ async def test_port_forward_close_framed_answer_is_judged_as_the_kubelet_sees_it
     assert set(hosts) == {f"127.0.0.1:{port}"}
 
 
+async def test_the_shadow_goes_by_its_own_startup_verdict_not_the_kubelets(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """The kubelet's workers read Started from its status manager, set from their own startup
+    results (`SetContainerStartup`). The shadow's must read their own too: following the
+    observed `started: true`, its startup worker stopped before its own Success (seen on the
+    real cluster as a divergence whenever the kubelet's tick came first)."""
+    http_target.status = 500
+    port = http_target.port
+    api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container(
+                    "app",
+                    ports=(port,),
+                    startup=http_get_probe("/started", port, period=1, failure=30),
+                    readiness=http_get_probe("/ready", port, period=1),
+                )
+            ],
+        )
+    )
+    api.map_port("web", port, port)
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: len(c.rec.of("ProbeAttempt", probe="startup")) >= 2, 4.0)
+        http_target.status = 200
+        await until(lambda: bool(c.rec.of("ResultChanged", probe="startup", result="Success")), 4.0)
+        await until(lambda: bool(c.rec.of("ProbeAttempt", probe="readiness")), 4.0)
+    startup = c.rec.of("ProbeAttempt", probe="startup")
+    assert startup[0].fields["outcome"] == "failure"
+    first_ready = c.rec.of("ProbeAttempt", probe="readiness")[0]
+    # readiness waited for the shadow's own start, not the kubelet's
+    success = c.rec.of("ResultChanged", probe="startup", result="Success")[0]
+    assert first_ready.t >= success.t
+
+
 async def test_grpc_probe_through_port_forward(api: ApiEmulator, tmp_path: Path) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
