@@ -210,16 +210,6 @@ def test_value_from_is_reported_on_stderr(probetui: Any, tmp_path: Path) -> None
     assert err.count("env TOKEN comes from secretKeyRef") == 1
 
 
-def test_without_no_ui_needs_the_ui(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from probetui.cli import _module_exists
-
-    if _module_exists("probetui.ui.app"):
-        pytest.skip("the UI exists")
-    write_manifest(tmp_path / "ok.yaml", {"name": "web", "command": ["true"]})
-    assert main(["local", str(tmp_path / "ok.yaml")]) == 2
-    assert capsys.readouterr().err == "probetui: error: the UI is not built yet; use --no-ui\n"
-
-
 def test_demo_print_manifest_is_a_manifest_local_can_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from probetui.cli import warn_when_behind
+from probetui.cli.live import warn_when_behind
 from probetui.prober.lateness import BEHIND, WINDOW, Lateness, behind_words
 
 

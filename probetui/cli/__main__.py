@@ -1,0 +1,7 @@
+"""`python -m probetui.cli`: the same entry point as the `probetui` command."""
+
+import sys
+
+from probetui.cli import main
+
+sys.exit(main())

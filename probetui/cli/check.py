@@ -1,0 +1,211 @@
+"""`probetui check`: one probe attempt of one handler, exactly as the kubelet runs it.
+
+Only the handler that runs is imported, so a script can call `check` in a loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNKNOWN, UsageError
+
+
+def add_arguments(c: argparse.ArgumentParser) -> None:
+    c.description = (
+        "Run one probe attempt as the kubelet would. Exit status: 0 success or "
+        "warning, 1 failure, 3 unknown (prober error), 2 bad usage or input."
+    )
+    target = c.add_mutually_exclusive_group()
+    target.add_argument("--http-get", metavar="URL", help="HTTP GET probe of URL")
+    target.add_argument("--tcp", metavar="HOST:PORT", help="TCP connect probe")
+    target.add_argument("--grpc", metavar="HOST:PORT", help="gRPC health check probe")
+    target.add_argument(
+        "--exec", dest="exec_", action="store_true", help="exec probe: the command follows --"
+    )
+    target.add_argument("-f", "--filename", metavar="MANIFEST", help="run a probe from a manifest")
+    c.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    c.add_argument("--service", default="", help="gRPC service name (default: the server)")
+    c.add_argument("--tls", action="store_true", help="gRPC over TLS without verification")
+    c.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS")
+    c.add_argument("-c", "--container", help="container in the manifest (default: first probed)")
+    c.add_argument("--pod", help="pod or workload name when the manifest holds several")
+    c.add_argument(
+        "--probe",
+        choices=("liveness", "readiness", "startup"),
+        help="which probe; with -f default the first of liveness, readiness, startup",
+    )
+    c.add_argument("--host", default="127.0.0.1", help="pod IP to use with -f (default 127.0.0.1)")
+    c.add_argument("--kube-version", default=None, help="version in User-Agent kube-probe/X.Y")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("command_argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+def _host_port(text: str, flag: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"{flag} {text}: expected HOST:PORT, e.g. 127.0.0.1:8080")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    number = int(port)
+    if not 0 < number < 65536:
+        raise UsageError(f"{flag} {text}: port must be 1-65535")
+    return host or "127.0.0.1", number
+
+
+def _headers(items: Sequence[str]) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header {item!r}: expected 'Name: value'")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def _manifest_probe(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
+    from probetui.spec.errors import ManifestError
+    from probetui.spec.model import ProbeType
+    from probetui.spec.parse import load_pods
+
+    try:
+        pods = load_pods(args.filename)
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+    if args.pod:
+        pods = [p for p in pods if p.name == args.pod]
+        if not pods:
+            raise UsageError(f"{args.filename}: no pod or workload named {args.pod!r}")
+    elif len(pods) > 1:
+        names = ", ".join(p.name for p in pods)
+        raise UsageError(f"{args.filename} holds several pods ({names}): pick one with --pod")
+    pod = pods[0]
+    order = (
+        [ProbeType.parse(args.probe)]
+        if args.probe
+        else [ProbeType.LIVENESS, ProbeType.READINESS, ProbeType.STARTUP]
+    )
+    containers = pod.probed_containers()
+    if args.container:
+        containers = tuple(c for c in containers if c.name == args.container)
+        if not containers:
+            raise UsageError(f"{args.filename}: pod {pod.name} has no container {args.container!r}")
+    for container in containers:
+        for probe_type in order:
+            probe = container.probe(probe_type)
+            if probe is not None:
+                return pod, container, probe_type, probe
+    what = f"a {args.probe} probe" if args.probe else "a probe"
+    where = f"container {args.container!r}" if args.container else f"pod {pod.name}"
+    raise UsageError(f"{args.filename}: {where} has no {what}")
+
+
+async def _check(args: argparse.Namespace) -> tuple[Any, str]:
+    from probetui.probe.base import DEFAULT_KUBE_VERSION
+    from probetui.prober.prober import retry_on_error, run_probe_with_retries
+    from probetui.spec.model import ProbeType
+
+    kube_version = args.kube_version or DEFAULT_KUBE_VERSION
+    timeout = args.timeout
+    if timeout <= 0:
+        raise UsageError(f"--timeout {timeout:g}: must be more than 0 seconds")
+    if args.filename:
+        from probetui.prober.handlers import HandlerRunner
+        from probetui.prober.status import PodStatus
+
+        pod, container, probe_type, probe = _manifest_probe(args)
+        runner = HandlerRunner(kube_version=kube_version)
+        outcome = await run_probe_with_retries(
+            runner, probe_type, probe, pod, container, PodStatus(pod_ip=args.host)
+        )
+        return outcome, probe_type.key
+    probe_type = ProbeType.parse(args.probe or "liveness")
+    outcome = await retry_on_error(probe_type, lambda: _adhoc_attempt(args, timeout, kube_version))
+    return outcome, probe_type.key
+
+
+async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version: str) -> Any:
+    if args.http_get:
+        # the same handler the live engine runs (tests/probe/test_http_lean.py holds it
+        # identical to the httpx reference)
+        from probetui.probe import http_lean
+
+        if not args.http_get.lower().startswith(("http://", "https://")):
+            raise UsageError(f"--http-get {args.http_get}: expected an http:// or https:// URL")
+        return await http_lean.probe(
+            args.http_get, _headers(args.header), timeout, kube_version=kube_version
+        )
+    if args.tcp:
+        from probetui.probe import tcp
+
+        return await tcp.probe(*_host_port(args.tcp, "--tcp"), timeout)
+    if args.grpc:
+        from probetui.probe import grpc
+
+        host, port = _host_port(args.grpc, "--grpc")
+        return await grpc.probe(
+            host, port, args.service, timeout, kube_version=kube_version, tls=args.tls
+        )
+    if args.exec_:
+        from probetui.probe import exec as exec_probe
+
+        argv = list(args.command_argv)
+        if argv and argv[0] == "--":
+            argv = argv[1:]
+        if not argv:
+            raise UsageError("--exec needs a command after --, e.g. --exec -- cat /tmp/healthy")
+        return await exec_probe.probe(argv, timeout)
+    raise UsageError(
+        "check needs one of --http-get URL, --tcp HOST:PORT, --grpc HOST:PORT, "
+        "--exec -- CMD, -f MANIFEST"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command_argv and not args.exec_:
+        raise UsageError(f"unexpected arguments: {' '.join(args.command_argv)}")
+    outcome, probe = asyncio.run(_check(args))
+    attempt = outcome.attempt
+    result = "unknown" if outcome.error is not None else attempt.result.value
+    code = {"success": EXIT_OK, "warning": EXIT_OK, "failure": EXIT_FAILURE}.get(
+        result, EXIT_UNKNOWN
+    )
+    event = outcome.event
+    if args.json:
+        doc = {
+            "result": result,
+            "handler": attempt.handler,
+            "target": attempt.target,
+            "latency_ms": attempt.latency_ms,
+            "output": attempt.output,
+            "event": None
+            if event is None
+            else {"type": event.type, "reason": event.reason, "message": event.message},
+            "probe": probe,
+            "status_code": attempt.status_code,
+            "timed_out": attempt.timed_out,
+            "error": outcome.error,
+            "tries": len(outcome.attempts),
+        }
+        print(json.dumps(doc))
+        return code
+    detail = attempt.error or attempt.output
+    status = f"  {attempt.status_code}" if attempt.status_code is not None else ""
+    line = f"{result:<8} {attempt.handler:<5} {attempt.target}  {attempt.latency_ms:.1f} ms{status}"
+    print(line)
+    if detail:
+        print(f"  output: {_excerpt(detail)}")
+    if event is not None:
+        print(f"  kubelet event: {event.type} {event.reason}: {_excerpt(event.message)}")
+    elif result in ("success",):
+        print("  kubelet event: none (successes are not recorded)")
+    if len(outcome.attempts) > 1:
+        print(f"  tries: {len(outcome.attempts)} (the prober retries only errors)")
+    return code
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"

@@ -1,0 +1,127 @@
+"""`probetui` with no COMMAND: the cluster view, shadowing a cluster's kubelets.
+
+It connects to a cluster as kubectl would (`--kubeconfig`, `KUBECONFIG`, `--context`,
+`-n`/`-A`, `-l`, in-cluster config). A bad kubeconfig or context is one line and exit 2 before
+anything connects. The first list of pods must succeed: when it does not (refused credentials,
+missing permissions, an API server that cannot be reached or keeps failing after three tries),
+the run stops with one line naming the problem: exit 2 headless; the UI prints the same line
+and exits 1, as for any runtime that cannot go on. After that first list, API faults are
+retried with back-off for as long as probetui runs: headless prints each change of the
+connection state on stderr, and the UI header shows "[reconnecting: ...]" beside the context.
+
+The Kubernetes client is imported only when the view runs: these flags are on every command
+line's parser, so `probetui check` must not pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from probetui.cli.errors import UsageError
+from probetui.cli.live import headless_requested, note, run_live
+
+# the cluster view's flags live on the top-level parser under their own names, so that a
+# subcommand's flag of the same name (e.g. local's --read-only) is never confused with them
+CLUSTER_DESTS = {
+    "k8s_kubeconfig": "--kubeconfig",
+    "k8s_context": "--context",
+    "k8s_namespace": "-n/--namespace",
+    "k8s_all_namespaces": "-A/--all-namespaces",
+    "k8s_selector": "-l/--selector",
+    "k8s_via": "--via",
+    "k8s_read_only": "--read-only",
+    "k8s_no_ui": "--no-ui",
+    "k8s_output": "--output",
+    "k8s_duration": "--duration",
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "cluster view (no COMMAND)",
+        "Watch the pods of a cluster, run shadow probes beside the kubelet's and show both.",
+    )
+    g.add_argument(
+        "--kubeconfig", dest="k8s_kubeconfig", metavar="FILE", help="kubeconfig file to use"
+    )
+    g.add_argument("--context", dest="k8s_context", metavar="NAME", help="kubeconfig context")
+    g.add_argument(
+        "-n",
+        "--namespace",
+        dest="k8s_namespace",
+        metavar="NS",
+        help="namespace (default: the context's, else default)",
+    )
+    g.add_argument(
+        "-A",
+        "--all-namespaces",
+        dest="k8s_all_namespaces",
+        action="store_true",
+        help="pods of every namespace",
+    )
+    g.add_argument(
+        "-l", "--selector", dest="k8s_selector", metavar="SELECTOR", help="label selector"
+    )
+    g.add_argument(
+        "--via",
+        dest="k8s_via",
+        choices=("direct", "port-forward", "proxy"),
+        help="how shadow probes reach pods: the pod IP, an API server port-forward, or "
+        "pods/proxy (HTTP only); default direct in a cluster, port-forward outside",
+    )
+    g.add_argument(
+        "--read-only",
+        dest="k8s_read_only",
+        action="store_true",
+        help="send only get, list and watch to the API server: no exec, port-forward or proxy",
+    )
+    g.add_argument(
+        "--no-ui", dest="k8s_no_ui", action="store_true", help="no screen: JSON lines on stdout"
+    )
+    g.add_argument(
+        "--output",
+        dest="k8s_output",
+        choices=("jsonl",),
+        help="headless output format (implies --no-ui)",
+    )
+    g.add_argument(
+        "--duration",
+        dest="k8s_duration",
+        type=float,
+        metavar="SECONDS",
+        help="stop by itself after SECONDS",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
+    from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+
+    if args.k8s_all_namespaces and args.k8s_namespace:
+        raise UsageError("-n and -A: pick one namespace, or all of them")
+    options = ConnectOptions(
+        kubeconfig=args.k8s_kubeconfig,
+        context=args.k8s_context,
+        namespace=args.k8s_namespace,
+        all_namespaces=args.k8s_all_namespaces,
+        selector=args.k8s_selector,
+        read_only=args.k8s_read_only,
+    )
+    try:
+        target = resolve(options)
+    except KubeconfigError as e:
+        raise UsageError(str(e)) from None
+    # the first list must succeed in both modes (module docstring)
+    runtime = KubernetesRuntime(target, via=args.k8s_via, fail_fast=True)
+    live = argparse.Namespace(
+        no_ui=args.k8s_no_ui, output=args.k8s_output, duration=args.k8s_duration
+    )
+    headless = headless_requested(live)
+    if headless:
+        runtime.on_state = lambda text: note(text or "connected again")
+        runtime.on_note = lambda text: note(f"note: {text}")
+    return run_live(runtime, live, headless)
+
+
+def flags_given(args: argparse.Namespace) -> list[str]:
+    return [flag for dest, flag in CLUSTER_DESTS.items() if getattr(args, dest, None)]

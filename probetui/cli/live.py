@@ -1,0 +1,236 @@
+"""`probetui local` and `probetui demo`, and the live runner they share with the cluster view.
+
+`local` and `demo` run the live engine over the local runtime. With `--no-ui` (or `--output
+jsonl`) the engine runs headless: one JSON object a line on stdout, flushed line by line. It
+ends by itself after `--duration`, or when every pod has ended for good (exit 0), or on SIGINT
+(exit 130) or SIGTERM (exit 143): the engine is cancelled, every container is stopped (SIGTERM,
+SIGKILL after at most 2 s) and reaped, and what was recorded is already on stdout. A reader
+that goes away (`| head`) ends it too, with exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from probetui.cli.errors import EXIT_OK, EXIT_SIGNAL_BASE, UsageError
+
+if TYPE_CHECKING:
+    from probetui.runtime.base import Runtime
+
+
+def add_live_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-ui", action="store_true", help="no screen: print events as JSON lines")
+    p.add_argument(
+        "--output",
+        choices=("jsonl",),
+        help="headless output format (implies --no-ui): one JSON object per line",
+    )
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
+
+
+def add_local_arguments(loc: argparse.ArgumentParser) -> None:
+    loc.description = (
+        "Run each container's command and args as a local process (no images), "
+        "with probetui playing the kubelet: probes on 127.0.0.1, kills, restarts with "
+        "CrashLoopBackOff, readiness. Headless exit status: 0 at --duration or when every pod "
+        "has ended, 130 on SIGINT, 143 on SIGTERM, 2 for a manifest that cannot run."
+    )
+    loc.add_argument("manifest", metavar="MANIFEST", help="Pod (or workload) manifest, YAML")
+    loc.add_argument(
+        "-c",
+        "--container",
+        action="append",
+        default=[],
+        metavar="CONTAINER",
+        help="run only this container (repeatable); the others are left out",
+    )
+    add_live_arguments(loc)
+    loc.add_argument(
+        "--read-only",
+        action="store_true",
+        help="start, signal and exec nothing: show the manifest's probes only (UI only)",
+    )
+
+
+def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
+    demo.description = (
+        "Start the bundled demo services as local processes and probe them as the "
+        "kubelet would. Headless exit status as for 'probetui local'."
+    )
+    demo.add_argument(
+        "--print-manifest",
+        action="store_true",
+        help="print the demo's Pod manifest (with this run's ports) and exit",
+    )
+    add_live_arguments(demo)
+
+
+def run_local(args: argparse.Namespace) -> int:
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.runtime.local.runtime import LocalRuntime
+    from probetui.spec.errors import ManifestError
+    from probetui.spec.parse import load_pods
+
+    headless = headless_requested(args)
+    if args.read_only and headless:
+        raise UsageError(
+            "--read-only: the local runtime would start no process, so there is nothing to "
+            "record headless; drop --read-only, or leave out --no-ui to browse the probes"
+        )
+    try:
+        pods = load_pods(args.manifest)
+    except ManifestError as e:
+        raise UsageError(str(e)) from None
+    try:
+        runtime = LocalRuntime(
+            pods,
+            source=f"local {args.manifest}",
+            only=args.container,
+            read_only=args.read_only,
+        )
+    except RuntimeFailure as e:
+        raise UsageError(f"{args.manifest}: {e}") from None
+    if args.read_only:
+        note("read-only: no process is started, signalled or exec'd; showing the probes only")
+    return run_live(runtime, args, headless)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.runtime.demo import demo_manifest_text, load_demo
+    from probetui.runtime.local.runtime import LocalRuntime
+    from probetui.spec.errors import ManifestError
+
+    if args.print_manifest:
+        # a manifest to read or to run with 'probetui local' (the ports are free right now)
+        sys.stdout.write(demo_manifest_text())
+        return EXIT_OK
+    try:
+        runtime = LocalRuntime(load_demo(), source="demo")
+    except (RuntimeFailure, ManifestError, OSError, ValueError) as e:
+        # e.g. a port the demo needs is taken: one line, not a traceback
+        raise UsageError(f"demo: {e}") from None
+    return run_live(runtime, args, headless_requested(args))
+
+
+# -- the live runner, for local, demo and the cluster view ---------------------------------
+
+
+def headless_requested(args: argparse.Namespace) -> bool:
+    return bool(args.no_ui or args.output)
+
+
+def note(text: str) -> None:
+    print(f"probetui: {text}", file=sys.stderr)
+
+
+def run_live(runtime: Runtime, args: argparse.Namespace, headless: bool) -> int:
+    duration = args.duration
+    if duration is not None and not duration > 0:
+        raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
+    for text in getattr(runtime, "notes", ()):
+        note(f"note: {text}")
+    from probetui.runtime.local.process import REGISTRY
+
+    if not headless:
+        from probetui.engine import Engine
+        from probetui.ui.app import run as run_ui
+
+        REGISTRY.install_exit_handlers()
+        result = run_ui(Engine(runtime))
+        return result if isinstance(result, int) else EXIT_OK
+    # after anything that sets handlers: SIGHUP and crashes kill the children at once; SIGINT
+    # and SIGTERM are taken over by the loop below for an orderly stop
+    REGISTRY.install_exit_handlers()
+    return _headless(runtime, duration)
+
+
+def _headless(runtime: Runtime, duration: float | None) -> int:
+    from probetui.engine import Engine
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.timeline.jsonl import JsonlWriter
+
+    class Writer(JsonlWriter):
+        """Ends the run once nobody reads the output any more (`| head`)."""
+
+        on_broken: Any = None
+
+        def event(self, event: Any) -> None:
+            was = self.broken
+            super().event(event)
+            if self.broken and not was and self.on_broken is not None:
+                self.on_broken()
+
+    writer = Writer(sys.stdout)
+    signals: list[int] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+
+        def stop(sig: int) -> None:
+            signals.append(sig)
+            task.cancel()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop, sig)
+        # from inside a sink call: cancel once the engine's callback has returned
+        writer.on_broken = lambda: loop.call_soon(task.cancel)
+        engine = Engine(runtime, [writer])
+        watch = asyncio.ensure_future(warn_when_behind(engine.lateness, note))
+        try:
+            await engine.run(duration)
+        except asyncio.CancelledError:
+            if not signals and not writer.broken:
+                raise
+        finally:
+            watch.cancel()
+
+    try:
+        asyncio.run(main())
+    except RuntimeFailure as e:
+        raise UsageError(str(e)) from None
+    if writer.broken:
+        _silence_stdout()
+        return EXIT_OK
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.flush()
+    return EXIT_SIGNAL_BASE + signals[0] if signals else EXIT_OK
+
+
+async def warn_when_behind(
+    lateness: Callable[[], float], say: Callable[[str], None], every: float = 5.0
+) -> None:
+    """Headless, the JSONL goes on as it is; stderr says when the shadow prober falls behind its
+    ticks (more probes than this process can run on time: its verdicts are then unreliable) and
+    when it has caught up again. The UI's top bar says the same."""
+    from probetui.prober.lateness import BEHIND, behind_words
+
+    behind = False
+    while True:
+        await asyncio.sleep(every)
+        late = lateness()
+        if late >= BEHIND and not behind:
+            say(
+                f"{behind_words(late)}: more probes than one process can run on time; results "
+                "are unreliable until it catches up (watch fewer pods: -n, -l)"
+            )
+        elif late < BEHIND and behind:
+            say("shadow prober caught up with its ticks")
+        behind = late >= BEHIND
+
+
+def _silence_stdout() -> None:
+    # the reader is gone: whatever is still buffered would fail again at exit
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
