@@ -23,7 +23,7 @@ from tests.kube.emulator.fixtures import HttpTarget, http_target
 
 __all__ = ["http_target"]  # a fixture, used by name
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 

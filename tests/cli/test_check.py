@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.probe.conftest import NOT_SERVING, SERVING, StartGRPC
+from tests.probe.conftest import NOT_SERVING, SERVING, StartGRPC, closed_port, grpc_server
+
+__all__ = ["closed_port", "grpc_server"]  # fixtures of tests/probe, used by name
 
 
 async def probetui(*args: str) -> tuple[int, str, str]:

@@ -21,7 +21,7 @@ import pytest
 from probetui.cli import main
 from tests.processes import alive
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 # writes "<pid> <child pid>" to argv[1], then prints a line a second; a child of its own too
