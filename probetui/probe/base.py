@@ -13,7 +13,7 @@ DEFAULT_KUBE_VERSION = "1.35"
 
 
 class Result(StrEnum):
-    """Handler-level result, `probe.Result` (spec 1.3)."""
+    """Handler-level result, `probe.Result` (docs/kubelet-behaviour.md §1.3)."""
 
     SUCCESS = "success"
     WARNING = "warning"
@@ -26,7 +26,7 @@ class Attempt:
     """One execution of one handler.
 
     `error` set means the handler returned a Go error alongside its result: the prober retries
-    such an attempt and the worker discards it (spec 9.2, 5.11). `output` is what the kubelet puts
+    such an attempt and the worker discards it (§9.2, §5.11). `output` is what the kubelet puts
     in its event; `body` is the HTTP body even where the kubelet leaves it out of the event.
     """
 

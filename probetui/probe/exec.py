@@ -1,4 +1,5 @@
-"""Exec handler, `pkg/probe/exec` with the kubelet side of `prober.go` (spec 15.3-15.4, 9.6).
+"""Exec handler, `pkg/probe/exec` with the kubelet side of `prober.go`
+(docs/kubelet-behaviour.md §15.3-15.4, §9.6).
 
 The handler itself only classifies what a runner reports. A runner is whatever runs the command
 "in the container": `run_local` runs it as a local process; a Kubernetes runtime supplies one that
@@ -25,7 +26,8 @@ class ExecOutput:
     """What a runner reports, like CRI ExecSync: stdout then stderr, and how it ended.
 
     `exit_code` is None when the command never ran or did not finish. `error` is any other
-    failure (could not start, container gone); the output is kept even then (vector C26).
+    failure (could not start, container gone); the output is kept even then
+    (docs/test-vectors.md C26).
     """
 
     output: bytes
@@ -72,7 +74,7 @@ def _expand_one(text: str, env: Mapping[str, str]) -> str:
 
 
 def expand_command(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """`ExpandContainerCommandOnlyStatic` (spec 9.6, vector C10).
+    """`ExpandContainerCommandOnlyStatic` (§9.6, vector C10).
 
     `env` is name -> literal value. The kubelet builds it from every env entry, and an entry set
     with `valueFrom` has the empty string as its value, so `$(FROM_SECRET)` expands to "" while an
@@ -191,7 +193,7 @@ def _combine(stdout: bytearray, stderr: bytearray) -> bytes:
 
 
 async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None = None) -> Attempt:
-    """One exec attempt (spec 15.4, upstream `exec.go`; ExecProbeTimeout locked on).
+    """One exec attempt (§15.4, upstream `exec.go`; ExecProbeTimeout locked on).
 
     exit 0 or no error → Success with the output; non-zero exit → Failure with the output;
     timeout → Failure with the CRI client's error text (`timed_out_text`); any other error →

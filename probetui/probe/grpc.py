@@ -1,4 +1,4 @@
-"""gRPC health handler, `pkg/probe/grpc` (spec 15.1-15.2).
+"""gRPC health handler, `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2).
 
 Like the kubelet: a new connection per attempt, a blocking dial and then one Health/Check call,
 both inside one deadline of `timeout` seconds, and every outcome a Failure or Success with the
@@ -211,7 +211,7 @@ async def probe(
     kube_version: str = DEFAULT_KUBE_VERSION,
     tls: bool = False,
 ) -> Attempt:
-    """One grpc attempt (spec 15.1-15.2, upstream `pkg/probe/grpc/grpc.go`).
+    """One grpc attempt (§15.1-15.2, upstream `pkg/probe/grpc/grpc.go`).
 
     `host` is the pod IP for the kubelet; `tls=True` is `mode: TLS` (alpha GRPCContainerProbeTLS).
     """

@@ -1,4 +1,4 @@
-"""HTTP probe handler, `pkg/probe/http` (spec 13).
+"""HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13).
 
 One attempt is one GET, on a new connection per request, with the kubelet's headers, redirect
 policy, 10 KiB body cap and one overall deadline. Transport errors are reported in the words
@@ -247,7 +247,7 @@ def _join_host_port(host: str, port: int | str) -> str:
 # one entry per probe URL: a cluster's worth of pods must fit, or every attempt misses
 @lru_cache(maxsize=32768)
 def format_url(scheme: str, host: str, port: int, path: str) -> str:
-    """`formatURL`: the probe URL, with Go's parsing of `path` (spec 13.1, vector D6).
+    """`formatURL`: the probe URL, with Go's parsing of `path` (§13.1, docs/test-vectors.md D6).
 
     A path Go cannot parse is used as a plain path, as upstream does.
     """
@@ -299,7 +299,7 @@ def _header_map(spec_headers: SpecHeaders, kube_version: str) -> HeaderMap:
 def build_headers(
     spec_headers: SpecHeaders, *, kube_version: str = DEFAULT_KUBE_VERSION
 ) -> list[tuple[str, str]]:
-    """The request's header map as (name, value) pairs (spec 13.2-13.4, vectors D7, D8).
+    """The request's header map as (name, value) pairs (§13.2-13.4, vectors D7, D8).
 
     Names are canonicalised and repeated names keep every value. User-Agent defaults to
     `kube-probe/<major>.<minor>` and Accept to `*/*`; an empty Accept is removed. An empty
@@ -805,7 +805,7 @@ def _transport() -> httpx.AsyncHTTPTransport:
 
 
 def classify(status_code: int, body: str) -> tuple[Result, str]:
-    """DoHTTPProbe's verdict on a response that arrived with its body (spec 13.8, vector D9)."""
+    """DoHTTPProbe's verdict on a response that arrived with its body (§13.8, vector D9)."""
     if 200 <= status_code < 300:
         return Result.SUCCESS, body
     if 300 <= status_code < 400:
@@ -923,7 +923,7 @@ async def probe(
     follow_non_local_redirects: bool = False,
     kube_version: str = DEFAULT_KUBE_VERSION,
 ) -> Attempt:
-    """One HTTP probe attempt (`httpProber.Probe` + `DoHTTPProbe`, spec 13).
+    """One HTTP probe attempt (`httpProber.Probe` + `DoHTTPProbe`, §13).
 
     `url` comes from `format_url`. `headers` are the probe spec's httpHeaders as written
     ((name, value) pairs or model HTTPHeader), not `build_headers` output. `timeout` is the

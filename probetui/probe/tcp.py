@@ -1,4 +1,4 @@
-"""TCP socket handler, `pkg/probe/tcp` (spec 14).
+"""TCP socket handler, `pkg/probe/tcp` (docs/kubelet-behaviour.md §14).
 
 A probe is a connect and nothing more: Success when the three-way handshake completes within the
 timeout, Failure with Go's dial error text otherwise. `dial` is also the ProbeDialer for the gRPC
@@ -233,9 +233,9 @@ async def dial(
 async def probe(
     host: str, port: int, timeout: float, *, loop: asyncio.AbstractEventLoop | None = None
 ) -> Attempt:
-    """One tcpSocket attempt (spec 14.2-14.3): Success with empty output when the connect
+    """One tcpSocket attempt (§14.2-14.3): Success with empty output when the connect
     completes, Failure with the dial error otherwise. Never returns an `error`: the kubelet's only
-    error path for TCP is port resolution, which happens before this is called (spec 16.4)."""
+    error path for TCP is port resolution, which happens before this is called (§16.4)."""
     target = join_host_port(host, port)
     started_at = time.time()
     start = time.monotonic()

@@ -1,4 +1,7 @@
-"""Port resolution, `probe.ResolveContainerPort` (`pkg/probe/util.go`, spec 16)."""
+"""Port resolution, `probe.ResolveContainerPort` (`pkg/probe/util.go`).
+
+What upstream does is docs/kubelet-behaviour.md §16.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from probetui.spec.model import Container
 class ReachError(Exception):
     """The target cannot be dialled at all: an (Unknown, err) attempt, retried, then discarded.
 
-    The kubelet returns (Unknown, err) for a port it cannot resolve (spec 16.4); probetui's
+    The kubelet returns (Unknown, err) for a port it cannot resolve (§16.4); probetui's
     runtimes use the same treatment when their path to the pod fails before the probe starts
     (a refused port-forward, a non-loopback host in the local runtime), so a broken path never
     counts toward killing a container.
@@ -16,7 +19,7 @@ class ReachError(Exception):
 
 
 class PortResolutionError(ReachError):
-    """A named or numeric port that resolves to nothing valid (spec 16.4)."""
+    """A named or numeric port that resolves to nothing valid (§16.4)."""
 
 
 def _atoi(text: str) -> int:

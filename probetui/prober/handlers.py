@@ -1,4 +1,5 @@
-"""Run a probe's handler against a container: `prober.runProbe` (spec 9.3, 13.1, 14.1, 15).
+"""Run a probe's handler against a container: `prober.runProbe`
+(docs/kubelet-behaviour.md §9.3, §13.1, §14.1, §15).
 
 Builds the target from the probe as written and the pod status (the pod IP), asks the runtime
 how to reach it, then runs exactly one handler attempt. Handler modules are imported on first
@@ -157,7 +158,7 @@ class HandlerRunner:
                     host, port, handler.service or "", timeout, kube_version=self.kube_version
                 )
         except ReachError as e:
-            # (Unknown, err): retried, then discarded by the worker (spec 16.4)
+            # (Unknown, err): retried, then discarded by the worker (§16.4)
             return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, error=str(e))
         return missing_handler(pod, container)
 
@@ -210,7 +211,7 @@ def without_linger(attempt: Attempt, timeout: float, lingered: float) -> Attempt
 def dial_address(
     handler: HTTPGetAction | TCPSocketAction | GRPCAction, container: Container, pod_ip: str
 ) -> tuple[str, int]:
-    """The host and port a network probe names (spec 13.1, 14.1, 15.1): its `host` or the pod
+    """The host and port a network probe names (§13.1, §14.1, §15.1): its `host` or the pod
     IP, and the port resolved by name. Raises `PortResolutionError` (a `ReachError`)."""
     if isinstance(handler, GRPCAction):
         return pod_ip, handler.port  # gRPC has no host field, and its port is a number
@@ -219,7 +220,7 @@ def dial_address(
 
 def exec_argv(handler: ExecAction, container: Container) -> list[str]:
     """The command as the kubelet runs it: `$(VAR)` expanded from every declared env var,
-    valueFrom ones as "" (`EnvVarsToMap`, spec 9.6)."""
+    valueFrom ones as "" (`EnvVarsToMap`, §9.6)."""
     from probetui.probe.exec import expand_command, static_env
 
     return expand_command(handler.command, static_env(container.env))

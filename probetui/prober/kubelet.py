@@ -423,7 +423,8 @@ class PodKubelet:
         self._check_done()
 
     def _sync_exited(self, inst: Instance) -> None:
-        """A sync of a container that exited and has not started again (spec 11.6).
+        """A sync of a container that exited and has not started again
+        (docs/kubelet-behaviour.md §11.6).
 
         `computePodActions` queues it to start only if `ShouldContainerBeRestarted` says so for
         its newest exit; if not, the CrashLoopBackOff overlay goes and the status shows that

@@ -7,7 +7,7 @@ Pure functions of the pod spec and the cached results (`pkg/kubelet/kuberuntime`
 Cached results are `probetui.prober.results.ResultValue` values, or None when the cache has
 no entry for the container ID (upstream's `found == false`).
 
-Facts from upstream at v1.35 (spec section 11, vectors I):
+Facts from upstream at v1.35 (docs/kubelet-behaviour.md §11, docs/test-vectors.md I):
 
 - Regular containers (`computePodActions`): only a running container is judged. A cached
   liveness Failure wins over a startup Failure. The container is restarted after the kill
@@ -80,7 +80,7 @@ def container_probe_action(
 ) -> KillDecision:
     """Kill and restart decision for one container from its cached liveness/startup results.
 
-    Covers regular containers (spec 11.1-11.2) and sidecars (spec 11.3). Non-restartable init
+    Covers regular containers (§11.1-11.2) and sidecars (§11.3). Non-restartable init
     containers and ephemeral containers have no probes and are never killed for them. The
     "definition changed" and resize paths of `computePodActions` are not modelled.
     """
@@ -146,7 +146,7 @@ def init_container_blocks_next(
 
     A sidecar lets the next init container start once it is running and, if it has a startup
     probe, its cached startup result is Success. An absent, Unknown or Failure result blocks
-    (spec 11.3, `computeInitContainerActions`). Liveness never gates. A regular init container
+    (§11.3, `computeInitContainerActions`). Liveness never gates. A regular init container
     blocks until it has exited with code 0. `exit_code` is its terminated exit code, or None
     if it has not terminated.
     """
@@ -161,7 +161,7 @@ def restart_after_probe_kill(container: Container, pod: Pod) -> bool:
     """Whether a container killed for a probe is queued to start again in the same sync.
 
     Sidecars always restart. For regular containers this is `shouldRestartOnFailure` (pod
-    restartPolicy is not Never, spec 11.2). v1.35's ContainerRestartRules change lets a set
+    restartPolicy is not Never, §11.2). v1.35's ContainerRestartRules change lets a set
     container-level restartPolicy override it: anything but Never restarts. The exit-code
     rules are not used here.
     """
@@ -175,7 +175,7 @@ def restart_after_probe_kill(container: Container, pod: Pod) -> bool:
 def should_restart(container: Container, pod: Pod, exit_code: int) -> bool:
     """`podutil.ContainerShouldRestart`: will a container that exited with `exit_code` restart?
 
-    With ContainerRestartRules on (spec 5.7), the checks run in this order:
+    With ContainerRestartRules on (§5.7), the checks run in this order:
     - If the container has its own restartPolicy, the first restartPolicyRules entry that
       matches the exit code decides. A `Restart` action means True; any other action falls
       through. The rules are looked at only when the container restartPolicy is set, which
@@ -217,7 +217,7 @@ def kill_grace_period(
     deletion_grace_period: int | None = None,
     pre_stop_seconds: float = 0.0,
 ) -> float:
-    """Seconds the runtime gives the container between SIGTERM and SIGKILL (spec 11.5).
+    """Seconds the runtime gives the container between SIGTERM and SIGKILL (§11.5).
 
     `setTerminationGracePeriod`, then `killContainer`:
     1. A pod deletionGracePeriodSeconds (`deletion_grace_period`) wins over everything.

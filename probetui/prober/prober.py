@@ -1,8 +1,8 @@
 """Dispatch one probe to its handler, retry on error, map the result, write the event.
 
-Mirrors `pkg/kubelet/prober/prober.go` (spec section 9): up to three tries while the handler
-returns an error, first match of exec / httpGet / tcpSocket / grpc, the handler result mapped to
-a published result, and the kubelet's `Unhealthy` / `ProbeWarning` event texts.
+Mirrors `pkg/kubelet/prober/prober.go` (docs/kubelet-behaviour.md §9): up to three tries while the
+handler returns an error, first match of exec / httpGet / tcpSocket / grpc, the handler result
+mapped to a published result, and the kubelet's `Unhealthy` / `ProbeWarning` event texts.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class ProbeEvent:
-    """An event the kubelet records on the container reference (spec 9.5)."""
+    """An event the kubelet records on the container reference (§9.5)."""
 
     type: str  # "Warning"
     reason: str  # "Unhealthy" or "ProbeWarning"
@@ -51,7 +51,7 @@ def field_path(container: Container) -> str:
 
 
 def map_attempts(probe_type: ProbeType, attempts: Sequence[Attempt]) -> ProbeOutcome:
-    """Map the last try to the worker's result and event (spec 9.4, 9.5)."""
+    """Map the last try to the worker's result and event (§9.4, §9.5)."""
     last = attempts[-1]
     name = probe_type.value
     if last.error is not None:
@@ -77,7 +77,7 @@ def map_attempts(probe_type: ProbeType, attempts: Sequence[Attempt]) -> ProbeOut
 def outcome_label(outcome: ProbeOutcome) -> str:
     """One word for an attempt in timelines and JSON: success, warning, failure or error.
 
-    `error` is a handler error the worker discarded (spec 5.11); an Unknown without an error
+    `error` is a handler error the worker discarded (§5.11); an Unknown without an error
     counts as a failure, as the worker counts it.
     """
     attempt = outcome.attempt
@@ -96,7 +96,7 @@ async def retry_on_error(
     once: Callable[[], Awaitable[Attempt]],
     retries: int = MAX_PROBE_RETRIES,
 ) -> ProbeOutcome:
-    """`runProbeWithRetries`: retry only attempts that carry an error (9.2), then map the last.
+    """`runProbeWithRetries`: retry only attempts that carry an error (§9.2), then map the last.
 
     The one retry loop of probetui: the live prober, `simulate` and `check` all go through it,
     so the three cannot drift apart in how often they retry or which attempt they report.
@@ -122,7 +122,7 @@ async def run_probe_with_retries(
 ) -> ProbeOutcome:
     """`prober.probe`: a probe's handler through `retry_on_error`."""
     if probe is None:
-        # prober.go: a nil spec is a success, with only a log line (spec 9.1)
+        # prober.go: a nil spec is a success, with only a log line (§9.1)
         return ProbeOutcome(ResultValue.SUCCESS, None, (), None)
     return await retry_on_error(
         probe_type, lambda: run(probe_type, probe, pod, container, status), retries

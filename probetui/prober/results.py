@@ -1,7 +1,8 @@
 """Published probe results per container ID (`pkg/kubelet/prober/results/results_manager.go`).
 
-One manager per probe type (spec 1.5). `set` notifies subscribers only when the stored value
-changes or the ID is new; `remove` is silent. Keyed by container ID, never by name (spec 1.6).
+One manager per probe type (docs/kubelet-behaviour.md §1.5). `set` notifies subscribers only when
+the stored value changes or the ID is new; `remove` is silent. Keyed by container ID, never by
+name (§1.6).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from enum import IntEnum
 
 
 class ResultValue(IntEnum):
-    """`results.Result` (spec 1.2)."""
+    """`results.Result` (§1.2)."""
 
     UNKNOWN = -1
     SUCCESS = 0

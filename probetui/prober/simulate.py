@@ -390,7 +390,8 @@ class SimKubelet:
             self.clock,
             self._status_of,
             launch=self._launch,
-            start=-86400.0,  # up for long: no jitter (spec 4.2) and no restart grace (8.1)
+            # up for long: no jitter (docs/kubelet-behaviour.md §4.2) and no restart grace (§8.1)
+            start=-86400.0,
             listener=self._on_record,
         )
         self.backend = _SimBackend(self)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 
 
 def whole_seconds(t: float) -> float:
-    """A time as the status manager stores it: truncated to the second (spec 5.9).
+    """A time as the status manager stores it: truncated to the second
+    (docs/kubelet-behaviour.md §5.9).
 
     `normalizeStatus` (pkg/kubelet/status/status_manager.go) passes StartedAt and FinishedAt
     through `Rfc3339Copy` before the status is cached, because the API server keeps no
@@ -74,11 +75,12 @@ class PodStatus:
     pod_ip: str = ""
     container_statuses: tuple[ContainerStatus, ...] = ()
     init_container_statuses: tuple[ContainerStatus, ...] = ()
-    # the API pod's Ready condition (None when absent); used only by kubelet-restart handling (8.5)
+    # the API pod's Ready condition (None when absent); used only by kubelet-restart handling
+    # (§8.5)
     ready_condition: bool | None = None
 
     def find(self, name: str) -> ContainerStatus | None:
-        """Regular statuses first, then init statuses, skipping entries with no ID (spec 5.4)."""
+        """Regular statuses first, then init statuses, skipping entries with no ID (§5.4)."""
         for group in (self.container_statuses, self.init_container_statuses):
             for s in group:
                 if s.name == name and s.container_id:

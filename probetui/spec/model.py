@@ -1,7 +1,8 @@
 """The parts of a Pod that probing depends on, already defaulted (`pkg/apis/core/v1/defaults.go`).
 
 Field names follow the Kubernetes API in snake_case. Every object is frozen: a worker keeps the
-spec it was created with, as the kubelet's worker keeps its pod object (spec 5.8).
+spec it was created with, as the kubelet's worker keeps its pod object
+(docs/kubelet-behaviour.md §5.8).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from enum import Enum
 
 
 class ProbeType(Enum):
-    """The three probe types; `.value` is the name in events and metrics (spec 1.1)."""
+    """The three probe types; `.value` is the name in events and metrics (§1.1)."""
 
     LIVENESS = "Liveness"
     READINESS = "Readiness"
@@ -45,7 +46,7 @@ class EnvVar:
     name: str
     value: str | None = None
     # valueFrom (secret, configMap, fieldRef, ...) is kept as written: exec probes do not see it
-    # (spec 9.6) and the local runtime reports it rather than dropping it silently.
+    # (§9.6) and the local runtime reports it rather than dropping it silently.
     value_from: dict | None = None
 
 
@@ -86,7 +87,7 @@ Handler = ExecAction | HTTPGetAction | TCPSocketAction | GRPCAction
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """A probe with API defaults applied (spec 2.1): timeout 1, period 10, thresholds 1/3."""
+    """A probe with API defaults applied (§2.1): timeout 1, period 10, thresholds 1/3."""
 
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
@@ -156,7 +157,7 @@ class Container:
     # container-level restartPolicy: "Always" makes an init container a sidecar
     restart_policy: str | None = None
     restart_policy_rules: tuple[RestartRule, ...] = ()
-    # the preStop hook's run time is subtracted from a kill's grace period (spec 11.5)
+    # the preStop hook's run time is subtracted from a kill's grace period (§11.5)
     has_pre_stop: bool = False
 
     def probe(self, probe_type: ProbeType) -> Probe | None:
@@ -205,5 +206,6 @@ class Pod:
         return None
 
     def probed_containers(self) -> tuple[Container, ...]:
-        """Containers the probe manager walks: regular ones, then sidecars, in spec order (3.1)."""
+        """Containers the probe manager walks: regular ones, then sidecars, in spec order
+        (§3.1)."""
         return (*self.containers, *(c for c in self.init_containers if c.is_restartable_init))

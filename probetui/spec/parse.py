@@ -2,8 +2,9 @@
 
 A file may hold several documents and `kind: List` objects. Each Pod, and the pod template of
 each workload kind below, gives one Pod; other kinds are skipped. Defaults follow
-`pkg/apis/core/v1/defaults.go` (spec 2.1, 2.2). Type errors are reported the way the API
-server's strict decoding would refuse them, naming the field and, for YAML, the line.
+`pkg/apis/core/v1/defaults.go` (docs/kubelet-behaviour.md §2.1, §2.2). Type errors are reported the
+way the API server's strict decoding would refuse them, naming the field and, for YAML, the
+line.
 """
 
 from __future__ import annotations
@@ -402,7 +403,7 @@ def _check_fields(
 
 
 def set_probe_defaults(probe: Probe) -> Probe:
-    """`SetDefaults_Probe` (spec 2.1): a timeoutSeconds, periodSeconds, successThreshold or
+    """`SetDefaults_Probe` (§2.1): a timeoutSeconds, periodSeconds, successThreshold or
     failureThreshold of 0 becomes 1, 10, 1 or 3. initialDelaySeconds keeps its 0, and negative
     values stay as they are, for validation to refuse."""
     return replace(
@@ -415,7 +416,7 @@ def set_probe_defaults(probe: Probe) -> Probe:
 
 
 def _probe(value: object, at: _At) -> Probe | None:
-    """A probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (spec 2.1, 2.2)."""
+    """A probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (§2.1, §2.2)."""
     if value is None:
         return None
     m = _mapping(value, at)

@@ -4,9 +4,10 @@ The checks and their message texts follow upstream (`validateProbe`, `validateLi
 `validateReadinessProbe`, `validateStartupProbe`, `validateHandler`, `validateExecAction`,
 `validateHTTPGetAction`, `ValidatePortNumOrName`, `validateGRPCAction`, `validateContainers`,
 `validateInitContainers`, `validateEphemeralContainers`, `validateContainerPorts`,
-`validateRestartPolicy`; spec 2.3-2.8, vectors H). Input is the defaulted model, as upstream
-validates after defaulting (spec 2.4). Checks on fields the model does not keep (image,
-resources, volume mounts, ...) are out of scope: they do not change what the prober does.
+`validateRestartPolicy`; docs/kubelet-behaviour.md §2.3-2.8, docs/test-vectors.md H). Input is the
+defaulted model, as upstream validates after defaulting (§2.4). Checks on fields the model does
+not keep (image, resources, volume mounts, ...) are out of scope: they do not change what the
+prober does.
 """
 
 from __future__ import annotations
@@ -449,7 +450,7 @@ def validate_pod(pod: Pod, ephemeral_containers: Sequence[Container] = ()) -> li
         if c.restart_policy == "Always":
             _probes(c, out)
             continue
-        # spec 2.8: probes (and lifecycle hooks) need a sidecar
+        # §2.8: probes (and lifecycle hooks) need a sidecar
         fix = "add restartPolicy: Always to make it a sidecar, or remove it"
         if c.has_pre_stop:
             out.add("lifecycle", ErrorType.FORBIDDEN, detail=_INIT_PROBE_FORBIDDEN, fix=fix)

@@ -36,7 +36,7 @@ class Kind:
     WARNING = 2
     FAILURE = 3
     TIMEOUT = 4  # a failure whose last try ran out of time
-    ERROR = 5  # a prober error the worker discarded (spec 5.11)
+    ERROR = 5  # a prober error the worker discarded (docs/kubelet-behaviour.md §5.11)
     SKIP = 6  # no handler ran: initial delay, startup gating, on hold, paused, read-only ...
 
     ATTEMPTS = (SUCCESS, WARNING, FAILURE, TIMEOUT, ERROR)

@@ -65,7 +65,8 @@ async def web_app() -> AsyncIterator[int]:
 
 
 async def test_http_success_json(web_app: int) -> None:
-    """Spec 13.8: 2xx is success, no event (the kubelet records none for successes)."""
+    """docs/kubelet-behaviour.md §13.8: 2xx is success, no event (the kubelet records none for
+    successes)."""
     code, out, _ = await probetui("check", "--http-get", f"http://127.0.0.1:{web_app}/ok", "--json")
     doc = json.loads(out)
     assert code == 0
@@ -75,7 +76,7 @@ async def test_http_success_json(web_app: int) -> None:
 
 
 async def test_http_failure_event_leaves_body_out(web_app: int) -> None:
-    """Spec 13.8 / issue 99425: the event says the status code only, not the body."""
+    """§13.8 / issue 99425: the event says the status code only, not the body."""
     code, out, _ = await probetui(
         "check", "--http-get", f"http://127.0.0.1:{web_app}/fail", "--probe", "readiness", "--json"
     )
@@ -91,7 +92,7 @@ async def test_http_failure_event_leaves_body_out(web_app: int) -> None:
 
 
 async def test_http_other_host_redirect_is_warning(web_app: int) -> None:
-    """Spec 13.7: a redirect to another hostname is not followed: Warning, exit 0."""
+    """§13.7: a redirect to another hostname is not followed: Warning, exit 0."""
     code, out, _ = await probetui(
         "check", "--http-get", f"http://127.0.0.1:{web_app}/away", "--json"
     )
@@ -102,7 +103,7 @@ async def test_http_other_host_redirect_is_warning(web_app: int) -> None:
 
 
 async def test_http_timeout_is_failure(web_app: int) -> None:
-    """Spec 13.6: the client timeout covers the request; a slow answer fails."""
+    """§13.6: the client timeout covers the request; a slow answer fails."""
     code, out, _ = await probetui(
         "check", "--http-get", f"http://127.0.0.1:{web_app}/slow", "--timeout", "0.2", "--json"
     )
@@ -112,7 +113,7 @@ async def test_http_timeout_is_failure(web_app: int) -> None:
 
 
 async def test_tcp_success_and_refused(closed_port: int, web_app: int) -> None:
-    """Spec 14.3: connect is success; a refused dial is failure with Go's error text."""
+    """§14.3: connect is success; a refused dial is failure with Go's error text."""
     assert (await probetui("check", "--tcp", f"127.0.0.1:{web_app}"))[0] == 0
     code, out, _ = await probetui("check", "--tcp", f"127.0.0.1:{closed_port}", "--json")
     assert code == 1
@@ -123,7 +124,7 @@ async def test_tcp_success_and_refused(closed_port: int, web_app: int) -> None:
 
 
 async def test_grpc_serving_and_not_serving(grpc_server: StartGRPC) -> None:
-    """Spec 15.2: SERVING is success; NOT_SERVING fails with upstream's text."""
+    """§15.2: SERVING is success; NOT_SERVING fails with upstream's text."""
     server = await grpc_server(statuses={"": SERVING, "db": NOT_SERVING})
     code, out, _ = await probetui("check", "--grpc", f"127.0.0.1:{server.port}", "--json")
     assert code == 0 and json.loads(out)["output"] == "service healthy"
@@ -135,7 +136,7 @@ async def test_grpc_serving_and_not_serving(grpc_server: StartGRPC) -> None:
 
 
 async def test_exec_exit_codes_and_timeout() -> None:
-    """Spec 15.4: exit 0 success, non-zero failure with the output, timeout failure."""
+    """§15.4: exit 0 success, non-zero failure with the output, timeout failure."""
     assert (await probetui("check", "--exec", "--", "true"))[0] == 0
     code, out, _ = await probetui(
         "check", "--json", "--exec", "--", "sh", "-c", "echo nope; exit 3"
@@ -150,7 +151,7 @@ async def test_exec_exit_codes_and_timeout() -> None:
 
 
 async def test_manifest_probe_with_named_port(tmp_path: Path, web_app: int) -> None:
-    """Spec 16.2: a named port resolves through the container's ports; the probe as written."""
+    """§16.2: a named port resolves through the container's ports; the probe as written."""
     manifest = tmp_path / "deploy.yaml"
     manifest.write_text(
         f"""
@@ -178,7 +179,7 @@ spec:
 
 
 async def test_manifest_misnamed_port_is_unknown(tmp_path: Path) -> None:
-    """Spec 16.4: an unresolvable port is a prober error: retried 3x, exit 3 (unknown)."""
+    """§16.4: an unresolvable port is a prober error: retried 3x, exit 3 (unknown)."""
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(
         "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n"

@@ -1,4 +1,5 @@
-"""Exec handler (`pkg/probe/exec`, spec 15.3-15.4, 9.6, vectors G, C9, C10, C26).
+"""Exec handler (`pkg/probe/exec`, docs/kubelet-behaviour.md §15.3-15.4, §9.6), vectors G, C9,
+C10, C26 of docs/test-vectors.md.
 
 The G rows run twice where they can: with a fake runner (exactly the upstream table) and with
 real subprocesses through `run_local`. Timeouts are scaled down to 0.3 s.
@@ -141,7 +142,7 @@ async def test_vector_c9_runner_gets_the_exact_argv() -> None:
 
 async def test_runner_exception_is_unknown_with_error() -> None:
     """A runner that raises (exec transport broken) is Unknown with an error, like any non-exit
-    error from ExecSync (spec 15.4)."""
+    error from ExecSync (§15.4)."""
 
     async def broken(argv: Sequence[str], timeout: float) -> ExecOutput:
         raise ConnectionError("container not found")
@@ -170,7 +171,7 @@ async def test_vector_g3_real_output_capped_at_10_kib() -> None:
 
 
 async def test_vector_g5_real_nonzero_exit_is_failure_with_output() -> None:
-    """G5 / spec 15.4: non-zero exit is Failure with the output as the message."""
+    """G5 / §15.4: non-zero exit is Failure with the output as the message."""
     attempt = await exec_probe.probe(["sh", "-c", "printf 'not ready'; exit 1"], 1.0)
     assert attempt.result is Result.FAILURE
     assert attempt.output == "not ready"
@@ -190,7 +191,7 @@ async def test_vector_g6_real_timeout_kills_and_fails() -> None:
 
 async def test_command_not_found_is_unknown_with_runtime_text() -> None:
     """A command that cannot start is an exec error, not an exit code: Unknown + error with the
-    runtime's `executable file not found in $PATH` text (spec 15.4, last bullet)."""
+    runtime's `executable file not found in $PATH` text (§15.4, last bullet)."""
     out = await run_local(["probetui-no-such-command"], 1.0)
     assert out.exit_code is None
     assert out.error == 'exec: "probetui-no-such-command": executable file not found in $PATH'
@@ -214,14 +215,14 @@ async def test_missing_path_and_not_executable(tmp_path: Path) -> None:
 
 
 async def test_spec_15_3_stdout_then_stderr_not_interleaved() -> None:
-    """Spec 15.3: RunInContainer returns all of stdout followed by all of stderr."""
+    """§15.3: RunInContainer returns all of stdout followed by all of stderr."""
     out = await run_local(["sh", "-c", "printf a; printf b >&2; printf c; printf d >&2"], 1.0)
     assert out.output == b"acbd"
     assert out.exit_code == 0
 
 
 async def test_spec_15_3_chatty_child_does_not_block_and_is_capped() -> None:
-    """Spec 15.3: 1 MiB on each pipe neither blocks the child nor grows the output past 10 KiB;
+    """§15.3: 1 MiB on each pipe neither blocks the child nor grows the output past 10 KiB;
     stdout comes first, so it fills the whole cap."""
     code = "import sys; sys.stderr.write('e' * 2**20); sys.stdout.write('o' * 2**20)"
     out = await run_local([sys.executable, "-c", code], 2.0)
@@ -299,7 +300,7 @@ async def test_empty_argv_is_an_error() -> None:
 
 
 def test_vector_c10_expands_known_and_keeps_unknown() -> None:
-    """C10 / spec 9.6: `some $(A) $(B)` with only A=script gives `some script $(B)`."""
+    """C10 / §9.6: `some $(A) $(B)` with only A=script gives `some script $(B)`."""
     argv = ["/bin/bash", "-c", "some $(A) $(B)"]
     assert expand_command(argv, {"A": "script"}) == ["/bin/bash", "-c", "some script $(B)"]
 

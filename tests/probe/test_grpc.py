@@ -1,4 +1,5 @@
-"""gRPC handler (`pkg/probe/grpc`, spec 15.1-15.2, vector F) against real grpc.aio servers.
+"""gRPC handler (`pkg/probe/grpc`, docs/kubelet-behaviour.md §15.1-15.2, docs/test-vectors.md F)
+against real grpc.aio servers.
 
 Upstream's TestGrpcProber_Probe uses 1-2 s timeouts and a 4 s server sleep; here the timeouts
 are scaled down (0.3-0.5 s) so each real-time case stays well under a second.
@@ -125,7 +126,7 @@ async def test_tls_slow_rpc_is_rpc_timeout(grpc_server: StartGRPC, server_cert: 
 
 
 async def test_spec_15_1_service_name_is_sent(grpc_server: StartGRPC) -> None:
-    """Spec 15.1: grpc.service goes in HealthCheckRequest.service; each service its own status."""
+    """§15.1: grpc.service goes in HealthCheckRequest.service; each service its own status."""
     server = await grpc_server(statuses={"": SERVING, "db": NOT_SERVING, "cache": SERVICE_UNKNOWN})
     healthy = await grpc_probe.probe("127.0.0.1", server.port, "", 1.0)
     db = await grpc_probe.probe("127.0.0.1", server.port, "db", 1.0)
@@ -136,7 +137,7 @@ async def test_spec_15_1_service_name_is_sent(grpc_server: StartGRPC) -> None:
 
 
 async def test_spec_15_2_other_rpc_error(grpc_server: StartGRPC) -> None:
-    """Spec 15.2: any other RPC error is `error: health rpc probe failed: <status error>`, in
+    """§15.2: any other RPC error is `error: health rpc probe failed: <status error>`, in
     grpc-go's `rpc error: code = <Code> desc = <message>` form."""
     server = await grpc_server(statuses={"": SERVING})
     attempt = await grpc_probe.probe("127.0.0.1", server.port, "nope", 1.0)
@@ -148,7 +149,7 @@ async def test_spec_15_2_other_rpc_error(grpc_server: StartGRPC) -> None:
 
 
 async def test_spec_15_2_unimplemented(grpc_server: StartGRPC) -> None:
-    """Spec 15.2: a gRPC server without grpc.health.v1.Health is the Unimplemented text with the
+    """§15.2: a gRPC server without grpc.health.v1.Health is the Unimplemented text with the
     server's own status message."""
     server = await grpc_server(health=False)
     attempt = await grpc_probe.probe("127.0.0.1", server.port, "", 1.0)
@@ -160,7 +161,7 @@ async def test_spec_15_2_unimplemented(grpc_server: StartGRPC) -> None:
 
 
 async def test_spec_15_1_user_agent(grpc_server: StartGRPC) -> None:
-    """Spec 15.1: the user agent starts `kube-probe/<major>.<minor>` (grpc-go appends its own
+    """§15.1: the user agent starts `kube-probe/<major>.<minor>` (grpc-go appends its own
     name after it, as grpcio does)."""
     server = await grpc_server()
     await grpc_probe.probe("127.0.0.1", server.port, "", 1.0)

@@ -1,4 +1,5 @@
-"""HTTP handler (`pkg/probe/http`, spec 13, vectors D1-D9) against real servers on 127.0.0.1.
+"""HTTP handler (`pkg/probe/http`, docs/kubelet-behaviour.md §13, docs/test-vectors.md D1-D9)
+against real servers on 127.0.0.1.
 
 Timeouts here are 0.2 s against servers that stall for seconds (and are cancelled at teardown),
 so each deadline test takes about 0.2 s of real time: the deadline is what is under test.
@@ -164,7 +165,7 @@ async def test_vector_d1_http_probe_checker(
 
 async def test_vector_d1_9_slow_server_times_out(d1_server: LoopbackServer) -> None:
     """Vector D1 row 9: a server slower than the timeout is a Failure whose output is Go's
-    client timeout text, with no error return (spec 13.8)."""
+    client timeout text, with no error return (§13.8)."""
     url = d1_server.url("/slow")
     attempt = await http.probe(url, timeout=SHORT, follow_non_local_redirects=True)
     assert attempt.result is Result.FAILURE
@@ -186,7 +187,7 @@ async def test_vector_d1_7_abort_is_go_eof_text(d1_server: LoopbackServer) -> No
 
 
 async def test_spec_13_8_attempt_fields_on_success(d1_server: LoopbackServer) -> None:
-    """Spec 13.8: Success carries the body as output; the Attempt also records status, body,
+    """§13.8: Success carries the body as output; the Attempt also records status, body,
     target, latency and start time for the UI."""
     url = d1_server.url("/ok")
     attempt = await http.probe(url)
@@ -202,7 +203,7 @@ async def test_spec_13_8_attempt_fields_on_success(d1_server: LoopbackServer) ->
 
 
 async def test_spec_13_8_failure_keeps_body_out_of_output(d1_server: LoopbackServer) -> None:
-    """Spec 13.8 / issue 99425: the failure message leaves the body out; the Attempt keeps it."""
+    """§13.8 / issue 99425: the failure message leaves the body out; the Attempt keeps it."""
     attempt = await http.probe(d1_server.url("/fail"))
     assert attempt.output == "HTTP probe failed with statuscode: 500"
     assert attempt.status_code == 500
@@ -273,7 +274,7 @@ async def test_vector_d2_non_local_redirects(
 async def test_spec_13_7_other_host_redirect_is_warning_with_body(
     d2_servers: tuple[LoopbackServer, LoopbackServer],
 ) -> None:
-    """Spec 13.7-13.8: a redirect to another hostname is not followed; the 3xx is the answer,
+    """§13.7-13.8: a redirect to another hostname is not followed; the 3xx is the answer,
     a Warning whose output carries the redirect's body; nothing is sent to the other host."""
     first, _ = d2_servers
     location = first.url("/success", host="localhost")
@@ -288,7 +289,7 @@ async def test_spec_13_7_other_host_redirect_is_warning_with_body(
 async def test_spec_13_7_redirect_loop_stops_after_ten_requests(
     d2_servers: tuple[LoopbackServer, LoopbackServer],
 ) -> None:
-    """Spec 13.7: the chain holds at most 10 requests; the 10th redirect fails the probe with
+    """§13.7: the chain holds at most 10 requests; the 10th redirect fails the probe with
     Go's error, whose URL is the Location as written."""
     first, _ = d2_servers
     attempt = await http.probe(first.url("/loop"))
@@ -416,7 +417,7 @@ async def test_net_http_authorization_only_follows_to_same_domain(host: str, sen
 
 
 async def test_spec_13_6_timeout_covers_the_whole_redirect_chain() -> None:
-    """Spec 13.6: one deadline covers every hop; the error names the hop in flight."""
+    """§13.6: one deadline covers every hop; the error names the hop in flight."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
         n = int(request.path.rsplit("/", 1)[1])
@@ -501,7 +502,7 @@ async def test_vector_d4_body_limit(size: int, expected: int) -> None:
 
 
 async def test_spec_13_8_huge_body_is_capped_and_not_read_to_the_end() -> None:
-    """Spec 13.8 / utilio.ReadAtMost: an endless body gives 10 KiB of output; the probe stops
+    """§13.8 / utilio.ReadAtMost: an endless body gives 10 KiB of output; the probe stops
     reading there and hangs up, so the server cannot send it all."""
     chunk = b"x" * 65536
     total = 256 * 1024 * 1024
@@ -601,7 +602,7 @@ def test_vector_d6_format_url(scheme: str, host: str, port: int, path: str, url:
     ],
 )
 def test_spec_13_1_format_url_follows_go_url_parsing(host: str, path: str, url: str) -> None:
-    """Spec 13.1: JoinHostPort brackets IPv6; the path goes through Go's url.Parse and
+    """§13.1: JoinHostPort brackets IPv6; the path goes through Go's url.Parse and
     URL.String(), and a path Go cannot parse is used as a raw path."""
     assert http.format_url("http", host, 8080, path) == url
 
@@ -704,18 +705,18 @@ async def test_vector_d8_default_request_headers(
 
 
 def test_spec_13_2_accepts_model_http_headers() -> None:
-    """Spec 13.2: the spec model's HTTPHeader entries convert like (name, value) pairs."""
+    """§13.2: the spec model's HTTPHeader entries convert like (name, value) pairs."""
     built = http.build_headers([HTTPHeader(name="x-probe", value="1"), ("accept", "text/plain")])
     assert built == [("X-Probe", "1"), ("Accept", "text/plain"), ("User-Agent", UA)]
 
 
 def test_spec_13_3_user_agent_uses_major_minor_of_kube_version() -> None:
-    """Spec 13.3: `kube-probe/<major>.<minor>` from the kubelet version."""
+    """§13.3: `kube-probe/<major>.<minor>` from the kubelet version."""
     assert dict(http.build_headers([], kube_version="v1.36.2"))["User-Agent"] == "kube-probe/1.36"
 
 
 async def test_spec_13_6_wire_headers_match_go_client() -> None:
-    """Spec 13.6 / net/http Request.write: Host, User-Agent, the rest sorted by name, then the
+    """§13.6 / net/http Request.write: Host, User-Agent, the rest sorted by name, then the
     transport's `Connection: close`; no Accept-Encoding (DisableCompression) and nothing else
     httpx would add. A spec `Connection: keep-alive` is sent and `close` is still added."""
 
@@ -741,7 +742,7 @@ async def test_spec_13_6_wire_headers_match_go_client() -> None:
 
 
 async def test_spec_13_6_no_accept_encoding_and_connection_close() -> None:
-    """Spec 13.6: DisableCompression sends no Accept-Encoding; DisableKeepAlives sends
+    """§13.6: DisableCompression sends no Accept-Encoding; DisableKeepAlives sends
     `Connection: close` (once, when the spec already says close)."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
@@ -757,7 +758,7 @@ async def test_spec_13_6_no_accept_encoding_and_connection_close() -> None:
 
 
 async def test_spec_13_6_new_connection_per_attempt() -> None:
-    """Spec 13.6 (DisableKeepAlives): every attempt opens its own TCP connection."""
+    """§13.6 (DisableKeepAlives): every attempt opens its own TCP connection."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
         # a keep-alive response: the client, not the server, must decide not to reuse it
@@ -772,7 +773,7 @@ async def test_spec_13_6_new_connection_per_attempt() -> None:
 
 
 async def test_spec_13_5_host_header_sets_request_host() -> None:
-    """Spec 13.5: the first Host value is the request's Host; one Host line is sent."""
+    """§13.5: the first Host value is the request's Host; one Host line is sent."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
         await send(writer, response(200, "ok"))
@@ -868,7 +869,7 @@ async def test_net_http_informational_responses_are_skipped() -> None:
 
 
 async def test_spec_13_8_connection_refused_is_go_dial_error(refused_port: int) -> None:
-    """Spec 13.8: a dial error is a Failure whose output is Go's client error text."""
+    """§13.8: a dial error is a Failure whose output is Go's client error text."""
     url = f"http://127.0.0.1:{refused_port}/"
     attempt = await http.probe(url)
     assert attempt.result is Result.FAILURE
@@ -920,7 +921,7 @@ BROKEN = "net/http: HTTP/1.x transport connection broken: "
 async def test_net_http_read_response_refuses_a_status_line_in_go_words(
     answer: bytes, error: str
 ) -> None:
-    """Spec 13.8 / response.go ReadResponse: the status line is cut at its first space; no
+    """§13.8 / response.go ReadResponse: the status line is cut at its first space; no
     space is `malformed HTTP response %q`, a code that is not 3 bytes of a non-negative number
     is `malformed HTTP status code %q`, then a protocol other than HTTP/d.d is `malformed HTTP
     version %q`; the transport marks each `net/http: HTTP/1.x transport connection broken`."""
@@ -1050,7 +1051,7 @@ async def test_net_http_transport_reads_at_most_10_mib_of_response_head(
 
 
 async def test_spec_13_8_connection_reset_names_both_ends() -> None:
-    """Spec 13.8: a reset before the response is Go's `read tcp <local>-><remote>` error."""
+    """§13.8: a reset before the response is Go's `read tcp <local>-><remote>` error."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
@@ -1066,7 +1067,7 @@ async def test_spec_13_8_connection_reset_names_both_ends() -> None:
 
 
 async def test_spec_13_8_body_cut_short_is_an_error_return() -> None:
-    """Spec 13.8: a body-read error after the headers is (Failure, "", err), which the prober
+    """§13.8: a body-read error after the headers is (Failure, "", err), which the prober
     retries; the Attempt keeps the status and what arrived."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
@@ -1083,7 +1084,7 @@ async def test_spec_13_8_body_cut_short_is_an_error_return() -> None:
 
 
 async def test_spec_13_6_deadline_while_reading_body_is_an_error_return() -> None:
-    """Spec 13.6 and 13.8: Client.Timeout also covers the body; running out there fails the
+    """§13.6 and §13.8: Client.Timeout also covers the body; running out there fails the
     body read, so it is the error path with Go's body-timeout text."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
@@ -1142,7 +1143,7 @@ async def test_unresolvable_host_is_go_lookup_error(refused_port: int) -> None:
 async def test_spec_13_6_https_skips_verification(
     ca: trustme.CA, make_context: Callable[[trustme.CA], ssl.SSLContext]
 ) -> None:
-    """Spec 13.6: InsecureSkipVerify, so a certificate from an unknown CA, or a self-signed
+    """§13.6: InsecureSkipVerify, so a certificate from an unknown CA, or a self-signed
     one, is accepted."""
 
     async def app(request: SeenRequest, writer: asyncio.StreamWriter) -> None:
@@ -1191,7 +1192,7 @@ async def test_https_redirect_to_http_sends_no_referer(ca: trustme.CA) -> None:
 
 
 async def test_spec_13_6_each_attempt_hangs_up_its_connection() -> None:
-    """Spec 13.6 (DisableKeepAlives): even when the server offers keep-alive, the probe closes
+    """§13.6 (DisableKeepAlives): even when the server offers keep-alive, the probe closes
     its connection when the attempt ends; nothing stays pooled."""
     closed_by_probe = 0
     all_closed = asyncio.Event()

@@ -2,12 +2,12 @@
 
 Three parts:
 
-1. Every async test of `tests/probe/test_http.py` (vectors D1-D9, the spec 13 cases, the
-   transport errors, TLS) runs here twice, once with `http.probe` as it is and once with
-   `http.probe` pointing at `http_lean.probe`. Each run keeps the test's own assertions, and
-   the lean run also compares every Attempt it made with the reference run's, field by field
-   (ports, which differ between the two runs' servers, are masked; latency and start time are
-   not compared).
+1. Every async test of `tests/probe/test_http.py` (docs/test-vectors.md D1-D9, the cases of
+   docs/kubelet-behaviour.md §13, the transport errors, TLS) runs here twice, once with `http.probe`
+   as it is and once with `http.probe` pointing at `http_lean.probe`. Each run keeps the test's
+   own assertions, and the lean run also compares every Attempt it made with the reference
+   run's, field by field (ports, which differ between the two runs' servers, are masked;
+   latency and start time are not compared).
 2. Scenarios that the reference tests do not pin, each run against ONE server by both handlers
    in turn, so URLs and ports match exactly: every Attempt field and every request head the
    server saw must be identical; and the same again on uvloop, which the benchmark runs on.

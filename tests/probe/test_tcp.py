@@ -1,4 +1,5 @@
-"""TCP handler (`pkg/probe/tcp`, spec 14, vector E) against real sockets on 127.0.0.1."""
+"""TCP handler (`pkg/probe/tcp`, docs/kubelet-behaviour.md §14, docs/test-vectors.md E) against real
+sockets on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ async def test_vector_e2_invalid_port_is_failure_with_dial_error() -> None:
 
 
 async def test_spec_14_3_nothing_sent_and_closed_with_fin(tcp_listener: TCPListener) -> None:
-    """Spec 14.2-14.3: the probe sends and reads nothing and closes at once; ProbeDialer's
+    """§14.2-14.3: the probe sends and reads nothing and closes at once; ProbeDialer's
     close ends the connection with a FIN, not an RST."""
     attempt = await tcp.probe("127.0.0.1", tcp_listener.port, 1.0)
     assert attempt.result is Result.SUCCESS
@@ -50,7 +51,7 @@ async def test_spec_14_3_nothing_sent_and_closed_with_fin(tcp_listener: TCPListe
 
 
 async def test_spec_14_2_probe_dialer_linger_left_off(tcp_listener: TCPListener) -> None:
-    """Spec 14.2 / `probe.ProbeDialer` sets SO_LINGER 1 s. On Linux that only makes close() sleep
+    """§14.2 / `probe.ProbeDialer` sets SO_LINGER 1 s. On Linux that only makes close() sleep
     until the FIN is acknowledged (TIME-WAIT is unchanged) and the wire sees the same FIN, pinned
     by the test above; an event loop must not sleep in close(), so the dial leaves linger off."""
     sock = await tcp.dial("127.0.0.1", tcp_listener.port, 1.0)
@@ -65,7 +66,7 @@ async def test_spec_14_2_probe_dialer_linger_left_off(tcp_listener: TCPListener)
 
 
 async def test_spec_14_3_refused_is_failure_with_go_text(closed_port: int) -> None:
-    """Spec 14.3: a dial error is Failure with `err.Error()` as output, in Go's wording."""
+    """§14.3: a dial error is Failure with `err.Error()` as output, in Go's wording."""
     attempt = await tcp.probe("127.0.0.1", closed_port, 1.0)
     assert attempt.result is Result.FAILURE
     assert attempt.error is None
@@ -74,7 +75,7 @@ async def test_spec_14_3_refused_is_failure_with_go_text(closed_port: int) -> No
 
 
 async def test_spec_14_3_connect_timeout_is_failure_io_timeout(stalled_port: int) -> None:
-    """Spec 14.3: no answer within the timeout is Failure `dial tcp <addr>: i/o timeout`.
+    """§14.3: no answer within the timeout is Failure `dial tcp <addr>: i/o timeout`.
     Real time: 0.3 s, the scaled-down probe timeout."""
     attempt = await tcp.probe("127.0.0.1", stalled_port, 0.3)
     assert attempt.result is Result.FAILURE

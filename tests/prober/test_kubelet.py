@@ -204,7 +204,8 @@ def test_plain_init_containers_run_one_by_one_to_completion_first() -> None:
     status = h.kubelet.status
     assert [s.name for s in status.init_container_statuses] == ["a", "b"]
     assert [s.name for s in status.container_statuses] == ["web", "worker"]
-    # UpdatePodStatus 10.5: a plain init container that exited 0 is Ready
+    # UpdatePodStatus (docs/kubelet-behaviour.md §10.5): a plain init container that exited 0 is
+    # Ready
     assert all(s.ready and s.terminated is not None for s in status.init_container_statuses)
 
 
@@ -616,7 +617,7 @@ def test_initial_delay_counts_from_whole_second_start_status_manager_go_normaliz
     """status_manager.go normalizeStatus truncates StartedAt to the second (Rfc3339Copy)
     before the status is cached, and the worker measures initialDelaySeconds from that copy
     (worker.go doProbe). A container that started at 0.9 has StartedAt 0, so a 3 s delay
-    passes at the tick at 3, 2.1 s after it really started (spec 5.9)."""
+    passes at the tick at 3, 2.1 s after it really started (§5.9)."""
     live = Probe(
         exec=ExecAction(("check",)), period_seconds=1, failure_threshold=3, initial_delay_seconds=3
     )

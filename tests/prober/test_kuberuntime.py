@@ -1,4 +1,5 @@
-"""Kill, restart and grace-period decisions (spec section 11, vectors I, spec 5.7 / vector A20).
+"""Kill, restart and grace-period decisions (docs/kubelet-behaviour.md §11 and §5.7;
+docs/test-vectors.md I and A20).
 
 Each test names the upstream behaviour it pins: `computePodActions`,
 `computeInitContainerActions`, `setTerminationGracePeriod` / `killContainer` in
@@ -293,7 +294,7 @@ def test_grace_floor_applies_without_prestop_even_for_deletion_grace_zero() -> N
     assert kill_grace_period(pod(), c, "liveness", deletion_grace_period=0, pre_stop_seconds=5) == 2
 
 
-# -- ContainerShouldRestart (spec 5.7, vector A20, TestContainerShouldRestart) -----------------
+# -- ContainerShouldRestart (§5.7, vector A20, TestContainerShouldRestart) -----------------
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,8 @@ async def flapping_server() -> AsyncIterator[tuple[int, dict[str, int]]]:
 
 
 async def test_readiness_worker_on_real_time(flapping_server: tuple[int, dict[str, int]]) -> None:
-    """Spec 4.3-5.15 live: first probe at once, then every period; a 503 flips to Failure."""
+    """docs/kubelet-behaviour.md §4.3-5.15 live: first probe at once, then every period; a 503
+    flips to Failure."""
     port, state = flapping_server
     probe = Probe(
         http_get=HTTPGetAction(port=port, path="/healthz"), period_seconds=1, failure_threshold=1

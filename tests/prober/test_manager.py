@@ -1,4 +1,5 @@
-"""Run loop and manager vectors (A13-A15, A24-A25, B1-B7) on a virtual clock."""
+"""Run loop and manager vectors (docs/test-vectors.md A13-A15, A24-A25, B1-B7) on a virtual
+clock."""
 
 from __future__ import annotations
 
@@ -194,7 +195,8 @@ async def test_a14_fixed_rate_schedule(kubelet: FakeKubelet) -> None:
 
 
 async def test_a14_slow_probe_pending_tick_runs_next_at_once(kubelet: FakeKubelet) -> None:
-    """Spec 4.4: a probe longer than the period runs the next one right after; extra ticks drop."""
+    """docs/kubelet-behaviour.md §4.4: a probe longer than the period runs the next one right after;
+    extra ticks drop."""
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
     kubelet.duration = 25.0
@@ -228,7 +230,7 @@ async def test_a15_stop_does_not_cancel_in_flight(kubelet: FakeKubelet) -> None:
 
 
 async def test_a24_manual_trigger_resets_ticker(kubelet: FakeKubelet) -> None:
-    """Spec 4.5 / 10.4: UpdatePodStatus triggers readiness now; the next tick is a period later."""
+    """§4.5 / §10.4: UpdatePodStatus triggers readiness now; the next tick is a period later."""
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
     kubelet.answer = "F"
@@ -265,7 +267,7 @@ async def test_user_trigger_counts_like_tick_and_keeps_schedule(kubelet: FakeKub
 
 
 async def test_a25_startup_jitter(kubelet: FakeKubelet) -> None:
-    """Spec 4.2: a manager younger than the period delays the first probe by rand*[0, period)."""
+    """§4.2: a manager younger than the period delays the first probe by rand*[0, period)."""
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
     m = kubelet.manager(start=-2.0, seed=7)
@@ -363,7 +365,7 @@ async def test_b6_update_pod_status_init_containers(
     # plain init containers get no workers; the startup result is seeded directly
     m.startup.set("test://started_id", S, "u")
     if policy is None:
-        # without a worker a plain init container counts as started when running (10.2)
+        # without a worker a plain init container counts as started when running (§10.2)
         m_status = m.update_pod_status(pod, status)
         out = {c.name: (c.ready, c.started) for c in m_status.init_container_statuses}
         assert out["terminated"] == expected["terminated"]
@@ -397,7 +399,7 @@ async def test_b7_readiness_end_to_end(kubelet: FakeKubelet) -> None:
 
 
 async def test_a22_ready_kept_on_kubelet_restart(kubelet: FakeKubelet) -> None:
-    """Spec 8.5 setReadyStateOnKubeletRestart: a Ready container stays Ready until probed."""
+    """§8.5 setReadyStateOnKubeletRestart: a Ready container stays Ready until probed."""
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     m = kubelet.manager(start=0.0)
     status = running_status(-3600.0)

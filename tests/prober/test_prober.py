@@ -1,4 +1,5 @@
-"""Prober result mapping, retries and event texts: vectors C1-C28 (`prober_test.go`, spec 9)."""
+"""Prober result mapping, retries and event texts: docs/test-vectors.md C1-C28 (`prober_test.go`,
+docs/kubelet-behaviour.md §9)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ async def test_c2_missing_handler_is_an_error_retried() -> None:
 
 
 async def test_c7_unknown_with_error_retried_three_times() -> None:
-    """TestProbe row 7 / spec 9.2: an error is retried up to 3 times, then returned."""
+    """TestProbe row 7 / §9.2: an error is retried up to 3 times, then returned."""
     fake = FakeHandler(Result.UNKNOWN, error="boom")
     outcome = await run_probe_with_retries(
         fake, ProbeType.READINESS, HANDLERS[0], POD, C, PodStatus()
@@ -149,7 +150,7 @@ async def test_c16_c21_unresolvable_port_is_an_error(port: str, probe: str) -> N
 async def test_c9_c10_exec_command_expansion(
     command: tuple[str, ...], env: tuple[EnvVar, ...], expected: str
 ) -> None:
-    """TestProbe rows 9-10 / spec 9.6: only $(VAR) of the container's env is expanded."""
+    """TestProbe rows 9-10 / §9.6: only $(VAR) of the container's env is expanded."""
     container = Container("c", env=env)
     probe = Probe(exec=ExecAction(command))
     outcome = await run_probe_with_retries(
@@ -161,7 +162,7 @@ async def test_c9_c10_exec_command_expansion(
 
 @pytest.mark.parametrize("probe_type", list(ProbeType))
 def test_c27_c28_event_texts(probe_type: ProbeType) -> None:
-    """Spec 9.5: Unhealthy for failures and errors, ProbeWarning for warnings, none for success."""
+    """§9.5: Unhealthy for failures and errors, ProbeWarning for warnings, none for success."""
     name = probe_type.value
     fail = map_attempts(probe_type, [Attempt("exec", "x", Result.FAILURE, "boom")]).event
     assert fail is not None and (fail.type, fail.reason, fail.message) == (

@@ -1,4 +1,7 @@
-"""`probetui simulate`: the classic probe failure modes, in virtual time."""
+"""`probetui simulate`: the classic probe failure modes, in virtual time.
+
+The § items cited are those of docs/kubelet-behaviour.md.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def of(result: dict[str, Any], type_: str, **match: Any) -> list[dict[str, Any]]
 
 
 def test_slow_start_killed_by_liveness_without_startup_probe() -> None:
-    """Spec 6.2 / 11.1: 3 failures x 10 s kill an app that needs 45 s, again and again."""
+    """§6.2 / §11.1: 3 failures x 10 s kill an app that needs 45 s, again and again."""
     r = run({"livenessProbe": {**HTTP, "periodSeconds": 10}}, {"ready_after": 45})
     kills = of(r, "Killing")
     assert [e["t"] for e in kills[:2]] == [30.0, 60.0]
@@ -51,7 +54,7 @@ def test_slow_start_killed_by_liveness_without_startup_probe() -> None:
 
 
 def test_slow_start_saved_by_startup_probe() -> None:
-    """Spec 5.10 / 7.2: liveness waits for startup; a 60 s startup budget lets it live."""
+    """§5.10 / §7.2: liveness waits for startup; a 60 s startup budget lets it live."""
     r = run(
         {
             "livenessProbe": {**HTTP, "periodSeconds": 10},
@@ -66,7 +69,7 @@ def test_slow_start_saved_by_startup_probe() -> None:
     assert len(started) == 1
     # startup probes at t = 0, 2, 4, ...: the container runs from t=1, answers from t=46
     assert started[0]["t"] == 46.0
-    # the readiness manual trigger fires on that status generation (spec 7.4)
+    # the readiness manual trigger fires on that status generation (§7.4)
     ready = of(r, "ReadyChanged", ready=True)
     assert ready[0]["t"] == 46.0
     assert r["summary"]["first_ready_at"] == 46.0
@@ -77,11 +80,11 @@ def test_slow_start_saved_by_startup_probe() -> None:
 def test_readiness_flapping_failure_threshold(
     threshold: int, not_ready: int, unhealthy: int
 ) -> None:
-    """Spec 5.14: with failureThreshold 3 a 10 s blip (two failed probes) never unreadies.
+    """§5.14: with failureThreshold 3 a 10 s blip (two failed probes) never unreadies.
 
     The grid is 1, 6, 11, ... (the manual trigger at container start reset it). With threshold
     1 the failure at 101 unreadies the container, and the status generation that follows
-    triggers readiness again at once (spec 10.4): a third failed attempt, a third event.
+    triggers readiness again at once (§10.4): a third failed attempt, a third event.
     """
     r = run(
         {"readinessProbe": {**HTTP, "periodSeconds": 5, "failureThreshold": threshold}},
@@ -90,14 +93,14 @@ def test_readiness_flapping_failure_threshold(
     )
     assert len(of(r, "ReadyChanged", ready=False)) == not_ready
     assert r["summary"]["final_ready"] is True
-    # an event per failed attempt, whatever the threshold (spec 6.5)
+    # an event per failed attempt, whatever the threshold (§6.5)
     assert len(of(r, "Unhealthy")) == unhealthy
     if threshold == 1:
         assert [e["trigger"] for e in of(r, "ProbeAttempt", t=101.0)] == ["tick", "kubelet-manual"]
 
 
 def test_latency_above_timeout_fails_as_timeout() -> None:
-    """Spec 13.6 / 13.8: the client timeout covers the whole request; a slow answer fails."""
+    """§13.6 / §13.8: the client timeout covers the whole request; a slow answer fails."""
     r = run(
         {"readinessProbe": {**HTTP, "periodSeconds": 5, "timeoutSeconds": 1}},
         {"latency_ms": 1500},
@@ -128,7 +131,7 @@ def test_exit_loop_goes_into_crash_loop_backoff() -> None:
 
 
 def test_restart_counter_carry_over_spec_6_6() -> None:
-    """Spec 6.6: two liveness failures, a crash for another reason, one failure -> a kill."""
+    """§6.6: two liveness failures, a crash for another reason, one failure -> a kill."""
     r = run(
         {"livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 3}},
         # fails from t=5; the app exits by itself 25 s after each start
@@ -142,7 +145,7 @@ def test_restart_counter_carry_over_spec_6_6() -> None:
 
 
 def test_restart_policy_never_kill_without_restart() -> None:
-    """Spec 11.2 / 11.7: under restartPolicy Never a liveness kill is not followed by a restart,
+    """§11.2 / §11.7: under restartPolicy Never a liveness kill is not followed by a restart,
     and with the only container gone it is computePodActions' KillPod: "Stopping container",
     counted as the liveness kill it is."""
     r = run(
@@ -158,7 +161,7 @@ def test_restart_policy_never_kill_without_restart() -> None:
 
 
 def test_misnamed_port_never_kills() -> None:
-    """Spec 16.4: a port name that resolves to nothing errors; errors are discarded."""
+    """§16.4: a port name that resolves to nothing errors; errors are discarded."""
     r = run(
         {"livenessProbe": {"httpGet": {"port": "nope"}, "periodSeconds": 10}},
         {"fail_between": [[0, 1000]]},

@@ -1,4 +1,4 @@
-"""Worker decision vectors A1-A23 (kubelet-test-vectors.md), doProbe one step at a time."""
+"""Worker decision vectors A1-A23 (docs/test-vectors.md), doProbe one step at a time."""
 
 from __future__ import annotations
 
@@ -226,7 +226,8 @@ def test_a12_startup_disabled_once_started() -> None:
 
 
 def test_a16_readiness_counters_carry_over_new_container() -> None:
-    """Spec 6.6: a new container ID resets neither resultRun nor lastResult (readiness)."""
+    """docs/kubelet-behaviour.md §6.6: a new container ID resets neither resultRun nor lastResult
+    (readiness)."""
     w = new_worker(ProbeType.READINESS, probe(success_threshold=3, failure_threshold=1))
     seen: list[tuple[str, ResultValue]] = []
     w.results.subscribe(lambda u: seen.append((u.container_id, u.result)))
@@ -240,7 +241,7 @@ def test_a16_readiness_counters_carry_over_new_container() -> None:
 
 
 def test_a17_liveness_counters_carry_over_new_container() -> None:
-    """Spec 6.6: two failures, a restart for another reason, one failure -> Failure (kill)."""
+    """§6.6: two failures, a restart for another reason, one failure -> Failure (kill)."""
     w = new_worker(ProbeType.LIVENESS, probe(success_threshold=1, failure_threshold=3))
     do_probe(w, running_status(cid="X"), "F")
     do_probe(w, running_status(cid="X"), "F")
@@ -253,7 +254,7 @@ def test_a17_liveness_counters_carry_over_new_container() -> None:
 
 
 def test_a18_probe_errors_are_discarded() -> None:
-    """Spec 5.11 / 6.4: an errored probe changes nothing and counts nothing."""
+    """§5.11 / §6.4: an errored probe changes nothing and counts nothing."""
     w = new_worker(ProbeType.READINESS)
     for _ in range(3):
         do_probe(w, running_status(), "E")
@@ -267,7 +268,7 @@ def test_a18_probe_errors_are_discarded() -> None:
 
 
 def test_a19_initial_delay_truncates_to_whole_seconds() -> None:
-    """Spec 5.9: int32(seconds since startedAt) < initialDelaySeconds -> no probe."""
+    """§5.9: int32(seconds since startedAt) < initialDelaySeconds -> no probe."""
     w = new_worker(ProbeType.LIVENESS, probe(initial_delay_seconds=10))
     assert w.begin(running_status(0.0), 9.99).skip is Skip.INITIAL_DELAY
     assert pub(w) is S
@@ -289,7 +290,7 @@ def test_a19_initial_delay_truncates_to_whole_seconds() -> None:
 def test_a20_non_running_continue_rules(
     pod_policy: str, sidecar: bool, state: str, code: int | None, cont: bool
 ) -> None:
-    """Spec 5.7: ContainerShouldRestart decides whether a worker of a stopped container goes on."""
+    """§5.7: ContainerShouldRestart decides whether a worker of a stopped container goes on."""
     p = probe()
     if sidecar:
         c = Container(
@@ -310,7 +311,7 @@ def test_a20_non_running_continue_rules(
 
 
 def test_a21_held_worker_ignores_termination() -> None:
-    """Spec 5.6 / 17.5: the onHold check comes before the non-running check."""
+    """§5.6 / §17.5: the onHold check comes before the non-running check."""
     w = new_worker(ProbeType.LIVENESS)
     do_probe(w, running_status(), "F")
     assert w.on_hold
@@ -333,7 +334,7 @@ def _restarted_worker(
 
 
 def test_a22_kubelet_restart_publishes_no_initial_value() -> None:
-    """Spec 8.2: a container running since before the manager started gets no initial value."""
+    """§8.2: a container running since before the manager started gets no initial value."""
     w = _restarted_worker(ProbeType.READINESS, -3600.0)
     step = w.begin(running_status(-3600.0), 0.0)
     assert w.results.get(CONTAINER_ID) is None
@@ -343,21 +344,21 @@ def test_a22_kubelet_restart_publishes_no_initial_value() -> None:
 
 
 def test_a22_inside_grace_publishes_initial_value() -> None:
-    """Spec 8.1: started 5 s before the manager (inside the 10 s grace) -> initial value."""
+    """§8.1: started 5 s before the manager (inside the 10 s grace) -> initial value."""
     w = _restarted_worker(ProbeType.READINESS, -5.0)
     w.begin(running_status(-5.0), 0.0)
     assert w.results.get(CONTAINER_ID) is F
 
 
 def test_a22_replaced_container_does_not_inherit() -> None:
-    """Spec 8.3 (PR #141487): the API pod must list the same container ID to inherit state."""
+    """§8.3 (PR #141487): the API pod must list the same container ID to inherit state."""
     w = _restarted_worker(ProbeType.READINESS, -3600.0, api_same_id=False)
     w.begin(running_status(-3600.0), 0.0)
     assert w.results.get(CONTAINER_ID) is F
 
 
 def test_a23_restarted_sidecar_keeps_startup_success() -> None:
-    """Spec 8.4 (issue #136910): a started sidecar's startup worker seeds Success on adoption."""
+    """§8.4 (issue #136910): a started sidecar's startup worker seeds Success on adoption."""
     c = Container(
         CONTAINER, kind=ContainerKind.INIT, restart_policy="Always", startup_probe=probe()
     )

@@ -179,7 +179,8 @@ async def test_stdin_is_dev_null_and_no_shell() -> None:
 
 
 async def test_stop_sigterm_exits_143(run: Callable[..., ContainerProcess]) -> None:
-    """kubelet kill, spec 11.5: SIGTERM first; a process that dies of it reports 143, at once."""
+    """kubelet kill, docs/kubelet-behaviour.md §11.5: SIGTERM first; a process that dies of it
+    reports 143, at once."""
     proc = run("exec sleep 30")
     await proc.start()
     start = time.monotonic()
@@ -190,7 +191,7 @@ async def test_stop_sigterm_exits_143(run: Callable[..., ContainerProcess]) -> N
 async def test_stop_sigkill_after_grace_137(
     run: Callable[..., ContainerProcess], registry: ProcessGroupRegistry
 ) -> None:
-    """kubelet kill, spec 11.5: SIGTERM, then SIGKILL once the grace period has passed → 137."""
+    """kubelet kill, §11.5: SIGTERM, then SIGKILL once the grace period has passed → 137."""
     proc = run("trap '' TERM; echo ready; while :; do sleep 0.05; done")
     await proc.start()
     await _until(lambda: any(line.text == "ready" for line in proc.output_tail()))

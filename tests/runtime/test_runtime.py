@@ -371,8 +371,9 @@ async def test_liveness_kill_restart_and_back_off(live: Callable[..., Any]) -> N
 
 @pytest.mark.slow
 async def test_startup_probe_saves_a_slow_starter(live: Callable[..., Any], tmp_path: Path) -> None:
-    """Startup gating (spec 5.10): liveness waits until startup succeeds, so an app that is
-    not ready for its first 1.2 s is not killed by a liveness probe with failureThreshold 1."""
+    """Startup gating (docs/kubelet-behaviour.md §5.10): liveness waits until startup succeeds, so
+    an app that is not ready for its first 1.2 s is not killed by a liveness probe with
+    failureThreshold 1."""
     ready = tmp_path / "ready"
     slow = f"import time; time.sleep(1.2); open({str(ready)!r}, 'w').close(); time.sleep(60)"
     check = {"exec": {"command": ["test", "-f", str(ready)]}, "periodSeconds": 1}

@@ -1,4 +1,5 @@
-"""Manifest parsing: kinds, documents, defaults (spec 2.1, 2.2) and one-line errors."""
+"""Manifest parsing: kinds, documents, defaults (docs/kubelet-behaviour.md §2.1, §2.2) and one-line
+errors."""
 
 from __future__ import annotations
 
@@ -48,11 +49,12 @@ def error_of(text: str, source: str = "pod.yaml") -> ManifestError:
     return info.value
 
 
-# --- defaults (spec 2.1, 2.2; SetDefaults_Probe, SetDefaults_HTTPGetAction) ---
+# --- defaults (§2.1, §2.2; SetDefaults_Probe, SetDefaults_HTTPGetAction) ---
 
 
 def test_defaulting_vector_empty_probe() -> None:
-    """Defaulting vector: {} -> timeout 1, period 10, success 1, failure 3, delay 0."""
+    """Defaulting vector (docs/test-vectors.md H): {} -> timeout 1, period 10, success 1, failure 3,
+    delay 0."""
     p = one_probe("livenessProbe: {}", validate=False)
     assert (p.timeout_seconds, p.period_seconds) == (1, 10)
     assert (p.success_threshold, p.failure_threshold, p.initial_delay_seconds) == (1, 3, 0)
@@ -67,7 +69,7 @@ def test_defaulting_vector_http_get() -> None:
 
 
 def test_defaulting_replaces_explicit_zero() -> None:
-    """spec 2.1: the defaults replace 0 as well as absence; 0 from the API passes validation."""
+    """§2.1: the defaults replace 0 as well as absence; 0 from the API passes validation."""
     p = one_probe(
         """
         livenessProbe:
@@ -118,7 +120,7 @@ def test_defaulting_keeps_written_values() -> None:
 
 
 def test_negative_values_are_kept_then_refused() -> None:
-    """Defaulting only replaces 0; a negative value reaches validation (spec 2.3)."""
+    """Defaulting only replaces 0; a negative value reaches validation (§2.3)."""
     container = "livenessProbe: {exec: {command: [x]}, periodSeconds: -1}"
     assert one_probe(container, validate=False).period_seconds == -1
     err = error_of(pod_yaml(container))
@@ -336,7 +338,7 @@ def test_yaml_flow_mapping_is_not_mistaken_for_json() -> None:
 
 def test_sidecar_detection_and_container_fields() -> None:
     """initContainers keep their restartPolicy: Always marks a sidecar, probed after the
-    regular containers (spec 3.1); env literal vs valueFrom; restartPolicyRules; preStop."""
+    regular containers (§3.1); env literal vs valueFrom; restartPolicyRules; preStop."""
     (pod,) = load_pods(DATA / "sidecar.yaml")
     setup, proxy = pod.init_containers
     (app,) = pod.containers
@@ -500,7 +502,7 @@ def test_boolean_port_refused() -> None:
 
 
 def test_grpc_named_port_refused() -> None:
-    """spec 2.7: gRPC has no named ports (GRPCAction.Port is int32)."""
+    """§2.7: gRPC has no named ports (GRPCAction.Port is int32)."""
     err = error_of(pod_yaml("livenessProbe: {grpc: {port: grpc}}"))
     assert err.field == "livenessProbe.grpc.port"
     assert "named ports are not supported" in str(err)
@@ -538,7 +540,7 @@ def test_duplicate_key_refused() -> None:
 
 
 def test_unknown_probe_field_refused() -> None:
-    """Probes have no sleep handler (spec 2.6): strict decoding refuses the field."""
+    """Probes have no sleep handler (§2.6): strict decoding refuses the field."""
     err = error_of(pod_yaml("livenessProbe: {sleep: {seconds: 1}}"))
     assert str(err).endswith(
         'container "app": livenessProbe: unknown field "sleep" (probes have no sleep handler; '

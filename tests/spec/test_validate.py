@@ -1,4 +1,5 @@
-"""Validation: every row of vector table H and spec 2.3-2.8 (upstream validation.go)."""
+"""Validation: every row of table H in docs/test-vectors.md and docs/kubelet-behaviour.md §2.3-2.8
+(upstream validation.go)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def only(errors: list[FieldError]) -> FieldError:
 
 
 def test_vector_h_liveness_success_threshold_must_be_1() -> None:
-    """vector H row 1: liveness successThreshold=2 -> Invalid "must be 1" (spec 2.4)."""
+    """vector H row 1: liveness successThreshold=2 -> Invalid "must be 1" (§2.4)."""
     err = only(validate_pod(pod_with(ProbeType.LIVENESS, probe(success_threshold=2))))
     assert err.path == "spec.containers[0].livenessProbe.successThreshold"
     assert err.type is ErrorType.INVALID and err.type == "Invalid"
@@ -91,12 +92,12 @@ def test_vector_h_startup_success_threshold_must_be_1() -> None:
 
 
 def test_vector_h_readiness_any_success_threshold() -> None:
-    """vector H row 3: readiness successThreshold=5 is fine (spec 2.5)."""
+    """vector H row 3: readiness successThreshold=5 is fine (§2.5)."""
     assert validate_pod(pod_with(ProbeType.READINESS, probe(success_threshold=5))) == []
 
 
 def test_vector_h_readiness_termination_grace_period_not_allowed() -> None:
-    """vector H row 4: readiness terminationGracePeriodSeconds=10 -> Invalid (spec 2.5)."""
+    """vector H row 4: readiness terminationGracePeriodSeconds=10 -> Invalid (§2.5)."""
     p = probe(termination_grace_period_seconds=10)
     err = only(validate_pod(pod_with(ProbeType.READINESS, p)))
     assert err.path == "spec.containers[0].readinessProbe.terminationGracePeriodSeconds"
@@ -114,7 +115,7 @@ def test_vector_h_liveness_termination_grace_period_zero() -> None:
 
 
 def test_vector_h_liveness_termination_grace_period_one() -> None:
-    """vector H row 6: liveness terminationGracePeriodSeconds=1 is fine (spec 2.3)."""
+    """vector H row 6: liveness terminationGracePeriodSeconds=1 is fine (§2.3)."""
     assert (
         validate_pod(pod_with(ProbeType.LIVENESS, probe(termination_grace_period_seconds=1))) == []
     )
@@ -132,7 +133,7 @@ def test_vector_h_liveness_termination_grace_period_one() -> None:
     ],
 )
 def test_vector_h_negative_fields(probe_type: ProbeType, attr: str, key: str) -> None:
-    """vector H row 7: any negative timing field -> Invalid, must be non-negative (spec 2.3)."""
+    """vector H row 7: any negative timing field -> Invalid, must be non-negative (§2.3)."""
     errors = validate_pod(pod_with(probe_type, probe(**{attr: -1})))
     path = f"spec.containers[0].{KEY_OF[probe_type]}.{key}"
     negative = [e for e in errors if e.detail == "must be greater than or equal to 0"]
@@ -148,7 +149,7 @@ def test_vector_h_negative_fields(probe_type: ProbeType, attr: str, key: str) ->
 
 @pytest.mark.parametrize("probe_type", list(ProbeType))
 def test_vector_h_exec_and_http_get_both_set(probe_type: ProbeType) -> None:
-    """vector H row 8: exec and httpGet -> httpGet Forbidden (validateHandler, spec 2.6)."""
+    """vector H row 8: exec and httpGet -> httpGet Forbidden (validateHandler, §2.6)."""
     p = Probe(exec=EXEC, http_get=HTTPGetAction(port=80))
     err = only(validate_pod(pod_with(probe_type, p)))
     assert err.path == f"spec.containers[0].{KEY_OF[probe_type]}.httpGet"
@@ -158,7 +159,7 @@ def test_vector_h_exec_and_http_get_both_set(probe_type: ProbeType) -> None:
 
 
 def test_vector_h_every_later_handler_is_forbidden() -> None:
-    """spec 2.6: order exec, httpGet, tcpSocket, grpc; each after the first is Forbidden and
+    """§2.6: order exec, httpGet, tcpSocket, grpc; each after the first is Forbidden and
     only the first is checked further (its bad port is reported, the others' are not)."""
     p = Probe(
         http_get=HTTPGetAction(port=0),
@@ -193,7 +194,7 @@ def test_vector_h_exec_command_empty() -> None:
 
 @pytest.mark.parametrize("scheme", ["FTP", "https", "http", ""])
 def test_vector_h_http_scheme_not_supported(scheme: str) -> None:
-    """vector H row 11: scheme other than exactly HTTP/HTTPS -> NotSupported (spec 2.7)."""
+    """vector H row 11: scheme other than exactly HTTP/HTTPS -> NotSupported (§2.7)."""
     p = Probe(http_get=HTTPGetAction(port=80, scheme=scheme))
     err = only(validate_pod(pod_with(ProbeType.LIVENESS, p)))
     assert err.path == "spec.containers[0].livenessProbe.httpGet.scheme"
@@ -203,7 +204,7 @@ def test_vector_h_http_scheme_not_supported(scheme: str) -> None:
 
 @pytest.mark.parametrize("scheme", ["HTTP", "HTTPS"])
 def test_http_schemes_supported(scheme: str) -> None:
-    """spec 2.7: HTTP and HTTPS are accepted."""
+    """§2.7: HTTP and HTTPS are accepted."""
     assert (
         validate_pod(pod_with(ProbeType.LIVENESS, Probe(http_get=HTTPGetAction(80, scheme=scheme))))
         == []
@@ -259,7 +260,7 @@ def test_vector_h_sidecar_liveness_ok() -> None:
 
 
 def test_sidecar_probes_get_full_validation() -> None:
-    """spec 2.8: a restartable init container's probes are validated like a regular one's."""
+    """§2.8: a restartable init container's probes are validated like a regular one's."""
     pod = pod_with(
         ProbeType.LIVENESS,
         probe(success_threshold=2),
@@ -302,7 +303,7 @@ def test_ephemeral_container_ports_and_lifecycle_forbidden_in_struct_order() -> 
     ]
 
 
-# --- spec 2.7 details ---
+# --- §2.7 details ---
 
 
 @pytest.mark.parametrize(

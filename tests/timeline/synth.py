@@ -264,7 +264,8 @@ class Synth:
         timed_out: bool = False,
         trigger: Trigger = Trigger.TICK,
     ) -> ProbeRecord:
-        """One probe attempt with the worker's arithmetic (spec 5.11-5.16) applied."""
+        """One probe attempt with the worker's arithmetic (docs/kubelet-behaviour.md §5.11-5.16)
+        applied."""
         container = pod.container(name)
         probe = container.probe(pt)
         st = self.containers[(pod.uid, name)]

@@ -354,7 +354,8 @@ class KubernetesRuntime(Runtime):
         if status.phase in ("Succeeded", "Failed"):
             host.manager.remove_pod(pod)
             return
-        # the kubelet's status sync: readiness triggers where not ready (spec 10.3)
+        # the kubelet's status sync: readiness triggers where not ready
+        # (docs/kubelet-behaviour.md §10.3)
         host.manager.update_pod_status(pod, status)
         self._check_pod(host, seen, now, set())
 

@@ -416,9 +416,9 @@ class ContainerProcess:
         return await asyncio.shield(self._task())
 
     async def stop(self, grace: float) -> int:
-        """Stop like the kubelet's killContainer (spec 11.5): SIGTERM to the group, SIGKILL to the
-        group once `grace` seconds have passed, then reap. Returns the exit code, e.g. 143 for a
-        process that died of the SIGTERM, 137 for one that had to be killed.
+        """Stop like the kubelet's killContainer (docs/kubelet-behaviour.md §11.5): SIGTERM to the
+        group, SIGKILL to the group once `grace` seconds have passed, then reap. Returns the exit
+        code, e.g. 143 for a process that died of the SIGTERM, 137 for one that had to be killed.
 
         If this call is cancelled while waiting, the group is killed at once.
         """

@@ -163,7 +163,8 @@ def test_optional_status_fields_missing_or_null() -> None:
     status = pod_status(obj)
     app, b = status.container_statuses
     assert app.state == Waiting() and app.started is None and app.container_id == ""
-    assert status.find("app") is None  # no ID yet: the prober does not see it (spec 5.4)
+    # no ID yet: the prober does not see it (docs/kubelet-behaviour.md §5.4)
+    assert status.find("app") is None
     assert b.state == Running(started_at=ts("2025-03-14T09:00:00"))
     assert b.last_state is None
 

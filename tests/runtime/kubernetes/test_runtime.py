@@ -38,7 +38,8 @@ class _NoJitter:
 
 @pytest.fixture(autouse=True)
 def no_jitter(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the worker spreads first probes over a period after start-up (spec 4.2); not here
+    # the worker spreads first probes over a period after start-up (docs/kubelet-behaviour.md §4.2);
+    # not here
     monkeypatch.setattr("probetui.prober.worker.random", _NoJitter())
 
 
