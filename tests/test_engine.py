@@ -1,4 +1,4 @@
-"""The engine wires a runtime to the prober and its sinks (architecture: Data flow).
+"""The engine wires a runtime to the prober and its sinks (docs/architecture.md, Data flow).
 
 Real time, under a second: one TCP readiness probe against a real listener on 127.0.0.1.
 """

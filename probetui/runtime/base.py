@@ -1,4 +1,4 @@
-"""What the prober needs from wherever containers live (architecture: Runtimes).
+"""What the prober needs from wherever containers live (docs/architecture.md, Runtimes).
 
 A runtime is the only part of probetui that knows where containers run and how to reach them.
 It drives the engine through `RuntimeHost`, a push stream:
@@ -85,7 +85,8 @@ class Runtime(ABC):
 
     # shown in the header: "demo", "local pod.yaml", "context/namespace"
     source: str = ""
-    # --read-only: nothing started, signalled, exec'd or forwarded (architecture: Read-only mode)
+    # --read-only: nothing started, signalled, exec'd or forwarded (docs/architecture.md,
+    # Read-only mode)
     read_only: bool = False
     # True where a real kubelet exists whose verdicts are observed beside the shadow's
     observes_kubelet: bool = False

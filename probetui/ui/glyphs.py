@@ -1,8 +1,9 @@
-"""The screen's vocabulary of glyphs and colours (ui.md), in one place for widgets and help.
+"""The screen's vocabulary of glyphs and colours (docs/screen.md), in one place for widgets
+and help.
 
 Colour repeats what the glyph says and is never the only carrier of it: the screen reads in
 monochrome. Every glyph is one terminal cell wide, so a timeline column is one cell. The
-timeout glyph is therefore the clock face `◷` rather than ui.md's `⌛`, which terminals draw
+timeout glyph is therefore the clock face `◷` rather than an hourglass `⌛`, which terminals draw
 two cells wide (an emoji), breaking the grid; and kill/restart is `↺` rather than `⟲`, which
 common monospace fonts (DejaVu Sans Mono) lack.
 """
