@@ -140,6 +140,7 @@ class Engine:
             handlers.run_probe,
             launch=self._launch_or_skip,
             listener=self._on_record,
+            own_started=self.runtime.observes_kubelet,
         )
         for probe_type in ProbeType:
             self._manager.results_for(probe_type).subscribe(
@@ -157,12 +158,7 @@ class Engine:
 
     def _status_of(self, pod_uid: str) -> PodStatus | None:
         entry = self.pods.get(pod_uid)
-        if entry is None:
-            return None
-        if self.runtime.observes_kubelet and self._manager is not None:
-            # beside a real kubelet the shadow's workers go by their own startup verdicts
-            return self._manager.with_own_started(entry.pod, entry.status)
-        return entry.status
+        return entry.status if entry is not None else None
 
     def _launch_or_skip(self, worker: Worker, status: PodStatus, done: Done) -> None:
         reason = self.runtime.not_probed(worker.pod, worker.container, worker.probe_type)

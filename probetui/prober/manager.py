@@ -1,4 +1,4 @@
-"""The probe manager: `prober_manager.go` (spec sections 3, 7.3, 8.5-8.6, 10).
+"""The probe manager: `prober_manager.go` (docs/kubelet-behaviour.md §3, §7.3, §8.5-8.6, §10).
 
 It owns the worker map and the three results caches, starts and stops workers, and computes
 the Started / Ready fields of a pod status the way `UpdatePodStatus` does, sending the
@@ -30,7 +30,7 @@ from probetui.spec.model import Container, Pod, ProbeType
 Done = Callable[[ProbeOutcome | None], None]
 log = logging.getLogger(__name__)
 
-# AddPod creates workers in this order for each container (spec 3.1)
+# AddPod creates workers in this order for each container (§3.1)
 ADD_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 
 
@@ -45,21 +45,24 @@ class Manager:
         start: float | None = None,
         listener: Listener | None = None,
         rng: random.Random | None = None,
+        own_started: bool = False,
     ) -> None:
         self.clock = clock
+        # beside a real kubelet: startup workers go by their own verdict (Worker.own_started)
+        self.own_started = own_started
         self.status_of = status_of
         self.run_probe = run_probe
         # how a probe is started: an asyncio task live, a scheduled callback in simulation
         self.launch: Launch = launch or self.launch_task
         self.listener = listener
         self.rng = rng
-        # when "the kubelet" started: drives start-up jitter (4.2) and restart grace (8.1)
+        # when "the kubelet" started: drives start-up jitter (§4.2) and restart grace (§8.1)
         self.start = clock.now() if start is None else start
         self.liveness = ResultsManager()
         self.readiness = ResultsManager()
         self.startup = ResultsManager()
         self.workers: dict[ProbeKey, Worker] = {}
-        # in-flight probes; a stopped worker's probe runs to completion (spec 3.5)
+        # in-flight probes; a stopped worker's probe runs to completion (§3.5)
         self._tasks: dict[asyncio.Task[ProbeOutcome], Worker] = {}
         # the loop the probes run on, looked up once: on Python 3.11 each get_running_loop() is
         # a getpid() system call, which cost 2 % of the engine's CPU at 1,500 attempts/s
@@ -94,6 +97,7 @@ class Manager:
                     manager_start=self.start,
                     api_status=api_status,
                 )
+                worker.own_started = self.own_started
                 self.workers[key] = worker
                 worker.start(
                     self.clock,
@@ -115,7 +119,7 @@ class Manager:
                     worker.stop()
 
     def stop_liveness_and_startup(self, pod: Pod) -> None:
-        """Before a pod's containers are killed; readiness keeps running (spec 3.3)."""
+        """Before a pod's containers are killed; readiness keeps running (§3.3)."""
         self._stop(pod, (ProbeType.LIVENESS, ProbeType.STARTUP))
 
     def remove_pod(self, pod: Pod) -> None:
@@ -188,31 +192,8 @@ class Manager:
             c, self.startup.get(c.container_id), self.get_worker(pod.uid, c.name, ProbeType.STARTUP)
         )
 
-    def with_own_started(self, pod: Pod, status: PodStatus) -> PodStatus:
-        """The status as this manager's workers must read it beside a real kubelet: `Started`
-        from their own startup results, as the kubelet's workers read it from its status
-        manager (`SetContainerStartup` on each startup update). The observed `started` is the
-        real kubelet's: followed, a startup worker would stop (5.x, "started: skip") right
-        before its own Success, whenever the kubelet's tick came first."""
-        changed = False
-        regular: list[ContainerStatus] = []
-        for c in status.container_statuses:
-            started = self.is_container_started(pod, c)
-            changed = changed or started != c.started
-            regular.append(c if started == c.started else replace(c, started=started))
-        init: list[ContainerStatus] = []
-        for c in status.init_container_statuses:
-            started = self.is_container_started(pod, c)
-            changed = changed or started != c.started
-            init.append(c if started == c.started else replace(c, started=started))
-        if not changed:
-            return status
-        return replace(
-            status, container_statuses=tuple(regular), init_container_statuses=tuple(init)
-        )
-
     def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
-        """`UpdatePodStatus`: fill Started and Ready; trigger readiness where not ready (10.3)."""
+        """`UpdatePodStatus`: fill Started and Ready; trigger readiness where not ready (§10.3)."""
         regular = tuple(self._update_container(pod, status, c) for c in status.container_statuses)
         init: list[ContainerStatus] = []
         for c in status.init_container_statuses:
@@ -220,7 +201,7 @@ class Manager:
             if spec is not None and spec.is_restartable_init:
                 init.append(self._update_container(pod, status, c))
                 continue
-            # plain init containers: Ready only through a zero exit, never set false here (10.5)
+            # plain init containers: Ready only through a zero exit, never set false here (§10.5)
             started = self.is_container_started(pod, c)
             term = c.terminated
             ready = True if term is not None and term.exit_code == 0 else c.ready
@@ -247,7 +228,7 @@ class Manager:
         return replace(c, started=True, ready=ready)
 
     def _ready_on_kubelet_restart(self, pod: Pod, status: PodStatus, c: ContainerStatus) -> bool:
-        """`setReadyStateOnKubeletRestart` (spec 8.5): keep a Ready container Ready."""
+        """`setReadyStateOnKubeletRestart` (§8.5): keep a Ready container Ready."""
         running = c.running
         if running is None or not running.started_at:
             return False
@@ -266,7 +247,7 @@ class Manager:
 def is_container_started(
     c: ContainerStatus, startup_result: ResultValue | None, startup_worker: Worker | None
 ) -> bool:
-    """`isContainerStarted` with ChangeContainerStatusOnKubeletRestart off (spec 10.2, 8.6)."""
+    """`isContainerStarted` with ChangeContainerStatusOnKubeletRestart off (§10.2, §8.6)."""
     if c.running is None:
         return False
     if startup_result is not None:

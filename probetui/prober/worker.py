@@ -1,8 +1,9 @@
-"""One probe worker: the kubelet's `worker.go` / `worker_legacy.go` (spec sections 4-7).
+"""One probe worker: the kubelet's `worker.go` / `worker_legacy.go`
+(docs/kubelet-behaviour.md §4-7).
 
 The decision procedure is split at the one place it waits, the probe itself:
-`Worker.begin(status, now)` is doProbe up to the handler call (5.2-5.10) and returns a `Step`;
-`Worker.finish(outcome)` is the rest (5.11-5.16). Both are synchronous and read nothing but
+`Worker.begin(status, now)` is doProbe up to the handler call (§5.2-5.10) and returns a `Step`;
+`Worker.finish(outcome)` is the rest (§5.11-5.16). Both are synchronous and read nothing but
 their arguments, the worker's own state and its results cache. The run loop around them is a
 set of clock callbacks, so the same worker runs live and in `probetui simulate`'s virtual time.
 """
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from probetui.prober.status import ContainerStatus
 
 # prober_manager.go kubeletRestartGracePeriod: containers started this long before the manager
-# count as survivors of a kubelet restart (spec 8.1)
+# count as survivors of a kubelet restart (§8.1)
 KUBELET_RESTART_GRACE = 10.0
 
 INITIAL_VALUE = {
@@ -132,16 +133,16 @@ class Worker:
         self.results = results
         self.initial_value = INITIAL_VALUE[probe_type]
         self.key = ProbeKey(pod.uid, container.name, probe_type)
-        # the pod object the worker was created with; never refreshed (spec 5.8, 8.3)
+        # the pod object the worker was created with; never refreshed (§5.8, §8.3)
         self.api_status = api_status
         self.manager_start = manager_start
 
         self.container_id = ""
-        # Go's zero value for results.Result is Success (spec 5.13)
+        # Go's zero value for results.Result is Success (§5.13)
         self.last_result = ResultValue.SUCCESS
         self.result_run = 0
         self.on_hold = False
-        # prober_probe_total by result: successful / failed / unknown (spec 12.1)
+        # prober_probe_total by result: successful / failed / unknown (§12.1)
         self.probe_total = {"successful": 0, "failed": 0, "unknown": 0}
 
         # run-loop state (live driver only)
@@ -160,6 +161,8 @@ class Worker:
         self._launch: Launch
         self._listener: Listener | None = None
         self._on_exit: Callable[[Worker], None] | None = None
+        # beside a real kubelet: Started comes from this worker's own results (`_started`)
+        self.own_started = False
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -168,7 +171,7 @@ class Worker:
         return self.results.get(self.container_id) if self.container_id else None
 
     def _is_kubelet_restart(self, c: ContainerStatus) -> bool:
-        """Spec 8.2-8.3: a container already running before the manager started keeps state."""
+        """§8.2-8.3: a container already running before the manager started keeps state."""
         running = c.running
         if running is None or not running.started_at:
             return False
@@ -181,7 +184,7 @@ class Worker:
         return seen is not None and seen.container_id == c.container_id
 
     def _adopt(self, c: ContainerStatus) -> None:
-        """Spec 5.5 with the kubelet-restart exceptions of 8.2-8.4."""
+        """§5.5 with the kubelet-restart exceptions of §8.2-8.4."""
         if self.container_id:
             self.results.remove(self.container_id)
         self.container_id = c.container_id
@@ -194,18 +197,31 @@ class Worker:
             self.results.set(self.container_id, ResultValue.SUCCESS, self.pod.uid)
         if not is_restart:
             self.results.set(self.container_id, self.initial_value, self.pod.uid)
-        # a new container: resume probing. resultRun and lastResult carry over (spec 6.6)
+        # a new container: resume probing. resultRun and lastResult carry over (§6.6)
         self.on_hold = False
 
+    def _started(self, c: ContainerStatus) -> bool:
+        """Started, as this startup worker must read it.
+
+        The kubelet's workers read Started from its status manager, which `SetContainerStartup`
+        sets from their own startup results. Beside a real kubelet (`own_started`) the status
+        here is the kubelet's: followed, this worker would stop right before its own Success
+        whenever the kubelet's tick came first. So it goes by its own result, and by the
+        status only where it has none (a kubelet-restart adoption, §8.6)."""
+        if not self.own_started:
+            return c.started
+        own = self.published
+        return c.started if own is None else own is ResultValue.SUCCESS
+
     def _keeps_going_when_not_running(self, c: ContainerStatus) -> bool:
-        """Spec 5.7 with ContainerRestartRules on (the default since 1.35)."""
+        """§5.7 with ContainerRestartRules on (the default since 1.35)."""
         terminated = c.terminated
         if terminated is None:
             return True
         return should_restart(self.container, self.pod, terminated.exit_code)
 
     def begin(self, status: PodStatus | None, now: float) -> Step:
-        """doProbe up to the handler call (spec 5.2-5.10)."""
+        """doProbe up to the handler call (§5.2-5.10)."""
         if status is None:
             return Step(True, skip=Skip.NO_STATUS)
         if status.phase in PHASE_TERMINAL:
@@ -225,23 +241,23 @@ class Worker:
             ProbeType.LIVENESS,
             ProbeType.STARTUP,
         ):
-            # a last Success for a quiet shutdown, then stop (spec 5.8)
+            # a last Success for a quiet shutdown, then stop (§5.8)
             self.results.set(self.container_id, ResultValue.SUCCESS, self.pod.uid)
             return Step(False, skip=Skip.DELETING)
-        # whole seconds, truncated like Go's int32(duration.Seconds()) (spec 5.9)
+        # whole seconds, truncated like Go's int32(duration.Seconds()) (§5.9)
         if int(now - running.started_at) < self.spec.initial_delay_seconds:
             return Step(True, skip=Skip.INITIAL_DELAY)
-        if c.started:
-            if self.probe_type is ProbeType.STARTUP:
+        if self.probe_type is ProbeType.STARTUP:
+            if self._started(c):
                 return Step(True, skip=Skip.STARTED)
-        elif self.probe_type is not ProbeType.STARTUP:
+        elif not c.started:
             return Step(True, skip=Skip.NOT_STARTED)
         return Step(True, probe=True, status=status)
 
     def finish(self, outcome: ProbeOutcome) -> bool:
-        """doProbe after the handler call (spec 5.11-5.16). Returns True if the cache changed."""
+        """doProbe after the handler call (§5.11-5.16). Returns True if the cache changed."""
         if outcome.error is not None:
-            return False  # prober error: thrown away, nothing counted (5.11, 6.4)
+            return False  # prober error: thrown away, nothing counted (§5.11, §6.4)
         result = outcome.result
         if result is ResultValue.SUCCESS:
             self.probe_total["successful"] += 1
@@ -259,13 +275,13 @@ class Worker:
         if (result is ResultValue.FAILURE and self.result_run < self.spec.failure_threshold) or (
             result is ResultValue.SUCCESS and self.result_run < self.spec.success_threshold
         ):
-            return False  # below threshold: the published value stays as it is (5.14)
+            return False  # below threshold: the published value stays as it is (§5.14)
 
         changed = self.results.set(self.container_id, result, self.pod.uid)
         if (
             self.probe_type is ProbeType.LIVENESS and result is ResultValue.FAILURE
         ) or self.probe_type is ProbeType.STARTUP:
-            # hold until a new container ID: the kill is pending, or startup is decided (5.16)
+            # hold until a new container ID: the kill is pending, or startup is decided (§5.16)
             self.on_hold = True
             self.result_run = 0
         return changed
@@ -294,7 +310,7 @@ class Worker:
         now = clock.now()
         delay = 0.0
         if period > now - self.manager_start:
-            # kubelet started recently: spread the first probes over a period (spec 4.2)
+            # kubelet started recently: spread the first probes over a period (§4.2)
             delay = (rng or random).random() * period
         self._timer = clock.call_at(now + delay, self._first)
 
@@ -304,7 +320,7 @@ class Worker:
         self._do_probe(Trigger.FIRST, now)
 
     def stop(self) -> None:
-        """Non-blocking and idempotent; seen between probes only (spec 3.5)."""
+        """Non-blocking and idempotent; seen between probes only (§3.5)."""
         if self._stop or self.exited:
             return
         self._stop = True
@@ -312,7 +328,7 @@ class Worker:
             self._exit()
 
     def manual_trigger(self) -> bool:
-        """The kubelet's readiness trigger (spec 4.5). False when one is already queued."""
+        """The kubelet's readiness trigger (§4.5). False when one is already queued."""
         if self._manual_pending:
             return False
         self._manual_pending = True
@@ -334,7 +350,7 @@ class Worker:
         self._timer = self._clock.call_at(first, self._on_tick)
 
     def _on_tick(self) -> None:
-        # Go's ticker: one pending tick at most, later ones dropped, the grid kept (spec 4.4)
+        # Go's ticker: one pending tick at most, later ones dropped, the grid kept (§4.4)
         self._tick_pending = True
         period = float(self.spec.period_seconds)
         assert self.next_tick is not None
@@ -361,7 +377,7 @@ class Worker:
             self._exit()
         elif self._manual_pending:
             self._manual_pending = False
-            # a manual run restarts the period from now; no stale tick follows (4.5)
+            # a manual run restarts the period from now; no stale tick follows (§4.5)
             self._tick_pending = False
             self._arm_ticker(now + float(self.spec.period_seconds))
             self._do_probe(Trigger.KUBELET, now)
@@ -379,7 +395,7 @@ class Worker:
             return
         try:
             step = self.begin(self._status_of(self.pod.uid), now)
-        except Exception:  # a panic in doProbe is recovered; the worker goes on (spec 5.1)
+        except Exception:  # a panic in doProbe is recovered; the worker goes on (§5.1)
             log.exception("doProbe failed for %s", self.key)
             return
         if not step.probe:
@@ -407,7 +423,7 @@ class Worker:
         self._launch(self, step.status, done)
 
     def _exit(self) -> None:
-        """Deferred clean-up of `run`: ticker, cached result, worker map (spec 3.6)."""
+        """Deferred clean-up of `run`: ticker, cached result, worker map (§3.6)."""
         if self.exited:
             return
         self.exited = True
