@@ -33,7 +33,12 @@ def _reply(status: str, text: str) -> str:
 
 
 def web_script(
-    *, flap: int = 10, sick_after: int | None = None, sleep_first: int = 0, port: int = HTTP_PORT
+    *,
+    flap: int = 10,
+    sick_after: int | None = None,
+    sleep_first: int = 0,
+    port: int = HTTP_PORT,
+    exit_0_on_term: bool = False,
 ) -> str:
     """The shell a web container runs: CGI endpoints, then httpd in the foreground."""
     parts = ["mkdir -p /www/cgi-bin", "echo ok > /www/index.html"]
@@ -67,6 +72,9 @@ def web_script(
         script += f"(sleep {sick_after}; touch /tmp/sick) &\n"
     if sleep_first:
         script += f"sleep {sleep_first}\n"
+    if exit_0_on_term:
+        # an app that ends cleanly when asked to: SIGTERM makes it exit 0
+        return script + f"httpd -f -vvv -p {port} -h /www & trap 'kill $!; exit 0' TERM; wait\n"
     return script + f"exec httpd -f -vvv -p {port} -h /www\n"
 
 
@@ -99,6 +107,20 @@ def web(name: str = "web", script: str | None = None, **probes: Any) -> dict[str
         "ports": [{"name": "http", "containerPort": HTTP_PORT}],
         **probes,
     }
+
+
+def busybox(name: str, command: list[str], **probes: Any) -> dict[str, Any]:
+    """A busybox container that runs `command` (by default it only sleeps)."""
+    return {
+        "name": name,
+        "image": IMAGES["busybox"],
+        "imagePullPolicy": "Never",
+        "command": command,
+        **probes,
+    }
+
+
+SLEEP = ["sleep", "3600"]
 
 
 def grpc_app(flip: str = "15s", **probes: Any) -> dict[str, Any]:
@@ -150,38 +172,30 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
             "exec-file",
             ns,
             [
-                {
-                    "name": "worker",
-                    "image": IMAGES["busybox"],
-                    "imagePullPolicy": "Never",
-                    "command": [
-                        "sh",
-                        "-c",
-                        "touch /tmp/healthy; sleep 40; rm /tmp/healthy; exec sleep 3600",
-                    ],
-                    "readinessProbe": {
+                busybox(
+                    "worker",
+                    ["sh", "-c", "touch /tmp/healthy; sleep 40; rm /tmp/healthy; exec sleep 3600"],
+                    readinessProbe={
                         "exec": {"command": ["cat", "/tmp/healthy"]},
                         "periodSeconds": 3,
                     },
-                }
+                )
             ],
         ),
         pod(
             "exec-varied",
             ns,
             [
-                {
-                    "name": "worker",
-                    "image": IMAGES["busybox"],
-                    "imagePullPolicy": "Never",
-                    "command": ["sh", "-c", "exec sleep 3600"],
-                    # a different message each second: past ten similar events in ten minutes
-                    # the kubelet's event correlator combines them into one aggregate event
-                    "readinessProbe": {
+                # a different message each second: past ten similar events in ten minutes
+                # the kubelet's event correlator combines them into one aggregate event
+                busybox(
+                    "worker",
+                    SLEEP,
+                    readinessProbe={
                         "exec": {"command": ["sh", "-c", "echo not ready at $(date +%s); exit 1"]},
                         "periodSeconds": 1,
                     },
-                }
+                )
             ],
         ),
         pod(
@@ -223,6 +237,17 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
             restartPolicy="Never",
         ),
         pod(
+            "onfailure-exit0",
+            ns,
+            [
+                web(
+                    script=web_script(sick_after=10, exit_0_on_term=True),
+                    livenessProbe=_http("/cgi-bin/healthz", periodSeconds=2, failureThreshold=2),
+                )
+            ],
+            restartPolicy="OnFailure",
+        ),
+        pod(
             "hostnet",
             ns,
             [
@@ -249,13 +274,9 @@ def _exec_pod(name: str, ns: str, command: list[str]) -> dict[str, Any]:
         name,
         ns,
         [
-            {
-                "name": "worker",
-                "image": IMAGES["busybox"],
-                "imagePullPolicy": "Never",
-                "command": ["sleep", "3600"],
-                "readinessProbe": {"exec": {"command": command}, "periodSeconds": 2},
-            }
+            busybox(
+                "worker", SLEEP, readinessProbe={"exec": {"command": command}, "periodSeconds": 2}
+            )
         ],
     )
 

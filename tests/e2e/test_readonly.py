@@ -11,9 +11,8 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e.build import IMAGES
 from tests.e2e.cluster import VIEW_USER, Cluster
-from tests.e2e.pods import HTTP_PORT, pod, web
+from tests.e2e.pods import HTTP_PORT, SLEEP, busybox, pod, web
 from tests.e2e.run import start, stop, wait_listed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
@@ -61,13 +60,11 @@ def test_read_only_as_the_view_user_leaves_only_get_list_watch_in_the_audit_log(
                 "worker",
                 NS,
                 [
-                    {
-                        "name": "worker",
-                        "image": IMAGES["busybox"],
-                        "imagePullPolicy": "Never",
-                        "command": ["sleep", "3600"],
-                        "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 2},
-                    }
+                    busybox(
+                        "worker",
+                        SLEEP,
+                        readinessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2},
+                    )
                 ],
             ),
         ]

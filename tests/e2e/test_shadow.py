@@ -26,7 +26,7 @@ import pytest
 
 from tests.e2e import applog
 from tests.e2e.cluster import CLIENT_IP, NODE_IP, POD_GATEWAY, Cluster
-from tests.e2e.pods import pod, shadow_pod_set
+from tests.e2e.pods import SLEEP, busybox, pod, shadow_pod_set
 from tests.e2e.run import Run, start, stop, wait_listed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
@@ -49,7 +49,7 @@ def shadow_run(
     tmp = cluster.workdir("shadow")
     cluster.namespace(NS)
     # a pod of no interest, so the shadow's first line says its first list is done
-    cluster.apply(pod("anchor", NS, [{"name": "idle", **_idle()}]))
+    cluster.apply(pod("anchor", NS, [busybox("idle", SLEEP)]))
     run = start(cluster, tmp, "-n", NS, "--via", "direct")
     try:
         wait_listed(run, 60)
@@ -65,12 +65,6 @@ def shadow_run(
         for p in pods
     }
     yield run, {"pods": {p["metadata"]["name"]: p for p in pods}, "logs": logs}
-
-
-def _idle() -> dict[str, Any]:
-    from tests.e2e.build import IMAGES
-
-    return {"image": IMAGES["busybox"], "imagePullPolicy": "Never", "command": ["sleep", "3600"]}
 
 
 def test_the_shadow_ran_cleanly(shadow_run: tuple[Run, dict]) -> None:
@@ -181,6 +175,27 @@ def test_restart_policy_never_kills_the_pod_not_the_container(shadow_run: tuple[
     assert len(failures) == 1
     assert abs(_t(failures[0]) - _t(kills[0])) <= 3.0
     assert not [e for e in run.of("ContainerStarted", pod="never") if e.get("restartCount")]
+
+
+def test_on_failure_and_exit_0_after_a_probe_kill_completes_the_pod(
+    shadow_run: tuple[Run, dict],
+) -> None:
+    """A probe kill restarts in the same sync while no back-off window is open (the snapshot
+    still shows the container running); once a start meets an open window, the next sync asks
+    ContainerShouldRestart with the exit code, and OnFailure with exit 0 means the pod is done.
+    Seen on the real kubelet: a few immediate restarts, one BackOff, then nothing starts."""
+    run, _ = shadow_run
+    kills = run.of("Killing", pod="onfailure-exit0")
+    assert kills and {k["probe"] for k in kills} == {"liveness"}, kills
+    exits = run.of("ContainerExited", pod="onfailure-exit0")
+    assert exits and {e["exitCode"] for e in exits} == {0}
+    restarts = [
+        e for e in run.of("ContainerStarted", pod="onfailure-exit0") if e.get("restartCount")
+    ]
+    backoffs = run.of("BackOff", pod="onfailure-exit0")
+    assert len(backoffs) >= 1, "the last start met an open back-off window"
+    assert sum(k["increment"] for k in kills) == len(restarts) + 1
+    assert all(_t(r) <= _t(backoffs[0]) for r in restarts), "nothing started after it"
 
 
 def test_a_startup_probe_saves_the_slow_starter(shadow_run: tuple[Run, dict]) -> None:
