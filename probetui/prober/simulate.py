@@ -2,7 +2,7 @@
 
 The real `Manager` and `Worker` run on `SimClock`, a synchronous timer heap; a probe "runs" by
 asking the scenario how the app answers at that instant and completes after the answer's
-latency (or the probe's timeout). Around the workers, `PodKubelet` (`kubelet.py`, shared with
+latency (or the probe's timeout). Around the workers, `PodKubelet` (`kubelet/pod.py`, shared with
 the local runtime) plays the parts of the kubelet that react to containers and published
 results: start order of init containers and sidecars, status generation (Started, Ready and
 the readiness manual trigger), kills with their grace period, restarts with CrashLoopBackOff.
@@ -20,7 +20,7 @@ them, while the app's own timing (ready_after, exit_after) runs from the exact s
 kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are taken as zero: a kill
 follows the published Failure at the same instant, a restart follows the exit at once unless
 back-off delays it, and a delayed restart happens exactly when the back-off window ends (v1.35
-requeues the pod for that moment; see `backoff.py`).
+requeues the pod for that moment; see `kubelet/backoff.py`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from probetui.kubelet import backoff as bo
+from probetui.kubelet.pod import PodKubelet
 from probetui.probe.base import Attempt, Result
-from probetui.prober import backoff as bo
 from probetui.prober.clock import SimClock, _Timer
-from probetui.prober.kubelet import PodKubelet
 from probetui.prober.manager import Manager
 from probetui.prober.prober import (
     ProbeOutcome,

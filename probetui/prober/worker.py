@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
+from probetui.kubelet.kuberuntime import should_restart
 from probetui.prober.clock import Cancellable, Clock
-from probetui.prober.kuberuntime import should_restart
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PHASE_TERMINAL, PodStatus

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 
-from probetui.prober.kuberuntime import restart_after_probe_kill
+from probetui.kubelet.kuberuntime import restart_after_probe_kill
 from probetui.prober.results import ResultValue
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.ui.redact import header_text, mask

@@ -21,8 +21,8 @@ from typing import Any, cast
 import pytest
 
 from probetui.engine import Engine
-from probetui.prober import backoff as bo
-from probetui.prober.kubelet import PodKubelet
+from probetui.kubelet import backoff as bo
+from probetui.kubelet.pod import PodKubelet
 from probetui.prober.results import ResultValue, Update
 from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure

@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from probetui.prober.kubelet import PodKubelet
+from probetui.kubelet.pod import PodKubelet
 from probetui.runtime.local.process import (
     ContainerProcess,
     ContainerStartError,

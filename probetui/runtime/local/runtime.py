@@ -38,10 +38,10 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from probetui.kubelet import backoff as bo
+from probetui.kubelet.pod import PodKubelet
 from probetui.probe.exec import ExecOutput, ExecRunner, run_local
 from probetui.probe.util import ReachError
-from probetui.prober import backoff as bo
-from probetui.prober.kubelet import PodKubelet
 from probetui.prober.results import Update
 from probetui.prober.status import ContainerStatus, PodStatus, Waiting
 from probetui.runtime.base import KubeletEvent, Runtime, RuntimeFailure, RuntimeHost

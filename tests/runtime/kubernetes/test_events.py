@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from probetui.prober.kuberuntime import backoff_event_message, container_probe_action
+from probetui.kubelet.kuberuntime import backoff_event_message, container_probe_action
 from probetui.prober.prober import map_attempts
 from probetui.prober.results import ResultValue
 from probetui.runtime.kubernetes.events import (
@@ -127,7 +127,7 @@ def test_killing_messages(
 
 
 def test_killing_and_backoff_texts_of_our_own_kubelet_model_parse_back() -> None:
-    """The local runtime's texts (probetui.prober.kuberuntime) are upstream's: both directions."""
+    """The local runtime's texts (probetui.kubelet.kuberuntime) are upstream's: both directions."""
     pod = Pod(name="web", namespace="shop", uid="u-1", restart_policy="Never")
     app = Container(name="app")
     sidecar = Container(name="proxy", kind=ContainerKind.INIT, restart_policy="Always")

@@ -53,8 +53,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from probetui.prober import backoff as bo
-from probetui.prober import kuberuntime as kr
+from probetui.kubelet import backoff as bo
+from probetui.kubelet import kuberuntime as kr
 from probetui.prober.clock import Cancellable, Clock
 from probetui.prober.manager import Manager
 from probetui.prober.results import ResultValue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from probetui.prober.backoff import (
+from probetui.kubelet.backoff import (
     CRASH_LOOP_RESET_AFTER,
     Backoff,
     BackOffCheck,

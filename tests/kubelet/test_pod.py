@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from probetui.prober import backoff as bo
+from probetui.kubelet import backoff as bo
+from probetui.kubelet.pod import PodKubelet
 from probetui.prober.clock import SimClock
-from probetui.prober.kubelet import PodKubelet
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.simulate import synthetic_attempt

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from probetui.prober.kuberuntime import (
+from probetui.kubelet.kuberuntime import (
     CRASH_LOOP_BACK_OFF,
     KillDecision,
     backoff_event_message,
