@@ -4,4 +4,7 @@
 - `guard`: `--read-only`, enforced on the API client's connector.
 - `observed`: pod objects (raw dicts) to the engine's Pod and PodStatus, and their changes.
 - `events`: core/v1 Events to KubeletEvents, each occurrence counted once.
+- `runtime`: `KubernetesRuntime`, wiring the reflectors, the observed state and the two below.
+- `divergence`: the shadow's results against the kubelet's verdicts, `Divergence` events;
+- `reach`: the paths to pods (`--via`), exec, the forbidden memory and RBAC hints.
 """
