@@ -50,7 +50,8 @@ from probetui.prober.status import ContainerStatus, PodStatus, Running
 from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event, attempt_fields
-from probetui.timeline.store import DEFAULT_CAPACITY, DEFAULT_DETAIL, REC, Store
+from probetui.timeline.history import REC
+from probetui.timeline.store import DEFAULT_CAPACITY, DEFAULT_DETAIL, Store
 
 NAME = "history"
 GOAL_MB = 300.0

@@ -11,7 +11,7 @@ common monospace fonts (DejaVu Sans Mono) lack.
 from __future__ import annotations
 
 from probetui.prober.results import ResultValue
-from probetui.timeline.store import Kind
+from probetui.timeline.history import Kind
 
 OK, WARN, BAD, DIM, INFO = "green", "yellow", "red", "bright_black", "cyan"
 

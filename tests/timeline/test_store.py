@@ -13,7 +13,8 @@ from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event
-from probetui.timeline.store import ContainerKey, Kind, Store
+from probetui.timeline.history import Kind
+from probetui.timeline.store import ContainerKey, Store
 from tests.timeline.synth import T0, Synth
 
 R, L = ProbeType.READINESS, ProbeType.LIVENESS

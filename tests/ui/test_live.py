@@ -21,7 +21,8 @@ from probetui.spec.model import (
     ProbeType,
     TCPSocketAction,
 )
-from probetui.timeline.store import ContainerKey, Kind, Store
+from probetui.timeline.history import Kind
+from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.app import ProbeApp
 from probetui.ui.widgets.attempts import AttemptLog
 from probetui.ui.widgets.threshold import ThresholdPane

@@ -12,7 +12,8 @@ from textual.widget import Widget
 
 from probetui.prober.worker import ProbeKey, Trigger
 from probetui.spec.model import ProbeType
-from probetui.timeline.store import KIND_NAMES, AttemptView, ContainerKey, Kind
+from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
+from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.describe import latency

@@ -9,7 +9,8 @@ from textual.widget import Widget
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, Skip, Worker
 from probetui.spec.model import Container, Pod, Probe, ProbeType
-from probetui.timeline.store import ContainerKey, Kind, ProbeHistory
+from probetui.timeline.history import Kind, ProbeHistory
+from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.describe import (

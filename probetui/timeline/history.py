@@ -1,0 +1,486 @@
+"""One probe's history: the bit-packed ring of every doProbe, its layout, and the intern table.
+
+`ProbeHistory` keeps, per probe worker, a ring of every doProbe (attempt or skip) packed into
+one `array("I")` of small numbers: no Python object per attempt. The codes stored in its
+columns (`Kind`, trigger, skip reason, published result, result run) and the field offsets are
+defined here, beside the packing and unpacking that use them. Texts (output, target, body
+excerpt, errors, event messages) go through `Texts`, one reference-counted intern table shared
+by every ring of a store, since most attempts repeat the previous one's text; a slot that is
+overwritten releases its texts. `AttemptView` is one entry unpacked for the attempt log.
+
+`probetui.timeline.store` owns the rings, sizes them and feeds them events.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from probetui.probe.base import Result
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+
+if TYPE_CHECKING:
+    from probetui.timeline.store import ContainerHistory
+
+# -- codes stored in the columns ----------------------------------------------------------
+
+
+class Kind:
+    """What one doProbe did; the `kind` column. 0 is never stored."""
+
+    SUCCESS = 1
+    WARNING = 2
+    FAILURE = 3
+    TIMEOUT = 4  # a failure whose last try ran out of time
+    ERROR = 5  # a prober error the worker discarded (docs/kubelet-behaviour.md §5.11)
+    SKIP = 6  # no handler ran: initial delay, startup gating, on hold, paused, read-only ...
+
+    ATTEMPTS = (SUCCESS, WARNING, FAILURE, TIMEOUT, ERROR)
+
+
+KIND_NAMES = {
+    Kind.SUCCESS: "success",
+    Kind.WARNING: "warning",
+    Kind.FAILURE: "failure",
+    Kind.TIMEOUT: "timeout",
+    Kind.ERROR: "error",
+    Kind.SKIP: "skipped",
+}
+
+
+TRIGGERS: tuple[Trigger, ...] = tuple(Trigger)
+TRIGGER_CODE = {t: i for i, t in enumerate(TRIGGERS)}
+# skip reasons: 1.. in Skip's order; OTHER_SKIP carries its reason in the output column
+SKIPS: tuple[Skip, ...] = tuple(Skip)
+SKIP_CODE = {s: i + 1 for i, s in enumerate(SKIPS)}
+OTHER_SKIP = 255
+_RESULTS = {-1: ResultValue.UNKNOWN, 0: ResultValue.SUCCESS, 1: ResultValue.FAILURE}
+
+MAX_RUN = 0xFFFF
+BODY_EXCERPT = 2048  # characters of an HTTP body kept for the attempt log
+
+CHANGES = 64  # per probe: published result changes kept for ▼/▲
+
+
+def kind_of(record: ProbeRecord) -> int:
+    outcome = record.outcome
+    if outcome is None:
+        return Kind.SKIP
+    attempt = outcome.attempt
+    if outcome.error is not None or attempt is None:
+        return Kind.ERROR
+    if attempt.timed_out:
+        return Kind.TIMEOUT
+    if attempt.result is Result.SUCCESS:
+        return Kind.SUCCESS
+    if attempt.result is Result.WARNING:
+        return Kind.WARNING
+    return Kind.FAILURE  # failure, and unknown without an error (counted as failure)
+
+
+# -- the intern table ---------------------------------------------------------------------
+
+
+class Texts:
+    """Strings shared by index, with reference counts so that overwritten slots free theirs.
+
+    Index 0 is the empty string and is never freed.
+    """
+
+    __slots__ = ("_free", "_index", "_refs", "_texts")
+
+    def __init__(self) -> None:
+        self._texts: list[str] = [""]
+        self._refs = array("I", [0])
+        self._index: dict[str, int] = {"": 0}
+        self._free: list[int] = []
+
+    def add(self, text: str | None) -> int:
+        """The index of `text`, with one more reference to it."""
+        if not text:
+            return 0
+        i = self._index.get(text)
+        if i is None:
+            if self._free:
+                i = self._free.pop()
+                self._texts[i] = text
+                self._refs[i] = 0
+            else:
+                i = len(self._texts)
+                self._texts.append(text)
+                self._refs.append(0)
+            self._index[text] = i
+        self._refs[i] += 1
+        return i
+
+    def release(self, i: int) -> None:
+        if i == 0:
+            return
+        left = self._refs[i] - 1
+        self._refs[i] = left
+        if left == 0:
+            del self._index[self._texts[i]]
+            self._texts[i] = ""
+            self._free.append(i)
+
+    def __getitem__(self, i: int) -> str:
+        return self._texts[i]
+
+    def __len__(self) -> int:
+        """Distinct strings held (the empty one included)."""
+        return len(self._index)
+
+
+# -- one probe's history ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView:
+    """One ring entry as the attempt log shows it (built on demand, a few dozen at a time)."""
+
+    t: float
+    kind: int
+    trigger: Trigger
+    skip: Skip | None
+    latency: float  # seconds
+    status_code: int | None
+    result_run: int
+    published: ResultValue | None
+    output: str  # the handler's output: what the kubelet's event carries; skip reason for skips
+    detail: bool = False  # the fields below are known (one of the last `detail` attempts)
+    target: str = ""
+    body: str = ""
+    error: str = ""
+    event: str = ""
+    tries: int = 0
+
+    @property
+    def manual(self) -> bool:
+        return self.trigger is Trigger.USER
+
+    @property
+    def is_attempt(self) -> bool:
+        return self.kind != Kind.SKIP
+
+    @property
+    def skip_reason(self) -> str:
+        if self.kind != Kind.SKIP:
+            return ""
+        return self.skip.value if self.skip is not None else self.output
+
+
+# one entry: five unsigned 32-bit fields side by side in one array (see ProbeHistory)
+F_T, F_LAT, F_CODE, F_STATUS, F_OUT = range(5)
+REC = 5
+# one kept detail: the entry's sequence number + 1 (0: empty slot), then text indices, tries
+D_SEQ, D_TARGET, D_BODY, D_ERROR, D_EVENT, D_TRIES = range(6)
+DREC = 6
+MAX_LAT_US = 0xFFFFFFFF
+
+
+class ProbeHistory:
+    """Every doProbe of one worker, newest last, in a ring of `capacity` entries.
+
+    An entry is 20 bytes in one `array("I")`, five fields side by side: time (ms after the
+    history's base time: 49 days of range), latency (µs), a packed code (kind, trigger,
+    published result, skip reason, result run), the HTTP status, and the output's text index.
+    One array rather than one per column: with 15,000 workers every Python object counts
+    twice, once in memory and once in each full pass of the garbage collector.
+    """
+
+    __slots__ = (
+        "_base",
+        "_changes",
+        "_d",
+        "_d_head",
+        "_detail",
+        "_head",
+        "_rec",
+        "_texts",
+        "capacity",
+        "counts",
+        "key",
+        "last_result",
+        "last_t",
+        "on_hold",
+        "owner",
+        "published",
+        "result_run",
+        "seq",
+    )
+
+    def __init__(self, key: ProbeKey, texts: Texts, capacity: int, detail: int) -> None:
+        self.key = key
+        self.owner: ContainerHistory | None = None  # set by the store
+        self._texts = texts
+        self.capacity = max(1, capacity)
+        self._detail = max(0, min(detail, self.capacity))
+        self._base: float | None = None
+        # grows with use up to capacity entries, then wraps at _head
+        self._rec = array("I")
+        self._head = 0
+        self.seq = 0  # entries ever appended
+        # the detail ring, over attempts only, allocated on the first attempt
+        self._d = array("I")
+        self._d_head = 0
+        # published result changes: (t, ResultValue int), bounded
+        self._changes: deque[tuple[float, int]] | None = None
+        # what the last record said, and totals since the worker began
+        self.result_run = 0
+        self.last_result: ResultValue | None = None
+        self.published: ResultValue | None = None
+        self.on_hold = False
+        self.last_t: float | None = None
+        self.counts = [0] * 7  # by Kind
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _ms(self, t: float) -> int:
+        base = self._base
+        if base is None:
+            # a little before the first entry, so a slightly earlier one still fits
+            base = self._base = t - 60.0
+        return min(max(0, round((t - base) * 1000.0)), 0xFFFFFFFF)
+
+    def append(
+        self,
+        t: float,
+        kind: int,
+        trigger: int,
+        skip: int,
+        latency: float,
+        status: int,
+        run: int,
+        published: ResultValue | None,
+        output: str | None,
+    ) -> int:
+        """Add one entry; returns its sequence number."""
+        out = self._texts.add(output)
+        code = (
+            kind
+            | trigger << 3
+            | _PUB_CODE[published] << 5
+            | (skip & 0xFF) << 8
+            | min(run, MAX_RUN) << 16
+        )
+        ms = self._ms(t)
+        lat = min(max(0, round(latency * 1e6)), MAX_LAT_US)
+        rec = self._rec
+        if len(rec) < self.capacity * REC:
+            rec.extend((ms, lat, code, status & 0xFFFF, out))
+        else:
+            i = self._head * REC
+            self._texts.release(rec[i + F_OUT])
+            rec[i] = ms
+            rec[i + 1] = lat
+            rec[i + 2] = code
+            rec[i + 3] = status & 0xFFFF
+            rec[i + 4] = out
+            self._head = (self._head + 1) % self.capacity
+        self.counts[kind] += 1
+        self.last_t = t
+        seq = self.seq
+        self.seq += 1
+        return seq
+
+    def set_detail(
+        self,
+        seq: int,
+        target: str,
+        body: str | None,
+        error: str | None,
+        event: str | None,
+        tries: int,
+    ) -> None:
+        if self._detail == 0:
+            return
+        texts = self._texts
+        d = self._d
+        if not d:
+            d = self._d = array("I", [0]) * (self._detail * DREC)
+        # a ring over attempts only: skips never push an attempt's detail out
+        i = self._d_head * DREC
+        self._d_head = (self._d_head + 1) % self._detail
+        for f in (D_TARGET, D_BODY, D_ERROR, D_EVENT):
+            texts.release(d[i + f])
+        d[i + D_SEQ] = (seq + 1) & 0xFFFFFFFF
+        d[i + D_TARGET] = texts.add(target)
+        d[i + D_BODY] = texts.add(body[:BODY_EXCERPT] if body else None)
+        d[i + D_ERROR] = texts.add(error)
+        d[i + D_EVENT] = texts.add(event)
+        d[i + D_TRIES] = min(tries, 255)
+
+    def add_change(self, t: float, result: ResultValue) -> None:
+        if self._changes is None:
+            self._changes = deque(maxlen=CHANGES)
+        self._changes.append((t, int(result)))
+
+    def release(self) -> None:
+        """Give back every text this history holds (the probe is gone)."""
+        texts = self._texts
+        rec, d = self._rec, self._d
+        for i in range(F_OUT, len(rec), REC):
+            texts.release(rec[i])
+        for i in range(0, len(d), DREC):
+            for f in (D_TARGET, D_BODY, D_ERROR, D_EVENT):
+                texts.release(d[i + f])
+        self._rec = array("I")
+        self._d = array("I")
+
+    # -- reading ----------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._rec) // REC
+
+    def _time(self, ms: int) -> float:
+        assert self._base is not None
+        return self._base + ms / 1000.0
+
+    @property
+    def oldest_t(self) -> float | None:
+        n = len(self)
+        if n == 0:
+            return None
+        first = self._head if n == self.capacity else 0
+        return self._time(self._rec[first * REC + F_T])
+
+    def indices_back(self) -> Iterator[int]:
+        """Offsets of the entries in the array, newest first."""
+        n = len(self)
+        if n < self.capacity:
+            yield from range((n - 1) * REC, -1, -REC)
+            return
+        head = self._head
+        yield from range((head - 1) * REC, -1, -REC)
+        yield from range((n - 1) * REC, head * REC - 1, -REC)
+
+    def window(self, start: float, end: float) -> list[tuple[float, int]]:
+        """(t, kind) of the entries with start <= t < end, newest first."""
+        out: list[tuple[float, int]] = []
+        if self._base is None:
+            return out
+        base = self._base
+        lo, hi = (start - base) * 1000.0, (end - base) * 1000.0
+        rec = self._rec
+        for i in self.indices_back():
+            ms = rec[i]
+            if ms >= hi:
+                continue
+            if ms < lo:
+                break
+            out.append((base + ms / 1000.0, rec[i + F_CODE] & 7))
+        return out
+
+    def changes(self, start: float, end: float) -> list[tuple[float, ResultValue]]:
+        if not self._changes:
+            return []
+        return [(t, _RESULTS[r]) for t, r in self._changes if start <= t < end]
+
+    def latencies(self, n: int) -> list[tuple[float, int]]:
+        """(latency s, kind) of the last `n` attempts (skips left out), oldest first."""
+        out: list[tuple[float, int]] = []
+        rec = self._rec
+        for i in self.indices_back():
+            kind = rec[i + F_CODE] & 7
+            if kind == Kind.SKIP:
+                continue
+            out.append((rec[i + F_LAT] / 1e6, kind))
+            if len(out) >= n:
+                break
+        out.reverse()
+        return out
+
+    def last_attempt_t(self) -> float | None:
+        rec = self._rec
+        for i in self.indices_back():
+            if rec[i + F_CODE] & 7 != Kind.SKIP:
+                return self._time(rec[i])
+        return None
+
+    def last_skip(self) -> AttemptView | None:
+        """The newest entry when it is a skip (why the probe is not running now)."""
+        for i in self.indices_back():
+            return self._view(i, {}) if self._rec[i + F_CODE] & 7 == Kind.SKIP else None
+        return None
+
+    def recent(self, n: int, until: float | None = None) -> list[AttemptView]:
+        """The newest `n` entries (at or before `until`, when given), newest first, with detail
+        where it is still kept."""
+        d = self._d
+        details = {d[j] - 1: j for j in range(0, len(d), DREC) if d[j]}
+        out: list[AttemptView] = []
+        seq = self.seq
+        rec = self._rec
+        last_ms = None if until is None or self._base is None else (until - self._base) * 1000.0
+        for i in self.indices_back():
+            seq -= 1
+            if last_ms is not None and rec[i] > last_ms:
+                continue
+            out.append(self._view(i, details, seq & 0xFFFFFFFF))
+            if len(out) >= n:
+                break
+        return out
+
+    def _view(self, i: int, details: dict[int, int], seq: int = -1) -> AttemptView:
+        texts = self._texts
+        rec = self._rec
+        code = rec[i + F_CODE]
+        skip_code = (code >> 8) & 0xFF
+        status = rec[i + F_STATUS]
+        j = details.get(seq)
+        detail: dict[str, object] = {}
+        if j is not None:
+            d = self._d
+            detail = {
+                "detail": True,
+                "target": texts[d[j + D_TARGET]],
+                "body": texts[d[j + D_BODY]],
+                "error": texts[d[j + D_ERROR]],
+                "event": texts[d[j + D_EVENT]],
+                "tries": d[j + D_TRIES],
+            }
+        return AttemptView(
+            t=self._time(rec[i + F_T]),
+            kind=code & 7,
+            trigger=TRIGGERS[(code >> 3) & 3],
+            skip=SKIPS[skip_code - 1] if 0 < skip_code <= len(SKIPS) else None,
+            latency=rec[i + F_LAT] / 1e6,
+            status_code=status or None,
+            result_run=code >> 16,
+            published=_PUB_VALUE[(code >> 5) & 3],
+            output=texts[rec[i + F_OUT]],
+            **detail,  # type: ignore[arg-type]
+        )
+
+
+_PUB_CODE: dict[ResultValue | None, int] = {
+    ResultValue.SUCCESS: 0,
+    ResultValue.FAILURE: 1,
+    ResultValue.UNKNOWN: 2,
+    None: 3,
+}
+_PUB_VALUE: tuple[ResultValue | None, ...] = (
+    ResultValue.SUCCESS,
+    ResultValue.FAILURE,
+    ResultValue.UNKNOWN,
+    None,
+)
+
+
+__all__ = [
+    "KIND_NAMES",
+    "OTHER_SKIP",
+    "SKIPS",
+    "SKIP_CODE",
+    "TRIGGERS",
+    "TRIGGER_CODE",
+    "AttemptView",
+    "Kind",
+    "ProbeHistory",
+    "Texts",
+    "kind_of",
+]
