@@ -267,11 +267,8 @@ class Engine:
 
     @staticmethod
     def _container_of(entry: _PodEntry, container_id: str) -> str | None:
-        status = entry.status
-        for cs in (*status.container_statuses, *status.init_container_statuses):
-            if cs.container_id == container_id:
-                return cs.name
-        return None
+        cs = entry.status.by_container_id(container_id)
+        return cs.name if cs is not None else None
 
     def _publish(self, event: Event) -> None:
         for sink in self.sinks:

@@ -89,9 +89,18 @@ class PodStatus:
 
     def lookup(self, name: str) -> ContainerStatus | None:
         """By name, whatever the ID."""
-        for s in (*self.container_statuses, *self.init_container_statuses):
-            if s.name == name:
-                return s
+        for group in (self.container_statuses, self.init_container_statuses):
+            for s in group:
+                if s.name == name:
+                    return s
+        return None
+
+    def by_container_id(self, container_id: str) -> ContainerStatus | None:
+        """The status of the container instance `container_id`, regular statuses first."""
+        for group in (self.container_statuses, self.init_container_statuses):
+            for s in group:
+                if s.container_id == container_id:
+                    return s
         return None
 
     def with_container(self, status: ContainerStatus) -> PodStatus:
