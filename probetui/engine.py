@@ -147,14 +147,20 @@ class Engine:
                 lambda update, pt=probe_type: self._on_update(pt, update)
             )
         self._task = asyncio.current_task()
+        # the runtime runs beside the engine, not inside its await: on the way out the workers
+        # stop first, then the runtime closes what they reach through (its API clients, its
+        # processes). The other order fails the attempts in flight ("Session is closed").
+        runtime = asyncio.ensure_future(self.runtime.run(self))
         try:
-            if duration is None:
-                await self.runtime.run(self)
-            else:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.runtime.run(self), duration)
+            await asyncio.wait({runtime}, timeout=duration)
+            if runtime.done():
+                runtime.result()  # its own end, or its failure
         finally:
             await self._manager.shutdown()
+            if not runtime.done():
+                runtime.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await runtime
 
     def _status_of(self, pod_uid: str) -> PodStatus | None:
         entry = self.pods.get(pod_uid)

@@ -87,3 +87,41 @@ async def test_engine_records_attempts_result_changes_and_kubelet_events() -> No
     changes = [x["result"] for x in lines if x["type"] == "ResultChanged"]
     assert changes == ["Failure", "Success"]
     assert rec.pods[0][1] is not None and rec.pods[0][1].pod_ip == "127.0.0.1"
+
+
+class ClosingRuntime(StaticRuntime):
+    """Its probes wait on a path it closes when it stops, as the cluster runtime's API clients."""
+
+    def __init__(self, pod: Pod) -> None:
+        super().__init__(pod)
+        self.closed = asyncio.Event()
+        self.in_flight = asyncio.Event()
+
+    async def run(self, host: RuntimeHost) -> None:
+        try:
+            await super().run(host)
+        finally:
+            self.closed.set()
+            await asyncio.sleep(0.05)  # closing a client session takes the loop a moment
+
+    async def reach(self, pod: Pod, container: Container, host: str, port: int) -> tuple[str, int]:
+        from probetui.probe.util import ReachError
+
+        self.in_flight.set()
+        await self.closed.wait()
+        raise ReachError("Session is closed")
+
+
+async def test_on_the_way_out_workers_stop_before_the_runtime_closes_their_paths() -> None:
+    """Seen on the real cluster: at SIGINT the runtime closed its API clients first, and the
+    attempts in flight were published as errors ("Session is closed")."""
+    probe = Probe(tcp_socket=TCPSocketAction(port=9), period_seconds=1, timeout_seconds=1)
+    container = Container(name="app", ports=(ContainerPort(9),), readiness_probe=probe)
+    pod = Pod(name="p", namespace="ns", uid="uid-1", containers=(container,))
+    runtime, rec = ClosingRuntime(pod), Recorder()
+    task = asyncio.create_task(Engine(runtime, [rec]).run())
+    await asyncio.wait_for(runtime.in_flight.wait(), 2)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert runtime.closed.is_set()
+    assert [e.fields.get("error") for e in rec.events if e.type == "ProbeAttempt"] == []
