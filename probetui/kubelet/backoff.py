@@ -81,10 +81,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from probetui.probe.base import go_duration
 from probetui.spec.model import Container, Pod
-
-__all__ = ["go_duration"]  # re-exported: the back-off texts use it
 
 # pkg/kubelet/kubelet.go and kubelet config v1beta1 defaults
 INITIAL_CRASH_LOOP_BACK_OFF = 10.0

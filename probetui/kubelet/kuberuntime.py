@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from probetui.kubelet.backoff import go_duration
+from probetui.probe.gotext import go_duration
 from probetui.prober.results import ResultValue
 from probetui.spec.model import Container, ContainerKind, Pod
 

@@ -17,7 +17,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt, Result, decode, go_duration, go_quote
+from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt, Result, decode
+from probetui.probe.gotext import exec_start_error, exec_timed_out
 from probetui.spec.model import EnvVar
 
 
@@ -90,26 +91,6 @@ def static_env(env: Iterable[EnvVar]) -> dict[str, str]:
     return {var.name: var.value or "" for var in env}
 
 
-def timed_out_text(argv: Sequence[str], timeout: float) -> str:
-    """The CRI client's error for an ExecSync that hit its deadline, which the exec prober makes
-    the output (cri-client `execSyncV1`: ErrCommandTimedOut, the joined argv quoted as Go's %q,
-    the probe timeout as a Go duration), e.g. `command timed out: "sh -c sleep 10" timed out
-    after 1s`. Simulate's synthetic timeouts use it too, so the two cannot drift apart."""
-    return f"command timed out: {go_quote(' '.join(argv))} timed out after {go_duration(timeout)}"
-
-
-def _start_error(program: str, exc: OSError) -> str:
-    # The wording of Go's os/exec, which the container runtime reports for a command it cannot
-    # start, e.g. `exec: "nope": executable file not found in $PATH`.
-    reason = os.strerror(exc.errno) if exc.errno else str(exc)
-    reason = reason[:1].lower() + reason[1:]
-    if "/" not in program and isinstance(exc, FileNotFoundError):
-        return f'exec: "{program}": executable file not found in $PATH'
-    if isinstance(exc, FileNotFoundError):
-        return f'exec: "{program}": stat {program}: {reason}'
-    return f'exec: "{program}": {reason}'
-
-
 async def _drain(stream: asyncio.StreamReader | None, kept: bytearray) -> None:
     """Read to EOF so the child never blocks on a full pipe; keep the first 10 KiB."""
     if stream is None:
@@ -152,7 +133,7 @@ async def run_local(
             cwd=cwd,
         )
     except OSError as exc:
-        return ExecOutput(b"", None, error=_start_error(argv[0], exc))
+        return ExecOutput(b"", None, error=exec_start_error(argv[0], exc))
 
     # start_new_session makes the child the leader of a group whose id is its pid
     pgid = proc.pid
@@ -196,7 +177,7 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
     """One exec attempt (§15.4, upstream `exec.go`; ExecProbeTimeout locked on).
 
     exit 0 or no error → Success with the output; non-zero exit → Failure with the output;
-    timeout → Failure with the CRI client's error text (`timed_out_text`); any other error →
+    timeout → Failure with the CRI client's error text (`gotext.exec_timed_out`); any other error →
     Unknown with `error` set and empty output, as `exec.go` returns it (the runner's ExecOutput
     still has the output).
     """
@@ -228,7 +209,7 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
 
     if out.timed_out:
         # exec.go makes the CRI client's error text the output; the partial output is dropped
-        return done(Result.FAILURE, timed_out_text(argv, timeout), timed_out=True)
+        return done(Result.FAILURE, exec_timed_out(argv, timeout), timed_out=True)
     data = decode(out.output[:MAX_OUTPUT_BYTES])
     if out.exit_code is not None:
         return done(Result.SUCCESS if out.exit_code == 0 else Result.FAILURE, data)
@@ -244,5 +225,4 @@ __all__ = [
     "probe",
     "run_local",
     "static_env",
-    "timed_out_text",
 ]

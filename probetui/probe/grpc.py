@@ -29,7 +29,17 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from probetui.probe import tcp
-from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result, go_duration, user_agent
+from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result, user_agent
+from probetui.probe.gotext import (
+    GRPC_HEALTHY,
+    grpc_connect_error,
+    grpc_connect_timeout,
+    grpc_rpc_error,
+    grpc_rpc_timeout,
+    grpc_unhealthy,
+    grpc_unimplemented,
+    join_host_port,
+)
 
 # Go's codes.Code.String() for each status, as `status.Error` prints it
 _GO_CODE_NAMES = {
@@ -51,22 +61,6 @@ _GO_CODE_NAMES = {
     grpc.StatusCode.DATA_LOSS: "DataLoss",
     grpc.StatusCode.UNAUTHENTICATED: "Unauthenticated",
 }
-
-_GO_ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t"}
-_GO_ESCAPES |= {"\v": r"\v", "\\": "\\\\", '"': '\\"'}
-
-
-def go_quote(text: str) -> str:
-    """Go's `%q` for the strings that appear here (addresses, status names)."""
-    out = []
-    for ch in text:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
 
 
 def _status_name(status: int) -> str:
@@ -170,19 +164,16 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             await writer.drain()
 
 
-def _rpc_error_text(exc: grpc.aio.AioRpcError, within: str) -> str:
+def _rpc_error_text(exc: grpc.aio.AioRpcError, timeout: float) -> str:
     code = exc.code()
     message = exc.details() or ""
     if code == grpc.StatusCode.UNIMPLEMENTED:
-        return (
-            "error: this server does not implement the grpc health protocol "
-            f"(grpc.health.v1.Health): {message}"
-        )
+        return grpc_unimplemented(message)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return f"timeout: health rpc did not complete within {within}"
+        return grpc_rpc_timeout(timeout)
     # grpc-go's status error: `rpc error: code = <Code> desc = <message>`
     name = _GO_CODE_NAMES.get(code, "Unknown")
-    return f"error: health rpc probe failed: rpc error: code = {name} desc = {message}"
+    return grpc_rpc_error(f"rpc error: code = {name} desc = {message}")
 
 
 def _channel_options(kube_version: str, authority: str | None) -> list[tuple[str, str | int]]:
@@ -215,11 +206,10 @@ async def probe(
 
     `host` is the pod IP for the kubelet; `tls=True` is `mode: TLS` (alpha GRPCContainerProbeTLS).
     """
-    addr = tcp.join_host_port(host, port)
+    addr = join_host_port(host, port)
     started_at = time.time()
     start = time.monotonic()
     deadline = start + timeout
-    within = go_duration(timeout)
     timed_out = False
 
     def done(result: Result, output: str) -> Attempt:
@@ -243,7 +233,7 @@ async def probe(
                 authority: str | None = addr
             else:
                 # Go dials an empty host as the unspecified address, which reaches this host
-                target = tcp.join_host_port(host or "0.0.0.0", port)
+                target = join_host_port(host or "0.0.0.0", port)
                 authority = None
             channel = grpc.aio.insecure_channel(
                 target, options=_channel_options(kube_version, authority)
@@ -254,20 +244,14 @@ async def probe(
                 await channel.channel_ready()
         except TimeoutError:
             timed_out = True
-            return done(
-                Result.FAILURE,
-                f"timeout: failed to connect service {go_quote(addr)} within {within}: "
-                "context deadline exceeded",
-            )
+            return done(Result.FAILURE, grpc_connect_timeout(addr, timeout))
         except Exception as exc:
-            return done(
-                Result.FAILURE, f"error: failed to connect service at {go_quote(addr)}: {exc}"
-            )
+            return done(Result.FAILURE, grpc_connect_error(addr, str(exc)))
 
         if deadline - time.monotonic() <= 0:
             # the dial used the whole deadline: grpc-go's Check then fails at once
             timed_out = True
-            return done(Result.FAILURE, f"timeout: health rpc did not complete within {within}")
+            return done(Result.FAILURE, grpc_rpc_timeout(timeout))
         try:
             # fail-fast, grpc-go's default: the connection is already READY
             response = await health_pb2_grpc.HealthStub(channel).Check(
@@ -276,14 +260,13 @@ async def probe(
             )
         except grpc.aio.AioRpcError as exc:
             timed_out = exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-            return done(Result.FAILURE, _rpc_error_text(exc, within))
+            return done(Result.FAILURE, _rpc_error_text(exc, timeout))
         except Exception as exc:
-            return done(Result.FAILURE, f"error: health rpc probe failed: {exc}")
+            return done(Result.FAILURE, grpc_rpc_error(str(exc)))
 
         if response.status != health_pb2.HealthCheckResponse.SERVING:
-            status = go_quote(_status_name(response.status))
-            return done(Result.FAILURE, f"service unhealthy (responded with {status})")
-        return done(Result.SUCCESS, "service healthy")
+            return done(Result.FAILURE, grpc_unhealthy(_status_name(response.status)))
+        return done(Result.SUCCESS, GRPC_HEALTHY)
     finally:
         if channel is not None:
             await channel.close()
@@ -291,4 +274,4 @@ async def probe(
             await bridge.close()
 
 
-__all__ = ["go_duration", "go_quote", "probe"]
+__all__ = ["probe"]

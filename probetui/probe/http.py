@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import os
 import re
 import socket
 import ssl
@@ -30,8 +29,24 @@ from probetui.probe.base import (
     Attempt,
     Result,
     decode,
-    go_quote,
     user_agent,
+)
+from probetui.probe.gotext import (
+    HEADERS_TOO_LARGE,
+    MAX_RESPONSE_HEADER_BYTES,
+    NO_SUCH_HOST,
+    TIMEOUT_AWAITING_HEADERS,
+    TIMEOUT_READING_BODY,
+    TOO_MANY_REDIRECTS,
+    TRANSPORT_BROKEN,
+    dns_error,
+    go_quote,
+    http_redirect_warning,
+    http_status_failed,
+    join_host_port,
+    op_error,
+    syscall_error,
+    url_error,
 )
 from probetui.spec.model import HTTPHeader
 
@@ -47,21 +62,8 @@ _NOT_FROM_MAP = frozenset({"Host", "User-Agent", "Content-Length", "Transfer-Enc
 _SENSITIVE = frozenset({"Authorization", "Www-Authenticate", "Cookie", "Cookie2"})
 _GO_DEFAULT_USER_AGENT = "Go-http-client/1.1"
 
-_TIMEOUT_AWAITING_HEADERS = (
-    "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-)
-_TIMEOUT_READING_BODY = (
-    "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
-)
-_BROKEN = "net/http: HTTP/1.x transport connection broken: "
-# net/http persistConn.maxHeaderResponseSize: the kubelet's prober leaves the transport's
-# MaxResponseHeaderBytes unset, so a response head may take 10 MiB; readLoop's text past it
-MAX_RESPONSE_HEADER_BYTES = 10 << 20
-_HEADERS_TOO_LARGE = (
-    f"net/http: server response headers exceeded {MAX_RESPONSE_HEADER_BYTES} bytes; aborted"
-)
-# `_HeadGate` holds every head to that cap before h11 sees it; h11's own limit (httpcore's is
-# 100 KiB) must not refuse first. httpcore has no per-connection setting, and nothing else in
+# `_HeadGate` holds every head to Go's cap, MAX_RESPONSE_HEADER_BYTES, before h11 sees it; h11's
+# own limit (httpcore's is 100 KiB) must not refuse first. httpcore has no per-connection setting, and nothing else in
 # probetui uses httpcore, so the reference raises it for the process.
 httpcore.AsyncHTTP11Connection.MAX_INCOMPLETE_EVENT_SIZE = MAX_RESPONSE_HEADER_BYTES
 
@@ -240,10 +242,6 @@ def _check_authority(authority: str) -> None:
         raise _URLError(f"invalid port {go_quote(port)} after host")
 
 
-def _join_host_port(host: str, port: int | str) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 # one entry per probe URL: a cluster's worth of pods must fit, or every attempt misses
 @lru_cache(maxsize=32768)
 def format_url(scheme: str, host: str, port: int, path: str) -> str:
@@ -256,7 +254,7 @@ def format_url(scheme: str, host: str, port: int, path: str) -> str:
     except _URLError:
         u = _GoURL(path=_as_bytes_str(path))
     u.scheme = scheme
-    u.host = _as_bytes_str(_join_host_port(host, port))
+    u.host = _as_bytes_str(join_host_port(host, port))
     return u.string()
 
 
@@ -370,20 +368,9 @@ class _GoError(Exception):
     """An error with the exact text net/http would give."""
 
 
-def _url_error(url: str, detail: str) -> str:
-    # url.Error.Error(): Op is "Get" for a GET
-    return f"Get {go_quote(url)}: {detail}"
-
-
-def _errno_text(code: int) -> str:
-    # Go's syscall.Errno strings are glibc's with a lower-case first letter
-    text = os.strerror(code)
-    return text[:1].lower() + text[1:]
-
-
 def _go_addr(addr: Any) -> str:
     if isinstance(addr, tuple) and len(addr) >= 2:
-        return _join_host_port(str(addr[0]), addr[1])
+        return join_host_port(str(addr[0]), addr[1])
     return str(addr)
 
 
@@ -505,7 +492,7 @@ class _HeadGate:
             end = buf.find(b"\n", 0, MAX_RESPONSE_HEADER_BYTES)
             if end < 0:
                 if len(buf) >= MAX_RESPONSE_HEADER_BYTES:
-                    raise _GoError(_BROKEN + _HEADERS_TOO_LARGE)
+                    raise _GoError(TRANSPORT_BROKEN + HEADERS_TOO_LARGE)
                 if data:
                     return None
                 if not buf:
@@ -513,7 +500,7 @@ class _HeadGate:
                     self.open = True
                     return data
                 self._judge(bytes(buf))
-                raise _GoError(_BROKEN + "unexpected EOF")
+                raise _GoError(TRANSPORT_BROKEN + "unexpected EOF")
             line = bytes(buf[:end])
             self._judge(line[:-1] if line.endswith(b"\r") else line)
             self._line_read = True
@@ -522,14 +509,14 @@ class _HeadGate:
         if blank is not None and blank.end() <= MAX_RESPONSE_HEADER_BYTES:
             error = _mime_header_error(bytes(buf[: blank.end()]))
             if error is not None:
-                raise _GoError(_BROKEN + error)
+                raise _GoError(TRANSPORT_BROKEN + error)
             self.open = True
             self._buf = bytearray()
             return bytes(buf)
         if len(buf) >= MAX_RESPONSE_HEADER_BYTES:
-            raise _GoError(_BROKEN + _HEADERS_TOO_LARGE)
+            raise _GoError(TRANSPORT_BROKEN + HEADERS_TOO_LARGE)
         if not data:
-            raise _GoError(_BROKEN + (_mime_header_error(bytes(buf)) or "unexpected EOF"))
+            raise _GoError(TRANSPORT_BROKEN + (_mime_header_error(bytes(buf)) or "unexpected EOF"))
         return None
 
     def broken_off(self) -> None:
@@ -541,7 +528,7 @@ class _HeadGate:
     def _judge(line: bytes) -> None:
         error = _status_line_error(line)
         if error is not None:
-            raise _GoError(_BROKEN + error)
+            raise _GoError(TRANSPORT_BROKEN + error)
 
 
 def _head_error(message: str) -> str:
@@ -549,12 +536,12 @@ def _head_error(message: str) -> str:
     with `message`: Go reads such heads, so only the transport's prefix is Go's."""
     if message.startswith("Receive buffer too long"):
         # only a head after a 1xx one gets here, and Go's cap counts both
-        return _BROKEN + _HEADERS_TOO_LARGE
+        return TRANSPORT_BROKEN + HEADERS_TOO_LARGE
     match = _STATUS_LINE.match(message)
     if match:
         # a line Go reads and h11 does not (two spaces, a signed code): Go's nearest words
-        return f"{_BROKEN}malformed HTTP response {go_quote(_bytes_repr(match))}"
-    return _BROKEN + message
+        return f"{TRANSPORT_BROKEN}malformed HTTP response {go_quote(_bytes_repr(match))}"
+    return TRANSPORT_BROKEN + message
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -617,7 +604,7 @@ def _gate_reads(stream: Any) -> None:
 def _socket_error(op: str, err: OSError, conn: _Conn) -> str:
     if err.errno is None:
         return "EOF"
-    return f"{op} tcp {conn.addresses}: {op}: {_errno_text(err.errno)}"
+    return op_error(op, conn.addresses, syscall_error(op, err.errno))
 
 
 def _tls_error(err: ssl.SSLError) -> str:
@@ -654,20 +641,20 @@ def _describe(exc: BaseException, url: str, conn: _Conn) -> str:
         if isinstance(err, socket.gaierror):
             host = _hostname(url)
             if err.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", -5)):
-                return f"dial tcp: lookup {host}: no such host"
-            return f"dial tcp: lookup {host}: {err.strerror or err}"
+                return op_error("dial", "", dns_error(host, NO_SUCH_HOST))
+            return op_error("dial", "", dns_error(host, str(err.strerror or err)))
         if isinstance(err, ssl.SSLError):
             return _tls_error(err)
     for err in chain:
         if isinstance(err, OSError) and err.errno is not None:
             if isinstance(exc, httpx.ConnectError) and not conn.connected:
                 match = _CONNECT_CALL.search(str(err))
-                addr = _join_host_port(match[1], match[2]) if match else _dial_addr(url)
-                return f"dial tcp {addr}: connect: {_errno_text(err.errno)}"
+                addr = join_host_port(match[1], match[2]) if match else _dial_addr(url)
+                return op_error("dial", addr, syscall_error("connect", err.errno))
             op = "write" if isinstance(exc, httpx.WriteError) else "read"
             return _socket_error(op, err, conn)
     if isinstance(exc, httpx.ConnectError):
-        return f"dial tcp {_dial_addr(url)}: connect: {message}"
+        return op_error("dial", _dial_addr(url), f"connect: {message}")
     return message or type(exc).__name__
 
 
@@ -718,7 +705,7 @@ def _dial_addr(url: str) -> str:
     port = authority[colon + 1 :] if colon >= 0 and "]" not in authority[colon:] else ""
     if not port:
         port = "443" if url[:6].lower() == "https:" else "80"
-    return _join_host_port(_hostname(url), port)
+    return join_host_port(_hostname(url), port)
 
 
 def _canonical_addr(url: str) -> str:
@@ -809,9 +796,9 @@ def classify(status_code: int, body: str) -> tuple[Result, str]:
     if 200 <= status_code < 300:
         return Result.SUCCESS, body
     if 300 <= status_code < 400:
-        return Result.WARNING, f"Probe terminated redirects, Response body: {body}"
+        return Result.WARNING, http_redirect_warning(body)
     # the body stays out of the message until issue 99425 is resolved upstream
-    return Result.FAILURE, f"HTTP probe failed with statuscode: {status_code}"
+    return Result.FAILURE, http_status_failed(status_code)
 
 
 @dataclass(slots=True)
@@ -880,9 +867,9 @@ async def _exchange(
         try:
             response = await _send(transport, current, hop_headers, host, conn)
         except _GoError as exc:
-            return Result.FAILURE, _url_error(current, str(exc)), None
+            return Result.FAILURE, url_error(current, str(exc)), None
         except (httpx.TransportError, OSError) as exc:
-            return Result.FAILURE, _url_error(current, _describe(exc, current, conn)), None
+            return Result.FAILURE, url_error(current, _describe(exc, current, conn)), None
         requests += 1
         progress.status_code = response.status_code
         locations = response.headers.get_list("location")
@@ -892,14 +879,14 @@ async def _exchange(
         try:
             hop = _next_hop(current, location, host, original_hostname, follow_non_local_redirects)
         except _GoError as exc:
-            return Result.FAILURE, _url_error(current, str(exc)), None
+            return Result.FAILURE, url_error(current, str(exc)), None
         if hop is None:
             break  # ErrUseLastResponse: this 3xx is the answer
         target, next_host = hop
         progress.url = target
         await _drain(response)
         if requests >= MAX_REDIRECT_REQUESTS:
-            return Result.FAILURE, _url_error(location, "stopped after 10 redirects"), None
+            return Result.FAILURE, url_error(location, TOO_MANY_REDIRECTS), None
         hop_headers = _redirect_headers(headers, current, target)
         current, host = target, next_host
         conn.reset()
@@ -948,9 +935,9 @@ async def probe(
         timed_out = True
         if progress.reading_body:
             # ReadAtMost fails: (Failure, "", err), which the prober retries
-            error = _TIMEOUT_READING_BODY
+            error = TIMEOUT_READING_BODY
         else:
-            output = _url_error(progress.url, _TIMEOUT_AWAITING_HEADERS)
+            output = url_error(progress.url, TIMEOUT_AWAITING_HEADERS)
     finally:
         latency = time.monotonic() - start
         await transport.aclose()

@@ -48,19 +48,24 @@ from probetui.probe.base import (
     Attempt,
     Result,
     decode,
+)
+from probetui.probe.gotext import (
+    MAX_RESPONSE_HEADER_BYTES,
+    TIMEOUT_AWAITING_HEADERS,
+    TIMEOUT_READING_BODY,
+    TOO_MANY_REDIRECTS,
     go_quote,
+    op_error,
+    syscall_error,
+    url_error,
 )
 from probetui.probe.http import (
     _REDIRECT_CODES,
     _REDIRECT_DRAIN_BYTES,
-    _TIMEOUT_AWAITING_HEADERS,
-    _TIMEOUT_READING_BODY,
     MAX_REDIRECT_REQUESTS,
-    MAX_RESPONSE_HEADER_BYTES,
     HeaderMap,
     SpecHeaders,
     _authority,
-    _errno_text,
     _go_addr,
     _GoError,
     _head_error,
@@ -71,7 +76,6 @@ from probetui.probe.http import (
     _redirect_headers,
     _ssl_context,
     _tls_error,
-    _url_error,
     _wire_headers,
     classify,
 )
@@ -252,7 +256,7 @@ def _read_error(err: OSError, stream: _Stream) -> str:
         return _tls_error(err)
     if err.errno is None:
         return "EOF"
-    return f"read tcp {stream.addresses()}: read: {_errno_text(err.errno)}"
+    return op_error("read", stream.addresses(), syscall_error("read", err.errno))
 
 
 class _Response:
@@ -605,9 +609,9 @@ async def _exchange(
                 hop = _prepare(current, hop_headers, host)
             response = await _send(hop, deadline, streams)
         except _GoError as exc:
-            return Result.FAILURE, _url_error(current, str(exc)), None
+            return Result.FAILURE, url_error(current, str(exc)), None
         except _Failed as exc:
-            return Result.FAILURE, _url_error(current, exc.detail), None
+            return Result.FAILURE, url_error(current, exc.detail), None
         requests += 1
         progress.status_code = response.status_code
         if response.status_code not in _REDIRECT_CODES:
@@ -623,14 +627,14 @@ async def _exchange(
         try:
             hop = _next_hop(current, location, host, original_hostname, follow_non_local_redirects)
         except _GoError as exc:
-            return Result.FAILURE, _url_error(current, str(exc)), None
+            return Result.FAILURE, url_error(current, str(exc)), None
         if hop is None:
             break  # ErrUseLastResponse: this 3xx is the answer
         target, next_host = hop
         progress.url = target
         await _drain(response)
         if requests >= MAX_REDIRECT_REQUESTS:
-            return Result.FAILURE, _url_error(location, "stopped after 10 redirects"), None
+            return Result.FAILURE, url_error(location, TOO_MANY_REDIRECTS), None
         hop_headers = _redirect_headers(headers, current, target)
         current, host = target, next_host
 
@@ -684,9 +688,9 @@ async def probe(
         timed_out = True
         if progress.reading_body:
             # ReadAtMost fails: (Failure, "", err), which the prober retries
-            error = _TIMEOUT_READING_BODY
+            error = TIMEOUT_READING_BODY
         else:
-            output = _url_error(progress.url, _TIMEOUT_AWAITING_HEADERS)
+            output = url_error(progress.url, TIMEOUT_AWAITING_HEADERS)
     finally:
         latency = time.monotonic() - start
         for stream in streams:

@@ -18,6 +18,14 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from probetui.probe.base import Attempt, Result
+from probetui.probe.gotext import (
+    IO_TIMEOUT,
+    NO_SUCH_HOST,
+    dns_error,
+    join_host_port,
+    op_error,
+    syscall_error,
+)
 
 # ProbeDialer (`pkg/probe/dialer_others.go`) sets SO_LINGER on, 1 s, believing it shortens
 # TIME-WAIT. On Linux it does not (TIME-WAIT is a fixed 60 s; linger 1 s only makes close() sleep
@@ -43,19 +51,6 @@ class DialError(Exception):
     def __init__(self, text: str, *, timed_out: bool = False) -> None:
         super().__init__(text)
         self.timed_out = timed_out
-
-
-def join_host_port(host: str, port: int | str) -> str:
-    """`net.JoinHostPort`: brackets around any host with a colon (IPv6)."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def go_errno_text(code: int | None) -> str:
-    # Go's syscall error strings are the libc ones with a lower-case first letter
-    if code is None:
-        return "unknown error"
-    text = os.strerror(code)
-    return text[:1].lower() + text[1:]
 
 
 def is_ip_literal(host: str) -> bool:
@@ -116,10 +111,10 @@ async def _resolve(
         async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except TimeoutError:
-        raise DialError(f"dial tcp: lookup {host}: i/o timeout", timed_out=True) from None
+        raise DialError(op_error("dial", "", dns_error(host, IO_TIMEOUT)), timed_out=True) from None
     except socket.gaierror as exc:
-        reason = "no such host" if exc.errno == socket.EAI_NONAME else str(exc.strerror).lower()
-        raise DialError(f"dial tcp: lookup {host}: {reason}") from None
+        reason = NO_SUCH_HOST if exc.errno == socket.EAI_NONAME else str(exc.strerror).lower()
+        raise DialError(op_error("dial", "", dns_error(host, reason))) from None
     return _unique(infos)
 
 
@@ -165,7 +160,7 @@ async def _connect_one(
     try:
         sock = socket.socket(family, socket.SOCK_STREAM | _NONBLOCK)
     except OSError as exc:
-        raise DialError(f"dial tcp {text}: socket: {go_errno_text(exc.errno)}") from None
+        raise DialError(op_error("dial", text, syscall_error("socket", exc.errno))) from None
     try:
         if not _NONBLOCK:
             sock.setblocking(False)
@@ -176,10 +171,10 @@ async def _connect_one(
             raise OSError(code, os.strerror(code))
     except TimeoutError:
         sock.close()
-        raise DialError(f"dial tcp {text}: i/o timeout", timed_out=True) from None
+        raise DialError(op_error("dial", text, IO_TIMEOUT), timed_out=True) from None
     except OSError as exc:
         sock.close()
-        raise DialError(f"dial tcp {text}: connect: {go_errno_text(exc.errno)}") from None
+        raise DialError(op_error("dial", text, syscall_error("connect", exc.errno))) from None
     except BaseException:
         sock.close()
         raise
@@ -204,7 +199,7 @@ async def dial(
     deadline = time.monotonic() + timeout
     if not 0 <= port <= 65535:
         # net.LookupPort rejects it before any socket exists: `dial tcp: address -1: invalid port`
-        raise DialError(f"dial tcp: address {port}: invalid port")
+        raise DialError(op_error("dial", "", f"address {port}: invalid port"))
     if loop is None:
         loop = asyncio.get_running_loop()
     addresses = await _resolve(loop, host, port, deadline)
@@ -212,7 +207,9 @@ async def dial(
     for index, (family, sockaddr, text) in enumerate(addresses):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            first_error = first_error or DialError(f"dial tcp {text}: i/o timeout", timed_out=True)
+            first_error = first_error or DialError(
+                op_error("dial", text, IO_TIMEOUT), timed_out=True
+            )
             break
         share = remaining / (len(addresses) - index)
         if share < _SANE_MINIMUM:
@@ -226,7 +223,7 @@ async def dial(
             first_error = first_error or exc
     if first_error is None:
         # getaddrinfo never returns an empty list without an error; keep Go's text just in case
-        first_error = DialError(f"dial tcp: lookup {host}: no such host")
+        first_error = DialError(op_error("dial", "", dns_error(host, NO_SUCH_HOST)))
     raise first_error
 
 
@@ -267,8 +264,6 @@ async def probe(
 __all__ = [
     "DialError",
     "dial",
-    "go_errno_text",
     "is_ip_literal",
-    "join_host_port",
     "probe",
 ]

@@ -13,6 +13,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
+from probetui.probe.gotext import (
+    TIMEOUT_AWAITING_HEADERS,
+    TIMEOUT_READING_BODY,
+    join_host_port,
+    url_error,
+)
 from probetui.probe.util import ReachError, resolve_container_port
 from probetui.prober.prober import ProbeOutcome, missing_handler, run_probe_with_retries
 from probetui.prober.status import PodStatus
@@ -64,8 +70,6 @@ class HandlerRunner:
             return host, port
         dialled = await self.reach(pod, container, host, port)
         if dialled != (host, port):
-            from probetui.probe.tcp import join_host_port
-
             swaps.append((join_host_port(*dialled), join_host_port(host, port)))
         return dialled
 
@@ -119,8 +123,6 @@ class HandlerRunner:
                 if swaps:
                     # the pod sees the Host the kubelet sends (its URL's), not the stand-in's
                     if not any(name.lower() == "host" for name, _ in headers):
-                        from probetui.probe.tcp import join_host_port
-
                         headers.append(("Host", join_host_port(*named)))
                     linger = self.close_linger
                 if self.http_impl == "lean":
@@ -190,19 +192,16 @@ def without_linger(attempt: Attempt, timeout: float, lingered: float) -> Attempt
         return replace(attempt, latency=min(attempt.latency, timeout))
     if attempt.latency <= timeout:
         return attempt
-    from probetui.probe.base import go_quote
-    from probetui.probe.http import _TIMEOUT_AWAITING_HEADERS, _TIMEOUT_READING_BODY
-
     if attempt.status_code is None:
         # no head in time: the kubelet's client gave up awaiting headers (a Failure)
-        text = f"Get {go_quote(attempt.target)}: {_TIMEOUT_AWAITING_HEADERS}"
+        text = url_error(attempt.target, TIMEOUT_AWAITING_HEADERS)
         return replace(attempt, result=Result.FAILURE, output=text, latency=timeout, timed_out=True)
     # the head came, the body had not ended: ReadAtMost's error (the prober retries it)
     return replace(
         attempt,
         result=Result.FAILURE,
         output="",
-        error=_TIMEOUT_READING_BODY,
+        error=TIMEOUT_READING_BODY,
         latency=timeout,
         timed_out=True,
     )

@@ -28,11 +28,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from errno import ECONNREFUSED
 from pathlib import Path
 from typing import Any
 
-from probetui.kubelet import backoff as bo
 from probetui.kubelet.pod import PodKubelet
+from probetui.probe import gotext
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.manager import Manager
@@ -492,11 +493,8 @@ class SimKubelet:
 def synthetic_attempt(
     probe: Probe, container: Container, pod_ip: str, *, fails: bool, latency: float
 ) -> Attempt:
-    """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's."""
-    # the handlers' own texts, so a synthetic attempt reads exactly as a real one
-    from probetui.probe.exec import timed_out_text
-    from probetui.probe.http import _TIMEOUT_AWAITING_HEADERS, _url_error
-    from probetui.probe.tcp import join_host_port
+    """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's: the
+    handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one."""
     from probetui.probe.util import PortResolutionError
     from probetui.prober.handlers import dial_address, exec_argv
 
@@ -504,42 +502,41 @@ def synthetic_attempt(
     timeout = float(probe.timeout_seconds)
     timed_out = latency > timeout
     took = timeout if timed_out else latency
-    t_text = bo.go_duration(timeout)
     try:
         if isinstance(handler, HTTPGetAction):
             url = _url(handler, *dial_address(handler, container, pod_ip))
             if timed_out:
-                out = _url_error(url, _TIMEOUT_AWAITING_HEADERS)
+                out = gotext.url_error(url, gotext.TIMEOUT_AWAITING_HEADERS)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
             if fails:
-                out = "HTTP probe failed with statuscode: 503"
+                out = gotext.http_status_failed(503)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, status_code=503)
             return Attempt(
                 "http", url, Result.SUCCESS, "ok", latency=took, status_code=200, body="ok"
             )
         if isinstance(handler, TCPSocketAction):
-            target = join_host_port(*dial_address(handler, container, pod_ip))
+            target = gotext.join_host_port(*dial_address(handler, container, pod_ip))
             if timed_out:
-                out = f"dial tcp {target}: i/o timeout"
+                out = gotext.op_error("dial", target, gotext.IO_TIMEOUT)
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took, timed_out=True)
             if fails:
-                out = f"dial tcp {target}: connect: connection refused"
+                out = gotext.op_error("dial", target, gotext.syscall_error("connect", ECONNREFUSED))
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took)
             return Attempt("tcp", target, Result.SUCCESS, "", latency=took)
         if isinstance(handler, GRPCAction):
-            target = join_host_port(*dial_address(handler, container, pod_ip))
+            target = gotext.join_host_port(*dial_address(handler, container, pod_ip))
             if timed_out:
-                out = f"timeout: health rpc did not complete within {t_text}"
+                out = gotext.grpc_rpc_timeout(timeout)
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took, timed_out=True)
             if fails:
-                out = 'service unhealthy (responded with "NOT_SERVING")'
+                out = gotext.grpc_unhealthy("NOT_SERVING")
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took)
-            return Attempt("grpc", target, Result.SUCCESS, "service healthy", latency=took)
+            return Attempt("grpc", target, Result.SUCCESS, gotext.GRPC_HEALTHY, latency=took)
         if isinstance(handler, ExecAction):
             argv = exec_argv(handler, container)
             target = " ".join(argv)
             if timed_out:
-                out = timed_out_text(argv, timeout)
+                out = gotext.exec_timed_out(argv, timeout)
                 return Attempt("exec", target, Result.FAILURE, out, latency=took, timed_out=True)
             if fails:
                 return Attempt("exec", target, Result.FAILURE, "", latency=took)
@@ -662,7 +659,7 @@ def _describe(e: dict[str, Any]) -> str:
     if kind == "StartedChanged":
         return "Started" if e["started"] else "not Started"
     if kind == "BackOff":
-        return f"BackOff {bo.go_duration(e['delay'])}: {e['message']}"
+        return f"BackOff {gotext.go_duration(e['delay'])}: {e['message']}"
     return f"{kind}: {e.get('message', '')}"
 
 

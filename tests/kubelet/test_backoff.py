@@ -17,8 +17,8 @@ from probetui.kubelet.backoff import (
     backoff_key,
     crash_loop_backoff,
     do_back_off,
-    go_duration,
 )
+from probetui.probe.gotext import go_duration
 from probetui.spec.model import Container, Pod
 
 KEY = "web_ns1_u-1_app_img"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from probetui.probe import exec as exec_probe
+from probetui.probe import gotext
 from probetui.probe.base import MAX_OUTPUT_BYTES, Result
 from probetui.probe.exec import ExecOutput, expand_command, run_local, static_env
 from probetui.spec.model import EnvVar
@@ -116,7 +117,7 @@ def test_exec_sync_v1_timeout_error_quotes_argv_like_go_percent_q(
     """cri-client execSyncV1: `%w: %q timed out after %s` with ErrCommandTimedOut ("command
     timed out"), the argv joined by spaces and quoted as Go's strconv.Quote, the timeout as a
     time.Duration."""
-    assert exec_probe.timed_out_text(argv, timeout) == text
+    assert gotext.exec_timed_out(argv, timeout) == text
 
 
 async def test_vector_c26_error_keeps_runner_output_but_not_probe_output() -> None:

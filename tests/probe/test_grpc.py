@@ -11,6 +11,7 @@ import asyncio
 
 import pytest
 
+from probetui.probe import gotext
 from probetui.probe import grpc as grpc_probe
 from probetui.probe.base import Result
 from tests.probe.conftest import NOT_SERVING, SERVING, ServerCert, StartGRPC
@@ -203,10 +204,10 @@ async def test_new_connection_per_attempt(grpc_server: StartGRPC) -> None:
 )
 def test_go_duration_format(seconds: float, text: str) -> None:
     """`%v` of a time.Duration, as in `within 1s` (vector F1, F4)."""
-    assert grpc_probe.go_duration(seconds) == text
+    assert gotext.go_duration(seconds) == text
 
 
 def test_go_quote_like_percent_q() -> None:
     """`%q` of the address: `":32"` in vector F1."""
-    assert grpc_probe.go_quote(":32") == '":32"'
-    assert grpc_probe.go_quote('a"b\\c\n') == '"a\\"b\\\\c\\n"'
+    assert gotext.go_quote(":32") == '":32"'
+    assert gotext.go_quote('a"b\\c\n') == '"a\\"b\\\\c\\n"'

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from probetui.probe import tcp
+from probetui.probe import gotext, tcp
 from probetui.probe.base import Result
 from tests.probe.conftest import TCPListener
 
@@ -103,7 +103,7 @@ async def test_port_above_range_is_invalid_port() -> None:
 )
 def test_join_host_port_brackets_ipv6(host: str, port: int, expected: str) -> None:
     """net.JoinHostPort: the target text, IPv6 in brackets."""
-    assert tcp.join_host_port(host, port) == expected
+    assert gotext.join_host_port(host, port) == expected
 
 
 async def test_cancelled_dial_leaves_no_socket_open(stalled_port: int) -> None:

@@ -266,7 +266,7 @@ def test_simulate_initial_delay_from_whole_second_start_status_manager_go_normal
 def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it() -> None:
     """A synthetic exec timeout reads as the exec handler's: cri-client execSyncV1's
     `command timed out: %q timed out after %s`, from the same function."""
-    from probetui.probe.exec import timed_out_text
+    from probetui.probe.gotext import exec_timed_out
 
     argv = ["sh", "-c", 'test -f "/tmp/ready"']
     r = run(
@@ -277,7 +277,7 @@ def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it()
     attempt = of(r, "ProbeAttempt")[0]
     assert attempt["outcome"] == "failure" and attempt.get("timedOut")
     text = r'command timed out: "sh -c test -f \"/tmp/ready\"" timed out after 2s'
-    assert timed_out_text(argv, 2.0) == text
+    assert exec_timed_out(argv, 2.0) == text
     assert of(r, "Unhealthy")[0]["message"] == f"Liveness probe failed: {text}"
 
 

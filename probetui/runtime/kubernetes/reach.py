@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from probetui.probe.tcp import join_host_port
+from probetui.probe.gotext import join_host_port
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.spec.model import (
     Container,

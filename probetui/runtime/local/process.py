@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from types import FrameType, TracebackType
 
 from probetui.probe.exec import expand_command
+from probetui.probe.gotext import exec_start_error
 from probetui.spec.model import Container
 
 # what a runtime reports for a container whose process could not be started (containerd CRI)
@@ -301,15 +302,11 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 def _start_error(argv0: str, cwd: str | None, exc: OSError) -> str:
     # runc's wording, which is what ends up in the container status message
-    reason = os.strerror(exc.errno) if exc.errno else str(exc)
-    reason = reason[:1].lower() + reason[1:]
     if cwd is not None and exc.filename == cwd:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        reason = reason[:1].lower() + reason[1:]
         return f'chdir to cwd ("{cwd}") set in config.json failed: {reason}'
-    if isinstance(exc, FileNotFoundError):
-        if "/" not in argv0:
-            return f'exec: "{argv0}": executable file not found in $PATH'
-        return f'exec: "{argv0}": stat {argv0}: {reason}'
-    return f'exec: "{argv0}": {reason}'
+    return exec_start_error(argv0, exc)
 
 
 class ContainerProcess:

@@ -1,0 +1,256 @@
+"""Go's and the kubelet's exact texts, and the pure helpers that make them, in one place.
+
+What the kubelet writes in a probe event, or returns as a probe's error, is the `Error()` of a
+Go value: a `*url.Error`, a `*net.OpError`, an errno, a duration. probetui's handlers, the
+runtimes' adjustments (`probetui.prober.handlers`) and simulate's synthetic attempts all build
+their texts here, so a real attempt and a made-up one cannot drift apart. Each text names the
+upstream file it is copied from; nothing here touches the network or the clock.
+
+- `go_quote`: `strconv.Quote`, Go's `%q` (`strconv/quote.go`)
+- `go_duration`: `time.Duration.String`, Go's `%v`/`%s` of a duration (`time/time.go`)
+- `errno_text`, `syscall_error`: `syscall.Errno.Error` (`syscall/syscall_unix.go`, glibc's
+  strings), `os.SyscallError.Error` (`os/error.go`)
+- `join_host_port`: `net.JoinHostPort` (`net/ipsock.go`)
+- `op_error`, `dns_error`, `IO_TIMEOUT`, `NO_SUCH_HOST`: `net.OpError.Error` (`net/net.go`),
+  `net.DNSError.Error` (`net/net.go`), `poll.errTimeout` (`internal/poll/fd.go`),
+  `errNoSuchHost` (`net/net.go`)
+- `url_error`: `url.Error.Error` with Op "Get" (`net/url/url.go`, `net/http/client.go`)
+- `TIMEOUT_AWAITING_HEADERS`, `TIMEOUT_READING_BODY`: `net/http/client.go` (`Client.do`'s
+  timeout wrapping, `cancelTimerBody.Read`)
+- `TRANSPORT_BROKEN`, `MAX_RESPONSE_HEADER_BYTES`, `HEADERS_TOO_LARGE`: `net/http/transport.go`
+  (`persistConn.readLoop`, `maxHeaderResponseSize`)
+- `TOO_MANY_REDIRECTS`, `http_status_failed`, `http_redirect_warning`: `pkg/probe/http/http.go`
+  (`RedirectChecker`, `DoHTTPProbe`)
+- `grpc_*`, `GRPC_HEALTHY`: `pkg/probe/grpc/grpc.go` (`Probe`)
+- `exec_timed_out`: `k8s.io/cri-client/pkg/remote_runtime.go` (`execSyncV1`, `ErrCommandTimedOut`)
+- `exec_start_error`: `os/exec` (`exec.Error`, `LookPath`) as the runtime reports a command it
+  cannot start
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+# ---------------------------------------------------------------------------------------------
+# strconv.Quote
+
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+
+
+def go_quote(text: str | bytes) -> str:
+    """Go's `%q` of a string (strconv.Quote), which the kubelet's texts use for URLs, commands,
+    addresses, status names and the lines a server sent.
+
+    Go strings are bytes: `bytes`, and the lone surrogates that `surrogateescape` leaves for
+    bytes that are not UTF-8, come out as `\\xNN`, as Go prints a byte that is not UTF-8.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "surrogateescape")
+    out = ['"']
+    for c in text:
+        code = ord(c)
+        if c in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[c])
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif c.isprintable():
+            out.append(c)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            # a surrogate is no rune: Go prints the replacement character's escape
+            out.append("\\ufffd")
+        else:
+            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# time.Duration.String
+
+
+def go_duration(seconds: float) -> str:
+    """Format seconds the way Go's `time.Duration.String` does: 10s, 1m20s, 5m0s, 1.5s, 500ms."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    u = abs(ns)
+    if u < 1_000_000_000:
+        for unit, size in (("ns", 1), ("µs", 1_000), ("ms", 1_000_000)):
+            if u < size * 1000:
+                return f"{sign}{_frac(u, size)}{unit}"
+    hours, rem = divmod(u, 3_600_000_000_000)
+    minutes, rem = divmod(rem, 60_000_000_000)
+    text = f"{_frac(rem, 1_000_000_000)}s"
+    if u >= 60_000_000_000:
+        text = f"{minutes}m{text}"
+    if u >= 3_600_000_000_000:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _frac(value: int, size: int) -> str:
+    """`value / size` with the fraction's trailing zeros dropped, as Go prints it."""
+    whole, part = divmod(value, size)
+    if part == 0:
+        return str(whole)
+    digits = len(str(size)) - 1
+    return f"{whole}.{str(part).rjust(digits, '0').rstrip('0')}"
+
+
+# ---------------------------------------------------------------------------------------------
+# syscall, os and net errors
+
+
+def errno_text(code: int | None) -> str:
+    """`syscall.Errno.Error`: glibc's string with a lower-case first letter."""
+    if code is None:
+        return "unknown error"
+    text = os.strerror(code)
+    return text[:1].lower() + text[1:]
+
+
+def syscall_error(call: str, code: int | None) -> str:
+    """`os.SyscallError.Error`: `connect: connection refused`."""
+    return f"{call}: {errno_text(code)}"
+
+
+def join_host_port(host: str, port: int | str) -> str:
+    """`net.JoinHostPort`: brackets around any host with a colon (IPv6)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+# poll.errTimeout, what a deadline makes of a dial, read or write
+IO_TIMEOUT = "i/o timeout"
+# net's errNoSuchHost
+NO_SUCH_HOST = "no such host"
+
+
+def op_error(op: str, addr: str, detail: str) -> str:
+    """`net.OpError.Error` for a TCP operation: `dial tcp 10.0.0.1:80: connect: ...`, without
+    the address where the error has none (`dial tcp: lookup ...`). `addr` is `host:port`, or
+    `local->remote` for a read or write."""
+    return f"{op} tcp {addr}: {detail}" if addr else f"{op} tcp: {detail}"
+
+
+def dns_error(host: str, reason: str) -> str:
+    """`net.DNSError.Error`: `lookup <host>: <reason>`."""
+    return f"lookup {host}: {reason}"
+
+
+# ---------------------------------------------------------------------------------------------
+# net/http's client
+
+
+def url_error(url: str, detail: str) -> str:
+    """`url.Error.Error()` of a failed GET: `Get "<url>": <detail>`."""
+    return f"Get {go_quote(url)}: {detail}"
+
+
+TIMEOUT_AWAITING_HEADERS = (
+    "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+)
+TIMEOUT_READING_BODY = (
+    "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
+)
+TRANSPORT_BROKEN = "net/http: HTTP/1.x transport connection broken: "
+# persistConn.maxHeaderResponseSize: the kubelet's prober leaves the transport's
+# MaxResponseHeaderBytes unset, so a response head may take 10 MiB; readLoop's text past it
+MAX_RESPONSE_HEADER_BYTES = 10 << 20
+HEADERS_TOO_LARGE = (
+    f"net/http: server response headers exceeded {MAX_RESPONSE_HEADER_BYTES} bytes; aborted"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the kubelet's HTTP prober
+
+# RedirectChecker's error past 10 requests
+TOO_MANY_REDIRECTS = "stopped after 10 redirects"
+
+
+def http_status_failed(status_code: int) -> str:
+    """DoHTTPProbe's Failure output for a status outside 200-399."""
+    return f"HTTP probe failed with statuscode: {status_code}"
+
+
+def http_redirect_warning(body: str) -> str:
+    """DoHTTPProbe's Warning output for a redirect it did not follow."""
+    return f"Probe terminated redirects, Response body: {body}"
+
+
+# ---------------------------------------------------------------------------------------------
+# the kubelet's gRPC prober
+
+GRPC_HEALTHY = "service healthy"
+
+
+def grpc_connect_timeout(addr: str, timeout: float) -> str:
+    """The dial did not reach READY within the probe's timeout."""
+    return (
+        f"timeout: failed to connect service {go_quote(addr)} within {go_duration(timeout)}: "
+        "context deadline exceeded"
+    )
+
+
+def grpc_connect_error(addr: str, detail: str) -> str:
+    return f"error: failed to connect service at {go_quote(addr)}: {detail}"
+
+
+def grpc_rpc_timeout(timeout: float) -> str:
+    """The Check call hit the probe's deadline."""
+    return f"timeout: health rpc did not complete within {go_duration(timeout)}"
+
+
+def grpc_unimplemented(message: str) -> str:
+    return (
+        f"error: this server does not implement the grpc health protocol (grpc.health.v1.Health): "
+        f"{message}"
+    )
+
+
+def grpc_rpc_error(detail: str) -> str:
+    """Any other failed Check; `detail` is grpc-go's status error,
+    `rpc error: code = <Code> desc = <message>`."""
+    return f"error: health rpc probe failed: {detail}"
+
+
+def grpc_unhealthy(status: str) -> str:
+    """A Check that answered a status other than SERVING, by its enum name."""
+    return f"service unhealthy (responded with {go_quote(status)})"
+
+
+# ---------------------------------------------------------------------------------------------
+# exec
+
+
+def exec_timed_out(argv: Sequence[str], timeout: float) -> str:
+    """The CRI client's error for an ExecSync that hit its deadline, which the exec prober makes
+    the output: ErrCommandTimedOut, the joined argv quoted as Go's %q, the probe timeout as a Go
+    duration, e.g. `command timed out: "sh -c sleep 10" timed out after 1s`."""
+    return f"command timed out: {go_quote(' '.join(argv))} timed out after {go_duration(timeout)}"
+
+
+def exec_start_error(program: str, exc: OSError) -> str:
+    """os/exec's words for a command that cannot start, which the container runtime reports,
+    e.g. `exec: "nope": executable file not found in $PATH`."""
+    reason = os.strerror(exc.errno) if exc.errno else str(exc)
+    reason = reason[:1].lower() + reason[1:]
+    if isinstance(exc, FileNotFoundError):
+        if "/" not in program:
+            return f'exec: "{program}": executable file not found in $PATH'
+        return f'exec: "{program}": stat {program}: {reason}'
+    return f'exec: "{program}": {reason}'
