@@ -36,7 +36,7 @@ async def flapping_server() -> AsyncIterator[tuple[int, dict[str, int]]]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
-        yield site._server.sockets[0].getsockname()[1], state  # type: ignore[union-attr]
+        yield runner.addresses[0][1], state
     finally:
         await runner.cleanup()
 

@@ -325,8 +325,12 @@ async def test_b5_update_pod_status(kubelet: FakeKubelet) -> None:
         "started_container_no_readiness": (True, True),
         "terminated_container": (False, False),
     }
-    for name in ("probed_container_pending", "probed_container_unready"):
-        assert m.workers[ProbeKey("u", name, ProbeType.READINESS)]._manual_pending
+    # the readiness trigger of each unready container is queued (none dropped) and runs that
+    # worker's probe at once, the others' not before their period
+    assert m.dropped_triggers == 0
+    await kubelet.clock.advance(0.0)
+    triggered = {r.key.container for r in kubelet.records if r.trigger is Trigger.KUBELET}
+    assert triggered == {"probed_container_pending", "probed_container_unready"}
     await m.shutdown()
 
 
