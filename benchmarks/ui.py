@@ -84,7 +84,7 @@ from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, Worker
+from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType, TCPSocketAction
 from probetui.timeline.events import SHADOW, Event, attempt_fields
@@ -272,9 +272,6 @@ class _StoreControls:
 
     def set_paused(self, key: ProbeKey, paused: bool) -> bool:
         return True
-
-    def worker(self, key: ProbeKey) -> Worker | None:
-        return None
 
     def lateness(self) -> float:
         return 0.0

@@ -29,7 +29,7 @@ from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
 from probetui.runtime.base import KubeletEvent, Runtime
 from probetui.spec.model import Pod, ProbeType
-from probetui.timeline.events import KUBELET, SHADOW, Event, attempt_fields
+from probetui.timeline.events import KUBELET, SHADOW, WORKER_STATE, Event, attempt_fields
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +141,7 @@ class Engine:
             launch=self._launch_or_skip,
             listener=self._on_record,
             own_started=self.runtime.observes_kubelet,
+            on_exit=self._on_state,
         )
         for probe_type in ProbeType:
             self._manager.results_for(probe_type).subscribe(
@@ -183,6 +184,7 @@ class Engine:
                 probe=worker.probe_type.key,
                 source=SHADOW,
                 fields={"reason": reason},
+                state=worker.state(),
             )
         )
         done(None)
@@ -249,6 +251,25 @@ class Engine:
                 )
             )
 
+    def _on_state(self, worker: Worker) -> None:
+        """A worker's state changed without a record (paused, resumed, exited): tell the sinks,
+        so that what the UI shows of a worker comes from the store alone."""
+        entry = self.pods.get(worker.key.pod_uid)
+        pod = entry.pod if entry is not None else worker.pod
+        self._publish(
+            Event(
+                WORKER_STATE,
+                self.clock.now(),
+                pod.uid,
+                pod.namespace,
+                pod.name,
+                worker.key.container,
+                worker.key.probe_type.key,
+                SHADOW,
+                state=worker.state(),
+            )
+        )
+
     def _on_update(self, probe_type: ProbeType, update: Update) -> None:
         entry = self.pods.get(update.pod_uid)
         if entry is None:
@@ -296,7 +317,12 @@ class Engine:
         return sum(self.probe_now(ProbeKey(pod_uid, container, pt)) for pt in ProbeType)
 
     def set_paused(self, key: ProbeKey, paused: bool) -> bool:
-        return self._manager is not None and self._manager.set_paused(key, paused)
+        if self._manager is None or not self._manager.set_paused(key, paused):
+            return False
+        worker = self._manager.workers.get(key)
+        if worker is not None:
+            self._on_state(worker)
+        return True
 
     def worker(self, key: ProbeKey) -> Worker | None:
         return self._manager.workers.get(key) if self._manager is not None else None

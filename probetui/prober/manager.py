@@ -46,8 +46,11 @@ class Manager:
         listener: Listener | None = None,
         rng: random.Random | None = None,
         own_started: bool = False,
+        on_exit: Callable[[Worker], None] | None = None,
     ) -> None:
         self.clock = clock
+        # told when a worker has exited and left the map (the engine tells the UI's store)
+        self.on_exit = on_exit
         # beside a real kubelet: startup workers go by their own verdict (Worker.own_started)
         self.own_started = own_started
         self.status_of = status_of
@@ -156,6 +159,8 @@ class Manager:
     def _remove_worker(self, worker: Worker) -> None:
         if self.workers.get(worker.key) is worker:
             del self.workers[worker.key]
+        if self.on_exit is not None:
+            self.on_exit(worker)
 
     async def shutdown(self) -> None:
         """Stop everything now, in-flight probes included (probetui is exiting)."""

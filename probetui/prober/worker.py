@@ -92,6 +92,10 @@ class ProbeRecord:
     last_result: ResultValue = ResultValue.SUCCESS
     published: ResultValue | None = None
     on_hold: bool = False
+    # the run loop as the record left it, for the UI: the tick armed next (None: the worker
+    # has none, e.g. a recorded session) and the user's pause
+    next_tick: float | None = None
+    paused: bool = False
 
     @property
     def manual(self) -> bool:
@@ -100,6 +104,19 @@ class ProbeRecord:
     @property
     def discarded(self) -> bool:
         return self.outcome is not None and self.outcome.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerState:
+    """A worker's state where it changes without a doProbe record: paused or resumed by the
+    user, stopped, or an attempt the runtime does not run. Travels with the engine's events to
+    the store, so the UI needs no worker to draw the published value and the next attempt."""
+
+    key: ProbeKey
+    running: bool  # False once the worker exited: no next tick, no pause
+    paused: bool = False
+    next_tick: float | None = None
+    published: ResultValue | None = None
 
 
 Listener = Callable[[ProbeRecord], None]
@@ -169,6 +186,12 @@ class Worker:
     @property
     def published(self) -> ResultValue | None:
         return self.results.get(self.container_id) if self.container_id else None
+
+    def state(self) -> WorkerState:
+        """What the UI shows of this worker between records (`WorkerState`)."""
+        if self.exited:
+            return WorkerState(self.key, False, published=self.published)
+        return WorkerState(self.key, True, self.paused, self.next_tick, self.published)
 
     def _is_kubelet_restart(self, c: ContainerStatus) -> bool:
         """§8.2-8.3: a container already running before the manager started keeps state."""
@@ -463,5 +486,7 @@ class Worker:
                 last_result=self.last_result,
                 published=self.published,
                 on_hold=self.on_hold,
+                next_tick=self.next_tick,
+                paused=self.paused,
             )
         )

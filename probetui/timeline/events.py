@@ -15,13 +15,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from probetui.prober.prober import outcome_label
-from probetui.prober.worker import ProbeRecord
+from probetui.prober.worker import ProbeRecord, WorkerState
 
 SHADOW = "shadow"  # probetui's own workers
 KUBELET = "kubelet"  # the kubelet, real (cluster) or played (local runtime)
 
+# a worker's state changed without a doProbe record (paused, resumed, stopped): for the store
+WORKER_STATE = "WorkerState"
+
 # events the headless output does not print
-NOT_IN_JSONL = frozenset({"ProbeSkipped"})
+NOT_IN_JSONL = frozenset({"ProbeSkipped", WORKER_STATE})
 
 
 @dataclass(slots=True)
@@ -37,6 +40,8 @@ class Event:
     fields: dict[str, Any] = field(default_factory=dict)
     # the worker's record behind a ProbeAttempt / ProbeSkipped: the store keeps it for the UI
     record: ProbeRecord | None = None
+    # the worker's state where no record carries it (WorkerState, the engine's own skips)
+    state: WorkerState | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -88,4 +93,4 @@ def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any
     return fields
 
 
-__all__ = ["KUBELET", "NOT_IN_JSONL", "SHADOW", "Event", "attempt_fields"]
+__all__ = ["KUBELET", "NOT_IN_JSONL", "SHADOW", "WORKER_STATE", "Event", "attempt_fields"]

@@ -206,8 +206,10 @@ class ProbeHistory:
         "key",
         "last_result",
         "last_t",
+        "next_tick",
         "on_hold",
         "owner",
+        "paused",
         "published",
         "result_run",
         "seq",
@@ -234,6 +236,10 @@ class ProbeHistory:
         self.last_result: ResultValue | None = None
         self.published: ResultValue | None = None
         self.on_hold = False
+        # the worker's schedule as last told: the tick armed next (None: no running worker,
+        # e.g. a recorded session or a stopped worker) and whether the user paused it
+        self.next_tick: float | None = None
+        self.paused = False
         self.last_t: float | None = None
         self.counts = [0] * 7  # by Kind
 

@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus
-from probetui.prober.worker import ProbeKey
+from probetui.prober.worker import ProbeKey, WorkerState
 from probetui.spec.model import Container, Pod, ProbeType
-from probetui.timeline.events import Event
+from probetui.timeline.events import WORKER_STATE, Event
 from probetui.timeline.history import (
     OTHER_SKIP,
     SKIP_CODE,
@@ -151,6 +151,12 @@ class Store:
             self._record(event)
         elif type_ == "ResultChanged":
             self._result_changed(event)
+        elif type_ == WORKER_STATE:
+            if event.state is not None:
+                h = self.probes.get(event.state.key)  # a worker of a pod gone: nothing to keep
+                if h is not None:
+                    self._state(h, event.state)
+                    self._touch(h)
         else:
             self._mark(event)
 
@@ -194,6 +200,8 @@ class Store:
             h = self._probe(key)
             reason = str(event.fields.get("reason", ""))
             h.append(event.t, Kind.SKIP, 0, OTHER_SKIP, 0.0, 0, h.result_run, h.published, reason)
+            if event.state is not None:
+                self._state(h, event.state)
             self._touch(h)
             return
         key = record.key
@@ -203,6 +211,8 @@ class Store:
         h.result_run = record.result_run
         h.on_hold = record.on_hold
         h.published = record.published
+        h.next_tick = record.next_tick
+        h.paused = record.paused
         pub = record.published
         trig = TRIGGER_CODE[record.trigger]
         outcome = record.outcome
@@ -237,6 +247,17 @@ class Store:
                     len(outcome.attempts),
                 )
         self._touch(h)
+
+    @staticmethod
+    def _state(h: ProbeHistory, state: WorkerState) -> None:
+        """The latest of a worker's state that came without a record."""
+        if not state.running:
+            # the worker is gone: no schedule, no pause; its last published value stays
+            h.next_tick, h.paused = None, False
+            return
+        h.next_tick, h.paused = state.next_tick, state.paused
+        if state.published is not None:
+            h.published = state.published
 
     def _result_changed(self, event: Event) -> None:
         if event.probe is None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
-from probetui.prober.worker import ProbeKey, Worker
+from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Container, Pod
 from probetui.timeline.store import ContainerKey, PodEntry, Store
 from probetui.ui.controls import Controls
@@ -61,12 +61,6 @@ class UIContext:
         self._all_secrets_at = (self.store.layout_version,)
         self._all_secrets_until = now + 1.0
         return self._all_secrets
-
-    def worker(self, key: ProbeKey) -> Worker | None:
-        try:
-            return self.controls.worker(key)
-        except AssertionError:  # the engine is not running (yet, or any more)
-            return None
 
     def not_probed(self, key: ProbeKey) -> str | None:
         """Why the shadow does not run this probe (e.g. "not run: read-only"), or None."""

@@ -1,4 +1,5 @@
-"""What the UI needs from the engine: its runtime, the worker state, and the user's commands.
+"""What the UI needs from the engine: its runtime and the user's commands. The workers' state
+comes through the store (`probetui.timeline.store`), never from here.
 
 `probetui.engine.Engine` satisfies it; tests may pass a stand-in that runs nothing.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from probetui.prober.worker import ProbeKey, Worker
+from probetui.prober.worker import ProbeKey
 from probetui.runtime.base import Runtime
 
 
@@ -21,8 +22,6 @@ class Controls(Protocol):
     def probe_container(self, pod_uid: str, container: str) -> int: ...
 
     def set_paused(self, key: ProbeKey, paused: bool) -> bool: ...
-
-    def worker(self, key: ProbeKey) -> Worker | None: ...
 
     def lateness(self) -> float:
         """How far behind its ticks the prober runs (`probetui.prober.lateness`)."""

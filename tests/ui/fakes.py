@@ -12,7 +12,7 @@ from datetime import UTC
 from typing import Any
 
 from probetui.probe.base import Result
-from probetui.prober.worker import ProbeKey, Skip, Worker
+from probetui.prober.worker import ProbeKey, Skip
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import (
     Container,
@@ -81,9 +81,6 @@ class FakeControls:
     def set_paused(self, key: ProbeKey, paused: bool) -> bool:
         self.calls.append(("set_paused", (key, paused)))
         return True
-
-    def worker(self, key: ProbeKey) -> Worker | None:
-        return None
 
     def lateness(self) -> float:
         return self.late

@@ -98,10 +98,12 @@ async def test_keys_reach_the_real_workers_and_attempts_reach_the_panes() -> Non
 
             await pilot.press("space")
             assert engine.worker(key).paused
+            assert store.probe(key).paused  # the UI's side: through the store, not the worker
             await pilot.pause(0.15)
             assert "paused (space resumes)" in app.query_one(ThresholdPane).render().plain
             await pilot.press("space")
             assert not engine.worker(key).paused
+            assert not store.probe(key).paused
 
             assert store.container(ContainerKey("uid-live", "app")) is not None
             await pilot.press("q")

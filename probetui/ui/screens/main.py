@@ -212,12 +212,15 @@ class MainScreen(Screen[None]):
 
     def action_pause(self) -> None:
         key = self._probe_key()
-        worker = self.ctx.worker(key) if key is not None else None
-        if key is None or worker is None:
+        h = self.ctx.store.probe(key) if key is not None else None
+        # a running worker's records carry its next tick; a stopped one's state clears it
+        if key is None or h is None or h.next_tick is None:
             self.say("no running worker for this probe", warning=True)
             return
-        paused = not worker.paused
-        self.ctx.controls.set_paused(key, paused)
+        paused = not h.paused
+        if not self.ctx.controls.set_paused(key, paused):
+            self.say("no running worker for this probe", warning=True)
+            return
         self.say(f"{key.probe_type.key} of {key.container} {'paused' if paused else 'resumed'}")
         self._refresh_details()
 

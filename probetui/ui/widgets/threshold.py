@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, Skip, Worker
+from probetui.prober.worker import ProbeKey, Skip
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.history import Kind, ProbeHistory
 from probetui.timeline.store import ContainerKey
@@ -131,7 +131,6 @@ class ThresholdPane(Widget):
     ) -> None:
         assert self.key is not None
         key = ProbeKey(self.key.pod_uid, self.key.container, pt)
-        worker = self.ctx.worker(key)
         selected = pt is self.probe
         now = self.ctx.now()
         text.append("▶" if selected else " ", style="bold")
@@ -141,9 +140,7 @@ class ThresholdPane(Widget):
 
         # line 2: published result, the run in words, the next attempt
         text.append("\n   ")
-        published = (
-            worker.published if worker is not None else (h.published if h is not None else None)
-        )
+        published = h.published if h is not None else None
         if published is None:
             text.append(f"{g.NOT_YET} none yet", style=g.DIM)
         else:
@@ -151,10 +148,10 @@ class ThresholdPane(Widget):
                 f"{g.RESULT_GLYPH[published]} {published.label}",
                 style=g.RESULT_STYLE[published] + " bold",
             )
-        state = _state(worker, h)
+        state = _state(h)
         # the short facts first (they must not be cut off), then the run in words
         not_probed = self.ctx.not_probed(key)
-        nxt = _next_attempt(worker, h, probe, now)
+        nxt = _next_attempt(h, probe, now)
         if nxt is not None and not_probed is None:
             text.append(" · ")
             text.append(f"next in {max(0.0, nxt - now):.1f}s", style=g.INFO)
@@ -162,7 +159,7 @@ class ThresholdPane(Widget):
         skip = h.last_skip() if h is not None else None
         if not_probed is not None:
             gate = not_probed
-        elif worker is not None and worker.paused:
+        elif h is not None and h.paused:
             gate = "paused (space resumes)"
         elif skip is not None and not (state[2] and skip.skip is Skip.ON_HOLD):
             gate = gate_words(skip.skip, skip.skip_reason)
@@ -225,25 +222,28 @@ class ThresholdPane(Widget):
         return f": first attempt in {duration(max(0.0, left))}" if left > 0 else ""
 
 
-def _state(worker: Worker | None, h: ProbeHistory | None) -> tuple[ResultValue | None, int, bool]:
-    """(last result, result run, on hold): live from the worker, else from the last record."""
-    if worker is not None:
-        counted = h is not None and h.last_result is not None
-        return (worker.last_result if counted else None, worker.result_run, worker.on_hold)
+def _state(h: ProbeHistory | None) -> tuple[ResultValue | None, int, bool]:
+    """(last result, result run, on hold), as the worker's last record left them."""
     if h is not None:
         return h.last_result, h.result_run, h.on_hold
     return None, 0, False
 
 
-def _next_attempt(
-    worker: Worker | None, h: ProbeHistory | None, probe: Probe, now: float
-) -> float | None:
-    if worker is not None:
-        if worker.paused or worker.exited:
+def _next_attempt(h: ProbeHistory | None, probe: Probe, now: float) -> float | None:
+    if h is None:
+        return None
+    if h.next_tick is not None:
+        # a running worker's schedule, as its last record or state left it
+        if h.paused:
             return None
-        return worker.next_tick
-    # no live worker (a recorded session): estimate from the last entry
-    if h is None or h.last_t is None:
+        nxt = h.next_tick
+        period = float(probe.period_seconds)
+        if nxt < now and period > 0:
+            # passed while an attempt runs: its ticker has armed the next one on the same grid
+            nxt += period * (1 + int((now - nxt) // period))
+        return nxt
+    # no running worker (a recorded session, a stopped worker): estimate from the last entry
+    if h.last_t is None:
         return None
     nxt = h.last_t + probe.period_seconds
     return nxt if nxt >= now else None

@@ -11,7 +11,6 @@ from rich.text import Text
 from textual.widget import Widget
 
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import ContainerHistory, ContainerKey, Mark
 from probetui.ui import glyphs as g
@@ -201,15 +200,13 @@ class Timeline(Widget):
         text = Text(no_wrap=True)
         pointer = "▶" if selected else " "
         label = pt.key
-        if spec is not None and spec[1].probe(pt) is not None and self.key is not None:
-            worker = self.ctx.worker(ProbeKey(self.key.pod_uid, self.key.container, pt))
-            if worker is not None and worker.paused:
-                label += g.PAUSED
+        h = history.probes.get(pt) if history is not None else None
+        if spec is not None and spec[1].probe(pt) is not None and h is not None and h.paused:
+            label += g.PAUSED
         text.append(f"{pointer}{label:<{LABEL_W - 1}}", style="bold" if selected else "")
         if spec is None or spec[1].probe(pt) is None:
             text.append("(none)", style=g.DIM)
             return text
-        h = history.probes.get(pt) if history is not None else None
         if h is None:
             return text
         end = start + cells * scale
