@@ -125,3 +125,43 @@ async def test_on_the_way_out_workers_stop_before_the_runtime_closes_their_paths
     await asyncio.gather(task, return_exceptions=True)
     assert runtime.closed.is_set()
     assert [e.fields.get("error") for e in rec.events if e.type == "ProbeAttempt"] == []
+
+
+async def test_the_store_keeps_what_the_ui_shows_of_a_worker() -> None:
+    """Next tick, pause and the published value travel in the engine's events: the store has
+    them without a Worker (the UI reads nothing else)."""
+    from probetui.timeline.store import Store
+
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    probe = Probe(tcp_socket=TCPSocketAction(port=port), period_seconds=1, timeout_seconds=1)
+    container = Container(name="app", ports=(ContainerPort(port),), readiness_probe=probe)
+    pod = Pod(name="p", namespace="ns", uid="uid-1", containers=(container,))
+    store = Store()
+    engine = Engine(StaticRuntime(pod), [store])
+    key = ProbeKey("uid-1", "app", ProbeType.READINESS)
+    task = asyncio.create_task(engine.run())
+    try:
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if (h := store.probe(key)) is not None and h.next_tick is not None:
+                break
+        h = store.probe(key)
+        assert h is not None
+        worker = engine.worker(key)
+        assert worker is not None
+        assert (h.next_tick, h.paused, h.published) == (
+            worker.next_tick,
+            False,
+            worker.published,
+        )
+        assert engine.set_paused(key, True)
+        assert h.paused and h.next_tick == worker.next_tick  # at once, before any tick
+        assert engine.set_paused(key, False)
+        assert not h.paused
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        server.close()
+    # the worker stopped with the engine: no schedule left to show, the last result kept
+    assert h.next_tick is None and not h.paused and h.published is not None
