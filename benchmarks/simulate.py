@@ -3,7 +3,7 @@
     python -m benchmarks.simulate --hours 24 [--scenario steady|example|busy|PATH ...]
         [--repeat 3] [--json [PATH]]
 
-Runs `probetui.prober.simulate.simulate(scenario)` (the real manager and workers on `SimClock`,
+Runs `probetui.simulate.simulate(scenario)` (the real manager and workers on `SimClock`,
 the kubelet replica around them) for `--hours` of virtual time and times it with a wall clock.
 Each scenario runs `--repeat` times after an untimed one-minute run (lazy imports); the median
 wall time is reported (and the best). Only `simulate()` is timed: loading and parsing the
@@ -39,7 +39,7 @@ from benchmarks.common import (
     positive,
     report,
 )
-from probetui.prober.simulate import (
+from probetui.simulate import (
     Scenario,
     ScenarioError,
     load_scenario,

@@ -1,6 +1,6 @@
 """`probetui simulate`: a scenario's kubelet decisions in virtual time, as text or JSON.
 
-The simulation is `probetui.prober.simulate`; this is its command line: `--set` overrides run
+The simulation is `probetui.simulate`; this is its command line: `--set` overrides run
 beside the scenario as given, so the output can show both side by side.
 """
 
@@ -27,7 +27,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from probetui.prober import simulate as sim
+    from probetui import simulate as sim
 
     try:
         base = sim.load_scenario(args.scenario)

@@ -1,6 +1,6 @@
 """`probetui simulate` on the command line: --json, --set beside the baseline, bad scenarios.
 
-What the simulation decides is tested in tests/prober/test_simulate.py; these are its output
+What the simulation decides is tested in tests/simulate/; these are its output
 and exit codes.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from probetui.cli import main
-from tests.prober.test_simulate import HTTP, pod
+from tests.simulate.test_run import HTTP, pod
 
 
 def test_json_schema_and_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

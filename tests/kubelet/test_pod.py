@@ -19,9 +19,9 @@ from probetui.kubelet.pod import PodKubelet
 from probetui.prober.clock import SimClock
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts
-from probetui.prober.simulate import synthetic_attempt
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey, Worker
+from probetui.simulate import synthetic_attempt
 from probetui.spec.model import (
     Container,
     ContainerKind,
@@ -453,7 +453,7 @@ def test_pod_of_init_containers_only_succeeds_after_them() -> None:
 def test_simulate_orders_init_containers_and_sidecars() -> None:
     """`probetui simulate` shares the start order: init containers one by one, each start
     taking start_after, the scenario's container after them."""
-    from probetui.prober.simulate import parse_scenario, simulate
+    from probetui.simulate import parse_scenario, simulate
 
     spec = {
         "initContainers": [

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from probetui.prober.simulate import ScenarioError, apply_overrides, parse_scenario, simulate
+from probetui.simulate import ScenarioError, apply_overrides, parse_scenario, simulate
 
 
 def pod(container: dict[str, Any], restart_policy: str = "Always") -> dict[str, Any]:
@@ -222,7 +222,7 @@ def test_bad_override_is_one_line() -> None:
 
 def test_bundled_example_runs_to_the_end() -> None:
     """Regression: float rounding at a back-off window's edge once kept the retry at one instant."""
-    from probetui.prober.simulate import load_scenario
+    from probetui.simulate import load_scenario
 
     root = Path(__file__).resolve().parents[2]
     r = simulate(load_scenario(root / "examples" / "slow-start.yaml"))
