@@ -7,7 +7,6 @@ beside the scenario as given, so the output can show both side by side.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from probetui.cli.errors import EXIT_OK, UsageError
@@ -37,11 +36,7 @@ def run(args: argparse.Namespace) -> int:
     result = sim.simulate(scenario)
     baseline = sim.simulate(base)["summary"] if args.set else None
     if args.json:
-        if baseline is not None:
-            result["baseline"] = baseline
-            result["overrides"] = list(args.set)
-        json.dump(result, sys.stdout)
-        sys.stdout.write("\n")
+        sys.stdout.write(sim.to_json(result, baseline, args.set) + "\n")
         return EXIT_OK
     out = [
         f"simulated {scenario.duration:g}s of pod {scenario.pod.name}, container {scenario.container}"

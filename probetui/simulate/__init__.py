@@ -1,25 +1,27 @@
 """`probetui simulate`: the kubelet's probe decisions for a scenario, in virtual time.
 
-The public API the command line (`probetui/cli/simulate.py`), `benchmarks/simulate.py` and the
+- `scenario.py`: the scenario (`Scenario`, `App`, `Behaviour`), loading and validating it, and
+  `--set` overrides (`apply_overrides`).
+- `run.py`: the virtual-time run: `SimKubelet` (the real Manager and Workers on `SimClock`,
+  `PodKubelet` over a simulated backend), `synthetic_attempt`, `simulate()`.
+- `report.py`: the summary, the human timeline and summary table, the `--json` document.
+
+This is the API the command line (`probetui/cli/simulate.py`), `benchmarks/simulate.py` and the
 tests use.
 """
 
 from __future__ import annotations
 
-from probetui.simulate.run import (
+from probetui.simulate.report import render_summary, render_timeline, summarize, to_json
+from probetui.simulate.run import SimKubelet, simulate, synthetic_attempt
+from probetui.simulate.scenario import (
     App,
     Behaviour,
     Scenario,
     ScenarioError,
-    SimKubelet,
     apply_overrides,
     load_scenario,
     parse_scenario,
-    render_summary,
-    render_timeline,
-    simulate,
-    summarize,
-    synthetic_attempt,
 )
 
 __all__ = [
@@ -36,4 +38,5 @@ __all__ = [
     "simulate",
     "summarize",
     "synthetic_attempt",
+    "to_json",
 ]

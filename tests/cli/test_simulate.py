@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from probetui.cli import main
-from tests.simulate.test_run import HTTP, pod
+from tests.simulate.fixtures import HTTP, pod
 
 
 def test_json_schema_and_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,149 @@
+"""What `probetui simulate` reports of a run: the summary of the scenario container's events
+(restarts, kills, readiness, Unhealthy events), the human timeline with runs of equal attempts
+folded into one line, the summary table beside a `--set` baseline, and the `--json` document.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from probetui.probe import gotext
+from probetui.simulate.scenario import Scenario
+from probetui.spec.model import ProbeType
+
+
+def summarize(events: list[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
+    name = scenario.container
+    kills = {pt.key: 0 for pt in ProbeType}
+    restarts = 0
+    unhealthy = 0
+    first_ready: float | None = None
+    ready_since: float | None = None
+    ready_total = 0.0
+    for e in events:
+        if e["container"] != name:
+            continue
+        if e["type"] == "Killing" and e.get("probe"):
+            kills[e["probe"]] += 1
+        elif e["type"] == "ContainerStarted":
+            restarts = e["restartCount"]
+        elif e["type"] == "Unhealthy":
+            unhealthy += 1
+        elif e["type"] == "ReadyChanged":
+            if e["ready"]:
+                ready_since = e["t"]
+                if first_ready is None:
+                    first_ready = e["t"]
+            elif ready_since is not None:
+                ready_total += e["t"] - ready_since
+                ready_since = None
+    if ready_since is not None:
+        ready_total += scenario.duration - ready_since
+    return {
+        "restarts": restarts,
+        "kills": kills,
+        "first_ready_at": first_ready,
+        "ready_seconds": round(ready_total, 3),
+        "unhealthy_events": unhealthy,
+        "final_ready": ready_since is not None,
+    }
+
+
+def to_json(
+    result: dict[str, Any],
+    baseline: dict[str, Any] | None = None,
+    overrides: Iterable[str] = (),
+) -> str:
+    """`--json`: the run's events and summary, with the baseline's summary and the overrides
+    when `--set` ran a variant beside the scenario as given; one line."""
+    if baseline is not None:
+        result["baseline"] = baseline
+        result["overrides"] = list(overrides)
+    return json.dumps(result)
+
+
+GLYPH = {"success": "●", "warning": "◐", "failure": "✖", "error": "?"}
+
+
+def render_timeline(events: list[dict[str, Any]]) -> list[str]:
+    """Human timeline: runs of identical attempts (and their events) folded into one line."""
+    lines: list[str] = []
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    messages: dict[tuple[str, str], str] = {}
+
+    def flush(key: tuple[str, str]) -> None:
+        run = runs.pop(key, None)
+        message = messages.pop(key, "")
+        if not run:
+            return
+        first, last = run[0], run[-1]
+        span = f"{first['t']:.1f}" if len(run) == 1 else f"{first['t']:.1f}-{last['t']:.1f}"
+        glyph = GLYPH.get(first["outcome"], "?")
+        count = f" x{len(run)}" if len(run) > 1 else ""
+        extra = " (timeout)" if first.get("timedOut") else ""
+        extra += " manual" if first.get("manual") else ""
+        text = (
+            f"{first['probe']:<9} {glyph} {first['outcome']}{count}{extra}, run {last['resultRun']}"
+        )
+        if message:
+            text += f"  [{message}]"
+        lines.append(f"{span:>15}  {first['container']:<10} {text}")
+
+    for e in events:
+        if e["type"] == "ProbeAttempt":
+            key = (e["container"], e["probe"])
+            run = runs.get(key)
+            if run and (
+                run[-1]["outcome"] != e["outcome"] or run[-1].get("timedOut") != e.get("timedOut")
+            ):
+                flush(key)
+            runs.setdefault(key, []).append(e)
+            continue
+        if e["type"] in ("Unhealthy", "ProbeWarning") and (e["container"], e["probe"]) in runs:
+            messages.setdefault((e["container"], e["probe"]), e["message"])
+            continue
+        for key in [k for k in runs if k[0] == e["container"]]:
+            flush(key)
+        lines.append(f"{e['t']:>15.1f}  {e['container']:<10} {_describe(e)}")
+    for key in list(runs):
+        flush(key)
+    return lines
+
+
+def _describe(e: dict[str, Any]) -> str:
+    kind = e["type"]
+    if kind == "ContainerStarted":
+        return f"container started (restartCount {e['restartCount']})"
+    if kind == "ContainerExited":
+        return f"container exited with code {e['exitCode']} ({e['reason']})"
+    if kind == "ResultChanged":
+        return f"{e['probe']} result -> {e['result']}"
+    if kind == "ReadyChanged":
+        return "Ready" if e["ready"] else "NotReady"
+    if kind == "StartedChanged":
+        return "Started" if e["started"] else "not Started"
+    if kind == "BackOff":
+        return f"BackOff {gotext.go_duration(e['delay'])}: {e['message']}"
+    return f"{kind}: {e.get('message', '')}"
+
+
+def render_summary(summary: dict[str, Any], baseline: dict[str, Any] | None = None) -> list[str]:
+    rows = [
+        ("restarts", lambda s: str(s["restarts"])),
+        ("kills (liveness)", lambda s: str(s["kills"]["liveness"])),
+        ("kills (startup)", lambda s: str(s["kills"]["startup"])),
+        (
+            "first ready at",
+            lambda s: "never" if s["first_ready_at"] is None else f"{s['first_ready_at']:g}s",
+        ),
+        ("ready seconds", lambda s: f"{s['ready_seconds']:g}"),
+        ("Unhealthy events", lambda s: str(s["unhealthy_events"])),
+        ("ready at the end", lambda s: "yes" if s["final_ready"] else "no"),
+    ]
+    if baseline is None:
+        return [f"  {label:<18} {fmt(summary)}" for label, fmt in rows]
+    out = [f"  {'':<18} {'baseline':>12} {'with --set':>12}"]
+    out += [f"  {label:<18} {fmt(baseline):>12} {fmt(summary):>12}" for label, fmt in rows]
+    return out
