@@ -417,13 +417,15 @@ async def test_observed_state_and_events_appear_as_kubelet_events(
     assert {e.source for e in c.rec.events} == {"shadow", "kubelet"}
 
 
-def web_pod(port: int, **kw: Any) -> dict[str, Any]:
-    """Pod "web": one container "app" with an HTTP readiness probe on `port` every second."""
-    return make_pod(
-        "web",
-        containers=[container("app", ports=(port,), readiness=http_get_probe("/", port, period=1))],
-        **kw,
-    )
+def web_pod(
+    port: int, path: str = "/", liveness: dict[str, Any] | None = None, **kw: Any
+) -> dict[str, Any]:
+    """Pod "web": one container "app" with an HTTP readiness probe on `port` every second
+    (and `liveness`, when given)."""
+    probes: dict[str, Any] = {"readiness": http_get_probe(path, port, period=1)}
+    if liveness is not None:
+        probes["liveness"] = liveness
+    return make_pod("web", containers=[container("app", ports=(port,), **probes)], **kw)
 
 
 async def test_no_divergence_while_the_shadow_is_behind_its_ticks(
@@ -645,19 +647,7 @@ async def test_get_on_the_subresource_suffices_for_websockets_before_1_35(
     api.grant("get", "pods/exec")
     api.grant("get", "pods/portforward")
     port = http_target.port
-    api.add_pod(
-        make_pod(
-            "web",
-            containers=[
-                container(
-                    "app",
-                    ports=(port,),
-                    readiness=http_get_probe("/", port, period=1),
-                    liveness=probe("exec", command=["true"]),
-                )
-            ],
-        )
-    )
+    api.add_pod(web_pod(port, liveness=probe("exec", command=["true"])))
     api.map_port("web", http_target.port, http_target.port)
     async with running(api, tmp_path, via="port-forward") as c:
         await until(
@@ -682,19 +672,7 @@ async def test_a_server_url_with_a_path_prefix_is_reached_on_every_path(
     prefix = "/k8s/clusters/c-m-4xq7z"
     port = http_target.port
     async with ApiEmulator(path_prefix=prefix) as api:
-        api.add_pod(
-            make_pod(
-                "web",
-                containers=[
-                    container(
-                        "app",
-                        ports=(port,),
-                        readiness=http_get_probe("/ready", port, period=1),
-                        liveness=probe("exec", command=["true"]),
-                    )
-                ],
-            )
-        )
+        api.add_pod(web_pod(port, "/ready", liveness=probe("exec", command=["true"])))
         api.map_port("web", port, port)
         async with running(api, tmp_path, via=via) as c:
             await until(
