@@ -1,0 +1,164 @@
+"""Typed reads of decoded manifest values, each failure naming its place.
+
+The API server decodes a manifest strictly: a string where an integer belongs, or an integer
+past int32, is refused before any validation runs. These readers refuse the same, and `At`
+carries where the value sits (document, container, field path, line) into the ManifestError.
+`check_fields` refuses unknown fields where the API type is closed, and near-miss spellings
+everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, replace
+from typing import Any, NoReturn
+
+from probetui.spec.documents import line_in
+from probetui.spec.errors import ManifestError
+
+__all__ = [
+    "INT32",
+    "INT64",
+    "At",
+    "check_fields",
+    "describe",
+    "int_or_string",
+    "integer",
+    "mapping",
+    "sequence",
+    "string",
+    "strings",
+]
+
+# the bounds of Go's int32 and int64 fields
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def describe(value: object) -> str:
+    """A value as an error message names it: `the number 3`, `the string "x"`, `a list`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {json.dumps(shown, ensure_ascii=False)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+@dataclass(frozen=True, slots=True)
+class At:
+    """Where a value sits: document, container, field path and line, for error messages."""
+
+    origin: str
+    path: str = ""
+    line: int | None = None
+    container: str | None = None
+    container_kind: str = "container"
+
+    def key(self, parent: object, key: str) -> At:
+        path = f"{self.path}.{key}" if self.path else key
+        return replace(self, path=path, line=line_in(parent, key) or self.line)
+
+    def index(self, parent: object, i: int) -> At:
+        return replace(self, path=f"{self.path}[{i}]", line=line_in(parent, i) or self.line)
+
+    def fail(self, detail: str, fix: str | None = None) -> NoReturn:
+        raise ManifestError(
+            detail,
+            origin=self.origin,
+            line=self.line,
+            container=self.container,
+            container_kind=self.container_kind,
+            field=self.path or None,
+            fix=fix,
+        )
+
+
+def mapping(value: object, at: At) -> dict[Any, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        at.fail(f"must be a mapping (key: value pairs), got {describe(value)}")
+    for key in value:
+        if not isinstance(key, str):
+            at.key(value, key).fail(f"field names must be strings, got {describe(key)}")
+    return value
+
+
+def sequence(value: object, at: At) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        fix = "write it as a list: [ ... ] or lines starting with '- '"
+        at.fail(f"must be a list, got {describe(value)}", fix)
+    return value
+
+
+def string(value: object, at: At) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    fix = None
+    if isinstance(value, bool | int | float):
+        fix = "quote it to make it a string"
+    at.fail(f"must be a string, got {describe(value)}", fix)
+
+
+def strings(value: object, at: At) -> tuple[str, ...]:
+    items = sequence(value, at)
+    return tuple(string(item, at.index(items, i)) or "" for i, item in enumerate(items))
+
+
+def integer(value: object, at: At, bounds: tuple[int, int] = INT32) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # sigs.k8s.io/yaml prints 3.0 as 3 before decoding
+    if isinstance(value, bool) or not isinstance(value, int):
+        fix = None
+        if isinstance(value, str):
+            digits = value.strip().removesuffix("s")
+            if digits.isdigit():
+                fix = f"write a plain number of seconds or count: {int(digits)}"
+        at.fail(f"must be an integer, got {describe(value)}", fix)
+    lo, hi = bounds
+    if not lo <= value <= hi:
+        bits = 32 if bounds == INT32 else 64
+        at.fail(f"must fit in a {bits}-bit integer, got {value}")
+    return value
+
+
+def int_or_string(value: object, at: At) -> int | str | None:
+    # IntOrString keeps the written type: "8080" in quotes stays a string (a port name)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        at.fail(f"must be a port number or a port name, got {describe(value)}")
+    return integer(value, at)
+
+
+def check_fields(
+    m: dict[str, Any], known: tuple[str, ...], at: At, *, strict: bool, what: str
+) -> None:
+    """Refuse unknown fields (strict), or only the near-misses of known ones."""
+    for key in m:
+        if key in known:
+            continue
+        close = [k for k in known if k.lower() == key.lower()]
+        close = close or difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if not strict and not close:
+            continue
+        fix = f'did you mean "{close[0]}"?' if close else f"{what} fields: {', '.join(known)}"
+        if key == "sleep" and what == "probe":
+            fix = "probes have no sleep handler; sleep exists only for lifecycle hooks"
+        replace(at, line=line_in(m, key) or at.line).fail(f'unknown field "{key}"', fix)

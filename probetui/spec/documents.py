@@ -1,0 +1,179 @@
+"""Manifest text to documents: a YAML or JSON stream, decoded with the line of every key and item.
+
+Mappings and lists come back as `dict` and `list` subclasses that carry `line` (their own) and
+`lines` (each key's or item's), which `line_in` reads, so that an error further up can name the
+line in the file. YAML is read as go-yaml reads it where PyYAML would differ: a key set twice in
+one mapping is an error. A JSON stream is accepted as kubectl accepts it, and read a second time
+as YAML for the line numbers whenever that gives the same data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from probetui.spec.errors import ManifestError
+
+__all__ = ["documents", "line_in"]
+
+
+class _LineDict(dict):  # type: ignore[type-arg]
+    """A mapping that remembers the line of each key (1-based)."""
+
+    __slots__ = ("line", "lines")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.line: int | None = None
+        self.lines: dict[Any, int] = {}
+
+
+class _LineList(list):  # type: ignore[type-arg]
+    """A sequence that remembers the line of each item (1-based)."""
+
+    __slots__ = ("line", "lines")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.line: int | None = None
+        self.lines: list[int] = []
+
+
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
+    pass
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterable[_LineDict]:
+    data = _LineDict()
+    data.line = node.start_mark.line + 1
+    yield data
+    # go-yaml refuses a key set twice in one mapping; PyYAML would silently keep the last
+    seen: dict[str, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        line = key_node.start_mark.line + 1
+        if key_node.value in seen:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f'key "{key_node.value}" already set in this mapping (first on line '
+                f"{seen[key_node.value]})",
+                key_node.start_mark,
+            )
+        seen[key_node.value] = line
+    data.update(loader.construct_mapping(node))
+    for key_node, _ in node.value:
+        # an unhashable key was already refused by construct_mapping
+        with contextlib.suppress(TypeError):
+            data.lines[loader.construct_object(key_node)] = key_node.start_mark.line + 1
+
+
+def _construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iterable[_LineList]:
+    data = _LineList()
+    data.line = node.start_mark.line + 1
+    yield data
+    data.extend(loader.construct_sequence(node))
+    data.lines = [item.start_mark.line + 1 for item in node.value]
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def _yaml_fix(text: str, line: int | None) -> str | None:
+    # libyaml's message does not name the tab, so look at the line itself
+    lines = text.splitlines()
+    if line is not None and 0 <= line < len(lines):
+        indent = lines[line][: len(lines[line]) - len(lines[line].lstrip())]
+        if "\t" in indent:
+            return "YAML indentation must use spaces, not tabs"
+    return None
+
+
+def _yaml_documents(text: str, source: str) -> list[Any]:
+    loader = _Loader(text)
+    docs: list[Any] = []
+    try:
+        while loader.check_data():
+            docs.append(loader.get_data())
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        problem = e.problem or e.context or "cannot parse"
+        where = f", column {mark.column + 1}" if mark is not None else ""
+        raise ManifestError(
+            f"invalid YAML: {problem}{where}",
+            origin=f"{source}, document {len(docs) + 1}",
+            line=mark.line + 1 if mark is not None else None,
+            fix=_yaml_fix(text, mark.line if mark is not None else None),
+        ) from None
+    except yaml.YAMLError as e:
+        raise ManifestError(
+            f"invalid YAML: {e}", origin=f"{source}, document {len(docs) + 1}"
+        ) from None
+    finally:
+        loader.dispose()
+    return docs
+
+
+def _json_documents(text: str, source: str) -> list[Any]:
+    # a stream of JSON values, as kubectl accepts; JSON itself has no line numbers to keep
+    decoder = json.JSONDecoder()
+    docs: list[Any] = []
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            return docs
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as e:
+            raise ManifestError(
+                f"invalid JSON: {e.msg}, column {e.colno}",
+                origin=f"{source}, document {len(docs) + 1}",
+                line=e.lineno,
+            ) from None
+        docs.append(doc)
+
+
+def documents(text: str, source: str) -> list[Any]:
+    """Every document of a YAML stream or JSON stream; a syntax error is a ManifestError."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if text.lstrip()[:1] not in ("{", "["):
+        return _yaml_documents(text, source)
+    try:
+        docs = _json_documents(text, source)
+    except ManifestError as json_error:
+        # "{a: 1}" is a YAML flow mapping, not JSON: report the JSON error only if YAML fails too
+        try:
+            return _yaml_documents(text, source)
+        except ManifestError:
+            raise json_error from None
+    # JSON is (nearly) YAML: read it again as YAML for line numbers, when that gives the same data
+    try:
+        with_lines = _yaml_documents(text, source)
+    except ManifestError:
+        return docs
+    return with_lines if with_lines == docs else docs
+
+
+def line_in(parent: object, key: object) -> int | None:
+    """The line of a key of a mapping or an item of a list `documents` made; None if unknown."""
+    lines = getattr(parent, "lines", None)
+    if isinstance(lines, dict):
+        return lines.get(key)
+    if isinstance(lines, list) and isinstance(key, int) and 0 <= key < len(lines):
+        return lines[key]
+    return None
