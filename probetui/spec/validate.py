@@ -7,18 +7,24 @@ The checks and their message texts follow upstream (`validateProbe`, `validateLi
 `validateRestartPolicy`; docs/kubelet-behaviour.md §2.3-2.8, docs/test-vectors.md H). Input is the
 defaulted model, as upstream validates after defaulting (§2.4). Checks on fields the model does
 not keep (image, resources, volume mounts, ...) are out of scope: they do not change what the
-prober does.
+prober does. The errors are `field.Error`s (`field_errors.py`); the apimachinery format checks
+they rest on (port numbers and names, DNS labels, header names) are in `formats.py`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import replace
 
 from probetui.spec.errors import ManifestError
+from probetui.spec.field_errors import ErrorType, FieldError
+from probetui.spec.formats import (
+    is_dns1123_label,
+    is_http_header_name,
+    is_valid_port_name,
+    is_valid_port_num,
+)
 from probetui.spec.model import (
     Container,
     ContainerKind,
@@ -40,173 +46,17 @@ __all__ = [
     "validate_pod",
 ]
 
-
-class ErrorType(StrEnum):
-    """`field.ErrorType`, named as in the constructors (`field.Invalid`, `field.Required`, ...)."""
-
-    INVALID = "Invalid"
-    REQUIRED = "Required"
-    FORBIDDEN = "Forbidden"
-    NOT_SUPPORTED = "NotSupported"
-    DUPLICATE = "Duplicate"
-
-    @property
-    def text(self) -> str:
-        """The words upstream prints for the type (`ErrorType.String`)."""
-        return _TYPE_TEXT[self]
-
-
-_TYPE_TEXT = {
-    ErrorType.INVALID: "Invalid value",
-    ErrorType.REQUIRED: "Required value",
-    ErrorType.FORBIDDEN: "Forbidden",
-    ErrorType.NOT_SUPPORTED: "Unsupported value",
-    ErrorType.DUPLICATE: "Duplicate value",
-}
-
 _KIND_WORDS = {
     ContainerKind.CONTAINER: "container",
     ContainerKind.INIT: "init container",
     ContainerKind.EPHEMERAL: "ephemeral container",
 }
 
-
-def _go_quote(text: str) -> str:
-    # close to Go's strconv.Quote (%q): JSON escaping differs only for rare control characters
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _go_value(value: object) -> str:
-    """A bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil null."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return _go_quote(value)
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return "[]string{" + ", ".join(_go_value(v) for v in value) + "}"
-    return str(value)
-
-
-@dataclass(frozen=True, slots=True)
-class FieldError:
-    """One `field.Error`: `str()` is upstream's text, e.g.
-    `spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1`.
-
-    `container`, `container_kind` and `field` (the path below the container) locate it for
-    people; `fix` is our advice, never part of upstream's text.
-    """
-
-    path: str
-    type: ErrorType
-    value: object = None
-    detail: str = ""
-    container: str | None = None
-    container_kind: ContainerKind | None = None
-    field: str = ""
-    fix: str | None = None
-
-    def body(self) -> str:
-        """`ErrorBody`: the message without the field path."""
-        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN):
-            text = self.type.text
-        else:
-            text = f"{self.type.text}: {_go_value(self.value)}"
-        if self.detail:
-            text = f"{text}: {self.detail}"
-        return text
-
-    def summary(self) -> str:
-        """The body for people: Required/Forbidden details say it all without the type word."""
-        if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN) and self.detail:
-            return self.detail
-        return self.body()
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.body()}"
-
-
-# --- apimachinery validation helpers (k8s.io/apimachinery/pkg/util/validation) ---
-
-_PORT_NAME_CHARSET = re.compile(r"^[-a-z0-9]+$")
-_PORT_NAME_LETTER = re.compile(r"[a-z]")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN = re.compile(f"^{_DNS1123_LABEL_FMT}(\\.{_DNS1123_LABEL_FMT})*$")
-_HTTP_HEADER_NAME_FMT = "[-A-Za-z0-9]+"
-_HTTP_HEADER_NAME = re.compile(f"^{_HTTP_HEADER_NAME_FMT}$")
-
 _NEGATIVE = "must be greater than or equal to 0"
 _TOO_MANY_HANDLERS = "may not specify more than 1 handler type"
 _NO_HANDLER = "must specify a handler type"
 _INIT_PROBE_FORBIDDEN = "may not be set for init containers without restartPolicy=Always"
 _EPHEMERAL_FORBIDDEN = "cannot be set for an Ephemeral Container"
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    # validation.RegexError, including its "'a',  or 'b'," spacing
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def is_valid_port_num(port: int) -> list[str]:
-    """`IsValidPortNum`: 1-65535."""
-    if 1 <= port <= 65535:
-        return []
-    return ["must be between 1 and 65535, inclusive"]
-
-
-def is_valid_port_name(name: str) -> list[str]:
-    """`IsValidPortName` (IANA_SVC_NAME): 1-15 of [-a-z0-9], a letter, no edge or double '-'."""
-    errs: list[str] = []
-    if len(name) > 15:
-        errs.append("must be no more than 15 characters")
-    if not _PORT_NAME_CHARSET.match(name):
-        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
-    if not _PORT_NAME_LETTER.search(name):
-        errs.append("must contain at least one letter (a-z)")
-    if "--" in name:
-        errs.append("must not contain consecutive hyphens")
-    if name and (name[0] == "-" or name[-1] == "-"):
-        errs.append("must not begin or end with a hyphen")
-    return errs
-
-
-def _is_dns1123_label(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.match(value):
-        if _DNS1123_SUBDOMAIN.match(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(
-                _regex_error(
-                    "a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                    "characters or '-', and must start and end with an alphanumeric character",
-                    _DNS1123_LABEL_FMT,
-                    "my-name",
-                    "123-abc",
-                )
-            )
-    return errs
-
-
-def _is_http_header_name(value: str) -> list[str]:
-    if _HTTP_HEADER_NAME.match(value):
-        return []
-    return [
-        _regex_error(
-            "a valid HTTP header must consist of alphanumeric characters or '-'",
-            _HTTP_HEADER_NAME_FMT,
-            "X-Header-Name",
-        )
-    ]
 
 
 # --- the checks ---
@@ -279,7 +129,7 @@ def _http_get(action: HTTPGetAction, rel: str, out: _Collector) -> None:
         )
     for header in action.http_headers:
         # upstream reports these on the list, not on the entry
-        for msg in _is_http_header_name(header.name):
+        for msg in is_http_header_name(header.name):
             out.add(f"{rel}.httpHeaders", ErrorType.INVALID, header.name, msg)
 
 
@@ -409,7 +259,7 @@ def _common(c: Container, out: _Collector) -> None:
     if not c.name:
         out.add("name", ErrorType.REQUIRED)
     else:
-        for msg in _is_dns1123_label(c.name):
+        for msg in is_dns1123_label(c.name):
             out.add("name", ErrorType.INVALID, c.name, msg)
     _ports(c, out)
 
