@@ -27,9 +27,18 @@ from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
-from probetui.runtime.base import KubeletEvent, Runtime
+from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType
-from probetui.timeline.events import KUBELET, SHADOW, WORKER_STATE, Event, attempt_fields
+from probetui.timeline.events import (
+    KUBELET,
+    SHADOW,
+    Event,
+    not_probed_event,
+    record_event,
+    result_changed_event,
+    runtime_event,
+    worker_state_event,
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,21 +101,8 @@ class Engine:
         for sink in self.sinks:
             sink.pod(entry.pod, None)
 
-    def kubelet_event(self, event: KubeletEvent) -> None:
-        pod = event.pod
-        self._publish(
-            Event(
-                type=event.type,
-                t=event.t,
-                pod_uid=pod.uid,
-                namespace=pod.namespace,
-                pod=pod.name,
-                container=event.container,
-                probe=event.probe.key if event.probe is not None else None,
-                source=event.source,
-                fields=dict(event.fields),
-            )
-        )
+    def report(self, event: RuntimeEvent) -> None:
+        self._publish(runtime_event(event))
 
     def settle_memory(self) -> None:
         """Take what is alive now out of the cyclic garbage collector's sight (gc.freeze).
@@ -173,20 +169,7 @@ class Engine:
             self.manager.launch_task(worker, status, done)
             return
         # observe-only: nothing dialled or run; the worker counts nothing (as a blown-up probe)
-        self._publish(
-            Event(
-                type="ProbeSkipped",
-                t=self.clock.now(),
-                pod_uid=worker.pod.uid,
-                namespace=worker.pod.namespace,
-                pod=worker.pod.name,
-                container=worker.container.name,
-                probe=worker.probe_type.key,
-                source=SHADOW,
-                fields={"reason": reason},
-                state=worker.state(),
-            )
-        )
+        self._publish(not_probed_event(worker.pod, worker.state(), self.clock.now(), reason))
         done(None)
 
     # -- what the workers do --------------------------------------------------------------
@@ -207,68 +190,22 @@ class Engine:
         if entry is None:
             return
         pod = entry.pod
-        if record.outcome is None:
-            fields = {"reason": record.skip.value if record.skip else "", "trigger": record.trigger}
-            type_ = "ProbeSkipped"
-        else:
+        via: str | None = None
+        if record.outcome is not None:
             container = pod.container(key.container)
             via = (
                 self.runtime.attempt_via(container, key.probe_type)
                 if container is not None
                 else self.runtime.via
             )
-            fields = attempt_fields(record, via)
-            type_ = "ProbeAttempt"
-        self._publish(
-            Event(
-                type_,
-                record.t,
-                pod.uid,
-                pod.namespace,
-                pod.name,
-                key.container,
-                key.probe_type.key,
-                SHADOW,
-                fields,
-                record,
-            )
-        )
-        event = record.outcome.event if record.outcome is not None else None
-        if event is not None and not self.runtime.observes_kubelet:
-            # where probetui plays the kubelet, its prober's Unhealthy / ProbeWarning events are
-            # the kubelet's own (a real kubelet's arrive from the API instead)
-            self._publish(
-                Event(
-                    event.reason,
-                    record.finished_at if record.finished_at is not None else record.t,
-                    pod.uid,
-                    pod.namespace,
-                    pod.name,
-                    key.container,
-                    key.probe_type.key,
-                    KUBELET,
-                    {"message": event.message, "eventType": event.type},
-                )
-            )
+        self._publish(record_event(pod, record, via))
 
     def _on_state(self, worker: Worker) -> None:
         """A worker's state changed without a record (paused, resumed, exited): tell the sinks,
         so that what the UI shows of a worker comes from the store alone."""
         entry = self.pods.get(worker.key.pod_uid)
         pod = entry.pod if entry is not None else worker.pod
-        self._publish(
-            Event(
-                WORKER_STATE,
-                self.clock.now(),
-                pod.uid,
-                pod.namespace,
-                pod.name,
-                worker.key.container,
-                worker.key.probe_type.key,
-                SHADOW,
-                state=worker.state(),
-            )
-        )
+        self._publish(worker_state_event(pod, worker.state(), self.clock.now()))
 
     def _on_update(self, probe_type: ProbeType, update: Update) -> None:
         entry = self.pods.get(update.pod_uid)
@@ -279,16 +216,8 @@ class Engine:
         if container is not None and self.runtime.not_probed(entry.pod, container, probe_type):
             return  # only the worker's initial value: nothing was probed, nothing to show
         self._publish(
-            Event(
-                "ResultChanged",
-                self.clock.now(),
-                entry.pod.uid,
-                entry.pod.namespace,
-                entry.pod.name,
-                name,
-                probe_type.key,
-                SHADOW,
-                {"result": update.result.label, "containerID": update.container_id},
+            result_changed_event(
+                entry.pod, name, probe_type, update.result, update.container_id, self.clock.now()
             )
         )
 

@@ -13,7 +13,7 @@ import time
 from probetui.engine import Engine
 from probetui.prober.status import ContainerStatus, PodStatus, Running
 from probetui.prober.worker import ProbeKey
-from probetui.runtime.base import KubeletEvent, Runtime, RuntimeHost
+from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeHost
 from probetui.spec.model import Container, ContainerPort, Pod, Probe, ProbeType, TCPSocketAction
 from probetui.timeline.events import Event
 from probetui.timeline.jsonl import JsonlWriter
@@ -37,7 +37,7 @@ class StaticRuntime(Runtime):
         status = PodStatus(phase="Running", pod_ip="127.0.0.1", container_statuses=(cs,))
         host.pod_snapshot(self.pod, status)
         host.manager.add_pod(self.pod)
-        host.kubelet_event(KubeletEvent("ContainerStarted", time.time(), self.pod, "app"))
+        host.report(RuntimeEvent("ContainerStarted", time.time(), self.pod, "app"))
         await asyncio.Event().wait()
 
 

@@ -44,20 +44,25 @@ recomputation, so the order of reactions within one instant is causal order.
 
 The container runtime is a `ContainerBackend`: it starts an instance and reports back
 `started` or `start_failed`, kills one with a grace period, and reports every exit with
-`exited`. Events go to an `Emit` callback in `probetui simulate`'s vocabulary.
+`exited`. Events go to an `Emit` callback in `probetui simulate`'s vocabulary: the kubelet's
+own (starts, exits, kills, back-offs, Ready and Started changes) and its prober's (Unhealthy,
+ProbeWarning), for whichever runtime plays the kubelet. `PodKubelet` subscribes to the
+manager's results and records itself, so neither the local runtime nor `simulate` does the
+kubelet's part of reacting to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Protocol
 
 from probetui.kubelet import backoff as bo
 from probetui.kubelet import kuberuntime as kr
 from probetui.prober.clock import Cancellable, Clock
 from probetui.prober.manager import Manager
-from probetui.prober.results import ResultValue
+from probetui.prober.results import ResultValue, Update
 from probetui.prober.status import (
     ContainerStatus,
     PodStatus,
@@ -66,6 +71,7 @@ from probetui.prober.status import (
     Waiting,
     whole_seconds,
 )
+from probetui.prober.worker import ProbeRecord
 from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
 
 # what a runtime records for a container whose process could not be started (containerd CRI)
@@ -157,11 +163,26 @@ class PodKubelet:
         self.killing_pod = False
         self.terminating = False  # probetui is stopping every container
         self.removed = False  # every worker of the pod removed, nothing runs
+        # this is the kubelet, not an observer of one: it reacts to its pod's published results
+        # (`syncLoopIteration`) and its prober records the probe events (`recordContainerEvent`)
+        self._subscriptions = [
+            (manager.results_for(pt), partial(self._result_published, pt)) for pt in ProbeType
+        ]
+        for results, fn in self._subscriptions:
+            results.subscribe(fn)
+        manager.add_listener(self._probe_recorded)
 
     # -- bookkeeping --------------------------------------------------------------------------
 
     def _emit(self, type_: str, container: str, **fields: Any) -> None:
         self._emit_to(type_, container, self.clock.now(), fields)
+
+    def _unsubscribe(self) -> None:
+        # the record listener stays: a removed worker's probe in flight runs to completion and
+        # its prober still records the event (§3.5); a runtime has a fixed set of pods
+        for results, fn in self._subscriptions:
+            results.unsubscribe(fn)
+        self._subscriptions = []
 
     def container_by_id(self, container_id: str) -> Instance | None:
         for inst in self.instances.values():
@@ -454,6 +475,28 @@ class PodKubelet:
 
     # -- probe results ------------------------------------------------------------------------
 
+    def _result_published(self, probe_type: ProbeType, update: Update) -> None:
+        # the kubelet reads the update channel in its own sync loop: after the worker that
+        # published it has finished its doProbe, never inside it
+        if update.pod_uid == self.pod.uid:
+            self.clock.call_at(
+                self.clock.now(),
+                lambda: self.on_result(probe_type, update.container_id, update.result),
+            )
+
+    def _probe_recorded(self, record: ProbeRecord) -> None:
+        """The prober's `recordContainerEvent`: Unhealthy or ProbeWarning for an attempt."""
+        outcome = record.outcome
+        if outcome is None or outcome.event is None or record.key.pod_uid != self.pod.uid:
+            return
+        event = outcome.event
+        self._emit_to(
+            event.reason,
+            record.key.container,
+            record.finished_at if record.finished_at is not None else record.t,
+            {"probe": record.key.probe_type.key, "message": event.message, "eventType": event.type},
+        )
+
     def on_result(self, probe_type: ProbeType, container_id: str, result: ResultValue) -> None:
         """A published result changed: `syncLoopIteration`'s reaction to the update.
 
@@ -582,6 +625,7 @@ class PodKubelet:
             return
         self.removed = True
         self.manager.remove_pod(self.pod)
+        self._unsubscribe()
         if self.on_finished is not None:
             self.on_finished()
 

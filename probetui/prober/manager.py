@@ -22,6 +22,7 @@ from probetui.prober.worker import (
     Launch,
     Listener,
     ProbeKey,
+    ProbeRecord,
     RunProbe,
     Worker,
 )
@@ -57,7 +58,8 @@ class Manager:
         self.run_probe = run_probe
         # how a probe is started: an asyncio task live, a scheduled callback in simulation
         self.launch: Launch = launch or self.launch_task
-        self.listener = listener
+        # told of every doProbe record: the engine's sinks, and a played kubelet's prober events
+        self._listeners: list[Listener] = [listener] if listener is not None else []
         self.rng = rng
         # when "the kubelet" started: drives start-up jitter (§4.2) and restart grace (§8.1)
         self.start = clock.now() if start is None else start
@@ -72,6 +74,17 @@ class Manager:
         self._loop: asyncio.AbstractEventLoop | None = None
         # which trigger was dropped because one was already queued: "Failed to trigger a manual run"
         self.dropped_triggers = 0
+
+    def add_listener(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Listener) -> None:
+        # a new list: a record being delivered goes on to the listeners it started with
+        self._listeners = [f for f in self._listeners if f != fn]
+
+    def _publish_record(self, record: ProbeRecord) -> None:
+        for fn in self._listeners:
+            fn(record)
 
     def results_for(self, probe_type: ProbeType) -> ResultsManager:
         return {
@@ -106,7 +119,7 @@ class Manager:
                     self.clock,
                     self.status_of,
                     self.launch,
-                    self.listener,
+                    self._publish_record,
                     on_exit=self._remove_worker,
                     rng=self.rng,
                 )

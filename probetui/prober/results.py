@@ -54,6 +54,10 @@ class ResultsManager:
     def subscribe(self, fn: Subscriber) -> None:
         self._subscribers.append(fn)
 
+    def unsubscribe(self, fn: Subscriber) -> None:
+        # a new list: an update being delivered goes on to the subscribers it started with
+        self._subscribers = [f for f in self._subscribers if f != fn]
+
     def get(self, container_id: str) -> ResultValue | None:
         return self._cache.get(container_id)
 

@@ -5,8 +5,9 @@ It drives the engine through `RuntimeHost`, a push stream:
 
 - `pod_snapshot(pod, status)` each time a pod's spec or status changes (container IDs, state,
   `startedAt`, `started`, `ready`, restart counts), and `pod_deleted(uid)` when it goes;
-- `kubelet_event(event)` for what the kubelet did or said (`ContainerStarted`, `Killing`,
-  `Unhealthy`, `BackOff`, `ReadyChanged`, ...), with the kubelet's own texts;
+- `report(event)` for what the kubelet did or said (`ContainerStarted`, `Killing`,
+  `Unhealthy`, `BackOff`, `ReadyChanged`, ...), with the kubelet's own texts, and for what the
+  runtime itself found (the cluster source's `Divergence` of shadow and kubelet);
 - the prober's manager (`host.manager`), which the runtime alone feeds: `add_pod`,
   `update_pod_status`, `remove_pod`. Nothing else in probetui calls those.
 
@@ -39,8 +40,9 @@ class RuntimeFailure(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class KubeletEvent:
-    """One thing the kubelet did or reported, in `probetui simulate`'s event vocabulary.
+class RuntimeEvent:
+    """One thing a runtime reports, in `probetui simulate`'s event vocabulary: what the kubelet
+    (real or played) did or said, or, from the cluster source, a `Divergence`.
 
     `type` is e.g. `ContainerStarted` (restartCount), `ContainerExited` (exitCode, reason),
     `Killing` (message), `BackOff` (delay, message), `Unhealthy` / `ProbeWarning` (message),
@@ -56,6 +58,15 @@ class KubeletEvent:
     fields: Mapping[str, Any] = field(default_factory=dict)
     source: str = "kubelet"
 
+    @classmethod
+    def played(
+        cls, pod: Pod, type_: str, container: str, t: float, fields: Mapping[str, Any]
+    ) -> RuntimeEvent:
+        """What a played kubelet (`PodKubelet`'s `Emit`) said, its `probe` field lifted out."""
+        rest = dict(fields)
+        probe = rest.pop("probe", None)
+        return cls(type_, t, pod, container, ProbeType.parse(probe) if probe else None, rest)
+
 
 class RuntimeHost(Protocol):
     """The engine, as a runtime sees it."""
@@ -70,7 +81,7 @@ class RuntimeHost(Protocol):
 
     def pod_deleted(self, pod_uid: str) -> None: ...
 
-    def kubelet_event(self, event: KubeletEvent) -> None: ...
+    def report(self, event: RuntimeEvent) -> None: ...
 
     def lateness(self) -> float:
         """How far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
@@ -136,4 +147,4 @@ class Runtime(ABC):
         return []
 
 
-__all__ = ["KubeletEvent", "PodStatus", "Runtime", "RuntimeFailure", "RuntimeHost"]
+__all__ = ["PodStatus", "Runtime", "RuntimeEvent", "RuntimeFailure", "RuntimeHost"]

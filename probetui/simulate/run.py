@@ -34,15 +34,11 @@ from probetui.probe import gotext
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.manager import Manager
-from probetui.prober.prober import (
-    ProbeOutcome,
-    outcome_label,
-    retry_on_error,
-    run_to_completion,
-)
+from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
 from probetui.prober.results import Update
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
+from probetui.runtime.base import RuntimeEvent
 from probetui.simulate.report import summarize
 from probetui.simulate.scenario import Scenario
 from probetui.spec.model import (
@@ -55,6 +51,7 @@ from probetui.spec.model import (
     ProbeType,
     TCPSocketAction,
 )
+from probetui.timeline.events import Event, record_event, result_changed_event, runtime_event
 
 SIM_POD_IP = "10.0.0.10"  # only ever printed: a simulation dials nothing
 SIGTERM_EXIT = 143  # 128 + SIGTERM: the app died of the signal
@@ -121,14 +118,15 @@ class _SimBackend:
 
 class SimKubelet:
     """`PodKubelet` on virtual time with a simulated backend, plus the event list simulate prints:
-    each attempt, each published result change and the probe events."""
+    each attempt, each published result change, and what the played kubelet said (its starts,
+    kills and probe events), as the engine's `Event`s built by the same encoder."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.pod = scenario.pod
         self.app = scenario.app
         self.clock = SimClock()
-        self.events: list[dict[str, Any]] = []
+        self.events: list[Event] = []
         self.manager = Manager(
             self.clock,
             self._status_of,
@@ -137,21 +135,22 @@ class SimKubelet:
             start=-86400.0,
             listener=self._on_record,
         )
+        # before the kubelet's own subscription: a result change is listed before what the
+        # kubelet does about it at the same instant
+        for pt in ProbeType:
+            results = self.manager.results_for(pt)
+            results.subscribe(lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u)))
         self.backend = _SimBackend(self)
         self.kubelet = PodKubelet(
             self.pod, self.clock, self.manager, self.backend, self._on_event, pod_ip=SIM_POD_IP
         )
-        for pt in ProbeType:
-            results = self.manager.results_for(pt)
-            results.subscribe(lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u)))
 
     # -- bookkeeping ------------------------------------------------------------------
 
-    def _emit(self, type_: str, container: str, t: float | None = None, **fields: Any) -> None:
-        self._on_event(type_, container, self.clock.now() if t is None else t, fields)
-
     def _on_event(self, type_: str, container: str, t: float, fields: dict[str, Any]) -> None:
-        self.events.append({"t": round(t, 6), "type": type_, "container": container, **fields})
+        self.events.append(
+            runtime_event(RuntimeEvent.played(self.pod, type_, container, t, fields))
+        )
 
     def _status_of(self, uid: str) -> PodStatus | None:
         return self.kubelet.status if uid == self.pod.uid else None
@@ -166,37 +165,20 @@ class SimKubelet:
         inst = self.kubelet.container_by_id(update.container_id)
         if inst is None:
             return
-        self._emit(
-            "ResultChanged", inst.spec.name, probe=probe_type.key, result=update.result.label
+        self.events.append(
+            result_changed_event(
+                self.pod,
+                inst.spec.name,
+                probe_type,
+                update.result,
+                update.container_id,
+                self.clock.now(),
+            )
         )
-        self.kubelet.on_result(probe_type, update.container_id, update.result)
 
     def _on_record(self, record: ProbeRecord) -> None:
-        outcome = record.outcome
-        if outcome is None:
-            return  # skipped ticks are not part of the event list
-        attempt = outcome.attempt
-        assert attempt is not None
-        kind = outcome_label(outcome)
-        fields: dict[str, Any] = {
-            "probe": record.key.probe_type.key,
-            "outcome": kind,
-            "latency_ms": attempt.latency_ms,
-            "resultRun": record.result_run,
-            "manual": record.manual,
-            "trigger": record.trigger.value,
-        }
-        if attempt.timed_out:
-            fields["timedOut"] = True
-        self._emit("ProbeAttempt", record.key.container, t=record.t, **fields)
-        if outcome.event is not None:
-            self._emit(
-                outcome.event.reason,
-                record.key.container,
-                t=record.finished_at,
-                probe=record.key.probe_type.key,
-                message=outcome.event.message,
-            )
+        if record.outcome is not None:  # skipped ticks are not part of the event list
+            self.events.append(record_event(self.pod, record))
 
     def _launch(
         self, worker: Worker, status: PodStatus, done: Callable[[ProbeOutcome | None], None]
@@ -229,7 +211,32 @@ class SimKubelet:
     def run(self) -> None:
         self.kubelet.start()
         self.clock.run_until(self.scenario.duration)
-        self.events.sort(key=lambda e: e["t"])  # stable: same-instant order is causal order
+        self.events.sort(key=lambda e: e.t)  # stable: same-instant order is causal order
+
+    def listed(self) -> list[dict[str, Any]]:
+        """The event list as `probetui simulate` prints it."""
+        return [simulated_view(e) for e in self.events]
+
+
+# what simulate lists of the shadow's events: what the scenario's answers decide (the handler's
+# target and texts are synthetic in a simulation, and its containers' IDs made up)
+_LISTED = {
+    "ProbeAttempt": ("outcome", "latency_ms", "resultRun", "manual", "trigger", "timedOut"),
+    "ResultChanged": ("result",),
+    "Unhealthy": ("message",),
+    "ProbeWarning": ("message",),
+}
+
+
+def simulated_view(event: Event) -> dict[str, Any]:
+    """One event as `probetui simulate` lists it: time, type, container, probe, then fields."""
+    out: dict[str, Any] = {"t": round(event.t, 6), "type": event.type, "container": event.container}
+    if event.probe is not None:
+        out["probe"] = event.probe
+    keys = _LISTED.get(event.type)
+    fields = event.fields
+    out.update(fields if keys is None else {k: fields[k] for k in keys if k in fields})
+    return out
 
 
 def synthetic_attempt(
@@ -297,4 +304,5 @@ def _url(action: HTTPGetAction, host: str, port: int) -> str:
 def simulate(scenario: Scenario) -> dict[str, Any]:
     kubelet = SimKubelet(scenario)
     kubelet.run()
-    return {"events": kubelet.events, "summary": summarize(kubelet.events, scenario)}
+    events = kubelet.listed()
+    return {"events": events, "summary": summarize(events, scenario)}

@@ -1,10 +1,16 @@
-"""The one event type everything downstream of the engine reads: store, UI, headless output.
+"""The one event type everything downstream of the engine reads, and its one encoder.
 
 The vocabulary is `probetui simulate`'s: `ProbeAttempt`, `ResultChanged`, `ContainerStarted`,
 `ContainerExited`, `Killing`, `BackOff`, `Unhealthy`, `ProbeWarning`, `StartedChanged`,
 `ReadyChanged`; plus `ProbeSkipped` (a doProbe that ran no handler; the timeline draws it,
 the headless output leaves it out, as simulate does) and, from the cluster source,
 `Divergence`.
+
+The shadow's events (a doProbe record, a published result change, a worker's state) are built
+here and nowhere else: the live engine and `probetui simulate` both call these functions, so
+the two cannot drift apart in what an attempt or a result change says. The kubelet's own
+events come from the runtime (a real kubelet's from the API, a played one's from `PodKubelet`)
+and only pass through `runtime_event`.
 """
 
 from __future__ import annotations
@@ -12,10 +18,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetui.prober.prober import outcome_label
+from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, WorkerState
+from probetui.spec.model import Pod, ProbeType
+
+if TYPE_CHECKING:
+    from probetui.runtime.base import RuntimeEvent
 
 SHADOW = "shadow"  # probetui's own workers
 KUBELET = "kubelet"  # the kubelet, real (cluster) or played (local runtime)
@@ -93,4 +104,114 @@ def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any
     return fields
 
 
-__all__ = ["KUBELET", "NOT_IN_JSONL", "SHADOW", "WORKER_STATE", "Event", "attempt_fields"]
+def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event:
+    """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
+    handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
+    key = record.key
+    if record.outcome is None:
+        fields: dict[str, Any] = {
+            "reason": record.skip.value if record.skip else "",
+            "trigger": record.trigger,
+        }
+        type_ = "ProbeSkipped"
+    else:
+        fields = attempt_fields(record, via)
+        type_ = "ProbeAttempt"
+    return Event(
+        type_,
+        record.t,
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        key.container,
+        key.probe_type.key,
+        SHADOW,
+        fields,
+        record,
+    )
+
+
+def not_probed_event(pod: Pod, state: WorkerState, t: float, reason: str) -> Event:
+    """A tick the runtime would not let run (observe-only): no handler, no record."""
+    key = state.key
+    return Event(
+        "ProbeSkipped",
+        t,
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        key.container,
+        key.probe_type.key,
+        SHADOW,
+        {"reason": reason},
+        state=state,
+    )
+
+
+def worker_state_event(pod: Pod, state: WorkerState, t: float) -> Event:
+    """A worker paused, resumed or exited: what the UI shows of it, without a record."""
+    key = state.key
+    return Event(
+        WORKER_STATE,
+        t,
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        key.container,
+        key.probe_type.key,
+        SHADOW,
+        state=state,
+    )
+
+
+def result_changed_event(
+    pod: Pod,
+    container: str | None,
+    probe_type: ProbeType,
+    result: ResultValue,
+    container_id: str,
+    t: float,
+) -> Event:
+    """The shadow's results cache published a new value for a container."""
+    return Event(
+        "ResultChanged",
+        t,
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        container,
+        probe_type.key,
+        SHADOW,
+        {"result": result.label, "containerID": container_id},
+    )
+
+
+def runtime_event(event: RuntimeEvent) -> Event:
+    """What a runtime reported (the kubelet's doings, or the shadow's `Divergence`)."""
+    pod = event.pod
+    return Event(
+        type=event.type,
+        t=event.t,
+        pod_uid=pod.uid,
+        namespace=pod.namespace,
+        pod=pod.name,
+        container=event.container,
+        probe=event.probe.key if event.probe is not None else None,
+        source=event.source,
+        fields=dict(event.fields),
+    )
+
+
+__all__ = [
+    "KUBELET",
+    "NOT_IN_JSONL",
+    "SHADOW",
+    "WORKER_STATE",
+    "Event",
+    "attempt_fields",
+    "not_probed_event",
+    "record_event",
+    "result_changed_event",
+    "runtime_event",
+    "worker_state_event",
+]

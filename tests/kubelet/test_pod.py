@@ -19,6 +19,7 @@ from probetui.kubelet.pod import PodKubelet
 from probetui.prober.clock import SimClock
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts
+from probetui.prober.results import ResultValue
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey, Worker
 from probetui.simulate import synthetic_attempt
@@ -83,12 +84,6 @@ class Harness:
             on_status=self.statuses.append,
             lifecycle_events=True,
         )
-        for pt in ProbeType:
-            self.manager.results_for(pt).subscribe(
-                lambda u, pt=pt: self.clock.call_soon(
-                    lambda: self.kubelet.on_result(pt, u.container_id, u.result)
-                )
-            )
         self._timers: dict[str, Any] = {}
         self._stop_after: dict[str, float] = {}
         self._term_exit: dict[str, int] = {}
@@ -644,3 +639,43 @@ def test_exit_times_in_status_are_whole_seconds_status_manager_go_normalizeStatu
     assert term is not None
     assert (term.started_at, term.finished_at) == (0.0, 2.0)
     assert h.kubelet.instances["web"].last_finished == pytest.approx(2.9)
+
+
+# -- what the kubelet reads from its prober -------------------------------------------------
+
+
+def test_pod_kubelet_reacts_only_to_its_own_pods_results_kubelet_go_syncLoopIteration() -> None:
+    """syncLoopIteration reads the results managers' update channels and syncs the pod the
+    update names: a liveness Failure published for another pod's container kills nothing here,
+    the same update for this pod's container kills it (after the publishing doProbe, in the
+    kubelet's own loop iteration)."""
+    live = Probe(exec=ExecAction(("check",)), period_seconds=100, failure_threshold=1)
+    h = Harness(pod(app("web", liveness_probe=live))).run(1)
+    cid = h.kubelet.instances["web"].status.container_id  # type: ignore[union-attr]
+    # an update names its pod: a container ID alone is not read as this pod's
+    h.manager.liveness.set(cid + "-elsewhere", ResultValue.FAILURE, "uid-other")
+    h.manager.liveness.set(cid, ResultValue.FAILURE, "uid-other")
+    h.run(2)
+    assert h.of("Killing") == []
+    h.manager.liveness.set(cid, ResultValue.SUCCESS, "uid-p")
+    h.manager.liveness.set(cid, ResultValue.FAILURE, "uid-p")
+    assert h.of("Killing") == []  # not inside the publisher's call
+    h.run(3)
+    assert [e["message"] for e in h.of("Killing")] == [
+        "Container web failed liveness probe, will be restarted"
+    ]
+
+
+def test_pod_kubelet_records_the_probers_events_prober_go_recordContainerEvent() -> None:
+    """prober.go recordContainerEvent: each failed attempt is one Unhealthy event with the
+    probe's failure text, at the time the attempt ended; successes record nothing."""
+    ready = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=3)
+    h = Harness(pod(app("web", readiness_probe=ready)), healthy=lambda c, p, t: not 2 <= t < 4).run(
+        5.5
+    )
+    unhealthy = h.of("Unhealthy")
+    assert [(e["t"], e["probe"], e["eventType"]) for e in unhealthy] == [
+        (2.0, "readiness", "Warning"),
+        (3.0, "readiness", "Warning"),
+    ]
+    assert unhealthy[0]["message"].startswith("Readiness probe failed")

@@ -16,14 +16,12 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from probetui.engine import Engine
 from probetui.kubelet import backoff as bo
-from probetui.kubelet.pod import PodKubelet
-from probetui.prober.results import ResultValue, Update
 from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.local.process import ProcessGroupRegistry
@@ -212,26 +210,6 @@ def test_dash_c_keeps_only_the_named_containers() -> None:
     assert notes == ["pod p: not running setup, side (not selected with -c)"]
     with pytest.raises(RuntimeFailure, match=r"-c nope: no container of that name"):
         select_containers(pods, ["nope"])
-
-
-def test_local_runtime_hands_the_result_to_its_kubelet_kubelet_go_syncLoopIteration() -> None:
-    """The played kubelet decides from the update's own result (only a liveness Failure syncs
-    the pod), so the local runtime passes it on, as simulate does."""
-    rt = LocalRuntime(manifest({"name": "a", "command": ["true"]}))
-    uid = rt.pods[0].uid
-    seen: list[tuple[ProbeType, str, ResultValue]] = []
-
-    class Kubelet:
-        def on_result(self, probe_type: ProbeType, container_id: str, result: ResultValue) -> None:
-            seen.append((probe_type, container_id, result))
-
-    rt._kubelets[uid] = cast(PodKubelet, Kubelet())
-    rt._on_update(ProbeType.LIVENESS, Update("local://1", ResultValue.SUCCESS, uid))
-    rt._on_update(ProbeType.LIVENESS, Update("local://1", ResultValue.FAILURE, uid))
-    assert seen == [
-        (ProbeType.LIVENESS, "local://1", ResultValue.SUCCESS),
-        (ProbeType.LIVENESS, "local://1", ResultValue.FAILURE),
-    ]
 
 
 # -- real processes -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 from probetui.engine import Engine
 from probetui.prober.status import ContainerStatus, PodStatus, Running
 from probetui.prober.worker import ProbeKey, Trigger
-from probetui.runtime.base import KubeletEvent, Runtime, RuntimeHost
+from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeHost
 from probetui.spec.model import (
     Container,
     ContainerPort,
@@ -40,7 +40,7 @@ class OnePod(Runtime):
         )
         host.pod_snapshot(self.pod, PodStatus(pod_ip="127.0.0.1", container_statuses=(cs,)))
         host.manager.add_pod(self.pod)
-        host.kubelet_event(KubeletEvent("ContainerStarted", time.time(), self.pod, "app"))
+        host.report(RuntimeEvent("ContainerStarted", time.time(), self.pod, "app"))
         await asyncio.Event().wait()
 
 

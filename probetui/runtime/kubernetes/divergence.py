@@ -21,7 +21,7 @@ from typing import Any
 from probetui.prober.lateness import BEHIND
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus
-from probetui.runtime.base import KubeletEvent, RuntimeHost
+from probetui.runtime.base import RuntimeEvent, RuntimeHost
 from probetui.spec.model import Container, ExecAction, Pod, ProbeType
 
 # a disagreement shorter than a period and this much is the two workers' tick phases plus the
@@ -119,8 +119,8 @@ class Divergence:
         if probe is None or shadow is None or kubelet is None or shadow == kubelet:
             if current is not None:
                 if current.reported:
-                    host.kubelet_event(
-                        KubeletEvent(
+                    host.report(
+                        RuntimeEvent(
                             "DivergenceCleared",
                             now,
                             pod,
@@ -153,8 +153,8 @@ class Divergence:
         word = {ProbeType.READINESS: "ready", ProbeType.STARTUP: "started"}.get(probe_type, "alive")
         shadow_says = word if shadow else f"not {word}"
         kubelet_says = word if kubelet else f"not {word}"
-        host.kubelet_event(
-            KubeletEvent(
+        host.report(
+            RuntimeEvent(
                 "Divergence",
                 now,
                 pod,

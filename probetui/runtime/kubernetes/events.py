@@ -1,4 +1,4 @@
-"""core/v1 Events about pods (raw JSON dicts) to `KubeletEvent`s, counted once each.
+"""core/v1 Events about pods (raw JSON dicts) to `RuntimeEvent`s, counted once each.
 
 Message formats are the kubelet's (v1.35):
 
@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from probetui.runtime.base import KubeletEvent
+from probetui.runtime.base import RuntimeEvent
 from probetui.runtime.kubernetes.observed import parse_time
 from probetui.spec.model import ContainerKind, Pod, ProbeType
 
@@ -284,7 +284,7 @@ class EventCounter:
         return len(self._seen)
 
 
-def kubelet_event(event: ObservedEvent, pod: Pod, increment: int, now: float) -> KubeletEvent:
+def kubelet_event(event: ObservedEvent, pod: Pod, increment: int, now: float) -> RuntimeEvent:
     """The engine's event for `increment` new occurrences of `event` on `pod`.
 
     `type` is the event's reason (Unhealthy, ProbeWarning, Killing, BackOff, Started, ...);
@@ -302,7 +302,7 @@ def kubelet_event(event: ObservedEvent, pod: Pod, increment: int, now: float) ->
     if event.first_t is not None and event.count > 1:
         fields["firstSeen"] = event.first_t
     fields.update(event.details)
-    return KubeletEvent(
+    return RuntimeEvent(
         type=event.reason,
         t=event.t if event.t is not None else now,
         pod=pod,

@@ -29,7 +29,7 @@ from probetui.prober.status import (
     Terminated,
     Waiting,
 )
-from probetui.runtime.base import KubeletEvent
+from probetui.runtime.base import RuntimeEvent
 from probetui.spec import parse as spec_parse
 from probetui.spec.errors import ManifestError
 from probetui.spec.model import Pod
@@ -309,8 +309,8 @@ def observe_pod(obj: Mapping[str, Any], cache: PodSpecCache | None = None) -> Ob
 
 def _changes_of(
     pod: Pod, before: ContainerStatus | None, after: ContainerStatus, now: float
-) -> list[KubeletEvent]:
-    out: list[KubeletEvent] = []
+) -> list[RuntimeEvent]:
+    out: list[RuntimeEvent] = []
     name = after.name
     running = after.running
     # a created container is reported waiting with its ID already set, so compare states too
@@ -318,7 +318,7 @@ def _changes_of(
         before is None or before.running is None or before.container_id != after.container_id
     ):
         out.append(
-            KubeletEvent(
+            RuntimeEvent(
                 "ContainerStarted",
                 running.started_at or now,
                 pod,
@@ -333,7 +333,7 @@ def _changes_of(
     was = before.terminated if before is not None else None
     if exited is not None and (was is None or was.finished_at != exited.finished_at):
         out.append(
-            KubeletEvent(
+            RuntimeEvent(
                 "ContainerExited",
                 exited.finished_at or now,
                 pod,
@@ -343,23 +343,23 @@ def _changes_of(
         )
     if (before.started if before else None) != after.started and after.started is not None:
         out.append(
-            KubeletEvent("StartedChanged", now, pod, name, fields={"started": after.started})
+            RuntimeEvent("StartedChanged", now, pod, name, fields={"started": after.started})
         )
     if (before.ready if before else False) != after.ready:
-        out.append(KubeletEvent("ReadyChanged", now, pod, name, fields={"ready": after.ready}))
+        out.append(RuntimeEvent("ReadyChanged", now, pod, name, fields={"ready": after.ready}))
     return out
 
 
 def kubelet_changes(
     pod: Pod, before: PodStatus | None, after: PodStatus, now: float
-) -> list[KubeletEvent]:
+) -> list[RuntimeEvent]:
     """What the kubelet changed between two observed statuses of one pod.
 
     `now` stamps the changes the API carries no time for (ready, started): the moment they were
     observed. The first snapshot of a pod (`before` None) reports its running containers as
     started, so the timeline has an anchor for each instance.
     """
-    out: list[KubeletEvent] = []
+    out: list[RuntimeEvent] = []
     for group_after, group_before in (
         (after.init_container_statuses, before.init_container_statuses if before else ()),
         (after.container_statuses, before.container_statuses if before else ()),

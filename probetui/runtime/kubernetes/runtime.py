@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from probetui.prober.status import PodStatus
-from probetui.runtime.base import KubeletEvent, Runtime, RuntimeFailure, RuntimeHost
+from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
 from probetui.runtime.kubernetes.events import EventCounter, kubelet_event, parse_event
@@ -299,7 +299,7 @@ class KubernetesRuntime(Runtime):
         self._by_name[(pod.namespace, pod.name)] = pod.uid
         host.pod_snapshot(pod, status)
         for change in kubelet_changes(pod, before.status if before else None, status, now):
-            host.kubelet_event(change)
+            host.report(change)
         if kind == ADDED or before is None:
             host.manager.add_pod(pod, api_status=status)
         else:
@@ -327,8 +327,8 @@ class KubernetesRuntime(Runtime):
                 if reason is None:
                     continue
                 self._not_run_said.add(key)
-                host.kubelet_event(
-                    KubeletEvent(
+                host.report(
+                    RuntimeEvent(
                         NOT_RUN,
                         now,
                         pod,
@@ -360,7 +360,7 @@ class KubernetesRuntime(Runtime):
         if seen is None and self.target.selector:
             return  # about a pod the selector leaves out
         pod = seen.pod if seen is not None else _placeholder(event.pod_namespace, event.pod_name)
-        host.kubelet_event(kubelet_event(event, pod, increment, time.time()))
+        host.report(kubelet_event(event, pod, increment, time.time()))
 
     # -- divergence (divergence.py) ---------------------------------------------------------
 

@@ -23,8 +23,8 @@ Choices:
 - When every pod has ended for good (its phase is Succeeded or Failed, nothing runs), `run`
   returns. On cancellation every container is stopped: SIGTERM, SIGKILL once its grace period
   or `stop_cap` (2 s) has passed, whichever is first; everything is reaped before `run` returns.
-- The kubelet's probe events (`Unhealthy`, `ProbeWarning`) come from the engine, which
-  publishes them itself for a runtime without a kubelet of its own (`observes_kubelet` False).
+- The kubelet's probe events (`Unhealthy`, `ProbeWarning`) come from each pod's `PodKubelet`,
+  like its starts, kills and back-offs (`observes_kubelet` is False: probetui is the kubelet).
 """
 
 from __future__ import annotations
@@ -42,9 +42,8 @@ from probetui.kubelet import backoff as bo
 from probetui.kubelet.pod import PodKubelet
 from probetui.probe.exec import ExecOutput, ExecRunner, run_local
 from probetui.probe.util import ReachError
-from probetui.prober.results import Update
 from probetui.prober.status import ContainerStatus, PodStatus, Waiting
-from probetui.runtime.base import KubeletEvent, Runtime, RuntimeFailure, RuntimeHost
+from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.local.backend import ProcessBackend
 from probetui.runtime.local.process import (
     LocalRuntimeError,
@@ -200,10 +199,6 @@ class LocalRuntime(Runtime):
             return
         clock = host.clock
         manager = host.manager
-        for probe_type in ProbeType:
-            manager.results_for(probe_type).subscribe(
-                lambda u, pt=probe_type: clock.call_at(clock.now(), lambda: self._on_update(pt, u))
-            )
         self._all_done = asyncio.Event()
         try:
             for pod in self.pods:
@@ -231,11 +226,6 @@ class LocalRuntime(Runtime):
         if self._all_done is not None and all(k.finished for k in self._kubelets.values()):
             self._all_done.set()
 
-    def _on_update(self, probe_type: ProbeType, update: Update) -> None:
-        kubelet = self._kubelets.get(update.pod_uid)
-        if kubelet is not None:
-            kubelet.on_result(probe_type, update.container_id, update.result)
-
     def _emit(
         self,
         host: RuntimeHost,
@@ -245,10 +235,7 @@ class LocalRuntime(Runtime):
         t: float,
         fields: dict[str, Any],
     ) -> None:
-        fields = dict(fields)
-        probe = fields.pop("probe", None)
-        probe_type = ProbeType.parse(probe) if probe else None
-        host.kubelet_event(KubeletEvent(type_, t, pod, container, probe_type, fields))
+        host.report(RuntimeEvent.played(pod, type_, container, t, fields))
 
     async def _close(self) -> None:
         """Stop every container, SIGKILL whatever is left after `stop_cap`, reap them all."""
