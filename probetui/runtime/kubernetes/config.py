@@ -1,18 +1,10 @@
-"""Connect the way kubectl does: kubeconfig files, context, namespace, in-cluster.
+"""Connect the way kubectl does: kubeconfig, context, namespace, in-cluster; the API clients.
 
-The loading rules are client-go's (`tools/clientcmd/loader.go`, `merged_client_builder.go`,
-`client_config.go`), reproduced here because kubernetes-asyncio's own merger differs: it lets
-the *last* file set `current-context`, and resolves relative paths against the first file.
+The rules are client-go's (`tools/clientcmd/merged_client_builder.go`, `client_config.go`,
+`rest.InClusterConfig`). The files and their merge are `kubeconfig.py`'s; here:
 
-- Files: `--kubeconfig PATH` alone (it must exist); else every file in `KUBECONFIG` (split on
-  `os.pathsep`, duplicates dropped, missing files skipped); else `~/.kube/config`.
-- Merge: for clusters, users and contexts the first file that defines a name wins, whole entry
-  and all (nothing from a later file's entry of the same name is kept). `current-context`
-  comes from the first file that sets it to something non-empty. A name defined twice in one
-  file is an error, as in client-go's conversion.
-- Relative paths (`certificate-authority`, `client-certificate`, `client-key`, `tokenFile`,
-  and `exec.command` when it contains a path separator) are resolved against the directory of
-  the file that defined the entry.
+- Context: `--context`, else the merged `current-context`; its cluster must be defined, its
+  user need not be (an undefined user is anonymous, as in client-go).
 - Namespace: `-n`, else the context's, else (where in-cluster config is possible) `POD_NAMESPACE`
   or the service account's namespace file, else `default`.
 - In-cluster: used when no kubeconfig gives anything to use and `--context` is not given, and
@@ -20,37 +12,32 @@ the *last* file set `current-context`, and resolves relative paths against the f
 
 The chosen context, cluster and user are handed to kubernetes-asyncio as one small dict with
 absolute paths (`KubeConfigLoader` with no persister): nothing is ever written to a kubeconfig.
-Exec credential plugins are run here, with a time limit, and their answer replaces `exec` in
-that dict; they run again when the answer expires or is refused, and token files are read
-again, as client-go does (`credentials.py`). Every client's connections are made the same way
-(`transport.py`): one TLS context as Go verifies, `tls-server-name`, `proxy-url` or the proxy
-environment. Every error is one line naming the problem and the fix.
+Exec credential plugins are run here (`credential_plugin.py`), with a time limit, and their
+answer replaces `exec` in that dict; they run again when the answer expires or is refused, and
+token files are read again, as client-go does (`credentials.py`). Every client's connections
+are made the same way (`transport.py`): one TLS context as Go verifies, `tls-server-name`,
+`proxy-url` or the proxy environment. Every error is one line naming the problem and the fix.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import copy
-import json
 import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config.config_exception import ConfigException
 from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader
 from kubernetes_asyncio.stream import WsApiClient
 
-from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes import transport
+from probetui.runtime.kubernetes.credential_plugin import exec_credential, with_credential
 from probetui.runtime.kubernetes.credentials import (
     Credential,
     ExecTokenSource,
@@ -59,6 +46,13 @@ from probetui.runtime.kubernetes.credentials import (
     refresh_hook,
 )
 from probetui.runtime.kubernetes.guard import install_read_only_guard
+from probetui.runtime.kubernetes.kubeconfig import (
+    FIX_VIEW,
+    KubeconfigError,
+    kubeconfig_files,
+    merge,
+    one_line,
+)
 
 __all__ = [
     "CREDENTIAL_TIMEOUT",
@@ -70,19 +64,11 @@ __all__ = [
 ]
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-# how long an exec credential plugin may take (it may be waiting on an SSO login)
+# how long an exec credential plugin may take (it may be waiting on an SSO login); read at
+# each run and handed to the plugin runner
 CREDENTIAL_TIMEOUT = 60.0
-_MAX_CREDENTIAL_BYTES = 1 << 20
-_SECTIONS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
-_FIX_VIEW = "`kubectl config view` shows what kubectl makes of it"
 # what Go's http.ProxyFromEnvironment reads
 _PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
-# where a cluster entry keeps per-cluster data for its exec plugin (spec.cluster.config)
-_EXEC_EXTENSION = "client.authentication.k8s.io/exec"
-
-
-class KubeconfigError(RuntimeFailure):
-    """The cluster connection cannot be set up; one line naming the problem and the fix."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +143,7 @@ class ClusterTarget:
                 loader.load_and_set(configuration)
             except (ConfigException, OSError) as e:
                 raise KubeconfigError(
-                    f"in-cluster config: {_one_line(e)} (check the pod's service account mount "
+                    f"in-cluster config: {one_line(e)} (check the pod's service account mount "
                     f"at {self.service_account_dir})"
                 ) from None
             # the library re-reads the file too, but would not after a 401
@@ -174,10 +160,10 @@ class ClusterTarget:
                 name, entry = self.user, dict(user)
 
                 async def run() -> Credential:
-                    return await _exec_credential(name, entry, cluster)
+                    return await exec_credential(name, entry, cluster, CREDENTIAL_TIMEOUT)
 
                 exec_source = self._auth.exec = ExecTokenSource(run, await run())
-            kubeconfig["users"][0]["user"] = _with_credential(user, exec_source.current)
+            kubeconfig["users"][0]["user"] = with_credential(user, exec_source.current)
         kube_loader = KubeConfigLoader(
             config_dict=kubeconfig,
             active_context=self.context,
@@ -188,7 +174,7 @@ class ClusterTarget:
             await kube_loader.load_and_set(configuration)
         except (ConfigException, OSError, ValueError) as e:
             raise KubeconfigError(
-                f'context "{self.context}": {_one_line(e)} (fix the kubeconfig entry; {_FIX_VIEW})'
+                f'context "{self.context}": {one_line(e)} (fix the kubeconfig entry; {FIX_VIEW})'
             ) from None
         if exec_source is not None and exec_source.current.token:
             self._auth.source = exec_source
@@ -236,8 +222,8 @@ class ClusterTarget:
         except (ssl.SSLError, OSError) as e:
             # the CA and client certificate are loaded here, when the TLS context is built
             raise KubeconfigError(
-                f"{self._what()}: cannot load the TLS certificates: {_one_line(e)} (fix "
-                f"certificate-authority, client-certificate and client-key; {_FIX_VIEW})"
+                f"{self._what()}: cannot load the TLS certificates: {one_line(e)} (fix "
+                f"certificate-authority, client-certificate and client-key; {FIX_VIEW})"
             ) from None
         source = self._auth.source
         await transport.install(
@@ -256,307 +242,6 @@ class ClusterTarget:
 class _AuthCache:
     exec: ExecTokenSource | None = None
     source: TokenSource | None = None
-
-
-def _one_line(error: object) -> str:
-    return " ".join(str(error).split())
-
-
-# --- exec credential plugins ------------------------------------------------------------------
-
-
-async def _exec_credential(
-    user_name: str | None, user: Mapping[str, Any], cluster: Mapping[str, Any]
-) -> Credential:
-    """Run the user's exec credential plugin once; its answer.
-
-    Run here rather than by kubernetes-asyncio, whose runner has no time limit and cannot be
-    cancelled without leaving the child behind. As kubectl does, the plugin's stderr goes to the
-    terminal (login prompts and URLs appear there) and `KUBERNETES_EXEC_INFO` describes the call;
-    it runs non-interactively, with stdin closed.
-    """
-    spec: Mapping[str, Any] = user["exec"]
-    who = f'user "{user_name}"'
-    command = spec.get("command")
-    if not isinstance(command, str) or not command:
-        raise KubeconfigError(f"{who}: exec has no command (set users[].user.exec.command)")
-    args = [str(a) for a in spec.get("args") or ()]
-    env = dict(os.environ)
-    for item in spec.get("env") or ():
-        if isinstance(item, dict) and isinstance(item.get("name"), str):
-            env[item["name"]] = str(item.get("value", ""))
-    api_version = str(spec.get("apiVersion") or "client.authentication.k8s.io/v1")
-    info: dict[str, Any] = {
-        "apiVersion": api_version,
-        "kind": "ExecCredential",
-        "spec": {"interactive": False},
-    }
-    if spec.get("provideClusterInfo"):
-        info["spec"]["cluster"] = _exec_cluster(who, cluster)
-    env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            command,
-            *args,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            env=env,
-        )
-    except OSError as e:
-        reason = "not found" if isinstance(e, FileNotFoundError) else (e.strerror or str(e))
-        raise KubeconfigError(
-            f"{who}: cannot run the credential plugin {command}: {reason} (install it or fix "
-            f"users[].user.exec.command; {_FIX_VIEW})"
-        ) from None
-    try:
-        stdout, _ = await asyncio.wait_for(proc.communicate(), CREDENTIAL_TIMEOUT)
-    except TimeoutError:
-        raise KubeconfigError(
-            f"{who}: the credential plugin {command} gave no answer within "
-            f"{CREDENTIAL_TIMEOUT:g} s (run it by hand to log in, then retry)"
-        ) from None
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    if proc.returncode != 0:
-        raise KubeconfigError(
-            f"{who}: the credential plugin {command} exited with status {proc.returncode} "
-            "(its own message is above)"
-        )
-    try:
-        status = json.loads(stdout[:_MAX_CREDENTIAL_BYTES]).get("status") or {}
-    except (ValueError, AttributeError):
-        status = None
-    if not isinstance(status, dict):
-        raise KubeconfigError(
-            f"{who}: the credential plugin {command} printed no ExecCredential JSON"
-        )
-    try:
-        expires = _expiration(status.get("expirationTimestamp"))
-    except ValueError:
-        raise KubeconfigError(
-            f"{who}: the credential plugin {command} gave an expirationTimestamp that is not "
-            f"an RFC 3339 time: {status.get('expirationTimestamp')!r}"
-        ) from None
-    if isinstance(status.get("token"), str) and status["token"]:
-        return Credential(token=status["token"], expires=expires)
-    if isinstance(status.get("clientCertificateData"), str) and isinstance(
-        status.get("clientKeyData"), str
-    ):
-        return Credential(
-            cert_pem=status["clientCertificateData"],
-            key_pem=status["clientKeyData"],
-            expires=expires,
-        )
-    raise KubeconfigError(
-        f"{who}: the credential plugin {command} returned neither a token nor a client "
-        "certificate and key"
-    )
-
-
-def _expiration(value: object) -> float | None:
-    """status.expirationTimestamp as a time.time() value; None if absent. Raises ValueError."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ValueError(value)
-    when = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.timestamp()
-
-
-def _exec_cluster(who: str, cluster: Mapping[str, Any]) -> dict[str, Any]:
-    """spec.cluster for KUBERNETES_EXEC_INFO, as client-go's `ConfigToExecCluster` fills it.
-
-    The CA goes in as data even when the kubeconfig names a file: the plugin gets the bytes,
-    base64-encoded as a kubeconfig holds them.
-    """
-    out: dict[str, Any] = {
-        k: cluster[k]
-        for k in ("server", "tls-server-name", "insecure-skip-tls-verify", "proxy-url")
-        if k in cluster
-    }
-    if cluster.get("certificate-authority-data"):
-        out["certificate-authority-data"] = cluster["certificate-authority-data"]
-    elif isinstance(cluster.get("certificate-authority"), str) and cluster["certificate-authority"]:
-        path = cluster["certificate-authority"]
-        try:
-            out["certificate-authority-data"] = base64.b64encode(Path(path).read_bytes()).decode()
-        except OSError as e:
-            raise KubeconfigError(
-                f"{who}: cannot read the certificate-authority {path} for the credential "
-                f"plugin: {e.strerror or e} (fix clusters[].cluster.certificate-authority)"
-            ) from None
-    if cluster.get("disable-compression"):
-        out["disable-compression"] = True
-    for item in cluster.get("extensions") or ():
-        if isinstance(item, dict) and item.get("name") == _EXEC_EXTENSION:
-            out["config"] = item.get("extension")
-    return out
-
-
-def _with_credential(user: Mapping[str, Any], credential: Credential) -> dict[str, Any]:
-    """The user entry with the plugin's answer in place of `exec`."""
-    answer = {k: v for k, v in user.items() if k != "exec"}
-    if credential.token:
-        answer["token"] = credential.token
-    else:
-        # the library takes *-data keys base64-encoded, as a kubeconfig holds them
-        answer["client-certificate-data"] = _b64(credential.cert_pem or "")
-        answer["client-key-data"] = _b64(credential.key_pem or "")
-    return answer
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-# --- reading files ----------------------------------------------------------------------------
-
-
-def _kubeconfig_files(options: ConnectOptions, environ: Mapping[str, str]) -> list[str]:
-    if options.kubeconfig:
-        path = os.path.expanduser(options.kubeconfig)
-        if not os.path.exists(path):
-            raise KubeconfigError(
-                f"kubeconfig {options.kubeconfig} not found (check the --kubeconfig path)"
-            )
-        return [path]
-    listed = environ.get("KUBECONFIG", "")
-    if listed:
-        # client-go: filepath.SplitList, then deduplicate keeping the first
-        return list(dict.fromkeys(p for p in listed.split(os.pathsep) if p))
-    home = environ.get("HOME") or os.path.expanduser("~")
-    return [os.path.join(home, ".kube", "config")]
-
-
-def _read_file(path: str) -> dict[str, Any] | None:
-    """One kubeconfig file as a mapping; None when it does not exist."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise KubeconfigError(
-            f"kubeconfig {path} is a directory (point --kubeconfig or KUBECONFIG at a file)"
-        ) from None
-    except PermissionError:
-        raise KubeconfigError(
-            f"cannot read kubeconfig {path}: permission denied (fix its permissions, or point "
-            "--kubeconfig or KUBECONFIG elsewhere)"
-        ) from None
-    except OSError as e:
-        raise KubeconfigError(
-            f"cannot read kubeconfig {path}: {e.strerror or e} (point --kubeconfig or "
-            "KUBECONFIG elsewhere)"
-        ) from None
-    except UnicodeDecodeError as e:
-        raise KubeconfigError(f"kubeconfig {path} is not UTF-8 text: {e.reason}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f", line {mark.line + 1}" if mark is not None else ""
-        problem = e.problem or e.context or "cannot parse"
-        raise KubeconfigError(
-            f"kubeconfig {path}{where}: invalid YAML: {_one_line(problem)} (fix the file; "
-            f"{_FIX_VIEW})"
-        ) from None
-    except yaml.YAMLError as e:
-        raise KubeconfigError(f"kubeconfig {path}: invalid YAML: {_one_line(e)}") from None
-    if data is None:
-        return {}  # client-go: an empty file is an empty config
-    if not isinstance(data, dict):
-        raise KubeconfigError(
-            f"kubeconfig {path} is not a kubeconfig: expected a mapping with clusters, users "
-            f"and contexts, got a {type(data).__name__}"
-        )
-    return data
-
-
-def _entries(path: str, data: Mapping[str, Any], section: str, inner: str) -> dict[str, dict]:
-    """`clusters` / `users` / `contexts` of one file, by name, with paths resolved."""
-    items = data.get(section)
-    if items is None:
-        return {}
-    if not isinstance(items, list):
-        raise KubeconfigError(
-            f"kubeconfig {path}: {section} must be a list of {{name: ..., {inner}: ...}}"
-        )
-    base = os.path.dirname(os.path.abspath(path))
-    out: dict[str, dict] = {}
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise KubeconfigError(f"kubeconfig {path}: {section}[{i}] needs a name")
-        name = item["name"]
-        if name in out:
-            raise KubeconfigError(
-                f'kubeconfig {path}: {section} has "{name}" twice (keep one; kubectl refuses '
-                "this file too)"
-            )
-        body = item.get(inner) or {}
-        if not isinstance(body, dict):
-            raise KubeconfigError(
-                f'kubeconfig {path}: {section} "{name}": {inner} must be a mapping'
-            )
-        out[name] = _resolve_paths(section, copy.deepcopy(body), base)
-    return out
-
-
-def _resolve_paths(section: str, body: dict[str, Any], base: str) -> dict[str, Any]:
-    """client-go's `ResolveLocalPaths`: relative file references against the file's folder."""
-    keys = {
-        "clusters": ("certificate-authority",),
-        "users": ("client-certificate", "client-key", "tokenFile"),
-    }.get(section, ())
-    for key in keys:
-        value = body.get(key)
-        if isinstance(value, str) and value and not os.path.isabs(value):
-            body[key] = _join(base, value)
-    exec_ = body.get("exec") if section == "users" else None
-    if isinstance(exec_, dict):
-        command = exec_.get("command")
-        # a bare name is looked up on PATH; only a path with a separator is file-relative
-        if isinstance(command, str) and os.sep in command and not os.path.isabs(command):
-            exec_["command"] = _join(base, command)
-    return body
-
-
-def _join(base: str, path: str) -> str:
-    # Go's filepath.Join cleans the result: "./x" and "a/../x" come out plain
-    return os.path.normpath(os.path.join(base, path))
-
-
-@dataclass(slots=True)
-class _Merged:
-    clusters: dict[str, dict] = field(default_factory=dict)
-    users: dict[str, dict] = field(default_factory=dict)
-    contexts: dict[str, dict] = field(default_factory=dict)
-    current_context: str = ""
-    files: list[str] = field(default_factory=list)
-
-    @property
-    def empty(self) -> bool:
-        return not (self.clusters or self.users or self.contexts or self.current_context)
-
-
-def _merge(paths: list[str]) -> _Merged:
-    merged = _Merged()
-    for path in paths:
-        data = _read_file(path)
-        if data is None:
-            continue  # client-go skips missing files (a warning only)
-        merged.files.append(path)
-        for section, inner in _SECTIONS:
-            target: dict[str, dict] = getattr(merged, section)
-            for name, body in _entries(path, data, section, inner).items():
-                target.setdefault(name, body)  # the first file to define a name wins
-        current = data.get("current-context")
-        if not merged.current_context and isinstance(current, str) and current:
-            merged.current_context = current
-    return merged
 
 
 # --- in-cluster -------------------------------------------------------------------------------
@@ -635,8 +320,8 @@ def resolve(
     Raises KubeconfigError.
     """
     env = os.environ if environ is None else environ
-    paths = _kubeconfig_files(options, env)
-    merged = _merge(paths)
+    paths = kubeconfig_files(options.kubeconfig, env)
+    merged = merge(paths)
     in_cluster = _in_cluster_possible(env, service_account_dir)
     if merged.empty and not options.context and in_cluster:
         return _in_cluster_target(options, env, service_account_dir)
