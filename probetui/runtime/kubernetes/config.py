@@ -36,6 +36,7 @@ from kubernetes_asyncio.config.incluster_config import InClusterConfigLoader
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader
 from kubernetes_asyncio.stream import WsApiClient
 
+from probetui.probe.gotext import join_host_port
 from probetui.runtime.kubernetes import transport
 from probetui.runtime.kubernetes.credential_plugin import exec_credential, with_credential
 from probetui.runtime.kubernetes.credentials import (
@@ -273,10 +274,6 @@ def _proxy_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: environ[name] for name in _PROXY_ENV if name in environ}
 
 
-def _join_host_port(host: str, port: str) -> str:
-    return f"[{host}]:{port}" if ":" in host or "%" in host else f"{host}:{port}"
-
-
 def _in_cluster_target(
     options: ConnectOptions, environ: Mapping[str, str], sa_dir: Path
 ) -> ClusterTarget:
@@ -287,7 +284,9 @@ def _in_cluster_target(
     else:
         namespace, namespace_from = _in_cluster_namespace(environ, sa_dir)
     return ClusterTarget(
-        server=f"https://{_join_host_port(host, port)}",
+        # rest.InClusterConfig's net.JoinHostPort, which brackets only a host with a colon
+        # (kubernetes-asyncio's copy of it also brackets a "%", where Go does not)
+        server=f"https://{join_host_port(host, port)}",
         namespace=namespace,
         namespace_from=namespace_from,
         in_cluster=True,
