@@ -10,8 +10,8 @@ import shlex
 
 from probetui.kubelet.kuberuntime import restart_after_probe_kill
 from probetui.prober.results import ResultValue
+from probetui.redact import header_text, mask
 from probetui.spec.model import Container, Pod, Probe, ProbeType
-from probetui.ui.redact import header_text, mask
 
 
 def duration(seconds: float) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from probetui.redact import MASK, is_secret_header, mask, secret_values
 from probetui.spec.model import Container, HTTPGetAction, HTTPHeader, Probe
-from probetui.ui.redact import MASK, is_secret_header, mask, secret_values
 
 
 def test_secret_looking_header_names() -> None:

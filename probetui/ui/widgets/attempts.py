@@ -11,13 +11,13 @@ from rich.text import Text
 from textual.widget import Widget
 
 from probetui.prober.worker import ProbeKey, Trigger
+from probetui.redact import mask
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
 from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.describe import latency
-from probetui.ui.redact import mask
 
 SHOWN = 50  # entries read from the store per redraw
 

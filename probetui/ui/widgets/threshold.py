@@ -8,6 +8,7 @@ from textual.widget import Widget
 
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, Skip
+from probetui.redact import mask
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.history import Kind, ProbeHistory
 from probetui.timeline.store import ContainerKey
@@ -22,7 +23,6 @@ from probetui.ui.describe import (
     settings_text,
     startup_budget,
 )
-from probetui.ui.redact import mask
 
 ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SPARK_N = 24

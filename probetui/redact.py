@@ -1,4 +1,5 @@
-"""Masking of credentials in what the screen shows (probe headers, URLs, commands, outputs).
+"""Masking of credentials in what the screen shows and what a recording keeps (probe headers,
+URLs, commands, outputs).
 
 An HTTP probe may carry an `Authorization` or `Cookie` header, or any header whose name looks
 like a secret. Its value is never drawn: not in the probe as written, and not where it
