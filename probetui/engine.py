@@ -16,7 +16,6 @@ import contextlib
 import gc
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION
@@ -25,7 +24,7 @@ from probetui.prober.handlers import HandlerRunner
 from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
-from probetui.prober.status import PodStatus
+from probetui.prober.status import PodSnapshot, PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
 from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType
@@ -50,12 +49,6 @@ class Sink(Protocol):
         """A pod's latest snapshot; status None when it is gone."""
 
 
-@dataclass(slots=True)
-class _PodEntry:
-    pod: Pod
-    status: PodStatus
-
-
 class Engine:
     def __init__(
         self,
@@ -73,7 +66,7 @@ class Engine:
         self._clock_factory = clock_factory
         self._clock: Clock | None = None
         self._manager: Manager | None = None
-        self.pods: dict[str, _PodEntry] = {}
+        self.pods: dict[str, PodSnapshot] = {}
         self._task: asyncio.Task[None] | None = None
         self._lateness = Lateness()
 
@@ -90,7 +83,7 @@ class Engine:
         return self._manager
 
     def pod_snapshot(self, pod: Pod, status: PodStatus) -> None:
-        self.pods[pod.uid] = _PodEntry(pod, status)
+        self.pods[pod.uid] = PodSnapshot(pod, status)
         for sink in self.sinks:
             sink.pod(pod, status)
 
@@ -222,7 +215,7 @@ class Engine:
         )
 
     @staticmethod
-    def _container_of(entry: _PodEntry, container_id: str) -> str | None:
+    def _container_of(entry: PodSnapshot, container_id: str) -> str | None:
         cs = entry.status.by_container_id(container_id)
         return cs.name if cs is not None else None
 

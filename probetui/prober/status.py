@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probetui.spec.model import Container, Pod
 
 
 def whole_seconds(t: float) -> float:
@@ -114,3 +118,20 @@ class PodStatus:
         if any(s.name == status.name for s in self.init_container_statuses):
             return replace(self, init_container_statuses=swap(self.init_container_statuses))
         return replace(self, container_statuses=(*self.container_statuses, status))
+
+
+@dataclass(slots=True)
+class PodSnapshot:
+    """A pod's spec with its latest status: what the engine's workers read, the cluster source
+    compares against, and the store keeps for the UI. The one name for that pair."""
+
+    pod: Pod
+    status: PodStatus
+    version: int = 0  # the store's change counter at the pod's last change; unused elsewhere
+
+    def container_status(self, name: str) -> ContainerStatus | None:
+        return self.status.lookup(name)
+
+    def shown_containers(self) -> tuple[Container, ...]:
+        """Regular containers and sidecars: the ones that can have probes."""
+        return self.pod.probed_containers()

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from probetui.prober.results import ResultValue
-from probetui.prober.status import ContainerStatus, PodStatus
+from probetui.prober.status import PodSnapshot, PodStatus
 from probetui.prober.worker import ProbeKey, WorkerState
-from probetui.spec.model import Container, Pod, ProbeType
+from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import WORKER_STATE, Event
 from probetui.timeline.history import (
     OTHER_SKIP,
@@ -85,20 +85,6 @@ class ContainerHistory:
         return h.published if h is not None else None
 
 
-@dataclass(slots=True)
-class PodEntry:
-    pod: Pod
-    status: PodStatus
-    version: int = 0
-
-    def container_status(self, name: str) -> ContainerStatus | None:
-        return self.status.lookup(name)
-
-    def shown_containers(self) -> tuple[Container, ...]:
-        """Regular containers and sidecars: the ones that can have probes."""
-        return self.pod.probed_containers()
-
-
 class Store:
     """An engine sink: bounded history of every probe and container, read by the UI."""
 
@@ -115,7 +101,7 @@ class Store:
         self.detail = detail
         self.marks_per_container = marks
         self.texts = Texts()
-        self.pods: dict[str, PodEntry] = {}
+        self.pods: dict[str, PodSnapshot] = {}
         self.containers: dict[ContainerKey, ContainerHistory] = {}
         self.probes: dict[ProbeKey, ProbeHistory] = {}
         # container IDs seen in records: a ResultChanged names the ID, maybe not the container
@@ -134,7 +120,7 @@ class Store:
             return
         entry = self.pods.get(pod.uid)
         if entry is None:
-            self.pods[pod.uid] = PodEntry(pod, status, self.version)
+            self.pods[pod.uid] = PodSnapshot(pod, status, self.version)
             self.layout_version = self.version
         else:
             if entry.pod.probed_containers() != pod.probed_containers():
@@ -331,6 +317,5 @@ __all__ = [
     "ContainerHistory",
     "ContainerKey",
     "Mark",
-    "PodEntry",
     "Store",
 ]

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
+from probetui.prober.status import PodSnapshot
 from probetui.prober.worker import ProbeKey
 from probetui.redact import secret_values
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, PodEntry, Store
+from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.controls import Controls
 
 
@@ -33,7 +34,7 @@ class UIContext:
         stamp = datetime.fromtimestamp(t, self.tz)
         return stamp.strftime("%H:%M:%S.%f")[:-3] if ms else stamp.strftime("%H:%M:%S")
 
-    def pod_entry(self, pod_uid: str) -> PodEntry | None:
+    def pod_entry(self, pod_uid: str) -> PodSnapshot | None:
         return self.store.pods.get(pod_uid)
 
     def container_spec(self, key: ContainerKey) -> tuple[Pod, Container] | None:

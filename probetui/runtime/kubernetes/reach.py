@@ -166,7 +166,7 @@ class Reacher:
     async def reach(self, pod: Pod, container: Container, host: str, port: int) -> tuple[str, int]:
         if self.via == "direct":
             return host, port
-        from probetui.runtime.kubernetes.streams import ReachError, StreamError
+        from probetui.runtime.kubernetes.streams import ApiPathError, StreamError
 
         if self.via == "proxy":
             from probetui.runtime.kubernetes.proxy import OneShotProxy
@@ -174,7 +174,7 @@ class Reacher:
             assert self._core is not None
             known = self._forbidden_for("pods/proxy", pod.namespace)
             if known is not None:
-                raise ReachError(f"forbidden: {known}")
+                raise ApiPathError(f"forbidden: {known}")
             relay = OneShotProxy(
                 self._core,
                 pod.namespace,
@@ -190,10 +190,10 @@ class Reacher:
 
         core = self._ws_core
         if core is None:
-            raise ReachError("port-forward is not available (read-only)")
+            raise ApiPathError("port-forward is not available (read-only)")
         known = self._forbidden_for("pods/portforward", pod.namespace)
         if known is not None:
-            raise ReachError(known)
+            raise ApiPathError(known)
 
         async def opener() -> Any:
             return await core.connect_get_namespaced_pod_portforward(
@@ -208,7 +208,7 @@ class Reacher:
         except StreamError as e:
             if e.status == 403:
                 self._remember_forbidden("pods/portforward", pod.namespace, str(e))
-            raise ReachError(str(e)) from None
+            raise ApiPathError(str(e)) from None
 
     def _remember_relay(self, address: tuple[str, int], relay: Any) -> None:
         if len(self._relays) >= MAX_RELAYS:

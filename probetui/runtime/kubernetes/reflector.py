@@ -98,7 +98,7 @@ def api_lister(
 
 
 @dataclass(slots=True)
-class Backoff:
+class ReflectorBackoff:
     """client-go's reflector back-off: 800 ms doubling to 30 s, reset after a good list."""
 
     initial: float = 0.8
@@ -133,14 +133,14 @@ class Reflector:
         on_event: OnEvent,
         *,
         name: str = "pods",
-        backoff: Backoff | None = None,
+        backoff: ReflectorBackoff | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         on_state: Callable[[str], None] | None = None,
     ) -> None:
         self.lister = lister
         self.on_event = on_event
         self.name = name
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or ReflectorBackoff()
         self._sleep = sleep
         self._on_state = on_state
         self.items: dict[str, dict[str, Any]] = {}

@@ -30,12 +30,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from probetui.prober.status import PodStatus
+from probetui.prober.status import PodSnapshot
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
@@ -68,12 +67,6 @@ FIRST_LIST_TRIES = 3
 NOT_RUN = "ProbeNotRun"
 
 
-@dataclass(slots=True)
-class _Seen:
-    pod: Pod
-    status: PodStatus
-
-
 class KubernetesRuntime(Runtime):
     observes_kubelet = True
 
@@ -98,7 +91,7 @@ class KubernetesRuntime(Runtime):
         self.fail_fast = fail_fast
         self.divergence_check = divergence_check
         self.reflector_options = dict(reflector_options or {})
-        self.pods: dict[str, _Seen] = {}
+        self.pods: dict[str, PodSnapshot] = {}
         self._by_name: dict[tuple[str, str], str] = {}
         self._specs = PodSpecCache()
         self._counter = EventCounter()
@@ -295,7 +288,7 @@ class KubernetesRuntime(Runtime):
             host.pod_deleted(pod.uid)
             return
         before = self.pods.get(pod.uid)
-        self.pods[pod.uid] = _Seen(pod, status)
+        self.pods[pod.uid] = PodSnapshot(pod, status)
         self._by_name[(pod.namespace, pod.name)] = pod.uid
         host.pod_snapshot(pod, status)
         for change in kubelet_changes(pod, before.status if before else None, status, now):

@@ -45,7 +45,7 @@ import aiohttp
 
 from probetui.probe.base import MAX_OUTPUT_BYTES
 from probetui.probe.exec import ExecOutput
-from probetui.probe.util import ReachError as _ReachError
+from probetui.probe.util import ReachError
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class StreamError(Exception):
         self.status = status
 
 
-class ReachError(_ReachError):
+class ApiPathError(ReachError):
     """The path to the pod could not be opened (forbidden, API server unreachable, ...).
 
     The handler runner turns it into an (Unknown, error) attempt: retried, then discarded, never
@@ -414,10 +414,10 @@ def _exit_code(status: dict[str, Any] | None) -> tuple[int | None, bool, str | N
 
 __all__ = [
     "CREATE_CHECK_SINCE",
+    "ApiPathError",
     "OneShotForward",
     "PortForward",
     "RbacNeeds",
-    "ReachError",
     "StreamError",
     "WsOpener",
     "exec_in_pod",

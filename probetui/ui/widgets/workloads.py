@@ -22,8 +22,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from probetui.prober.results import ResultValue
+from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, ProbeType
-from probetui.timeline.store import ContainerHistory, ContainerKey, PodEntry
+from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
@@ -43,7 +44,7 @@ class Row(NamedTuple):
         return ContainerKey(self.pod_uid, self.container) if self.container is not None else None
 
 
-def problem_score(entry: PodEntry, c: Container, history: ContainerHistory | None) -> int:
+def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:
     """How much a container needs looking at: failing probes, not ready, restarts, disagreement."""
     score = 0
     cs = entry.status.lookup(c.name)
@@ -373,7 +374,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         style = self.get_component_rich_style("workloads--scrollbar")
         return Segment("┃" if start <= y < start + size else "│", style)
 
-    def _pod_text(self, entry: PodEntry) -> Text:
+    def _pod_text(self, entry: PodSnapshot) -> Text:
         pod = entry.pod
         name = pod.name if self.namespaces <= 1 else f"{pod.namespace}/{pod.name}"
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -385,7 +386,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             text.append("  Terminating", style=g.WARN)
         return text
 
-    def _container_text(self, entry: PodEntry, row: Row, width: int, selected: bool) -> Text:
+    def _container_text(self, entry: PodSnapshot, row: Row, width: int, selected: bool) -> Text:
         name_w = max(8, width - SUFFIX - 1)
         c = entry.pod.container(row.container or "")
         cs = entry.status.lookup(row.container or "")

@@ -24,9 +24,9 @@ from probetui.runtime.kubernetes.reflector import (
     DELETED,
     MODIFIED,
     ApiStatusError,
-    Backoff,
     Lister,
     Reflector,
+    ReflectorBackoff,
     api_lister,
 )
 from tests.kube.emulator import ApiEmulator, make_pod
@@ -133,7 +133,7 @@ async def reflecting(
     reflector = Reflector(
         gate,
         delivered,
-        backoff=Backoff(rng=random.Random(7)),
+        backoff=ReflectorBackoff(rng=random.Random(7)),
         sleep=fast_sleep,
         on_state=states.append,
     )
