@@ -4,10 +4,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 
+# spec's one import from probe: gotext has no imports of probetui, and its go_quote is the
+# project's one strconv.Quote
+from probetui.probe.gotext import go_quote
 from probetui.spec.model import ContainerKind
 
 __all__ = ["ErrorType", "FieldError"]
@@ -37,11 +39,6 @@ _TYPE_TEXT = {
 }
 
 
-def _go_quote(text: str) -> str:
-    # close to Go's strconv.Quote (%q): JSON escaping differs only for rare control characters
-    return json.dumps(text, ensure_ascii=False)
-
-
 def _go_value(value: object) -> str:
     """A bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil null."""
     if value is None:
@@ -49,7 +46,7 @@ def _go_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return _go_quote(value)
+        return go_quote(value)  # ErrorBody's %q
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, list | tuple):
