@@ -74,20 +74,6 @@ def map_attempts(probe_type: ProbeType, attempts: Sequence[Attempt]) -> ProbeOut
     return ProbeOutcome(ResultValue.FAILURE, None, tuple(attempts), None)
 
 
-def outcome_label(outcome: ProbeOutcome) -> str:
-    """One word for an attempt in timelines and JSON: success, warning, failure or error.
-
-    `error` is a handler error the worker discarded (§5.11); an Unknown without an error
-    counts as a failure, as the worker counts it.
-    """
-    attempt = outcome.attempt
-    if outcome.error is not None or attempt is None:
-        return "error"
-    if attempt.result is Result.UNKNOWN:
-        return "failure"
-    return attempt.result.value
-
-
 RunHandler = Callable[[ProbeType, Probe, Pod, Container, PodStatus], Awaitable[Attempt]]
 
 
@@ -161,7 +147,6 @@ __all__ = [
     "field_path",
     "map_attempts",
     "missing_handler",
-    "outcome_label",
     "retry_on_error",
     "run_probe_with_retries",
     "run_to_completion",

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from probetui.probe import gotext
+from probetui.prober.outcome import KIND_GLYPH, LABEL_KIND, Kind
 from probetui.simulate.scenario import Scenario
 from probetui.spec.model import ProbeType
 
@@ -64,9 +65,6 @@ def to_json(
     return json.dumps(result)
 
 
-GLYPH = {"success": "●", "warning": "◐", "failure": "✖", "error": "?"}
-
-
 def render_timeline(events: list[dict[str, Any]]) -> list[str]:
     """Human timeline: runs of identical attempts (and their events) folded into one line."""
     lines: list[str] = []
@@ -80,7 +78,7 @@ def render_timeline(events: list[dict[str, Any]]) -> list[str]:
             return
         first, last = run[0], run[-1]
         span = f"{first['t']:.1f}" if len(run) == 1 else f"{first['t']:.1f}-{last['t']:.1f}"
-        glyph = GLYPH.get(first["outcome"], "?")
+        glyph = KIND_GLYPH[LABEL_KIND.get(first["outcome"], Kind.ERROR)]
         count = f" x{len(run)}" if len(run) > 1 else ""
         extra = " (timeout)" if first.get("timedOut") else ""
         extra += " manual" if first.get("manual") else ""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from probetui.prober.prober import outcome_label
+from probetui.prober.outcome import outcome_label
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from probetui.probe.base import Result
+from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
 
@@ -27,29 +27,6 @@ if TYPE_CHECKING:
     from probetui.timeline.store import ContainerHistory
 
 # -- codes stored in the columns ----------------------------------------------------------
-
-
-class Kind:
-    """What one doProbe did; the `kind` column. 0 is never stored."""
-
-    SUCCESS = 1
-    WARNING = 2
-    FAILURE = 3
-    TIMEOUT = 4  # a failure whose last try ran out of time
-    ERROR = 5  # a prober error the worker discarded (docs/kubelet-behaviour.md §5.11)
-    SKIP = 6  # no handler ran: initial delay, startup gating, on hold, paused, read-only ...
-
-    ATTEMPTS = (SUCCESS, WARNING, FAILURE, TIMEOUT, ERROR)
-
-
-KIND_NAMES = {
-    Kind.SUCCESS: "success",
-    Kind.WARNING: "warning",
-    Kind.FAILURE: "failure",
-    Kind.TIMEOUT: "timeout",
-    Kind.ERROR: "error",
-    Kind.SKIP: "skipped",
-}
 
 
 TRIGGERS: tuple[Trigger, ...] = tuple(Trigger)
@@ -67,19 +44,7 @@ CHANGES = 64  # per probe: published result changes kept for ▼/▲
 
 
 def kind_of(record: ProbeRecord) -> int:
-    outcome = record.outcome
-    if outcome is None:
-        return Kind.SKIP
-    attempt = outcome.attempt
-    if outcome.error is not None or attempt is None:
-        return Kind.ERROR
-    if attempt.timed_out:
-        return Kind.TIMEOUT
-    if attempt.result is Result.SUCCESS:
-        return Kind.SUCCESS
-    if attempt.result is Result.WARNING:
-        return Kind.WARNING
-    return Kind.FAILURE  # failure, and unknown without an error (counted as failure)
+    return kind_of_outcome(record.outcome)
 
 
 # -- the intern table ---------------------------------------------------------------------

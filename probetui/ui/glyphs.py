@@ -10,19 +10,11 @@ common monospace fonts (DejaVu Sans Mono) lack.
 
 from __future__ import annotations
 
+from probetui.prober.outcome import KIND_GLYPH, Kind
 from probetui.prober.results import ResultValue
-from probetui.timeline.history import Kind
 
 OK, WARN, BAD, DIM, INFO = "green", "yellow", "red", "bright_black", "cyan"
 
-KIND_GLYPH = {
-    Kind.SUCCESS: "●",
-    Kind.WARNING: "◐",
-    Kind.FAILURE: "✖",
-    Kind.TIMEOUT: "◷",
-    Kind.ERROR: "?",
-    Kind.SKIP: "·",
-}
 KIND_STYLE = {
     Kind.SUCCESS: OK,
     Kind.WARNING: WARN,
@@ -44,7 +36,11 @@ KIND_RANK = {
 CHANGED_DOWN, CHANGED_UP = "▼", "▲"  # the published result changed (to Failure / to Success)
 
 # published result of a probe, in the workload list
-RESULT_GLYPH = {ResultValue.SUCCESS: "●", ResultValue.FAILURE: "✖", ResultValue.UNKNOWN: "?"}
+RESULT_GLYPH = {
+    ResultValue.SUCCESS: KIND_GLYPH[Kind.SUCCESS],
+    ResultValue.FAILURE: KIND_GLYPH[Kind.FAILURE],
+    ResultValue.UNKNOWN: KIND_GLYPH[Kind.ERROR],
+}
 RESULT_STYLE = {ResultValue.SUCCESS: OK, ResultValue.FAILURE: BAD, ResultValue.UNKNOWN: WARN}
 NO_PROBE, NOT_YET = "·", "○"
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from probetui.engine import Sink
 from probetui.probe.base import Attempt, Result
-from probetui.prober.prober import ProbeEvent, ProbeOutcome, outcome_label
+from probetui.prober.outcome import outcome_label
+from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
 from probetui.prober.worker import INITIAL_VALUE, ProbeKey, ProbeRecord, Skip, Trigger
