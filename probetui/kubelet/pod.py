@@ -38,6 +38,11 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   the sidecars still running are stopped, and once nothing runs every worker is removed
   (`RemovePod`).
 
+Why one module of over 500 lines: `PodKubelet` is one state machine, the pod worker's. Its
+steps (start, exit, kill, result, teardown) read and change the same instance table and call one
+another in causal order within one instant; cut apart, one sync would be spread over files.
+The decisions themselves are already apart, in `kuberuntime.py` and `backoff.py`.
+
 Time model: the kubelet's own latencies (PLEG relist, pod-worker queueing) are zero; a reaction
 happens at the instant of its cause. The pod sync is event driven rather than a periodic
 recomputation, so the order of reactions within one instant is causal order.
