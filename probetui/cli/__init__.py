@@ -1,8 +1,8 @@
-"""Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`.
+"""Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`.
 
 One module a command, as pip's `commands/`: `cluster.py` (no COMMAND), `check.py`,
 `simulate.py`, `live.py` (`local`, `demo` and the live runner they share with the cluster
-view); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
+view), `replay.py` (a recording read back); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
 status 2.
 
 `COMMANDS` names each command's module without importing it: a subcommand's arguments are
@@ -53,6 +53,9 @@ COMMANDS: dict[str, CommandInfo] = {
         "bundled demo services under the local runtime: every probe behaviour in a minute",
         add_arguments="add_demo_arguments",
         run="run_demo",
+    ),
+    "replay": CommandInfo(
+        "probetui.cli.replay", "read back a recording made with --record (JSON lines for now)"
     ),
 }
 

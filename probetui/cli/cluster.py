@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 
 from probetui.cli.errors import UsageError
-from probetui.cli.live import headless_requested, note, run_live
+from probetui.cli.live import add_record_arguments, headless_requested, note, run_live
 
 # the cluster view's flags live on the top-level parser under their own names, so that a
 # subcommand's flag of the same name (e.g. local's --read-only) is never confused with them
@@ -33,6 +33,8 @@ CLUSTER_DESTS = {
     "k8s_no_ui": "--no-ui",
     "k8s_output": "--output",
     "k8s_duration": "--duration",
+    "k8s_record": "--record",
+    "k8s_retain": "--retain",
 }
 
 
@@ -91,6 +93,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop by itself after SECONDS",
     )
+    add_record_arguments(g, prefix="k8s_")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
     # the first list must succeed in both modes (module docstring)
     runtime = KubernetesRuntime(target, via=args.k8s_via, fail_fast=True)
     live = argparse.Namespace(
-        no_ui=args.k8s_no_ui, output=args.k8s_output, duration=args.k8s_duration
+        no_ui=args.k8s_no_ui,
+        output=args.k8s_output,
+        duration=args.k8s_duration,
+        record=args.k8s_record,
+        retain=args.k8s_retain,
     )
     headless = headless_requested(live)
     if headless:

@@ -6,6 +6,10 @@ ends by itself after `--duration`, or when every pod has ended for good (exit 0)
 (exit 130) or SIGTERM (exit 143): the engine is cancelled, every container is stopped (SIGTERM,
 SIGKILL after at most 2 s) and reaped, and what was recorded is already on stdout. A reader
 that goes away (`| head`) ends it too, with exit 0.
+
+`--record FILE` (every live mode, screen or not) adds the recorder (`probetui.record`) to the
+engine's sinks; the file is checked and locked before anything starts, and closed, its last
+batch written, on every way out. `--retain` bounds what it keeps.
 """
 
 from __future__ import annotations
@@ -33,6 +37,24 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
         help="headless output format (implies --no-ui): one JSON object per line",
     )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
+    add_record_arguments(p)
+
+
+def add_record_arguments(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup, prefix: str = ""
+) -> None:
+    p.add_argument(
+        "--record",
+        dest=f"{prefix}record",
+        metavar="FILE",
+        help="also write everything to FILE (SQLite), for 'probetui replay FILE'",
+    )
+    p.add_argument(
+        "--retain",
+        dest=f"{prefix}retain",
+        metavar="DURATION",
+        help="with --record: keep only the last DURATION (e.g. 24h, 30m); default everything",
+    )
 
 
 def add_local_arguments(loc: argparse.ArgumentParser) -> None:
@@ -135,24 +157,75 @@ def run_live(runtime: Runtime, args: argparse.Namespace, headless: bool) -> int:
     duration = args.duration
     if duration is not None and not duration > 0:
         raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
+    # before anything starts: a path that cannot be recorded to is one line and exit 2
+    recorder = open_recorder(runtime, getattr(args, "record", None), getattr(args, "retain", None))
     for text in getattr(runtime, "notes", ()):
         note(f"note: {text}")
     from probetui.runtime.local.process import REGISTRY
 
-    if not headless:
-        from probetui.engine import Engine
-        from probetui.ui.app import run as run_ui
+    sinks: list[Any] = [recorder] if recorder is not None else []
+    try:
+        if recorder is not None:
+            recorder.start()
+        if not headless:
+            from probetui.engine import Engine
+            from probetui.ui.app import run as run_ui
 
+            REGISTRY.install_exit_handlers()
+            notices = [recorder.take_failure] if recorder is not None else []
+            result = run_ui(Engine(runtime, sinks), notices=notices)
+            return result if isinstance(result, int) else EXIT_OK
+        if recorder is not None:
+            recorder.on_failure = lambda text: note(text)
+        # after anything that sets handlers: SIGHUP and crashes kill the children at once;
+        # SIGINT and SIGTERM are taken over by the loop below for an orderly stop
         REGISTRY.install_exit_handlers()
-        result = run_ui(Engine(runtime))
-        return result if isinstance(result, int) else EXIT_OK
-    # after anything that sets handlers: SIGHUP and crashes kill the children at once; SIGINT
-    # and SIGTERM are taken over by the loop below for an orderly stop
-    REGISTRY.install_exit_handlers()
-    return _headless(runtime, duration)
+        return _headless(runtime, duration, sinks)
+    finally:
+        if recorder is not None:
+            recorder.close()
 
 
-def _headless(runtime: Runtime, duration: float | None) -> int:
+def open_recorder(runtime: Runtime, path: str | None, retain: str | None) -> Any:
+    """The `--record` sink, its file checked and locked, or None without --record."""
+    if path is None:
+        if retain is not None:
+            raise UsageError("--retain: only with --record FILE")
+        return None
+    import time
+
+    from probetui import __version__
+    from probetui.probe.base import DEFAULT_KUBE_VERSION
+    from probetui.record.recorder import Recorder
+    from probetui.record.schema import RecordingError, SessionMeta
+    from probetui.record.timespec import TimeSpecError, parse_duration
+
+    try:
+        seconds = parse_duration(retain) if retain is not None else None
+    except TimeSpecError as e:
+        raise UsageError(f"--retain {e}") from None
+    target = getattr(runtime, "target", None)
+    meta = SessionMeta(
+        started=time.time(),
+        probetui=__version__,
+        kube_version=DEFAULT_KUBE_VERSION,  # the engine's, which these commands do not change
+        source=str(getattr(target, "source", None) or runtime.source),
+        runtime="kubernetes" if target is not None else str(runtime.source).split(" ")[0],
+        via=runtime.via,
+        context=getattr(target, "context", None),
+        namespace=(
+            "*" if getattr(target, "all_namespaces", False) else getattr(target, "namespace", None)
+        ),
+        selector=getattr(target, "selector", None),
+        read_only=runtime.read_only,
+    )
+    try:
+        return Recorder(path, meta, retain=seconds)
+    except RecordingError as e:
+        raise UsageError(str(e)) from None
+
+
+def _headless(runtime: Runtime, duration: float | None, sinks: list[Any]) -> int:
     from probetui.engine import Engine
     from probetui.runtime.base import RuntimeFailure
     from probetui.timeline.jsonl import JsonlWriter
@@ -184,7 +257,7 @@ def _headless(runtime: Runtime, duration: float | None) -> int:
             loop.add_signal_handler(sig, stop, sig)
         # from inside a sink call: cancel once the engine's callback has returned
         writer.on_broken = lambda: loop.call_soon(task.cancel)
-        engine = Engine(runtime, [writer])
+        engine = Engine(runtime, [writer, *sinks])
         watch = asyncio.ensure_future(warn_when_behind(engine.lateness, note))
         try:
             await engine.run(duration)
@@ -199,7 +272,7 @@ def _headless(runtime: Runtime, duration: float | None) -> int:
     except RuntimeFailure as e:
         raise UsageError(str(e)) from None
     if writer.broken:
-        _silence_stdout()
+        silence_stdout()
         return EXIT_OK
     with contextlib.suppress(BrokenPipeError):
         sys.stdout.flush()
@@ -228,7 +301,7 @@ async def warn_when_behind(
         behind = late >= BEHIND
 
 
-def _silence_stdout() -> None:
+def silence_stdout() -> None:
     # the reader is gone: whatever is still buffered would fail again at exit
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -59,8 +59,11 @@ class ProbeApp(App[None]):
         run_engine: bool = True,
         poll_seconds: float = POLL_SECONDS,
         pace_gc: bool = True,
+        notices: list[Callable[[], str | None]] | None = None,
     ) -> None:
         super().__init__()
+        # polled with the store: a line to show once (the recorder's full disk, say)
+        self.notices = list(notices or [])
         self.controls = controls
         self.store = store
         self.ctx = UIContext(store, controls, now or time.time, tz)
@@ -92,6 +95,10 @@ class ProbeApp(App[None]):
             main.poll()
         if self.gc_pacer is not None:
             self.gc_pacer.tick(self.store.layout_version)
+        for notice in self.notices:
+            text = notice()
+            if text:
+                self.notify(text, severity="error", timeout=30)
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key) and self.gc_pacer is not None:
@@ -159,13 +166,14 @@ def run(
     store: Store | None = None,
     keymap: dict[str, str] | None = None,
     screenshot_dir: str | Path | None = None,
+    notices: list[Callable[[], str | None]] | None = None,
 ) -> int:
     """Run the UI over `engine` until the user quits; returns the process exit code."""
     if store is None:
         store = Store()
     if store not in engine.sinks:
         engine.sinks.append(store)
-    app = ProbeApp(engine, store, keymap=keymap, screenshot_dir=screenshot_dir)
+    app = ProbeApp(engine, store, keymap=keymap, screenshot_dir=screenshot_dir, notices=notices)
     app.run()
     if app.failure:
         print(app.failure, file=sys.stderr)

@@ -1,0 +1,95 @@
+"""`probetui replay FILE`: a recording (`--record`) read back.
+
+`--no-ui --output jsonl` prints its events in the live headless vocabulary, the same lines
+`--no-ui --output jsonl` printed while it was recorded (in time order), filtered by `--since`,
+`--until` and `-l` (matched against the labels of the recorded specs). The file is only read,
+also while a recorder still writes it. A file that is not a readable recording is one line and
+exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from probetui.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
+from probetui.cli.live import silence_stdout
+
+if TYPE_CHECKING:
+    from probetui.record.reader import Recording
+    from probetui.record.selector import Selector
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Read a recording made with --record: its events as JSON lines."
+    # `--since -6h`: a value that starts with "-" and reads as a relative time is a value, as
+    # argparse already treats negative numbers (its matcher has no public setter)
+    p._negative_number_matcher = re.compile(r"^-(\d+(\.\d+)?[dhms]?)+$")
+    p.add_argument("file", metavar="FILE", help="a recording written by --record")
+    p.add_argument("--no-ui", action="store_true", help="no screen: print events as JSON lines")
+    p.add_argument(
+        "--output",
+        choices=("jsonl",),
+        help="output format (implies --no-ui): one JSON object a line",
+    )
+    p.add_argument(
+        "--since",
+        metavar="T",
+        help="from T: HH:MM[:SS] (the latest such time in the recording), -6h / -30m / -90s "
+        "(back from its end), +10m (on from its start) or an ISO-8601 time",
+    )
+    p.add_argument("--until", metavar="T", help="up to T (forms as --since)")
+    p.add_argument(
+        "-l", "--selector", metavar="SELECTOR", help="only pods whose labels match (as kubectl)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from probetui.record.reader import open_recording
+    from probetui.record.schema import RecordingError
+    from probetui.record.selector import SelectorError, parse_selector
+    from probetui.record.timespec import TimeSpecError, parse_time
+    from probetui.timeline.events import NOT_IN_JSONL
+
+    if not (args.no_ui or args.output):
+        print(
+            "probetui: replay: the replay screen is not built yet; use --no-ui --output jsonl",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        selector = parse_selector(args.selector)
+    except SelectorError as e:
+        raise UsageError(f"-l {e}") from None
+    try:
+        recording = open_recording(args.file)
+    except RecordingError as e:
+        raise UsageError(str(e)) from None
+    with recording:
+        span = recording.span()
+        try:
+            since = parse_time(args.since, span) if args.since else None
+            until = parse_time(args.until, span) if args.until else None
+        except TimeSpecError as e:
+            raise UsageError(f"--since/--until {e}") from None
+        uids = None
+        if args.selector:
+            uids = [p.uid for p in recording.pods() if _matches(recording, p.uid, selector)]
+        out = sys.stdout
+        try:
+            for event in recording.events(since, until, uids):
+                if event.type not in NOT_IN_JSONL:
+                    out.write(event.to_line() + "\n")
+            out.flush()
+        except RecordingError as e:
+            raise UsageError(str(e)) from None
+        except BrokenPipeError:
+            silence_stdout()
+    return EXIT_OK
+
+
+def _matches(recording: Recording, uid: str, selector: Selector) -> bool:
+    """Whether any recorded spec of the pod carries matching labels."""
+    return any(selector.matches(labels) for labels in recording.labels_of(uid))

@@ -1,0 +1,262 @@
+"""A probe's items in a chunk: their shapes, and the few numbers each item adds to its shape.
+
+An item is one per-probe event of the shadow, in the order the engine published it:
+
+    A  a doProbe that ran the handler (ProbeAttempt, with its record)
+    S  a doProbe that ran none (ProbeSkipped, with its record)
+    N  a tick the runtime would not let run (ProbeSkipped, a WorkerState, no record)
+    W  a worker paused, resumed or exited (WorkerState)
+    R  the published result changed (ResultChanged naming its container)
+
+A *shape* is everything about an item but its times, latency and result run: for A the
+trigger, container ID, last result, published value, hold, pause, via, the outcome (result,
+error, tries, event) and the attempt (handler, target, result, output, error, status code,
+body excerpt, timed out). Shapes are interned (`shapes` table, a JSON array whose texts are ids
+in `strings`), so a steady probe has one.
+
+An item is a header byte and varints (`varint.py`), relative to the item before it in the
+chunk; the first item of a chunk is relative to zeros, a keyframe, so a chunk decodes alone:
+
+    header  bit 0: a new shape id follows (else the previous item's)
+            bits 1-2 (A, S): result run: 0 previous + 1, 1 the same, 2 a varint follows, 3 zero
+            bit 3 (A, S): the tick is off the grid: the step from the previous tick follows
+                  (else it is the previous step: a ticker's period)
+    A, S    [shape] [run] [step] lateness (µs, zig-zag: t - tick) [A: latency µs]
+    N, W, R [shape] dt (µs, zig-zag, since the previous item)
+
+A steady probe's attempt is a header, its lateness and its latency: 4-6 bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from probetui.record import varint
+from probetui.timeline.events import Event
+
+NEW_SHAPE = 1
+RUN_INC, RUN_SAME, RUN_EXPLICIT, RUN_ZERO = 0, 2, 4, 6
+RUN_MASK = 6
+OFF_GRID = 8
+
+RECORD_KINDS = frozenset("AS")
+
+US = 1_000_000
+
+
+def us(t: float) -> int:
+    return round(t * US)
+
+
+Text = Callable[[str | None], int | None]
+
+
+def raw_key(event: Event, via: str | None, secrets: tuple[str, ...]) -> tuple[Any, ...] | None:
+    """What decides an item's shape, unmasked and not interned: the writer's cache key. None for
+    an event that is not a per-probe item."""
+    type_ = event.type
+    record = event.record
+    if record is not None:
+        outcome = record.outcome
+        base = (
+            record.trigger,
+            record.container_id,
+            record.last_result,
+            record.published,
+            record.on_hold,
+            record.paused,
+            secrets,
+        )
+        if outcome is None:
+            return ("S", *base, record.skip)
+        a = outcome.attempt
+        ev = outcome.event
+        return (
+            "A",
+            *base,
+            via,
+            outcome.result,
+            outcome.error,
+            len(outcome.attempts),
+            (ev.type, ev.reason, ev.message) if ev is not None else None,
+            (a.handler, a.target, a.result, a.output, a.error, a.status_code, a.body, a.timed_out)
+            if a is not None
+            else None,
+        )
+    state = event.state
+    if type_ == "ProbeSkipped" and state is not None:
+        return ("N", event.fields.get("reason", ""), *_state(state), secrets)
+    if type_ == "WorkerState" and state is not None:
+        return ("W", *_state(state))
+    if type_ == "ResultChanged" and event.container is not None and event.probe is not None:
+        return ("R", event.fields.get("result"), event.fields.get("containerID", ""))
+    return None
+
+
+def _state(state: Any) -> tuple[Any, ...]:
+    return (state.running, state.paused, _int(state.published))
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def shape_body(key: tuple[Any, ...], text: Text, excerpt: Text) -> list[Any]:
+    """The stored shape for a raw key: texts through `text` (masked, interned), the HTTP body
+    through `excerpt` (masked whole, then cut to what the store keeps: a secret cut in two
+    would escape the mask)."""
+    kind = key[0]
+    if kind in RECORD_KINDS:
+        trigger, cid, last, published, on_hold, paused, _secrets = key[1:8]
+        head = [kind, trigger.value, cid, int(last), _int(published), on_hold, paused]
+        if kind == "S":
+            skip = key[8]
+            return [*head, skip.value if skip is not None else None]
+        via, result, error, tries, ev, a = key[8:]
+        event = [ev[0], ev[1], text(ev[2])] if ev is not None else None
+        attempt = None
+        if a is not None:
+            handler, target, res, output, err, code, body, timed_out = a
+            attempt = [
+                handler,
+                text(target),
+                res.value,
+                text(output),
+                text(err),
+                code,
+                excerpt(body),
+                timed_out,
+            ]
+        return [*head, via, int(result), text(error), tries, event, attempt]
+    if kind == "N":
+        return ["N", text(key[1]), *key[2:5]]
+    return list(key)
+
+
+def shape_strings(body: list[Any]) -> list[int]:
+    """The string ids a stored shape refers to."""
+    kind = body[0]
+    if kind == "N":
+        return [body[1]] if body[1] is not None else []
+    if kind != "A":
+        return []
+    out = [body[9]]
+    if body[11] is not None:
+        out.append(body[11][2])
+    a = body[12]
+    if a is not None:
+        out += [a[1], a[3], a[4], a[6]]
+    return [i for i in out if i is not None]
+
+
+# -- items ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Chain:
+    """The previous item of a chunk, which the next is coded against."""
+
+    shape: int = -1
+    run: int = 0
+    tick: int = 0
+    step: int = 0
+    t: int = 0
+
+
+def put_record(
+    out: bytearray, chain: Chain, shape: int, kind: str, t: int, tick: int, run: int, lat: int
+) -> None:
+    header = 0
+    tail = bytearray()
+    if shape != chain.shape:
+        header |= NEW_SHAPE
+        varint.put(tail, shape)
+    if run == chain.run + 1:
+        pass
+    elif run == chain.run:
+        header |= RUN_SAME
+    elif run == 0:
+        header |= RUN_ZERO
+    else:
+        header |= RUN_EXPLICIT
+        varint.put(tail, run)
+    step = tick - chain.tick
+    if step != chain.step:
+        header |= OFF_GRID
+        varint.put_signed(tail, step)
+        chain.step = step
+    varint.put_signed(tail, t - tick)
+    if kind == "A":
+        varint.put(tail, lat)
+    out.append(header)
+    out += tail
+    chain.shape, chain.run, chain.tick, chain.t = shape, run, tick, t
+
+
+def put_other(out: bytearray, chain: Chain, shape: int, t: int) -> None:
+    if shape != chain.shape:
+        out.append(NEW_SHAPE)
+        varint.put(out, shape)
+    else:
+        out.append(0)
+    varint.put_signed(out, t - chain.t)
+    chain.shape, chain.t = shape, t
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    shape: int
+    t: int  # µs
+    tick: int  # µs, records only
+    run: int  # records only
+    latency: int  # µs, attempts only
+
+
+def items(data: bytes, kind_of: Callable[[int], str]) -> Iterator[Item]:
+    """Decode a chunk; `kind_of(shape id)` says which fields an item of that shape carries."""
+    get, get_signed = varint.get, varint.get_signed
+    shape, run, tick, step, t = -1, 0, 0, 0, 0
+    i, n = 0, len(data)
+    while i < n:
+        header = data[i]
+        i += 1
+        if header & NEW_SHAPE:
+            shape, i = get(data, i)
+        kind = kind_of(shape)
+        if kind in RECORD_KINDS:
+            mode = header & RUN_MASK
+            if mode == RUN_INC:
+                run += 1
+            elif mode == RUN_ZERO:
+                run = 0
+            elif mode == RUN_EXPLICIT:
+                run, i = get(data, i)
+            if header & OFF_GRID:
+                step, i = get_signed(data, i)
+            tick += step
+            late, i = get_signed(data, i)
+            t = tick + late
+            lat = 0
+            if kind == "A":
+                lat, i = get(data, i)
+            yield Item(shape, t, tick, run, lat)
+        else:
+            dt, i = get_signed(data, i)
+            t += dt
+            yield Item(shape, t, t, 0, 0)
+
+
+__all__ = [
+    "RECORD_KINDS",
+    "Chain",
+    "Item",
+    "items",
+    "put_other",
+    "put_record",
+    "raw_key",
+    "shape_body",
+    "shape_strings",
+    "us",
+]

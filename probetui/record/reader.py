@@ -1,0 +1,497 @@
+"""Reading a recording: `open_recording(path) -> Recording`, read-only, also while it is written.
+
+The file is opened as a `file:...?mode=ro` URI: nothing is ever written to it, and in WAL mode
+a reader sees every committed batch of a recorder still running. Queries:
+
+- `meta`, `span()`, `pods()`, `probe_keys()`;
+- `spec_at(uid, t)`, `status_at(uid, t)`, `snapshots(since, until)`: a pod's spec and status in
+  force at a time (indexed by pod and time);
+- `events(since, until, pod_uids, types)`: every recorded event in time order, equal to what
+  the engine published (times to the microsecond; secrets masked; `next_tick` None; of a
+  retried attempt's tries only the last is kept, repeated), with its `ProbeRecord` or
+  `WorkerState`;
+- `attempts(key, since, until)`, `probe_events(key, since, until)`: one probe's, reading only
+  the chunks of that probe that overlap the window (index on probe and start time);
+- `replay_into(sink, since, until)`: snapshots and events merged in time order into any engine
+  sink (a timeline `Store`), the state at `since` first.
+
+Time order: chunks and rows are merged by time; within a probe, items keep the order the engine
+published them in (a ResultChanged ahead of the attempt that caused it, as live), each sorted
+by the latest time of its chunk so far. Seeks cost an index lookup plus the decoding of one
+chunk (at most `CHUNK_ITEMS` items) per probe.
+
+Damage found while reading (a truncated or corrupt page) raises `RecordingError`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import math
+import sqlite3
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from probetui.prober.status import PodStatus
+from probetui.prober.worker import ProbeKey, ProbeRecord
+from probetui.record import codec
+from probetui.record.schema import (
+    FORMAT_VERSION,
+    MAX_SPAN,
+    RecordingError,
+    SessionMeta,
+    check_header,
+    check_identity,
+    check_size,
+    damaged,
+)
+from probetui.record.shapes import EVENT_TYPE, ITEM_TYPES, ProbeRef, Template
+from probetui.record.snapshot import status_from_json
+from probetui.spec.encode import decode
+from probetui.spec.model import Pod, ProbeType
+from probetui.timeline.events import Event
+
+# a filter of more ids than this is applied in Python rather than in an SQL IN (...)
+_SQL_IN_LIMIT = 500
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingMeta:
+    format_version: int
+    sessions: tuple[SessionMeta, ...]
+
+    @property
+    def first(self) -> SessionMeta | None:
+        return self.sessions[0] if self.sessions else None
+
+    @property
+    def started(self) -> float | None:
+        return self.sessions[0].started if self.sessions else None
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    uid: str
+    namespace: str
+    name: str
+    first_seen: float
+    last_seen: float
+    deleted: float | None
+
+
+def open_recording(path: str | Path) -> Recording:
+    """Open a recording read-only; RecordingError (one line) for anything that is not one."""
+    p = Path(path)
+    if not p.exists():
+        raise RecordingError(f"{p}: no such file; give a file written by --record")
+    if not check_header(p):
+        raise RecordingError(f"{p}: empty file, not a recording; give a file written by --record")
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(p.resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error as e:
+        raise RecordingError(f"{p}: cannot open: {e}") from None
+    try:
+        check_identity(conn, p)
+        check_size(conn, p)
+        return Recording(conn, p)
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise damaged(p, e) from None
+    except BaseException:
+        conn.close()
+        raise
+
+
+class Recording:
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self._templates: dict[int, Template] = {}
+        self._strings: dict[int, str] = {}
+        self._refs: dict[int, ProbeRef] = {}
+        self._pods: dict[int, tuple[str, str, str]] = {}
+        self.meta = RecordingMeta(
+            self._q1("PRAGMA user_version") or FORMAT_VERSION, self._sessions()
+        )
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Recording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- small queries ------------------------------------------------------------------
+
+    def _q(self, sql: str, args: Iterable[Any] = ()) -> list[Any]:
+        try:
+            return self.conn.execute(sql, tuple(args)).fetchall()
+        except sqlite3.DatabaseError as e:
+            raise damaged(self.path, e) from None
+
+    def _q1(self, sql: str, args: Iterable[Any] = ()) -> Any:
+        rows = self._q(sql, args)
+        return rows[0][0] if rows else None
+
+    def _cursor(self, sql: str, args: Iterable[Any] = ()) -> Iterator[Any]:
+        try:
+            yield from self.conn.execute(sql, tuple(args))
+        except sqlite3.DatabaseError as e:
+            raise damaged(self.path, e) from None
+
+    def _sessions(self) -> tuple[SessionMeta, ...]:
+        rows = self._q(
+            "SELECT started, probetui, kube_version, source, runtime, via, context, namespace,"
+            " selector, read_only FROM sessions ORDER BY id"
+        )
+        return tuple(SessionMeta(*r[:9], read_only=bool(r[9])) for r in rows)
+
+    def span(self) -> tuple[float, float] | None:
+        """(first, last) time of anything recorded; None for an empty recording."""
+        lows, highs = [], []
+        for table, lo, hi in (
+            ("chunks", "t0", "t1"),
+            ("recent", "t", "t"),
+            ("events", "t", "t"),
+            ("statuses", "t", "t"),
+        ):
+            row = self._q(f"SELECT MIN({lo}), MAX({hi}) FROM {table}")[0]
+            if row[0] is not None:
+                lows.append(row[0])
+                highs.append(row[1])
+        return (min(lows), max(highs)) if lows else None
+
+    def pods(self) -> list[PodInfo]:
+        return [
+            PodInfo(*r)
+            for r in self._q(
+                "SELECT uid, namespace, name, first_t, last_t, deleted_t FROM pods ORDER BY id"
+            )
+        ]
+
+    def probe_keys(self) -> list[ProbeKey]:
+        return [
+            ProbeKey(uid, container, ProbeType.parse(probe))
+            for uid, container, probe in self._q(
+                "SELECT pods.uid, probes.container, probes.probe FROM probes"
+                " JOIN pods ON pods.id = probes.pod_id ORDER BY probes.id"
+            )
+        ]
+
+    def _pod_id(self, uid: str) -> int | None:
+        return self._q1("SELECT id FROM pods WHERE uid = ?", (uid,))
+
+    # -- specs and statuses ---------------------------------------------------------------
+
+    def spec_at(self, pod_uid: str, t: float) -> Pod:
+        """The spec in force at `t` (the first one, for a time before it). KeyError: unknown."""
+        pod_id = self._pod_id(pod_uid)
+        if pod_id is None:
+            raise KeyError(pod_uid)
+        rows = self._q(
+            "SELECT source, manifest FROM specs WHERE pod_id = ? AND t <= ? ORDER BY t DESC,"
+            " id DESC LIMIT 1",
+            (pod_id, t),
+        ) or self._q(
+            "SELECT source, manifest FROM specs WHERE pod_id = ? ORDER BY t, id LIMIT 1", (pod_id,)
+        )
+        if not rows:
+            raise KeyError(pod_uid)
+        return decode(json.loads(rows[0][1]), rows[0][0])
+
+    def labels_of(self, pod_uid: str) -> list[dict[str, str]]:
+        """The labels of each recorded spec of the pod, oldest first."""
+        pod_id = self._pod_id(pod_uid)
+        rows = self._q("SELECT manifest FROM specs WHERE pod_id = ? ORDER BY id", (pod_id,))
+        return [json.loads(m)["metadata"].get("labels", {}) for (m,) in rows]
+
+    def status_at(self, pod_uid: str, t: float) -> PodStatus | None:
+        """The status at `t`; None before the first one and after the pod was deleted."""
+        pod_id = self._pod_id(pod_uid)
+        if pod_id is None:
+            return None
+        text = self._q1(
+            "SELECT status FROM statuses WHERE pod_id = ? AND t <= ? ORDER BY t DESC, id DESC"
+            " LIMIT 1",
+            (pod_id, t),
+        )
+        return status_from_json(json.loads(text)) if text is not None else None
+
+    def snapshots(
+        self, since: float | None = None, until: float | None = None
+    ) -> Iterator[tuple[float, Pod, PodStatus | None]]:
+        """Each pod's (spec, status) as it changed, in time order; before `since` only the
+        latest of each pod (at its own time)."""
+        hi = math.inf if until is None else until
+        lo = -math.inf if since is None else since
+        rows = self._cursor(
+            "SELECT t, 0, pod_id, source, manifest FROM specs WHERE t <= ?"
+            " UNION ALL SELECT t, 1, pod_id, NULL, status FROM statuses WHERE t <= ?"
+            " ORDER BY 1, 2",
+            (hi, hi),
+        )
+        pods: dict[int, Pod] = {}
+        statuses: dict[int, PodStatus | None] = {}
+        before: dict[int, tuple[float, Pod, PodStatus | None]] = {}
+        for t, kind, pod_id, source, text in rows:
+            if kind == 0:
+                pods[pod_id] = decode(json.loads(text), source)
+            else:
+                statuses[pod_id] = status_from_json(json.loads(text)) if text else None
+            pod = pods.get(pod_id)
+            if pod is None or pod_id not in statuses:
+                continue
+            if t < lo:
+                before[pod_id] = (t, pod, statuses[pod_id])
+                continue
+            if before:
+                yield from sorted(before.values(), key=lambda x: x[0])
+                before = {}
+            yield t, pod, statuses[pod_id]
+        yield from sorted(before.values(), key=lambda x: x[0])
+
+    # -- shapes ---------------------------------------------------------------------------
+
+    def _text(self, i: int | None) -> str | None:
+        if i is None:
+            return None
+        s = self._strings.get(i)
+        if s is None:
+            s = self._q1("SELECT text FROM strings WHERE id = ?", (i,))
+            if s is None:
+                raise damaged(self.path, f"string {i} is missing")
+            self._strings[i] = s
+        return s
+
+    def _template(self, i: int) -> Template:
+        t = self._templates.get(i)
+        if t is None:
+            body = self._q1("SELECT body FROM shapes WHERE id = ?", (i,))
+            if body is None:
+                raise damaged(self.path, f"shape {i} is missing")
+            t = self._templates[i] = Template(json.loads(body), self._text)
+        return t
+
+    def _kind(self, i: int) -> str:
+        return self._template(i).kind
+
+    def _ref(self, probe_id: int) -> ProbeRef:
+        ref = self._refs.get(probe_id)
+        if ref is None:
+            rows = self._q(
+                "SELECT pods.uid, pods.namespace, pods.name, probes.container, probes.probe"
+                " FROM probes JOIN pods ON pods.id = probes.pod_id WHERE probes.id = ?",
+                (probe_id,),
+            )
+            if not rows:
+                raise damaged(self.path, f"probe {probe_id} is missing")
+            uid, ns, name, container, probe = rows[0]
+            key = ProbeKey(uid, container, ProbeType.parse(probe))
+            ref = self._refs[probe_id] = ProbeRef(key, ns, name, container, probe)
+        return ref
+
+    def _pod_of(self, pod_id: int) -> tuple[str, str, str]:
+        p = self._pods.get(pod_id)
+        if p is None:
+            rows = self._q("SELECT uid, namespace, name FROM pods WHERE id = ?", (pod_id,))
+            if not rows:
+                raise damaged(self.path, f"pod {pod_id} is missing")
+            p = self._pods[pod_id] = rows[0]
+        return p
+
+    # -- chunks ---------------------------------------------------------------------------
+
+    def _segments(
+        self, lo: float, hi: float, probe_ids: Collection[int] | None
+    ) -> Iterator[tuple[float, int, int, bytes]]:
+        """(t0, seg id, probe id, data) of every segment overlapping [lo, hi], by t0: closed
+        chunks from the index, open ones (the last minutes of a live recording) from `recent`.
+        `recent` is read first: a segment closed in between is then seen twice, never missed."""
+        where, args = "", []
+        if probe_ids is not None and len(probe_ids) <= _SQL_IN_LIMIT:
+            where = f" AND probe_id IN ({','.join('?' * len(probe_ids))})"
+            args = list(probe_ids)
+        open_segs: dict[int, list[Any]] = {}
+        for seg, probe_id, t, data in self._cursor(
+            f"SELECT seg, probe_id, t, data FROM recent WHERE 1 = 1{where} ORDER BY id", args
+        ):
+            s = open_segs.get(seg)
+            if s is None:
+                open_segs[seg] = [t, t, probe_id, [data]]
+            else:
+                s[0], s[1] = min(s[0], t), max(s[1], t)
+                s[3].append(data)
+        opened = sorted(
+            (s[0], seg, s[2], b"".join(s[3]))
+            for seg, s in open_segs.items()
+            if s[1] >= lo and s[0] <= hi and (probe_ids is None or s[2] in probe_ids)
+        )
+        closed = (
+            (t0, seg, probe_id, data)
+            for seg, probe_id, t0, data in self._cursor(
+                "SELECT id, probe_id, t0, data FROM chunks WHERE t0 >= ? AND t0 <= ? AND t1 >= ?"
+                f"{where} ORDER BY t0",
+                [max(lo - MAX_SPAN, -1e300), min(hi, 1e300), max(lo, -1e300), *args],
+            )
+            if seg not in open_segs and (probe_ids is None or probe_id in probe_ids)
+        )
+        yield from heapq.merge(closed, opened)
+
+    def _items(self, data: bytes) -> Iterator[codec.Item]:
+        try:
+            yield from codec.items(data, self._kind)
+        except (IndexError, KeyError, ValueError) as e:
+            raise damaged(self.path, f"undecodable chunk ({e!r})") from None
+
+    def _probe_ids(self, pod_uids: Collection[str] | None) -> set[int] | None:
+        if pod_uids is None:
+            return None
+        uids = set(pod_uids)
+        return {
+            i
+            for i, uid in self._q(
+                "SELECT probes.id, pods.uid FROM probes JOIN pods ON pods.id = probes.pod_id"
+            )
+            if uid in uids
+        }
+
+    # -- events ---------------------------------------------------------------------------
+
+    def events(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        pod_uids: Collection[str] | None = None,
+        types: Collection[str] | None = None,
+    ) -> Iterator[Event]:
+        """Every recorded event with since <= t <= until, in time order (module docstring)."""
+        for _, _, event in self._keyed(since, until, pod_uids, types):
+            yield event
+
+    def _keyed(
+        self,
+        since: float | None,
+        until: float | None,
+        pod_uids: Collection[str] | None,
+        types: Collection[str] | None,
+    ) -> Iterator[tuple[float, int, Event]]:
+        lo = -math.inf if since is None else since
+        hi = math.inf if until is None else until
+        wanted = None if types is None else frozenset(types)
+        streams: list[Iterator[tuple[float, int, Event]]] = []
+        if wanted is None or wanted & ITEM_TYPES:
+            streams.append(self._item_stream(lo, hi, self._probe_ids(pod_uids), wanted))
+        if wanted is None or wanted - ITEM_TYPES:
+            streams.append(self._row_stream(lo, hi, pod_uids, wanted))
+        return heapq.merge(*streams, key=lambda x: (x[0], x[1]))
+
+    def _item_stream(
+        self, lo: float, hi: float, probe_ids: set[int] | None, wanted: frozenset[str] | None
+    ) -> Iterator[tuple[float, int, Event]]:
+        """Items of every segment, merged: a segment joins once the merge reaches its start."""
+        order = itertools.count()
+        heap: list[tuple[float, int, Event, Iterator[tuple[float, Event]]]] = []
+        segments = self._segments(lo, hi, probe_ids)
+        pending = next(segments, None)
+        while heap or pending is not None:
+            while pending is not None and (not heap or pending[0] <= heap[0][0]):
+                it = self._segment_events(pending[2], pending[3], lo, hi, wanted)
+                first = next(it, None)
+                if first is not None:
+                    heapq.heappush(heap, (first[0], next(order), first[1], it))
+                pending = next(segments, None)
+            if not heap:
+                continue
+            key, n, event, it = heap[0]
+            yield key, 0, event
+            following = next(it, None)
+            if following is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (following[0], n, following[1], it))
+
+    def _segment_events(
+        self, probe_id: int, data: bytes, lo: float, hi: float, wanted: frozenset[str] | None
+    ) -> Iterator[tuple[float, Event]]:
+        ref = self._ref(probe_id)
+        key = -math.inf
+        for item in self._items(data):
+            t = item.t / codec.US
+            key = max(key, t)
+            if t < lo or t > hi:
+                continue
+            template = self._template(item.shape)
+            if wanted is not None and EVENT_TYPE[template.kind] not in wanted:
+                continue
+            yield key, template.event(ref, item)
+
+    def _row_stream(
+        self,
+        lo: float,
+        hi: float,
+        pod_uids: Collection[str] | None,
+        wanted: frozenset[str] | None,
+    ) -> Iterator[tuple[float, int, Event]]:
+        uids = None if pod_uids is None else set(pod_uids)
+        for t, pod_id, type_, container, probe, source, fields in self._cursor(
+            "SELECT t, pod_id, type, container, probe, source, fields FROM events"
+            " WHERE t >= ? AND t <= ? ORDER BY t, id",
+            (max(lo, -1e300), min(hi, 1e300)),
+        ):
+            if wanted is not None and type_ not in wanted:
+                continue
+            uid, ns, name = self._pod_of(pod_id)
+            if uids is not None and uid not in uids:
+                continue
+            text = self._text(fields) or "{}"
+            yield t, 1, Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
+
+    # -- one probe ------------------------------------------------------------------------
+
+    def probe_events(
+        self, key: ProbeKey, since: float | None = None, until: float | None = None
+    ) -> list[Event]:
+        """One probe's items (attempts, skips, result changes, worker states), in order."""
+        probe_id = self._q1(
+            "SELECT probes.id FROM probes JOIN pods ON pods.id = probes.pod_id"
+            " WHERE pods.uid = ? AND probes.container = ? AND probes.probe = ?",
+            (key.pod_uid, key.container, key.probe_type.key),
+        )
+        if probe_id is None:
+            return []
+        lo = -math.inf if since is None else since
+        hi = math.inf if until is None else until
+        out: list[Event] = []
+        for _, _, pid, data in self._segments(lo, hi, {probe_id}):
+            out.extend(e for _, e in self._segment_events(pid, data, lo, hi, None))
+        return out
+
+    def attempts(
+        self, key: ProbeKey, since: float | None = None, until: float | None = None
+    ) -> list[ProbeRecord]:
+        """One probe's doProbe records (attempts and skips) with since <= t <= until."""
+        return [e.record for e in self.probe_events(key, since, until) if e.record is not None]
+
+    # -- into a sink ----------------------------------------------------------------------
+
+    def replay_into(self, sink: Any, since: float | None = None, until: float | None = None) -> int:
+        """Feed `sink` (`pod()`, `event()`) what the engine fed it; returns the events fed."""
+        snaps = ((t, -1, (pod, status)) for t, pod, status in self.snapshots(since, until))
+        events = self._keyed(since, until, None, None)
+        n = 0
+        for _, kind, x in heapq.merge(snaps, events, key=lambda x: (x[0], x[1])):
+            if kind < 0:
+                sink.pod(*x)
+            else:
+                sink.event(x)
+                n += 1
+        return n
+
+
+__all__ = ["PodInfo", "Recording", "RecordingMeta", "open_recording"]

@@ -1,0 +1,153 @@
+"""The recording's SQLite schema, its identity (application_id, format version) and the checks
+that turn a file which is not a readable recording into one line naming the problem and the fix.
+
+See `probetui.record` for what each table holds.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+# "PRBT": PRAGMA application_id of every recording, so another SQLite file is told apart
+APPLICATION_ID = 0x50524254
+# PRAGMA user_version: the format; a reader refuses a newer one instead of misreading it
+FORMAT_VERSION = 1
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+SCHEMA = """
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY, started REAL NOT NULL, probetui TEXT NOT NULL,
+    kube_version TEXT NOT NULL, source TEXT NOT NULL, via TEXT, context TEXT,
+    namespace TEXT, selector TEXT, read_only INTEGER NOT NULL, runtime TEXT NOT NULL);
+CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL, last_t REAL NOT NULL);
+CREATE TABLE shapes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, last_t REAL NOT NULL);
+CREATE TABLE pods (
+    id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
+    name TEXT NOT NULL, first_t REAL NOT NULL, last_t REAL NOT NULL, deleted_t REAL);
+CREATE TABLE probes (
+    id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, container TEXT NOT NULL,
+    probe TEXT NOT NULL, first_t REAL NOT NULL);
+CREATE TABLE specs (
+    id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, source TEXT NOT NULL,
+    manifest TEXT NOT NULL);
+CREATE INDEX specs_pod_t ON specs (pod_id, t);
+CREATE TABLE statuses (
+    id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, status TEXT);
+CREATE INDEX statuses_pod_t ON statuses (pod_id, t);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY, t REAL NOT NULL, pod_id INTEGER NOT NULL, type TEXT NOT NULL,
+    container TEXT, probe TEXT, source TEXT NOT NULL, fields INTEGER NOT NULL);
+CREATE INDEX events_t ON events (t);
+CREATE TABLE recent (
+    id INTEGER PRIMARY KEY, seg INTEGER NOT NULL, probe_id INTEGER NOT NULL, t REAL NOT NULL,
+    data BLOB NOT NULL);
+CREATE INDEX recent_seg ON recent (seg);
+CREATE INDEX recent_probe ON recent (probe_id);
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY, probe_id INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
+    n INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX chunks_t0 ON chunks (t0);
+CREATE INDEX chunks_probe_t0 ON chunks (probe_id, t0);
+"""
+
+# a chunk closes at this many items or this span, whichever comes first; readers rely on the
+# span: a chunk overlapping [a, b] starts after a - MAX_SPAN
+CHUNK_ITEMS = 64
+MAX_SPAN = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    """One recording session: what the runtime and the engine knew when it began."""
+
+    started: float
+    probetui: str
+    kube_version: str
+    source: str
+    runtime: str  # "local", "demo", "kubernetes"
+    via: str | None = None
+    context: str | None = None
+    namespace: str | None = None
+    selector: str | None = None
+    read_only: bool = False
+
+
+class RecordingError(Exception):
+    """A file that cannot be read or written as a recording: one line, problem and fix."""
+
+
+def check_header(path: Path) -> bool:
+    """True for an SQLite file, False for an empty or missing one; RecordingError otherwise."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise RecordingError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not head:
+        return False
+    if head != SQLITE_MAGIC:
+        raise RecordingError(
+            f"{path}: not a probetui recording (not an SQLite database); "
+            "give a file written by --record"
+        )
+    return True
+
+
+def check_identity(conn: sqlite3.Connection, path: Path) -> None:
+    """Our application_id and a format this probetui reads, else RecordingError."""
+    try:
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as e:
+        raise damaged(path, e) from None
+    if app != APPLICATION_ID:
+        raise RecordingError(
+            f"{path}: not a probetui recording (an SQLite database of something else); "
+            "give a file written by --record"
+        )
+    if version > FORMAT_VERSION:
+        raise RecordingError(
+            f"{path}: recorded by a newer probetui (format {version}; this one reads up to "
+            f"{FORMAT_VERSION}); upgrade probetui to read it"
+        )
+
+
+def check_size(conn: sqlite3.Connection, path: Path) -> None:
+    """A file shorter than its header says is truncated (unless the WAL holds the rest)."""
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    except sqlite3.DatabaseError as e:
+        raise damaged(path, e) from None
+    if os.path.getsize(path) < pages * size:
+        raise damaged(path, "shorter than its header says")
+
+
+def damaged(path: Path, e: object) -> RecordingError:
+    return RecordingError(
+        f"{path}: damaged recording (truncated or corrupt: {e}); "
+        "copy out what still reads with sqlite3's .recover, or record again"
+    )
+
+
+__all__ = [
+    "APPLICATION_ID",
+    "CHUNK_ITEMS",
+    "FORMAT_VERSION",
+    "MAX_SPAN",
+    "SCHEMA",
+    "RecordingError",
+    "SessionMeta",
+    "check_header",
+    "check_identity",
+    "check_size",
+    "damaged",
+]

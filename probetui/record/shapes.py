@@ -1,0 +1,172 @@
+"""A stored shape back to events: the reader's half of `codec.py`.
+
+`Template` holds one shape with its texts resolved and its values typed, so that an item costs
+one `ProbeRecord` (and its outcome and attempt) built from the template and the item's times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from probetui.probe.base import Attempt, Result
+from probetui.prober.prober import ProbeEvent, ProbeOutcome
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
+from probetui.record.codec import US, Item
+from probetui.timeline.events import SHADOW, WORKER_STATE, Event, attempt_fields
+
+# which event type each item kind is
+EVENT_TYPE = {
+    "A": "ProbeAttempt",
+    "S": "ProbeSkipped",
+    "N": "ProbeSkipped",
+    "W": WORKER_STATE,
+    "R": "ResultChanged",
+}
+ITEM_TYPES = frozenset(EVENT_TYPE.values())
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeRef:
+    """What an item's event says about where it happened."""
+
+    key: ProbeKey
+    namespace: str
+    pod: str
+    container: str
+    probe: str
+
+
+def _result(value: int | None) -> ResultValue | None:
+    return None if value is None else ResultValue(value)
+
+
+class Template:
+    __slots__ = ("attempt", "head", "kind", "outcome", "state", "via")
+
+    def __init__(self, body: list[Any], text: Callable[[int | None], str | None]) -> None:
+        self.kind: str = body[0]
+        self.via: str | None = None
+        self.attempt: tuple[Any, ...] | None = None
+        self.outcome: tuple[Any, ...] | None = None
+        self.state: tuple[Any, ...] = ()
+        self.head: tuple[Any, ...] = ()
+        kind = self.kind
+        if kind in ("A", "S"):
+            trigger, cid, last, published, on_hold, paused = body[1:7]
+            self.head = (
+                Trigger(trigger),
+                cid,
+                ResultValue(last),
+                _result(published),
+                on_hold,
+                paused,
+            )
+            if kind == "S":
+                self.state = (Skip(body[7]) if body[7] is not None else None,)
+            else:
+                via, result, error, tries, ev, a = body[7:13]
+                self.via = via
+                event = ProbeEvent(ev[0], ev[1], text(ev[2]) or "") if ev is not None else None
+                self.outcome = (ResultValue(result), text(error), tries, event)
+                if a is not None:
+                    handler, target, res, output, err, code, excerpt, timed_out = a
+                    self.attempt = (
+                        handler,
+                        text(target) or "",
+                        Result(res),
+                        text(output) or "",
+                        text(err),
+                        code,
+                        text(excerpt),
+                        timed_out,
+                    )
+        elif kind == "N":
+            self.state = (text(body[1]) or "", body[2], body[3], _result(body[4]))
+        elif kind == "W":
+            self.state = (body[1], body[2], _result(body[3]))
+        else:  # R
+            self.state = (body[1], body[2])
+
+    def record(self, key: ProbeKey, item: Item) -> ProbeRecord:
+        t = item.t / US
+        trigger, cid, last, published, on_hold, paused = self.head
+        outcome: ProbeOutcome | None = None
+        skip: Skip | None = None
+        finished: float | None = None
+        if self.kind == "A":
+            assert self.outcome is not None
+            result, error, tries, event = self.outcome
+            latency = item.latency / US
+            attempts: tuple[Attempt, ...] = ()
+            a = self.attempt
+            if a is not None:
+                handler, target, res, output, err, code, body, timed_out = a
+                one = Attempt(handler, target, res, output, err, latency, t, code, body, timed_out)
+                # only the last try is recorded: the earlier ones of a retried attempt are copies
+                attempts = (one,) * max(1, tries)
+            outcome = ProbeOutcome(result, error, attempts, event)
+            finished = t + latency
+        else:
+            skip = self.state[0]
+        return ProbeRecord(
+            key=key,
+            t=t,
+            scheduled_at=item.tick / US,
+            trigger=trigger,
+            container_id=cid,
+            skip=skip,
+            outcome=outcome,
+            finished_at=finished,
+            result_run=item.run,
+            last_result=last,
+            published=published,
+            on_hold=on_hold,
+            next_tick=None,
+            paused=paused,
+        )
+
+    def event(self, ref: ProbeRef, item: Item) -> Event:
+        kind = self.kind
+        t = item.t / US
+        key = ref.key
+
+        def ev(type_: str, fields: dict[str, Any], **extra: Any) -> Event:
+            return Event(
+                type_,
+                t,
+                key.pod_uid,
+                ref.namespace,
+                ref.pod,
+                ref.container,
+                ref.probe,
+                SHADOW,
+                fields,
+                **extra,
+            )
+
+        if kind == "A":
+            record = self.record(key, item)
+            return ev("ProbeAttempt", attempt_fields(record, self.via), record=record)
+        if kind == "S":
+            record = self.record(key, item)
+            skip = record.skip
+            return ev(
+                "ProbeSkipped",
+                {"reason": skip.value if skip else "", "trigger": record.trigger},
+                record=record,
+            )
+        if kind == "N":
+            reason, running, paused, published = self.state
+            state = WorkerState(key, running, paused, None, published)
+            return ev("ProbeSkipped", {"reason": reason}, state=state)
+        if kind == "W":
+            running, paused, published = self.state
+            return ev(WORKER_STATE, {}, state=WorkerState(key, running, paused, None, published))
+        label, cid = self.state
+        return ev("ResultChanged", {"result": label, "containerID": cid})
+
+
+__all__ = ["EVENT_TYPE", "ITEM_TYPES", "ProbeRef", "Template"]

@@ -1,0 +1,459 @@
+"""The SQLite side of a recorder: turns batches of sink calls into rows, on one thread.
+
+`Writer.write(batch)` is one transaction: per-probe items go to their probe's open segment
+(kept in memory and, for crash safety, as one `recent` row each); a segment that is full
+(`CHUNK_ITEMS`) or would span more than `MAX_SPAN` becomes one `chunks` row and its `recent`
+rows go. Everything else is a row of its own (`events`, `specs`, `statuses`). Every minute,
+`maintain` closes idle segments, writes when each shape and string was last used, and, with
+`retain`, drops what is older than that (whole chunks), then gives the pages back.
+
+Nothing here is thread-safe: the recorder calls it from its one writer thread only.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from probetui.prober.status import PodStatus
+from probetui.record import codec
+from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN
+from probetui.record.snapshot import status_json
+from probetui.redact import MASK, is_secret_header, mask, secret_values
+from probetui.spec.encode import encode
+from probetui.spec.model import Pod
+from probetui.timeline.events import Event
+from probetui.timeline.history import BODY_EXCERPT
+
+MAINTAIN_EVERY = 60.0  # seconds of wall time between maintenance passes
+# bounds on the writer's caches of raw values (the intern tables in the file stay whole)
+MAX_RAW_KEYS = 50_000
+
+
+# in this order: a segment's recent rows are written before a close in the same batch
+# deletes them
+_SQL = {
+    "strings": "INSERT INTO strings (id, text, last_t) VALUES (?, ?, ?)",
+    "shapes": "INSERT INTO shapes (id, body, last_t) VALUES (?, ?, ?)",
+    "pods": "INSERT INTO pods (id, uid, namespace, name, first_t, last_t) VALUES (?, ?, ?, ?, ?, ?)",
+    "probes": "INSERT INTO probes (id, pod_id, container, probe, first_t) VALUES (?, ?, ?, ?, ?)",
+    "specs": "INSERT INTO specs (pod_id, t, source, manifest) VALUES (?, ?, ?, ?)",
+    "statuses": "INSERT INTO statuses (pod_id, t, status) VALUES (?, ?, ?)",
+    "deleted": "UPDATE pods SET deleted_t = ? WHERE id = ?",
+    "events": "INSERT INTO events (t, pod_id, type, container, probe, source, fields) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "recent": "INSERT INTO recent (seg, probe_id, t, data) VALUES (?, ?, ?, ?)",
+    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data) VALUES (?, ?, ?, ?, ?, ?)",
+    "closed": "DELETE FROM recent WHERE seg = ?",
+}
+
+
+@dataclass(slots=True)
+class Segment:
+    id: int
+    probe_id: int
+    t0: float
+    t1: float
+    n: int = 0
+    data: bytearray = field(default_factory=bytearray)
+    chain: codec.Chain = field(default_factory=codec.Chain)
+
+
+@dataclass(slots=True)
+class _PodState:
+    id: int
+    uid: str
+    last_t: float
+    secrets: tuple[str, ...] = ()
+    pod: Pod | None = None
+    manifest: str = ""
+    status: PodStatus | None = None
+    status_text: str | None = None
+
+
+class Writer:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        retain: float | None = None,
+        chunk_items: int = CHUNK_ITEMS,
+        chunk_span: float = MAX_SPAN,
+        maintain_every: float = MAINTAIN_EVERY,
+    ) -> None:
+        self.conn = conn
+        self.retain = retain
+        self.chunk_items = chunk_items
+        self.chunk_span = min(chunk_span, MAX_SPAN)
+        self.maintain_every = maintain_every
+        self._next_maintain = time.monotonic() + maintain_every
+        self.now = 0.0  # the latest time seen in the data: retention counts back from it
+        self._strings: dict[str, int] = {}
+        self._string_used: dict[int, float] = {}
+        self._shapes: dict[str, int] = {}  # body JSON -> id
+        self._shape_strings: dict[int, list[int]] = {}
+        self._shape_used: dict[int, float] = {}
+        self._dirty_shapes: set[int] = set()
+        self._dirty_strings: set[int] = set()
+        self._raw: dict[tuple[Any, ...], int] = {}
+        self._pods: dict[str, _PodState] = {}
+        self._probes: dict[tuple[str, str, str], int] = {}
+        self._open: dict[int, Segment] = {}  # by probe id
+        self._masked: dict[tuple[tuple[str, ...], str], str] = {}
+        self._rows: dict[str, list[tuple[Any, ...]]] = {}
+        self._touched_pods: set[str] = set()
+        self._load()
+
+    # -- state kept in the file ---------------------------------------------------------
+
+    def _load(self) -> None:
+        """What an earlier session left: intern tables, pods, probes; segments it never closed
+        (it was killed) are closed now, as they stand."""
+        c = self.conn
+        for i, text, last in c.execute("SELECT id, text, last_t FROM strings"):
+            self._strings[text] = i
+            self._string_used[i] = last
+        for i, body, last in c.execute("SELECT id, body, last_t FROM shapes"):
+            self._shapes[body] = i
+            self._shape_used[i] = last
+            self._shape_strings[i] = codec.shape_strings(json.loads(body))
+        for i, uid, last in c.execute("SELECT id, uid, last_t FROM pods"):
+            self._pods[uid] = _PodState(i, uid, last)
+        by_id = {p.id: p.uid for p in self._pods.values()}
+        for i, pod_id, container, probe in c.execute(
+            "SELECT id, pod_id, container, probe FROM probes"
+        ):
+            self._probes[(by_id[pod_id], container, probe)] = i
+        for pod_id, manifest in c.execute(
+            "SELECT pod_id, manifest FROM specs WHERE id IN (SELECT MAX(id) FROM specs GROUP BY pod_id)"
+        ):
+            self._pods[by_id[pod_id]].manifest = manifest
+        # ids are never given out twice, also after retention dropped the highest
+        self._next = {
+            table: 1 + c.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
+            for table in ("strings", "shapes", "pods", "probes", "chunks")
+        }
+        self._next["chunks"] = max(
+            self._next["chunks"],
+            1 + c.execute("SELECT COALESCE(MAX(seg), 0) FROM recent").fetchone()[0],
+        )
+        left: dict[int, list[tuple[int, float, bytes]]] = {}
+        for seg, probe_id, t, data in c.execute(
+            "SELECT seg, probe_id, t, data FROM recent ORDER BY id"
+        ):
+            left.setdefault(seg, []).append((probe_id, t, data))
+        if left:
+            c.execute("BEGIN")
+            for seg, rows in left.items():
+                ts = [t for _, t, _ in rows]
+                c.execute(
+                    "INSERT INTO chunks (id, probe_id, t0, t1, n, data) VALUES (?, ?, ?, ?, ?, ?)",
+                    (seg, rows[0][0], min(ts), max(ts), len(rows), b"".join(d for *_, d in rows)),
+                )
+            c.execute("DELETE FROM recent")
+            c.execute("COMMIT")
+
+    # -- one batch ------------------------------------------------------------------------
+
+    def write(self, batch: list[tuple[Any, ...]]) -> None:
+        """One transaction for the batch; raises sqlite3.Error (disk full ...) as it comes."""
+        self._rows = {}
+        for item in batch:
+            if item[0] == "e":
+                self._event(item[1])
+            else:
+                self._snapshot(item[1], item[2], item[3])
+        maintain = time.monotonic() >= self._next_maintain
+        if maintain:
+            self._close_idle()
+        c = self.conn
+        c.execute("BEGIN")
+        try:
+            self._flush_rows()
+            if maintain:
+                self._maintain()
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+        if maintain:
+            self._next_maintain = time.monotonic() + self.maintain_every
+            if self.retain is not None:
+                c.execute("PRAGMA incremental_vacuum")
+
+    def close(self) -> None:
+        """Every open segment becomes a chunk: a finished recording has no `recent` rows."""
+        self._rows = {}
+        for seg in list(self._open.values()):
+            self._close(seg)
+        c = self.conn
+        c.execute("BEGIN")
+        self._flush_rows()
+        self._write_last_used()
+        c.execute("COMMIT")
+
+    def _row(self, table: str, row: tuple[Any, ...]) -> None:
+        self._rows.setdefault(table, []).append(row)
+
+    def _flush_rows(self) -> None:
+        c = self.conn
+        for table, sql in _SQL.items():
+            rows = self._rows.get(table)
+            if rows:
+                c.executemany(sql, rows)
+        if self._touched_pods:
+            c.executemany(
+                "UPDATE pods SET last_t = ? WHERE id = ?",
+                [(self._pods[u].last_t, self._pods[u].id) for u in self._touched_pods],
+            )
+            self._touched_pods = set()
+
+    # -- interning ----------------------------------------------------------------------
+
+    def _id(self, table: str) -> int:
+        i = self._next[table]
+        self._next[table] = i + 1
+        return i
+
+    def _string(self, text: str, t: float) -> int:
+        i = self._strings.get(text)
+        if i is None:
+            i = self._strings[text] = self._id("strings")
+            self._row("strings", (i, text, t))
+        self._string_used[i] = t
+        return i
+
+    def _masker(self, secrets: tuple[str, ...], t: float, cut: int | None = None) -> codec.Text:
+        def text(value: str | None) -> int | None:
+            if value is None:
+                return None
+            masked = self._mask(secrets, value)
+            return self._string(masked[:cut] if cut is not None else masked, t)
+
+        return text
+
+    def _mask(self, secrets: tuple[str, ...], value: str) -> str:
+        key = (secrets, value)
+        out = self._masked.get(key)
+        if out is None:
+            if len(self._masked) > MAX_RAW_KEYS:
+                self._masked.clear()
+            out = self._masked[key] = mask(value, secrets)
+        return out
+
+    def _shape(self, key: tuple[Any, ...], secrets: tuple[str, ...], t: float) -> int:
+        i = self._raw.get(key)
+        if i is None:
+            body = codec.shape_body(
+                key, self._masker(secrets, t), self._masker(secrets, t, BODY_EXCERPT)
+            )
+            text = json.dumps(body, separators=(",", ":"))
+            i = self._shapes.get(text)
+            if i is None:
+                i = self._shapes[text] = self._id("shapes")
+                self._shape_strings[i] = codec.shape_strings(body)
+                self._row("shapes", (i, text, t))
+            if len(self._raw) > MAX_RAW_KEYS:
+                self._raw.clear()
+            self._raw[key] = i
+        if self._shape_used.get(i) != t:
+            self._shape_used[i] = t
+            self._dirty_shapes.add(i)
+        return i
+
+    # -- pods -----------------------------------------------------------------------------
+
+    def _pod(self, uid: str, namespace: str, name: str, t: float) -> _PodState:
+        state = self._pods.get(uid)
+        if state is None:
+            state = self._pods[uid] = _PodState(self._id("pods"), uid, t)
+            self._row("pods", (state.id, uid, namespace, name, t, t))
+        elif t > state.last_t:
+            state.last_t = t
+            self._touched_pods.add(uid)
+        self.now = max(self.now, t)
+        return state
+
+    def _snapshot(self, t: float, pod: Pod, status: PodStatus | None) -> None:
+        state = self._pod(pod.uid, pod.namespace, pod.name, t)
+        if status is None:
+            self._row("statuses", (state.id, t, None))
+            self._row("deleted", (t, state.id))
+            state.status = state.status_text = None
+            return
+        last = state.pod
+        if last is None or last != pod or last.labels != pod.labels:
+            state.pod = pod
+            state.secrets = secret_values(pod.probed_containers())
+            manifest = json.dumps(
+                encode(pod, lambda name, value: MASK if is_secret_header(name) else value),
+                separators=(",", ":"),
+            )
+            if manifest != state.manifest:
+                state.manifest = manifest
+                self._row("specs", (state.id, t, pod.source, manifest))
+        if status is not state.status and status != state.status:
+            state.status = status
+            secrets = state.secrets
+            text = json.dumps(
+                status_json(status, lambda s: self._mask(secrets, s)), separators=(",", ":")
+            )
+            if text != state.status_text:
+                state.status_text = text
+                self._row("statuses", (state.id, t, text))
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _event(self, e: Event) -> None:
+        state = self._pod(e.pod_uid, e.namespace, e.pod, e.t)
+        via = e.fields.get("via") if e.type == "ProbeAttempt" else None
+        secrets = state.secrets
+        key = codec.raw_key(e, via, secrets)
+        if key is None:
+            fields = _mask_fields(e.fields, lambda s: self._mask(secrets, s))
+            sid = self._string(json.dumps(fields, separators=(",", ":"), default=str), e.t)
+            self._row("events", (e.t, state.id, e.type, e.container, e.probe, e.source, sid))
+            return
+        assert e.container is not None and e.probe is not None
+        pkey = (e.pod_uid, e.container, e.probe)
+        probe_id = self._probes.get(pkey)
+        if probe_id is None:
+            probe_id = self._probes[pkey] = self._id("probes")
+            self._row("probes", (probe_id, state.id, e.container, e.probe, e.t))
+        shape = self._shape(key, secrets, e.t)
+        self._item(probe_id, shape, key[0], e)
+
+    def _item(self, probe_id: int, shape: int, kind: str, e: Event) -> None:
+        t = e.t
+        seg = self._open.get(probe_id)
+        if seg is not None and max(seg.t1, t) - min(seg.t0, t) > self.chunk_span:
+            self._close(seg)
+            seg = None
+        if seg is None:
+            seg = self._open[probe_id] = Segment(self._id("chunks"), probe_id, t, t)
+        piece = bytearray()
+        record = e.record
+        if record is not None:
+            outcome = record.outcome
+            attempt = outcome.attempt if outcome is not None else None
+            codec.put_record(
+                piece,
+                seg.chain,
+                shape,
+                kind,
+                codec.us(record.t),
+                codec.us(record.scheduled_at),
+                record.result_run,
+                codec.us(attempt.latency) if attempt is not None else 0,
+            )
+        else:
+            codec.put_other(piece, seg.chain, shape, codec.us(t))
+        seg.data += piece
+        seg.n += 1
+        seg.t0, seg.t1 = min(seg.t0, t), max(seg.t1, t)
+        self._row("recent", (seg.id, probe_id, t, bytes(piece)))
+        if seg.n >= self.chunk_items:
+            self._close(seg)
+
+    def _close(self, seg: Segment) -> None:
+        del self._open[seg.probe_id]
+        self._row("chunks", (seg.id, seg.probe_id, seg.t0, seg.t1, seg.n, bytes(seg.data)))
+        self._row("closed", (seg.id,))
+
+    def _close_idle(self) -> None:
+        horizon = self.now - self.chunk_span / 2
+        for seg in [s for s in self._open.values() if s.t1 < horizon]:
+            self._close(seg)
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def _write_last_used(self) -> None:
+        c = self.conn
+        for i in self._dirty_shapes:
+            t = self._shape_used[i]
+            for s in self._shape_strings.get(i, ()):
+                if self._string_used.get(s, 0.0) < t:
+                    self._string_used[s] = t
+                    self._dirty_strings.add(s)
+        c.executemany(
+            "UPDATE shapes SET last_t = ? WHERE id = ?",
+            [(self._shape_used[i], i) for i in self._dirty_shapes],
+        )
+        c.executemany(
+            "UPDATE strings SET last_t = ? WHERE id = ?",
+            [(self._string_used[i], i) for i in self._dirty_strings if i in self._string_used],
+        )
+        self._dirty_shapes = set()
+        self._dirty_strings = set()
+
+    def _maintain(self) -> None:
+        self._write_last_used()
+        if self.retain is not None:
+            self._drop_before(self.now - self.retain)
+
+    def _drop_before(self, cutoff: float) -> None:
+        """Retention: whole chunks and rows older than `cutoff`; of specs and statuses the one
+        in force at `cutoff` stays; pods deleted before it go with everything of theirs."""
+        c = self.conn
+        c.execute("DELETE FROM chunks WHERE t1 < ?", (cutoff,))
+        c.execute("DELETE FROM events WHERE t < ?", (cutoff,))
+        for table in ("specs", "statuses"):
+            c.execute(
+                f"DELETE FROM {table} WHERE t < ? AND id NOT IN "
+                f"(SELECT MAX(id) FROM {table} WHERE t < ? GROUP BY pod_id)",
+                (cutoff, cutoff),
+            )
+        gone = [
+            (i, uid)
+            for i, uid in c.execute(
+                "SELECT id, uid FROM pods WHERE deleted_t IS NOT NULL AND deleted_t < ?",
+                (cutoff,),
+            )
+        ]
+        for pod_id, uid in gone:
+            for table in ("specs", "statuses", "probes", "events"):
+                c.execute(f"DELETE FROM {table} WHERE pod_id = ?", (pod_id,))
+            c.execute("DELETE FROM pods WHERE id = ?", (pod_id,))
+            self._pods.pop(uid, None)
+            for k in [k for k in self._probes if k[0] == uid]:
+                del self._probes[k]
+        # a shape or string last used before every chunk still kept (closed or open) began
+        # appears only in what was dropped
+        kept = c.execute("SELECT MIN(t0) FROM chunks").fetchone()[0]
+        horizon = min(
+            [cutoff, *([kept] if kept is not None else []), *(s.t0 for s in self._open.values())]
+        )
+        old_shapes = [i for i, t in self._shape_used.items() if t < horizon]
+        old_strings = [i for i, t in self._string_used.items() if t < horizon]
+        if old_shapes:
+            c.executemany("DELETE FROM shapes WHERE id = ?", [(i,) for i in old_shapes])
+            dead = set(old_shapes)
+            self._shapes = {b: i for b, i in self._shapes.items() if i not in dead}
+            for i in old_shapes:
+                del self._shape_used[i]
+                self._shape_strings.pop(i, None)
+        if old_strings:
+            c.executemany("DELETE FROM strings WHERE id = ?", [(i,) for i in old_strings])
+            dead = set(old_strings)
+            self._strings = {s: i for s, i in self._strings.items() if i not in dead}
+            for i in old_strings:
+                del self._string_used[i]
+        if old_shapes or old_strings:
+            self._raw.clear()
+
+
+def _mask_fields(value: Any, mask_text: Any) -> Any:
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, dict):
+        return {k: _mask_fields(v, mask_text) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_mask_fields(v, mask_text) for v in value]
+    return value
+
+
+__all__ = ["Segment", "Writer"]

@@ -1,0 +1,162 @@
+"""Shared by the recording tests: synthetic events, a store's state to compare, file cleanup."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from probetui.probe.base import Attempt, Result
+from probetui.prober.prober import ProbeEvent, ProbeOutcome
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+from probetui.record.schema import SessionMeta
+from probetui.spec.model import Container, HTTPGetAction, HTTPHeader, Pod, Probe, ProbeType
+from probetui.timeline.events import SHADOW, Event, attempt_fields
+from probetui.timeline.store import Store
+
+META = SessionMeta(0.0, "test", "1.35", "test", "test")
+SECRET = "Bearer s3cr3t-t0ken-value"
+
+
+def pod(i: int = 0, secret: str | None = None) -> Pod:
+    headers = (HTTPHeader("Authorization", secret),) if secret else ()
+    probe = Probe(http_get=HTTPGetAction(port=8080, path="/healthz", http_headers=headers))
+    return Pod(
+        f"p{i}",
+        namespace="ns",
+        uid=f"uid-{i}",
+        labels={"app": f"a{i}"},
+        containers=(Container("app", readiness_probe=probe),),
+    )
+
+
+def attempt(
+    p: Pod,
+    t: float,
+    run: int,
+    *,
+    output: str = "",
+    body: str | None = "ok",
+    ok: bool = True,
+    latency: float = 0.0021,
+    trigger: Trigger = Trigger.TICK,
+    tick: float | None = None,
+) -> Event:
+    key = ProbeKey(p.uid, "app", ProbeType.READINESS)
+    a = Attempt(
+        "http",
+        "http://10.0.0.1:8080/healthz",
+        Result.SUCCESS if ok else Result.FAILURE,
+        output,
+        None,
+        latency,
+        t,
+        200 if ok else 500,
+        body,
+    )
+    event = None if ok else ProbeEvent("Warning", "Unhealthy", f"Readiness probe failed: {output}")
+    result = ResultValue.SUCCESS if ok else ResultValue.FAILURE
+    outcome = ProbeOutcome(result, None, (a,), event)
+    record = ProbeRecord(
+        key,
+        t,
+        t - 0.0004 if tick is None else tick,
+        trigger,
+        "cid-1",
+        outcome=outcome,
+        finished_at=t + latency,
+        result_run=run,
+        last_result=result,
+        published=ResultValue.SUCCESS,
+    )
+    return Event(
+        "ProbeAttempt",
+        t,
+        p.uid,
+        p.namespace,
+        p.name,
+        "app",
+        "readiness",
+        SHADOW,
+        attempt_fields(record, "loopback"),
+        record,
+    )
+
+
+def clean(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-lock"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def store_state(store: Store) -> dict[str, Any]:
+    """Everything a Store holds that a recording carries (not `next_tick`: a recording has no
+    schedule), times to the millisecond, as the rings hold them."""
+    probes: dict[ProbeKey, Any] = {}
+    for key, h in store.probes.items():
+        entries = [
+            (
+                v.kind,
+                v.trigger,
+                v.skip,
+                round(v.latency, 5),
+                v.status_code,
+                v.result_run,
+                v.published,
+                v.output,
+                v.detail,
+                v.target,
+                v.body,
+                v.error,
+                v.event,
+                v.tries,
+            )
+            for v in h.recent(10**6)
+        ]
+        times = [v.t for v in h.recent(10**6)]
+        changes = h.changes(-math.inf, math.inf)
+        probes[key] = {
+            "entries": entries,
+            "times": times,
+            "published": h.published,
+            "run": h.result_run,
+            "on_hold": h.on_hold,
+            "paused": h.paused,
+            "last_result": h.last_result,
+            "counts": list(h.counts),
+            "changes": [(r, t) for t, r in changes],
+        }
+    containers = {
+        k: {
+            "marks": [(m.t, m.type, m.source, m.probe, m.fields) for m in c.marks],
+            "reports": [(m.t, m.type, m.source, m.probe, m.fields) for m in c.reports],
+            "divergences": c.divergences,
+        }
+        for k, c in store.containers.items()
+    }
+    pods = {uid: (e.pod, e.pod.labels, e.status) for uid, e in store.pods.items()}
+    return {"probes": probes, "containers": containers, "pods": pods}
+
+
+def assert_same_store(live: Store, replayed: Store) -> None:
+    a, b = store_state(live), store_state(replayed)
+    assert a["pods"] == b["pods"]
+    assert a["probes"].keys() == b["probes"].keys()
+    for key, want in a["probes"].items():
+        got = b["probes"][key]
+        for name in ("entries", "published", "run", "on_hold", "paused", "last_result", "counts"):
+            assert got[name] == want[name], (key, name)
+        assert len(got["times"]) == len(want["times"])
+        assert all(abs(x - y) < 0.0015 for x, y in zip(got["times"], want["times"], strict=True))
+        assert [r for r, _ in got["changes"]] == [r for r, _ in want["changes"]], key
+        assert all(
+            abs(x - y) < 1e-5
+            for (_, x), (_, y) in zip(got["changes"], want["changes"], strict=True)
+        )
+    assert a["containers"].keys() == b["containers"].keys()
+    for key, want in a["containers"].items():
+        got = b["containers"][key]
+        assert got["divergences"] == want["divergences"]
+        for name in ("marks", "reports"):
+            assert [m[1:] for m in got[name]] == [m[1:] for m in want[name]], (key, name)
+            assert all(abs(x[0] - y[0]) < 1e-5 for x, y in zip(got[name], want[name], strict=True))

@@ -1,0 +1,123 @@
+"""The demo recorded in-process beside a live Store and the JSONL writer, then read back:
+the replayed store equals the live one, the export equals the live JSONL, specs round-trip."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probetui.engine import Engine
+from probetui.record.reader import open_recording
+from probetui.record.recorder import Recorder
+from probetui.runtime.demo import load_demo
+from probetui.runtime.local.runtime import LocalRuntime
+from probetui.timeline.events import NOT_IN_JSONL
+from probetui.timeline.jsonl import JsonlWriter
+from probetui.timeline.store import Store
+from tests.record.helpers import META, assert_same_store
+
+pytestmark = pytest.mark.timeout(60)
+
+SECONDS = 4.0
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("rec") / "demo.db"
+    store = Store()
+    out = io.StringIO()
+    recorder = Recorder(path, META, flush_every=0.2)
+    recorder.start()
+    engine = Engine(LocalRuntime(load_demo(), source="demo"), [store, JsonlWriter(out), recorder])
+    asyncio.run(engine.run(SECONDS))
+    recorder.close()
+    assert recorder.failure is None
+    return {"path": path, "store": store, "jsonl": out.getvalue().splitlines()}
+
+
+def test_replayed_store_equals_the_live_store(demo_run: dict[str, Any]) -> None:
+    replayed = Store()
+    with open_recording(demo_run["path"]) as rec:
+        rec.replay_into(replayed)
+    live: Store = demo_run["store"]
+    assert live.probes and live.containers
+    assert_same_store(live, replayed)
+    assert replayed.events == live.events
+
+
+def test_export_equals_the_live_jsonl(demo_run: dict[str, Any]) -> None:
+    with open_recording(demo_run["path"]) as rec:
+        lines = [e.to_line() for e in rec.events() if e.type not in NOT_IN_JSONL]
+    live = demo_run["jsonl"]
+    assert len(live) > 50
+    # in time order, where the live output is in publication order (an attempt is published
+    # when it ends, stamped when it began): the same lines, and per probe in the same order
+    assert sorted(lines) == sorted(live)
+
+    def per_probe(ls: list[str]) -> dict[tuple[str, str, str], list[str]]:
+        out: dict[tuple[str, str, str], list[str]] = {}
+        for line in ls:
+            e = json.loads(line)
+            if e["source"] == "shadow":
+                out.setdefault((e["pod"], e["container"], e["probe"]), []).append(line)
+        return out
+
+    assert per_probe(lines) == per_probe(live)
+    types = Counter(json.loads(line)["type"] for line in lines)
+    assert types["ProbeAttempt"] > 10 and types["ResultChanged"] > 0
+
+
+def test_specs_statuses_and_meta(demo_run: dict[str, Any]) -> None:
+    live: Store = demo_run["store"]
+    pods = {uid: e.pod for uid, e in live.pods.items()}
+    with open_recording(demo_run["path"]) as rec:
+        assert rec.meta.format_version == 1 and rec.meta.first == META
+        first, last = rec.span() or (0.0, 0.0)
+        assert 0 < last - first < SECONDS + 2
+        seen = {p.uid for p in rec.pods()}
+        assert seen == set(pods)
+        for uid, want in pods.items():
+            got = rec.spec_at(uid, last)
+            assert got == want and got.labels == want.labels
+            assert rec.status_at(uid, first - 1) is None
+            assert rec.status_at(uid, last + 1) == live.pods[uid].status
+        keys = rec.probe_keys()
+        assert set(live.probes) <= set(keys)  # and workers that only said their state
+        key = keys[0]
+        records = rec.attempts(key)
+        assert records and all(r.key == key for r in records)
+        mid = records[len(records) // 2].t
+        assert [r.t for r in rec.attempts(key, since=mid)] == [r.t for r in records if r.t >= mid]
+
+
+def test_replay_cli_prints_the_lines_and_filters(
+    demo_run: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probetui.cli import main
+
+    path = str(demo_run["path"])
+    assert main(["replay", path, "--no-ui", "--output", "jsonl"]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == sorted(demo_run["jsonl"])
+    assert main(["replay", path, "--no-ui", "--since", "-1s"]) == 0
+    tail = capsys.readouterr().out.splitlines()
+    assert 0 < len(tail) < len(demo_run["jsonl"])
+    name = "app.kubernetes.io/instance"
+    assert main(["replay", path, "--no-ui", "-l", f"{name}=web-flap-ft1"]) == 0
+    only = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert only and {e["pod"] for e in only} == {"web-flap-ft1"}
+    assert main(["replay", path]) == 2
+    assert "replay screen is not built yet" in capsys.readouterr().err
+
+
+def test_a_finished_recording_is_one_compact_file(demo_run: dict[str, Any]) -> None:
+    path: Path = demo_run["path"]
+    assert not Path(f"{path}-wal").exists()
+    with open_recording(path) as rec:
+        assert rec.conn.execute("SELECT COUNT(*) FROM recent").fetchone()[0] == 0
+        assert rec.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
