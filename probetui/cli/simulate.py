@@ -1,20 +1,27 @@
-"""`probetui simulate`: a scenario's kubelet decisions in virtual time, as text or JSON.
+"""`probetui simulate`: a scenario's kubelet decisions in virtual time, as text or JSON; or, with
+`--recording`, a recorded pod's history replayed through the same model with other settings.
 
 The simulation is `probetui.simulate`; this is its command line: `--set` overrides run
-beside the scenario as given, so the output can show both side by side.
+beside the scenario (or the recorded settings) as given, so the output can show both side by
+side.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
-from probetui.cli.errors import EXIT_OK, UsageError
+from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, UsageError
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
-    s.description = "Run a scenario in virtual time and print the kubelet's decisions."
-    s.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
+    s.description = (
+        "Run a scenario in virtual time and print the kubelet's decisions; or, with "
+        "--recording, replay a recorded pod's probe answers through the same model with the "
+        '--set overrides ("would failureThreshold 5 have saved us?").'
+    )
+    s.add_argument("scenario", metavar="SCENARIO", nargs="?", help="scenario YAML file")
     s.add_argument("--json", action="store_true", help="print events and summary as JSON")
     s.add_argument(
         "--set",
@@ -23,9 +30,22 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         metavar="PROBE.FIELD=VALUE",
         help="override a probe field, e.g. liveness.failureThreshold=6 (repeatable)",
     )
+    r = s.add_argument_group("from a recording (probetui ... --record FILE)")
+    r.add_argument("--recording", metavar="FILE", help="a recording instead of a scenario")
+    r.add_argument("--pod", metavar="NS/NAME", help="the recorded pod to replay")
+    r.add_argument("-c", "--container", help="its container (default: the first probed one)")
+    r.add_argument("--since", metavar="T", help="from T: 03:10, -6h, or an ISO time")
+    r.add_argument("--until", metavar="T", help="to T (default: the recording's end)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.recording is not None:
+        return _run_recorded(args)
+    for flag in ("pod", "container", "since", "until"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag} goes with --recording FILE; a scenario file names its pod")
+    if args.scenario is None:
+        raise UsageError("give a scenario file, or --recording FILE --pod NS/NAME")
     from probetui import simulate as sim
 
     try:
@@ -49,3 +69,51 @@ def run(args: argparse.Namespace) -> int:
     out += sim.render_summary(result["summary"], baseline)
     print("\n".join(out))
     return EXIT_OK
+
+
+def _run_recorded(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from probetui.record.reader import open_recording
+    from probetui.record.schema import RecordingError
+    from probetui.record.timespec import TimeSpecError
+    from probetui.simulate.counterfactual import CounterfactualError, counterfactual, render
+    from probetui.simulate.recorded import from_recording
+    from probetui.simulate.scenario import ScenarioError
+
+    if args.scenario is not None:
+        raise UsageError("give a scenario file or --recording FILE, not both")
+    if not args.pod:
+        raise UsageError("--recording: name the pod with --pod NS/NAME")
+    try:
+        with open_recording(args.recording) as recording:
+            rec = from_recording(recording, args.pod, args.since, args.until)
+    except (RecordingError, TimeSpecError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    container = args.container
+    if container is None:
+        probed = rec.pod.probed_containers()
+        if not probed:
+            raise UsageError(f"--pod {args.pod}: no container of it has a probe")
+        container = probed[0].name
+    try:
+        cf = counterfactual(rec, container, args.set)
+    except (CounterfactualError, ScenarioError) as e:
+        raise UsageError(f"--pod {args.pod}: {e}") from None
+    if args.json:
+        sys.stdout.write(json.dumps(cf.to_json()) + "\n")
+        return EXIT_FAILURE if args.set and not cf.check.passed else EXIT_OK
+
+    def when(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+    head = (
+        f"replayed pod {rec.pod.namespace}/{rec.pod.name}, container {container}, "
+        f"{when(rec.since)} to {when(rec.until)} ({rec.until - rec.since:.0f}s, "
+        f"{rec.attempts} recorded attempts)"
+    )
+    if args.set:
+        head += f" with {', '.join(args.set)}"
+    print("\n".join([head, "", *render(cf)]))
+    # a what-if asked for and refused (the model does not fit this history) is not a success
+    return EXIT_FAILURE if args.set and not cf.check.passed else EXIT_OK

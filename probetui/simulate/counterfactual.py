@@ -1,0 +1,421 @@
+"""`probetui simulate --recording`: would other probe settings have changed what happened?
+
+The recorded answers of the app (`recorded.py`) drive the kubelet model `simulate` runs
+(`SimKubelet`: the real Manager and Workers and `PodKubelet` on virtual time), twice: with the
+settings recorded, then with the `--set` overrides. The first run is a self-check: it must
+reproduce the kills, restarts and Ready changes the kubelet made. Only then is the second run
+worth anything, and the comparison is printed side by side.
+
+The model's clock is wall time: virtual zero is the window's start less the container start-up
+time, so each modelled start lands where the recorded one did. Container start-up time and
+SIGTERM-to-exit time are taken from the recording (the medians of what it shows), the
+kubelet's own reaction times are zero as in `simulate`.
+
+The comparison leaves out a warm-up at the window's start (the container's initial delay plus
+one period of each probe plus the start-up time): a container already running when the window
+opens starts afresh in the model, so its first Ready is an artefact of the model, not news.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from probetui.probe.base import Attempt
+from probetui.prober.status import PodStatus
+from probetui.prober.worker import ProbeRecord, Worker
+from probetui.simulate.recorded import AnswerBook, RecordedContainer, RecordedPod
+from probetui.simulate.run import SimKubelet
+from probetui.simulate.scenario import App, Scenario, apply_overrides
+from probetui.spec.model import Container, Pod, ProbeType
+from probetui.timeline.events import Event
+
+# a recorded event and the model's are the same one when this close, beyond one probe period
+MATCH_SLACK = 2.0
+# the share of recorded Ready changes the model must reproduce (flaps near a threshold edge
+# can split one way or the other by a tick)
+READY_MATCH = 0.9
+DEFAULT_START_AFTER = 1.0
+
+
+class CounterfactualError(Exception):
+    """Why no what-if can be given; one line."""
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """What one run (recorded or modelled) did to the container in the compared window."""
+
+    kills: dict[str, int]
+    restarts: int
+    not_ready_seconds: float
+    time_to_ready: list[float | None]  # after each start in the window: None if never ready
+    kill_times: list[float] = field(default_factory=list)
+    restart_times: list[float] = field(default_factory=list)
+    ready_changes: list[tuple[float, bool]] = field(default_factory=list)
+    answered: int = 0
+    inferred: int = 0
+
+    @property
+    def inferred_share(self) -> float:
+        return self.inferred / self.answered if self.answered else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        ready = [t for t in self.time_to_ready if t is not None]
+        return {
+            "kills": self.kills,
+            "restarts": self.restarts,
+            "not_ready_seconds": round(self.not_ready_seconds, 3),
+            "time_to_ready": [None if t is None else round(t, 3) for t in self.time_to_ready],
+            "time_to_ready_max": round(max(ready), 3) if ready else None,
+            "answers": self.answered,
+            "inferred": self.inferred,
+            "inferred_share": round(self.inferred_share, 4),
+        }
+
+
+@dataclass(slots=True)
+class SelfCheck:
+    kills: tuple[int, int, int]  # (matched, recorded, modelled)
+    restarts: tuple[int, int, int]
+    ready: tuple[int, int, int]
+    worst_offset: float  # seconds between a recorded event and the model's, at most
+    passed: bool
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kills": dict(zip(("matched", "recorded", "modelled"), self.kills, strict=True)),
+            "restarts": dict(zip(("matched", "recorded", "modelled"), self.restarts, strict=True)),
+            "ready_changes": dict(
+                zip(("matched", "recorded", "modelled"), self.ready, strict=True)
+            ),
+            "worst_offset_seconds": round(self.worst_offset, 3),
+            "passed": self.passed,
+            "why": self.why,
+        }
+
+
+@dataclass(slots=True)
+class Counterfactual:
+    container: str
+    since: float
+    until: float
+    compared_from: float
+    compared_until: float
+    overrides: tuple[str, ...]
+    recorded: RunSummary
+    baseline: RunSummary
+    check: SelfCheck
+    what_if: RunSummary | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "container": self.container,
+            "since": self.since,
+            "until": self.until,
+            "compared_from": self.compared_from,
+            "compared_until": self.compared_until,
+            "overrides": list(self.overrides),
+            "recorded": self.recorded.to_json(),
+            "model_recorded_settings": self.baseline.to_json(),
+            "self_check": self.check.to_json(),
+            "what_if": self.what_if.to_json() if self.what_if is not None else None,
+        }
+
+
+# -- the model -----------------------------------------------------------------------------
+
+
+class _RecordedApp(SimKubelet):
+    """SimKubelet whose app answers from the recording, on wall time shifted by `origin`."""
+
+    def __init__(self, scenario: Scenario, origin: float, books: dict[str, AnswerBook]) -> None:
+        super().__init__(scenario)
+        self.origin = origin
+        self.books = books
+
+    def _on_record(self, record: ProbeRecord) -> None:
+        # the comparison reads what the kubelet did, never the attempts: building their events
+        # would be half the run's time over a day
+        return
+
+    def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
+        name = worker.container.name
+        book = self.books.get(name)
+        if book is None:
+            return super().answer(worker, status, t)
+        inst = self.kubelet.instances[name]
+        started = self.backend.started_at.get(name, 0.0)
+        return book.attempt(
+            worker.spec, worker.probe_type, self.origin + t, max(0, inst.n - 1), t - started, ""
+        )
+
+
+def _median(values: list[float], default: float) -> float:
+    return statistics.median(values) if values else default
+
+
+def _start_after(rc: RecordedContainer) -> float:
+    """How long the runtime took from an exit to the next start, at its quickest: a restart
+    with no back-off in the way (the first of a crash loop) shows the start-up time itself."""
+    gaps = []
+    for a, b in zip(rc.instances, rc.instances[1:], strict=False):
+        if a.end is not None and b.start >= a.end:
+            gaps.append(b.start - a.end)
+    return min(gaps) if gaps else DEFAULT_START_AFTER
+
+
+def _stop_seconds(rc: RecordedContainer) -> float:
+    """SIGTERM to exit, as the recorded kills show it."""
+    out = []
+    for t, _ in rc.kills:
+        ends = [i.end for i in rc.instances if i.end is not None and i.end >= t]
+        if ends:
+            out.append(min(ends) - t)
+    return _median(out, 0.0)
+
+
+def _warm_up(c: Container, start_after: float) -> float:
+    longest = 0.0
+    for pt in ProbeType:
+        p = c.probe(pt)
+        if p is not None:
+            longest = max(longest, p.initial_delay_seconds + p.period_seconds)
+    return longest + start_after
+
+
+def _model(
+    rec: RecordedPod, pod: Pod, name: str, origin: float, app: App
+) -> tuple[list[Event], dict[str, AnswerBook]]:
+    books = {
+        c.name: AnswerBook(rec.containers[c.name], c)
+        for c in rec.pod.probed_containers()
+        if c.name in rec.containers
+    }
+    scenario = Scenario(pod=pod, container=name, duration=rec.until - origin, app=app)
+    sim = _RecordedApp(scenario, origin, books)
+    sim.run()
+    return [replace(e, t=e.t + origin) for e in sim.events], books
+
+
+def _summarize_model(
+    events: list[Event], name: str, since: float, until: float, book: AnswerBook
+) -> RunSummary:
+    kills: dict[str, int] = {pt.key: 0 for pt in ProbeType}
+    kill_times: list[float] = []
+    restart_times: list[float] = []
+    starts: list[float] = []
+    ready: list[tuple[float, bool]] = []
+    for e in events:
+        if e.container != name or e.source == "shadow":
+            continue
+        if e.type == "Killing" and e.probe:
+            if e.t >= since:
+                kills[e.probe] += 1
+                kill_times.append(e.t)
+        elif e.type == "ContainerStarted":
+            starts.append(e.t)
+            if e.fields.get("restartCount", 0) and e.t >= since:
+                restart_times.append(e.t)
+        elif e.type == "ReadyChanged":
+            ready.append((e.t, bool(e.fields.get("ready"))))
+    summary = _readiness(kills, kill_times, restart_times, starts, ready, since, until)
+    summary.answered, summary.inferred = book.answered, book.inferred
+    return summary
+
+
+def _readiness(
+    kills: dict[str, int],
+    kill_times: list[float],
+    restart_times: list[float],
+    starts: list[float],
+    ready: list[tuple[float, bool]],
+    since: float,
+    until: float,
+) -> RunSummary:
+    """Seconds not ready in [since, until], and the time to first Ready after each start."""
+    state = False
+    for t, value in ready:
+        if t <= since:
+            state = value
+    not_ready = 0.0
+    last = since
+    for t, value in ready:
+        if t <= since or t > until:
+            continue
+        if not state:
+            not_ready += t - last
+        state, last = value, t
+    if not state:
+        not_ready += until - last
+    to_ready: list[float | None] = []
+    for s in starts:
+        if s < since:
+            continue
+        after = [t for t, v in ready if v and t >= s]
+        to_ready.append(after[0] - s if after else None)
+    changes = [(t, v) for t, v in ready if since <= t <= until]
+    return RunSummary(
+        kills, len(restart_times), not_ready, to_ready, kill_times, restart_times, changes
+    )
+
+
+def _summarize_recorded(rc: RecordedContainer, since: float, until: float) -> RunSummary:
+    kills: dict[str, int] = {pt.key: 0 for pt in ProbeType}
+    kill_times = []
+    for t, probe in rc.kills:
+        if t >= since:
+            kills[probe] = kills.get(probe, 0) + 1
+            kill_times.append(t)
+    restarts = [t for t, n in rc.starts if n > 0 and t >= since]
+    ready = list(rc.ready)
+    if rc.ready_at_since:
+        ready.insert(0, (rc.instances[0].start if rc.instances else since, True))
+    return _readiness(kills, kill_times, restarts, [t for t, _ in rc.starts], ready, since, until)
+
+
+def _match(recorded: list[float], modelled: list[float], tolerance: float) -> tuple[int, float]:
+    """Pairs of a recorded and a modelled time within `tolerance`, greedily in time order;
+    how many, and the largest offset among them."""
+    used = [False] * len(modelled)
+    matched, worst = 0, 0.0
+    for t in recorded:
+        best, best_d = -1, tolerance
+        for i, m in enumerate(modelled):
+            d = abs(m - t)
+            if not used[i] and d <= best_d:
+                best, best_d = i, d
+        if best >= 0:
+            used[best] = True
+            matched += 1
+            worst = max(worst, best_d)
+    return matched, worst
+
+
+def self_check(recorded: RunSummary, model: RunSummary, tolerance: float) -> SelfCheck:
+    k, wk = _match(recorded.kill_times, model.kill_times, tolerance)
+    r, wr = _match(recorded.restart_times, model.restart_times, tolerance + MATCH_SLACK)
+    rec_ready = [t for t, _ in recorded.ready_changes]
+    mod_ready = [t for t, _ in model.ready_changes]
+    y, wy = _match(rec_ready, mod_ready, tolerance)
+    kills = (k, len(recorded.kill_times), len(model.kill_times))
+    restarts = (r, len(recorded.restart_times), len(model.restart_times))
+    ready = (y, len(rec_ready), len(mod_ready))
+    why = ""
+    if k != kills[1] or k != kills[2]:
+        why = f"the model kills {kills[2]} times where the kubelet killed {kills[1]} ({k} match)"
+    elif r != restarts[1] or r != restarts[2]:
+        why = (
+            f"the model restarts {restarts[2]} times where the container restarted "
+            f"{restarts[1]} ({r} match)"
+        )
+    elif ready[1] and (y < READY_MATCH * ready[1] or y < READY_MATCH * ready[2]):
+        why = (
+            f"the model changes Ready {ready[2]} times where the kubelet did {ready[1]} ({y} match)"
+        )
+    return SelfCheck(kills, restarts, ready, max(wk, wr, wy), not why, why)
+
+
+def counterfactual(
+    rec: RecordedPod, container: str, overrides: list[str] | tuple[str, ...]
+) -> Counterfactual:
+    spec = rec.pod.container(container)
+    rc = rec.containers.get(container)
+    if spec is None or rc is None:
+        names = ", ".join(rec.containers) or "none"
+        raise CounterfactualError(f"no probed container {container!r} in the pod (it has {names})")
+    if not rc.instances:
+        raise CounterfactualError(
+            f"container {container!r} did not run in the window: nothing was recorded to replay"
+        )
+    start_after = _start_after(rc)
+    app = App(start_after=start_after, stop_seconds=_stop_seconds(rc), exit_after=None)
+    first = rc.instances[0].start
+    origin = max(first, rec.since) - start_after
+    compared_from = max(rec.since, first) + _warm_up(spec, start_after)
+    base = Scenario(pod=rec.pod, container=container, duration=rec.until - origin, app=app)
+    what_if_pod = apply_overrides(base, overrides).pod if overrides else None
+    # up to the first stop that no probe caused: what follows it is not the probes' doing
+    compared_until = min([rec.until, *(t for t in rc.stops if t > compared_from)])
+    recorded = _summarize_recorded(rc, compared_from, compared_until)
+    events, books = _model(rec, rec.pod, container, origin, app)
+    baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
+    periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
+    check = self_check(recorded, baseline, max(periods, default=10) + MATCH_SLACK)
+    what_if = None
+    if what_if_pod is not None and check.passed:
+        events, books = _model(rec, what_if_pod, container, origin, app)
+        what_if = _summarize_model(
+            events, container, compared_from, compared_until, books[container]
+        )
+    return Counterfactual(
+        container,
+        rec.since,
+        rec.until,
+        compared_from,
+        compared_until,
+        tuple(overrides),
+        recorded,
+        baseline,
+        check,
+        what_if,
+    )
+
+
+def render(cf: Counterfactual) -> list[str]:
+    """The side-by-side text: recorded, the model with the recorded settings, the what-if."""
+    c = cf.check
+    lines = [
+        f"self-check (model with the recorded settings against the recording, "
+        f"{cf.compared_from - cf.since:.0f}s to {cf.compared_until - cf.since:.0f}s into the "
+        "window):",
+        f"  kills {c.kills[0]}/{c.kills[1]} matched, restarts {c.restarts[0]}/{c.restarts[1]}, "
+        f"Ready changes {c.ready[0]}/{c.ready[1]}; worst offset {c.worst_offset:.1f}s",
+    ]
+    if not c.passed:
+        lines.append(f"  FAILED: {c.why}; no what-if is given where the model does not fit")
+        return lines
+    lines.append("  passed")
+    cols = [("recorded", cf.recorded), ("model", cf.baseline)]
+    if cf.what_if is not None:
+        cols.append(("what-if", cf.what_if))
+    lines.append("")
+    lines.append(f"{'':<24}" + "".join(f"{name:>12}" for name, _ in cols))
+
+    def row(label: str, values: list[str]) -> None:
+        lines.append(f"{label:<24}" + "".join(f"{v:>12}" for v in values))
+
+    for pt in ProbeType:
+        if any(s.kills.get(pt.key) for _, s in cols):
+            row(f"kills ({pt.key})", [str(s.kills.get(pt.key, 0)) for _, s in cols])
+    row("restarts", [str(s.restarts) for _, s in cols])
+    row("seconds not ready", [f"{s.not_ready_seconds:.0f}" for _, s in cols])
+
+    def worst(s: RunSummary) -> str:
+        ready = [t for t in s.time_to_ready if t is not None]
+        never = sum(1 for t in s.time_to_ready if t is None)
+        text = f"{max(ready):.0f}s" if ready else "-"
+        return text + (f" ({never} never)" if never else "")
+
+    row("slowest start to Ready", [worst(s) for _, s in cols])
+    if cf.what_if is not None:
+        lines.append("")
+        lines.append(
+            f"{cf.what_if.inferred_share:.1%} of the what-if's answers inferred "
+            f"({cf.what_if.inferred} of {cf.what_if.answered}); the model with the recorded "
+            f"settings inferred {cf.baseline.inferred_share:.1%}"
+        )
+    return lines
+
+
+__all__ = [
+    "Counterfactual",
+    "CounterfactualError",
+    "RunSummary",
+    "SelfCheck",
+    "counterfactual",
+    "render",
+    "self_check",
+]

@@ -1,0 +1,164 @@
+"""`simulate --recording`: the recorded answers drive the kubelet model, first as recorded (the
+self-check), then with other settings. The recordings here are made by the model itself on a
+scripted app (so the self-check must match exactly) or edited by hand to break it; the cases
+are worked out by hand in each docstring."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from probetui.prober.status import PodStatus
+from probetui.simulate.counterfactual import counterfactual, render
+from probetui.simulate.recorded import recorded_pod
+from probetui.simulate.run import SimKubelet
+from probetui.simulate.scenario import App, Behaviour, Scenario
+from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
+from probetui.timeline.events import Event
+
+
+def recording(probe: Probe, app: App, duration: float = 400.0) -> tuple[Pod, list[Event]]:
+    pod = Pod(
+        "web", uid="u1", containers=(Container(name="app", command=("x",), liveness_probe=probe),)
+    )
+    sim = SimKubelet(Scenario(pod=pod, container="app", duration=duration, app=app))
+    sim.run()
+    return pod, sim.events
+
+
+LIVE = Probe(exec=ExecAction(("alive",)), period_seconds=10, failure_threshold=3)
+# the app fails its liveness checks for 35 s: the attempts at 100, 110, 120 and 130 fail
+FLAP = App(start_after=1.0, probes={ProbeType.LIVENESS: Behaviour(fail_between=((100.0, 135.0),))})
+
+
+def test_what_if_removes_the_restart_and_says_which_answers_it_inferred() -> None:
+    """Recorded (failureThreshold 3): three failures (100, 110, 120) kill the container at 120;
+    it starts again at 121 and its first check at 130 fails too (the app is still failing),
+    the one at 140 succeeds. With failureThreshold 5 the four failures never reach five: no
+    kill, no restart, and Ready is never lost (the recorded second not ready, 120-121, goes).
+    The what-if's container runs on through 121-140, where the recorded one was starting
+    afresh: its check at 130 has no steady answer within half a period (the nearest are 120
+    and 140), so it is inferred, and it is the only one of its 40 answers (10 s to 400 s)."""
+    pod, events = recording(LIVE, FLAP)
+    cf = counterfactual(
+        recorded_pod(pod, events, 0.0, 400.0), "app", ["liveness.failureThreshold=5"]
+    )
+    assert cf.check.passed and cf.check.kills == (1, 1, 1) and cf.check.restarts == (1, 1, 1)
+    assert cf.check.worst_offset == 0.0
+    assert (cf.recorded.kills["liveness"], cf.recorded.restarts) == (1, 1)
+    assert (cf.baseline.kills["liveness"], cf.baseline.restarts) == (1, 1)
+    assert cf.baseline.inferred == 0
+    assert cf.what_if is not None
+    assert (cf.what_if.kills["liveness"], cf.what_if.restarts) == (0, 0)
+    assert cf.recorded.not_ready_seconds == 1.0 and cf.what_if.not_ready_seconds == 0.0
+    assert (cf.what_if.inferred, cf.what_if.answered) == (1, 40)
+    text = "\n".join(render(cf))
+    assert "2.5% of the what-if's answers inferred (1 of 40)" in text
+    assert "kills 1/1 matched, restarts 1/1" in text
+
+
+def test_a_lower_threshold_kills_earlier_from_recorded_answers_only() -> None:
+    """failureThreshold 2: the failures at 100 and 110 kill at 110, ten seconds before the
+    kubelet did; the restarted container (111) meets the still-failing app at 120 and 130
+    (start-up answers of the recorded second instance, by time since its start: 121+9, +19),
+    which kills it again at 130, then runs steadily."""
+    pod, events = recording(LIVE, FLAP)
+    cf = counterfactual(
+        recorded_pod(pod, events, 0.0, 400.0), "app", ["liveness.failureThreshold=2"]
+    )
+    assert cf.what_if is not None
+    assert cf.what_if.kill_times == [110.0, 130.0]
+    assert cf.what_if.restarts == 2
+
+
+def test_self_check_refuses_a_what_if_where_the_model_does_not_reproduce_the_recording() -> None:
+    """A recording whose attempts at 100-130 timed out, but in which the kubelet killed
+    nothing (edited by hand: the kill is missing). With the recorded settings the model kills
+    at 120 where the kubelet did not, so the model does not fit this history: no what-if, and
+    the reason is printed."""
+    pod, events = recording(LIVE, App(start_after=1.0))
+    edited = [
+        replace(e, fields=dict(e.fields, outcome="failure", timedOut=True, latency_ms=1000.0))
+        if e.type == "ProbeAttempt" and 100 <= e.t < 135
+        else e
+        for e in events
+    ]
+    cf = counterfactual(recorded_pod(pod, edited, 0.0, 400.0), "app", ["liveness.timeoutSeconds=2"])
+    assert not cf.check.passed and cf.what_if is None
+    assert cf.check.kills == (0, 0, 1)
+    assert cf.check.why == "the model kills 1 times where the kubelet killed 0 (0 match)"
+    assert "no what-if is given where the model does not fit" in "\n".join(render(cf))
+
+
+def test_longer_timeout_answers_are_inferred_and_still_time_out() -> None:
+    """The recorded failures at 100-130 were timeouts (1 s, timeoutSeconds 1), and they killed
+    the container at 120. With timeoutSeconds 2 how long the app would have taken is unknown:
+    those answers are inferred and still time out, now after 2 s each, so the third one ends,
+    and the kill comes, at 122."""
+    pod, events = recording(LIVE, FLAP)
+    events = [
+        replace(e, fields=dict(e.fields, timedOut=True, latency_ms=1000.0))
+        if e.type == "ProbeAttempt" and e.fields.get("outcome") == "failure"
+        else e
+        for e in events
+    ]
+    cf = counterfactual(recorded_pod(pod, events, 0.0, 400.0), "app", ["liveness.timeoutSeconds=2"])
+    assert cf.check.passed and cf.what_if is not None
+    assert cf.what_if.kill_times == [122.0]
+    assert cf.what_if.inferred >= 3
+
+
+# -- from a recording file, through the command line ------------------------------------------
+
+
+def _shifted(e: Event, base: float) -> Event:
+    r = e.record
+    if r is not None:
+        r = replace(
+            r,
+            t=r.t + base,
+            scheduled_at=r.scheduled_at + base,
+            finished_at=None if r.finished_at is None else r.finished_at + base,
+            next_tick=None if r.next_tick is None else r.next_tick + base,
+        )
+    return replace(e, t=e.t + base, record=r)
+
+
+def test_simulate_recording_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first case again, written to a real recording file and read back by
+    `probetui simulate --recording FILE --pod NS/NAME --set ...`: the same verdict, as text and
+    as JSON; a pod the file does not hold is one line and exit 2."""
+    from probetui.cli import main
+    from probetui.record.recorder import Recorder
+    from probetui.record.schema import SessionMeta
+
+    pod, events = recording(LIVE, FLAP)
+    base = float(int(time.time()))
+    path = tmp_path / "night.db"
+    rec = Recorder(path, SessionMeta(base, "test", "1.35", "test", "default"))
+    rec.start()
+    try:
+        rec.pod(pod, PodStatus(phase="Pending"))
+        for e in events:
+            rec.event(_shifted(e, base))
+    finally:
+        rec.close()
+    argv = ["simulate", "--recording", str(path), "--pod", "default/web"]
+    assert main([*argv, "--set", "liveness.failureThreshold=5"]) == 0
+    out = capsys.readouterr().out
+    assert "kills 1/1 matched, restarts 1/1" in out
+    assert "2.5% of the what-if's answers inferred (1 of 40)" in out
+    assert main([*argv, "--set", "liveness.failureThreshold=5", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["self_check"]["passed"] is True
+    assert doc["what_if"]["restarts"] == 0 and doc["what_if"]["inferred"] == 1
+    assert doc["recorded"]["restarts"] == 1
+    assert main(["simulate", "--recording", str(path), "--pod", "default/nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["probetui: error: --pod default/nope: not in the recording (it has default/web)"]
