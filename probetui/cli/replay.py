@@ -50,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
     from probetui.record.reader import open_recording
     from probetui.record.schema import RecordingError
     from probetui.record.selector import SelectorError, parse_selector
-    from probetui.record.timespec import TimeSpecError, parse_time
-    from probetui.timeline.events import NOT_IN_JSONL
 
     if not (args.no_ui or args.output):
         print(
@@ -64,9 +62,15 @@ def run(args: argparse.Namespace) -> int:
     except SelectorError as e:
         raise UsageError(f"-l {e}") from None
     try:
-        recording = open_recording(args.file)
+        return _export(open_recording(args.file), args, selector)
     except RecordingError as e:
         raise UsageError(str(e)) from None
+
+
+def _export(recording: Recording, args: argparse.Namespace, selector: Selector) -> int:
+    from probetui.record.timespec import TimeSpecError, parse_time
+    from probetui.timeline.events import NOT_IN_JSONL
+
     with recording:
         span = recording.span()
         try:
@@ -83,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
                 if event.type not in NOT_IN_JSONL:
                     out.write(event.to_line() + "\n")
             out.flush()
-        except RecordingError as e:
-            raise UsageError(str(e)) from None
         except BrokenPipeError:
             silence_stdout()
     return EXIT_OK

@@ -195,6 +195,8 @@ class Writer:
         self._flush_rows()
         self._write_last_used()
         c.execute("COMMIT")
+        # the pages `recent` used go back to the file system
+        c.execute("PRAGMA incremental_vacuum")
 
     def _row(self, table: str, row: tuple[Any, ...]) -> None:
         self._rows.setdefault(table, []).append(row)

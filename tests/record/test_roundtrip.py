@@ -24,7 +24,7 @@ from tests.record.helpers import META, assert_same_store
 
 pytestmark = pytest.mark.timeout(60)
 
-SECONDS = 4.0
+SECONDS = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_export_equals_the_live_jsonl(demo_run: dict[str, Any]) -> None:
 
     assert per_probe(lines) == per_probe(live)
     types = Counter(json.loads(line)["type"] for line in lines)
-    assert types["ProbeAttempt"] > 10 and types["ResultChanged"] > 0
+    assert types["ProbeAttempt"] > 5 and types["ResultChanged"] > 0
 
 
 def test_specs_statuses_and_meta(demo_run: dict[str, Any]) -> None:
@@ -89,7 +89,7 @@ def test_specs_statuses_and_meta(demo_run: dict[str, Any]) -> None:
             assert rec.status_at(uid, last + 1) == live.pods[uid].status
         keys = rec.probe_keys()
         assert set(live.probes) <= set(keys)  # and workers that only said their state
-        key = keys[0]
+        key = max(keys, key=lambda k: len(rec.attempts(k)))
         records = rec.attempts(key)
         assert records and all(r.key == key for r in records)
         mid = records[len(records) // 2].t
