@@ -23,6 +23,7 @@ from probetui.spec.decode import (
     string,
     strings,
 )
+from probetui.spec.errors import KIND_WORDS
 from probetui.spec.model import (
     Container,
     ContainerKind,
@@ -86,11 +87,6 @@ _HANDLER_FIELDS = {
     "httpGet": ("path", "port", "host", "scheme", "httpHeaders"),
     "tcpSocket": ("port", "host"),
     "grpc": ("port", "service"),
-}
-_KIND_WORDS = {
-    ContainerKind.CONTAINER: "container",
-    ContainerKind.INIT: "init container",
-    ContainerKind.EPHEMERAL: "ephemeral container",
 }
 
 
@@ -284,7 +280,7 @@ def _container(value: object, at: At, kind: ContainerKind) -> Container:
     name = string(m.get("name"), at.key(m, "name")) or ""
     if name:
         # below here, fields are named relative to the container
-        at = replace(at, container=name, container_kind=_KIND_WORDS[kind], path="")
+        at = replace(at, container=name, container_kind=KIND_WORDS[kind], path="")
     check_fields(m, _CONTAINER_FIELDS, at, strict=False, what="container")
     lifecycle_at = at.key(m, "lifecycle")
     lifecycle = mapping(m.get("lifecycle"), lifecycle_at)

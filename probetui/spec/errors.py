@@ -13,6 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from probetui.spec.model import ContainerKind
+
+# how upstream's messages name each kind of container ("init container \"setup\"")
+KIND_WORDS = {
+    ContainerKind.CONTAINER: "container",
+    ContainerKind.INIT: "init container",
+    ContainerKind.EPHEMERAL: "ephemeral container",
+}
+
 
 def _one_line(text: str) -> str:
     # YAML parser messages and user values may span lines; the contract is a single line

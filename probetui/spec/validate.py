@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from probetui.spec.errors import ManifestError
+from probetui.spec.errors import KIND_WORDS, ManifestError
 from probetui.spec.field_errors import ErrorType, FieldError
 from probetui.spec.formats import (
     is_dns1123_label,
@@ -27,7 +27,6 @@ from probetui.spec.formats import (
 )
 from probetui.spec.model import (
     Container,
-    ContainerKind,
     ExecAction,
     GRPCAction,
     HTTPGetAction,
@@ -45,12 +44,6 @@ __all__ = [
     "is_valid_port_num",
     "validate_pod",
 ]
-
-_KIND_WORDS = {
-    ContainerKind.CONTAINER: "container",
-    ContainerKind.INIT: "init container",
-    ContainerKind.EPHEMERAL: "ephemeral container",
-}
 
 _NEGATIVE = "must be greater than or equal to 0"
 _TOO_MANY_HANDLERS = "may not specify more than 1 handler type"
@@ -390,7 +383,7 @@ def _to_manifest_error(
         origin=origin,
         line=line_of(err.path) if line_of is not None else None,
         container=err.container,
-        container_kind=_KIND_WORDS[err.container_kind] if err.container_kind else "container",
+        container_kind=KIND_WORDS[err.container_kind] if err.container_kind else "container",
         field=err.field or err.path,
         fix=err.fix,
     )

@@ -1,9 +1,11 @@
 """The cluster source: connect like kubectl, watch pods and events, shadow the kubelets.
 
-- `config`: kubeconfig loading rules, context, namespace, in-cluster; builds API clients.
+- `config`: the connect options, context, namespace, in-cluster; builds API clients;
+  `kubeconfig` reads and merges the kubeconfig files as client-go does; `credential_plugin`
+  runs a user's exec plugin.
 - `guard`: `--read-only`, enforced on the API client's connector.
 - `observed`: pod objects (raw dicts) to the engine's Pod and PodStatus, and their changes.
-- `events`: core/v1 Events to KubeletEvents, each occurrence counted once.
+- `events`: core/v1 Events to `RuntimeEvent`s, each occurrence counted once.
 - `runtime`: `KubernetesRuntime`, wiring the reflectors, the observed state and the two below.
 - `divergence`: the shadow's results against the kubelet's verdicts, `Divergence` events;
 - `reach`: the paths to pods (`--via`), exec, the forbidden memory and RBAC hints.
