@@ -14,7 +14,15 @@ upstream file it is copied from; nothing here touches the network or the clock.
 - `op_error`, `dns_error`, `IO_TIMEOUT`, `NO_SUCH_HOST`: `net.OpError.Error` (`net/net.go`),
   `net.DNSError.Error` (`net/net.go`), `poll.errTimeout` (`internal/poll/fd.go`),
   `errNoSuchHost` (`net/net.go`)
-- `url_error`: `url.Error.Error` with Op "Get" (`net/url/url.go`, `net/http/client.go`)
+- `conn_addresses`, `stream_error`: a connection's ends (`net.TCPAddr.String`,
+  `net/tcpsock.go`) and a failed read or write on it, as `net.OpError` prints them
+- `url_error`, `GoError`: `url.Error.Error` with Op "Get" (`net/url/url.go`,
+  `net/http/client.go`), and the exception that carries the text after `Get "<url>": `
+- `unsupported_scheme`: `net/http/transport.go` (`Transport.roundTrip`)
+- `tls_error`: `crypto/tls` (`alert.go`, `conn.go`) and net/http's reply to a plain-HTTP server
+  (`net/http/transport.go`), from Python's `ssl` errors
+- `head_error`: `net/http/transport.go` (`persistConn.readLoop`) for a response head h11
+  refuses after Go's own reading of it (`probetui.probe.response_head`) passed it
 - `TIMEOUT_AWAITING_HEADERS`, `TIMEOUT_READING_BODY`: `net/http/client.go` (`Client.do`'s
   timeout wrapping, `cancelTimerBody.Read`)
 - `TRANSPORT_BROKEN`, `MAX_RESPONSE_HEADER_BYTES`, `HEADERS_TOO_LARGE`: `net/http/transport.go`
@@ -29,8 +37,14 @@ upstream file it is copied from; nothing here touches the network or the clock.
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
 
 # ---------------------------------------------------------------------------------------------
 # strconv.Quote
@@ -151,6 +165,28 @@ def dns_error(host: str, reason: str) -> str:
     return f"lookup {host}: {reason}"
 
 
+def conn_addresses(local: object, remote: object) -> str:
+    """A connection's two ends as `net.OpError` prints them for a read or write,
+    `local->remote`, from the socket's address tuples."""
+    return f"{_tcp_addr(local)}->{_tcp_addr(remote)}"
+
+
+def _tcp_addr(addr: object) -> str:
+    # net.TCPAddr.String of a (host, port, ...) socket address
+    if isinstance(addr, tuple) and len(addr) >= 2:
+        return join_host_port(str(addr[0]), addr[1])
+    return str(addr)
+
+
+def stream_error(op: str, addresses: str, code: int | None) -> str:
+    """A failed read or write on a connection (`op` "read" or "write"; `addresses` from
+    `conn_addresses`): `read tcp a->b: read: connection reset by peer`. An error without an
+    errno is a connection that just ended, which Go reads as `EOF`."""
+    if code is None:
+        return "EOF"
+    return op_error(op, addresses, syscall_error(op, code))
+
+
 # ---------------------------------------------------------------------------------------------
 # net/http's client
 
@@ -173,6 +209,65 @@ MAX_RESPONSE_HEADER_BYTES = 10 << 20
 HEADERS_TOO_LARGE = (
     f"net/http: server response headers exceeded {MAX_RESPONSE_HEADER_BYTES} bytes; aborted"
 )
+
+
+class GoError(Exception):
+    """An error whose text is exactly what Go would give; for a probe's request, what follows
+    `Get "<url>": ` (`url_error`)."""
+
+
+def unsupported_scheme(scheme: str) -> str:
+    """`Transport.roundTrip`'s refusal of a URL that is neither http nor https."""
+    return f"unsupported protocol scheme {go_quote(scheme.lower())}"
+
+
+def tls_error(err: ssl.SSLError) -> str:
+    """Go's words for a TLS handshake or record that failed, from Python's `ssl` error."""
+    # imported here: gotext is imported by nearly everything, TLS errors only by the handlers
+    import ssl
+
+    reason = (getattr(err, "reason", None) or "").upper()
+    if reason in {
+        "WRONG_VERSION_NUMBER",
+        "RECORD_LAYER_FAILURE",
+        "HTTP_REQUEST",
+        "PACKET_LENGTH_TOO_LONG",
+    }:
+        # Nearly always a plain-HTTP port answering a TLS hello; Go sees "HTTP/" and says so
+        return "http: server gave HTTP response to HTTPS client"
+    if isinstance(err, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+        return "EOF"
+    if "_ALERT_" in reason:
+        # a TLS alert from the server; Go words it "remote error: tls: <alert name>"
+        alert = reason.split("_ALERT_", 1)[1].lower().replace("_", " ")
+        return f"remote error: tls: {alert}"
+    return f"tls: {(reason or str(err)).lower().replace('_', ' ')}"
+
+
+_STATUS_LINE = re.compile(r"illegal status line: bytearray\(b(['\"])(.*)\1\)$", re.S)
+
+
+def head_error(message: str) -> str:
+    """The text (after `Get "<url>": `) for a response head that Go's reading passed
+    (`probetui.probe.response_head`) but that h11 refused with `message`: Go reads such heads,
+    so only the transport's prefix is Go's."""
+    if message.startswith("Receive buffer too long"):
+        # only a head after a 1xx one gets here, and Go's cap counts both
+        return TRANSPORT_BROKEN + HEADERS_TOO_LARGE
+    match = _STATUS_LINE.match(message)
+    if match:
+        # a line Go reads and h11 does not (two spaces, a signed code): Go's nearest words
+        return f"{TRANSPORT_BROKEN}malformed HTTP response {go_quote(_bytes_repr(match))}"
+    return TRANSPORT_BROKEN + message
+
+
+def _bytes_repr(match: re.Match[str]) -> bytes:
+    # h11 quotes the line as a bytes repr; turn it back into the bytes Go would quote
+    try:
+        raw = ast.literal_eval(f"b{match[1]}{match[2]}{match[1]}")
+    except (ValueError, SyntaxError):
+        raw = None
+    return raw if isinstance(raw, bytes) else match[2].encode("utf-8", "surrogateescape")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,16 +5,18 @@ The same attempt as `probetui.probe.http` (the reference, on httpx) at a fractio
 one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap
 and one overall deadline, and Go's words for every error. The request and response are framed
 by h11, the parser httpcore uses under httpx, so both handlers accept and reject the same
-bytes; before h11, a response head goes through the reference's `_HeadGate`, Go's own reading
-of a head (the status line alone and first, at most 10 MiB, textproto's header-line rules), so
-what Go refuses is refused in Go's words. The request's bytes are made by h11 once per probe and
-kept; the common response (a whole head in the first read, plain ASCII, framed by one
-Content-Length or by the close), which Go reads as it is, is read by `_plain_head` without
+bytes; before h11, a response head goes through `probetui.probe.response_head`'s gate, Go's own
+reading of a head (the status line alone and first, at most 10 MiB, textproto's header-line
+rules), so what Go refuses is refused in Go's words. The request's bytes are made by h11 once
+per probe and kept; the common response (a whole head in the first read, plain ASCII, framed by
+one Content-Length or by the close), which Go reads as it is, is read by `_plain_head` without
 h11's objects, and anything else goes through the gate to h11 from its first byte
 (`tests/probe/test_http_lean_plain.py` holds the two readings identical). The header map, the
-wire header order, the head gate, the redirect rules and the error texts are the reference's
-own functions, imported, not copied. `tests/probe/test_http_lean.py` runs the
-reference's test vectors against both and compares every field of the Attempt.
+wire header order, the head gate, the redirect loop, the body reading and the error texts come
+from the modules both handlers share (listed in `probetui.probe.http`); this one is the
+transport under them.
+`tests/probe/test_http_lean.py` runs the reference's test vectors against both and compares
+every field of the Attempt.
 
 What it leaves out is httpx's machinery for a general client (request and response objects, a
 connection pool, anyio task groups, trace hooks): a probe needs a socket, one request, and the
@@ -31,7 +33,6 @@ import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
@@ -42,63 +43,28 @@ import h11
 import httpx
 
 from probetui.probe import tcp
-from probetui.probe.base import (
-    DEFAULT_KUBE_VERSION,
-    MAX_OUTPUT_BYTES,
-    Attempt,
-    Result,
-    decode,
-)
+from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt
+from probetui.probe.exchange import Progress, exchange, read_at_most, tls_context
 from probetui.probe.gotext import (
     MAX_RESPONSE_HEADER_BYTES,
-    TIMEOUT_AWAITING_HEADERS,
-    TIMEOUT_READING_BODY,
-    TOO_MANY_REDIRECTS,
-    go_quote,
-    op_error,
-    syscall_error,
-    url_error,
+    GoError,
+    conn_addresses,
+    head_error,
+    stream_error,
+    tls_error,
+    unsupported_scheme,
 )
-from probetui.probe.http import (
-    _REDIRECT_CODES,
-    _REDIRECT_DRAIN_BYTES,
-    MAX_REDIRECT_REQUESTS,
-    HeaderMap,
-    SpecHeaders,
-    _authority,
-    _go_addr,
-    _GoError,
-    _head_error,
-    _header_map,
-    _HeadGate,
-    _hostname,
-    _next_hop,
-    _redirect_headers,
-    _ssl_context,
-    _tls_error,
-    _wire_headers,
-    classify,
-)
+from probetui.probe.request import HeaderMap, SpecHeaders, custom_host, header_map, wire_headers
+from probetui.probe.response_head import HeadGate
 from probetui.spec.model import HTTPHeader
 
-# httpcore's HTTP11Connection: bytes per read
-_READ_NUM_BYTES = 64 * 1024
-# a dial with no overall deadline (timeout 0) still needs a number
-_NO_DEADLINE = 1e9
 
-_T = TypeVar("_T")
-
-
-class _Failed(Exception):
+class _Failed(GoError):
     """A hop failed before its response head arrived; `detail` follows `Get "<url>": `."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
-
-
-class _DialTimeout(Exception):
-    """The dial ran out of time: the attempt's deadline, reported as Go's Client.Timeout."""
 
 
 class _BodyBroken(Exception):
@@ -121,13 +87,25 @@ def _parse(url: str) -> _Target:
     try:
         u = httpx.URL(url)
     except httpx.InvalidURL as exc:
-        raise _GoError(str(exc)) from None
+        raise GoError(str(exc)) from None
     scheme = u.scheme
     if scheme not in ("http", "https"):
         # Go knows no other scheme; httpcore would also accept ws/wss as plain HTTP
-        raise _Failed(f"unsupported protocol scheme {go_quote(scheme.lower())}")
+        raise _Failed(unsupported_scheme(scheme))
     port = u.port if u.port is not None else (443 if scheme == "https" else 80)
     return scheme, u.raw_host.decode("ascii"), port, u.raw_path
+
+
+# httpcore's HTTP11Connection: bytes per read
+_READ_NUM_BYTES = 64 * 1024
+# a dial with no overall deadline (timeout 0) still needs a number
+_NO_DEADLINE = 1e9
+
+_T = TypeVar("_T")
+
+
+class _DialTimeout(Exception):
+    """The dial ran out of time: the attempt's deadline, reported as Go's Client.Timeout."""
 
 
 class _Deadline:
@@ -189,7 +167,7 @@ class _Stream:
     def addresses(self) -> str:
         if self.local is None:
             return ""
-        return f"{_go_addr(self.local)}->{_go_addr(self.remote)}"
+        return conn_addresses(self.local, self.remote)
 
     def close(self) -> None:
         # a stream is closed once its response is read and again when the attempt ends
@@ -199,7 +177,7 @@ class _Stream:
     async def start_tls(self, hostname: str) -> None:
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
-        self._tls = _ssl_context().wrap_bio(
+        self._tls = tls_context().wrap_bio(
             self._incoming, self._outgoing, server_side=False, server_hostname=hostname or None
         )
         await self._tls_call(self._tls.do_handshake)
@@ -253,10 +231,36 @@ class _Stream:
 def _read_error(err: OSError, stream: _Stream) -> str:
     """Go's text for a socket error while waiting for or reading a response."""
     if isinstance(err, ssl.SSLError):
-        return _tls_error(err)
-    if err.errno is None:
-        return "EOF"
-    return op_error("read", stream.addresses(), syscall_error("read", err.errno))
+        return tls_error(err)
+    return stream_error("read", stream.addresses(), err.errno)
+
+
+async def _connect(scheme: str, host: str, port: int, deadline: _Deadline) -> _Stream:
+    """A connection to host:port, TLS on it for https, within what is left of `deadline`.
+    Raises `_DialTimeout` when the dial runs out of time, `GoError` when it or TLS fails."""
+    loop = deadline.loop
+    when = deadline.when
+    remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
+    try:
+        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
+    except tcp.DialError as exc:
+        if exc.timed_out:
+            raise _DialTimeout from None
+        raise GoError(str(exc)) from None
+    stream = _Stream(sock, loop)
+    if scheme == "https":
+        try:
+            await stream.start_tls(host)
+        except ssl.SSLError as exc:
+            stream.close()
+            raise GoError(tls_error(exc)) from None
+        except OSError as exc:
+            stream.close()
+            raise GoError(_read_error(exc, stream)) from None
+        except BaseException:
+            stream.close()
+            raise
+    return stream
 
 
 class _Response:
@@ -290,6 +294,16 @@ class _Response:
 
     def body_chunks(self) -> AsyncIterator[bytes]:
         raise NotImplementedError
+
+    async def read_at_most(self, limit: int, sink: bytearray) -> str | None:
+        try:
+            await _read_at_most(self, limit, sink)
+        except _BodyBroken as exc:
+            return exc.text
+        return None
+
+    async def close(self) -> None:
+        self._stream.close()
 
 
 class _H11Response(_Response):
@@ -423,33 +437,6 @@ async def _next_event(h: h11.Connection, stream: _Stream) -> h11.Event | type[h1
         h.receive_data(data)
 
 
-async def _open(target: _Target, deadline: _Deadline) -> _Stream:
-    scheme, host, port, _ = target
-    loop = deadline.loop
-    when = deadline.when
-    remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
-    try:
-        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
-    except tcp.DialError as exc:
-        if exc.timed_out:
-            raise _DialTimeout from None
-        raise _Failed(str(exc)) from None
-    stream = _Stream(sock, loop)
-    if scheme == "https":
-        try:
-            await stream.start_tls(host)
-        except ssl.SSLError as exc:
-            stream.close()
-            raise _Failed(_tls_error(exc)) from None
-        except OSError as exc:
-            stream.close()
-            raise _Failed(_read_error(exc, stream)) from None
-        except BaseException:
-            stream.close()
-            raise
-    return stream
-
-
 # One hop's request as made before the dial (what fails before the dial fails making it):
 # where to dial, the header lines in wire order (Host first), and the request's bytes as h11
 # writes them, or h11's complaint about them (raised only once the dial is done, as httpcore
@@ -470,7 +457,7 @@ def _h11_client(
 
 def _prepare(url: str, headers: HeaderMap, host: str) -> _Hop:
     target = _parse(url)
-    lines = tuple(_wire_headers(headers, host or _authority(url)))
+    lines = tuple(wire_headers(url, headers, host))
     try:
         request: bytes | str = _h11_client(target, lines)[1]
     except h11.LocalProtocolError as exc:
@@ -481,25 +468,50 @@ def _prepare(url: str, headers: HeaderMap, host: str) -> _Hop:
 @lru_cache(maxsize=32768)
 def _first_hop(url: str, spec_headers: tuple[tuple[str, str], ...], kube_version: str) -> _Hop:
     """The first hop of a probe, the same every period: made once and kept."""
-    headers = _header_map(spec_headers, kube_version)
-    return _prepare(url, headers, headers["Host"][0] if "Host" in headers else "")
+    headers = header_map(spec_headers, kube_version)
+    return _prepare(url, headers, custom_host(headers))
 
 
 def _spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
     return tuple((h.name, h.value) if isinstance(h, HTTPHeader) else (h[0], h[1]) for h in headers)
 
 
-async def _send(hop: _Hop, deadline: _Deadline, streams: list[_Stream]) -> _Response:
-    """One hop: dial, send the request, read the response head (httpcore's order of failures)."""
-    target, lines, request = hop
-    stream = await _open(target, deadline)
-    streams.append(stream)
-    if isinstance(request, str):
-        raise _Failed(request)
-    # httpcore reads on after a write error: the server may have answered already
-    with contextlib.suppress(OSError):
-        await stream.send(request)
-    return await _receive(stream, target, lines)
+class _Hops:
+    """The exchange's hops for one attempt: each dialled, sent and read here, under the
+    attempt's deadline; every stream opened goes into `streams`, for the attempt to close."""
+
+    __slots__ = ("_deadline", "_kube_version", "_spec_headers", "_streams")
+
+    def __init__(
+        self,
+        spec_headers: tuple[tuple[str, str], ...],
+        kube_version: str,
+        deadline: _Deadline,
+        streams: list[_Stream],
+    ) -> None:
+        self._spec_headers = spec_headers
+        self._kube_version = kube_version
+        self._deadline = deadline
+        self._streams = streams
+
+    def header_map(self) -> HeaderMap:
+        return header_map(self._spec_headers, self._kube_version)
+
+    async def send(self, url: str, headers: HeaderMap | None, host: str) -> _Response:
+        """Dial, send the request, read the response head (httpcore's order of failures)."""
+        if headers is None:
+            hop = _first_hop(url, self._spec_headers, self._kube_version)
+        else:
+            hop = _prepare(url, headers, host)
+        target, lines, request = hop
+        stream = await _connect(target[0], target[1], target[2], self._deadline)
+        self._streams.append(stream)
+        if isinstance(request, str):
+            raise _Failed(request)
+        # httpcore reads on after a write error: the server may have answered already
+        with contextlib.suppress(OSError):
+            await stream.send(request)
+        return await _receive(stream, target, lines)
 
 
 async def _receive(
@@ -517,8 +529,9 @@ async def _receive(
     head = _plain_head(first) if plain else None
     if head is not None:
         return _PlainResponse(stream, *head)
-    # Go reads the rest of this head its own way (see http._HeadGate); h11 gets it once read
-    gate = _HeadGate()
+    # Go reads the rest of this head its own way (see response_head.HeadGate); h11 gets it
+    # once read
+    gate = HeadGate()
     try:
         data = gate.feed(first)
         while data is None:
@@ -528,7 +541,7 @@ async def _receive(
                 gate.broken_off()
                 raise _Failed(_read_error(exc, stream)) from None
             data = gate.feed(more)
-    except _GoError as exc:
+    except GoError as exc:
         raise _Failed(str(exc)) from None
     h = _h11_client(target, lines)[0]
     h.receive_data(data)
@@ -540,113 +553,22 @@ async def _receive(
             if type(event) is h11.InformationalResponse and event.status_code == 101:
                 break
     except h11.RemoteProtocolError as exc:
-        raise _Failed(_head_error(str(exc))) from None
+        raise _Failed(head_error(str(exc))) from None
     except OSError as exc:
         raise _Failed(_read_error(exc, stream)) from None
     return _H11Response(h, stream, event.status_code, event.headers.raw_items())
 
 
 async def _read_at_most(response: _Response, limit: int, sink: bytearray) -> None:
-    """utilio.ReadAtMost: stop as soon as `limit` bytes are in; never read on for the rest."""
+    """The exchange's `read_at_most` over this body; raises `_BodyBroken` where it breaks off."""
     try:
-        async for chunk in response.body_chunks():
-            sink += chunk[: limit - len(sink)]
-            if len(sink) >= limit:
-                return
+        await read_at_most(response.body_chunks(), limit, sink)
     except h11.RemoteProtocolError:
         raise _BodyBroken("unexpected EOF") from None
     except _Failed as exc:
         raise _BodyBroken(exc.detail) from None
     except OSError as exc:
         raise _BodyBroken(_read_error(exc, response._stream)) from None
-
-
-async def _drain(response: _Response) -> None:
-    """Client.do: read a little of a redirect's body, ignoring errors, then close it."""
-    length = next((v for k, v in response.headers if k.lower() == b"content-length"), None)
-    try:
-        if length is None or not length.isdigit() or int(length) <= _REDIRECT_DRAIN_BYTES:
-            await _read_at_most(response, _REDIRECT_DRAIN_BYTES, bytearray())
-    except _BodyBroken:
-        pass
-    finally:
-        response._stream.close()
-
-
-@dataclass(slots=True)
-class _Progress:
-    """Where the attempt is, so a deadline can be reported the way Go reports it."""
-
-    url: str
-    reading_body: bool = False
-    status_code: int | None = None
-    body: bytearray | None = None
-
-
-async def _exchange(
-    url: str,
-    spec_headers: tuple[tuple[str, str], ...],
-    kube_version: str,
-    follow_non_local_redirects: bool,
-    progress: _Progress,
-    deadline: _Deadline,
-    streams: list[_Stream],
-) -> tuple[Result, str, str | None]:
-    """Client.Do with the kubelet's CheckRedirect, then DoHTTPProbe's reading of the answer.
-
-    The reference's `_exchange` step for step; returns (result, output, error).
-    """
-    headers: HeaderMap | None = None
-    original_hostname = _hostname(url)
-    current, host, hop_headers = url, "", headers
-    requests = 0
-    while True:
-        progress.url, progress.status_code = current, None
-        try:
-            if hop_headers is None:
-                hop = _first_hop(url, spec_headers, kube_version)
-            else:
-                hop = _prepare(current, hop_headers, host)
-            response = await _send(hop, deadline, streams)
-        except _GoError as exc:
-            return Result.FAILURE, url_error(current, str(exc)), None
-        except _Failed as exc:
-            return Result.FAILURE, url_error(current, exc.detail), None
-        requests += 1
-        progress.status_code = response.status_code
-        if response.status_code not in _REDIRECT_CODES:
-            break
-        if headers is None:
-            # a redirect (rare): now the first hop's header map is needed, to follow it
-            headers = _header_map(spec_headers, kube_version)
-            host = headers["Host"][0] if "Host" in headers else ""
-        locations = response.header_values(b"location")
-        if not locations or not locations[0]:
-            break
-        location = locations[0]
-        try:
-            hop = _next_hop(current, location, host, original_hostname, follow_non_local_redirects)
-        except _GoError as exc:
-            return Result.FAILURE, url_error(current, str(exc)), None
-        if hop is None:
-            break  # ErrUseLastResponse: this 3xx is the answer
-        target, next_host = hop
-        progress.url = target
-        await _drain(response)
-        if requests >= MAX_REDIRECT_REQUESTS:
-            return Result.FAILURE, url_error(location, TOO_MANY_REDIRECTS), None
-        hop_headers = _redirect_headers(headers, current, target)
-        current, host = target, next_host
-
-    progress.reading_body = True
-    progress.body = body = bytearray()
-    try:
-        await _read_at_most(response, MAX_OUTPUT_BYTES, body)
-    except _BodyBroken as exc:
-        return Result.FAILURE, "", exc.text
-    finally:
-        response._stream.close()
-    return (*classify(response.status_code, decode(body)), None)
 
 
 async def probe(
@@ -661,52 +583,29 @@ async def probe(
     """One HTTP probe attempt, exactly as `probetui.probe.http.probe` makes it (same arguments,
     same Attempt); see that function for what each argument means. `loop`: the running loop,
     when the caller has it at hand (saves looking it up)."""
-    progress = _Progress(url)
+    progress = Progress(url)
     streams: list[_Stream] = []
-    result, output, error, timed_out = Result.FAILURE, "", None, False
+    timed_out = False
     started_at = time.time()
     start = time.monotonic()
     deadline = _Deadline(loop or asyncio.get_running_loop(), timeout)
     expired = False
     try:
         try:
-            result, output, error = await _exchange(
-                url,
-                _spec_key(headers),
-                kube_version,
-                follow_non_local_redirects,
-                progress,
-                deadline,
-                streams,
-            )
+            hops = _Hops(_spec_key(headers), kube_version, deadline, streams)
+            outcome = await exchange(hops, url, follow_non_local_redirects, progress)
         finally:
             expired = deadline.disarm()
     except (asyncio.CancelledError, _DialTimeout) as exc:
         # _DialTimeout: the dial's own clock ran out a hair before the deadline's; one event
         if isinstance(exc, asyncio.CancelledError) and not expired:
             raise
-        timed_out = True
-        if progress.reading_body:
-            # ReadAtMost fails: (Failure, "", err), which the prober retries
-            error = TIMEOUT_READING_BODY
-        else:
-            output = url_error(progress.url, TIMEOUT_AWAITING_HEADERS)
+        outcome, timed_out = progress.timed_out(), True
     finally:
         latency = time.monotonic() - start
         for stream in streams:
             stream.close()
-    return Attempt(
-        handler="http",
-        target=url,
-        result=result,
-        output=output,
-        error=error,
-        latency=latency,
-        started_at=started_at,
-        status_code=progress.status_code,
-        body=None if progress.body is None else decode(bytes(progress.body)),
-        timed_out=timed_out,
-    )
+    return progress.attempt(url, outcome, latency, started_at, timed_out)
 
 
 __all__ = ["probe"]
