@@ -14,14 +14,13 @@ h11's objects, and anything else goes through the gate to h11 from its first byt
 (`tests/probe/test_http_lean_plain.py` holds the two readings identical). The header map, the
 wire header order, the head gate, the redirect loop, the body reading and the error texts come
 from the modules both handlers share (listed in `probetui.probe.http`); this one is the
-transport under them.
+transport under them, and `probetui.probe.lean_conn` its connection.
 `tests/probe/test_http_lean.py` runs the reference's test vectors against both and compares
 every field of the Attempt.
 
 What it leaves out is httpx's machinery for a general client (request and response objects, a
 connection pool, anyio task groups, trace hooks): a probe needs a socket, one request, and the
-head and first 10 KiB of one response. The dial is the TCP handler's (the kubelet's
-`ProbeDialer`, which upstream's HTTP transport uses too; see `probetui.probe.tcp` on linger).
+head and first 10 KiB of one response.
 """
 
 from __future__ import annotations
@@ -29,12 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import socket
-import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from functools import lru_cache
-from typing import TypeVar
 
 import h11
 
@@ -42,18 +38,15 @@ import h11
 # for byte; parsed once per URL and cached, it costs nothing per attempt
 import httpx
 
-from probetui.probe import tcp
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt
-from probetui.probe.exchange import Progress, exchange, read_at_most, tls_context
+from probetui.probe.exchange import Progress, exchange, read_at_most
 from probetui.probe.gotext import (
     MAX_RESPONSE_HEADER_BYTES,
     GoError,
-    conn_addresses,
     head_error,
-    stream_error,
-    tls_error,
     unsupported_scheme,
 )
+from probetui.probe.lean_conn import Deadline, DialTimeout, Stream, connect, read_error
 from probetui.probe.request import HeaderMap, SpecHeaders, custom_host, header_map, wire_headers
 from probetui.probe.response_head import HeadGate
 from probetui.spec.model import HTTPHeader
@@ -96,179 +89,12 @@ def _parse(url: str) -> _Target:
     return scheme, u.raw_host.decode("ascii"), port, u.raw_path
 
 
-# httpcore's HTTP11Connection: bytes per read
-_READ_NUM_BYTES = 64 * 1024
-# a dial with no overall deadline (timeout 0) still needs a number
-_NO_DEADLINE = 1e9
-
-_T = TypeVar("_T")
-
-
-class _DialTimeout(Exception):
-    """The dial ran out of time: the attempt's deadline, reported as Go's Client.Timeout."""
-
-
-class _Deadline:
-    """The attempt's deadline: at `when` (loop time; None for none) the attempt's task is
-    cancelled. asyncio.timeout's logic, with the loop and task handed in: each of its two
-    get_running_loop() calls is a getpid() system call on Python 3.11, a few per cent of an
-    attempt at cluster rates."""
-
-    __slots__ = ("_cancelling", "_handle", "_task", "expired", "loop", "when")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
-        self.loop = loop
-        self.expired = False
-        task = asyncio.current_task(loop)
-        assert task is not None, "an HTTP probe runs in a task"
-        self._task = task
-        self._cancelling = task.cancelling()
-        if timeout > 0:
-            self.when: float | None = loop.time() + timeout
-            self._handle: asyncio.TimerHandle | None = loop.call_at(self.when, self._expire)
-        else:
-            self.when = self._handle = None
-
-    def _expire(self) -> None:
-        self.expired = True
-        self._task.cancel()
-
-    def disarm(self) -> bool:
-        """Stop the clock. True when it had run out and its cancellation is the only one the
-        task has: a CancelledError is then the deadline's, to be reported as a timeout."""
-        if self._handle is not None:
-            self._handle.cancel()
-        return self.expired and self._task.uncancel() <= self._cancelling
-
-
-class _Stream:
-    """One connected socket, with TLS over memory BIOs when the scheme is https.
-
-    Reads and writes go straight to `loop.sock_recv` / `loop.sock_sendall`: no transport or
-    protocol objects per connection. TLS runs the way anyio's TLSStream runs it under httpcore
-    (with `standard_compatible=False`), so its errors and EOFs surface the same way.
-    """
-
-    __slots__ = ("_incoming", "_loop", "_outgoing", "_tls", "local", "remote", "sock")
-
-    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
-        self.sock = sock
-        self._loop = loop
-        self._tls: ssl.SSLObject | None = None
-        self._incoming: ssl.MemoryBIO | None = None
-        self._outgoing: ssl.MemoryBIO | None = None
-        # taken now: once a reset is seen the peer's address can no longer be asked for
-        try:
-            self.local = sock.getsockname()
-            self.remote = sock.getpeername()
-        except OSError:
-            self.local = self.remote = None
-
-    def addresses(self) -> str:
-        if self.local is None:
-            return ""
-        return conn_addresses(self.local, self.remote)
-
-    def close(self) -> None:
-        # a stream is closed once its response is read and again when the attempt ends
-        if self.sock.fileno() != -1:
-            self.sock.close()
-
-    async def start_tls(self, hostname: str) -> None:
-        self._incoming = ssl.MemoryBIO()
-        self._outgoing = ssl.MemoryBIO()
-        self._tls = tls_context().wrap_bio(
-            self._incoming, self._outgoing, server_side=False, server_hostname=hostname or None
-        )
-        await self._tls_call(self._tls.do_handshake)
-
-    async def _flush(self) -> None:
-        assert self._outgoing is not None
-        if self._outgoing.pending:
-            await self._loop.sock_sendall(self.sock, self._outgoing.read())
-
-    async def _tls_call(self, method: Callable[..., _T], *args: object) -> _T:
-        """anyio's TLSStream._call_sslobject_method: pump the BIOs until `method` completes."""
-        assert self._incoming is not None and self._outgoing is not None
-        while True:
-            try:
-                result = method(*args)
-            except ssl.SSLWantReadError:
-                await self._flush()
-                data = await self._loop.sock_recv(self.sock, _READ_NUM_BYTES)
-                if data:
-                    self._incoming.write(data)
-                else:
-                    self._incoming.write_eof()
-            except ssl.SSLWantWriteError:
-                await self._flush()
-            else:
-                await self._flush()
-                return result
-
-    async def send(self, data: bytes) -> None:
-        if self._tls is None:
-            await self._loop.sock_sendall(self.sock, data)
-        else:
-            await self._tls_call(self._tls.write, data)
-
-    async def recv(self) -> bytes:
-        """Up to 64 KiB; b"" at the end, including a TLS peer that hangs up without notice."""
-        if self._tls is None:
-            return await self._loop.sock_recv(self.sock, _READ_NUM_BYTES)
-        try:
-            return await self._tls_call(self._tls.read, _READ_NUM_BYTES)
-        except ssl.SSLZeroReturnError:
-            return b""
-        except ssl.SSLError as exc:
-            if isinstance(exc, ssl.SSLEOFError) or "UNEXPECTED_EOF_WHILE_READING" in (
-                exc.strerror or ""
-            ):
-                return b""
-            raise
-
-
-def _read_error(err: OSError, stream: _Stream) -> str:
-    """Go's text for a socket error while waiting for or reading a response."""
-    if isinstance(err, ssl.SSLError):
-        return tls_error(err)
-    return stream_error("read", stream.addresses(), err.errno)
-
-
-async def _connect(scheme: str, host: str, port: int, deadline: _Deadline) -> _Stream:
-    """A connection to host:port, TLS on it for https, within what is left of `deadline`.
-    Raises `_DialTimeout` when the dial runs out of time, `GoError` when it or TLS fails."""
-    loop = deadline.loop
-    when = deadline.when
-    remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
-    try:
-        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
-    except tcp.DialError as exc:
-        if exc.timed_out:
-            raise _DialTimeout from None
-        raise GoError(str(exc)) from None
-    stream = _Stream(sock, loop)
-    if scheme == "https":
-        try:
-            await stream.start_tls(host)
-        except ssl.SSLError as exc:
-            stream.close()
-            raise GoError(tls_error(exc)) from None
-        except OSError as exc:
-            stream.close()
-            raise GoError(_read_error(exc, stream)) from None
-        except BaseException:
-            stream.close()
-            raise
-    return stream
-
-
 class _Response:
     """One hop's response head; `body_chunks()` hands out its body."""
 
     __slots__ = ("_stream", "headers", "status_code")
 
-    def __init__(self, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+    def __init__(self, stream: Stream, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         self._stream = stream
         self.status_code = status
         self.headers: list[tuple[bytes, bytes]] = headers
@@ -312,7 +138,7 @@ class _H11Response(_Response):
     __slots__ = ("_h11",)
 
     def __init__(
-        self, h: h11.Connection, stream: _Stream, status: int, headers: list[tuple[bytes, bytes]]
+        self, h: h11.Connection, stream: Stream, status: int, headers: list[tuple[bytes, bytes]]
     ) -> None:
         super().__init__(stream, status, headers)
         self._h11 = h
@@ -336,7 +162,7 @@ class _PlainResponse(_Response):
 
     def __init__(
         self,
-        stream: _Stream,
+        stream: Stream,
         status: int,
         headers: list[tuple[bytes, bytes]],
         rest: bytes,
@@ -424,7 +250,7 @@ def _plain_head(
     return status, headers, data[end + 4 :], length
 
 
-async def _next_event(h: h11.Connection, stream: _Stream) -> h11.Event | type[h11.PAUSED]:
+async def _next_event(h: h11.Connection, stream: Stream) -> h11.Event | type[h11.PAUSED]:
     """httpcore's _receive_event. Raises h11.RemoteProtocolError, OSError, or _Failed("EOF")."""
     while True:
         event = h.next_event()
@@ -486,8 +312,8 @@ class _Hops:
         self,
         spec_headers: tuple[tuple[str, str], ...],
         kube_version: str,
-        deadline: _Deadline,
-        streams: list[_Stream],
+        deadline: Deadline,
+        streams: list[Stream],
     ) -> None:
         self._spec_headers = spec_headers
         self._kube_version = kube_version
@@ -504,7 +330,7 @@ class _Hops:
         else:
             hop = _prepare(url, headers, host)
         target, lines, request = hop
-        stream = await _connect(target[0], target[1], target[2], self._deadline)
+        stream = await connect(target[0], target[1], target[2], self._deadline)
         self._streams.append(stream)
         if isinstance(request, str):
             raise _Failed(request)
@@ -515,14 +341,14 @@ class _Hops:
 
 
 async def _receive(
-    stream: _Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...], plain: bool = True
+    stream: Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...], plain: bool = True
 ) -> _Response:
     """The response head: read by `_plain_head` when it can, else by h11 from the first byte.
     `plain=False` always uses h11 (the tests compare the two)."""
     try:
         first = await stream.recv()
     except OSError as exc:
-        raise _Failed(_read_error(exc, stream)) from None
+        raise _Failed(read_error(exc, stream)) from None
     if not first:
         # httpcore: "Server disconnected without sending a response", which Go calls EOF
         raise _Failed("EOF")
@@ -539,7 +365,7 @@ async def _receive(
                 more = await stream.recv()
             except OSError as exc:
                 gate.broken_off()
-                raise _Failed(_read_error(exc, stream)) from None
+                raise _Failed(read_error(exc, stream)) from None
             data = gate.feed(more)
     except GoError as exc:
         raise _Failed(str(exc)) from None
@@ -555,7 +381,7 @@ async def _receive(
     except h11.RemoteProtocolError as exc:
         raise _Failed(head_error(str(exc))) from None
     except OSError as exc:
-        raise _Failed(_read_error(exc, stream)) from None
+        raise _Failed(read_error(exc, stream)) from None
     return _H11Response(h, stream, event.status_code, event.headers.raw_items())
 
 
@@ -568,7 +394,7 @@ async def _read_at_most(response: _Response, limit: int, sink: bytearray) -> Non
     except _Failed as exc:
         raise _BodyBroken(exc.detail) from None
     except OSError as exc:
-        raise _BodyBroken(_read_error(exc, response._stream)) from None
+        raise _BodyBroken(read_error(exc, response._stream)) from None
 
 
 async def probe(
@@ -584,11 +410,11 @@ async def probe(
     same Attempt); see that function for what each argument means. `loop`: the running loop,
     when the caller has it at hand (saves looking it up)."""
     progress = Progress(url)
-    streams: list[_Stream] = []
+    streams: list[Stream] = []
     timed_out = False
     started_at = time.time()
     start = time.monotonic()
-    deadline = _Deadline(loop or asyncio.get_running_loop(), timeout)
+    deadline = Deadline(loop or asyncio.get_running_loop(), timeout)
     expired = False
     try:
         try:
@@ -596,8 +422,8 @@ async def probe(
             outcome = await exchange(hops, url, follow_non_local_redirects, progress)
         finally:
             expired = deadline.disarm()
-    except (asyncio.CancelledError, _DialTimeout) as exc:
-        # _DialTimeout: the dial's own clock ran out a hair before the deadline's; one event
+    except (asyncio.CancelledError, DialTimeout) as exc:
+        # DialTimeout: the dial's own clock ran out a hair before the deadline's; one event
         if isinstance(exc, asyncio.CancelledError) and not expired:
             raise
         outcome, timed_out = progress.timed_out(), True

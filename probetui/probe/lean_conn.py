@@ -1,0 +1,184 @@
+"""One connection of the lean HTTP handler (`probetui.probe.http_lean`): the dial, TLS, reads
+and writes, and Go's words for their failures; and the attempt's deadline it is dialled under.
+
+The dial is the TCP handler's (the kubelet's `ProbeDialer`, which upstream's HTTP transport uses
+too; see `probetui.probe.tcp` on linger).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from collections.abc import Callable
+from typing import TypeVar
+
+from probetui.probe import tcp
+from probetui.probe.exchange import tls_context
+from probetui.probe.gotext import GoError, conn_addresses, stream_error, tls_error
+
+# httpcore's HTTP11Connection: bytes per read
+_READ_NUM_BYTES = 64 * 1024
+# a dial with no overall deadline (timeout 0) still needs a number
+_NO_DEADLINE = 1e9
+
+_T = TypeVar("_T")
+
+
+class DialTimeout(Exception):
+    """The dial ran out of time: the attempt's deadline, reported as Go's Client.Timeout."""
+
+
+class Deadline:
+    """The attempt's deadline: at `when` (loop time; None for none) the attempt's task is
+    cancelled. asyncio.timeout's logic, with the loop and task handed in: each of its two
+    get_running_loop() calls is a getpid() system call on Python 3.11, a few per cent of an
+    attempt at cluster rates."""
+
+    __slots__ = ("_cancelling", "_handle", "_task", "expired", "loop", "when")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+        self.loop = loop
+        self.expired = False
+        task = asyncio.current_task(loop)
+        assert task is not None, "an HTTP probe runs in a task"
+        self._task = task
+        self._cancelling = task.cancelling()
+        if timeout > 0:
+            self.when: float | None = loop.time() + timeout
+            self._handle: asyncio.TimerHandle | None = loop.call_at(self.when, self._expire)
+        else:
+            self.when = self._handle = None
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._task.cancel()
+
+    def disarm(self) -> bool:
+        """Stop the clock. True when it had run out and its cancellation is the only one the
+        task has: a CancelledError is then the deadline's, to be reported as a timeout."""
+        if self._handle is not None:
+            self._handle.cancel()
+        return self.expired and self._task.uncancel() <= self._cancelling
+
+
+class Stream:
+    """One connected socket, with TLS over memory BIOs when the scheme is https.
+
+    Reads and writes go straight to `loop.sock_recv` / `loop.sock_sendall`: no transport or
+    protocol objects per connection. TLS runs the way anyio's TLSStream runs it under httpcore
+    (with `standard_compatible=False`), so its errors and EOFs surface the same way.
+    """
+
+    __slots__ = ("_incoming", "_loop", "_outgoing", "_tls", "local", "remote", "sock")
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+        self.sock = sock
+        self._loop = loop
+        self._tls: ssl.SSLObject | None = None
+        self._incoming: ssl.MemoryBIO | None = None
+        self._outgoing: ssl.MemoryBIO | None = None
+        # taken now: once a reset is seen the peer's address can no longer be asked for
+        try:
+            self.local = sock.getsockname()
+            self.remote = sock.getpeername()
+        except OSError:
+            self.local = self.remote = None
+
+    def addresses(self) -> str:
+        if self.local is None:
+            return ""
+        return conn_addresses(self.local, self.remote)
+
+    def close(self) -> None:
+        # a stream is closed once its response is read and again when the attempt ends
+        if self.sock.fileno() != -1:
+            self.sock.close()
+
+    async def start_tls(self, hostname: str) -> None:
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = tls_context().wrap_bio(
+            self._incoming, self._outgoing, server_side=False, server_hostname=hostname or None
+        )
+        await self._tls_call(self._tls.do_handshake)
+
+    async def _flush(self) -> None:
+        assert self._outgoing is not None
+        if self._outgoing.pending:
+            await self._loop.sock_sendall(self.sock, self._outgoing.read())
+
+    async def _tls_call(self, method: Callable[..., _T], *args: object) -> _T:
+        """anyio's TLSStream._call_sslobject_method: pump the BIOs until `method` completes."""
+        assert self._incoming is not None and self._outgoing is not None
+        while True:
+            try:
+                result = method(*args)
+            except ssl.SSLWantReadError:
+                await self._flush()
+                data = await self._loop.sock_recv(self.sock, _READ_NUM_BYTES)
+                if data:
+                    self._incoming.write(data)
+                else:
+                    self._incoming.write_eof()
+            except ssl.SSLWantWriteError:
+                await self._flush()
+            else:
+                await self._flush()
+                return result
+
+    async def send(self, data: bytes) -> None:
+        if self._tls is None:
+            await self._loop.sock_sendall(self.sock, data)
+        else:
+            await self._tls_call(self._tls.write, data)
+
+    async def recv(self) -> bytes:
+        """Up to 64 KiB; b"" at the end, including a TLS peer that hangs up without notice."""
+        if self._tls is None:
+            return await self._loop.sock_recv(self.sock, _READ_NUM_BYTES)
+        try:
+            return await self._tls_call(self._tls.read, _READ_NUM_BYTES)
+        except ssl.SSLZeroReturnError:
+            return b""
+        except ssl.SSLError as exc:
+            if isinstance(exc, ssl.SSLEOFError) or "UNEXPECTED_EOF_WHILE_READING" in (
+                exc.strerror or ""
+            ):
+                return b""
+            raise
+
+
+def read_error(err: OSError, stream: Stream) -> str:
+    """Go's text for a socket error while waiting for or reading a response."""
+    if isinstance(err, ssl.SSLError):
+        return tls_error(err)
+    return stream_error("read", stream.addresses(), err.errno)
+
+
+async def connect(scheme: str, host: str, port: int, deadline: Deadline) -> Stream:
+    """A connection to host:port, TLS on it for https, within what is left of `deadline`.
+    Raises `DialTimeout` when the dial runs out of time, `GoError` when it or TLS fails."""
+    loop = deadline.loop
+    when = deadline.when
+    remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
+    try:
+        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
+    except tcp.DialError as exc:
+        if exc.timed_out:
+            raise DialTimeout from None
+        raise GoError(str(exc)) from None
+    stream = Stream(sock, loop)
+    if scheme == "https":
+        try:
+            await stream.start_tls(host)
+        except ssl.SSLError as exc:
+            stream.close()
+            raise GoError(tls_error(exc)) from None
+        except OSError as exc:
+            stream.close()
+            raise GoError(read_error(exc, stream)) from None
+        except BaseException:
+            stream.close()
+            raise
+    return stream
