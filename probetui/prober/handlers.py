@@ -113,11 +113,11 @@ class HandlerRunner:
                 runner = self.exec_for(pod, container) if self.exec_for else None
                 return await exec_probe.probe(argv, timeout, runner)  # type: ignore[arg-type]
             if isinstance(handler, HTTPGetAction):
-                from probetui.probe import http
+                from probetui.probe.url import format_url
 
                 named = dial_address(handler, container, status.pod_ip)
                 host, port = await self._address(pod, container, *named, swaps)
-                url = http.format_url(handler.scheme.lower(), host, port, handler.path)
+                url = format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
                 linger = 0.0
                 if swaps:
@@ -136,6 +136,8 @@ class HandlerRunner:
                         loop=self.loop,
                     )
                 else:
+                    from probetui.probe import http
+
                     attempt = await http.probe(
                         url, headers, timeout + linger, kube_version=self.kube_version
                     )

@@ -296,7 +296,7 @@ def synthetic_attempt(
 
 
 def _url(action: HTTPGetAction, host: str, port: int) -> str:
-    from probetui.probe.http import format_url
+    from probetui.probe.url import format_url
 
     return format_url(action.scheme.lower(), host, port, action.path)
 
