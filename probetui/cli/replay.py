@@ -1,5 +1,8 @@
 """`probetui replay FILE`: a recording (`--record`) read back.
 
+Without `--no-ui` it is the live screen on the recording, a time cursor standing for "now"
+(`probetui.replay.player`), put at `--at T` (default: the recording's end).
+
 `--no-ui --output jsonl` prints its events in the live headless vocabulary, the same lines
 `--no-ui --output jsonl` printed while it was recorded (in time order), filtered by `--since`,
 `--until` and `-l` (matched against the labels of the recorded specs). The file is only read,
@@ -14,7 +17,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from probetui.cli.errors import EXIT_OK, EXIT_USAGE, UsageError
+from probetui.cli.errors import EXIT_OK, UsageError
 from probetui.cli.live import silence_stdout
 
 if TYPE_CHECKING:
@@ -23,10 +26,11 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = "Read a recording made with --record: its events as JSON lines."
-    # `--since -6h`: a value that starts with "-" and reads as a relative time is a value, as
-    # argparse already treats negative numbers (its matcher has no public setter)
-    p._negative_number_matcher = re.compile(r"^-(\d+(\.\d+)?[dhms]?)+$")
+    p.description = (
+        "Read a recording made with --record: the live screen with a time cursor (scrub, "
+        "jump to the next kill or flip, play at 1x/10x/100x), or its events as JSON lines."
+    )
+    allow_relative_times(p)
     p.add_argument("file", metavar="FILE", help="a recording written by --record")
     p.add_argument("--no-ui", action="store_true", help="no screen: print events as JSON lines")
     p.add_argument(
@@ -41,9 +45,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(back from its end), +10m (on from its start) or an ISO-8601 time",
     )
     p.add_argument("--until", metavar="T", help="up to T (forms as --since)")
+    p.add_argument("--at", metavar="T", help="screen: the cursor's first place (forms as --since)")
     p.add_argument(
         "-l", "--selector", metavar="SELECTOR", help="only pods whose labels match (as kubectl)"
     )
+
+
+def allow_relative_times(p: argparse.ArgumentParser) -> None:
+    """`--since -6h`: a value that starts with "-" and reads as a relative time is a value, as
+    argparse already treats negative numbers (its matcher has no public setter)."""
+    p._negative_number_matcher = re.compile(r"^-(\d+(\.\d+)?[dhms]?)+$")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,11 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from probetui.record.selector import SelectorError, parse_selector
 
     if not (args.no_ui or args.output):
-        print(
-            "probetui: replay: the replay screen is not built yet; use --no-ui --output jsonl",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        return _screen(args)
+    if args.at is not None:
+        raise UsageError("--at places the screen's cursor; with --no-ui use --since/--until")
     try:
         selector = parse_selector(args.selector)
     except SelectorError as e:
@@ -95,3 +104,17 @@ def _export(recording: Recording, args: argparse.Namespace, selector: Selector) 
 def _matches(recording: Recording, uid: str, selector: Selector) -> bool:
     """Whether any recorded spec of the pod carries matching labels."""
     return any(selector.matches(labels) for labels in recording.labels_of(uid))
+
+
+def _screen(args: argparse.Namespace) -> int:
+    from probetui.record.schema import RecordingError
+    from probetui.record.timespec import TimeSpecError
+    from probetui.ui.app import run_replay
+
+    for flag, value in (("--since", args.since), ("--until", args.until), ("-l", args.selector)):
+        if value is not None:
+            raise UsageError(f"{flag} filters the --no-ui export; on the screen use --at and /")
+    try:
+        return run_replay(args.file, start=args.at)
+    except (RecordingError, TimeSpecError) as e:
+        raise UsageError(str(e)) from None

@@ -30,6 +30,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         metavar="PROBE.FIELD=VALUE",
         help="override a probe field, e.g. liveness.failureThreshold=6 (repeatable)",
     )
+    from probetui.cli.replay import allow_relative_times
+
+    allow_relative_times(s)
     r = s.add_argument_group("from a recording (probetui ... --record FILE)")
     r.add_argument("--recording", metavar="FILE", help="a recording instead of a scenario")
     r.add_argument("--pod", metavar="NS/NAME", help="the recorded pod to replay")

@@ -146,6 +146,21 @@ class Store:
         else:
             self._mark(event)
 
+    def reset(self) -> None:
+        """Forget everything held (a replay seeking): the versions go on rising, so every
+        reader redraws from scratch."""
+        for uid in list(self.pods):
+            self._drop_pod(uid)
+        for c in self.containers.values():
+            for h in c.probes.values():
+                h.release()
+                h.owner = None
+        self.containers.clear()
+        self.probes.clear()
+        self._by_cid.clear()
+        self.version += 1
+        self.layout_version = self.version
+
     # -- the parts --------------------------------------------------------------------
 
     def _container(self, key: ContainerKey) -> ContainerHistory:

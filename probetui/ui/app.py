@@ -60,8 +60,10 @@ class ProbeApp(App[None]):
         poll_seconds: float = POLL_SECONDS,
         pace_gc: bool = True,
         notices: list[Callable[[], str | None]] | None = None,
+        make_screen: Callable[[UIContext], MainScreen] | None = None,
     ) -> None:
         super().__init__()
+        self.make_screen = make_screen or MainScreen
         # polled with the store: a line to show once (the recorder's full disk, say)
         self.notices = list(notices or [])
         self.controls = controls
@@ -81,7 +83,7 @@ class ProbeApp(App[None]):
     # -- wiring -----------------------------------------------------------------------------
 
     def get_default_screen(self) -> Screen:
-        self._main = MainScreen(self.ctx)
+        self._main = self.make_screen(self.ctx)
         return self._main
 
     def on_mount(self) -> None:
@@ -180,4 +182,36 @@ def run(
     return app.exit_code if app.return_code is None else max(app.exit_code, app.return_code)
 
 
-__all__ = ["ProbeApp", "run"]
+def run_replay(
+    path: str,
+    *,
+    start: str | None = None,
+    keymap: dict[str, str] | None = None,
+    screenshot_dir: str | Path | None = None,
+) -> int:
+    """The replay screen over the recording at `path`, its cursor at `start` (a time as
+    `--since` takes it; default: the recording's end)."""
+    from probetui.record.reader import open_recording
+    from probetui.record.timespec import parse_time
+    from probetui.replay.player import Player
+    from probetui.ui.screens.replay import ReplayScreen
+
+    with open_recording(path) as recording:
+        span = recording.span()
+        at = parse_time(start, span) if start and span is not None else None
+        player = Player(recording, start=at)
+        app = ProbeApp(
+            player,
+            player.store,
+            now=player.now,
+            keymap=keymap,
+            screenshot_dir=screenshot_dir,
+            make_screen=lambda ctx: ReplayScreen(ctx, player),
+        )
+        app.run()
+    if app.failure:
+        print(app.failure, file=sys.stderr)
+    return app.exit_code if app.return_code is None else max(app.exit_code, app.return_code)
+
+
+__all__ = ["ProbeApp", "run", "run_replay"]

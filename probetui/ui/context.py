@@ -34,6 +34,10 @@ class UIContext:
         stamp = datetime.fromtimestamp(t, self.tz)
         return stamp.strftime("%H:%M:%S.%f")[:-3] if ms else stamp.strftime("%H:%M:%S")
 
+    def date_time(self, t: float) -> str:
+        """Day and time, for a replay's cursor (a recording may span days)."""
+        return datetime.fromtimestamp(t, self.tz).strftime("%Y-%m-%d %H:%M:%S")
+
     def pod_entry(self, pod_uid: str) -> PodSnapshot | None:
         return self.store.pods.get(pod_uid)
 

@@ -32,6 +32,21 @@ MAIN: list[BindingType] = [
     Binding("escape", "back", "back", show=False, id="probetui.back"),
 ]
 
+# the replay's time cursor, on top of MAIN
+REPLAY: list[BindingType] = [
+    Binding("x", "play", "play/pause", id="probetui.replay.play"),
+    Binding("comma", "step(-10)", "-10s", show=False, id="probetui.replay.back"),
+    Binding("full_stop", "step(10)", "+10s", show=False, id="probetui.replay.on"),
+    Binding("less_than_sign", "step(-300)", "-5m", show=False, id="probetui.replay.back-far"),
+    Binding("greater_than_sign", "step(300)", "+5m", show=False, id="probetui.replay.on-far"),
+    Binding("left_square_bracket", "notable(-1)", "previous event", id="probetui.replay.prev"),
+    Binding("right_square_bracket", "notable(1)", "next event", id="probetui.replay.next"),
+    Binding("1", "speed(1)", "1x", show=False, id="probetui.replay.1x"),
+    Binding("2", "speed(10)", "10x", show=False, id="probetui.replay.10x"),
+    Binding("3", "speed(100)", "100x", show=False, id="probetui.replay.100x"),
+    Binding("at", "goto", "go to time", id="probetui.replay.goto"),
+]
+
 # the help screen's order: what people came for first, then moving around, then the timeline
 ORDER = (
     "probe_now",
@@ -58,6 +73,17 @@ ORDER = (
     "zoom(-1)",
     "zoom(1)",
     "back",
+    "play",
+    "step(-10)",
+    "step(10)",
+    "step(-300)",
+    "step(300)",
+    "notable(-1)",
+    "notable(1)",
+    "speed(1)",
+    "speed(10)",
+    "speed(100)",
+    "goto",
 )
 
 # what the help screen says about keys whose action name says too little
@@ -86,4 +112,15 @@ EXPLAIN = {
     "page(-1)": "page up",
     "jump(0)": "first container",
     "jump(-1)": "last container",
+    "play": "replay: play / pause",
+    "step(-10)": "replay: cursor 10 s back",
+    "step(10)": "replay: cursor 10 s on",
+    "step(-300)": "replay: cursor 5 min back",
+    "step(300)": "replay: cursor 5 min on",
+    "notable(-1)": "replay: previous result flip, kill, back-off or divergence",
+    "notable(1)": "replay: next result flip, kill, back-off or divergence",
+    "speed(1)": "replay: play at 1x",
+    "speed(10)": "replay: play at 10x",
+    "speed(100)": "replay: play at 100x",
+    "goto": "replay: go to a time (03:10, -6h, +10m, ISO)",
 }

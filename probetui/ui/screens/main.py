@@ -47,7 +47,8 @@ class MainScreen(Screen[None]):
         self._layout = -1
         self._resorted = 0.0
         self._second = -1
-        self._filter_pending = False
+        # the prompt just opened: keys typed before it has focus go to it (see on_key)
+        self._pending: Input | None = None
         ctx = self.ctx
 
         # the parts the timer updates, kept at hand (no query on every tick)
@@ -225,19 +226,21 @@ class MainScreen(Screen[None]):
         self._refresh_details()
 
     def action_filter(self) -> None:
-        box = self.filter_box
+        self.open_prompt(self.filter_box)
+
+    def open_prompt(self, box: Input) -> None:
         box.display = True
         box.focus()
         # focus moves on the next turn of the loop; keys typed right after "/" must not reach
         # the bindings meanwhile ("/flap" would toggle follow with its "f")
-        self._filter_pending = True
+        self._pending = box
 
     def on_key(self, event: events.Key) -> None:
-        if not self._filter_pending:
+        box = self._pending
+        if box is None:
             return
-        box = self.filter_box
         if box.has_focus:
-            self._filter_pending = False
+            self._pending = None
             return
         if event.is_printable and event.character:
             box.insert_text_at_cursor(event.character)
@@ -255,13 +258,13 @@ class MainScreen(Screen[None]):
 
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
-        self._filter_pending = False
+        self._pending = None
         if not event.value:
             self.filter_box.display = False
         self.workloads.focus()
 
     def action_back(self) -> None:
-        self._filter_pending = False
+        self._pending = None
         box = self.filter_box
         if box.has_focus or box.value:
             box.value = ""

@@ -1,4 +1,5 @@
-"""The top bar (source, clock, READ-ONLY) and the selected container's one-line summary."""
+"""The top bar (source, clock, READ-ONLY or REPLAY) and the selected container's one-line
+summary."""
 
 from __future__ import annotations
 
@@ -52,7 +53,14 @@ class TopBar(Widget):
         left.append(f"  {runtime.source or '?'}", style="bold")
         if runtime.via and runtime.via != "loopback":
             left.append(f"  via {runtime.via}", style=g.DIM)
-        left.append(f"  {self.ctx.clock(self.ctx.now())}")
+        # a replay's controls say where the cursor is and whether it plays; live ones do not
+        status = getattr(self.ctx.controls, "status", None)
+        if status is not None:
+            left.append("  ")
+            left.append(f" {status()} ", style="bold reverse " + g.INFO)
+            left.append(f"  {self.ctx.date_time(self.ctx.now())}", style="bold")
+        else:
+            left.append(f"  {self.ctx.clock(self.ctx.now())}")
         if self.message:
             left.append("   ")
             left.append(self.message, style=self._message_style)

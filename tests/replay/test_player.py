@@ -1,0 +1,163 @@
+"""The replay's time cursor over a real recording of the demo: the store it keeps at a moment
+equals the store fed everything up to that moment, however the cursor got there (fed forward
+step by step, or rebuilt on a seek back); notable moments are the recorded ones; nothing runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probetui.engine import Engine
+from probetui.prober.worker import ProbeKey
+from probetui.record.reader import open_recording
+from probetui.record.recorder import Recorder
+from probetui.replay.player import NOTABLE, Player, feed, lookback
+from probetui.runtime.demo import load_demo
+from probetui.runtime.local.runtime import LocalRuntime
+from probetui.spec.model import ProbeType
+from probetui.timeline.store import Store
+from tests.record.helpers import META, assert_same_store
+
+pytestmark = pytest.mark.timeout(60)
+
+SECONDS = 6.0
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path = tmp_path_factory.mktemp("replay") / "demo.db"
+    live = Store()
+    recorder = Recorder(path, META, flush_every=0.2)
+    recorder.start()
+    engine = Engine(LocalRuntime(load_demo(), source="demo"), [live, recorder])
+    asyncio.run(engine.run(SECONDS))
+    recorder.close()
+    return {"path": path, "live": live}
+
+
+def fed_up_to(path: Path, t: float) -> Store:
+    """Everything published by t, fed at once (the definition the cursor must meet)."""
+    store = Store()
+    with open_recording(path) as rec:
+        feed(store, rec, float("-inf"), t, lookback(rec))
+    return store
+
+
+def test_the_cursor_at_the_end_shows_the_live_store(demo: dict[str, Any]) -> None:
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec)
+        assert player.now() == player.last
+        assert_same_store(demo["live"], player.store)
+
+
+def test_the_store_at_the_cursor_does_not_depend_on_the_way_there(demo: dict[str, Any]) -> None:
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec, start=rec.span()[0])  # type: ignore[index]
+        first, last = player.first, player.last
+        instants = [first + (last - first) * f for f in (0.2, 0.45, 0.7, 0.95)]
+        # forward in small steps: each step feeds what happened in between
+        t = first
+        for instant in instants:
+            while t + 0.25 < instant:
+                t += 0.25
+                player.seek(t)
+            player.seek(instant)
+            t = instant
+            assert_same_store(fed_up_to(demo["path"], instant), player.store)
+        # back: the store is rebuilt
+        player.seek(instants[1])
+        assert_same_store(fed_up_to(demo["path"], instants[1]), player.store)
+
+
+def test_notable_moments_and_playing(demo: dict[str, Any]) -> None:
+    with open_recording(demo["path"]) as rec:
+        notable = [e.t for e in rec.events(types=NOTABLE)]
+        assert notable, "the demo flips results and kills within seconds"
+        player = Player(rec, start=rec.span()[0])  # type: ignore[index]
+        assert player.jump(1) == notable[0]
+        assert player.now() == notable[0]
+        later = [t for t in notable if t > notable[0] + 1e-6]
+        assert player.jump(1) == later[0]
+        assert player.jump(-1) == notable[0]
+        player.seek(player.last)
+        assert player.jump(1) is None
+        assert player.jump(-1) == max(t for t in notable if t < player.last - 1e-6)
+        # playing at 100x from the start reaches the end within the run loop's ticks
+        player.seek(player.first)
+        player.set_speed(100.0)
+        assert player.toggle() and player.status() == "REPLAY ▶ 100x"
+
+        async def play() -> None:
+            task = asyncio.ensure_future(player.run())
+            for _ in range(100):
+                await asyncio.sleep(0.05)
+                if not player.playing:
+                    break
+            task.cancel()
+
+        asyncio.run(play())
+        assert player.now() == player.last and not player.playing
+        assert player.status() == "REPLAY ‖"
+
+
+def test_nothing_runs_in_a_replay(demo: dict[str, Any]) -> None:
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec)
+        key = next(iter(player.store.probes))
+        assert isinstance(key, ProbeKey)
+        assert not player.probe_now(key) and not player.set_paused(key, True)
+        assert player.probe_container(key.pod_uid, key.container) == 0
+        entry = player.store.pods[key.pod_uid]
+        c = entry.pod.container(key.container)
+        assert c is not None
+        assert player.runtime.not_probed(entry.pod, c, ProbeType.READINESS) == "replayed"
+
+
+async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
+    """The top bar says REPLAY and the cursor's day and time; `]` and `[` move to notable
+    moments, `,` and `.` by ten seconds, `@` takes a typed time; `t` and space say why they
+    do nothing; `x` plays."""
+    from probetui.ui.app import ProbeApp
+    from probetui.ui.screens.replay import ReplayScreen
+    from probetui.ui.widgets.header import TopBar
+
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec, start=rec.span()[0])  # type: ignore[index]
+        notable = [e.t for e in rec.events(types=NOTABLE)]
+        app = ProbeApp(
+            player,
+            player.store,
+            now=player.now,
+            pace_gc=False,
+            make_screen=lambda ctx: ReplayScreen(ctx, player),
+        )
+        async with app.run_test(size=(160, 45)) as pilot:
+            await pilot.pause()
+            bar = app.query_one(TopBar)
+            text = bar.render().plain
+            assert "REPLAY ‖" in text and "replay " in text
+            assert app.ctx.date_time(player.first) in text
+            await pilot.press("right_square_bracket")
+            assert player.now() == notable[0]
+            await pilot.press("full_stop")
+            assert player.now() == min(notable[0] + 10, player.last)
+            await pilot.press("comma", "comma")
+            assert player.now() == player.first  # held within the recording
+            await pilot.press("at")
+            await pilot.pause()
+            await pilot.press("plus", "3", "s", "enter")
+            await pilot.pause()
+            assert player.now() == pytest.approx(player.first + 3)
+            await pilot.press("t")
+            assert "not probed: replayed" in bar.render().plain
+            await pilot.press("space")
+            assert "nothing is probed or paused in a replay" in bar.render().plain
+            await pilot.press("x")
+            assert player.playing and player.speed == 1.0
+            await pilot.press("3")
+            assert player.speed == 100.0
+            await pilot.press("x")
+            assert not player.playing
