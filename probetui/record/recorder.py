@@ -1,7 +1,7 @@
 """`--record FILE`: the engine sink that writes a recording, and the one thread it writes on.
 
 The sink's `event()` and `pod()` run on the event loop, inside the engine's publishing: they
-only append a tuple to a deque. The writer thread wakes every `flush_every` seconds (1 s),
+only append a tuple to a deque. The writer thread wakes every `flush_every` seconds (0.25 s),
 takes what has piled up and writes it as one transaction (`writer.py`). That thread is the one
 place in probetui where a thread is justified: sqlite3 blocks on disk I/O, and the loop must
 not. Python's GIL still serialises the encoding, which is why the sink leaves the per-item work
@@ -49,7 +49,9 @@ from probetui.record.writer import Writer
 from probetui.spec.model import Pod
 from probetui.timeline.events import Event
 
-FLUSH_EVERY = 1.0
+# well inside the second a kill -9 may lose; short, too, so that what waits for the writer
+# rarely lives through a collection into the old generation (full collections come sooner)
+FLUSH_EVERY = 0.25
 # a batch this large is written in parts, so no transaction grows without bound after a stall
 BATCH_LIMIT = 50_000
 

@@ -207,12 +207,6 @@ class Writer:
             rows = self._rows.get(table)
             if rows:
                 c.executemany(sql, rows)
-        if self._touched_pods:
-            c.executemany(
-                "UPDATE pods SET last_t = ? WHERE id = ?",
-                [(self._pods[u].last_t, self._pods[u].id) for u in self._touched_pods],
-            )
-            self._touched_pods = set()
 
     # -- interning ----------------------------------------------------------------------
 
@@ -374,7 +368,15 @@ class Writer:
     # -- maintenance ----------------------------------------------------------------------
 
     def _write_last_used(self) -> None:
+        """When each shape, string and pod was last used: written once a minute, not with every
+        batch (a pod is touched by nearly every batch: 15,000 updates a second)."""
         c = self.conn
+        if self._touched_pods:
+            c.executemany(
+                "UPDATE pods SET last_t = ? WHERE id = ?",
+                [(p.last_t, p.id) for u in self._touched_pods if (p := self._pods.get(u))],
+            )
+            self._touched_pods = set()
         for i in self._dirty_shapes:
             t = self._shape_used[i]
             for s in self._shape_strings.get(i, ()):

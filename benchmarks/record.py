@@ -1,0 +1,324 @@
+"""Recording benchmark: what `--record` costs the live engine, and what it costs on disk.
+
+    python -m benchmarks.record --workers 15000 --period 10 --duration 30 [--json] [--out FILE]
+
+(a) Write path: `benchmarks.engine` with `--driver engine` (the whole engine and its sinks,
+real HTTP attempts to a loopback target), run twice, without and with a `Recorder` among the
+sinks: the extra engine CPU (the writer thread included: it is the same process) and the p99
+tick lateness of each run.
+
+(b) Bytes on disk: `--steady` probes answering alike, recorded in virtual time through the real
+recorder (`--hours` of them at `--period`), and the demo's mix recorded for `--demo-seconds`
+with `probetui demo --no-ui --record`. Bytes per attempt count the pages of what grows with
+the attempts (chunks and their indexes, events, strings, shapes; SQLite's `dbstat`), over the
+per-probe items recorded. The projection: 24 h of 15,000 probes at period 10 s (129.6 M
+attempts) at the steady figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import engine
+from benchmarks.common import BenchError, Parser, add_output_args, format_table, positive, report
+
+GROWING = ("chunks", "chunks_t0", "chunks_probe_t0", "events", "events_t", "strings", "shapes")
+GOAL_CPU = 0.15
+GOAL_P99_MS = 50.0
+GOAL_BYTES = 2e9
+DAY_ATTEMPTS = 24 * 3600 / 10 * 15000
+
+
+def _grown(path: Path) -> tuple[int, int]:
+    """(bytes of the growing tables, per-probe items) of a closed recording."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        marks = ",".join("?" * len(GROWING))
+        size = conn.execute(
+            f"SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name IN ({marks})", GROWING
+        ).fetchone()[0]
+        items = conn.execute("SELECT COALESCE(SUM(n), 0) FROM chunks").fetchone()[0]
+    finally:
+        conn.close()
+    return size, items
+
+
+def _lateness_by_second(path: Path) -> list[float]:
+    from probetui.record.reader import open_recording
+
+    worst: dict[int, float] = {}
+    with open_recording(path) as r:
+        for e in r.events(types={"ProbeAttempt"}):
+            assert e.record is not None
+            second = int(e.t)
+            late = e.t - e.record.scheduled_at
+            worst[second] = max(worst.get(second, 0.0), late)
+    return [round(worst[s] * 1000, 1) for s in sorted(worst)]
+
+
+# -- (a) the write path -----------------------------------------------------------------------
+
+
+def write_path(
+    workers: int, period: int, duration: float, warmup: float, gc_freeze: bool = True
+) -> dict[str, Any]:
+    import probetui.engine as engine_module
+    from probetui.record.recorder import Recorder
+    from probetui.record.schema import SessionMeta
+
+    config = engine.Config(
+        workers=workers,
+        period=period,
+        handler="http",
+        impl="lean",
+        duration=duration,
+        warmup=warmup,
+        timeout=1,
+        probe_type="readiness",
+        uvloop=False,
+        driver="engine",
+        target=None,
+        # as the cluster view does after its first list (Engine.settle_memory): at 15,000
+        # workers every full collection of the unfrozen heap stalls the loop 70-230 ms, and
+        # what waits for the writer survives into the old generation, making them come sooner
+        gc_freeze=gc_freeze,
+    )
+    plain = engine.run(config)
+    tmp = Path(tempfile.mkdtemp(prefix="probetui-record-bench-"))
+    path = tmp / "bench.db"
+    meta = SessionMeta(time.time(), "bench", "1.35", "benchmark", "benchmark")
+    recorder = Recorder(path, meta)
+    recorder.start()
+    real = engine_module.Engine
+
+    class RecordingEngine(real):  # type: ignore[misc,valid-type]
+        """The engine the benchmark's driver builds, with the recorder among its sinks."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.sinks.append(recorder)
+
+    engine_module.Engine = RecordingEngine  # type: ignore[misc]
+    try:
+        recorded = engine.run(config)
+    finally:
+        engine_module.Engine = real  # type: ignore[misc]
+        recorder.close()
+    size = os.path.getsize(path)
+    late = _lateness_by_second(path)
+    with contextlib.suppress(OSError):
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
+    extra = (recorded.engine_cpu_s - plain.engine_cpu_s) / plain.engine_cpu_s
+    return {
+        "attempts_per_s": [plain.attempts_per_s, recorded.attempts_per_s],
+        "engine_cores": [plain.engine_cores, recorded.engine_cores],
+        "cpu_ms_per_attempt": [
+            (plain.cpu_s_per_1000_attempts or 0.0),
+            (recorded.cpu_s_per_1000_attempts or 0.0),
+        ],
+        "extra_cpu": round(extra, 3),
+        "tick_lateness_p99_ms": [plain.tick_lateness["p99_ms"], recorded.tick_lateness["p99_ms"]],
+        "missed_ticks": [plain.missed_ticks, recorded.missed_ticks],
+        "errors": [plain.errors, recorded.errors],
+        "recorder_failure": recorder.failure,
+        "gc_freeze": gc_freeze,
+        "gc": [plain.gc, recorded.gc],
+        "file_bytes": size,
+        # from the recording itself: the worst tick lateness in each second of the run
+        "worst_lateness_by_second_ms": late,
+    }
+
+
+# -- (b) bytes on disk ------------------------------------------------------------------------
+
+
+def _pod(i: int) -> Any:
+    from probetui.spec.model import Container, HTTPGetAction, Pod, Probe
+
+    probe = Probe(http_get=HTTPGetAction(port=8080, path=f"/healthz/{i}"))
+    return Pod(
+        f"bench-{i:05d}", "bench", f"uid-{i}", containers=(Container("app", readiness_probe=probe),)
+    )
+
+
+def _attempt(pod: Any, t: float, tick: float, run: int, latency: float) -> Any:
+    """An HTTP 200 attempt as the engine publishes it (benchmarks.engine's pods and target)."""
+    from probetui.probe.base import Attempt, Result
+    from probetui.prober.prober import ProbeOutcome
+    from probetui.prober.results import ResultValue
+    from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+    from probetui.spec.model import ProbeType
+    from probetui.timeline.events import SHADOW, Event, attempt_fields
+
+    key = ProbeKey(pod.uid, "app", ProbeType.READINESS)
+    path = pod.containers[0].readiness_probe.http_get.path
+    a = Attempt(
+        "http", f"http://127.0.0.1:8080{path}", Result.SUCCESS, "", None, latency, t, 200, "ok"
+    )
+    outcome = ProbeOutcome(ResultValue.SUCCESS, None, (a,), None)
+    record = ProbeRecord(
+        key, t, tick, Trigger.TICK, "bench://1", outcome=outcome, finished_at=t + latency,
+        result_run=run, last_result=ResultValue.SUCCESS, published=ResultValue.SUCCESS,
+    )  # fmt: skip
+    fields = attempt_fields(record, "direct")
+    return Event(
+        "ProbeAttempt",
+        t,
+        pod.uid,
+        pod.namespace,
+        pod.name,
+        "app",
+        "readiness",
+        SHADOW,
+        fields,
+        record,
+    )
+
+
+def steady(probes: int, hours: float, period: int) -> dict[str, Any]:
+    from probetui.record.recorder import Recorder
+    from probetui.record.schema import SessionMeta
+
+    tmp = Path(tempfile.mkdtemp(prefix="probetui-record-bench-"))
+    path = tmp / "steady.db"
+    recorder = Recorder(path, SessionMeta(0.0, "bench", "1.35", "benchmark", "benchmark"))
+    pods = [_pod(i) for i in range(probes)]
+    n = int(hours * 3600 / period)
+    start = time.time() - n * period
+    rng = __import__("random").Random(5)
+    for i in range(n):
+        for j, p in enumerate(pods):
+            tick = start + i * period + j * period / probes
+            # loopback latencies and tick lateness as the engine benchmark sees them
+            recorder.event(
+                _attempt(p, tick + rng.uniform(0.0001, 0.004), tick, i + 1, rng.uniform(8e-4, 6e-3))
+            )
+        if i % 20 == 0:
+            recorder.flush()
+    recorder.close()
+    size, items = _grown(path)
+    for f in tmp.iterdir():
+        f.unlink()
+    tmp.rmdir()
+    per = size / items
+    return {"probes": probes, "attempts": items, "bytes": size, "bytes_per_attempt": per}
+
+
+def demo_mix(seconds: float) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="probetui-record-bench-"))
+    path = tmp / "demo.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "probetui", "demo", "--no-ui", "--duration", str(seconds),
+         "--record", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=seconds + 60,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise BenchError(f"probetui demo failed: {done.stderr.strip()[-200:]}")
+    size, items = _grown(path)
+    total = os.path.getsize(path)
+    for f in tmp.iterdir():
+        f.unlink()
+    tmp.rmdir()
+    return {
+        "seconds": seconds,
+        "items": items,
+        "bytes": size,
+        "file_bytes": total,
+        "bytes_per_item": size / items if items else None,
+    }
+
+
+def compute(args: argparse.Namespace) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    if not args.skip_write_path:
+        result["write_path"] = write_path(
+            args.workers, args.period, args.duration, args.warmup, not args.no_gc_freeze
+        )
+    s = steady(args.steady, args.hours, args.period)
+    s["projection_24h_15000_bytes"] = round(s["bytes_per_attempt"] * DAY_ATTEMPTS)
+    result["steady"] = s
+    if args.demo_seconds:
+        result["demo"] = demo_mix(args.demo_seconds)
+    return result
+
+
+def table(result: dict[str, Any]) -> str:
+    rows: list[tuple[str, str]] = []
+    w = result.get("write_path")
+    if w:
+        rows += [
+            (
+                "attempts/s",
+                f"{w['attempts_per_s'][0]:.0f} without, {w['attempts_per_s'][1]:.0f} with",
+            ),
+            (
+                "engine cores",
+                f"{w['engine_cores'][0]:.3f} without, {w['engine_cores'][1]:.3f} with",
+            ),
+            ("extra CPU", f"{w['extra_cpu'] * 100:.1f} % (goal <= {GOAL_CPU * 100:.0f} %)"),
+            (
+                "p99 tick lateness",
+                f"{w['tick_lateness_p99_ms'][0]} ms without, {w['tick_lateness_p99_ms'][1]} ms "
+                f"with (goal < {GOAL_P99_MS:.0f} ms)",
+            ),
+            ("missed ticks", f"{w['missed_ticks'][0]} without, {w['missed_ticks'][1]} with"),
+            ("recorder", w["recorder_failure"] or f"ok, {w['file_bytes'] / 1e6:.1f} MB written"),
+        ]
+    s = result["steady"]
+    rows += [
+        (
+            "steady probe",
+            f"{s['bytes_per_attempt']:.2f} bytes/attempt ({s['attempts']} attempts, "
+            f"{s['probes']} probes)",
+        ),
+        (
+            "24 h x 15,000 probes",
+            f"{s['projection_24h_15000_bytes'] / 1e9:.2f} GB projected (goal < 2 GB)",
+        ),
+    ]
+    d = result.get("demo")
+    if d:
+        rows.append(
+            (
+                "demo mix",
+                f"{d['bytes_per_item']:.2f} bytes/item over {d['items']} items in "
+                f"{d['seconds']:g} s (file {d['file_bytes'] / 1e3:.0f} kB)",
+            )
+        )
+    return format_table("probetui --record", rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = Parser(prog="python -m benchmarks.record", description=__doc__.splitlines()[0])
+    p.add_argument("--workers", type=positive(int, "--workers"), default=15000)
+    p.add_argument("--period", type=positive(int, "--period"), default=10)
+    p.add_argument("--duration", type=positive(float, "--duration"), default=30.0)
+    p.add_argument("--warmup", type=positive(float, "--warmup"), default=10.0)
+    p.add_argument("--skip-write-path", action="store_true", help="only the bytes on disk")
+    p.add_argument(
+        "--no-gc-freeze", action="store_true", help="leave the collector unfrozen in both runs"
+    )
+    p.add_argument("--steady", type=positive(int, "--steady"), default=1000, help="probes")
+    p.add_argument("--hours", type=positive(float, "--hours"), default=1.0)
+    p.add_argument("--demo-seconds", type=float, default=60.0, help="0: leave the demo out")
+    add_output_args(p)
+    args = p.parse_args(argv)
+    return report("record", args, lambda: compute(args), table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
