@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from probetui.prober.outcome import outcome_label
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeRecord, WorkerState
+from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 
 if TYPE_CHECKING:
@@ -104,64 +104,48 @@ def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any
     return fields
 
 
-def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event:
-    """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
-    handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
-    key = record.key
-    if record.outcome is None:
-        fields: dict[str, Any] = {
-            "reason": record.skip.value if record.skip else "",
-            "trigger": record.trigger,
-        }
-        type_ = "ProbeSkipped"
-    else:
-        fields = attempt_fields(record, via)
-        type_ = "ProbeAttempt"
+def _shadow(
+    type_: str,
+    t: float,
+    pod: Pod,
+    key: ProbeKey,
+    fields: dict[str, Any] | None = None,
+    record: ProbeRecord | None = None,
+    state: WorkerState | None = None,
+) -> Event:
     return Event(
         type_,
-        record.t,
+        t,
         pod.uid,
         pod.namespace,
         pod.name,
         key.container,
         key.probe_type.key,
         SHADOW,
-        fields,
+        fields if fields is not None else {},
         record,
+        state,
     )
+
+
+def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event:
+    """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
+    handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
+    if record.outcome is None:
+        reason = record.skip.value if record.skip else ""
+        fields: dict[str, Any] = {"reason": reason, "trigger": record.trigger}
+        return _shadow("ProbeSkipped", record.t, pod, record.key, fields, record)
+    return _shadow("ProbeAttempt", record.t, pod, record.key, attempt_fields(record, via), record)
 
 
 def not_probed_event(pod: Pod, state: WorkerState, t: float, reason: str) -> Event:
     """A tick the runtime would not let run (observe-only): no handler, no record."""
-    key = state.key
-    return Event(
-        "ProbeSkipped",
-        t,
-        pod.uid,
-        pod.namespace,
-        pod.name,
-        key.container,
-        key.probe_type.key,
-        SHADOW,
-        {"reason": reason},
-        state=state,
-    )
+    return _shadow("ProbeSkipped", t, pod, state.key, {"reason": reason}, state=state)
 
 
 def worker_state_event(pod: Pod, state: WorkerState, t: float) -> Event:
     """A worker paused, resumed or exited: what the UI shows of it, without a record."""
-    key = state.key
-    return Event(
-        WORKER_STATE,
-        t,
-        pod.uid,
-        pod.namespace,
-        pod.name,
-        key.container,
-        key.probe_type.key,
-        SHADOW,
-        state=state,
-    )
+    return _shadow(WORKER_STATE, t, pod, state.key, state=state)
 
 
 def result_changed_event(

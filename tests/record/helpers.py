@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 from typing import Any
 
+from probetui.engine import Engine
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+from probetui.record.recorder import Recorder
 from probetui.record.schema import SessionMeta
+from probetui.runtime.demo import load_demo
+from probetui.runtime.local.runtime import LocalRuntime
 from probetui.spec.model import Container, HTTPGetAction, HTTPHeader, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event, attempt_fields
 from probetui.timeline.store import Store
@@ -160,3 +165,15 @@ def assert_same_store(live: Store, replayed: Store) -> None:
         for name in ("marks", "reports"):
             assert [m[1:] for m in got[name]] == [m[1:] for m in want[name]], (key, name)
             assert all(abs(x[0] - y[0]) < 1e-5 for x, y in zip(got[name], want[name], strict=True))
+
+
+def record_demo(path: Path, seconds: float, *sinks: Any) -> Recorder:
+    """Run the demo for `seconds` with a recorder writing `path` beside `sinks`; closed."""
+    recorder = Recorder(path, META, flush_every=0.2)
+    recorder.start()
+    engine = Engine(LocalRuntime(load_demo(), source="demo"), [*sinks, recorder])
+    try:
+        asyncio.run(engine.run(seconds))
+    finally:
+        recorder.close()
+    return recorder

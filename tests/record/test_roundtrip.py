@@ -3,7 +3,6 @@ the replayed store equals the live one, the export equals the live JSONL, specs 
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 from collections import Counter
@@ -12,15 +11,11 @@ from typing import Any
 
 import pytest
 
-from probetui.engine import Engine
 from probetui.record.reader import open_recording
-from probetui.record.recorder import Recorder
-from probetui.runtime.demo import load_demo
-from probetui.runtime.local.runtime import LocalRuntime
 from probetui.timeline.events import NOT_IN_JSONL
 from probetui.timeline.jsonl import JsonlWriter
 from probetui.timeline.store import Store
-from tests.record.helpers import META, assert_same_store
+from tests.record.helpers import META, assert_same_store, record_demo
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -32,11 +27,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("rec") / "demo.db"
     store = Store()
     out = io.StringIO()
-    recorder = Recorder(path, META, flush_every=0.2)
-    recorder.start()
-    engine = Engine(LocalRuntime(load_demo(), source="demo"), [store, JsonlWriter(out), recorder])
-    asyncio.run(engine.run(SECONDS))
-    recorder.close()
+    recorder = record_demo(path, SECONDS, store, JsonlWriter(out))
     assert recorder.failure is None
     return {"path": path, "store": store, "jsonl": out.getvalue().splitlines()}
 

@@ -10,16 +10,12 @@ from typing import Any
 
 import pytest
 
-from probetui.engine import Engine
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
-from probetui.record.recorder import Recorder
 from probetui.replay.player import NOTABLE, Player, feed, lookback
-from probetui.runtime.demo import load_demo
-from probetui.runtime.local.runtime import LocalRuntime
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
-from tests.record.helpers import META, assert_same_store
+from tests.record.helpers import assert_same_store, record_demo
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,11 +26,7 @@ SECONDS = 6.0
 def demo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("replay") / "demo.db"
     live = Store()
-    recorder = Recorder(path, META, flush_every=0.2)
-    recorder.start()
-    engine = Engine(LocalRuntime(load_demo(), source="demo"), [live, recorder])
-    asyncio.run(engine.run(SECONDS))
-    recorder.close()
+    record_demo(path, SECONDS, live)
     return {"path": path, "live": live}
 
 
