@@ -1,8 +1,10 @@
-"""Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`.
+"""Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`,
+`config`.
 
 One module a command, as pip's `commands/`: `cluster.py` (no COMMAND), `check.py`,
 `simulate.py`, `live.py` (`local`, `demo` and the live runner they share with the cluster
-view), `replay.py` (a recording read back); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
+view), `replay.py` (a recording read back), `config.py` (the settings in force; `--config` and
+`--theme`, which the commands that read the configuration take before or after their name); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
 status 2.
 
 `COMMANDS` names each command's module without importing it: a subcommand's arguments are
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from probetui.cli import cluster
+from probetui.cli.config import add_config_arguments
 from probetui.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
 
 
@@ -31,6 +34,7 @@ class CommandInfo:
     summary: str  # its line in `probetui --help`, known without importing the module
     add_arguments: str = "add_arguments"
     run: str = "run"
+    configured: bool = False  # reads the config files: takes --config and --theme after its name
 
     def load(self) -> tuple[Callable[[argparse.ArgumentParser], None], Callable[..., int]]:
         module = importlib.import_module(self.module)
@@ -47,15 +51,27 @@ COMMANDS: dict[str, CommandInfo] = {
         "run a Pod manifest's containers as local processes, probed as the kubelet would",
         add_arguments="add_local_arguments",
         run="run_local",
+        configured=True,
     ),
     "demo": CommandInfo(
         "probetui.cli.live",
         "bundled demo services under the local runtime: every probe behaviour in a minute",
         add_arguments="add_demo_arguments",
         run="run_demo",
+        configured=True,
     ),
     "replay": CommandInfo(
-        "probetui.cli.replay", "read back a recording made with --record (JSON lines for now)"
+        "probetui.cli.replay",
+        "read back a recording made with --record (JSON lines for now)",
+        configured=True,
+    ),
+    "lint": CommandInfo(
+        "probetui.cli.lint", "probe advice for CI from manifests and the kubelet's model"
+    ),
+    "config": CommandInfo(
+        "probetui.cli.config",
+        "the settings in force and where each comes from; --init writes a starting file",
+        configured=True,
     ),
 }
 
@@ -79,6 +95,8 @@ class _CommandParser(_Parser):
     ) -> tuple[argparse.Namespace, list[str]]:
         if self._command is not None:
             add_arguments, _ = self._command.load()
+            if self._command.configured:
+                add_config_arguments(self, top=False)
             self._command = None
             add_arguments(self)
         return super().parse_known_args(args, namespace)
@@ -90,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
         description="See what the kubelet's prober is thinking: probes, result runs, thresholds.",
     )
     p.add_argument("--version", action="version", version=_version())
+    add_config_arguments(
+        p.add_argument_group(
+            "configuration", "The config file and the theme, for every command with a screen."
+        ),
+        top=True,
+    )
     cluster.add_arguments(p)
     sub = p.add_subparsers(dest="command", parser_class=_CommandParser, metavar="COMMAND")
     for name, info in COMMANDS.items():

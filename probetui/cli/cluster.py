@@ -1,5 +1,9 @@
 """`probetui` with no COMMAND: the cluster view, shadowing a cluster's kubelets.
 
+Its defaults come from the configuration (`probetui.config`): read-only globally, by context
+rule or from `PROBETUI_READ_ONLY`, and per context `--via`, the namespace, the selector and the
+kubelet version; a flag beats all of them, and `--write` lifts a read-only that is not locked.
+
 It connects to a cluster as kubectl would (`--kubeconfig`, `KUBECONFIG`, `--context`,
 `-n`/`-A`, `-l`, in-cluster config). A bad kubeconfig or context is one line and exit 2 before
 anything connects. The first list of pods must succeed: when it does not (refused credentials,
@@ -16,9 +20,15 @@ line's parser, so `probetui check` must not pay for it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import UsageError
 from probetui.cli.live import add_record_arguments, headless_requested, note, run_live
+
+if TYPE_CHECKING:
+    from probetui.config import Config, Sourced
+    from probetui.runtime.kubernetes.config import ClusterTarget
 
 # the cluster view's flags live on the top-level parser under their own names, so that a
 # subcommand's flag of the same name (e.g. local's --read-only) is never confused with them
@@ -30,6 +40,8 @@ CLUSTER_DESTS = {
     "k8s_selector": "-l/--selector",
     "k8s_via": "--via",
     "k8s_read_only": "--read-only",
+    "k8s_write": "--write",
+    "k8s_kubelet_version": "--kubelet-version",
     "k8s_no_ui": "--no-ui",
     "k8s_output": "--output",
     "k8s_duration": "--duration",
@@ -78,6 +90,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="send only get, list and watch to the API server: no exec, port-forward or proxy",
     )
     g.add_argument(
+        "--write",
+        dest="k8s_write",
+        action="store_true",
+        help="lift the config file's or the environment's read-only for this run (refused "
+        "when PROBETUI_READ_ONLY=locked or the system file locks it)",
+    )
+    g.add_argument(
+        "--kubelet-version",
+        dest="k8s_kubelet_version",
+        metavar="X.Y",
+        help="the kubelet version the shadow's requests name (kube-probe/X.Y); default 1.35",
+    )
+    g.add_argument(
         "--no-ui", dest="k8s_no_ui", action="store_true", help="no screen: JSON lines on stdout"
     )
     g.add_argument(
@@ -97,25 +122,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from probetui.cli.config import load_config, read_only, ui_settings
     from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
     from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 
     if args.k8s_all_namespaces and args.k8s_namespace:
         raise UsageError("-n and -A: pick one namespace, or all of them")
+    config = load_config(args)
+    ui = ui_settings(config, args)
+    # a --write that a lock refuses whatever the context is refused before kubeconfig is read
+    read_only(config, None, args.k8s_read_only, args.k8s_write)
     options = ConnectOptions(
         kubeconfig=args.k8s_kubeconfig,
         context=args.k8s_context,
         namespace=args.k8s_namespace,
         all_namespaces=args.k8s_all_namespaces,
         selector=args.k8s_selector,
-        read_only=args.k8s_read_only,
     )
     try:
         target = resolve(options)
     except KubeconfigError as e:
         raise UsageError(str(e)) from None
+    target, settings = configured_target(config, target, args)
     # the first list must succeed in both modes (module docstring)
-    runtime = KubernetesRuntime(target, via=args.k8s_via, fail_fast=True)
+    runtime = KubernetesRuntime(target, via=settings["via"].value, fail_fast=True)
+    runtime.read_only_reason = settings["read_only"].reason
     live = argparse.Namespace(
         no_ui=args.k8s_no_ui,
         output=args.k8s_output,
@@ -127,7 +158,44 @@ def run(args: argparse.Namespace) -> int:
     if headless:
         runtime.on_state = lambda text: note(text or "connected again")
         runtime.on_note = lambda text: note(f"note: {text}")
-    return run_live(runtime, live, headless)
+    return run_live(runtime, live, headless, ui=ui, kube_version=settings["kubelet_version"].value)
+
+
+def configured_target(
+    config: Config, target: ClusterTarget, args: argparse.Namespace
+) -> tuple[ClusterTarget, dict[str, Sourced]]:
+    """The target with what the configuration says for its context (flags first), and those
+    settings by name. Resolving happens first because a context rule needs the context's name,
+    which may be the kubeconfig's current one."""
+    from probetui.cli.config import read_only
+    from probetui.config import IN_CLUSTER, ConfigError
+
+    context = target.context or IN_CLUSTER
+    flags = {
+        "via": args.k8s_via,
+        "namespace": args.k8s_namespace,
+        "selector": args.k8s_selector,
+        "kubelet_version": args.k8s_kubelet_version,
+    }
+    try:
+        settings = config.context_settings(context, flags)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
+    if args.k8s_kubelet_version is not None:
+        from probetui.config.schema import Expected, check_kubelet_version
+
+        try:
+            check_kubelet_version(args.k8s_kubelet_version)
+        except Expected as e:
+            raise UsageError(f"--kubelet-version: expected {e}") from None
+    settings["read_only"] = read_only(config, context, args.k8s_read_only, args.k8s_write)
+    changes: dict[str, Any] = {"read_only": settings["read_only"].value}
+    namespace = settings["namespace"]
+    if namespace.value and not args.k8s_namespace and not target.all_namespaces:
+        changes.update(namespace=namespace.value, namespace_from=namespace.source)
+    if settings["selector"].value:
+        changes["selector"] = settings["selector"].value
+    return dataclasses.replace(target, **changes), settings
 
 
 def flags_given(args: argparse.Namespace) -> list[str]:

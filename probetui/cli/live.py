@@ -79,6 +79,11 @@ def add_local_arguments(loc: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start, signal and exec nothing: show the manifest's probes only (UI only)",
     )
+    loc.add_argument(
+        "--write",
+        action="store_true",
+        help="lift the config file's or the environment's read-only for this run (not a lock)",
+    )
 
 
 def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
@@ -95,16 +100,23 @@ def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
 
 
 def run_local(args: argparse.Namespace) -> int:
+    from probetui.cli.config import load_config, read_only, ui_settings
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.local.runtime import LocalRuntime
     from probetui.spec.errors import ManifestError
     from probetui.spec.parse import load_pods
 
     headless = headless_requested(args)
-    if args.read_only and headless:
+    config = load_config(args)
+    ui = ui_settings(config, args)
+    decided = read_only(config, None, args.read_only, args.write)
+    if decided.value and headless:
+        lift = "drop --read-only" if decided.reason == "--read-only" else "pass --write"
+        if decided.locked:
+            lift = "nothing lifts a locked read-only"
         raise UsageError(
-            "--read-only: the local runtime would start no process, so there is nothing to "
-            "record headless; drop --read-only, or leave out --no-ui to browse the probes"
+            f"read-only ({decided.reason}): the local runtime would start no process, so there "
+            f"is nothing to record headless; {lift}, or leave out --no-ui to browse the probes"
         )
     try:
         pods = load_pods(args.manifest)
@@ -115,16 +127,21 @@ def run_local(args: argparse.Namespace) -> int:
             pods,
             source=f"local {args.manifest}",
             only=args.container,
-            read_only=args.read_only,
+            read_only=decided.value,
         )
     except RuntimeFailure as e:
         raise UsageError(f"{args.manifest}: {e}") from None
-    if args.read_only:
-        note("read-only: no process is started, signalled or exec'd; showing the probes only")
-    return run_live(runtime, args, headless)
+    if decided.value:
+        runtime.read_only_reason = decided.reason
+        note(
+            f"read-only ({decided.reason}): no process is started, signalled or exec'd; "
+            "showing the probes only"
+        )
+    return run_live(runtime, args, headless, ui=ui)
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from probetui.cli.config import load_config, ui_settings
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.demo import demo_manifest_text, load_demo
     from probetui.runtime.local.runtime import LocalRuntime
@@ -134,12 +151,13 @@ def run_demo(args: argparse.Namespace) -> int:
         # a manifest to read or to run with 'probetui local' (the ports are free right now)
         sys.stdout.write(demo_manifest_text())
         return EXIT_OK
+    ui = ui_settings(load_config(args), args)
     try:
         runtime = LocalRuntime(load_demo(), source="demo")
     except (RuntimeFailure, ManifestError, OSError, ValueError) as e:
         # e.g. a port the demo needs is taken: one line, not a traceback
         raise UsageError(f"demo: {e}") from None
-    return run_live(runtime, args, headless_requested(args))
+    return run_live(runtime, args, headless_requested(args), ui=ui)
 
 
 # -- the live runner, for local, demo and the cluster view ---------------------------------
@@ -153,12 +171,26 @@ def note(text: str) -> None:
     print(f"probetui: {text}", file=sys.stderr)
 
 
-def run_live(runtime: Runtime, args: argparse.Namespace, headless: bool) -> int:
+def run_live(
+    runtime: Runtime,
+    args: argparse.Namespace,
+    headless: bool,
+    *,
+    ui: dict[str, Any] | None = None,
+    kube_version: str | None = None,
+) -> int:
+    """`ui`: the screen's keymap and theme (`probetui.ui.app.run`'s keywords); `kube_version`:
+    the kubelet version the shadow's requests name (default the engine's)."""
+    from probetui.probe.base import DEFAULT_KUBE_VERSION
+
+    kube_version = kube_version or DEFAULT_KUBE_VERSION
     duration = args.duration
     if duration is not None and not duration > 0:
         raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
     # before anything starts: a path that cannot be recorded to is one line and exit 2
-    recorder = open_recorder(runtime, getattr(args, "record", None), getattr(args, "retain", None))
+    recorder = open_recorder(
+        runtime, getattr(args, "record", None), getattr(args, "retain", None), kube_version
+    )
     for text in getattr(runtime, "notes", ()):
         note(f"note: {text}")
     from probetui.runtime.local.process import REGISTRY
@@ -173,20 +205,21 @@ def run_live(runtime: Runtime, args: argparse.Namespace, headless: bool) -> int:
 
             REGISTRY.install_exit_handlers()
             notices = [recorder.take_failure] if recorder is not None else []
-            result = run_ui(Engine(runtime, sinks), notices=notices)
+            engine = Engine(runtime, sinks, kube_version=kube_version)
+            result = run_ui(engine, notices=notices, **(ui or {}))
             return result if isinstance(result, int) else EXIT_OK
         if recorder is not None:
             recorder.on_failure = lambda text: note(text)
         # after anything that sets handlers: SIGHUP and crashes kill the children at once;
         # SIGINT and SIGTERM are taken over by the loop below for an orderly stop
         REGISTRY.install_exit_handlers()
-        return _headless(runtime, duration, sinks)
+        return _headless(runtime, duration, sinks, kube_version)
     finally:
         if recorder is not None:
             recorder.close()
 
 
-def open_recorder(runtime: Runtime, path: str | None, retain: str | None) -> Any:
+def open_recorder(runtime: Runtime, path: str | None, retain: str | None, kube_version: str) -> Any:
     """The `--record` sink, its file checked and locked, or None without --record."""
     if path is None:
         if retain is not None:
@@ -195,7 +228,6 @@ def open_recorder(runtime: Runtime, path: str | None, retain: str | None) -> Any
     import time
 
     from probetui import __version__
-    from probetui.probe.base import DEFAULT_KUBE_VERSION
     from probetui.record.recorder import Recorder
     from probetui.record.schema import RecordingError, SessionMeta
     from probetui.record.timespec import TimeSpecError, parse_duration
@@ -208,7 +240,7 @@ def open_recorder(runtime: Runtime, path: str | None, retain: str | None) -> Any
     meta = SessionMeta(
         started=time.time(),
         probetui=__version__,
-        kube_version=DEFAULT_KUBE_VERSION,  # the engine's, which these commands do not change
+        kube_version=kube_version,
         source=str(getattr(target, "source", None) or runtime.source),
         runtime="kubernetes" if target is not None else str(runtime.source).split(" ")[0],
         via=runtime.via,
@@ -225,7 +257,7 @@ def open_recorder(runtime: Runtime, path: str | None, retain: str | None) -> Any
         raise UsageError(str(e)) from None
 
 
-def _headless(runtime: Runtime, duration: float | None, sinks: list[Any]) -> int:
+def _headless(runtime: Runtime, duration: float | None, sinks: list[Any], kube_version: str) -> int:
     from probetui.engine import Engine
     from probetui.runtime.base import RuntimeFailure
     from probetui.timeline.jsonl import JsonlWriter
@@ -257,7 +289,7 @@ def _headless(runtime: Runtime, duration: float | None, sinks: list[Any]) -> int
             loop.add_signal_handler(sig, stop, sig)
         # from inside a sink call: cancel once the engine's callback has returned
         writer.on_broken = lambda: loop.call_soon(task.cancel)
-        engine = Engine(runtime, [writer, *sinks])
+        engine = Engine(runtime, [writer, *sinks], kube_version=kube_version)
         watch = asyncio.ensure_future(warn_when_behind(engine.lateness, note))
         try:
             await engine.run(duration)

@@ -107,6 +107,7 @@ def _matches(recording: Recording, uid: str, selector: Selector) -> bool:
 
 
 def _screen(args: argparse.Namespace) -> int:
+    from probetui.cli.config import load_config, ui_settings
     from probetui.record.schema import RecordingError
     from probetui.record.timespec import TimeSpecError
     from probetui.ui.app import run_replay
@@ -114,7 +115,8 @@ def _screen(args: argparse.Namespace) -> int:
     for flag, value in (("--since", args.since), ("--until", args.until), ("-l", args.selector)):
         if value is not None:
             raise UsageError(f"{flag} filters the --no-ui export; on the screen use --at and /")
+    ui = ui_settings(load_config(args), args)
     try:
-        return run_replay(args.file, start=args.at)
+        return run_replay(args.file, start=args.at, **ui)
     except (RecordingError, TimeSpecError) as e:
         raise UsageError(str(e)) from None

@@ -99,6 +99,9 @@ class Runtime(ABC):
     # --read-only: nothing started, signalled, exec'd or forwarded (docs/architecture.md,
     # Read-only mode)
     read_only: bool = False
+    # what made it read-only, for the top bar: "--read-only", "context rule prod-*", "locked by
+    # PROBETUI_READ_ONLY" (probetui.config decides it; "" when nothing says)
+    read_only_reason: str = ""
     # True where a real kubelet exists whose verdicts are observed beside the shadow's
     observes_kubelet: bool = False
     # how shadow probes reach containers, for labels: "loopback", "direct", "port-forward", ...

@@ -31,6 +31,7 @@ from probetui.ui.controls import Controls
 from probetui.ui.gcpace import GcPacer
 from probetui.ui.screens.help import HelpScreen, key_rows
 from probetui.ui.screens.main import MainScreen
+from probetui.ui.themes import DEFAULT_THEME, PROBETUI_THEMES
 
 if TYPE_CHECKING:
     from probetui.engine import Engine
@@ -56,6 +57,7 @@ class ProbeApp(App[None]):
         tz: tzinfo | None = None,
         screenshot_dir: str | Path | None = None,
         keymap: dict[str, str] | None = None,
+        theme: str | None = None,
         run_engine: bool = True,
         poll_seconds: float = POLL_SECONDS,
         pace_gc: bool = True,
@@ -77,6 +79,12 @@ class ProbeApp(App[None]):
         self._engine_task: asyncio.Task[None] | None = None
         self._main: MainScreen | None = None
         self.gc_pacer = GcPacer() if pace_gc else None
+        for own in PROBETUI_THEMES:
+            self.register_theme(own)
+        # registered first: the palette's Theme command lists probetui's with Textual's
+        self.theme = theme or DEFAULT_THEME
+        # what the hints in titles read (keys.shown); Textual's own copy is private
+        self.keymap_in_force = dict(keymap or {})
         if keymap:
             self.set_keymap(keymap)
 
@@ -167,6 +175,7 @@ def run(
     *,
     store: Store | None = None,
     keymap: dict[str, str] | None = None,
+    theme: str | None = None,
     screenshot_dir: str | Path | None = None,
     notices: list[Callable[[], str | None]] | None = None,
 ) -> int:
@@ -175,7 +184,14 @@ def run(
         store = Store()
     if store not in engine.sinks:
         engine.sinks.append(store)
-    app = ProbeApp(engine, store, keymap=keymap, screenshot_dir=screenshot_dir, notices=notices)
+    app = ProbeApp(
+        engine,
+        store,
+        keymap=keymap,
+        theme=theme,
+        screenshot_dir=screenshot_dir,
+        notices=notices,
+    )
     app.run()
     if app.failure:
         print(app.failure, file=sys.stderr)
@@ -187,6 +203,7 @@ def run_replay(
     *,
     start: str | None = None,
     keymap: dict[str, str] | None = None,
+    theme: str | None = None,
     screenshot_dir: str | Path | None = None,
 ) -> int:
     """The replay screen over the recording at `path`, its cursor at `start` (a time as
@@ -205,6 +222,7 @@ def run_replay(
             player.store,
             now=player.now,
             keymap=keymap,
+            theme=theme,
             screenshot_dir=screenshot_dir,
             make_screen=lambda ctx: ReplayScreen(ctx, player),
         )

@@ -6,6 +6,7 @@ the keys do.
 
 from __future__ import annotations
 
+from textual.app import App
 from textual.binding import Binding, BindingType
 
 APP: list[BindingType] = [
@@ -46,6 +47,53 @@ REPLAY: list[BindingType] = [
     Binding("3", "speed(100)", "100x", show=False, id="probetui.replay.100x"),
     Binding("at", "goto", "go to time", id="probetui.replay.goto"),
 ]
+
+# the workload list's cursor (the focused widget's, so they come before the screen's)
+WORKLOADS: list[BindingType] = [
+    Binding("down,j", "cursor(1)", "down", show=False, id="probetui.cursor-down"),
+    Binding("up,k", "cursor(-1)", "up", show=False, id="probetui.cursor-up"),
+    Binding("pagedown", "page(1)", "page down", show=False, id="probetui.page-down"),
+    Binding("pageup", "page(-1)", "page up", show=False, id="probetui.page-up"),
+    Binding("home,g", "jump(0)", "first", show=False, id="probetui.first"),
+    Binding("end,G", "jump(-1)", "last", show=False, id="probetui.last"),
+]
+
+# the help screen's own, over everything else: it may reuse keys of the screens below it
+HELP: list[BindingType] = [
+    Binding("escape,q,question_mark", "dismiss", "close", id="probetui.help-close"),
+]
+
+# bindings active at the same time, so two of them on one key would clash (a keymap's check)
+SCOPES: tuple[tuple[list[BindingType], ...], ...] = ((APP, MAIN, WORKLOADS, REPLAY), (HELP,))
+# keys Textual itself holds on every screen
+RESERVED = {
+    "ctrl+p": "the command palette",
+    "ctrl+q": "Textual's quit",
+    "ctrl+c": "Textual's copy and quit hint",
+    "tab": "moving the focus",
+    "shift+tab": "moving the focus",
+}
+
+
+def shown(app: App[object], binding_id: str) -> str:
+    """The first key in force for `binding_id` as the footer writes it (`^t`), for the hints
+    that name a key in a title or the top bar, so a remapped key is named as remapped."""
+    keymap: dict[str, str] = getattr(app, "keymap_in_force", {})
+    keys = keymap.get(binding_id)
+    if keys is None:
+        keys = next(
+            (
+                b.key
+                for scope in SCOPES
+                for bindings in scope
+                for b in bindings
+                if isinstance(b, Binding) and b.id == binding_id
+            ),
+            "",
+        )
+    first = keys.split(",")[0].strip()
+    return app.get_key_display(Binding(first, "")) if first else "?"
+
 
 # the help screen's order: what people came for first, then moving around, then the timeline
 ORDER = (

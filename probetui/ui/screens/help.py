@@ -6,13 +6,13 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import ActiveBinding, Binding, BindingType
+from textual.binding import ActiveBinding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from probetui.ui import glyphs as g
-from probetui.ui.keys import EXPLAIN, ORDER
+from probetui.ui.keys import EXPLAIN, HELP, ORDER
 
 
 def key_rows(bindings: dict[str, ActiveBinding], display) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
@@ -66,9 +66,7 @@ def glyphs_text() -> Text:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,q,question_mark", "dismiss", "close", id="probetui.help-close"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = HELP
 
     def __init__(self, rows: list[tuple[str, str]], read_only: bool) -> None:
         super().__init__()

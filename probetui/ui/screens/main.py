@@ -132,7 +132,7 @@ class MainScreen(Screen[None]):
         if wl.filter:
             title += f" /{wl.filter}"
         pane.border_title = title
-        pane.border_subtitle = f"sort: {wl.sort} (S)"
+        pane.border_subtitle = f"sort: {wl.sort} ({keys.shown(self.app, 'probetui.sort')})"
 
     # -- selection --------------------------------------------------------------------------
 

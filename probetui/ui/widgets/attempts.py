@@ -16,6 +16,7 @@ from probetui.spec.model import ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
 from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
+from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import latency
 
@@ -91,12 +92,13 @@ class AttemptLog(Widget):
         if self.output:
             name = self.key.container if self.key is not None else ""
             self.border_title = f"Output · {name}"
-            self.border_subtitle = "o: attempts"
+            self.border_subtitle = f"{keys.shown(self.app, 'probetui.output')}: attempts"
         else:
             self.border_title = f"Attempts · {self.probe.key}" + (
                 "" if self.until is None else f" · up to {self.ctx.clock(self.until)}"
             )
-            self.border_subtitle = self._counts() + "o: container output"
+            output = keys.shown(self.app, "probetui.output")
+            self.border_subtitle = f"{self._counts()}{output}: container output"
 
     def _counts(self) -> str:
         """Totals since the worker began: how often it passed, failed, timed out, errored."""

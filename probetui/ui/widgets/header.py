@@ -12,6 +12,7 @@ from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
 from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import glyphs as g
+from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
 
@@ -72,8 +73,12 @@ class TopBar(Widget):
             right.append("  ")
         if self.ctx.read_only:
             right.append(" READ-ONLY ", style="bold reverse " + g.WARN)
+            # why: a flag, a context rule, a lock; so nobody wonders how to lift it
+            reason = self.ctx.controls.runtime.read_only_reason
+            if reason:
+                right.append(f" {reason}", style=g.WARN)
             right.append("  ")
-        right.append("? help ", style=g.DIM)
+        right.append(f"{keys.shown(self.app, 'probetui.help')} help ", style=g.DIM)
         width = self.size.width
         gap = max(1, width - left.cell_len - right.cell_len)
         return left + Text(" " * gap) + right

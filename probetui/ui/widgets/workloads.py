@@ -13,7 +13,7 @@ from typing import ClassVar, NamedTuple
 from rich.segment import Segment
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region
 from textual.reactive import reactive
@@ -26,6 +26,7 @@ from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, ProbeType
 from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import glyphs as g
+from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
 
@@ -79,14 +80,7 @@ class WorkloadHeader(Static):
 class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     """Pods and containers; the cursor selects a container for the panes on the right."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("down,j", "cursor(1)", "down", show=False, id="probetui.cursor-down"),
-        Binding("up,k", "cursor(-1)", "up", show=False, id="probetui.cursor-up"),
-        Binding("pagedown", "page(1)", "page down", show=False, id="probetui.page-down"),
-        Binding("pageup", "page(-1)", "page up", show=False, id="probetui.page-up"),
-        Binding("home,g", "jump(0)", "first", show=False, id="probetui.first"),
-        Binding("end,G", "jump(-1)", "last", show=False, id="probetui.last"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = keys.WORKLOADS
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "workloads--cursor",
         "workloads--cursor-blurred",

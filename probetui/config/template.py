@@ -1,0 +1,61 @@
+"""`probetui config --init`: a starting file, every setting shown and commented out, so that
+what it changes is only what the user uncomments."""
+
+from __future__ import annotations
+
+import textwrap
+
+from probetui.config.keymap import default_keys
+from probetui.config.schema import VERSION, VIAS
+
+__all__ = ["template"]
+
+
+def template() -> str:
+    from probetui.ui.themes import theme_names
+
+    themes = textwrap.fill(
+        ", ".join(theme_names()) + ".",
+        width=94,
+        initial_indent="# Theme: ",
+        subsequent_indent="#   ",
+        break_on_hyphens=False,
+    )
+    keys = default_keys()
+    width = max(len(k) for k in keys) + 1
+    key_lines = "\n".join(
+        f'#   {binding_id + ":":<{width}} "{value}"' for binding_id, value in keys.items()
+    )
+    return f"""\
+# probetui configuration (schema version {VERSION}). Uncomment what you want to change.
+# `probetui config` shows the settings in force and where each one comes from:
+# default < /etc/probetui/config.yaml < this file < environment < command-line flag.
+version: {VERSION}
+
+# Read-only: send only get, list and watch to the API server (no exec, port-forward or
+# proxy), and start no process under `probetui local`. Also: PROBETUI_READ_ONLY=1,
+# --read-only; --write lifts it for one run unless PROBETUI_READ_ONLY=locked or the system
+# file's `lock: true` holds it.
+# readOnly: false
+
+{themes}
+# Also --theme NAME or PROBETUI_THEME; NO_COLOR=1 makes any theme monochrome.
+# The command palette (ctrl+p, "Theme") switches it while probetui runs.
+# theme: probetui
+
+# Keys, by binding id (shown with their defaults). Textual key names ("ctrl+t", "f5",
+# "question_mark") or one character; several keys comma-separated.
+# keys:
+{key_lines}
+
+# Per kubeconfig context, by name or glob (* ? [...]); an exact name beats a glob, a longer
+# glob a shorter one. Flags still win: -n, -l, --via, --read-only/--write, --kubelet-version.
+# contexts:
+#   "prod-*":
+#     readOnly: true
+#   "kind-*":
+#     via: port-forward         # {" | ".join(VIAS)}
+#     namespace: default
+#     selector: app=web
+#     kubeletVersion: "1.35"    # kube-probe/X.Y in the User-Agent, where the node cannot tell
+"""
