@@ -114,6 +114,7 @@ class Recording:
         self._strings: dict[int, str] = {}
         self._refs: dict[int, ProbeRef] = {}
         self._pods: dict[int, tuple[str, str, str]] = {}
+        self._specs: dict[int, Pod] = {}  # decoded specs by row: a seek decodes none twice
         self.meta = RecordingMeta(
             self._q1("PRAGMA user_version") or FORMAT_VERSION, self._sessions()
         )
@@ -227,34 +228,52 @@ class Recording:
         self, since: float | None = None, until: float | None = None
     ) -> Iterator[tuple[float, Pod, PodStatus | None]]:
         """Each pod's (spec, status) as it changed, in time order; before `since` only the
-        latest of each pod (at its own time)."""
+        latest of each pod (at its own time).
+
+        A seek asks this for a moment deep in a long recording: what was in force at `since`
+        is found per pod through the (pod, time) indexes, never by reading all that came
+        before, and each spec is decoded once per `Recording`."""
         hi = math.inf if until is None else until
         lo = -math.inf if since is None else since
-        rows = self._cursor(
-            "SELECT t, 0, pod_id, source, manifest FROM specs WHERE t <= ?"
-            " UNION ALL SELECT t, 1, pod_id, NULL, status FROM statuses WHERE t <= ?"
-            " ORDER BY 1, 2",
-            (hi, hi),
-        )
         pods: dict[int, Pod] = {}
         statuses: dict[int, PodStatus | None] = {}
-        before: dict[int, tuple[float, Pod, PodStatus | None]] = {}
-        for t, kind, pod_id, source, text in rows:
+        seen: dict[int, float] = {}
+        # in force at lo: SQLite gives the other columns of the row with the MAX
+        for pod_id, t, spec_id, source, text in self._q(
+            "SELECT pod_id, MAX(t), id, source, manifest FROM specs WHERE t < ? GROUP BY pod_id",
+            (lo,),
+        ):
+            pods[pod_id] = self._spec(spec_id, source, text)
+            seen[pod_id] = t
+        for pod_id, t, text in self._q(
+            "SELECT pod_id, MAX(t), status FROM statuses WHERE t < ? GROUP BY pod_id", (lo,)
+        ):
+            statuses[pod_id] = status_from_json(json.loads(text)) if text else None
+            seen[pod_id] = max(seen.get(pod_id, t), t)
+        before = sorted((seen[i], i) for i in pods if i in statuses and statuses[i] is not None)
+        for t, pod_id in before:
+            yield t, pods[pod_id], statuses[pod_id]
+        rows = self._cursor(
+            "SELECT t, 0, pod_id, id, source, manifest FROM specs WHERE t >= ? AND t <= ?"
+            " UNION ALL SELECT t, 1, pod_id, id, NULL, status FROM statuses"
+            " WHERE t >= ? AND t <= ? ORDER BY 1, 2",
+            (lo, hi, lo, hi),
+        )
+        for t, kind, pod_id, row_id, source, text in rows:
             if kind == 0:
-                pods[pod_id] = decode(json.loads(text), source)
+                pods[pod_id] = self._spec(row_id, source, text)
             else:
                 statuses[pod_id] = status_from_json(json.loads(text)) if text else None
             pod = pods.get(pod_id)
             if pod is None or pod_id not in statuses:
                 continue
-            if t < lo:
-                before[pod_id] = (t, pod, statuses[pod_id])
-                continue
-            if before:
-                yield from sorted(before.values(), key=lambda x: x[0])
-                before = {}
             yield t, pod, statuses[pod_id]
-        yield from sorted(before.values(), key=lambda x: x[0])
+
+    def _spec(self, spec_id: int, source: str, text: str) -> Pod:
+        pod = self._specs.get(spec_id)
+        if pod is None:
+            pod = self._specs[spec_id] = decode(json.loads(text), source)
+        return pod
 
     # -- shapes ---------------------------------------------------------------------------
 

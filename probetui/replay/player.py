@@ -4,8 +4,9 @@
 reads the same `Store`, and its clock (`now`) is the cursor, so every pane shows the state at
 the cursor: threshold runs, on hold, published results, readiness, restarts, the timeline up
 to it. Moving the cursor forward feeds the store the events in between; moving it back, or
-far ahead, rebuilds the store from `WINDOW` seconds before the cursor (what the timeline
-shows at its widest default zoom), which is what a seek costs.
+far ahead, rebuilds the store from a window before the cursor (up to 15 minutes, what the
+timeline shows at its widest default zoom; shorter on a dense recording, so that a seek feeds
+about 20,000 events), which is what a seek costs.
 
 The state at a moment is what had been *published* by then, as the live store had it: an
 attempt counts from when it ended (it is stamped with when it began), so one still in flight
@@ -32,8 +33,12 @@ from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import Store
 
-# seconds of history fed in before the cursor on a seek
+# seconds of history fed in before the cursor on a seek: at most WINDOW, and no more than
+# about SEEK_EVENTS attempts' worth at the recording's density (a seek feeds every event of
+# the window, some 10 µs each to read and to store), but never under MIN_WINDOW
 WINDOW = 900.0
+SEEK_EVENTS = 20_000
+MIN_WINDOW = 10.0
 # a forward move up to this far feeds the events in between; farther is a seek
 FEED_LIMIT = 600.0
 TICK = 0.1  # seconds between cursor steps while playing
@@ -81,7 +86,8 @@ class Player:
         self.speed = SPEEDS[0]
         self.cursor = self.first
         self._fed = self.first  # what was published up to here is in the store
-        self.lookback = lookback(recording)
+        self.lookback, rate = _probing(recording)
+        self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._seeks = 0
         self.seek(self.last if start is None else start)
 
@@ -99,7 +105,8 @@ class Player:
                 feed(self.store, self.recording, self._fed, t, self.lookback)
         else:
             self.store.reset()
-            feed(self.store, self.recording, max(self.first, t - WINDOW) - 1e-6, t, self.lookback)
+            lo = max(self.first, t - self.window)
+            feed(self.store, self.recording, lo - 1e-6, t, self.lookback)
         self._seeks += 1
         self.cursor = self._fed = t
 
@@ -173,7 +180,12 @@ class Player:
 def lookback(recording: Recording) -> float:
     """How long before its publication an event can be stamped: the longest an attempt takes,
     all its tries at the longest timeout of any recorded probe, and a second more."""
-    longest = 1.0
+    return _probing(recording)[0]
+
+
+def _probing(recording: Recording) -> tuple[float, float]:
+    """(lookback, attempts per second) from the recorded specs."""
+    longest, rate = 1.0, 0.0
     for info in recording.pods():
         pod = recording.spec_at(info.uid, info.first_seen)
         for c in pod.probed_containers():
@@ -181,7 +193,8 @@ def lookback(recording: Recording) -> float:
                 p = c.probe(pt)
                 if p is not None:
                     longest = max(longest, float(p.timeout_seconds))
-    return MAX_PROBE_RETRIES * longest + 1.0
+                    rate += 1.0 / max(1, p.period_seconds)
+    return MAX_PROBE_RETRIES * longest + 1.0, rate
 
 
 def published(event: Event) -> float:
@@ -210,9 +223,7 @@ def feed(store: Store, recording: Recording, after: float, until: float, back: f
                 when[i] = when[j]
         elif e.type == "ProbeAttempt":
             following[k] = i
-    snaps = (
-        (t, 0, (pod, status)) for t, pod, status in recording.snapshots(_after(after), until)
-    )
+    snaps = ((t, 0, (pod, status)) for t, pod, status in recording.snapshots(_after(after), until))
     events = ((e.t, 1, e) for e, w in zip(window, when, strict=True) if after < w <= until)
     n = 0
     for _, kind, x in heapq.merge(snaps, events, key=lambda item: item[0]):

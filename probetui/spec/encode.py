@@ -13,14 +13,13 @@ recorder replace the values of credential-looking probe headers (a recording nev
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from probetui.spec.model import Container, ContainerKind, EnvVar, Pod, Probe
-from probetui.spec.parse import parse_pods
+from probetui.spec.parse import pod_from_object
 
 
 def encode(pod: Pod, header_value: Callable[[str, str], str] | None = None) -> dict[str, Any]:
@@ -49,8 +48,7 @@ def encode(pod: Pod, header_value: Callable[[str, str], str] | None = None) -> d
 
 def decode(manifest: dict[str, Any], source: str = "") -> Pod:
     """The Pod `encode` wrote, with `source` as it was."""
-    (pod,) = parse_pods(json.dumps(manifest), source or "<recording>", validate=False)
-    return replace(pod, source=source)
+    return replace(pod_from_object(manifest, source or "<recording>"), source=source)
 
 
 def _container(c: Container, header_value: Callable[[str, str], str] | None) -> dict[str, Any]:

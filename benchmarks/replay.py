@@ -1,0 +1,254 @@
+"""Replay benchmark: the replay screen's data path on a large recording, and a day's what-if.
+
+    python -m benchmarks.replay --probes 15000 --minutes 20 --period 10 [--seeks 10]
+        [--json] [--out FILE]
+
+(a) The screen over a recording of `--probes` steady HTTP readiness probes (one pod each) for
+`--minutes` at `--period` (15,000 at 10 s is 1,500 attempts/s, the engine benchmark's load),
+written through the real `Recorder` in virtual time. Timed: the first screen's data (open the
+file, `Player` at the end: the pods, their statuses and the last window of events in the
+store); seeks back to random moments (the store rebuilt: the cost of `@` and `[`); a step of
+10 s forward (what one 0.1 s tick of playing at 100x must feed). A seek's cost is set by how
+dense the recording is around the cursor, not by how long it is (chunks and rows are indexed
+by time), so minutes at full density stand for a day.
+
+(b) The counterfactual over 24 h of one pod (three probes at period 10 s, a liveness failure
+window every hour that kills it), recorded through the `Recorder` from `SimKubelet`'s own run,
+then `simulate --recording`'s path: `from_recording` and `counterfactual` with one override,
+timed together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import Parser, add_output_args, format_table, positive, report
+
+GOAL_FIRST_S = 2.0
+GOAL_SEEK_S = 0.2
+GOAL_WHAT_IF_S = 1.0
+
+
+def _clean(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-lock"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _steady_pods(n: int) -> list[Any]:
+    from probetui.spec.model import Container, HTTPGetAction, Pod, Probe
+
+    out = []
+    for i in range(n):
+        probe = Probe(http_get=HTTPGetAction(port=8080, path="/healthz"))
+        out.append(
+            Pod(
+                f"bench-{i:05d}",
+                "bench",
+                f"uid-{i}",
+                containers=(Container("app", readiness_probe=probe),),
+            )
+        )
+    return out
+
+
+def write_steady(path: Path, probes: int, minutes: float, period: int) -> dict[str, Any]:
+    from probetui.probe.base import Attempt, Result
+    from probetui.prober.prober import ProbeOutcome
+    from probetui.prober.results import ResultValue
+    from probetui.prober.status import ContainerStatus, PodStatus, Running
+    from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+    from probetui.record.recorder import Recorder
+    from probetui.record.schema import SessionMeta
+    from probetui.spec.model import ProbeType
+    from probetui.timeline.events import record_event
+
+    pods = _steady_pods(probes)
+    rounds = int(minutes * 60 / period)
+    start = time.time() - rounds * period
+    rng = random.Random(7)
+    t0 = time.perf_counter()
+    recorder = Recorder(path, SessionMeta(start, "bench", "1.35", "benchmark", "kubernetes"))
+    running = ContainerStatus(
+        name="app", container_id="bench://1", state=Running(start - 60), started=True, ready=True
+    )
+    for p in pods:
+        recorder.pod(
+            p, PodStatus(phase="Running", pod_ip="10.0.0.1", container_statuses=(running,))
+        )
+    for i in range(rounds):
+        for j, p in enumerate(pods):
+            tick = start + i * period + j * period / probes
+            t = tick + rng.uniform(0.0001, 0.004)
+            latency = rng.uniform(8e-4, 6e-3)
+            a = Attempt("http", "http://10.0.0.1:8080/healthz", Result.SUCCESS, "", None, latency,
+                        t, 200, "ok")  # fmt: skip
+            record = ProbeRecord(
+                ProbeKey(p.uid, "app", ProbeType.READINESS), t, tick, Trigger.TICK, "bench://1",
+                outcome=ProbeOutcome(ResultValue.SUCCESS, None, (a,), None),
+                finished_at=t + latency, result_run=i + 1, last_result=ResultValue.SUCCESS,
+                published=ResultValue.SUCCESS,
+            )  # fmt: skip
+            recorder.event(record_event(p, record, "direct"))
+        if i % 20 == 19:
+            recorder.flush()
+    recorder.close()
+    return {
+        "attempts": probes * rounds,
+        "write_seconds": time.perf_counter() - t0,
+        "file_mb": path.stat().st_size / 1e6,
+    }
+
+
+def screen(probes: int, minutes: float, period: int, seeks: int) -> dict[str, Any]:
+    from probetui.record.reader import open_recording
+    from probetui.replay.player import Player
+
+    tmp = Path(tempfile.mkdtemp(prefix="probetui-replay-bench-"))
+    path = tmp / "steady.db"
+    try:
+        written = write_steady(path, probes, minutes, period)
+        t0 = time.perf_counter()
+        with open_recording(path) as rec:
+            player = Player(rec)
+            first = time.perf_counter() - t0
+            held = player.store.attempts()
+            rng = random.Random(3)
+            lo, hi = player.first + 60, player.last
+            seek_times = []
+            for _ in range(seeks):
+                at = rng.uniform(lo, hi)
+                player.seek(player.last)  # from the end, so each one is a seek back
+                t = time.perf_counter()
+                player.seek(at)
+                seek_times.append(time.perf_counter() - t)
+            player.seek(lo)
+            steps = []
+            for _ in range(min(seeks, 10)):
+                t = time.perf_counter()
+                player.step(10.0)
+                steps.append(time.perf_counter() - t)
+        return {
+            **written,
+            "probes": probes,
+            "minutes": minutes,
+            "first_screen_s": first,
+            "attempts_in_store": held,
+            "seek_s": sorted(seek_times),
+            "step_10s_s": sorted(steps),
+        }
+    finally:
+        _clean(path)
+        tmp.rmdir()
+
+
+def what_if_day() -> dict[str, Any]:
+    from probetui.prober.status import PodStatus
+    from probetui.record.reader import open_recording
+    from probetui.record.recorder import Recorder
+    from probetui.record.schema import SessionMeta
+    from probetui.simulate.counterfactual import counterfactual
+    from probetui.simulate.recorded import from_recording
+    from probetui.simulate.run import SimKubelet
+    from probetui.simulate.scenario import App, Behaviour, Scenario
+    from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
+
+    def probe() -> Probe:
+        return Probe(exec=ExecAction(("check",)), period_seconds=10, failure_threshold=3)
+
+    c = Container("app", command=("x",), liveness_probe=probe(), readiness_probe=probe(),
+                  startup_probe=probe())  # fmt: skip
+    pod = Pod("web", uid="u-web", containers=(c,))
+    fails = tuple((h * 3600.0 + 600, h * 3600.0 + 640) for h in range(24))
+    app = App(start_after=1.0, probes={ProbeType.LIVENESS: Behaviour(fail_between=fails)})
+    sim = SimKubelet(Scenario(pod=pod, container="app", duration=86400.0, app=app))
+    sim.run()
+    base = float(int(time.time()))  # the pod is seen (recorder.pod) now, its events after
+    tmp = Path(tempfile.mkdtemp(prefix="probetui-replay-bench-"))
+    path = tmp / "day.db"
+    try:
+        recorder = Recorder(path, SessionMeta(base, "bench", "1.35", "benchmark", "local"))
+        recorder.pod(pod, PodStatus(phase="Pending"))
+        for e in sim.events:
+            r = e.record
+            if r is not None:
+                r = replace(
+                    r,
+                    t=r.t + base,
+                    scheduled_at=r.scheduled_at + base,
+                    finished_at=None if r.finished_at is None else r.finished_at + base,
+                )
+            recorder.event(replace(e, t=e.t + base, record=r))
+        recorder.close()
+        t0 = time.perf_counter()
+        with open_recording(path) as rec:
+            recorded = from_recording(rec, "default/web", None, None)
+        cf = counterfactual(recorded, "app", ["liveness.failureThreshold=5"])
+        took = time.perf_counter() - t0
+        assert cf.what_if is not None
+        return {
+            "attempts": recorded.attempts,
+            "seconds": took,
+            "self_check": cf.check.passed,
+            "kills": [cf.recorded.kills["liveness"], cf.what_if.kills["liveness"]],
+        }
+    finally:
+        _clean(path)
+        tmp.rmdir()
+
+
+def compute(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "screen": screen(args.probes, args.minutes, args.period, args.seeks),
+        "what_if": what_if_day(),
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    s, w = result["screen"], result["what_if"]
+
+    def spread(values: list[float]) -> str:
+        return f"median {statistics.median(values) * 1000:.0f} ms, max {max(values) * 1000:.0f} ms"
+
+    rows = [
+        (
+            "recording",
+            f"{s['probes']} probes x {s['minutes']:g} min: {s['attempts']} attempts, "
+            f"{s['file_mb']:.1f} MB, written in {s['write_seconds']:.0f} s",
+        ),
+        (
+            "first screen",
+            f"{s['first_screen_s']:.2f} s to the store at the end ({s['attempts_in_store']} "
+            f"attempts held; goal < {GOAL_FIRST_S:g} s)",
+        ),
+        ("seek back", f"{spread(s['seek_s'])} (goal < {GOAL_SEEK_S * 1000:.0f} ms)"),
+        ("10 s forward", f"{spread(s['step_10s_s'])} (one tick of playing at 100x)"),
+        (
+            "what-if, 24 h of one pod",
+            f"{w['seconds']:.2f} s for {w['attempts']} recorded attempts, self-check "
+            f"{'passed' if w['self_check'] else 'FAILED'}, kills {w['kills'][0]} -> "
+            f"{w['kills'][1]} (goal < {GOAL_WHAT_IF_S:g} s)",
+        ),
+    ]
+    return format_table("probetui replay", rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = Parser(prog="python -m benchmarks.replay", description=__doc__.split("\n\n")[0])
+    p.add_argument("--probes", type=positive(int, "--probes"), default=15000)
+    p.add_argument("--minutes", type=positive(float, "--minutes"), default=20.0)
+    p.add_argument("--period", type=positive(int, "--period"), default=10)
+    p.add_argument("--seeks", type=positive(int, "--seeks"), default=10)
+    add_output_args(p)
+    args = p.parse_args(argv)
+    return report("replay", args, lambda: compute(args), table)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
