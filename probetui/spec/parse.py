@@ -26,7 +26,13 @@ from probetui.spec.errors import ManifestError
 from probetui.spec.model import Container, ContainerKind, Pod
 from probetui.spec.validate import check_pod
 
-__all__ = ["WORKLOAD_TEMPLATE_PATHS", "load_pods", "parse_pods", "set_probe_defaults"]
+__all__ = [
+    "WORKLOAD_TEMPLATE_PATHS",
+    "load_pods",
+    "parse_object",
+    "parse_pods",
+    "set_probe_defaults",
+]
 
 # where each kind keeps its pod template; a Pod is its own template
 WORKLOAD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
@@ -94,7 +100,18 @@ def pod_from_object(obj: dict[str, Any], source: str) -> Pod:
     return _pod_from_object(obj, "Pod", source).pod
 
 
-def _pod_from_object(doc: dict[str, Any], kind: str, base: str) -> _Parsed:
+def parse_object(
+    doc: dict[str, Any], kind: str, base: str, template_path: tuple[str, ...] | None = None
+) -> _Parsed:
+    """One object's pod template, parsed but not validated, with `line_of` for its spec's
+    paths: `probetui lint` validates on its own terms. `template_path` is where a kind outside
+    WORKLOAD_TEMPLATE_PATHS keeps its template (`spec.template` for any such workload)."""
+    return _pod_from_object(doc, kind, base, template_path)
+
+
+def _pod_from_object(
+    doc: dict[str, Any], kind: str, base: str, template_path: tuple[str, ...] | None = None
+) -> _Parsed:
     at = At(origin=f"{base} ({kind})", line=getattr(doc, "line", None))
     meta_at = at.key(doc, "metadata")
     meta = mapping(doc.get("metadata"), meta_at)
@@ -115,7 +132,7 @@ def _pod_from_object(doc: dict[str, Any], kind: str, base: str) -> _Parsed:
     )
 
     template, template_at = doc, at
-    for step in WORKLOAD_TEMPLATE_PATHS[kind]:
+    for step in WORKLOAD_TEMPLATE_PATHS[kind] if template_path is None else template_path:
         template_at = template_at.key(template, step)
         if template.get(step) is None:
             template_at.fail("Required value", f"a {kind} needs a pod template")

@@ -1,0 +1,32 @@
+"""`probetui lint`: probe advice from the manifest and the kubelet's model (issue 15, item 1).
+
+- `model.py`: the object a rule judges (`LintObject`), `Rule`, `Hit`, `Finding`, `Problem`,
+  `Severity`, and the `Evidence` protocol the recording rules will fill.
+- `load.py`: files, directories and stdin to objects; bad input as one-line `Problem`s.
+- `rules_static.py`: the anchor rules (kubectl-probes, kube-score, kube-linter, Polaris,
+  Datree) that need only the manifest.
+- `rules_model.py`: the rules only the kubelet's model gives, with their consequences.
+- `simulated.py`: those consequences, each a short run of `probetui simulate`'s model.
+- `registry.py`: every rule by id, `--disable`/`--enable`, the silencing annotation, the run.
+- `human.py`, `machine.py`: the outputs (text; JSON and SARIF).
+"""
+
+from probetui.lint.load import Loaded, load, load_text
+from probetui.lint.model import Evidence, Finding, Hit, LintObject, Problem, Rule, Severity
+from probetui.lint.registry import RULES, run, select
+
+__all__ = [
+    "RULES",
+    "Evidence",
+    "Finding",
+    "Hit",
+    "LintObject",
+    "Loaded",
+    "Problem",
+    "Rule",
+    "Severity",
+    "load",
+    "load_text",
+    "run",
+    "select",
+]

@@ -1,0 +1,82 @@
+"""Every rule by its stable id, which of them run, and running them over objects.
+
+`--disable` and `--enable` pick rules by id (or `all`); an object silences rules for itself
+with the annotation `probetui.io/lint-disable: rule-a,rule-b` (or `all`) on its metadata or
+its pod template's. Evidence, when there is any, goes to every rule; the rules that need it
+run only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from probetui.lint.model import Evidence, Finding, LintObject, Rule, Severity
+from probetui.lint.rules_model import RULES as MODEL_RULES
+from probetui.lint.rules_static import RULES as STATIC_RULES
+
+DISABLE_ANNOTATION = "probetui.io/lint-disable"
+ALL = "all"
+
+RULES: dict[str, Rule] = {r.id: r for r in (*STATIC_RULES, *MODEL_RULES)}
+
+
+class UnknownRule(ValueError):
+    pass
+
+
+def rule(rule_id: str) -> Rule:
+    try:
+        return RULES[rule_id]
+    except KeyError:
+        raise UnknownRule(f"unknown rule {rule_id!r} (rules: {', '.join(RULES)})") from None
+
+
+def _ids(items: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        for part in item.split(","):
+            part = part.strip()
+            if part and part != ALL:
+                rule(part)
+            if part:
+                out.append(part)
+    return out
+
+
+def select(disable: Sequence[str] = (), enable: Sequence[str] = ()) -> list[Rule]:
+    """The rules that run: the default set, less `--disable`, plus `--enable` (which wins)."""
+    off, on = set(_ids(disable)), set(_ids(enable))
+    chosen: list[Rule] = []
+    for r in RULES.values():
+        wanted = r.enabled_by_default and ALL not in off and r.id not in off
+        if r.id in on or (ALL in on and r.id not in off):
+            wanted = True
+        if wanted:
+            chosen.append(r)
+    return chosen
+
+
+def silenced(obj: LintObject) -> set[str]:
+    text = obj.annotations.get(DISABLE_ANNOTATION, "")
+    return {part.strip() for part in text.split(",") if part.strip()}
+
+
+def run(
+    objects: Iterable[LintObject], rules: Sequence[Rule], evidence: Evidence | None = None
+) -> list[Finding]:
+    findings: list[Finding] = []
+    for obj in objects:
+        quiet = silenced(obj)
+        if ALL in quiet:
+            continue
+        for r in rules:
+            if r.id in quiet or (r.needs_evidence and evidence is None):
+                continue
+            findings.extend(Finding(r, obj, hit) for hit in r.check(obj, evidence))
+    return findings
+
+
+def at_or_above(findings: Iterable[Finding], threshold: Severity | None) -> list[Finding]:
+    if threshold is None:
+        return []
+    return [f for f in findings if f.severity.rank >= threshold.rank]

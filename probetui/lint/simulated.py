@@ -1,0 +1,267 @@
+"""Simulated consequences for the model-backed rules: the container alone in `probetui simulate`.
+
+Each function here runs one short scenario through the kubelet's model (the real workers on
+`SimClock`, `PodKubelet`: `probetui/simulate/`) and returns what happened in numbers, which the
+rules put into their messages ("simulate: 3 kills in 190 s, never Ready"). The container is
+simulated alone in its pod (a sidecar beside a plain main container), with its pod's
+restartPolicy and grace period: what a rule says is about its own probes, and a pod's other
+containers would only make the run slower. Runs stop as soon as the answer is known, and are
+memoised on the scenario: a chart rendered for ten environments asks the same question ten
+times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from probetui.simulate import App, Behaviour, Scenario, SimKubelet
+from probetui.spec.model import Container, Pod, Probe, ProbeType
+from probetui.timeline.events import Event
+
+# scenario time: the container starts at 0, so the numbers read as seconds since it started
+_MAX_SECONDS = 900.0
+_KILLS_ENOUGH = 3
+_IGNORES_SIGTERM = 1e6
+_NEVER = 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What one simulated run showed of the container, times in seconds since its first start."""
+
+    duration: float
+    kills: tuple[tuple[float, str], ...]  # (t, probe key)
+    exits: tuple[tuple[float, int], ...]  # (t, exit code)
+    ready: tuple[tuple[float, bool], ...]  # Ready changes
+    attempts: tuple[tuple[float, str, str], ...]  # (t, probe key, outcome)
+    unhealthy: tuple[tuple[str, str], ...]  # (probe key, message), first of each probe
+
+    def attempts_of(self, probe: ProbeType) -> list[tuple[float, str]]:
+        return [(t, outcome) for t, key, outcome in self.attempts if key == probe.key]
+
+    def first_ready(self) -> float | None:
+        return next((t for t, r in self.ready if r), None)
+
+    def not_ready_seconds(self, since: float, until: float) -> float:
+        """Seconds in [since, until) the container was not Ready."""
+        ready, at, total = False, 0.0, 0.0
+        for t, r in (*self.ready, (until, True)):
+            if not ready:
+                total += max(0.0, min(t, until) - max(at, since))
+            ready, at = r, t
+        return total
+
+    def message_of(self, probe: ProbeType) -> str | None:
+        return next((m for key, m in self.unhealthy if key == probe.key), None)
+
+
+def alone(pod: Pod, container: Container) -> Pod:
+    """The pod reduced to the one container a rule is about (texts and env do not matter)."""
+    bare = replace(container, env=(), command=(), args=(), image=None, working_dir=None)
+    if container.is_restartable_init:
+        main = Container(name="main" if container.name != "main" else "main-0")
+        return Pod(
+            name=pod.name,
+            namespace=pod.namespace,
+            uid="lint",
+            containers=(main,),
+            init_containers=(bare,),
+            restart_policy=pod.restart_policy,
+            termination_grace_period_seconds=pod.termination_grace_period_seconds,
+        )
+    return Pod(
+        name=pod.name,
+        namespace=pod.namespace,
+        uid="lint",
+        containers=(bare,),
+        restart_policy=pod.restart_policy,
+        termination_grace_period_seconds=pod.termination_grace_period_seconds,
+    )
+
+
+Stop = Callable[[list[Event]], bool]
+
+
+def _kills_enough(events: list[Event]) -> bool:
+    kills = sum(1 for e in events if e.type == "Killing")
+    return kills >= _KILLS_ENOUGH or any(
+        e.type == "ReadyChanged" and e.fields.get("ready") for e in events
+    )
+
+
+def _first_exit_after_kill(events: list[Event]) -> bool:
+    killed = False
+    for e in events:
+        killed = killed or e.type == "Killing"
+        if killed and e.type == "ContainerExited":
+            return True
+    return False
+
+
+def _first_kill(events: list[Event]) -> bool:
+    return any(e.type == "Killing" for e in events)
+
+
+def run(pod: Pod, container: Container, app: App, duration: float, stop: Stop | None = None) -> Run:
+    """The container alone in its pod under `app`, for `duration` s or until `stop` says so."""
+    probes = tuple(sorted(app.probes.items(), key=lambda kv: kv[0].key))
+    app_key = (app.start_after, app.exit_after, app.exit_code, app.stop_seconds, app.default)
+    return _run(alone(pod, container), container.name, app_key, probes, duration, stop)
+
+
+@lru_cache(maxsize=4096)
+def _run(
+    pod: Pod,
+    name: str,
+    app_key: tuple[float, float | None, int, float, Behaviour],
+    probes: tuple[tuple[ProbeType, Behaviour], ...],
+    duration: float,
+    stop: Stop | None,
+) -> Run:
+    start_after, exit_after, exit_code, stop_seconds, default = app_key
+    app = App(
+        start_after=start_after,
+        exit_after=exit_after,
+        exit_code=exit_code,
+        stop_seconds=stop_seconds,
+        default=default,
+        probes=dict(probes),
+    )
+    sim = SimKubelet(Scenario(pod=pod, container=name, duration=duration, app=app))
+    sim.kubelet.start()
+    t = 0.0
+    while t < duration:
+        t = min(duration, t + 10.0)
+        sim.clock.run_until(t)
+        if stop is not None and stop([e for e in sim.events if e.container == name]):
+            break
+    events = sorted((e for e in sim.events if e.container == name), key=lambda e: e.t)
+    unhealthy: dict[str, str] = {}
+    for e in events:
+        if e.type == "Unhealthy" and e.probe and e.probe not in unhealthy:
+            unhealthy[e.probe] = str(e.fields.get("message", ""))
+    return Run(
+        duration=t,
+        kills=tuple((e.t, e.probe or "") for e in events if e.type == "Killing"),
+        exits=tuple(
+            (e.t, int(e.fields.get("exitCode", 0))) for e in events if e.type == "ContainerExited"
+        ),
+        ready=tuple((e.t, bool(e.fields.get("ready"))) for e in events if e.type == "ReadyChanged"),
+        attempts=tuple(
+            (e.t, e.probe or "", str(e.fields.get("outcome")))
+            for e in events
+            if e.type == "ProbeAttempt"
+        ),
+        unhealthy=tuple(unhealthy.items()),
+    )
+
+
+def _healthy(start: float = 0.0) -> App:
+    return App(start_after=0.0, default=Behaviour(ready_after=start))
+
+
+def _grid_after(seconds: float, period: int) -> float:
+    """The first tick of a worker made at 0 that is at or after `seconds` (§4.3, §4.4)."""
+    return math.ceil(seconds / period) * period
+
+
+def budget_seconds(container: Container) -> tuple[float, ProbeType] | None:
+    """When a container that never answers is killed: the startup probe's budget if it has
+    one, else liveness's (initialDelay + failureThreshold periods, §5.9, §6.2-6.3)."""
+    for pt in (ProbeType.STARTUP, ProbeType.LIVENESS):
+        probe = container.probe(pt)
+        if probe is not None:
+            return probe.initial_delay_seconds + probe.failure_threshold * probe.period_seconds, pt
+    return None
+
+
+def slow_start(pod: Pod, container: Container, start_seconds: float) -> Run:
+    """The app answers its probes only `start_seconds` after each start."""
+    return run(pod, container, _healthy(start_seconds), _MAX_SECONDS, _kills_enough)
+
+
+def _after_start(container: Container, probe: Probe) -> float:
+    startup = container.startup_probe
+    first = startup.period_seconds if startup is not None else 0
+    return _grid_after(
+        probe.initial_delay_seconds + first + 2 * probe.period_seconds, probe.period_seconds
+    )
+
+
+def blip(pod: Pod, container: Container) -> tuple[float, Run]:
+    """One liveness attempt fails, once, well after the start; returns when and the run."""
+    probe = container.liveness_probe
+    assert probe is not None
+    at = _after_start(container, probe)
+    app = App(
+        start_after=0.0,
+        probes={ProbeType.LIVENESS: Behaviour(fail_between=((at, at + 1.0),))},
+    )
+    return at, run(pod, container, app, at + 4 * probe.period_seconds, _first_kill)
+
+
+def hung(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
+    """The probe's endpoint never answers in time; the container's other probes are fine."""
+    probe = container.probe(probe_type)
+    assert probe is not None
+    slow = Behaviour(latency_ms=(probe.timeout_seconds + 1) * 1000.0)
+    app = App(start_after=0.0, probes={probe_type: slow})
+    spacing = max(probe.period_seconds, probe.timeout_seconds)
+    duration = probe.initial_delay_seconds + spacing * (probe.failure_threshold + 3)
+    stop = None if probe_type is ProbeType.READINESS else _first_kill
+    return run(pod, container, app, min(duration, _MAX_SECONDS), stop)
+
+
+def failing(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
+    """Every attempt of one probe fails (a server that cannot answer it); the others pass."""
+    probe = container.probe(probe_type)
+    assert probe is not None
+    app = App(start_after=0.0, probes={probe_type: Behaviour(ready_after=_NEVER)})
+    duration = probe.initial_delay_seconds + probe.period_seconds * (probe.failure_threshold + 8)
+    return run(pod, container, app, min(duration, _MAX_SECONDS), _kills_enough)
+
+
+def unresolved(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
+    """A healthy app: what the probe's own target makes of it (a port that resolves to
+    nothing errors on every attempt, §16.4)."""
+    probe = container.probe(probe_type)
+    assert probe is not None
+    duration = probe.initial_delay_seconds + probe.period_seconds * 10
+    return run(pod, container, _healthy(), min(duration, _MAX_SECONDS))
+
+
+def stuck_kill(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
+    """The probe always fails and the app ignores SIGTERM: how long the kill takes."""
+    probe = container.probe(probe_type)
+    assert probe is not None
+    app = App(
+        start_after=0.0,
+        stop_seconds=_IGNORES_SIGTERM,
+        probes={probe_type: Behaviour(ready_after=_NEVER)},
+    )
+    grace = max(
+        probe.termination_grace_period_seconds or 0, pod.termination_grace_period_seconds or 0
+    )
+    duration = (
+        probe.initial_delay_seconds
+        + probe.period_seconds * (probe.failure_threshold + 2)
+        + grace
+        + 10
+    )
+    return run(pod, container, app, min(duration, 4 * _MAX_SECONDS), _first_exit_after_kill)
+
+
+OUTAGE_SECONDS = 60.0
+
+
+def outage(pod: Pod, container: Container) -> tuple[float, Run]:
+    """Both liveness and readiness fail for a minute (what they both check is down)."""
+    liveness = container.liveness_probe
+    assert liveness is not None
+    at = _after_start(container, liveness)
+    down = Behaviour(fail_between=((at, at + OUTAGE_SECONDS),))
+    app = App(start_after=0.0, probes={ProbeType.LIVENESS: down, ProbeType.READINESS: down})
+    return at, run(pod, container, app, at + OUTAGE_SECONDS + 3 * liveness.period_seconds)
