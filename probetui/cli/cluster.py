@@ -132,6 +132,13 @@ def run(args: argparse.Namespace) -> int:
     ui = ui_settings(config, args)
     # a --write that a lock refuses whatever the context is refused before kubeconfig is read
     read_only(config, None, args.k8s_read_only, args.k8s_write)
+    if args.k8s_kubelet_version is not None:
+        from probetui.config.schema import Expected, check_kubelet_version
+
+        try:
+            args.k8s_kubelet_version = check_kubelet_version(args.k8s_kubelet_version)
+        except Expected as e:
+            raise UsageError(f"--kubelet-version: expected {e}") from None
     options = ConnectOptions(
         kubeconfig=args.k8s_kubeconfig,
         context=args.k8s_context,
@@ -181,13 +188,6 @@ def configured_target(
         settings = config.context_settings(context, flags)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    if args.k8s_kubelet_version is not None:
-        from probetui.config.schema import Expected, check_kubelet_version
-
-        try:
-            check_kubelet_version(args.k8s_kubelet_version)
-        except Expected as e:
-            raise UsageError(f"--kubelet-version: expected {e}") from None
     settings["read_only"] = read_only(config, context, args.k8s_read_only, args.k8s_write)
     changes: dict[str, Any] = {"read_only": settings["read_only"].value}
     namespace = settings["namespace"]

@@ -134,8 +134,9 @@ class KubernetesRuntime(Runtime):
         """
         out = []
         if self.read_only:
+            why = f" ({self.read_only_reason})" if self.read_only_reason else ""
             out.append(
-                "read-only: only get, list and watch reach the API server; exec probes are not "
+                f"read-only{why}: only get, list and watch reach the API server; exec probes are not "
                 "run" + ("" if self.via == "direct" else ", nor probes that need --via " + self.via)
             )
         elif self.via != "direct":

@@ -1,0 +1,138 @@
+"""The cluster view under configuration, against the API emulator: a context rule turns
+read-only on with no flag, a locked shell stays read-only whatever the files say, and the
+emulator's request log shows only get, list and watch. Context defaults reach the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from probetui.cli import main
+from tests.cli.test_cluster import _PROXY_VARS, _play_the_kubelet, _pod, run_probetui
+from tests.config.helpers import user_file, write
+from tests.kube.emulator import ApiEmulator
+from tests.kube.emulator.fixtures import HttpTarget, api, http_target
+
+__all__ = ["api", "http_target"]  # fixtures, used by name
+
+HEADLESS = ("--no-ui", "--output", "jsonl", "--duration", "2.5")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (*_PROXY_VARS, "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "POD_NAMESPACE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def _only_reads(api: ApiEmulator, http_target: HttpTarget) -> None:
+    assert api.non_read_requests() == []
+    for sub in ("exec", "portforward", "proxy"):
+        assert api.count_requests(subresource=sub) == 0
+    assert {r.method for r in api.requests} == {"GET"}
+    assert http_target.seen == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("files", "env", "reason"),
+    [
+        ({"contexts": {"emu*": {"readOnly": True}}}, {}, "context rule emu*"),
+        (
+            {"readOnly": False, "contexts": {"*": {"readOnly": False}}},
+            {"PROBETUI_READ_ONLY": "locked"},
+            "locked by PROBETUI_READ_ONLY",
+        ),
+    ],
+    ids=["context-rule", "locked-environment"],
+)
+async def test_read_only_from_configuration_sends_only_get_list_watch(
+    api: ApiEmulator,
+    tmp_path: Path,
+    http_target: HttpTarget,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, object],
+    env: dict[str, str],
+    reason: str,
+) -> None:
+    write(user_file(), files)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    api.role = "view"
+    api.add_pod(_pod(http_target.port))
+    api.map_port("web", http_target.port, http_target.port)
+    config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    run = asyncio.create_task(run_probetui(*HEADLESS, "--kubeconfig", str(config)))
+    await _play_the_kubelet(api)
+    code, lines, err = await run
+    assert code == 0, err
+    _only_reads(api, http_target)
+    assert not [x for x in lines if x["type"] == "ProbeAttempt"]
+    assert f"read-only ({reason})" in err
+    assert {"ReadyChanged", "Unhealthy"} <= {x["type"] for x in lines}
+
+
+def test_a_locked_shell_refuses_write_before_connecting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PROBETUI_READ_ONLY", "locked")
+    write(user_file(), {"readOnly": False})
+    assert main(["--write", "--no-ui"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("probetui: error: --write: read-only is locked by PROBETUI_READ_ONLY")
+    assert "\n" not in err
+
+
+def test_context_defaults_reach_the_target(tmp_path: Path) -> None:
+    from argparse import Namespace
+
+    from probetui.cli.cluster import configured_target
+    from probetui.config import load
+    from probetui.runtime.kubernetes.config import ConnectOptions, resolve
+
+    kubeconfig = tmp_path / "kubeconfig"
+    context = {"cluster": "c", "user": "u", "namespace": "from-kubeconfig"}
+    write(
+        kubeconfig,
+        {
+            "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+            "users": [{"name": "u", "user": {}}],
+            "contexts": [{"name": "emulator", "context": context}],
+            "current-context": "emulator",
+        },
+    )
+    write(
+        user_file(),
+        {
+            "contexts": {
+                "emulator": {"namespace": "payments", "selector": "app=web", "via": "direct"},
+                "*": {"kubeletVersion": "1.31", "readOnly": True},
+            }
+        },
+    )
+    flags = {
+        "k8s_via": None,
+        "k8s_namespace": None,
+        "k8s_selector": None,
+        "k8s_kubelet_version": None,
+        "k8s_read_only": False,
+        "k8s_write": False,
+    }
+    target = resolve(ConnectOptions(kubeconfig=str(kubeconfig)))
+    configured, settings = configured_target(load(), target, Namespace(**flags))
+    assert (configured.namespace, configured.selector, configured.read_only) == (
+        "payments",
+        "app=web",
+        True,
+    )
+    assert configured.namespace_from.startswith("user file ")
+    assert settings["via"].value == "direct" and settings["kubelet_version"].value == "1.31"
+    assert settings["read_only"].reason == "context rule *"
+    # flags win over every rule
+    flags.update(k8s_namespace="ns", k8s_selector="a=b", k8s_via="proxy", k8s_write=True)
+    target = resolve(ConnectOptions(kubeconfig=str(kubeconfig), namespace="ns", selector="a=b"))
+    configured, settings = configured_target(load(), target, Namespace(**flags))
+    assert (configured.namespace, configured.selector, configured.read_only) == ("ns", "a=b", False)
+    assert configured.namespace_from == "--namespace" and settings["via"].value == "proxy"
