@@ -31,7 +31,7 @@ import json
 import math
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -115,6 +115,7 @@ class Recording:
         self._refs: dict[int, ProbeRef] = {}
         self._pods: dict[int, tuple[str, str, str]] = {}
         self._specs: dict[int, Pod] = {}  # decoded specs by row: a seek decodes none twice
+        self._by_spec: dict[str, Pod] = {}  # by the spec part alone, shared by replicas
         self.meta = RecordingMeta(
             self._q1("PRAGMA user_version") or FORMAT_VERSION, self._sessions()
         )
@@ -271,8 +272,28 @@ class Recording:
 
     def _spec(self, spec_id: int, source: str, text: str) -> Pod:
         pod = self._specs.get(spec_id)
-        if pod is None:
-            pod = self._specs[spec_id] = decode(json.loads(text), source)
+        if pod is not None:
+            return pod
+        manifest = json.loads(text)
+        meta = manifest["metadata"]
+        # the replicas of a workload share their spec: parse it once, name each copy
+        key = json.dumps(manifest["spec"], sort_keys=True)
+        template = self._by_spec.get(key)
+        deleting = "deletionTimestamp" in meta or "deletionGracePeriodSeconds" in meta
+        if template is None or deleting:
+            pod = decode(manifest, source)
+            if not deleting:
+                self._by_spec[key] = pod
+        else:
+            pod = replace(
+                template,
+                name=meta["name"],
+                namespace=meta["namespace"],
+                uid=meta["uid"],
+                labels=dict(meta.get("labels", {})),
+                source=source,
+            )
+        self._specs[spec_id] = pod
         return pod
 
     # -- shapes ---------------------------------------------------------------------------

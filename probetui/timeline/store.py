@@ -149,8 +149,8 @@ class Store:
     def reset(self) -> None:
         """Forget everything held (a replay seeking): the versions go on rising, so every
         reader redraws from scratch."""
-        for uid in list(self.pods):
-            self._drop_pod(uid)
+        # all at once: dropping pod by pod scans every container for each (15,000 pods: 10 s)
+        self.pods.clear()
         for c in self.containers.values():
             for h in c.probes.values():
                 h.release()

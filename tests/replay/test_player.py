@@ -5,6 +5,7 @@ step by step, or rebuilt on a seek back); notable moments are the recorded ones;
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ import pytest
 
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
+from probetui.record.recorder import Recorder
 from probetui.replay.player import NOTABLE, Player, feed, lookback
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
-from tests.record.helpers import assert_same_store, record_demo
+from tests.record.helpers import META, assert_same_store, record_demo
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -153,3 +155,31 @@ async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
             assert player.speed == 100.0
             await pilot.press("x")
             assert not player.playing
+
+
+def test_replicas_sharing_a_spec_decode_to_their_own_pods(tmp_path: Path) -> None:
+    """The reader parses a spec shared by replicas once; each pod still comes back as it was
+    recorded (name, uid, labels), and one being deleted keeps its deletion fields alone."""
+    from dataclasses import replace as copy
+
+    from probetui.prober.status import PodStatus
+    from probetui.spec.model import Container, ExecAction, Pod, Probe
+
+    probe = Probe(exec=ExecAction(("check",)))
+    base = Pod("web-0", "shop", "uid-0", {"app": "web"}, (Container("app", readiness_probe=probe),))
+    pods = [copy(base, name=f"web-{i}", uid=f"uid-{i}", labels={"app": "web", "i": str(i)})
+            for i in range(3)]  # fmt: skip
+    pods.append(copy(base, name="web-3", uid="uid-3", deletion_timestamp=1.0e9,
+                     deletion_grace_period_seconds=30))  # fmt: skip
+    path = tmp_path / "replicas.db"
+    rec = Recorder(path, META)
+    for p in pods:
+        rec.pod(p, PodStatus(phase="Running"))
+    rec.close()
+    with open_recording(path) as r:
+        got = {p.uid: p for _, p, _ in r.snapshots()}
+    for p in pods:
+        back = got[p.uid]
+        assert back == replace(p, source=back.source) and back.labels == p.labels
+    assert got["uid-0"].deletion_timestamp is None
+    assert got["uid-3"].deletion_grace_period_seconds == 30
