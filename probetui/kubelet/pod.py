@@ -190,10 +190,9 @@ class PodKubelet:
         self._subscriptions = []
 
     def container_by_id(self, container_id: str) -> Instance | None:
-        for inst in self.instances.values():
-            if inst.status is not None and inst.status.container_id == container_id:
-                return inst
-        return None
+        # the one lookup by container ID, the status's, over the instances' own statuses
+        cs = self._statuses().by_container_id(container_id)
+        return self.instances[cs.name] if cs is not None else None
 
     def _statuses(self) -> PodStatus:
         """The pod status with each container's current status, in spec order."""
