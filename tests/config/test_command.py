@@ -159,3 +159,22 @@ def test_init_writes_a_file_that_changes_nothing_until_uncommented(
     out = " ".join(capsys.readouterr().out.split())
     assert f"theme probetui user file {path}" in out
     assert f"probetui.probe-now ctrl+t user file {path}" in out
+
+
+def test_local_takes_read_only_from_the_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n"
+        "spec: {containers: [{name: c, command: [sleep, '5']}]}\n"
+    )
+    monkeypatch.setenv("PROBETUI_READ_ONLY", "1")
+    assert main(["local", str(manifest), "--no-ui"]) == 2
+    assert _error(capsys).startswith("read-only (PROBETUI_READ_ONLY): the local runtime")
+    monkeypatch.setenv("PROBETUI_READ_ONLY", "locked")
+    assert main(["local", str(manifest), "--no-ui", "--write"]) == 2
+    assert _error(capsys).startswith("--write: read-only is locked by PROBETUI_READ_ONLY")
+    monkeypatch.delenv("PROBETUI_READ_ONLY")
+    write(user_file(), {"readOnly": True})
+    assert main(["local", str(manifest), "--no-ui", "--write", "--duration", "0.3"]) == 0

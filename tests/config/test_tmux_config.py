@@ -4,10 +4,7 @@ wrote and a user edited: the remapped key works, help names it, the theme is in 
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +12,7 @@ import pytest
 
 from probetui.cli import main
 from tests.config.helpers import user_file
-from tests.ui.test_tmux import REPO, Terminal, tmux
+from tests.ui.test_tmux import Terminal, demo_terminal, tmux
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,29 +29,9 @@ def configured_terminal(tmp_path: Path) -> Iterator[Terminal]:
         '#   probetui.probe-now:       "t"', '  probetui.probe-now:       "ctrl+t"'
     )
     path.write_text(text)
-    socket = session = f"probetui-config-{os.getpid()}"
-    run = shlex.join([sys.executable, "-m", "probetui.cli", "demo"])
-    command = (
-        f"unset COLUMNS LINES; cd {shlex.quote(str(tmp_path))} && {run}; "
-        "echo PROBETUI-EXIT=$?; sleep 60"
-    )
-    env = {
-        "TERM": "xterm-256color",
-        "PYTHONPATH": str(REPO),
-        "XDG_CONFIG_HOME": os.environ["XDG_CONFIG_HOME"],
-        "PROBETUI_SYSTEM_CONFIG": os.environ["PROBETUI_SYSTEM_CONFIG"],
-    }
-    env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
-    tmux(socket, "new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, command)
-    socket_path = tmux(socket, "display-message", "-p", "#{socket_path}").stdout.strip()
-    try:
-        yield Terminal(socket, session)
-    finally:
-        subprocess.run(
-            ["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=10, check=False
-        )
-        if socket_path:
-            Path(socket_path).unlink(missing_ok=True)
+    env = {name: os.environ[name] for name in ("XDG_CONFIG_HOME", "PROBETUI_SYSTEM_CONFIG")}
+    with demo_terminal(tmp_path, f"probetui-config-{os.getpid()}", env) as terminal:
+        yield terminal
 
 
 def test_a_remapped_key_and_a_theme_from_the_file(configured_terminal: Terminal) -> None:

@@ -3,6 +3,7 @@ capture-pane. Real processes, real time: a few seconds, so marked slow."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -61,7 +62,17 @@ class Terminal:
 
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Terminal]:
-    socket = session = f"probetui-e2e-{os.getpid()}"
+    with demo_terminal(tmp_path, f"probetui-e2e-{os.getpid()}") as term:
+        yield term
+
+
+@contextlib.contextmanager
+def demo_terminal(
+    tmp_path: Path, socket: str, env: dict[str, str] | None = None
+) -> Iterator[Terminal]:
+    """`probetui demo` in a tmux server and session named `socket`, in `tmp_path`, with `env`
+    added to the pane's environment."""
+    session = socket
     run = shlex.join(
         [
             sys.executable,
@@ -76,7 +87,7 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
         f"unset COLUMNS LINES; cd {shlex.quote(str(tmp_path))} && {run}; "
         "echo PROBETUI-EXIT=$?; sleep 60"
     )
-    env = {"TERM": "xterm-256color", "PYTHONPATH": str(REPO)}
+    env = {"TERM": "xterm-256color", "PYTHONPATH": str(REPO), **(env or {})}
     env_args = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
     tmux(socket, "new-session", "-d", "-s", session, "-x", "160", "-y", "45", *env_args, command)
     socket_path = tmux(socket, "display-message", "-p", "#{socket_path}").stdout.strip()
