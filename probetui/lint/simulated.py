@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from probetui.simulate import App, Behaviour, Scenario, SimKubelet
-from probetui.spec.model import Container, Pod, Probe, ProbeType
+from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.events import Event
 
 # scenario time: the container starts at 0, so the numbers read as seconds since it started
@@ -26,6 +26,11 @@ _MAX_SECONDS = 900.0
 _KILLS_ENOUGH = 3
 _IGNORES_SIGTERM = 1e6
 _NEVER = 1e9
+SUBJECT = "app"  # the container's name in the simulated pod
+ALL = frozenset(ProbeType)
+# what decides whether and when a container is killed: the probe itself, and startup, which
+# holds liveness back until it succeeds (§5.10)
+KILLS = frozenset((ProbeType.LIVENESS, ProbeType.STARTUP))
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,41 +50,54 @@ class Run:
     def first_ready(self) -> float | None:
         return next((t for t, r in self.ready if r), None)
 
-    def not_ready_seconds(self, since: float, until: float) -> float:
-        """Seconds in [since, until) the container was not Ready."""
-        ready, at, total = False, 0.0, 0.0
-        for t, r in (*self.ready, (until, True)):
-            if not ready:
-                total += max(0.0, min(t, until) - max(at, since))
-            ready, at = r, t
-        return total
-
     def message_of(self, probe: ProbeType) -> str | None:
         return next((m for key, m in self.unhealthy if key == probe.key), None)
 
 
-def alone(pod: Pod, container: Container) -> Pod:
-    """The pod reduced to the one container a rule is about (texts and env do not matter)."""
-    bare = replace(container, env=(), command=(), args=(), image=None, working_dir=None)
-    if container.is_restartable_init:
-        main = Container(name="main" if container.name != "main" else "main-0")
-        return Pod(
-            name=pod.name,
-            namespace=pod.namespace,
-            uid="lint",
-            containers=(main,),
-            init_containers=(bare,),
-            restart_policy=pod.restart_policy,
-            termination_grace_period_seconds=pod.termination_grace_period_seconds,
-        )
+def alone(pod: Pod, container: Container, keep: frozenset[ProbeType] = ALL) -> Pod:
+    """The pod reduced to the one container a rule is about, under fixed names and with every
+    probe that reaches its target on one stand-in handler: names, texts, env and targets
+    change no decision of the model (a scenario answers by probe type and time), and without
+    them equal settings in different objects are one simulation. A probe whose port name
+    resolves to nothing keeps its handler, since that is what makes it error (§16.4). Only the
+    probe types in `keep` stay: a question about kills needs no readiness probe."""
+    bare = replace(
+        container,
+        name=SUBJECT,
+        env=(),
+        command=(),
+        args=(),
+        image=None,
+        working_dir=None,
+        ports=(),
+        liveness_probe=_stand_in(container, ProbeType.LIVENESS, keep),
+        readiness_probe=_stand_in(container, ProbeType.READINESS, keep),
+        startup_probe=_stand_in(container, ProbeType.STARTUP, keep),
+    )
+    regular = (Container(name="main"),) if container.is_restartable_init else (bare,)
     return Pod(
-        name=pod.name,
-        namespace=pod.namespace,
+        name="lint",
         uid="lint",
-        containers=(bare,),
+        containers=regular,
+        init_containers=(bare,) if container.is_restartable_init else (),
         restart_policy=pod.restart_policy,
         termination_grace_period_seconds=pod.termination_grace_period_seconds,
     )
+
+
+_STAND_IN = ExecAction(command=("probe",))
+
+
+def _stand_in(
+    container: Container, probe_type: ProbeType, keep: frozenset[ProbeType]
+) -> Probe | None:
+    probe = container.probe(probe_type)
+    if probe is None or probe_type not in keep:
+        return None
+    port = getattr(probe.handler, "port", None)
+    if isinstance(port, str) and container.port_by_name(port) is None:
+        return replace(probe, exec=None, grpc=None)
+    return replace(probe, exec=_STAND_IN, http_get=None, tcp_socket=None, grpc=None)
 
 
 Stop = Callable[[list[Event]], bool]
@@ -105,17 +123,29 @@ def _first_kill(events: list[Event]) -> bool:
     return any(e.type == "Killing" for e in events)
 
 
-def run(pod: Pod, container: Container, app: App, duration: float, stop: Stop | None = None) -> Run:
-    """The container alone in its pod under `app`, for `duration` s or until `stop` says so."""
+def run(
+    pod: Pod,
+    container: Container,
+    app: App,
+    duration: float,
+    stop: Stop | None = None,
+    keep: frozenset[ProbeType] = ALL,
+) -> Run:
+    """The container alone in its pod under `app`, with the probe types in `keep`, for
+    `duration` s or until `stop` says so."""
     probes = tuple(sorted(app.probes.items(), key=lambda kv: kv[0].key))
     app_key = (app.start_after, app.exit_after, app.exit_code, app.stop_seconds, app.default)
-    return _run(alone(pod, container), container.name, app_key, probes, duration, stop)
+    return _run(alone(pod, container, keep), app_key, probes, duration, stop)
+
+
+def _with(probe_type: ProbeType) -> frozenset[ProbeType]:
+    """A probe and what gates it: startup holds liveness and readiness back (§5.10)."""
+    return frozenset((probe_type, ProbeType.STARTUP))
 
 
 @lru_cache(maxsize=4096)
 def _run(
     pod: Pod,
-    name: str,
     app_key: tuple[float, float | None, int, float, Behaviour],
     probes: tuple[tuple[ProbeType, Behaviour], ...],
     duration: float,
@@ -130,6 +160,7 @@ def _run(
         default=default,
         probes=dict(probes),
     )
+    name = SUBJECT
     sim = SimKubelet(Scenario(pod=pod, container=name, duration=duration, app=app))
     sim.kubelet.start()
     t = 0.0
@@ -200,7 +231,7 @@ def blip(pod: Pod, container: Container) -> tuple[float, Run]:
         start_after=0.0,
         probes={ProbeType.LIVENESS: Behaviour(fail_between=((at, at + 1.0),))},
     )
-    return at, run(pod, container, app, at + 4 * probe.period_seconds, _first_kill)
+    return at, run(pod, container, app, at + 4 * probe.period_seconds, _first_kill, KILLS)
 
 
 def hung(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
@@ -212,7 +243,7 @@ def hung(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
     spacing = max(probe.period_seconds, probe.timeout_seconds)
     duration = probe.initial_delay_seconds + spacing * (probe.failure_threshold + 3)
     stop = None if probe_type is ProbeType.READINESS else _first_kill
-    return run(pod, container, app, min(duration, _MAX_SECONDS), stop)
+    return run(pod, container, app, min(duration, _MAX_SECONDS), stop, _with(probe_type))
 
 
 def failing(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
@@ -221,7 +252,7 @@ def failing(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
     assert probe is not None
     app = App(start_after=0.0, probes={probe_type: Behaviour(ready_after=_NEVER)})
     duration = probe.initial_delay_seconds + probe.period_seconds * (probe.failure_threshold + 8)
-    return run(pod, container, app, min(duration, _MAX_SECONDS), _kills_enough)
+    return run(pod, container, app, min(duration, _MAX_SECONDS), _kills_enough, _with(probe_type))
 
 
 def unresolved(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
@@ -230,7 +261,7 @@ def unresolved(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
     probe = container.probe(probe_type)
     assert probe is not None
     duration = probe.initial_delay_seconds + probe.period_seconds * 10
-    return run(pod, container, _healthy(), min(duration, _MAX_SECONDS))
+    return run(pod, container, _healthy(), min(duration, _MAX_SECONDS), None, _with(probe_type))
 
 
 def stuck_kill(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
@@ -251,17 +282,20 @@ def stuck_kill(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
         + grace
         + 10
     )
-    return run(pod, container, app, min(duration, 4 * _MAX_SECONDS), _first_exit_after_kill)
+    return run(pod, container, app, min(duration, 4 * _MAX_SECONDS), _first_exit_after_kill, KILLS)
 
 
 OUTAGE_SECONDS = 60.0
 
 
 def outage(pod: Pod, container: Container) -> tuple[float, Run]:
-    """Both liveness and readiness fail for a minute (what they both check is down)."""
+    """Liveness fails for a minute, as it would beside readiness if both check what is down:
+    the kills that readiness alone would not have caused."""
     liveness = container.liveness_probe
     assert liveness is not None
     at = _after_start(container, liveness)
-    down = Behaviour(fail_between=((at, at + OUTAGE_SECONDS),))
-    app = App(start_after=0.0, probes={ProbeType.LIVENESS: down, ProbeType.READINESS: down})
-    return at, run(pod, container, app, at + OUTAGE_SECONDS + 3 * liveness.period_seconds)
+    app = App(
+        start_after=0.0,
+        probes={ProbeType.LIVENESS: Behaviour(fail_between=((at, at + OUTAGE_SECONDS),))},
+    )
+    return at, run(pod, container, app, at + OUTAGE_SECONDS, None, KILLS)

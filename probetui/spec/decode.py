@@ -64,12 +64,16 @@ class At:
     container: str | None = None
     container_kind: str = "container"
 
+    # built directly rather than with dataclasses.replace: a manifest's every field takes one,
+    # and replace's introspection was a third of reading ten thousand objects (`probetui lint`)
     def key(self, parent: object, key: str) -> At:
         path = f"{self.path}.{key}" if self.path else key
-        return replace(self, path=path, line=line_in(parent, key) or self.line)
+        line = line_in(parent, key) or self.line
+        return At(self.origin, path, line, self.container, self.container_kind)
 
     def index(self, parent: object, i: int) -> At:
-        return replace(self, path=f"{self.path}[{i}]", line=line_in(parent, i) or self.line)
+        line = line_in(parent, i) or self.line
+        return At(self.origin, f"{self.path}[{i}]", line, self.container, self.container_kind)
 
     def fail(self, detail: str, fix: str | None = None) -> NoReturn:
         raise ManifestError(
