@@ -39,15 +39,7 @@ GOAL_S = 10.0
 GOAL_OBJECTS = 10_000
 GOAL_EVIDENCE_MS = 5.0
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "lint" / "corpus"
-SIMULATED_RULES = (
-    "startup-budget-too-short",
-    "liveness-failure-threshold-one",
-    "probe-grace-longer-than-pod",
-    "named-port-not-declared",
-    "grpc-on-tls-port",
-    "liveness-same-as-readiness",
-    "timeout-exceeds-period",
-)
+SIMULATED_RULES = tuple(r.id for r in registry.RULES.values() if r.simulated)
 _HANDLERS = ("httpGet", "tcpSocket", "grpc", "exec")
 _KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Pod")
 

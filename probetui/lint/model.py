@@ -142,6 +142,8 @@ class Rule:
     check: Check
     needs_evidence: bool = False
     enabled_by_default: bool = True
+    # its message carries what a run of the kubelet's model showed ("simulate: ...")
+    simulated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Rules only the kubelet's model can give, each backed by a consequence: simulated in virtual
 time (`simulated.py`) or, for what the API server refuses, upstream's validation text
 (`spec/validate.py`). Two anchor rules live here too, because their messages carry a
-simulation: liveness-same-as-readiness and timeout-exceeds-period.
+simulation: liveness-same-as-readiness and timeout-exceeds-period. The § items cited are
+docs/kubelet-behaviour.md's, as in the rest of the code.
 """
 
 from __future__ import annotations
@@ -382,6 +383,7 @@ RULES = (
         "simulates the container answering only after that long and counts the kills.",
         credit="probetui (the kubelet's model)",
         check=startup_budget_too_short,
+        simulated=True,
     ),
     Rule(
         id="liveness-failure-threshold-one",
@@ -393,6 +395,7 @@ RULES = (
         "slow answer or one dropped connection is a restart. The rule simulates a 1 s blip.",
         credit="probetui (the kubelet's model)",
         check=liveness_threshold_one,
+        simulated=True,
     ),
     Rule(
         id="success-threshold-not-one",
@@ -429,6 +432,7 @@ RULES = (
         "value and ignores the probe's. The rule simulates an app that ignores SIGTERM.",
         credit="probetui (the kubelet's model)",
         check=probe_grace_longer,
+        simulated=True,
     ),
     Rule(
         id="named-port-not-declared",
@@ -441,6 +445,7 @@ RULES = (
         "and validation does not catch it. gRPC probes take numbers only (§2.7).",
         credit="probetui (the kubelet's model); kube-linter's port checks look at names too",
         check=named_port_not_declared,
+        simulated=True,
     ),
     Rule(
         id="grpc-on-tls-port",
@@ -453,6 +458,7 @@ RULES = (
         "TLS-only. The rule simulates every attempt failing.",
         credit="probetui (the kubelet's model)",
         check=grpc_on_tls_port,
+        simulated=True,
     ),
     Rule(
         id="liveness-same-as-readiness",
@@ -467,6 +473,7 @@ RULES = (
         credit="kubectl-probes liveness-same-as-readiness; kube-score (identical liveness and "
         "readiness probes)",
         check=liveness_same_as_readiness,
+        simulated=True,
     ),
     Rule(
         id="timeout-exceeds-period",
@@ -480,5 +487,6 @@ RULES = (
         "attempt already takes the whole period. The rule simulates a hung endpoint.",
         credit="kubectl-probes timeout-exceeds-period",
         check=timeout_exceeds_period,
+        simulated=True,
     ),
 )

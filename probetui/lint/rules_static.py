@@ -4,7 +4,8 @@ Credited where they come from: kubectl-probes (six of its seven rules; the seven
 probe-failures-recent, reads a cluster's Unhealthy events and belongs with the evidence rules),
 kube-score (identical liveness and readiness), kube-linter (a probe on a port the container
 does not declare), Polaris and Datree (missing probes). Two of them carry a simulated
-consequence too (`rules_model.py` holds those checks beside the model-only rules).
+consequence too (`rules_model.py` holds those checks beside the model-only rules). The § items
+the explanations cite are docs/kubelet-behaviour.md's.
 """
 
 from __future__ import annotations

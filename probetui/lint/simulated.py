@@ -7,7 +7,7 @@ simulated alone in its pod (a sidecar beside a plain main container), with its p
 restartPolicy and grace period: what a rule says is about its own probes, and a pod's other
 containers would only make the run slower. Runs stop as soon as the answer is known, and are
 memoised on the scenario: a chart rendered for ten environments asks the same question ten
-times.
+times. The § items cited are docs/kubelet-behaviour.md's.
 """
 
 from __future__ import annotations

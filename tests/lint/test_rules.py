@@ -13,15 +13,7 @@ from probetui.lint.model import Finding
 CORPUS = Path(__file__).parent / "corpus"
 # the rules whose messages carry what `simulate` showed (issue 15: "each backed by a simulated
 # consequence"); success-threshold-not-one and invalid-spec quote the API server instead
-SIMULATED = {
-    "startup-budget-too-short",
-    "liveness-failure-threshold-one",
-    "probe-grace-longer-than-pod",
-    "named-port-not-declared",
-    "grpc-on-tls-port",
-    "liveness-same-as-readiness",
-    "timeout-exceeds-period",
-}
+SIMULATED = {r.id for r in RULES.values() if r.simulated}
 
 
 def _findings(path: Path, rule_id: str) -> list[Finding]:
@@ -29,6 +21,18 @@ def _findings(path: Path, rule_id: str) -> list[Finding]:
     assert loaded.problems == [], [str(p) for p in loaded.problems]
     assert loaded.objects
     return [f for f in run(loaded.objects, select()) if f.rule.id == rule_id]
+
+
+def test_the_simulated_rules() -> None:
+    assert {
+        "startup-budget-too-short",
+        "liveness-failure-threshold-one",
+        "probe-grace-longer-than-pod",
+        "named-port-not-declared",
+        "grpc-on-tls-port",
+        "liveness-same-as-readiness",
+        "timeout-exceeds-period",
+    } == SIMULATED
 
 
 def test_every_rule_has_a_corpus() -> None:
