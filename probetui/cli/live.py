@@ -206,7 +206,12 @@ def run_live(
             REGISTRY.install_exit_handlers()
             notices = [recorder.take_failure] if recorder is not None else []
             engine = Engine(runtime, sinks, kube_version=kube_version)
-            result = run_ui(engine, notices=notices, **(ui or {}))
+            archive = None
+            if recorder is not None:
+                from probetui.record.archive import HistoryArchive
+
+                archive = HistoryArchive(recorder.path)
+            result = run_ui(engine, notices=notices, archive=archive, **(ui or {}))
             return result if isinstance(result, int) else EXIT_OK
         if recorder is not None:
             recorder.on_failure = lambda text: note(text)

@@ -35,6 +35,7 @@ from probetui.ui.themes import DEFAULT_THEME, PROBETUI_THEMES
 
 if TYPE_CHECKING:
     from probetui.engine import Engine
+    from probetui.record.archive import HistoryArchive
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class ProbeApp(App[None]):
         pace_gc: bool = True,
         notices: list[Callable[[], str | None]] | None = None,
         make_screen: Callable[[UIContext], MainScreen] | None = None,
+        archive: HistoryArchive | None = None,
     ) -> None:
         super().__init__()
         self.make_screen = make_screen or MainScreen
@@ -70,7 +72,7 @@ class ProbeApp(App[None]):
         self.notices = list(notices or [])
         self.controls = controls
         self.store = store
-        self.ctx = UIContext(store, controls, now or time.time, tz)
+        self.ctx = UIContext(store, controls, now or time.time, tz, archive=archive)
         self.screenshot_dir = Path(screenshot_dir) if screenshot_dir is not None else Path.cwd()
         self.run_engine = run_engine
         self.poll_seconds = poll_seconds
@@ -178,8 +180,10 @@ def run(
     theme: str | None = None,
     screenshot_dir: str | Path | None = None,
     notices: list[Callable[[], str | None]] | None = None,
+    archive: HistoryArchive | None = None,
 ) -> int:
-    """Run the UI over `engine` until the user quits; returns the process exit code."""
+    """Run the UI over `engine` until the user quits; returns the process exit code.
+    `archive`: the recording being written, for the timeline's history past the rings."""
     if store is None:
         store = Store()
     if store not in engine.sinks:
@@ -191,8 +195,13 @@ def run(
         theme=theme,
         screenshot_dir=screenshot_dir,
         notices=notices,
+        archive=archive,
     )
-    app.run()
+    try:
+        app.run()
+    finally:
+        if archive is not None:
+            archive.close()
     if app.failure:
         print(app.failure, file=sys.stderr)
     return app.exit_code if app.return_code is None else max(app.exit_code, app.return_code)
@@ -208,6 +217,7 @@ def run_replay(
 ) -> int:
     """The replay screen over the recording at `path`, its cursor at `start` (a time as
     `--since` takes it; default: the recording's end)."""
+    from probetui.record.archive import HistoryArchive
     from probetui.record.reader import open_recording
     from probetui.record.timespec import parse_time
     from probetui.replay.player import Player
@@ -225,8 +235,12 @@ def run_replay(
             theme=theme,
             screenshot_dir=screenshot_dir,
             make_screen=lambda ctx: ReplayScreen(ctx, player),
+            archive=HistoryArchive(path),
         )
-        app.run()
+        try:
+            app.run()
+        finally:
+            app.ctx.archive.close()  # type: ignore[union-attr]
     if app.failure:
         print(app.failure, file=sys.stderr)
     return app.exit_code if app.return_code is None else max(app.exit_code, app.return_code)

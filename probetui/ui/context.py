@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
+from typing import TYPE_CHECKING
 
 from probetui.prober.status import PodSnapshot
 from probetui.prober.worker import ProbeKey
@@ -14,6 +15,9 @@ from probetui.spec.model import Container, Pod
 from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.controls import Controls
 
+if TYPE_CHECKING:
+    from probetui.record.archive import HistoryArchive
+
 
 @dataclass
 class UIContext:
@@ -21,6 +25,8 @@ class UIContext:
     controls: Controls
     now: Callable[[], float]
     tz: tzinfo | None = None  # None: the local time zone
+    # the recording being written or replayed: history older than the store's rings
+    archive: HistoryArchive | None = None
     _secrets: dict[str, tuple[Pod, tuple[str, ...]]] = field(default_factory=dict)
     _all_secrets: tuple[str, ...] = ()
     _all_secrets_at: tuple[int, ...] = ()

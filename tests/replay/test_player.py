@@ -183,3 +183,32 @@ def test_replicas_sharing_a_spec_decode_to_their_own_pods(tmp_path: Path) -> Non
         assert back == replace(p, source=back.source) and back.labels == p.labels
     assert got["uid-0"].deletion_timestamp is None
     assert got["uid-3"].deletion_grace_period_seconds == 30
+
+
+async def test_the_timeline_reads_history_past_the_rings_from_the_recording(
+    demo: dict[str, Any],
+) -> None:
+    """With a recording behind it, the archive answers for what the store's ring no longer
+    holds: the probe's attempts before the ring's oldest, read off the loop, and `version`
+    tells the screen to redraw."""
+    from probetui.record.archive import HistoryArchive
+    from probetui.timeline.history import kind_of
+
+    with open_recording(demo["path"]) as rec:
+        key = next(k for k in rec.probe_keys() if rec.attempts(k))
+        records = rec.attempts(key)
+    start, end = records[0].t - 1, records[-1].t + 1
+    archive = HistoryArchive(demo["path"])
+    try:
+        assert archive.window(key, start, end) == []  # not read yet: a read starts
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if archive.version:
+                break
+        assert archive.version == 1 and archive.failure is None
+        got = archive.window(key, start, end)
+        assert got == [(r.t, kind_of(r)) for r in records]
+        assert archive.window(key, start, records[1].t) == got[:1]  # from what was read
+        assert archive.version == 1
+    finally:
+        archive.close()

@@ -47,6 +47,7 @@ class MainScreen(Screen[None]):
         self._layout = -1
         self._resorted = 0.0
         self._second = -1
+        self._archive_version = 0
         # the prompt just opened: keys typed before it has focus go to it (see on_key)
         self._pending: Input | None = None
         ctx = self.ctx
@@ -104,6 +105,11 @@ class MainScreen(Screen[None]):
                 history = store.containers.get(self.selected)
                 details_dirty = history is not None and history.version > self._version
         self._version = store.version
+        archive = self.ctx.archive
+        if archive is not None and archive.version != self._archive_version:
+            # older history came in from the recording
+            self._archive_version = archive.version
+            details_dirty = True
         if details_dirty:
             self._refresh_details()
         self.topbar.tick()

@@ -109,7 +109,8 @@ class Timeline(Widget):
             self.set_follow(True)
             return
         oldest = self._oldest()
-        if oldest is not None:
+        # with a recording behind the rings, history goes back as far as it does
+        if oldest is not None and self.ctx.archive is None:
             end = max(end, oldest + self.cells * self.scale / 4)
         self.follow, self.end = False, end
         self._title()
@@ -211,7 +212,13 @@ class Timeline(Widget):
             return text
         end = start + cells * scale
         kinds: list[int | None] = [None] * cells
-        for t, kind in h.window(start, end):
+        entries = h.window(start, end)
+        oldest = h.oldest_t
+        archive = self.ctx.archive
+        if archive is not None and oldest is not None and start < oldest:
+            # past the ring: what the recording holds (read in the background, drawn when in)
+            entries = archive.window(h.key, start, oldest) + entries
+        for t, kind in entries:
             c = int((t - start) / scale)
             if 0 <= c < cells:
                 cur = kinds[c]
