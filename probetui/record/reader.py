@@ -21,6 +21,10 @@ by the latest time of its chunk so far. Seeks cost an index lookup plus the deco
 chunk (at most `CHUNK_ITEMS` items) per probe.
 
 Damage found while reading (a truncated or corrupt page) raises `RecordingError`.
+
+Why one module of over 500 lines: `Recording` is one read-only connection and the caches every
+query shares (shapes, strings, probe and pod ids, decoded specs); its queries are short, and
+cut apart they would each reach into the others' caches.
 """
 
 from __future__ import annotations
