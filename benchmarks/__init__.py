@@ -11,6 +11,8 @@
 - `python -m benchmarks.ui`: 1,000 containers x 3 probes at period 1 s through the real app
   (headless) and engine: key press to repaint p50/p99, frames per second under the flood.
 - `python -m benchmarks.simulate`: virtual seconds per wall second for one pod over 24 h.
+- `python -m benchmarks.lint`: `probetui lint` over a generated 10,000-object corpus, and each
+  simulated rule's evidence in milliseconds per object.
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 
