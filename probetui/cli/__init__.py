@@ -1,10 +1,11 @@
 """Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`,
-`config`.
+`config`, `lint`.
 
 One module a command, as pip's `commands/`: `cluster.py` (no COMMAND), `check.py`,
 `simulate.py`, `live.py` (`local`, `demo` and the live runner they share with the cluster
 view), `replay.py` (a recording read back), `config.py` (the settings in force; `--config` and
-`--theme`, which the commands that read the configuration take before or after their name); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
+`--theme`, which the commands that read the configuration take before or after their name),
+`lint.py` (`probetui lint`, over `probetui/lint/`); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
 status 2.
 
 `COMMANDS` names each command's module without importing it: a subcommand's arguments are
