@@ -120,6 +120,7 @@ class Engine:
             reach_lingered=self.runtime.reach_lingered,
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
+            kube_version_for=self.runtime.kube_version_of,
             http_impl=self.http_impl,
             loop=asyncio.get_running_loop(),
         )

@@ -51,6 +51,8 @@ class HandlerRunner:
     # the runtime's way to run a command "in the container"; None runs it as a local process
     exec_for: Callable[[Pod, Container], object] | None = None
     kube_version: str = DEFAULT_KUBE_VERSION
+    # the kubelet version of the pod's node where the runtime knows it (kube-probe/X.Y)
+    kube_version_for: Callable[[Pod], str | None] | None = None
     # which HTTP handler runs httpGet probes: "lean" (probetui.probe.http_lean, raw sockets and
     # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
     # their Attempts identical
@@ -105,6 +107,9 @@ class HandlerRunner:
     ) -> Attempt:
         handler = probe.handler
         timeout = float(probe.timeout_seconds)
+        kube_version = self.kube_version
+        if self.kube_version_for is not None and not isinstance(handler, ExecAction):
+            kube_version = self.kube_version_for(pod) or kube_version
         try:
             if isinstance(handler, ExecAction):
                 from probetui.probe import exec as exec_probe
@@ -132,14 +137,14 @@ class HandlerRunner:
                         url,
                         headers,
                         timeout + linger,
-                        kube_version=self.kube_version,
+                        kube_version=kube_version,
                         loop=self.loop,
                     )
                 else:
                     from probetui.probe import http
 
                     attempt = await http.probe(
-                        url, headers, timeout + linger, kube_version=self.kube_version
+                        url, headers, timeout + linger, kube_version=kube_version
                     )
                 if linger and self.reach_lingered is not None:
                     held = self.reach_lingered(swaps[-1][0])
@@ -159,7 +164,7 @@ class HandlerRunner:
                     pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
                 return await grpc.probe(
-                    host, port, handler.service or "", timeout, kube_version=self.kube_version
+                    host, port, handler.service or "", timeout, kube_version=kube_version
                 )
         except ReachError as e:
             # (Unknown, err): retried, then discarded by the worker (§16.4)

@@ -141,6 +141,11 @@ class Runtime(ABC):
         """The path one probe's attempts take, for their label (exec may differ from `via`)."""
         return self.via
 
+    def kube_version_of(self, pod: Pod) -> str | None:
+        """The kubelet version of the node that runs `pod` (its probes' kube-probe/X.Y), where
+        the runtime can tell; None: the configured one."""
+        return None
+
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
         """Why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
         return None

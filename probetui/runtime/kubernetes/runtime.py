@@ -39,6 +39,7 @@ from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, Runtime
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
 from probetui.runtime.kubernetes.events import EventCounter, kubelet_event, parse_event
+from probetui.runtime.kubernetes.nodes import NodeVersions
 from probetui.runtime.kubernetes.observed import PodSpecCache, kubelet_changes, observe_pod
 from probetui.runtime.kubernetes.reach import VIAS, Reacher, fetch_server_version
 from probetui.runtime.kubernetes.reflector import (
@@ -84,6 +85,7 @@ class KubernetesRuntime(Runtime):
         self.read_only = target.read_only
         # how shadow probes reach pods (raises on an unknown --via)
         self.reacher = Reacher(target, via)
+        self.nodes = NodeVersions()
         self.via_explicit = self.reacher.via_explicit
         self.via = self.reacher.via
         self.divergence = Divergence(self.via, self.reacher.not_probed)
@@ -159,6 +161,7 @@ class KubernetesRuntime(Runtime):
                 self._ws_api = await self.target.api_client(websocket=True)
                 self._ws_core = CoreV1Api(self._ws_api)
             self.reacher.connect(self._api, self._core, self._ws_core)
+            self.nodes.connect(self._core)
             pods = self.pods_reflector = Reflector(
                 self._pod_lister(),
                 self._on_pod,
@@ -174,6 +177,7 @@ class KubernetesRuntime(Runtime):
                 **self.reflector_options,
             )
             await self._first_list(pods)
+            await self._read_nodes()
             # every pod's workers now exist: take them out of the cyclic collector's walks
             host.settle_memory()
             tasks = [
@@ -188,6 +192,7 @@ class KubernetesRuntime(Runtime):
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
         finally:
+            self.nodes.close()
             for client in (self._api, self._ws_api):
                 if client is not None:
                     with contextlib.suppress(Exception):
@@ -208,6 +213,18 @@ class KubernetesRuntime(Runtime):
         if self.on_note is not None:
             for note in self.connection_notes:
                 self.on_note(note)
+
+    async def _read_nodes(self) -> None:
+        """The nodes' kubelet versions, for the probes' User-Agent (`nodes.py`)."""
+        await self.nodes.read()
+        if self.nodes.unreadable is not None and self.on_note is not None:
+            self.on_note(
+                f"kubelet version: {self.nodes.unreadable}; probes send the configured "
+                "kube-probe/X.Y (--kubelet-version, or kubeletVersion in the config file)"
+            )
+
+    def kube_version_of(self, pod: Pod) -> str | None:
+        return self.nodes.of(pod.uid)
 
     def _first_list_failure(self, e: BaseException) -> str:
         t = self.target
@@ -280,6 +297,7 @@ class KubernetesRuntime(Runtime):
         pod, status = observed.pod, observed.status
         now = time.time()
         if kind == DELETED:
+            self.nodes.forget(pod.uid)
             self.pods.pop(pod.uid, None)
             self._by_name.pop((pod.namespace, pod.name), None)
             self._specs.forget(pod.uid)
@@ -288,6 +306,7 @@ class KubernetesRuntime(Runtime):
             host.manager.remove_pod(pod)
             host.pod_deleted(pod.uid)
             return
+        self.nodes.placed(pod.uid, observed.node_name)
         before = self.pods.get(pod.uid)
         self.pods[pod.uid] = PodSnapshot(pod, status)
         self._by_name[(pod.namespace, pod.name)] = pod.uid

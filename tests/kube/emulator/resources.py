@@ -212,6 +212,20 @@ EVENTS = ResourceType("", "v1", "events", "Event", True, "events", "event", ("ev
 NAMESPACES = ResourceType(
     "", "v1", "namespaces", "Namespace", False, "namespaces", "namespace", ("ns",), namespace_fields
 )
+NODES = ResourceType(
+    "",
+    "v1",
+    "nodes",
+    "Node",
+    False,
+    "nodes",
+    "node",
+    ("no",),
+    lambda n: {
+        "metadata.name": _text(_get(n, "metadata.name")),
+        "spec.unschedulable": "true" if _get(n, "spec.unschedulable") else "false",
+    },
+)
 EVENTS_V1 = ResourceType(
     "events.k8s.io",
     "v1",
@@ -226,10 +240,10 @@ EVENTS_V1 = ResourceType(
 )
 
 RESOURCES: dict[tuple[str, str, str], ResourceType] = {
-    (r.group, r.version, r.name): r for r in (PODS, EVENTS, NAMESPACES, EVENTS_V1)
+    (r.group, r.version, r.name): r for r in (PODS, EVENTS, NAMESPACES, NODES, EVENTS_V1)
 }
 # the views that read one stored collection, so a change fans out to each view's watchers
-STORAGES = ("pods", "events", "namespaces")
+STORAGES = ("pods", "events", "namespaces", "nodes")
 
 
 def discovery_resources(group: str, version: str) -> list[Obj]:

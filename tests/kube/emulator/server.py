@@ -7,7 +7,7 @@ pods/attach and pods/portforward handlers also require `create` on the subresour
 the request's verb, as the registry does with the AuthorizePodWebsocketUpgradeCreatePermission
 gate on (beta, on by default since 1.35; pkg/registry/core/pod/rest/subresources.go). A server
 URL may carry a path prefix, as behind Rancher's `/k8s/clusters/ID`.
-Discovery, get/list/watch of pods, core/v1 events, events.k8s.io/v1 events and namespaces, and
+Discovery, get/list/watch of pods, core/v1 events, events.k8s.io/v1 events, namespaces and nodes, and
 the pods/exec, pods/portforward and pods/proxy connect subresources are served; writes are not
 (405), so a client under test cannot change the emulator's state, only the test can.
 """
@@ -365,6 +365,18 @@ class ApiEmulator:
         }
         return copy.deepcopy(self.store.put("namespaces", ns, namespaced=False).obj)
 
+    def add_node(self, name: str, kubelet_version: str = "v1.35.4") -> Obj:
+        """A Ready node whose kubelet reports `kubelet_version` (status.nodeInfo)."""
+        node = {
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": kubelet_version, "kubeProxyVersion": ""},
+            },
+        }
+        return copy.deepcopy(self.store.put("nodes", node, namespaced=False).obj)
+
     def _ensure_namespace(self, obj: Obj) -> None:
         self.add_namespace(obj.get("metadata", {}).get("namespace") or "default")
 
@@ -682,6 +694,8 @@ class ApiEmulator:
             user.role == "view"
             and verb in READ_VERBS
             and info.subresource not in CONNECT_SUBRESOURCES
+            # the view ClusterRole covers namespaced objects only: no nodes
+            and info.resource != "nodes"
         )
 
     def _forbidden(self, user: User, info: RequestInfo) -> web.Response | None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from probetui.engine import Engine
+from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.lateness import BEHIND
 from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
@@ -772,3 +773,54 @@ async def test_all_namespaces_and_selector(api: ApiEmulator, tmp_path: Path) -> 
     names = sorted((e.pod.namespace, e.pod.name) for e in c.engine.pods.values())
     assert names == [("default", "web"), ("shop", "web")]
     assert [e.pod for e in c.rec.of("Unhealthy")] == ["web"]  # db is not selected
+
+
+# -- which kubelet version the probes carry ----------------------------------------------------
+
+
+async def test_probes_carry_the_kubelet_version_of_the_pods_node(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """request.go / grpc.go: a kubelet's probes say `kube-probe/<its major.minor>`. Mid-upgrade
+    nodes differ, so the shadow sends what the pod's own node runs (status.nodeInfo), not one
+    version for the cluster."""
+    web = http_target.port
+    api.add_node("node-old", kubelet_version="v1.33.4")
+    api.add_node("node-new", kubelet_version="v1.35.1-eks-3f2e1a")
+    for name, node in (("old", "node-old"), ("new", "node-new")):
+        api.add_pod(
+            make_pod(
+                name,
+                node=node,
+                containers=[
+                    container("app", ports=(web,), readiness=http_get_probe(f"/{name}", web))
+                ],
+            )
+        )
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: {p for _, p, _ in http_target.seen} >= {"/old", "/new"})
+        assert c.runtime.nodes.unreadable is None
+    agents = {path: headers["User-Agent"] for _, path, headers in http_target.seen}
+    assert agents == {"/old": "kube-probe/1.33", "/new": "kube-probe/1.35"}
+
+
+async def test_nodes_the_view_role_cannot_read_leave_the_configured_version(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """The view ClusterRole has no nodes: the configured version stands in (the default
+    here), the runtime says so once, and no node is asked for again."""
+    api.role = "view"
+    web = http_target.port
+    api.add_node("node-1", kubelet_version="v1.31.0")
+    api.add_pod(
+        make_pod(
+            "web", containers=[container("app", ports=(web,), readiness=http_get_probe("/r", web))]
+        )
+    )
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: len(http_target.seen) >= 2)
+        assert c.runtime.nodes.unreadable == "nodes not readable (HTTP 403)"
+    assert {h["User-Agent"] for _, _, h in http_target.seen} == {
+        f"kube-probe/{DEFAULT_KUBE_VERSION}"
+    }
+    assert api.count_requests(resource="nodes") == 1
