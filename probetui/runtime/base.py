@@ -104,6 +104,8 @@ class Runtime(ABC):
     read_only_reason: str = ""
     # True where a real kubelet exists whose verdicts are observed beside the shadow's
     observes_kubelet: bool = False
+    # pods of every namespace (-A): the workload list then names each line's namespace
+    all_namespaces: bool = False
     # how shadow probes reach containers, for labels: "loopback", "direct", "port-forward", ...
     via: str = "loopback"
 

@@ -109,7 +109,7 @@ def test_the_demo_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> None
 
     # j moves to the next container; its name shows in the detail line
     first = terminal.wait(lambda s: "demo/exec-file / worker" in s)
-    assert re.search(r"▸ +worker", first)  # the cursor, also without colour
+    assert re.search(r"▸ +exec-file", first)  # the cursor, also without colour
     terminal.keys("j")
     terminal.wait(lambda s: "demo/grpc-flip / orders" in s)
 

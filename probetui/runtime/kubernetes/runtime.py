@@ -83,6 +83,7 @@ class KubernetesRuntime(Runtime):
     ) -> None:
         self.target = target
         self.read_only = target.read_only
+        self.all_namespaces = target.all_namespaces
         # how shadow probes reach pods (raises on an unknown --via)
         self.reacher = Reacher(target, via)
         self.nodes = NodeVersions()

@@ -57,6 +57,7 @@ class MainScreen(Screen[None]):
         self.filter_box = Input(placeholder="filter: pod, container, namespace", id="filter")
         self.workloads_pane = Vertical(id="workloads-pane")
         self.workloads = WorkloadList(ctx, id="workloads")
+        self.workloads_header = WorkloadHeader(self.workloads, id="workloads-header")
         self.header = DetailHeader(ctx, id="detail-header")
         self.timeline = Timeline(ctx, id="timeline")
         self.threshold = ThresholdPane(ctx, id="threshold")
@@ -67,7 +68,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="body"):
             with self.workloads_pane:
                 yield self.filter_box
-                yield WorkloadHeader(id="workloads-header")
+                yield self.workloads_header
                 yield self.workloads
             with Vertical(id="details"):
                 yield self.header
@@ -94,6 +95,7 @@ class MainScreen(Screen[None]):
             wl.rebuild()
             self._resorted = now
             self._pane_title()
+            self.workloads_header.refresh()  # a namespace column may come or go
             details_dirty = True
         elif store.version != self._version:
             if wl.sort != "name" and now - self._resorted >= RESORT_EVERY:
@@ -130,7 +132,7 @@ class MainScreen(Screen[None]):
     def _pane_title(self) -> None:
         wl = self.workloads
         pane = self.workloads_pane
-        pods = sum(1 for r in wl.rows if r.container is None)
+        pods = len({r.pod_uid for r in wl.rows})
         title = (
             f"Workloads ({pods} pod{'s' if pods != 1 else ''}, "
             f"{wl.containers} container{'s' if wl.containers != 1 else ''})"
@@ -314,6 +316,10 @@ class MainScreen(Screen[None]):
         wl.sort = SORTS[(SORTS.index(wl.sort) + 1) % len(SORTS)]
         self._resorted = self.ctx.now()
         self._pane_title()
+
+    def action_problem(self, step: int) -> None:
+        if not self.workloads.next_problem(step):
+            self.say("nothing wrong in the list")
 
     def action_scroll_time(self, direction: int) -> None:
         self.timeline.scroll_by(direction * max(1, self.timeline.cells // 4))

@@ -15,6 +15,7 @@ from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
+from probetui.ui.widgets.rows import Fleet, fleet
 
 
 class TopBar(Widget):
@@ -31,6 +32,7 @@ class TopBar(Widget):
         self.message = ""
         self._message_style = ""
         self._message_until = 0.0
+        self._fleet: tuple[tuple[int, int], Fleet] | None = None
 
     def flash(self, message: str, style: str = "") -> None:
         """Say something for a few seconds (cheaper than a toast: no widget, no layout)."""
@@ -62,6 +64,8 @@ class TopBar(Widget):
             left.append(f"  {self.ctx.date_time(self.ctx.now())}", style="bold")
         else:
             left.append(f"  {self.ctx.clock(self.ctx.now())}")
+        left.append("   ")
+        left.append_text(self._fleet_text())
         if self.message:
             left.append("   ")
             left.append(self.message, style=self._message_style)
@@ -82,6 +86,24 @@ class TopBar(Widget):
         width = self.size.width
         gap = max(1, width - left.cell_len - right.cell_len)
         return left + Text(" " * gap) + right
+
+    def _fleet_text(self) -> Text:
+        """ "63 pods · 6 not ready · 6 ≠ · 0 restarting": whether anything is wrong, and how
+        much, before any line of the list is read."""
+        now = self.ctx.now()
+        stamp = (self.ctx.store.version, int(now))
+        if self._fleet is None or self._fleet[0] != stamp:
+            self._fleet = (stamp, fleet(self.ctx.store, now))
+        f = self._fleet[1]
+        text = Text()
+        text.append(f"{f.pods} pod{'s' if f.pods != 1 else ''}")
+        text.append(" · ")
+        text.append(f"{f.not_ready} not ready", style=g.BAD if f.not_ready else "")
+        text.append(" · ")
+        text.append(f"{f.divergent} {g.DIVERGE}", style="magenta" if f.divergent else "")
+        text.append(" · ")
+        text.append(f"{f.restarting} restarting", style=g.WARN if f.restarting else "")
+        return text
 
 
 def state_words(cs: ContainerStatus | None, now: float) -> tuple[str, str]:

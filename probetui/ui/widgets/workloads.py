@@ -1,4 +1,4 @@
-"""The Workloads pane: pods and their containers, one line each, drawn with the Line API.
+"""The Workloads pane: one line per container, drawn with the Line API.
 
 Only the visible lines are drawn, and a line is drawn again only when what it shows changed,
 so thousands of containers scroll and update smoothly. Filtering and sorting rebuild a list of
@@ -8,7 +8,7 @@ page is then a redraw of this widget, not a layout pass over the screen.
 
 from __future__ import annotations
 
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.text import Text
@@ -21,59 +21,37 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
-from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
-from probetui.spec.model import Container, ProbeType
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
-
-PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
-SORTS = ("name", "problems", "restarts")
-# ready, started, probes, restarts, divergence: the fixed part right of the name
-SUFFIX = 24
-
-
-class Row(NamedTuple):
-    pod_uid: str
-    container: str | None  # None: the pod's own line
-
-    @property
-    def key(self) -> ContainerKey | None:
-        return ContainerKey(self.pod_uid, self.container) if self.container is not None else None
-
-
-def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:
-    """How much a container needs looking at: failing probes, not ready, restarts, disagreement."""
-    score = 0
-    cs = entry.status.lookup(c.name)
-    if cs is not None:
-        if cs.restart_count:
-            score += 1
-        if cs.running is None:
-            score += 3
-        elif not cs.ready:
-            score += 2
-    if history is not None:
-        for pt in ProbeType:
-            if history.published(pt) is ResultValue.FAILURE:
-                score += 3 if pt is not ProbeType.READINESS else 1
-        if history.divergences:
-            score += 1
-    return score
+from probetui.ui.widgets.rows import (
+    PROBE_ORDER,
+    SORTS,
+    Columns,
+    Row,
+    build_rows,
+    columns,
+    header_text,
+    label,
+    pod_state,
+    problem_score,
+)
 
 
 class WorkloadHeader(Static):
-    """Column names above the list."""
+    """Column names above the list, laid out as the list lays out its lines."""
+
+    def __init__(self, workloads: WorkloadList, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.workloads = workloads
 
     def render(self) -> Text:
         width = self.size.width - 1  # as the list: its last column is the scrollbar's
-        name_w = max(8, width - SUFFIX - 1)
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(" " + "pod / container".ljust(name_w))
-        text.append(" rdy st  probes     ↺   ")
+        text.append(header_text(columns(width, self.workloads.ns_len)))
         return text
 
 
@@ -108,7 +86,14 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self.top = 0  # the first row shown
         self.filter = ""
         self.namespaces = 1
+        self.ns_len = 0  # the namespace column's natural width; 0: no column
         self.containers = 0
+        runtime = ctx.controls.runtime
+        # -A, or pods of several namespaces (a local file may hold them): the column says which
+        self.all_namespaces = runtime.all_namespaces
+        if runtime.observes_kubelet:
+            # in front of a cluster the question is what is wrong, so that comes first
+            self.set_reactive(WorkloadList.sort, "problems")
         # strips by what a line shows (not by store version: most events change nothing shown)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._shown: dict[ContainerKey, tuple] = {}
@@ -125,35 +110,11 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         """Recompute the rows from the pods table, keeping the cursor on its container."""
         store = self.ctx.store
         keep = self.selected
-        terms = self.filter.lower().split()
-        entries = list(store.pods.values())
-        self.namespaces = len({e.pod.namespace for e in entries})
-        groups: list[tuple[tuple, list[Row]]] = []
-        for entry in entries:
-            pod = entry.pod
-            label = f"{pod.namespace}/{pod.name}".lower()
-            rows: list[Row] = []
-            worst = restarts = 0
-            for c in entry.shown_containers():
-                if terms and not all(t in f"{label}/{c.name.lower()}" for t in terms):
-                    continue
-                rows.append(Row(pod.uid, c.name))
-                history = store.containers.get(ContainerKey(pod.uid, c.name))
-                if self.sort == "problems":
-                    worst = max(worst, problem_score(entry, c, history))
-                cs = entry.status.lookup(c.name)
-                restarts += cs.restart_count if cs is not None else 0
-            if not rows:
-                continue
-            if self.sort == "problems":
-                order: tuple = (-worst, pod.namespace, pod.name)
-            elif self.sort == "restarts":
-                order = (-restarts, pod.namespace, pod.name)
-            else:
-                order = (pod.namespace, pod.name)
-            groups.append((order, [Row(pod.uid, None), *rows]))
-        groups.sort(key=lambda g: g[0])
-        self.rows = [row for _, rows in groups for row in rows]
+        namespaces = {e.pod.namespace for e in store.pods.values()}
+        self.namespaces = len(namespaces)
+        show_ns = self.all_namespaces or self.namespaces > 1
+        self.ns_len = max(map(len, namespaces), default=0) if show_ns else 0
+        self.rows = build_rows(store, self.filter.lower().split(), self.sort)
         self.index = {row.key: i for i, row in enumerate(self.rows) if row.key is not None}
         self.containers = len(self.index)
         self.top = min(self.top, max(0, len(self.rows) - self.size.height))
@@ -165,7 +126,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self.refresh()
 
     def refresh_keys(self, keys: list[ContainerKey]) -> None:
-        """Redraw the visible lines of these containers (and their pods') whose look changed."""
+        """Redraw the visible lines of these containers (and their headings) whose look changed."""
         top = self.top
         bottom = top + self.size.height
         pods = set()
@@ -192,6 +153,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if row.container is None:
             pod = entry.pod
             return (pod.name, pod.namespace, entry.status.phase, pod.deletion_timestamp)
+        pod = entry.pod
         cs = entry.status.lookup(row.container)
         history = self.ctx.store.containers.get(ContainerKey(row.pod_uid, row.container))
         published = divergences = None
@@ -199,7 +161,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             published = tuple(history.published(pt) for pt in PROBE_ORDER)
             divergences = history.divergences > 0
         state = (cs.ready, cs.started, cs.restart_count) if cs is not None else None
-        return (row, self.namespaces, id(entry.pod), state, published, divergences)
+        phase = (entry.status.phase, pod.deletion_timestamp)
+        return (row, self.ns_len, id(pod), phase, state, published, divergences)
 
     def set_filter(self, text: str) -> None:
         self.filter = text
@@ -209,6 +172,27 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self.rebuild()
 
     # -- the cursor -----------------------------------------------------------------------
+
+    def is_problem(self, i: int) -> bool:
+        row = self.rows[i]
+        entry = self.ctx.store.pods.get(row.pod_uid)
+        if entry is None or row.key is None:
+            return False
+        c = entry.pod.container(row.key.container)
+        history = self.ctx.store.containers.get(row.key)
+        return c is not None and problem_score(entry, c, history) > 0
+
+    def next_problem(self, step: int) -> bool:
+        """Move to the next (step 1) or previous (-1) container with something wrong, round
+        the end of the list; False where there is none."""
+        n = len(self.rows)
+        start = self.cursor if self.cursor >= 0 else (-1 if step > 0 else 0)
+        for k in range(1, n + 1):
+            i = (start + step * k) % n
+            if self.rows[i].container is not None and self.is_problem(i):
+                self._set_cursor(i)
+                return True
+        return False
 
     def _next_container(self, start: int, step: int) -> int:
         i = start
@@ -238,7 +222,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     def _scroll_to_cursor(self) -> None:
         y = self.cursor
         height = max(1, self.size.height)
-        # show the pod line above the first container too
+        # show a heading line above its first container too
         want_top = y - 1 if y > 0 and self.rows[y - 1].container is None else y
         if want_top < self.top:
             self.scroll_rows(want_top - self.top)
@@ -339,11 +323,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         cache_key = (sig, width, selected, selected and self.has_focus)
         strip = self._cache.get(cache_key)
         if strip is None:
-            text = (
-                self._pod_text(entry)
-                if row.container is None
-                else self._container_text(entry, row, width, selected)
-            )
+            text = self._container_text(entry, row, width, selected)
             style = base
             if row.container is None:
                 style = base + self.get_component_rich_style("workloads--pod")
@@ -368,39 +348,41 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         style = self.get_component_rich_style("workloads--scrollbar")
         return Segment("┃" if start <= y < start + size else "│", style)
 
-    def _pod_text(self, entry: PodSnapshot) -> Text:
-        pod = entry.pod
-        name = pod.name if self.namespaces <= 1 else f"{pod.namespace}/{pod.name}"
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(" " + name)
-        phase = entry.status.phase
-        if phase != "Running":
-            text.append(f"  {phase}", style=g.WARN)
-        if pod.deletion_timestamp is not None:
-            text.append("  Terminating", style=g.WARN)
-        return text
-
     def _container_text(self, entry: PodSnapshot, row: Row, width: int, selected: bool) -> Text:
-        name_w = max(8, width - SUFFIX - 1)
-        c = entry.pod.container(row.container or "")
+        cols: Columns = columns(width, self.ns_len)
+        pod = entry.pod
+        c = pod.container(row.container or "")
         cs = entry.status.lookup(row.container or "")
         history = self.ctx.store.containers.get(ContainerKey(row.pod_uid, row.container or ""))
         text = Text(no_wrap=True)
-        mark = g.SIDECAR if c is not None and c.is_restartable_init else " "
         # ▸ marks the cursor for monochrome terminals, where the highlight may not show
-        label = f"{'▸' if selected else ' '} {mark}{row.container}"
-        if len(label) > name_w:
-            label = label[: name_w - 1] + "…"
-        text.append(label.ljust(name_w))
+        text.append("▸" if selected else " ")
+        text.append(g.SIDECAR if c is not None and c.is_restartable_init else " ")
+        if cols.ns:
+            text.append(label(pod.namespace, None, cols.ns).ljust(cols.ns) + " ", style=g.DIM)
+        several = len(entry.shown_containers()) > 1
+        state = pod_state(entry)
+        room = cols.name
+        if state and room >= len(state) + 9:
+            room -= len(state) + 1
+        else:
+            state = ""
+        name = label(pod.name, row.container if several else None, room)
+        text.append(name)
+        if state:
+            text.append(" " + state, style=g.WARN)
+        text.append(" " * (cols.name - len(name) - (len(state) + 1 if state else 0)))
         ready = cs is not None and cs.ready
         started = cs is not None and bool(cs.started)
-        text.append("  ")
+        gap = " " if cols.narrow else "  "
+        text.append(gap)
         text.append(g.YES if ready else g.NO, style=g.OK if ready else g.BAD)
-        text.append("  ")
+        text.append(gap)
         text.append(g.YES if started else g.NO, style=g.OK if started else g.WARN)
-        text.append("  ")
+        text.append(gap)
         for pt in PROBE_ORDER:
-            text.append(pt.value[0])
+            if not cols.narrow:
+                text.append(pt.value[0])
             if c is None or c.probe(pt) is None:
                 text.append(g.NO_PROBE, style=g.DIM)
             else:
@@ -409,10 +391,12 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                     text.append(g.NOT_YET, style=g.DIM)
                 else:
                     text.append(g.RESULT_GLYPH[published], style=g.RESULT_STYLE[published])
-            text.append(" ")
+            if not cols.narrow:
+                text.append(" ")
         restarts = cs.restart_count if cs is not None else 0
         if restarts:
-            text.append(f"{g.RESTARTS}{restarts}".rjust(4), style=g.WARN)
+            mark = f"{g.RESTARTS}{restarts}" if restarts < 1000 else f"{g.RESTARTS}999+"
+            text.append(mark.rjust(4), style=g.WARN)
         else:
             text.append("    ")
         if history is not None and history.divergences:

@@ -1,0 +1,177 @@
+"""What the Workloads list shows and in which order, apart from how it is drawn.
+
+A row is one container; its pod's name is on it (the container's too where the pod has
+several), so a screen of N lines shows N containers. The columns are laid out for the width at
+hand: at the 80-column terminal's narrow pane the probe letters go and the names keep the room.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from probetui.prober.results import ResultValue
+from probetui.prober.status import PodSnapshot
+from probetui.spec.model import Container, ProbeType
+from probetui.timeline.store import ContainerHistory, ContainerKey, Store
+
+PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
+SORTS = ("name", "problems", "restarts")
+# cells right of the name: ready, started, the probes, restarts, divergence
+WIDE_SUFFIX = 23
+NARROW_SUFFIX = 14
+PREFIX = 2  # the cursor mark and the sidecar mark
+# below this many cells for the names the probe letters go (they are in the header)
+WIDE_NAMES = 18
+# a restart this recent counts as "restarting" in the fleet summary
+RESTARTING_SECONDS = 600.0
+
+
+class Row(NamedTuple):
+    pod_uid: str
+    container: str | None  # None: a heading line (none today: kept for grouping)
+
+    @property
+    def key(self) -> ContainerKey | None:
+        return ContainerKey(self.pod_uid, self.container) if self.container is not None else None
+
+
+class Columns(NamedTuple):
+    narrow: bool
+    ns: int  # 0: no namespace column
+    name: int
+
+
+def columns(width: int, ns_len: int) -> Columns:
+    """The column widths for `width` cells (scrollbar excluded); `ns_len` 0: no namespaces."""
+    names = width - PREFIX - WIDE_SUFFIX
+    narrow = names - (min(ns_len, names // 3) + 1 if ns_len else 0) < WIDE_NAMES
+    names = width - PREFIX - (NARROW_SUFFIX if narrow else WIDE_SUFFIX)
+    ns = 0
+    if ns_len:
+        # the namespace gives way to the pod name, which is what tells replicas apart
+        ns = max(3, min(ns_len, names // 3))
+        names -= ns + 1
+    return Columns(narrow, ns, max(4, names))
+
+
+def header_text(cols: Columns) -> str:
+    ns = ("namespace" if cols.ns >= 9 else "ns"[: cols.ns]).ljust(cols.ns) + " " if cols.ns else ""
+    name = "pod[/container]" if cols.name >= 15 else "pod"
+    suffix = " r s SRL  ↺   " if cols.narrow else " rdy st probes     ↺   "
+    return " " * PREFIX + ns + name[: cols.name].ljust(cols.name) + suffix
+
+
+def fit(text: str, width: int) -> str:
+    """`text` in `width` cells: cut in the middle, since replicas' names differ at the end."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    tail = min(5, (width - 1) // 2)
+    return text[: width - 1 - tail] + "…" + (text[-tail:] if tail else "")
+
+
+def label(pod: str, container: str | None, width: int) -> str:
+    """`pod` or `pod/container`, shortening the pod name first: the container name is short
+    and says which line of the pod this is."""
+    if container is None:
+        return fit(pod, width)
+    full = f"{pod}/{container}"
+    if len(full) <= width:
+        return full
+    keep = min(len(container), max(1, width // 2 - 1))
+    return fit(pod, max(1, width - keep - 1)) + "/" + fit(container, keep)
+
+
+def pod_state(entry: PodSnapshot) -> str:
+    """The pod's state where it is not plain Running: the phase, or Terminating."""
+    if entry.pod.deletion_timestamp is not None:
+        return "Terminating"
+    phase = entry.status.phase
+    return "" if phase == "Running" else phase
+
+
+def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:
+    """How much a container needs looking at: divergence, not running or ready, failing or
+    held probes, a run of failures short of the threshold, restarts. 0: nothing wrong."""
+    score = 0
+    cs = entry.status.lookup(c.name)
+    if cs is not None:
+        if cs.restart_count:
+            score += 1
+        if cs.running is None:
+            score += 3
+        elif not cs.ready:
+            score += 2
+    if history is not None:
+        for pt, h in history.probes.items():
+            if h.published is ResultValue.FAILURE:
+                score += 3 if pt is not ProbeType.READINESS else 1
+            elif h.last_result is ResultValue.FAILURE and h.result_run:
+                score += 1  # near the threshold: failing, not yet acted on
+            if h.on_hold and h.published is ResultValue.FAILURE:
+                score += 2  # held for the kill (a startup probe is held after success too)
+        if history.divergences:
+            # the kubelet and the shadow disagree: what the cluster view is for
+            score += 4
+    return score
+
+
+def build_rows(store: Store, terms: list[str], sort: str) -> list[Row]:
+    """The rows for the filter's `terms` in `sort` order; a pod's containers stay together."""
+    groups: list[tuple[tuple, list[Row]]] = []
+    for entry in store.pods.values():
+        pod = entry.pod
+        name = f"{pod.namespace}/{pod.name}".lower()
+        rows: list[Row] = []
+        worst = restarts = 0
+        for c in entry.shown_containers():
+            if terms and not all(t in f"{name}/{c.name.lower()}" for t in terms):
+                continue
+            rows.append(Row(pod.uid, c.name))
+            if sort == "problems":
+                history = store.containers.get(ContainerKey(pod.uid, c.name))
+                worst = max(worst, problem_score(entry, c, history))
+            cs = entry.status.lookup(c.name)
+            restarts += cs.restart_count if cs is not None else 0
+        if not rows:
+            continue
+        if sort == "problems":
+            order: tuple = (-worst, pod.namespace, pod.name)
+        elif sort == "restarts":
+            order = (-restarts, pod.namespace, pod.name)
+        else:
+            order = (pod.namespace, pod.name)
+        groups.append((order, rows))
+    groups.sort(key=lambda g: g[0])
+    return [row for _, rows in groups for row in rows]
+
+
+class Fleet(NamedTuple):
+    pods: int
+    not_ready: int
+    divergent: int
+    restarting: int
+
+
+def fleet(store: Store, now: float) -> Fleet:
+    """Pods in all: how many are not Ready, have diverged, restarted in the last minutes or
+    are waiting to start again after a restart."""
+    not_ready = divergent = restarting = 0
+    for entry in store.pods.values():
+        ready, diverged, restarted = True, False, False
+        for c in entry.shown_containers():
+            cs = entry.status.lookup(c.name)
+            if cs is None or not cs.ready:
+                ready = False
+            if cs is not None and cs.restart_count:
+                run = cs.running
+                if run is None or now - run.started_at < RESTARTING_SECONDS:
+                    restarted = True
+            history = store.containers.get(ContainerKey(entry.pod.uid, c.name))
+            if history is not None and history.divergences:
+                diverged = True
+        not_ready += not ready
+        divergent += diverged
+        restarting += restarted
+    return Fleet(len(store.pods), not_ready, divergent, restarting)

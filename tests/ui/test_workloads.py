@@ -1,0 +1,107 @@
+"""The Workloads list at cluster scale (issue 16): one line per container, problems first, the
+jumps to the next problem, the fleet summary, and the columns at 80 and 160 columns."""
+
+from __future__ import annotations
+
+from probetui.timeline.store import ContainerKey
+from probetui.ui.widgets.header import TopBar
+from probetui.ui.widgets.rows import columns, fit, header_text, label
+from probetui.ui.widgets.workloads import WorkloadHeader, WorkloadList
+from tests.ui.fakes import make_app
+from tests.ui.test_app import API, CRASHY, ENVOY, JOB, WEB, main, plain
+
+SLOW = ContainerKey("uid-slow", "app")
+
+
+def lines(wl: WorkloadList) -> list[str]:
+    return [wl.render_line(y).text for y in range(len(wl.rows))]
+
+
+async def test_one_line_per_container_the_pod_on_it() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        shown = lines(wl)
+        assert len(shown) == 6
+        # the container's name only where the pod has several
+        assert shown[0].startswith("▸ api/api ") and shown[1].startswith(" ◇api/envoy ")
+        assert shown[2].startswith("  batch ") and shown[5].startswith("  web-flap ")
+        assert "S· R● L●" in shown[0] and "↺4" in shown[3] and "≠" in shown[0]
+        # every line the same width, the columns under the header's
+        head = plain(app.query_one(WorkloadHeader))
+        assert len({len(s) for s in shown}) == 1
+        assert shown[0].index("S·") == head.index("probes")
+        assert "namespace" not in head
+
+
+async def test_80_columns_keep_the_columns_and_drop_the_probe_letters() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        shown = lines(wl)
+        head = plain(app.query_one(WorkloadHeader))
+        assert wl.size.width == 34
+        assert "SRL" in head and shown[0].index("·●●") == head.index("SRL")
+        assert shown[3].startswith("  crashy ") and "↺4" in shown[3]
+
+
+async def test_all_namespaces_adds_a_namespace_column() -> None:
+    app, _, controls = make_app()
+    controls.runtime.all_namespaces = True
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        head = plain(app.query_one(WorkloadHeader))
+        assert head.startswith("  ns   pod[/container] ")
+        assert lines(wl)[2].startswith("  demo batch ")
+
+
+async def test_the_cluster_view_puts_problems_first_and_s_still_cycles() -> None:
+    app, _, _ = make_app(observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        assert wl.sort == "problems"
+        assert [r.key for r in wl.rows[:3]] == [CRASHY, API, ENVOY]
+        assert main(app).selected == CRASHY
+        assert "sort: problems (S)" in str(app.query_one("#workloads-pane").border_subtitle)
+        await pilot.press("S", "S")
+        assert wl.sort == "name" and wl.rows[0].key == API
+
+
+async def test_n_and_shift_n_jump_to_the_next_and_previous_problem() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        screen = main(app)
+        assert screen.selected == API  # diverged: a problem, but the cursor starts here
+        await pilot.press("n")
+        assert screen.selected == CRASHY  # envoy and batch have nothing wrong
+        await pilot.press("n")
+        assert screen.selected == API  # round the end: slow-start and web are healthy now
+        await pilot.press("N")
+        assert screen.selected == CRASHY
+        for key in (ENVOY, JOB, SLOW, WEB):
+            assert not screen.workloads.is_problem(screen.workloads.index[key])
+
+
+async def test_the_top_bar_carries_the_fleet_summary() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        bar = plain(app.query_one(TopBar))
+        assert "5 pods · 1 not ready · 1 ≠ · 1 restarting" in bar
+
+
+def test_names_shorten_in_the_middle_and_keep_the_container() -> None:
+    assert fit("payments-7d9f8b6c4-x2x8k", 12) == "paymen…x2x8k"
+    assert label("payments-7d9f8b6c4-x2x8k", "envoy", 16) == "payme…2x8k/envoy"
+    assert label("api", "envoy", 16) == "api/envoy"
+    cols = columns(33, 0)
+    assert cols.narrow and len(header_text(cols)) == 33
+    wide = columns(45, 0)
+    assert not wide.narrow and len(header_text(wide)) == 45
+    ns = columns(45, 20)
+    assert ns.ns and ns.ns <= ns.name and len(header_text(ns)) == 45
