@@ -198,6 +198,10 @@ class Pod:
     deletion_grace_period_seconds: int | None = None
     # where it came from, for error messages: "deploy.yaml, document 2 (Deployment web)"
     source: str = ""
+    # the controller the pod belongs to, as the cluster reports it ("Deployment", "payments";
+    # "" for a bare pod, a manifest's or the demo's): metadata, so not part of equality
+    owner_kind: str = field(default="", compare=False)
+    owner_name: str = field(default="", compare=False)
 
     def container(self, name: str) -> Container | None:
         for c in (*self.containers, *self.init_containers):

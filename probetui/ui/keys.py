@@ -58,6 +58,8 @@ WORKLOADS: list[BindingType] = [
     Binding("pageup", "page(-1)", "page up", show=False, id="probetui.page-up"),
     Binding("home,g", "jump(0)", "first", show=False, id="probetui.first"),
     Binding("end,G", "jump(-1)", "last", show=False, id="probetui.last"),
+    Binding("z", "fold", "fold workload", show=False, id="probetui.fold"),
+    Binding("Z", "fold_all", "fold all workloads", show=False, id="probetui.fold-all"),
 ]
 
 # the help screen's own, over everything else: it may reuse keys of the screens below it
@@ -114,6 +116,8 @@ ORDER = (
     "page(-1)",
     "jump(0)",
     "jump(-1)",
+    "fold",
+    "fold_all",
     "next_probe",
     "prev_probe",
     "output",
@@ -166,6 +170,8 @@ EXPLAIN = {
     "page(-1)": "page up",
     "jump(0)": "first container",
     "jump(-1)": "last container",
+    "fold": "fold / unfold the workload under its line",
+    "fold_all": "fold / unfold every workload",
     "play": "replay: play / pause",
     "step(-10)": "replay: cursor 10 s back",
     "step(10)": "replay: cursor 10 s on",

@@ -307,11 +307,53 @@ def build(store: Store, read_only: bool = False) -> Synth:
     return s
 
 
+def build_fleet(s: Synth) -> None:
+    """Workloads beside the five bare pods: a Deployment of three replicas, one failing
+    readiness (out of service) and diverging, and a StatefulSet of two, both healthy."""
+    for i, (kind, owner, suffix) in enumerate(
+        [
+            ("Deployment", "payments", "7d9f8b6c4-a1b2c"),
+            ("Deployment", "payments", "7d9f8b6c4-d3e4f"),
+            ("Deployment", "payments", "7d9f8b6c4-g5h6i"),
+            ("StatefulSet", "cache", "0"),
+            ("StatefulSet", "cache", "1"),
+        ]
+    ):
+        pod = s.add_pod(
+            Pod(
+                name=f"{owner}-{suffix}",
+                namespace="demo",
+                uid=f"uid-{owner}-{i}",
+                containers=(Container(name="app", readiness_probe=http(18100 + i, "/ready")),),
+                owner_kind=kind,
+                owner_name=owner,
+            ),
+            T0,
+        )
+        s.start(pod, "app", T0 + 1)
+        failing = i == 1
+        for k in range(20):
+            t = T0 + 5 + 10 * k
+            late = failing and k >= 10
+            s.attempt(pod, "app", R, t, Result.FAILURE if late else Result.SUCCESS, latency=0.002)
+        if failing:
+            s.kubelet(
+                pod,
+                "app",
+                "Divergence",
+                T0 + 250,
+                source="kubelet",
+                message="kubelet Ready=true, shadow readiness Failure",
+            )
+
+
 def make_app(
-    *, read_only: bool = False, observes_kubelet: bool = False, **kw: Any
+    *, read_only: bool = False, observes_kubelet: bool = False, fleet: bool = False, **kw: Any
 ) -> tuple[ProbeApp, Store, FakeControls]:
     store = Store()
-    build(store, read_only)
+    synth = build(store, read_only)
+    if fleet:
+        build_fleet(synth)
     controls = FakeControls(FakeRuntime(read_only=read_only, observes_kubelet=observes_kubelet))
     app = ProbeApp(controls, store, now=lambda: T_END, tz=UTC, run_engine=False, **kw)
     return app, store, controls

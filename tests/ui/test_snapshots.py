@@ -38,3 +38,16 @@ def test_read_only(snap_compare) -> None:  # type: ignore[no-untyped-def]
     """READ-ONLY badge; the exec probe says it is not run; t and T are not offered."""
     app, _, _ = make_app(read_only=True)
     assert snap_compare(app, press=["j", "j"], terminal_size=SIZE)
+
+
+def test_workloads_grouped(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The cluster view with a Deployment and a StatefulSet: problems first, the workloads'
+    summary lines, the bad replica under its Deployment's line."""
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    assert snap_compare(app, terminal_size=SIZE)
+
+
+def test_workloads_grouped_80x24(snap_compare) -> None:  # type: ignore[no-untyped-def]
+    """The same at 80x24, the Deployment folded (z): the columns hold, the names keep room."""
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    assert snap_compare(app, press=["j", "z"], terminal_size=(80, 24))

@@ -105,3 +105,56 @@ def test_names_shorten_in_the_middle_and_keep_the_container() -> None:
     assert not wide.narrow and len(header_text(wide)) == 45
     ns = columns(45, 20)
     assert ns.ns and ns.ns <= ns.name and len(header_text(ns)) == 45
+
+
+PAYMENTS = "demo/Deployment/payments"
+BAD_REPLICA = ContainerKey("uid-payments-1", "app")
+
+
+async def test_pods_group_under_their_workload_with_a_summary() -> None:
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        shown = lines(wl)
+        # problems first: crashy, then the workload with the bad replica, its bad one first
+        assert wl.rows[1].group == PAYMENTS and wl.rows[2].key == BAD_REPLICA
+        assert shown[1].startswith(" -payments 2/3 ≠1 ✖1 ") and "R✖" in shown[1]
+        assert shown[2].startswith("  payments-7d9f8…d3e4f ")
+        cache = next(i for i, r in enumerate(wl.rows) if r.group.endswith("/cache"))
+        assert shown[cache].startswith(" -sts cache 2/2 ") and "≠" not in shown[cache]
+        assert app.query_one("#workloads-pane").border_title == (
+            "Workloads (10 pods, 11 containers)"
+        )
+        # the cursor on a workload's line shows its worst replica on the right
+        await pilot.press("j")
+        assert main(app).selected == BAD_REPLICA
+
+
+async def test_z_folds_a_workload_and_shift_z_all_of_them() -> None:
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        await pilot.press("j", "j", "z")  # on a replica: its workload folds, the cursor on it
+        assert wl.rows[wl.cursor].group == PAYMENTS and PAYMENTS in wl.collapsed
+        assert BAD_REPLICA not in wl.index and lines(wl)[1].startswith("▸+payments")
+        assert main(app).selected == BAD_REPLICA
+        await pilot.press("n")  # a folded workload with a problem is a stop of its own
+        assert wl.rows[wl.cursor].key == API
+        await pilot.press("Z")
+        assert wl.collapsed == {PAYMENTS, "demo/StatefulSet/cache"}
+        assert len(wl.rows) == 8 and wl.containers == 11
+        await pilot.press("Z")
+        assert not wl.collapsed and len(wl.rows) == 13
+        # selecting a folded replica (as the palette or a jump does) unfolds its workload
+        await pilot.press("Z")
+        assert wl.select(BAD_REPLICA) and PAYMENTS not in wl.collapsed
+
+
+async def test_local_and_demo_pods_stand_alone() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        assert not wl.members and all(r.container is not None for r in wl.rows)

@@ -5,7 +5,7 @@ The watch hands over `json.loads` output, never generated models: building those
 same defaults and types as a manifest file, without validation (the API server validated it).
 Probes are immutable in a pod spec, so `PodSpecCache` reuses the parsed spec per `uid` until
 one of the few mutable fields the model holds changes; only the metadata the model carries
-(labels, deletion) is refreshed each time. Status fields map one to one to `probetui.prober.status`; times become epoch seconds.
+(labels, deletion, owner) is refreshed each time. Status fields map one to one to `probetui.prober.status`; times become epoch seconds.
 
 `kubelet_changes` turns two successive statuses of a pod into the kubelet's observed changes
 (`ContainerStarted` with `restartCount`, `ContainerExited`, `StartedChanged`, `ReadyChanged`),
@@ -15,6 +15,7 @@ named as `probetui simulate` names them.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -208,17 +209,20 @@ def _parse_spec(obj: Mapping[str, Any]) -> Pod:
     meta = _dict(obj.get("metadata"))
     source = f"namespace {_str(meta.get('namespace')) or '?'}"
     try:
-        return spec_parse.pod_from_object(dict(obj), source)
+        pod = spec_parse.pod_from_object(dict(obj), source)
     except ManifestError as e:
         where = [f'{e.container_kind} "{e.container}"'] if e.container else []
         where += [e.field] if e.field else []
         at = f"{': '.join(where)}: " if where else ""
         raise ObservedPodError(f"{_describe(obj)}: cannot read the spec: {at}{e.detail}") from None
+    return _with_owner(pod, meta)
 
 
 def _with_metadata(pod: Pod, obj: Mapping[str, Any]) -> Pod:
-    """The cached spec with this object's labels and deletion fields."""
+    """The cached spec with this object's labels, deletion fields and owner."""
     meta = _dict(obj.get("metadata"))
+    # an owner changes rarely (orphaned, adopted), so the common case stays a comparison
+    pod = _with_owner(pod, meta)
     labels = _dict(meta.get("labels"))
     deletion = parse_time(meta.get("deletionTimestamp"))
     grace = meta.get("deletionGracePeriodSeconds")
@@ -235,6 +239,44 @@ def _with_metadata(pod: Pod, obj: Mapping[str, Any]) -> Pod:
         deletion_timestamp=deletion,
         deletion_grace_period_seconds=grace,
     )
+
+
+# a CronJob's Jobs are named <cronjob>-<scheduled time in minutes since the epoch>
+_CRONJOB_JOB = re.compile(r"^(?P<cronjob>.+)-(?P<minutes>\d{8,})$")
+
+
+def owner_of(meta: Mapping[str, Any]) -> tuple[str, str]:
+    """The workload a pod belongs to, from its own metadata alone (no request): its controller
+    reference, with a ReplicaSet taken to its Deployment where the ReplicaSet's name is the
+    Deployment's name and the pod's `pod-template-hash` (as the Deployment controller names
+    them), and a Job to its CronJob where the Job's name ends in the CronJob controller's
+    scheduled-time suffix. ("", "") for a bare pod."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return "", ""
+    owned = [r for r in refs if isinstance(r, dict) and r.get("kind") and r.get("name")]
+    # the managing controller where one is marked; else the first owner (a hand-made ref)
+    ref = next((r for r in owned if r.get("controller") is True), owned[0] if owned else None)
+    if ref is None:
+        return "", ""
+    kind, name = _str(ref.get("kind")), _str(ref.get("name"))
+    if kind == "ReplicaSet":
+        labels = _dict(meta.get("labels"))
+        hash_ = _str(labels.get("pod-template-hash"))
+        if hash_ and name.endswith("-" + hash_) and len(name) > len(hash_) + 1:
+            return "Deployment", name[: -len(hash_) - 1]
+    elif kind == "Job":
+        m = _CRONJOB_JOB.match(name)
+        if m is not None:
+            return "CronJob", m["cronjob"]
+    return kind, name
+
+
+def _with_owner(pod: Pod, meta: Mapping[str, Any]) -> Pod:
+    kind, name = owner_of(meta)
+    if kind == pod.owner_kind and name == pod.owner_name:
+        return pod
+    return dataclasses.replace(pod, owner_kind=kind, owner_name=name)
 
 
 def _spec_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:

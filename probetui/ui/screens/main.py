@@ -132,7 +132,7 @@ class MainScreen(Screen[None]):
     def _pane_title(self) -> None:
         wl = self.workloads
         pane = self.workloads_pane
-        pods = len({r.pod_uid for r in wl.rows})
+        pods = wl.pods
         title = (
             f"Workloads ({pods} pod{'s' if pods != 1 else ''}, "
             f"{wl.containers} container{'s' if wl.containers != 1 else ''})"

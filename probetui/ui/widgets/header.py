@@ -102,7 +102,9 @@ class TopBar(Widget):
         text.append(" · ")
         text.append(f"{f.divergent} {g.DIVERGE}", style="magenta" if f.divergent else "")
         text.append(" · ")
-        text.append(f"{f.restarting} restarting", style=g.WARN if f.restarting else "")
+        # an 80-column bar has no room for the word (the help's legend says what ↺ is)
+        word = "restarting" if self.size.width >= 100 else g.RESTARTS
+        text.append(f"{f.restarting} {word}", style=g.WARN if f.restarting else "")
         return text
 
 

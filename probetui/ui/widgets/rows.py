@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
-from probetui.spec.model import Container, ProbeType
+from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.store import ContainerHistory, ContainerKey, Store
 
 PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
@@ -27,8 +27,9 @@ RESTARTING_SECONDS = 600.0
 
 
 class Row(NamedTuple):
-    pod_uid: str
-    container: str | None  # None: a heading line (none today: kept for grouping)
+    pod_uid: str  # "" on a group's line
+    container: str | None  # None: a group's line
+    group: str = ""  # the group's id (groups.group_id), on its line
 
     @property
     def key(self) -> ContainerKey | None:
@@ -83,6 +84,13 @@ def label(pod: str, container: str | None, width: int) -> str:
     return fit(pod, max(1, width - keep - 1)) + "/" + fit(container, keep)
 
 
+def group_id(pod: Pod) -> str:
+    """ "namespace/Kind/name" of the pod's workload, or "" for a pod that belongs to none."""
+    if not pod.owner_kind:
+        return ""
+    return f"{pod.namespace}/{pod.owner_kind}/{pod.owner_name}"
+
+
 def pod_state(entry: PodSnapshot) -> str:
     """The pod's state where it is not plain Running: the phase, or Terminating."""
     if entry.pod.deletion_timestamp is not None:
@@ -117,12 +125,25 @@ def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | 
     return score
 
 
-def build_rows(store: Store, terms: list[str], sort: str) -> list[Row]:
-    """The rows for the filter's `terms` in `sort` order; a pod's containers stay together."""
-    groups: list[tuple[tuple, list[Row]]] = []
+class Listing(NamedTuple):
+    rows: list[Row]
+    members: dict[str, list[str]]  # group id -> its pods' uids, in order (collapsed too)
+    pods: int  # that the filter lets through, collapsed ones included
+    containers: int
+
+
+def build_rows(
+    store: Store, terms: list[str], sort: str, collapsed: set[str] | frozenset[str] = frozenset()
+) -> Listing:
+    """The rows for the filter's `terms` in `sort` order: each workload's line, then its pods
+    (unless collapsed); a pod's containers stay together, a workload's pods too."""
+    units: dict[str, tuple[tuple, list[tuple[tuple, str, list[Row]]]]] = {}
+    loose: list[tuple[tuple, list[Row]]] = []
+    pods = containers = 0
     for entry in store.pods.values():
         pod = entry.pod
-        name = f"{pod.namespace}/{pod.name}".lower()
+        gid = group_id(pod)
+        name = f"{pod.namespace}/{pod.owner_name}/{pod.name}".lower()
         rows: list[Row] = []
         worst = restarts = 0
         for c in entry.shown_containers():
@@ -136,15 +157,37 @@ def build_rows(store: Store, terms: list[str], sort: str) -> list[Row]:
             restarts += cs.restart_count if cs is not None else 0
         if not rows:
             continue
+        pods += 1
+        containers += len(rows)
+        # a group sorts by its worst pod, among the bare pods, by the name it shows
+        title = pod.owner_name if gid else pod.name
         if sort == "problems":
-            order: tuple = (-worst, pod.namespace, pod.name)
+            order: tuple = (-worst, pod.namespace, title)
         elif sort == "restarts":
-            order = (-restarts, pod.namespace, pod.name)
+            order = (-restarts, pod.namespace, title)
         else:
-            order = (pod.namespace, pod.name)
-        groups.append((order, rows))
-    groups.sort(key=lambda g: g[0])
-    return [row for _, rows in groups for row in rows]
+            order = (pod.namespace, title)
+        if not gid:
+            loose.append((order, rows))
+            continue
+        unit = units.get(gid)
+        if unit is None:
+            units[gid] = (order, [(order, pod.name, rows)])
+        else:
+            unit[1].append((order, pod.name, rows))
+            if sort != "name":
+                units[gid] = (min(unit[0], order), unit[1])
+    blocks: list[tuple[tuple, int, list[Row]]] = [(o, 1, r) for o, r in loose]
+    members: dict[str, list[str]] = {}
+    for gid, (order, replicas) in units.items():
+        replicas.sort(key=lambda p: (p[0], p[1]))
+        members[gid] = [rows[0].pod_uid for _, _, rows in replicas]
+        block = [Row("", None, gid)]
+        if gid not in collapsed:
+            block += [row for _, _, rows in replicas for row in rows]
+        blocks.append((order, 0, block))
+    blocks.sort(key=lambda b: (b[0], b[1]))
+    return Listing([row for _, _, rows in blocks for row in rows], members, pods, containers)
 
 
 class Fleet(NamedTuple):

@@ -27,6 +27,7 @@ from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
+from probetui.ui.widgets.groups import group_text, summarize, worst_member
 from probetui.ui.widgets.rows import (
     PROBE_ORDER,
     SORTS,
@@ -34,6 +35,7 @@ from probetui.ui.widgets.rows import (
     Row,
     build_rows,
     columns,
+    group_id,
     header_text,
     label,
     pod_state,
@@ -62,7 +64,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "workloads--cursor",
         "workloads--cursor-blurred",
-        "workloads--pod",
+        "workloads--group",
         "workloads--scrollbar",
     }
     DEFAULT_CSS = """
@@ -71,7 +73,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     }
     WorkloadList > .workloads--cursor { background: $accent 60%; text-style: bold; }
     WorkloadList > .workloads--cursor-blurred { background: $accent 25%; }
-    WorkloadList > .workloads--pod { text-style: bold; }
+    WorkloadList > .workloads--group { text-style: bold; }
     WorkloadList > .workloads--scrollbar { color: $text-muted; }
     """
 
@@ -88,6 +90,9 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self.namespaces = 1
         self.ns_len = 0  # the namespace column's natural width; 0: no column
         self.containers = 0
+        self.pods = 0
+        self.members: dict[str, list[str]] = {}  # group id -> its pods
+        self.collapsed: set[str] = set()
         runtime = ctx.controls.runtime
         # -A, or pods of several namespaces (a local file may hold them): the column says which
         self.all_namespaces = runtime.all_namespaces
@@ -96,29 +101,47 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             self.set_reactive(WorkloadList.sort, "problems")
         # strips by what a line shows (not by store version: most events change nothing shown)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
-        self._shown: dict[ContainerKey, tuple] = {}
+        self._shown: dict[ContainerKey | str, tuple] = {}
 
     # -- the row list ---------------------------------------------------------------------
 
     @property
     def selected(self) -> ContainerKey | None:
-        if 0 <= self.cursor < len(self.rows):
-            return self.rows[self.cursor].key
+        """The cursor's container; on a workload's line, its replica most in need of a look."""
+        return self._row_key(self.cursor)
+
+    # not "_key_<name>": Textual would take that for the handler of the key <name>
+    def _row_key(self, i: int) -> ContainerKey | None:
+        if 0 <= i < len(self.rows):
+            row = self.rows[i]
+            if row.group:
+                return worst_member(self.ctx.store, self.members.get(row.group, []))
+            return row.key
         return None
 
     def rebuild(self) -> None:
         """Recompute the rows from the pods table, keeping the cursor on its container."""
         store = self.ctx.store
         keep = self.selected
+        on = self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
         namespaces = {e.pod.namespace for e in store.pods.values()}
         self.namespaces = len(namespaces)
         show_ns = self.all_namespaces or self.namespaces > 1
         self.ns_len = max(map(len, namespaces), default=0) if show_ns else 0
-        self.rows = build_rows(store, self.filter.lower().split(), self.sort)
+        listing = build_rows(store, self.filter.lower().split(), self.sort, self.collapsed)
+        self.rows, self.members = listing.rows, listing.members
+        self.pods, self.containers = listing.pods, listing.containers
         self.index = {row.key: i for i, row in enumerate(self.rows) if row.key is not None}
-        self.containers = len(self.index)
         self.top = min(self.top, max(0, len(self.rows) - self.size.height))
-        cursor = self.index.get(keep) if keep is not None else None
+        cursor = None
+        if on is not None and on.group:
+            cursor = self.rows.index(on) if on in self.rows else None
+        elif keep is not None:
+            cursor = self.index.get(keep)
+            if cursor is None and keep.pod_uid in store.pods:
+                # its workload is collapsed: the cursor goes to the workload's line
+                gid = group_id(store.pods[keep.pod_uid].pod)
+                cursor = self.rows.index(Row("", None, gid)) if gid in self.members else None
         if cursor is None:
             cursor = self._next_container(0, 1)
         self._set_cursor(cursor, announce=True)
@@ -129,7 +152,6 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         """Redraw the visible lines of these containers (and their headings) whose look changed."""
         top = self.top
         bottom = top + self.size.height
-        pods = set()
         for key in keys:
             y = self.index.get(key)
             if y is None or not top <= y < bottom:
@@ -138,21 +160,28 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             if self._shown.get(key) != sig:
                 self._shown[key] = sig
                 self.refresh_line(y)
-                pods.add(key.pod_uid)
-        if pods:
+        if not self.members:
+            return
+        pods = self.ctx.store.pods
+        touched = {group_id(pods[k.pod_uid].pod) for k in keys if k.pod_uid in pods}
+        touched.discard("")
+        if touched:
             for y in range(top, min(bottom, len(self.rows))):
                 row = self.rows[y]
-                if row.container is None and row.pod_uid in pods:
-                    self.refresh_line(y)
+                if row.group in touched:
+                    sig = self._signature(row)
+                    if self._shown.get(row.group) != sig:
+                        self._shown[row.group] = sig
+                        self.refresh_line(y)
 
     def _signature(self, row: Row) -> tuple:
         """Everything a line shows, cheap to compute: equal signatures draw equal lines."""
+        if row.group:
+            summary = summarize(self.ctx.store, self.members.get(row.group, []))
+            return (row, self.ns_len, row.group in self.collapsed, summary)
         entry = self.ctx.store.pods.get(row.pod_uid)
         if entry is None:
             return ()
-        if row.container is None:
-            pod = entry.pod
-            return (pod.name, pod.namespace, entry.status.phase, pod.deletion_timestamp)
         pod = entry.pod
         cs = entry.status.lookup(row.container)
         history = self.ctx.store.containers.get(ContainerKey(row.pod_uid, row.container))
@@ -175,12 +204,17 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     def is_problem(self, i: int) -> bool:
         row = self.rows[i]
-        entry = self.ctx.store.pods.get(row.pod_uid)
-        if entry is None or row.key is None:
-            return False
-        c = entry.pod.container(row.key.container)
-        history = self.ctx.store.containers.get(row.key)
-        return c is not None and problem_score(entry, c, history) > 0
+        if row.group:
+            key = worst_member(self.ctx.store, self.members.get(row.group, []))
+            return key is not None and self._score(key) > 0
+        return row.key is not None and self._score(row.key) > 0
+
+    def _score(self, key: ContainerKey) -> int:
+        entry = self.ctx.store.pods.get(key.pod_uid)
+        c = entry.pod.container(key.container) if entry is not None else None
+        if entry is None or c is None:
+            return 0
+        return problem_score(entry, c, self.ctx.store.containers.get(key))
 
     def next_problem(self, step: int) -> bool:
         """Move to the next (step 1) or previous (-1) container with something wrong, round
@@ -189,26 +223,23 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         start = self.cursor if self.cursor >= 0 else (-1 if step > 0 else 0)
         for k in range(1, n + 1):
             i = (start + step * k) % n
-            if self.rows[i].container is not None and self.is_problem(i):
+            if self.is_problem(i):
                 self._set_cursor(i)
                 return True
         return False
 
     def _next_container(self, start: int, step: int) -> int:
-        i = start
-        while 0 <= i < len(self.rows):
-            if self.rows[i].container is not None:
-                return i
-            i += step
-        return -1
+        """The row the cursor goes to from `start` (every row is one: a workload's line shows
+        its replica most in need of a look), or -1 past the ends."""
+        return start if 0 <= start < len(self.rows) else -1
 
     def _set_cursor(self, cursor: int, announce: bool = False) -> None:
         old = self.cursor
         if cursor == -1 and self.rows:
             cursor = self._next_container(0, 1)
-        changed = self.rows[cursor].key if 0 <= cursor < len(self.rows) else None
-        before = self.rows[old].key if 0 <= old < len(self.rows) else None
+        before = self.selected if old == cursor else self._row_key(old)
         self.cursor = cursor
+        changed = self.selected
         if old != cursor:
             if 0 <= old < len(self.rows):
                 self.refresh_line(old)
@@ -250,6 +281,11 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self.scroll_rows(-3)
 
     def select(self, key: ContainerKey) -> bool:
+        entry = self.ctx.store.pods.get(key.pod_uid)
+        gid = group_id(entry.pod) if entry is not None else ""
+        if key not in self.index and gid in self.collapsed:
+            self.collapsed.discard(gid)
+            self.rebuild()
         y = self.index.get(key)
         if y is None:
             return False
@@ -274,6 +310,40 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if nxt == -1:
             nxt = self._next_container(target, -direction)
         self._set_cursor(nxt)
+
+    def action_fold(self) -> None:
+        """Collapse the cursor's workload to its line, or expand it."""
+        if not 0 <= self.cursor < len(self.rows):
+            return
+        row = self.rows[self.cursor]
+        gid = row.group
+        if not gid:
+            entry = self.ctx.store.pods.get(row.pod_uid)
+            gid = group_id(entry.pod) if entry is not None else ""
+        if not gid:
+            return
+        if gid in self.collapsed:
+            self.collapsed.discard(gid)
+        else:
+            self.collapsed.add(gid)
+            # the cursor's container goes out of the list: its workload's line keeps the place
+            self.cursor = self.rows.index(Row("", None, gid))
+        self.rebuild()
+
+    def action_fold_all(self) -> None:
+        """Collapse every workload (the overview of hundreds of pods), or expand them all."""
+        everything = set(self.members)
+        if everything <= self.collapsed:
+            self.collapsed.clear()
+        else:
+            self.collapsed = everything
+            if 0 <= self.cursor < len(self.rows) and not self.rows[self.cursor].group:
+                row = self.rows[self.cursor]
+                entry = self.ctx.store.pods.get(row.pod_uid)
+                gid = group_id(entry.pod) if entry is not None else ""
+                if gid:
+                    self.cursor = self.rows.index(Row("", None, gid))
+        self.rebuild()
 
     def action_jump(self, where: int) -> None:
         if self.rows:
@@ -314,19 +384,22 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         bar = self._scrollbar(y) or Segment(" ", base)
         row = self.rows[i]
         entry = self.ctx.store.pods.get(row.pod_uid)
-        if entry is None:
+        if entry is None and not row.group:
             return Strip.blank(self.size.width, base)
         selected = i == self.cursor
         sig = self._signature(row)
-        if row.key is not None:
-            self._shown[row.key] = sig
+        self._shown[row.key or row.group] = sig
         cache_key = (sig, width, selected, selected and self.has_focus)
         strip = self._cache.get(cache_key)
         if strip is None:
-            text = self._container_text(entry, row, width, selected)
+            cols = columns(width, self.ns_len)
+            if entry is None:
+                text = group_text(row.group, sig[-1], cols, sig[2], selected)
+            else:
+                text = self._container_text(entry, row, cols, selected)
             style = base
-            if row.container is None:
-                style = base + self.get_component_rich_style("workloads--pod")
+            if row.group:
+                style = base + self.get_component_rich_style("workloads--group")
             if selected:
                 name = "workloads--cursor" if self.has_focus else "workloads--cursor-blurred"
                 style = base + self.get_component_rich_style(name)
@@ -348,8 +421,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         style = self.get_component_rich_style("workloads--scrollbar")
         return Segment("┃" if start <= y < start + size else "│", style)
 
-    def _container_text(self, entry: PodSnapshot, row: Row, width: int, selected: bool) -> Text:
-        cols: Columns = columns(width, self.ns_len)
+    def _container_text(self, entry: PodSnapshot, row: Row, cols: Columns, selected: bool) -> Text:
         pod = entry.pod
         c = pod.container(row.container or "")
         cs = entry.status.lookup(row.container or "")
