@@ -55,7 +55,7 @@ from probetui.record.schema import (
 )
 from probetui.record.shapes import EVENT_TYPE, ITEM_TYPES, ProbeRef, Template
 from probetui.record.snapshot import status_from_json
-from probetui.spec.encode import decode
+from probetui.spec.encode import decode, owner_of
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
 
@@ -296,6 +296,7 @@ class Recording:
                 uid=meta["uid"],
                 labels=dict(meta.get("labels", {})),
                 source=source,
+                **{"owner_kind": "", "owner_name": "", **owner_of(meta)},
             )
         self._specs[spec_id] = pod
         return pod

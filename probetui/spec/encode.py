@@ -29,6 +29,9 @@ def encode(pod: Pod, header_value: Callable[[str, str], str] | None = None) -> d
         meta["deletionTimestamp"] = datetime.fromtimestamp(pod.deletion_timestamp, UTC).isoformat()
     if pod.deletion_grace_period_seconds is not None:
         meta["deletionGracePeriodSeconds"] = pod.deletion_grace_period_seconds
+    if pod.owner_kind:
+        # the workload as resolved (a Deployment, not its ReplicaSet): what the list groups by
+        meta["ownerReferences"] = [{"kind": pod.owner_kind, "name": pod.owner_name}]
     spec: dict[str, Any] = {
         "containers": [_container(c, header_value) for c in pod.containers],
         "restartPolicy": pod.restart_policy,
@@ -48,7 +51,16 @@ def encode(pod: Pod, header_value: Callable[[str, str], str] | None = None) -> d
 
 def decode(manifest: dict[str, Any], source: str = "") -> Pod:
     """The Pod `encode` wrote, with `source` as it was."""
-    return replace(pod_from_object(manifest, source or "<recording>"), source=source)
+    pod = pod_from_object(manifest, source or "<recording>")
+    return replace(pod, source=source, **owner_of(manifest["metadata"]))
+
+
+def owner_of(meta: dict[str, Any]) -> dict[str, str]:
+    """The workload `encode` wrote in metadata.ownerReferences, as Pod's owner fields."""
+    refs = meta.get("ownerReferences") or ()
+    if not refs:
+        return {}
+    return {"owner_kind": str(refs[0].get("kind", "")), "owner_name": str(refs[0].get("name", ""))}
 
 
 def _container(c: Container, header_value: Callable[[str, str], str] | None) -> dict[str, Any]:

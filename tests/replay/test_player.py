@@ -212,3 +212,32 @@ async def test_the_timeline_reads_history_past_the_rings_from_the_recording(
         assert archive.version == 1
     finally:
         archive.close()
+
+
+def test_a_replayed_pod_keeps_its_workload(tmp_path: Path) -> None:
+    """The list groups replicas under their workload; a recording keeps the workload as the
+    cluster source resolved it, so a replay groups them the same way."""
+    from dataclasses import replace as copy
+
+    from probetui.prober.status import PodStatus
+    from probetui.spec.model import Container, ExecAction, Pod, Probe
+
+    probe = Probe(exec=ExecAction(("check",)))
+    base = Pod("web-1", "shop", "uid-1", {"app": "web"}, (Container("app", readiness_probe=probe),))
+    pods = [
+        copy(base, owner_kind="Deployment", owner_name="web"),
+        copy(base, name="web-2", uid="uid-2", owner_kind="Deployment", owner_name="web"),
+        copy(base, name="solo", uid="uid-3"),
+    ]
+    path = tmp_path / "owners.db"
+    rec = Recorder(path, META)
+    for p in pods:
+        rec.pod(p, PodStatus(phase="Running"))
+    rec.close()
+    with open_recording(path) as r:
+        got = {p.uid: (p.owner_kind, p.owner_name) for _, p, _ in r.snapshots()}
+    assert got == {
+        "uid-1": ("Deployment", "web"),
+        "uid-2": ("Deployment", "web"),
+        "uid-3": ("", ""),
+    }
