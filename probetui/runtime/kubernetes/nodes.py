@@ -7,6 +7,7 @@ pod's `spec.nodeName`, read with one `list nodes` (a read: allowed in read-only 
 nodes cannot be read (the `view` ClusterRole does not cover them, so this is common), the
 configured `kubeletVersion` (`--kubelet-version`, the config file) stands in, and the runtime
 says so once. A pod on a node not seen yet has the nodes read again, at most once a minute.
+In read-only mode nodes are not read at all (`KubernetesRuntime._read_nodes` says why).
 """
 
 from __future__ import annotations

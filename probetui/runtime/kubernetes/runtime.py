@@ -216,7 +216,14 @@ class KubernetesRuntime(Runtime):
                 self.on_note(note)
 
     async def _read_nodes(self) -> None:
-        """The nodes' kubelet versions, for the probes' User-Agent (`nodes.py`)."""
+        """The nodes' kubelet versions, for the probes' User-Agent (`nodes.py`).
+
+        Not in read-only mode: most users there cannot read nodes (the view ClusterRole has
+        none), and a locked shell must leave no refused request in the audit log. Its probes,
+        with `--via direct` the only ones it sends, carry the configured version."""
+        if self.read_only:
+            self.nodes.unreadable = "not read in read-only mode"
+            return
         await self.nodes.read()
         if self.nodes.unreadable is not None and self.on_note is not None:
             self.on_note(

@@ -517,6 +517,9 @@ async def test_read_only_makes_no_request_but_get_list_watch(
     assert api.count_requests(subresource="exec") == 0
     assert api.count_requests(subresource="portforward") == 0
     assert api.count_requests(subresource="proxy") == 0
+    # nor a node list the view role would refuse: a locked shell leaves no 403 in the audit log
+    assert api.count_requests(resource="nodes") == 0
+    assert c.runtime.nodes.unreadable == "not read in read-only mode"
     assert {r.method for r in api.requests} == {"GET"}
     assert {r.verb for r in api.requests} <= {"list", "watch", "get"}
     assert not c.rec.of("ProbeAttempt") and http_target.seen == []
