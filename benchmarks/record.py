@@ -1,11 +1,15 @@
 """Recording benchmark: what `--record` costs the live engine, and what it costs on disk.
 
-    python -m benchmarks.record --workers 15000 --period 10 --duration 30 [--json] [--out FILE]
+    python -m benchmarks.record --workers 15000 --period 10 --duration 30 --rounds 3
+        [--flush-every S] [--switch-interval S] [--json] [--out FILE]
 
 (a) Write path: `benchmarks.engine` with `--driver engine` (the whole engine and its sinks,
-real HTTP attempts to a loopback target), run twice, without and with a `Recorder` among the
-sinks: the extra engine CPU (the writer thread included: it is the same process) and the p99
-tick lateness of each run.
+real HTTP attempts to a loopback target), run without and with a `Recorder` among the sinks,
+`--rounds` pairs of runs, the order alternating from pair to pair: the extra engine CPU (the
+writer thread included: it is the same process) and the p99 tick lateness of each run, as
+medians over the pairs with their ranges, the collector's full collections and longest pause,
+and the load the rest of the machine put on it meanwhile (a shared 2-core machine: one pair
+proves little).
 
 (b) Bytes on disk: `--steady` probes answering alike, recorded in virtual time through the real
 recorder (`--hours` of them at `--period`), and the demo's mix recorded for `--demo-seconds`
@@ -21,6 +25,7 @@ import argparse
 import contextlib
 import os
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,14 +73,8 @@ def _lateness_by_second(path: Path) -> list[float]:
 # -- (a) the write path -----------------------------------------------------------------------
 
 
-def write_path(
-    workers: int, period: int, duration: float, warmup: float, gc_freeze: bool = True
-) -> dict[str, Any]:
-    import probetui.engine as engine_module
-    from probetui.record.recorder import Recorder
-    from probetui.record.schema import SessionMeta
-
-    config = engine.Config(
+def _config(workers: int, period: int, duration: float, warmup: float, gc_freeze: bool) -> Any:
+    return engine.Config(
         workers=workers,
         period=period,
         handler="http",
@@ -88,15 +87,25 @@ def write_path(
         driver="engine",
         target=None,
         # as the cluster view does after its first list (Engine.settle_memory): at 15,000
-        # workers every full collection of the unfrozen heap stalls the loop 70-230 ms, and
-        # what waits for the writer survives into the old generation, making them come sooner
+        # workers every full collection of the unfrozen heap stalls the loop 70-230 ms
         gc_freeze=gc_freeze,
     )
-    plain = engine.run(config)
+
+
+def _one_run(config: Any, record: bool, flush_every: float | None) -> dict[str, Any]:
+    """One engine run, with a `Recorder` among its sinks or without."""
+    import probetui.engine as engine_module
+    from probetui.record.recorder import FLUSH_EVERY, Recorder
+    from probetui.record.schema import SessionMeta
+
+    load = os.getloadavg()[0]
+    if not record:
+        r = engine.run(config)
+        return {"result": r, "load": load}
     tmp = Path(tempfile.mkdtemp(prefix="probetui-record-bench-"))
     path = tmp / "bench.db"
     meta = SessionMeta(time.time(), "bench", "1.35", "benchmark", "benchmark")
-    recorder = Recorder(path, meta)
+    recorder = Recorder(path, meta, flush_every=flush_every or FLUSH_EVERY)
     recorder.start()
     real = engine_module.Engine
 
@@ -109,34 +118,117 @@ def write_path(
 
     engine_module.Engine = RecordingEngine  # type: ignore[misc]
     try:
-        recorded = engine.run(config)
+        r = engine.run(config)
     finally:
         engine_module.Engine = real  # type: ignore[misc]
         recorder.close()
-    size = os.path.getsize(path)
-    late = _lateness_by_second(path)
+    out = {
+        "result": r,
+        "load": load,
+        "file_bytes": os.path.getsize(path),
+        "late": _lateness_by_second(path),
+        "failure": recorder.failure,
+    }
     with contextlib.suppress(OSError):
         for f in tmp.iterdir():
             f.unlink()
         tmp.rmdir()
-    extra = (recorded.engine_cpu_s - plain.engine_cpu_s) / plain.engine_cpu_s
+    return out
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """Median and range: the machine is shared, one run proves little."""
     return {
-        "attempts_per_s": [plain.attempts_per_s, recorded.attempts_per_s],
-        "engine_cores": [plain.engine_cores, recorded.engine_cores],
-        "cpu_ms_per_attempt": [
-            (plain.cpu_s_per_1000_attempts or 0.0),
-            (recorded.cpu_s_per_1000_attempts or 0.0),
-        ],
-        "extra_cpu": round(extra, 3),
-        "tick_lateness_p99_ms": [plain.tick_lateness["p99_ms"], recorded.tick_lateness["p99_ms"]],
-        "missed_ticks": [plain.missed_ticks, recorded.missed_ticks],
-        "errors": [plain.errors, recorded.errors],
-        "recorder_failure": recorder.failure,
+        "median": round(statistics.median(values), 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+    }
+
+
+def write_path(
+    workers: int,
+    period: int,
+    duration: float,
+    warmup: float,
+    gc_freeze: bool = True,
+    rounds: int = 1,
+    flush_every: float | None = None,
+    switch_interval: float | None = None,
+) -> dict[str, Any]:
+    """`rounds` pairs of runs without and with the recorder, the order alternating from one
+    pair to the next (without first, then with first ...), so that a change of the machine's
+    load during the runs falls on both sides alike."""
+    config = _config(workers, period, duration, warmup, gc_freeze)
+    before_switch = sys.getswitchinterval()
+    if switch_interval is not None:
+        sys.setswitchinterval(switch_interval)
+    pairs: list[dict[str, Any]] = []
+    try:
+        for i in range(rounds):
+            order = (False, True) if i % 2 == 0 else (True, False)
+            runs = {rec: _one_run(config, rec, flush_every) for rec in order}
+            pairs.append({"plain": runs[False], "recorded": runs[True]})
+    finally:
+        sys.setswitchinterval(before_switch)
+    per_round = []
+    for pair in pairs:
+        p, r = pair["plain"]["result"], pair["recorded"]["result"]
+        per_round.append(
+            {
+                "extra_cpu": round((r.engine_cpu_s - p.engine_cpu_s) / p.engine_cpu_s, 4),
+                "engine_cores": [p.engine_cores, r.engine_cores],
+                "attempts_per_s": [p.attempts_per_s, r.attempts_per_s],
+                "tick_lateness_p99_ms": [p.tick_lateness["p99_ms"], r.tick_lateness["p99_ms"]],
+                "tick_lateness_max_ms": [p.tick_lateness["max_ms"], r.tick_lateness["max_ms"]],
+                "missed_ticks": [p.missed_ticks, r.missed_ticks],
+                "errors": [p.errors, r.errors],
+                "gc": [p.gc, r.gc],
+                # the rest of the machine during each run, and the 1-min load average before it
+                "other_cores": [p.other_cores, r.other_cores],
+                "load_before": [
+                    round(pair["plain"]["load"], 2),
+                    round(pair["recorded"]["load"], 2),
+                ],
+                "recorder_failure": pair["recorded"]["failure"],
+                "file_bytes": pair["recorded"]["file_bytes"],
+                # from the recording itself: the worst tick lateness in each second of the run
+                "worst_lateness_by_second_ms": pair["recorded"]["late"],
+            }
+        )
+
+    def both(name: str, pick: Any = lambda v: v) -> list[float]:
+        return [statistics.median(pick(x[name][side]) for x in per_round) for side in (0, 1)]
+
+    def spread_of(name: str, side: int, pick: Any = lambda v: v) -> dict[str, float]:
+        return _spread([pick(x[name][side]) for x in per_round])
+
+    def full(g: dict[str, Any]) -> int:
+        return int(g["collections"][2])
+
+    def longest(g: dict[str, Any]) -> float:
+        return float(max(g["max_pause_ms"]))
+
+    failures = [x["recorder_failure"] for x in per_round if x["recorder_failure"]]
+    return {
+        "rounds": rounds,
+        "flush_every": flush_every,
+        "switch_interval": switch_interval if switch_interval is not None else before_switch,
         "gc_freeze": gc_freeze,
-        "gc": [plain.gc, recorded.gc],
-        "file_bytes": size,
-        # from the recording itself: the worst tick lateness in each second of the run
-        "worst_lateness_by_second_ms": late,
+        # medians over the rounds (without, with); their ranges below
+        "attempts_per_s": both("attempts_per_s"),
+        "engine_cores": both("engine_cores"),
+        "extra_cpu": round(statistics.median(x["extra_cpu"] for x in per_round), 4),
+        "extra_cpu_range": _spread([x["extra_cpu"] for x in per_round]),
+        "tick_lateness_p99_ms": both("tick_lateness_p99_ms"),
+        "tick_lateness_p99_range_ms": [spread_of("tick_lateness_p99_ms", s) for s in (0, 1)],
+        "missed_ticks": both("missed_ticks"),
+        "errors": [sum(x["errors"][s] for x in per_round) for s in (0, 1)],
+        "full_collections": [spread_of("gc", s, full) for s in (0, 1)],
+        "longest_gc_pause_ms": [spread_of("gc", s, longest) for s in (0, 1)],
+        "other_cores": [spread_of("other_cores", s) for s in (0, 1)],
+        "recorder_failure": failures[0] if failures else None,
+        "file_bytes": per_round[-1]["file_bytes"],
+        "per_round": per_round,
     }
 
 
@@ -246,7 +338,14 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {}
     if not args.skip_write_path:
         result["write_path"] = write_path(
-            args.workers, args.period, args.duration, args.warmup, not args.no_gc_freeze
+            args.workers,
+            args.period,
+            args.duration,
+            args.warmup,
+            not args.no_gc_freeze,
+            rounds=getattr(args, "rounds", 1),
+            flush_every=getattr(args, "flush_every", None),
+            switch_interval=getattr(args, "switch_interval", None),
         )
     s = steady(args.steady, args.hours, args.period)
     s["projection_24h_15000_bytes"] = round(s["bytes_per_attempt"] * DAY_ATTEMPTS)
@@ -260,7 +359,21 @@ def table(result: dict[str, Any]) -> str:
     rows: list[tuple[str, str]] = []
     w = result.get("write_path")
     if w:
+
+        def rng(d: dict[str, float], scale: float = 1.0, fmt: str = ".1f") -> str:
+            lo, hi = d["min"] * scale, d["max"] * scale
+            return f"{d['median'] * scale:{fmt}} ({lo:{fmt}}-{hi:{fmt}})"
+
+        p99 = w["tick_lateness_p99_range_ms"]
+        full = w["full_collections"]
+        pause = w["longest_gc_pause_ms"]
+        other = w["other_cores"]
         rows += [
+            (
+                "rounds",
+                f"{w['rounds']} pairs without/with, medians (ranges); flush every "
+                f"{w['flush_every'] or 'default'} s, switch interval {w['switch_interval']} s",
+            ),
             (
                 "attempts/s",
                 f"{w['attempts_per_s'][0]:.0f} without, {w['attempts_per_s'][1]:.0f} with",
@@ -269,13 +382,21 @@ def table(result: dict[str, Any]) -> str:
                 "engine cores",
                 f"{w['engine_cores'][0]:.3f} without, {w['engine_cores'][1]:.3f} with",
             ),
-            ("extra CPU", f"{w['extra_cpu'] * 100:.1f} % (goal <= {GOAL_CPU * 100:.0f} %)"),
+            (
+                "extra CPU",
+                f"{rng(w['extra_cpu_range'], 100)} % (goal <= {GOAL_CPU * 100:.0f} %)",
+            ),
             (
                 "p99 tick lateness",
-                f"{w['tick_lateness_p99_ms'][0]} ms without, {w['tick_lateness_p99_ms'][1]} ms "
-                f"with (goal < {GOAL_P99_MS:.0f} ms)",
+                f"{rng(p99[0])} ms without, {rng(p99[1])} ms with (goal < {GOAL_P99_MS:.0f} ms)",
             ),
-            ("missed ticks", f"{w['missed_ticks'][0]} without, {w['missed_ticks'][1]} with"),
+            ("missed ticks", f"{w['missed_ticks'][0]:g} without, {w['missed_ticks'][1]:g} with"),
+            (
+                "full collections",
+                f"{rng(full[0], fmt='.0f')} without, {rng(full[1], fmt='.0f')} with; longest "
+                f"pause {rng(pause[0])} / {rng(pause[1])} ms",
+            ),
+            ("other load", f"{rng(other[0], fmt='.2f')} / {rng(other[1], fmt='.2f')} cores"),
             ("recorder", w["recorder_failure"] or f"ok, {w['file_bytes'] / 1e6:.1f} MB written"),
         ]
     s = result["steady"]
@@ -311,6 +432,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-write-path", action="store_true", help="only the bytes on disk")
     p.add_argument(
         "--no-gc-freeze", action="store_true", help="leave the collector unfrozen in both runs"
+    )
+    p.add_argument(
+        "--rounds",
+        type=positive(int, "--rounds"),
+        default=3,
+        help="pairs of runs without/with the recorder (medians and ranges are reported)",
+    )
+    p.add_argument(
+        "--flush-every", type=positive(float, "--flush-every"), help="the recorder's interval"
+    )
+    p.add_argument(
+        "--switch-interval",
+        type=positive(float, "--switch-interval"),
+        help="sys.setswitchinterval for the runs (default: Python's 0.005 s)",
     )
     p.add_argument("--steady", type=positive(int, "--steady"), default=1000, help="probes")
     p.add_argument("--hours", type=positive(float, "--hours"), default=1.0)

@@ -53,46 +53,71 @@ def us(t: float) -> int:
 Text = Callable[[str | None], int | None]
 
 
-def raw_key(event: Event, via: str | None, secrets: tuple[str, ...]) -> tuple[Any, ...] | None:
+def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
     """What decides an item's shape, unmasked and not interned: the writer's cache key. None for
-    an event that is not a per-probe item."""
+    an event that is not a per-probe item.
+
+    Only str, int, float, bool and None, in one flat tuple (enum members as their values): the
+    cyclic collector stops tracking such a tuple at the first collection it survives, so the keys
+    held in the writer's cache, and the items waiting in the recorder's queue, add nothing to
+    the old generation every full collection walks (at 15,000 probes they were most of it)."""
     type_ = event.type
     record = event.record
     if record is not None:
         outcome = record.outcome
+        published = record.published
         base = (
-            record.trigger,
+            record.trigger._value_,
             record.container_id,
-            record.last_result,
-            record.published,
+            record.last_result._value_,
+            None if published is None else published._value_,
             record.on_hold,
             record.paused,
-            secrets,
         )
         if outcome is None:
-            return ("S", *base, record.skip)
+            skip = record.skip
+            return ("S", *base, None if skip is None else skip._value_)
         a = outcome.attempt
         ev = outcome.event
+        # flat, not a tuple of tuples: the collector untracks an inner tuple only after its
+        # parent in the same pass, so each level of nesting costs one more collection, and
+        # an item nested three deep reaches the old generation before it is untracked
         return (
             "A",
             *base,
             via,
-            outcome.result,
+            outcome.result._value_,
             outcome.error,
             len(outcome.attempts),
-            (ev.type, ev.reason, ev.message) if ev is not None else None,
-            (a.handler, a.target, a.result, a.output, a.error, a.status_code, a.body, a.timed_out)
-            if a is not None
-            else None,
+            *((True, ev.type, ev.reason, ev.message) if ev is not None else _NO_EVENT),
+            *(
+                (
+                    True,
+                    a.handler,
+                    a.target,
+                    a.result._value_,
+                    a.output,
+                    a.error,
+                    a.status_code,
+                    a.body,
+                    a.timed_out,
+                )
+                if a is not None
+                else _NO_ATTEMPT
+            ),
         )
     state = event.state
     if type_ == "ProbeSkipped" and state is not None:
-        return ("N", event.fields.get("reason", ""), *_state(state), secrets)
+        return ("N", event.fields.get("reason", ""), *_state(state))
     if type_ == "WorkerState" and state is not None:
         return ("W", *_state(state))
     if type_ == "ResultChanged" and event.container is not None and event.probe is not None:
         return ("R", event.fields.get("result"), event.fields.get("containerID", ""))
     return None
+
+
+_NO_EVENT = (False, None, None, None)
+_NO_ATTEMPT = (False, None, None, None, None, None, None, None, None)
 
 
 def _state(state: Any) -> tuple[Any, ...]:
@@ -109,100 +134,100 @@ def shape_body(key: tuple[Any, ...], text: Text, excerpt: Text) -> list[Any]:
     would escape the mask)."""
     kind = key[0]
     if kind in RECORD_KINDS:
-        trigger, cid, last, published, on_hold, paused, _secrets = key[1:8]
-        head = [kind, trigger.value, cid, int(last), _int(published), on_hold, paused]
+        head = [kind, *key[1:7]]
         if kind == "S":
-            skip = key[8]
-            return [*head, skip.value if skip is not None else None]
-        via, result, error, tries, ev, a = key[8:]
-        event = [ev[0], ev[1], text(ev[2])] if ev is not None else None
+            return [*head, key[7]]
+        via, result, error, tries, has_event, ev_type, reason, message = key[7:15]
+        event = [ev_type, reason, text(message)] if has_event else None
         attempt = None
-        if a is not None:
-            handler, target, res, output, err, code, body, timed_out = a
+        if key[15]:
+            handler, target, res, output, err, code, body, timed_out = key[16:24]
             attempt = [
                 handler,
                 text(target),
-                res.value,
+                res,
                 text(output),
                 text(err),
                 code,
                 excerpt(body),
                 timed_out,
             ]
-        return [*head, via, int(result), text(error), tries, event, attempt]
+        return [*head, via, result, text(error), tries, event, attempt]
     if kind == "N":
         return ["N", text(key[1]), *key[2:5]]
     return list(key)
 
 
-def shape_strings(body: list[Any]) -> list[int]:
-    """The string ids a stored shape refers to."""
+def shape_strings(body: list[Any]) -> tuple[int, ...]:
+    """The string ids a stored shape refers to (a tuple of ints: the writer keeps one for every
+    shape, out of the collector's sight)."""
     kind = body[0]
     if kind == "N":
-        return [body[1]] if body[1] is not None else []
+        return (body[1],) if body[1] is not None else ()
     if kind != "A":
-        return []
+        return ()
     out = [body[9]]
     if body[11] is not None:
         out.append(body[11][2])
     a = body[12]
     if a is not None:
         out += [a[1], a[3], a[4], a[6]]
-    return [i for i in out if i is not None]
+    return tuple(i for i in out if i is not None)
 
 
 # -- items ----------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class Chain:
-    """The previous item of a chunk, which the next is coded against."""
-
-    shape: int = -1
-    run: int = 0
-    tick: int = 0
-    step: int = 0
-    t: int = 0
+# A chain is the previous item of a chunk, which the next is coded against: (shape, result
+# run, tick, step, t), a new tuple per item rather than an object updated in place, because
+# the cyclic collector stops tracking a tuple of ints (it tracks every instance of a class, and
+# arrays too): the writer holds one chain per probe, 15,000 in a cluster
+Chain = tuple[int, int, int, int, int]
+KEYFRAME: Chain = (-1, 0, 0, 0, 0)
 
 
 def put_record(
     out: bytearray, chain: Chain, shape: int, kind: str, t: int, tick: int, run: int, lat: int
-) -> None:
+) -> Chain:
+    """Append one A or S item to `out`; the chain the next item is coded against."""
+    vput, vput_signed = varint.put, varint.put_signed
+    last_shape, last_run, last_tick, step, _ = chain
+    at = len(out)
+    out.append(0)
     header = 0
-    tail = bytearray()
-    if shape != chain.shape:
-        header |= NEW_SHAPE
-        varint.put(tail, shape)
-    if run == chain.run + 1:
+    if shape != last_shape:
+        header = NEW_SHAPE
+        vput(out, shape)
+    if run == last_run + 1:
         pass
-    elif run == chain.run:
+    elif run == last_run:
         header |= RUN_SAME
     elif run == 0:
         header |= RUN_ZERO
     else:
         header |= RUN_EXPLICIT
-        varint.put(tail, run)
-    step = tick - chain.tick
-    if step != chain.step:
+        vput(out, run)
+    if tick - last_tick != step:
+        step = tick - last_tick
         header |= OFF_GRID
-        varint.put_signed(tail, step)
-        chain.step = step
-    varint.put_signed(tail, t - tick)
+        vput_signed(out, step)
+    vput_signed(out, t - tick)
     if kind == "A":
-        varint.put(tail, lat)
-    out.append(header)
-    out += tail
-    chain.shape, chain.run, chain.tick, chain.t = shape, run, tick, t
+        vput(out, lat)
+    out[at] = header
+    return (shape, run, tick, step, t)
 
 
-def put_other(out: bytearray, chain: Chain, shape: int, t: int) -> None:
-    if shape != chain.shape:
+def put_other(out: bytearray, chain: Chain, shape: int, t: int) -> Chain:
+    """Append one N, W or R item to `out`; the chain the next item is coded against."""
+    last_shape, run, tick, step, last_t = chain
+    if shape != last_shape:
         out.append(NEW_SHAPE)
         varint.put(out, shape)
     else:
         out.append(0)
-    varint.put_signed(out, t - chain.t)
-    chain.shape, chain.t = shape, t
+    varint.put_signed(out, t - last_t)
+    return (shape, run, tick, step, t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +274,7 @@ def items(data: bytes, kind_of: Callable[[int], str]) -> Iterator[Item]:
 
 
 __all__ = [
+    "KEYFRAME",
     "RECORD_KINDS",
     "Chain",
     "Item",

@@ -1,11 +1,17 @@
 """`--record FILE`: the engine sink that writes a recording, and the one thread it writes on.
 
 The sink's `event()` and `pod()` run on the event loop, inside the engine's publishing: they
-only append a tuple to a deque. The writer thread wakes every `flush_every` seconds (0.25 s),
+append one tuple to a deque. The writer thread wakes every `flush_every` seconds (0.25 s),
 takes what has piled up and writes it as one transaction (`writer.py`). That thread is the one
 place in probetui where a thread is justified: sqlite3 blocks on disk I/O, and the loop must
-not. Python's GIL still serialises the encoding, which is why the sink leaves the per-item work
-(shapes, varints, masking) to the writer and the batches stay large.
+not. Python's GIL still serialises the encoding, which is why the sink leaves most per-item
+work (shapes, varints, masking) to the writer and the batches stay large.
+
+The one piece the sink does on the loop is to copy a per-probe event into a tuple of atomics
+(`writer.item_of`, 1.4-2 µs): an `Event` with its record, outcome and attempt (6 tracked
+objects) waiting a quarter second is promoted into the collector's old generation on the way,
+and every promotion brings the next full collection nearer; the collector stops tracking the
+tuple within two collections, before it could be promoted.
 
 `close()` stops the thread after a last flush and joins it; `run_live` calls it on every way
 out (the end of `--duration`, SIGINT, SIGTERM, the UI's quit, a failure). A `kill -9` loses what
@@ -45,12 +51,12 @@ from probetui.record.schema import (
     check_header,
     check_identity,
 )
-from probetui.record.writer import Writer
+from probetui.record.writer import Writer, item_of
 from probetui.spec.model import Pod
 from probetui.timeline.events import Event
 
-# well inside the second a kill -9 may lose; short, too, so that what waits for the writer
-# rarely lives through a collection into the old generation (full collections come sooner)
+# well inside the second a kill -9 may lose, and batches small enough that the writer's
+# encoding of one takes a few milliseconds
 FLUSH_EVERY = 0.25
 # a batch this large is written in parts, so no transaction grows without bound after a stall
 BATCH_LIMIT = 50_000
@@ -98,7 +104,13 @@ class Recorder:
 
     def event(self, event: Event) -> None:
         if self.failure is None:
-            self._queue.append(("e", event))
+            # an event the copy cannot take goes as it is: the writer thread meets the same
+            # problem there, where it cannot break the engine's publishing
+            try:
+                item = item_of(event)
+            except Exception:
+                item = None
+            self._queue.append(item if item is not None else ("e", event))
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         if self.failure is None:

@@ -8,6 +8,15 @@ rows go. Everything else is a row of its own (`events`, `specs`, `statuses`). Ev
 `retain`, drops what is older than that (whole chunks), then gives the pages back.
 
 Nothing here is thread-safe: the recorder calls it from its one writer thread only.
+
+What the writer keeps between batches (intern tables, pods, open segments: one entry per
+probe, 15,000 of each in a cluster) is held in forms the cyclic garbage collector does not
+track: dicts of str / int / float keys and values, tuples of those, bytearrays.
+Held as objects (a dataclass per segment and per pod, lists, tuples of enum members) they were
+most of the old generation the collector walks on every full collection, which came three times
+as often with the recorder running and stalled the event loop up to 95 ms each time. The
+engine's own long-lived objects are frozen (`Engine.settle_memory`); the writer's appear after
+that, and are out of the collector's way by their form instead.
 """
 
 from __future__ import annotations
@@ -15,7 +24,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from probetui.prober.status import PodStatus
@@ -31,6 +39,9 @@ from probetui.timeline.history import BODY_EXCERPT
 MAINTAIN_EVERY = 60.0  # seconds of wall time between maintenance passes
 # bounds on the writer's caches of raw values (the intern tables in the file stay whole)
 MAX_RAW_KEYS = 50_000
+# the writer's encoding holds the GIL at most this long at a stretch (seconds), then sleeps
+HOLD_GIL = 0.001
+YIELD_SLEEP = 0.0002
 
 
 # in this order: a segment's recent rows are written before a close in the same batch
@@ -51,27 +62,45 @@ _SQL = {
 }
 
 
-@dataclass(slots=True)
-class Segment:
-    id: int
-    probe_id: int
-    t0: float
-    t1: float
-    n: int = 0
-    data: bytearray = field(default_factory=bytearray)
-    chain: codec.Chain = field(default_factory=codec.Chain)
+# an open segment: (its bytes so far, its chain, id, n, t0, t1), replaced by a new tuple with
+# every item; the collector tracks neither a bytearray nor a tuple of ints and floats
+Segment = tuple[bytearray, codec.Chain, int, int, float, float]
+
+# an item as the recorder's sink queues it (`item_of`): tag, pod uid, namespace, pod name,
+# container, probe, t, raw key, then for records t / tick / result run / latency in µs
+ITEM = "i"
 
 
-@dataclass(slots=True)
-class _PodState:
-    id: int
-    uid: str
-    last_t: float
-    secrets: tuple[str, ...] = ()
-    pod: Pod | None = None
-    manifest: str = ""
-    status: PodStatus | None = None
-    status_text: str | None = None
+def item_of(e: Event) -> tuple[Any, ...] | None:
+    """A per-probe event as one tuple of atomics (None for the others), made on the event loop
+    by the sink: what waits for the writer (up to a flush interval) is then not an `Event` and
+    its record, outcome, attempt and fields (6 tracked objects each, 1,500 a second, promoted
+    into the old generation while they wait, bringing full collections on sooner), but one tuple
+    the collector stops tracking within two collections, before it could be promoted."""
+    via = e.fields.get("via") if e.type == "ProbeAttempt" else None
+    key = codec.raw_key(e, via)
+    if key is None:
+        return None
+    record = e.record
+    if record is None:
+        return (ITEM, e.pod_uid, e.namespace, e.pod, e.container, e.probe, e.t, key)
+    outcome = record.outcome
+    attempt = outcome.attempt if outcome is not None else None
+    us = codec.us
+    return (
+        ITEM,
+        e.pod_uid,
+        e.namespace,
+        e.pod,
+        e.container,
+        e.probe,
+        e.t,
+        key,
+        us(record.t),
+        us(record.scheduled_at),
+        record.result_run,
+        us(attempt.latency) if attempt is not None else 0,
+    )
 
 
 class Writer:
@@ -94,12 +123,20 @@ class Writer:
         self._strings: dict[str, int] = {}
         self._string_used: dict[int, float] = {}
         self._shapes: dict[str, int] = {}  # body JSON -> id
-        self._shape_strings: dict[int, list[int]] = {}
+        self._shape_strings: dict[int, tuple[int, ...]] = {}
         self._shape_used: dict[int, float] = {}
         self._dirty_shapes: set[int] = set()
         self._dirty_strings: set[int] = set()
-        self._raw: dict[tuple[Any, ...], int] = {}
-        self._pods: dict[str, _PodState] = {}
+        self._raw: dict[tuple[tuple[str, ...], tuple[Any, ...]], int] = {}  # (secrets, raw key)
+        # pods by uid, one dict per attribute (of atomics, but for the last Pod and status
+        # seen: two dicts of references, not 15,000 objects)
+        self._pod_ids: dict[str, int] = {}
+        self._pod_last: dict[str, float] = {}
+        self._secrets: dict[str, tuple[str, ...]] = {}
+        self._pod_seen: dict[str, Pod] = {}
+        self._manifests: dict[str, str] = {}
+        self._statuses: dict[str, PodStatus] = {}
+        self._status_texts: dict[str, str] = {}
         self._probes: dict[tuple[str, str, str], int] = {}
         self._open: dict[int, Segment] = {}  # by probe id
         self._masked: dict[tuple[tuple[str, ...], str], str] = {}
@@ -120,9 +157,11 @@ class Writer:
             self._shapes[body] = i
             self._shape_used[i] = last
             self._shape_strings[i] = codec.shape_strings(json.loads(body))
+        by_id: dict[int, str] = {}
         for i, uid, last in c.execute("SELECT id, uid, last_t FROM pods"):
-            self._pods[uid] = _PodState(i, uid, last)
-        by_id = {p.id: p.uid for p in self._pods.values()}
+            self._pod_ids[uid] = i
+            self._pod_last[uid] = last
+            by_id[i] = uid
         for i, pod_id, container, probe in c.execute(
             "SELECT id, pod_id, container, probe FROM probes"
         ):
@@ -130,7 +169,7 @@ class Writer:
         for pod_id, manifest in c.execute(
             "SELECT pod_id, manifest FROM specs WHERE id IN (SELECT MAX(id) FROM specs GROUP BY pod_id)"
         ):
-            self._pods[by_id[pod_id]].manifest = manifest
+            self._manifests[by_id[pod_id]] = manifest
         # ids are never given out twice, also after retention dropped the highest
         self._next = {
             table: 1 + c.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
@@ -159,13 +198,24 @@ class Writer:
     # -- one batch ------------------------------------------------------------------------
 
     def write(self, batch: list[tuple[Any, ...]]) -> None:
-        """One transaction for the batch; raises sqlite3.Error (disk full ...) as it comes."""
+        """One transaction for the batch; raises sqlite3.Error (disk full ...) as it comes.
+
+        A batch holds the sink's tuples: `item_of`'s items, ("e", Event) for the other
+        events, ("p", t, pod, status) for snapshots."""
         self._rows = {}
+        clock = time.perf_counter
+        until = clock() + HOLD_GIL
         for item in batch:
-            if item[0] == "e":
+            tag = item[0]
+            if tag == ITEM:
+                self._item(*item[1:])
+            elif tag == "e":
                 self._event(item[1])
             else:
                 self._snapshot(item[1], item[2], item[3])
+            if clock() > until:
+                self._let_the_loop_run()
+                until = clock() + HOLD_GIL
         maintain = time.monotonic() >= self._next_maintain
         if maintain:
             self._close_idle()
@@ -180,26 +230,44 @@ class Writer:
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise
+        finally:
+            # not kept until the next batch: a quarter second is long enough to grow old in
+            self._rows = {}
         if maintain:
             self._next_maintain = time.monotonic() + self.maintain_every
             if self.retain is not None:
                 c.execute("PRAGMA incremental_vacuum")
 
+    @staticmethod
+    def _let_the_loop_run() -> None:
+        """Give the GIL to the event loop if it waits for it. Python hands it over on its own
+        only after the switch interval (5 ms), and again each time the loop let go of it for a
+        select() that returned at once (the GIL's convoy effect). A burst of encoding (the first
+        batches of 15,000 pods and their first shapes, 30-50 µs an item) then delayed the loop's
+        1 ms timers by 12 ms at p99; with this, 1.6-1.9 ms (and the burst takes 1.6 s instead
+        of 1.3 s of the writer's wall time). A real sleep, not sleep(0): that one takes the GIL
+        straight back before the woken loop thread runs."""
+        time.sleep(YIELD_SLEEP)
+
     def close(self) -> None:
         """Every open segment becomes a chunk: a finished recording has no `recent` rows."""
         self._rows = {}
-        for seg in list(self._open.values()):
-            self._close(seg)
+        for probe_id in list(self._open):
+            self._close(probe_id)
         c = self.conn
         c.execute("BEGIN")
         self._flush_rows()
         self._write_last_used()
         c.execute("COMMIT")
+        self._rows = {}
         # the pages `recent` used go back to the file system
         c.execute("PRAGMA incremental_vacuum")
 
     def _row(self, table: str, row: tuple[Any, ...]) -> None:
-        self._rows.setdefault(table, []).append(row)
+        rows = self._rows.get(table)
+        if rows is None:
+            rows = self._rows[table] = []
+        rows.append(row)
 
     def _flush_rows(self) -> None:
         c = self.conn
@@ -241,11 +309,13 @@ class Writer:
             out = self._masked[key] = mask(value, secrets)
         return out
 
-    def _shape(self, key: tuple[Any, ...], secrets: tuple[str, ...], t: float) -> int:
+    def _shape(self, raw: tuple[Any, ...], secrets: tuple[str, ...], t: float) -> int:
+        # the secrets are part of the key: a pod whose secret headers changed masks anew
+        key = (secrets, raw)
         i = self._raw.get(key)
         if i is None:
             body = codec.shape_body(
-                key, self._masker(secrets, t), self._masker(secrets, t, BODY_EXCERPT)
+                raw, self._masker(secrets, t), self._masker(secrets, t, BODY_EXCERPT)
             )
             text = json.dumps(body, separators=(",", ":"))
             i = self._shapes.get(text)
@@ -263,107 +333,124 @@ class Writer:
 
     # -- pods -----------------------------------------------------------------------------
 
-    def _pod(self, uid: str, namespace: str, name: str, t: float) -> _PodState:
-        state = self._pods.get(uid)
-        if state is None:
-            state = self._pods[uid] = _PodState(self._id("pods"), uid, t)
-            self._row("pods", (state.id, uid, namespace, name, t, t))
-        elif t > state.last_t:
-            state.last_t = t
+    def _pod(self, uid: str, namespace: str, name: str, t: float) -> int:
+        pod_id = self._pod_ids.get(uid)
+        if pod_id is None:
+            pod_id = self._pod_ids[uid] = self._id("pods")
+            self._pod_last[uid] = t
+            self._row("pods", (pod_id, uid, namespace, name, t, t))
+        elif t > self._pod_last[uid]:
+            self._pod_last[uid] = t
             self._touched_pods.add(uid)
-        self.now = max(self.now, t)
-        return state
+        if t > self.now:
+            self.now = t
+        return pod_id
 
     def _snapshot(self, t: float, pod: Pod, status: PodStatus | None) -> None:
-        state = self._pod(pod.uid, pod.namespace, pod.name, t)
+        uid = pod.uid
+        pod_id = self._pod(uid, pod.namespace, pod.name, t)
         if status is None:
-            self._row("statuses", (state.id, t, None))
-            self._row("deleted", (t, state.id))
-            state.status = state.status_text = None
+            self._row("statuses", (pod_id, t, None))
+            self._row("deleted", (t, pod_id))
+            self._statuses.pop(uid, None)
+            self._status_texts.pop(uid, None)
             return
-        last = state.pod
+        last = self._pod_seen.get(uid)
         if last is None or last != pod or last.labels != pod.labels:
-            state.pod = pod
-            state.secrets = secret_values(pod.probed_containers())
+            self._pod_seen[uid] = pod
+            secrets = secret_values(pod.probed_containers())
+            if secrets:
+                self._secrets[uid] = secrets
+            else:
+                self._secrets.pop(uid, None)
             manifest = json.dumps(
                 encode(pod, lambda name, value: MASK if is_secret_header(name) else value),
                 separators=(",", ":"),
             )
-            if manifest != state.manifest:
-                state.manifest = manifest
-                self._row("specs", (state.id, t, pod.source, manifest))
-        if status is not state.status and status != state.status:
-            state.status = status
-            secrets = state.secrets
+            if manifest != self._manifests.get(uid, ""):
+                self._manifests[uid] = manifest
+                self._row("specs", (pod_id, t, pod.source, manifest))
+        before = self._statuses.get(uid)
+        if status is not before and status != before:
+            self._statuses[uid] = status
+            secrets = self._secrets.get(uid, ())
             text = json.dumps(
                 status_json(status, lambda s: self._mask(secrets, s)), separators=(",", ":")
             )
-            if text != state.status_text:
-                state.status_text = text
-                self._row("statuses", (state.id, t, text))
+            if text != self._status_texts.get(uid):
+                self._status_texts[uid] = text
+                self._row("statuses", (pod_id, t, text))
 
     # -- events ---------------------------------------------------------------------------
 
     def _event(self, e: Event) -> None:
-        state = self._pod(e.pod_uid, e.namespace, e.pod, e.t)
-        via = e.fields.get("via") if e.type == "ProbeAttempt" else None
-        secrets = state.secrets
-        key = codec.raw_key(e, via, secrets)
-        if key is None:
-            fields = _mask_fields(e.fields, lambda s: self._mask(secrets, s))
-            sid = self._string(json.dumps(fields, separators=(",", ":"), default=str), e.t)
-            self._row("events", (e.t, state.id, e.type, e.container, e.probe, e.source, sid))
+        item = item_of(e)
+        if item is not None:
+            self._item(*item[1:])
             return
-        assert e.container is not None and e.probe is not None
-        pkey = (e.pod_uid, e.container, e.probe)
+        pod_id = self._pod(e.pod_uid, e.namespace, e.pod, e.t)
+        secrets = self._secrets.get(e.pod_uid, ())
+        fields = _mask_fields(e.fields, lambda s: self._mask(secrets, s))
+        sid = self._string(json.dumps(fields, separators=(",", ":"), default=str), e.t)
+        self._row("events", (e.t, pod_id, e.type, e.container, e.probe, e.source, sid))
+
+    def _item(
+        self,
+        uid: str,
+        namespace: str,
+        name: str,
+        container: str,
+        probe: str,
+        t: float,
+        raw: tuple[Any, ...],
+        t_us: int = 0,
+        tick_us: int = 0,
+        run: int = 0,
+        lat_us: int = 0,
+    ) -> None:
+        pod_id = self._pod(uid, namespace, name, t)
+        pkey = (uid, container, probe)
         probe_id = self._probes.get(pkey)
         if probe_id is None:
             probe_id = self._probes[pkey] = self._id("probes")
-            self._row("probes", (probe_id, state.id, e.container, e.probe, e.t))
-        shape = self._shape(key, secrets, e.t)
-        self._item(probe_id, shape, key[0], e)
-
-    def _item(self, probe_id: int, shape: int, kind: str, e: Event) -> None:
-        t = e.t
+            self._row("probes", (probe_id, pod_id, container, probe, t))
+        kind = raw[0]
+        shape = self._shape(raw, self._secrets.get(uid, ()), t)
         seg = self._open.get(probe_id)
-        if seg is not None and max(seg.t1, t) - min(seg.t0, t) > self.chunk_span:
-            self._close(seg)
+        if seg is not None and max(seg[5], t) - min(seg[4], t) > self.chunk_span:
+            self._close(probe_id)
             seg = None
         if seg is None:
-            seg = self._open[probe_id] = Segment(self._id("chunks"), probe_id, t, t)
-        piece = bytearray()
-        record = e.record
-        if record is not None:
-            outcome = record.outcome
-            attempt = outcome.attempt if outcome is not None else None
-            codec.put_record(
-                piece,
-                seg.chain,
-                shape,
-                kind,
-                codec.us(record.t),
-                codec.us(record.scheduled_at),
-                record.result_run,
-                codec.us(attempt.latency) if attempt is not None else 0,
+            data, chain, seg_id, n, t0, t1 = (
+                bytearray(),
+                codec.KEYFRAME,
+                self._id("chunks"),
+                0,
+                t,
+                t,
             )
         else:
-            codec.put_other(piece, seg.chain, shape, codec.us(t))
-        seg.data += piece
-        seg.n += 1
-        seg.t0, seg.t1 = min(seg.t0, t), max(seg.t1, t)
-        self._row("recent", (seg.id, probe_id, t, bytes(piece)))
-        if seg.n >= self.chunk_items:
-            self._close(seg)
+            data, chain, seg_id, n, t0, t1 = seg
+        start = len(data)
+        if kind in codec.RECORD_KINDS:
+            chain = codec.put_record(data, chain, shape, kind, t_us, tick_us, run, lat_us)
+        else:
+            chain = codec.put_other(data, chain, shape, codec.us(t))
+        n += 1
+        self._open[probe_id] = (data, chain, seg_id, n, min(t0, t), max(t1, t))
+        self._row("recent", (seg_id, probe_id, t, bytes(data[start:])))
+        if n >= self.chunk_items:
+            self._close(probe_id)
 
-    def _close(self, seg: Segment) -> None:
-        del self._open[seg.probe_id]
-        self._row("chunks", (seg.id, seg.probe_id, seg.t0, seg.t1, seg.n, bytes(seg.data)))
-        self._row("closed", (seg.id,))
+    def _close(self, probe_id: int) -> None:
+        data, _, seg_id, n, t0, t1 = self._open.pop(probe_id)
+        self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data)))
+        self._row("closed", (seg_id,))
 
     def _close_idle(self) -> None:
         horizon = self.now - self.chunk_span / 2
-        for seg in [s for s in self._open.values() if s.t1 < horizon]:
-            self._close(seg)
+        for probe_id in [p for p, seg in self._open.items() if seg[5] < horizon]:
+            self._close(probe_id)
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -372,9 +459,10 @@ class Writer:
         batch (a pod is touched by nearly every batch: 15,000 updates a second)."""
         c = self.conn
         if self._touched_pods:
+            ids, last = self._pod_ids, self._pod_last
             c.executemany(
                 "UPDATE pods SET last_t = ? WHERE id = ?",
-                [(p.last_t, p.id) for u in self._touched_pods if (p := self._pods.get(u))],
+                [(last[u], ids[u]) for u in self._touched_pods if u in ids],
             )
             self._touched_pods = set()
         for i in self._dirty_shapes:
@@ -422,14 +510,23 @@ class Writer:
             for table in ("specs", "statuses", "probes", "events"):
                 c.execute(f"DELETE FROM {table} WHERE pod_id = ?", (pod_id,))
             c.execute("DELETE FROM pods WHERE id = ?", (pod_id,))
-            self._pods.pop(uid, None)
+            for table in (
+                self._pod_ids,
+                self._pod_last,
+                self._secrets,
+                self._pod_seen,
+                self._manifests,
+                self._statuses,
+                self._status_texts,
+            ):
+                table.pop(uid, None)  # type: ignore[attr-defined]
             for k in [k for k in self._probes if k[0] == uid]:
                 del self._probes[k]
         # a shape or string last used before every chunk still kept (closed or open) began
         # appears only in what was dropped
         kept = c.execute("SELECT MIN(t0) FROM chunks").fetchone()[0]
         horizon = min(
-            [cutoff, *([kept] if kept is not None else []), *(s.t0 for s in self._open.values())]
+            [cutoff, *([kept] if kept is not None else []), *(s[4] for s in self._open.values())]
         )
         old_shapes = [i for i, t in self._shape_used.items() if t < horizon]
         old_strings = [i for i, t in self._string_used.items() if t < horizon]
@@ -460,4 +557,4 @@ def _mask_fields(value: Any, mask_text: Any) -> Any:
     return value
 
 
-__all__ = ["Segment", "Writer"]
+__all__ = ["ITEM", "Segment", "Writer", "item_of"]
