@@ -25,7 +25,6 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -176,15 +175,7 @@ def what_if_day() -> dict[str, Any]:
         recorder = Recorder(path, SessionMeta(base, "bench", "1.35", "benchmark", "local"))
         recorder.pod(pod, PodStatus(phase="Pending"))
         for e in sim.events:
-            r = e.record
-            if r is not None:
-                r = replace(
-                    r,
-                    t=r.t + base,
-                    scheduled_at=r.scheduled_at + base,
-                    finished_at=None if r.finished_at is None else r.finished_at + base,
-                )
-            recorder.event(replace(e, t=e.t + base, record=r))
+            recorder.event(e.shifted(base))
         recorder.close()
         t0 = time.perf_counter()
         with open_recording(path) as rec:

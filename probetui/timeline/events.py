@@ -16,7 +16,7 @@ and only pass through `runtime_event`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,20 @@ class Event:
     record: ProbeRecord | None = None
     # the worker's state where no record carries it (WorkerState, the engine's own skips)
     state: WorkerState | None = None
+
+    def shifted(self, seconds: float) -> Event:
+        """The same event `seconds` later, its record's times too: a simulation's events (on
+        virtual time from 0) written as a recording of wall time, for tests and benchmarks."""
+        r = self.record
+        if r is not None:
+            r = replace(
+                r,
+                t=r.t + seconds,
+                scheduled_at=r.scheduled_at + seconds,
+                finished_at=None if r.finished_at is None else r.finished_at + seconds,
+                next_tick=None if r.next_tick is None else r.next_tick + seconds,
+            )
+        return replace(self, t=self.t + seconds, record=r)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

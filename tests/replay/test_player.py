@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
 from probetui.replay.player import NOTABLE, Player, feed, lookback
-from probetui.spec.model import ProbeType
+from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.store import Store
 from tests.record.helpers import META, assert_same_store, record_demo
 
@@ -157,27 +158,30 @@ async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
             assert not player.playing
 
 
-def test_replicas_sharing_a_spec_decode_to_their_own_pods(tmp_path: Path) -> None:
-    """The reader parses a spec shared by replicas once; each pod still comes back as it was
-    recorded (name, uid, labels), and one being deleted keeps its deletion fields alone."""
-    from dataclasses import replace as copy
-
-    from probetui.prober.status import PodStatus
-    from probetui.spec.model import Container, ExecAction, Pod, Probe
-
+def _web_replica() -> Pod:
     probe = Probe(exec=ExecAction(("check",)))
-    base = Pod("web-0", "shop", "uid-0", {"app": "web"}, (Container("app", readiness_probe=probe),))
-    pods = [copy(base, name=f"web-{i}", uid=f"uid-{i}", labels={"app": "web", "i": str(i)})
-            for i in range(3)]  # fmt: skip
-    pods.append(copy(base, name="web-3", uid="uid-3", deletion_timestamp=1.0e9,
-                     deletion_grace_period_seconds=30))  # fmt: skip
-    path = tmp_path / "replicas.db"
+    return Pod("web-0", "shop", "uid-0", {"app": "web"}, (Container("app", readiness_probe=probe),))
+
+
+def _recorded_back(path: Path, pods: list[Pod]) -> dict[str, Pod]:
+    """`pods` recorded to `path` and read back, by uid."""
     rec = Recorder(path, META)
     for p in pods:
         rec.pod(p, PodStatus(phase="Running"))
     rec.close()
     with open_recording(path) as r:
-        got = {p.uid: p for _, p, _ in r.snapshots()}
+        return {p.uid: p for _, p, _ in r.snapshots()}
+
+
+def test_replicas_sharing_a_spec_decode_to_their_own_pods(tmp_path: Path) -> None:
+    """The reader parses a spec shared by replicas once; each pod still comes back as it was
+    recorded (name, uid, labels), and one being deleted keeps its deletion fields alone."""
+    base = _web_replica()
+    pods = [replace(base, name=f"web-{i}", uid=f"uid-{i}", labels={"app": "web", "i": str(i)})
+            for i in range(3)]  # fmt: skip
+    pods.append(replace(base, name="web-3", uid="uid-3", deletion_timestamp=1.0e9,
+                        deletion_grace_period_seconds=30))  # fmt: skip
+    got = _recorded_back(tmp_path / "replicas.db", pods)
     for p in pods:
         back = got[p.uid]
         assert back == replace(p, source=back.source) and back.labels == p.labels
@@ -217,27 +221,15 @@ async def test_the_timeline_reads_history_past_the_rings_from_the_recording(
 def test_a_replayed_pod_keeps_its_workload(tmp_path: Path) -> None:
     """The list groups replicas under their workload; a recording keeps the workload as the
     cluster source resolved it, so a replay groups them the same way."""
-    from dataclasses import replace as copy
-
-    from probetui.prober.status import PodStatus
-    from probetui.spec.model import Container, ExecAction, Pod, Probe
-
-    probe = Probe(exec=ExecAction(("check",)))
-    base = Pod("web-1", "shop", "uid-1", {"app": "web"}, (Container("app", readiness_probe=probe),))
+    base = _web_replica()
     pods = [
-        copy(base, owner_kind="Deployment", owner_name="web"),
-        copy(base, name="web-2", uid="uid-2", owner_kind="Deployment", owner_name="web"),
-        copy(base, name="solo", uid="uid-3"),
+        replace(base, owner_kind="Deployment", owner_name="web"),
+        replace(base, name="web-2", uid="uid-2", owner_kind="Deployment", owner_name="web"),
+        replace(base, name="solo", uid="uid-3"),
     ]
-    path = tmp_path / "owners.db"
-    rec = Recorder(path, META)
-    for p in pods:
-        rec.pod(p, PodStatus(phase="Running"))
-    rec.close()
-    with open_recording(path) as r:
-        got = {p.uid: (p.owner_kind, p.owner_name) for _, p, _ in r.snapshots()}
-    assert got == {
-        "uid-1": ("Deployment", "web"),
+    got = _recorded_back(tmp_path / "owners.db", pods)
+    assert {uid: (p.owner_kind, p.owner_name) for uid, p in got.items()} == {
+        "uid-0": ("Deployment", "web"),
         "uid-2": ("Deployment", "web"),
         "uid-3": ("", ""),
     }

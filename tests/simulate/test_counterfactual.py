@@ -115,19 +115,6 @@ def test_longer_timeout_answers_are_inferred_and_still_time_out() -> None:
 # -- from a recording file, through the command line ------------------------------------------
 
 
-def _shifted(e: Event, base: float) -> Event:
-    r = e.record
-    if r is not None:
-        r = replace(
-            r,
-            t=r.t + base,
-            scheduled_at=r.scheduled_at + base,
-            finished_at=None if r.finished_at is None else r.finished_at + base,
-            next_tick=None if r.next_tick is None else r.next_tick + base,
-        )
-    return replace(e, t=e.t + base, record=r)
-
-
 def test_simulate_recording_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -146,7 +133,7 @@ def test_simulate_recording_command_line(
     try:
         rec.pod(pod, PodStatus(phase="Pending"))
         for e in events:
-            rec.event(_shifted(e, base))
+            rec.event(e.shifted(base))
     finally:
         rec.close()
     argv = ["simulate", "--recording", str(path), "--pod", "default/web"]
