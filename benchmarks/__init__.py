@@ -13,6 +13,10 @@
 - `python -m benchmarks.simulate`: virtual seconds per wall second for one pod over 24 h.
 - `python -m benchmarks.lint`: `probetui lint` over a generated 10,000-object corpus, and each
   simulated rule's evidence in milliseconds per object.
+- `python -m benchmarks.record`: what `--record` costs the engine at 1,500 attempts/s, and
+  bytes on disk per attempt with the 24 h x 15,000-probe projection.
+- `python -m benchmarks.replay`: the replay screen's first screen, seeks and a 100x playing tick
+  on a 15,000-probe recording, and the counterfactual over 24 h of one pod.
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 
