@@ -168,7 +168,8 @@ def what_if_day() -> dict[str, Any]:
     app = App(start_after=1.0, probes={ProbeType.LIVENESS: Behaviour(fail_between=fails)})
     sim = SimKubelet(Scenario(pod=pod, container="app", duration=86400.0, app=app))
     sim.run()
-    base = float(int(time.time()))  # the pod is seen (recorder.pod) now, its events after
+    # the pod is seen (recorder.pod) now, stamped with the wall clock: its events come after
+    base = float(int(time.time())) + 5.0
     tmp = Path(tempfile.mkdtemp(prefix="probetui-replay-bench-"))
     path = tmp / "day.db"
     try:

@@ -117,8 +117,13 @@ def recorded_pod(
             rc.instances.append(RecordedInstance(start, n))
             rc.ready_at_since = ready
         rec.containers[c.name] = rc
-    for e in events:
-        if e.pod_uid != pod.uid or e.container not in rec.containers or not since <= e.t <= until:
+    # by time: which instance an attempt belongs to follows from the starts before it, and a
+    # reader merges kubelet rows and per-probe chunks in an order that is only near time order
+    ordered = sorted(
+        (e for e in events if e.pod_uid == pod.uid and since <= e.t <= until), key=lambda e: e.t
+    )
+    for e in ordered:
+        if e.container not in rec.containers:
             continue
         rc = rec.containers[e.container]
         if e.type == "ProbeAttempt" and e.probe is not None:

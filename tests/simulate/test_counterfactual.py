@@ -126,7 +126,9 @@ def test_simulate_recording_command_line(
     from probetui.record.schema import SessionMeta
 
     pod, events = recording(LIVE, FLAP)
-    base = float(int(time.time()))
+    # the events come after the pod is first seen (its first snapshot is stamped with the wall
+    # clock when recorded): a start before that would fall outside the recorded window
+    base = float(int(time.time())) + 5.0
     path = tmp_path / "night.db"
     rec = Recorder(path, SessionMeta(base, "test", "1.35", "test", "default"))
     rec.start()
