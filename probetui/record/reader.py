@@ -201,15 +201,17 @@ class Recording:
         if pod_id is None:
             raise KeyError(pod_uid)
         rows = self._q(
-            "SELECT source, manifest FROM specs WHERE pod_id = ? AND t <= ? ORDER BY t DESC,"
+            "SELECT id, source, manifest FROM specs WHERE pod_id = ? AND t <= ? ORDER BY t DESC,"
             " id DESC LIMIT 1",
             (pod_id, t),
         ) or self._q(
-            "SELECT source, manifest FROM specs WHERE pod_id = ? ORDER BY t, id LIMIT 1", (pod_id,)
+            "SELECT id, source, manifest FROM specs WHERE pod_id = ? ORDER BY t, id LIMIT 1",
+            (pod_id,),
         )
         if not rows:
             raise KeyError(pod_uid)
-        return decode(json.loads(rows[0][1]), rows[0][0])
+        # through the same cache as snapshots(): a replay asks both for every pod at start-up
+        return self._spec(*rows[0])
 
     def labels_of(self, pod_uid: str) -> list[dict[str, str]]:
         """The labels of each recorded spec of the pod, oldest first."""
