@@ -196,6 +196,8 @@ class Cluster:
             d.mkdir(parents=True, exist_ok=True)
         if self.running():
             raise ClusterError(f"a test cluster already runs from {p.dir} (down it first)")
+        clear_stale_network(NODE_NS, CLIENT_NS)
+        _unmount_stale_clusters(p.dir.parent)
         self._network()
         self._certificates()
         self._cgroups()
@@ -750,18 +752,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         for pid in _pids_with_arg(sock):
             _kill_group(pid)
         _unmount_under(self.paths.dir)
-        for ns in (NODE_NS, CLIENT_NS):
-            if netns_exists(ns):
-                _run("ip", "netns", "delete", ns, check=False)
-        # the pod sandboxes' namespaces containerd made (it names them cni-UUID)
-        started = self.paths.state.stat().st_mtime - 600 if self.paths.state.exists() else None
-        for ns_file in Path("/run/netns").glob("cni-*") if Path("/run/netns").exists() else []:
-            if (
-                started is not None
-                and ns_file.stat().st_mtime >= started
-                and _netns_of_ours(ns_file)
-            ):
-                _run("ip", "netns", "delete", ns_file.name, check=False)
+        remove_network(NODE_NS, CLIENT_NS)
         _remove_cgroup_tree(cg)
         for f in self.paths.pids.glob("*.pid"):
             f.unlink()
@@ -843,6 +834,96 @@ def _unmount_under(top: Path) -> None:
     ]
     for m in sorted(set(mounts), key=len, reverse=True):
         _run("umount", "-l", m, check=False)
+
+
+def _netns_inode(path: Path) -> int | None:
+    try:
+        return path.stat().st_ino
+    except OSError:
+        return None
+
+
+def _pids_in_netns(inodes: set[int]) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and _netns_inode(d / "ns" / "net") in inodes:
+            out.append(int(d.name))
+    return out
+
+
+def clear_stale_network(
+    node_ns: str, client_ns: str, sandboxes: str = "cni-*", min_age: float = 60.0
+) -> list[str]:
+    """Remove what a cluster killed without its `down` left: its node and client namespaces,
+    and the pod sandboxes' namespaces whose veths hang on its bridge. `_network` would reuse a
+    node namespace it finds, so the dead sandboxes would stay on the bridge with the same
+    addresses the fresh IPAM hands out again, and a dial to a new pod's IP would meet the old
+    sandbox (no listener there: connection refused) while port-forward, which enters the right
+    namespace, works. Namespaces that processes still run in are another cluster's: Busy."""
+    present = [ns for ns in (node_ns, client_ns) if netns_exists(ns)]
+    inodes = {i for ns in present if (i := _netns_inode(Path(f"/run/netns/{ns}"))) is not None}
+    holders = _pids_in_netns(inodes)
+    if holders:
+        raise Busy(
+            f"processes {', '.join(map(str, holders[:5]))} still run in netns "
+            f"{'/'.join(present)}: another e2e test cluster (end it with "
+            "`python -m tests.e2e.cluster down --dir DIR`)"
+        )
+    return remove_network(node_ns, client_ns, sandboxes, min_age)
+
+
+def remove_network(
+    node_ns: str, client_ns: str, sandboxes: str = "cni-*", min_age: float = 60.0
+) -> list[str]:
+    """Delete the node and client namespaces and every sandbox namespace a veth of theirs leads
+    to (found before the node namespace goes: the kernel drops the veths only after its last
+    reference, so a sandbox still has its eth0 for a moment after), ending what still runs in
+    the sandboxes; and the `lo`-only sandboxes earlier runs left behind."""
+    present = [ns for ns in (node_ns, client_ns) if netns_exists(ns)]
+    attached: set[str] = set()
+    for ns in present:
+        attached |= _peer_namespaces(ns)
+    attached -= set(present)
+    # a container's process can outlive its shim and the daemons: it is ours, on our bridge
+    orphans = {i for ns in attached if (i := _netns_inode(Path(f"/run/netns/{ns}"))) is not None}
+    for pid in _pids_in_netns(orphans):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    removed: list[str] = []
+    for ns in [*present, *sorted(attached)]:
+        _run("ip", "netns", "delete", ns, check=False)
+        removed.append(ns)
+    # and the sandboxes earlier killed runs left with nothing but `lo`: clutter, no harm
+    now = time.time()
+    for ns_file in sorted(Path("/run/netns").glob(sandboxes)):
+        with contextlib.suppress(OSError):
+            if now - ns_file.stat().st_mtime >= min_age and _netns_of_ours(ns_file):
+                _run("ip", "netns", "delete", ns_file.name, check=False)
+                removed.append(ns_file.name)
+    return removed
+
+
+def _peer_namespaces(ns: str) -> set[str]:
+    """The named namespaces the other ends of this namespace's veths are in."""
+    ids = _run("ip", "-n", ns, "-j", "netns", "list-id", check=False)
+    links = _run("ip", "-n", ns, "-j", "link", "show", check=False)
+    if ids.returncode or links.returncode:
+        return set()
+    names = {e["nsid"]: e.get("name") for e in json.loads(ids.stdout or "[]")}
+    return {
+        name
+        for link in json.loads(links.stdout or "[]")
+        if (name := names.get(link.get("link_netnsid"))) is not None
+    }
+
+
+def _unmount_stale_clusters(top: Path) -> None:
+    """Mounts (containerd's rootfs, the kubelet's volumes) under the directories of clusters
+    whose daemons are all gone."""
+    for state in top.glob("pte2e-*/state.json"):
+        c = Cluster(state.parent)
+        if not c.running():
+            _unmount_under(state.parent)
 
 
 def _netns_of_ours(ns_file: Path) -> bool:
