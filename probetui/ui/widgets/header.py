@@ -11,11 +11,11 @@ from textual.widget import Widget
 from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
 from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.triage.groups import Fleet, fleet
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
-from probetui.ui.widgets.rows import Fleet, fleet
 
 
 class TopBar(Widget):

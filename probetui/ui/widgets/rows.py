@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
-from probetui.spec.model import Container, Pod, ProbeType
-from probetui.timeline.store import ContainerHistory, ContainerKey, Store
+from probetui.timeline.store import ContainerKey, Store
+from probetui.triage.groups import group_id, problem_score
 
-PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SORTS = ("name", "problems", "restarts")
 # cells right of the name: ready, started, the probes, restarts, divergence
 WIDE_SUFFIX = 23
@@ -22,8 +20,6 @@ NARROW_SUFFIX = 14
 PREFIX = 2  # the cursor mark and the sidecar mark
 # below this many cells for the names the probe letters go (they are in the header)
 WIDE_NAMES = 18
-# a restart this recent counts as "restarting" in the fleet summary
-RESTARTING_SECONDS = 600.0
 
 
 class Row(NamedTuple):
@@ -84,45 +80,12 @@ def label(pod: str, container: str | None, width: int) -> str:
     return fit(pod, max(1, width - keep - 1)) + "/" + fit(container, keep)
 
 
-def group_id(pod: Pod) -> str:
-    """ "namespace/Kind/name" of the pod's workload, or "" for a pod that belongs to none."""
-    if not pod.owner_kind:
-        return ""
-    return f"{pod.namespace}/{pod.owner_kind}/{pod.owner_name}"
-
-
 def pod_state(entry: PodSnapshot) -> str:
     """The pod's state where it is not plain Running: the phase, or Terminating."""
     if entry.pod.deletion_timestamp is not None:
         return "Terminating"
     phase = entry.status.phase
     return "" if phase == "Running" else phase
-
-
-def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:
-    """How much a container needs looking at: divergence, not running or ready, failing or
-    held probes, a run of failures short of the threshold, restarts. 0: nothing wrong."""
-    score = 0
-    cs = entry.status.lookup(c.name)
-    if cs is not None:
-        if cs.restart_count:
-            score += 1
-        if cs.running is None:
-            score += 3
-        elif not cs.ready:
-            score += 2
-    if history is not None:
-        for pt, h in history.probes.items():
-            if h.published is ResultValue.FAILURE:
-                score += 3 if pt is not ProbeType.READINESS else 1
-            elif h.last_result is ResultValue.FAILURE and h.result_run:
-                score += 1  # near the threshold: failing, not yet acted on
-            if h.on_hold and h.published is ResultValue.FAILURE:
-                score += 2  # held for the kill (a startup probe is held after success too)
-        if history.divergences:
-            # the kubelet and the shadow disagree: what the cluster view is for
-            score += 4
-    return score
 
 
 class Listing(NamedTuple):
@@ -190,31 +153,15 @@ def build_rows(
     return Listing([row for _, _, rows in blocks for row in rows], members, pods, containers)
 
 
-class Fleet(NamedTuple):
-    pods: int
-    not_ready: int
-    divergent: int
-    restarting: int
-
-
-def fleet(store: Store, now: float) -> Fleet:
-    """Pods in all: how many are not Ready, have diverged, restarted in the last minutes or
-    are waiting to start again after a restart."""
-    not_ready = divergent = restarting = 0
-    for entry in store.pods.values():
-        ready, diverged, restarted = True, False, False
-        for c in entry.shown_containers():
-            cs = entry.status.lookup(c.name)
-            if cs is None or not cs.ready:
-                ready = False
-            if cs is not None and cs.restart_count:
-                run = cs.running
-                if run is None or now - run.started_at < RESTARTING_SECONDS:
-                    restarted = True
-            history = store.containers.get(ContainerKey(entry.pod.uid, c.name))
-            if history is not None and history.divergences:
-                diverged = True
-        not_ready += not ready
-        divergent += diverged
-        restarting += restarted
-    return Fleet(len(store.pods), not_ready, divergent, restarting)
+__all__ = [
+    "SORTS",
+    "Columns",
+    "Listing",
+    "Row",
+    "build_rows",
+    "columns",
+    "fit",
+    "header_text",
+    "label",
+    "pod_state",
+]

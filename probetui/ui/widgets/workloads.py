@@ -23,23 +23,21 @@ from textual.widgets import Static
 
 from probetui.prober.status import PodSnapshot
 from probetui.timeline.store import ContainerKey
+from probetui.triage.groups import PROBE_ORDER, group_id, problem_score, summarize, worst_member
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
-from probetui.ui.widgets.groups import group_text, summarize, worst_member
+from probetui.ui.widgets.groups import group_text
 from probetui.ui.widgets.rows import (
-    PROBE_ORDER,
     SORTS,
     Columns,
     Row,
     build_rows,
     columns,
-    group_id,
     header_text,
     label,
     pod_state,
-    problem_score,
 )
 
 
@@ -480,4 +478,4 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return None if y is None else Region(0, y, self.size.width, 1)
 
 
-__all__ = ["SORTS", "ContainerSelected", "Row", "WorkloadHeader", "WorkloadList", "problem_score"]
+__all__ = ["SORTS", "ContainerSelected", "Row", "WorkloadHeader", "WorkloadList"]
