@@ -1,0 +1,197 @@
+"""One workload's probes across its replicas: what the workload's probe view shows and the
+`WorkloadSummary` line counts.
+
+Per container name and probe type: how many replicas pass, fail, are on hold (a liveness or
+startup failure acted on, waiting for the new container) or are unknown now; the latency
+percentiles over every replica's recent attempts against the probe's timeoutSeconds; and the
+replicas that differ from the rest, by state (the failing one among passing ones) or by
+latency (one replica far slower than the others, or near its timeout while they are not).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import NamedTuple
+
+from probetui.prober.outcome import Kind
+from probetui.prober.results import ResultValue
+from probetui.spec.model import ProbeType
+from probetui.timeline.history import ProbeHistory
+from probetui.timeline.store import ContainerKey, Store
+from probetui.triage.groups import PROBE_ORDER, Summary, summarize, worst_member
+
+# the attempts of each replica the percentiles are taken over: recent enough to say how the
+# probe does now, enough of them that one slow attempt is not the p90
+RECENT = 20
+# a replica is a latency outlier when its median is this many times the others' median ...
+OUTLIER_FACTOR = 3.0
+# ... and this much slower in absolute terms (1 ms against 4 ms is noise, not a finding)
+OUTLIER_MARGIN = 0.010
+# or when its median is this share of the timeout while the others' is under half of it
+NEAR_TIMEOUT = 0.5
+MIN_ATTEMPTS = 3  # a replica's median needs this many attempts to be compared
+
+PASS, FAIL, HOLD, UNKNOWN = "pass", "fail", "hold", "unknown"
+STATES = (PASS, FAIL, HOLD, UNKNOWN)
+
+
+class Differ(NamedTuple):
+    """A replica that differs from the rest on one probe, and how."""
+
+    key: ContainerKey
+    pod: str
+    state: str  # its state now (STATES)
+    why: str  # "state": its state is not the others'; "slow": its latency is not theirs
+    p50: float | None  # its own median latency of recent attempts, s
+    rest: str | float | None  # the others' state (why "state") or median latency (why "slow")
+
+
+class ProbeAcross(NamedTuple):
+    container: str
+    probe: ProbeType
+    counts: dict[str, int]  # STATES -> replicas in that state now
+    timeouts: tuple[float, ...]  # the replicas' timeoutSeconds, distinct, most common first
+    p50: float | None  # over every replica's recent attempts, s
+    p90: float | None
+    p99: float | None
+    attempts: int  # how many latencies the percentiles are taken over
+    differ: tuple[Differ, ...]
+
+    @property
+    def timeout(self) -> float:
+        return self.timeouts[0] if self.timeouts else 1.0
+
+
+class WorkloadProbes(NamedTuple):
+    gid: str
+    summary: Summary
+    probes: tuple[ProbeAcross, ...]
+    several: bool  # the pods have several containers: the view names the container
+    worst: ContainerKey | None  # the replica's container that most needs looking at
+
+
+def percentile(sorted_values: list[float], p: float) -> float | None:
+    """The nearest-rank `p`th percentile of values sorted ascending (None for none)."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(p / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def state_of(h: ProbeHistory | None) -> str:
+    if h is None or h.published is None or h.published is ResultValue.UNKNOWN:
+        return UNKNOWN
+    if h.published is ResultValue.FAILURE:
+        return HOLD if h.on_hold else FAIL
+    return PASS
+
+
+def recent_latencies(h: ProbeHistory | None, n: int = RECENT) -> list[float]:
+    """Latencies (s) of the last `n` attempts that reached the container: a prober error the
+    worker discarded has no latency worth the name; a timeout counts at its full length."""
+    if h is None:
+        return []
+    return [lat for lat, kind in h.latencies(n) if kind != Kind.ERROR]
+
+
+def _majority(states: list[str]) -> str:
+    counts = Counter(states)
+    # a tie goes to passing: with one failing replica of two, the failing one is the news
+    return max(STATES, key=lambda s: (counts[s], s == PASS))
+
+
+def _median(values: list[float]) -> float | None:
+    return percentile(sorted(values), 50.0)
+
+
+def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> ProbeAcross:
+    """One probe of one container name over the replicas (`uids`) whose pods have it."""
+    states: list[tuple[ContainerKey, str, str]] = []
+    medians: dict[ContainerKey, float] = {}
+    pooled: list[float] = []
+    timeouts: Counter[float] = Counter()
+    for uid in uids:
+        entry = store.pods.get(uid)
+        c = entry.pod.container(container) if entry is not None else None
+        spec = c.probe(probe) if c is not None else None
+        if entry is None or spec is None:
+            continue
+        key = ContainerKey(uid, container)
+        history = store.containers.get(key)
+        h = history.probes.get(probe) if history is not None else None
+        states.append((key, entry.pod.name, state_of(h)))
+        timeouts[float(spec.timeout_seconds)] += 1
+        lats = recent_latencies(h)
+        pooled += lats
+        if len(lats) >= MIN_ATTEMPTS:
+            medians[key] = _median(lats) or 0.0
+    counts = {s: 0 for s in STATES}
+    for _, _, state in states:
+        counts[state] += 1
+    usual = _majority([s for _, _, s in states])
+    timeout = timeouts.most_common(1)[0][0] if timeouts else 1.0
+    differ: list[Differ] = []
+    for key, pod, state in states:
+        if state != usual:
+            differ.append(Differ(key, pod, state, "state", medians.get(key), usual))
+            continue
+        mine = medians.get(key)
+        others = [m for k, m in medians.items() if k != key]
+        rest = _median(others) if others else None
+        if mine is None or rest is None:
+            continue
+        slower = mine >= OUTLIER_FACTOR * rest and mine - rest >= OUTLIER_MARGIN
+        near = mine >= NEAR_TIMEOUT * timeout and rest < NEAR_TIMEOUT * timeout / 2
+        if slower or near:
+            differ.append(Differ(key, pod, state, "slow", mine, rest))
+    pooled.sort()
+    return ProbeAcross(
+        container,
+        probe,
+        counts,
+        tuple(t for t, _ in timeouts.most_common()),
+        percentile(pooled, 50.0),
+        percentile(pooled, 90.0),
+        percentile(pooled, 99.0),
+        len(pooled),
+        tuple(differ),
+    )
+
+
+def workload_probes(store: Store, gid: str, uids: list[str]) -> WorkloadProbes:
+    """Every probe of the workload across its replicas, in the pods' container order, then
+    startup, readiness, liveness."""
+    names: dict[str, set[ProbeType]] = {}
+    for uid in uids:
+        entry = store.pods.get(uid)
+        if entry is None:
+            continue
+        for c in entry.shown_containers():
+            names.setdefault(c.name, set()).update(pt for pt in PROBE_ORDER if c.probe(pt))
+    probes = tuple(
+        across(store, uids, name, pt)
+        for name, types in names.items()
+        for pt in PROBE_ORDER
+        if pt in types
+    )
+    return WorkloadProbes(
+        gid, summarize(store, uids), probes, len(names) > 1, worst_member(store, uids)
+    )
+
+
+__all__ = [
+    "FAIL",
+    "HOLD",
+    "PASS",
+    "STATES",
+    "UNKNOWN",
+    "Differ",
+    "ProbeAcross",
+    "WorkloadProbes",
+    "across",
+    "percentile",
+    "recent_latencies",
+    "state_of",
+    "workload_probes",
+]

@@ -1,0 +1,113 @@
+"""The `WorkloadSummary` JSON line: a workload's summary and its probes across replicas, in the
+headless output's vocabulary (`timeline.events`), for a script to alert on.
+
+One object per workload (a pod without a controller is a workload of kind `Pod`), with the
+keys every line has (`type`, `ts`, `namespace`, `pod`, `container`, `probe`, `source`; the
+three per-container ones are null, `source` is `probetui`: the line sums the shadow's and the
+kubelet's sides up) and the summary's own. docs/architecture.md lists them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from probetui.spec.model import ProbeType
+from probetui.timeline.store import Store
+from probetui.triage.groups import problem_score, recent_restarts, split_group, workloads
+from probetui.triage.probes import FAIL, HOLD, PASS, UNKNOWN, ProbeAcross, workload_probes
+
+WORKLOAD_SUMMARY = "WorkloadSummary"
+SOURCE = "probetui"
+# among probes as bad as each other, the one whose failure costs most is named
+_COST = {ProbeType.LIVENESS: 2, ProbeType.STARTUP: 1, ProbeType.READINESS: 0}
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
+def _probe_json(p: ProbeAcross) -> dict[str, Any]:
+    return {
+        "container": p.container,
+        "probe": p.probe.key,
+        "pass": p.counts[PASS],
+        "fail": p.counts[FAIL],
+        "onHold": p.counts[HOLD],
+        "unknown": p.counts[UNKNOWN],
+        "timeoutSeconds": p.timeout,
+        "latency_ms": (
+            {"p50": _ms(p.p50), "p90": _ms(p.p90), "p99": _ms(p.p99), "attempts": p.attempts}
+            if p.attempts
+            else None
+        ),
+        "differ": [
+            {"pod": d.pod, "state": d.state, "why": d.why, "p50_ms": _ms(d.p50)} for d in p.differ
+        ],
+    }
+
+
+def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
+    """The probe with the most replicas failing or held, then unknown; None: all pass."""
+    worst = max(
+        probes,
+        key=lambda p: (p.counts[FAIL] + p.counts[HOLD], p.counts[UNKNOWN], _COST[p.probe]),
+        default=None,
+    )
+    if worst is None or worst.counts[PASS] == sum(worst.counts.values()):
+        return None
+    return worst
+
+
+def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dict[str, Any]:
+    """One workload's `WorkloadSummary` object."""
+    ns, kind, name = split_group(gid)
+    view = workload_probes(store, gid, uids)
+    s = view.summary
+    worst = worst_probe(view.probes)
+    worst_pod = None
+    if view.worst is not None:
+        entry = store.pods.get(view.worst.pod_uid)
+        c = entry.pod.container(view.worst.container) if entry is not None else None
+        # a replica is named only where something is wrong with it
+        if (
+            entry is not None
+            and c is not None
+            and problem_score(entry, c, store.containers.get(view.worst))
+        ):
+            worst_pod = entry
+    return {
+        "type": WORKLOAD_SUMMARY,
+        "ts": datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds"),
+        "namespace": ns,
+        "pod": None,
+        "container": None,
+        "probe": None,
+        "source": SOURCE,
+        "kind": kind,
+        "name": name,
+        "replicas": s.replicas,
+        "ready": s.ready,
+        "kubeletNotReady": s.replicas - s.ready,
+        "shadowNotReady": s.shadow_not_ready,
+        "divergent": s.divergent,
+        "restartsLastHour": recent_restarts(store, uids, now),
+        "worstProbe": worst.probe.key if worst is not None else None,
+        "worstContainer": worst.container if worst is not None else None,
+        "worstReplica": worst_pod.pod.name if worst_pod is not None else None,
+        "probes": [_probe_json(p) for p in view.probes],
+    }
+
+
+def summary_lines(store: Store, now: float) -> list[str]:
+    """Every workload's line, in namespace, kind and name order."""
+    return [
+        json.dumps(
+            workload_summary(store, gid, uids, now), ensure_ascii=False, separators=(",", ":")
+        )
+        for gid, uids in workloads(store).items()
+    ]
+
+
+__all__ = ["WORKLOAD_SUMMARY", "summary_lines", "workload_summary", "worst_probe"]
