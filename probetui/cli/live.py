@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import EXIT_OK, EXIT_SIGNAL_BASE, UsageError
+from probetui.cli.summary import add_summary_arguments, summary_sink
 
 if TYPE_CHECKING:
     from probetui.runtime.base import Runtime
@@ -37,6 +38,7 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
         help="headless output format (implies --no-ui): one JSON object per line",
     )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
+    add_summary_arguments(p)
     add_record_arguments(p)
 
 
@@ -187,6 +189,7 @@ def run_live(
     duration = args.duration
     if duration is not None and not duration > 0:
         raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
+    summary = summary_sink(args, headless)
     # before anything starts: a path that cannot be recorded to is one line and exit 2
     recorder = open_recorder(
         runtime, getattr(args, "record", None), getattr(args, "retain", None), kube_version
@@ -195,7 +198,7 @@ def run_live(
         note(f"note: {text}")
     from probetui.runtime.local.process import REGISTRY
 
-    sinks: list[Any] = [recorder] if recorder is not None else []
+    sinks: list[Any] = [s for s in (recorder, summary) if s is not None]
     try:
         if recorder is not None:
             recorder.start()
