@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import UsageError
 from probetui.cli.live import add_record_arguments, headless_requested, note, run_live
+from probetui.cli.summary import add_summary_arguments
 
 if TYPE_CHECKING:
     from probetui.config import Config, Sourced
@@ -45,6 +46,7 @@ CLUSTER_DESTS = {
     "k8s_no_ui": "--no-ui",
     "k8s_output": "--output",
     "k8s_duration": "--duration",
+    "k8s_summary": "--summary",
     "k8s_record": "--record",
     "k8s_retain": "--retain",
 }
@@ -118,6 +120,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop by itself after SECONDS",
     )
+    add_summary_arguments(g, prefix="k8s_")
     add_record_arguments(g, prefix="k8s_")
 
 
@@ -158,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
         no_ui=args.k8s_no_ui,
         output=args.k8s_output,
         duration=args.k8s_duration,
+        summary=args.k8s_summary,
         record=args.k8s_record,
         retain=args.k8s_retain,
     )
