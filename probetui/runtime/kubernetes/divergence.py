@@ -9,6 +9,13 @@ Nor while the shadow prober is behind its ticks. Only a shadow that has run an a
 the kubelet's current container counts: its initial value, or a probe it does not run, is no
 verdict.
 
+A disagreement that is due is confirmed before it is reported: the runtime reads the pod afresh
+(a get, allowed read-only) and the event goes out only if the answer, newer than the moment it
+fell due, still disagrees. A watch can stay open while the API server refuses everything else:
+one that is shutting down closes its listener first and its watches last, so for seconds the
+kubelet cannot write its status while the watch looks healthy. The read fails then, which makes
+the kubelet's view stale as a dropped watch does.
+
 `KubernetesRuntime` holds one `Divergence` and hands it the pods it observes.
 """
 
@@ -38,6 +45,7 @@ Key = tuple[str, str, str]
 class _Disagreement:
     since: float
     reported: bool = False
+    due: float | None = None  # when it passed its slack and a fresh read was asked for
 
 
 class Divergence:
@@ -51,10 +59,16 @@ class Divergence:
         self,
         via: str,
         not_probed: Callable[[Pod, Container, ProbeType], str | None],
+        confirm: Callable[[Pod], None] | None = None,
     ) -> None:
         self.via = via
         self.not_probed = not_probed
+        # asks for a fresh read of the pod; its answer comes back through `confirmed` or
+        # `unconfirmed`. None: report without one (a source that has nothing to read from)
+        self.confirm = confirm
         self._disagree: dict[Key, _Disagreement] = {}
+        # pod UID -> when the newest fresh read of it came back
+        self._read_at: dict[str, float] = {}
         # a watch is down: what the kubelet reports may be old
         self._watch_down = False
         # the time from which the kubelet's reported state is current again
@@ -69,6 +83,15 @@ class Divergence:
             self._fresh_from = now + STATUS_SYNC_PERIOD
         self._watch_down = not healthy
 
+    def confirmed(self, uid: str, now: float) -> None:
+        """A fresh read of the pod came back (and has been applied as an update)."""
+        self._read_at[uid] = now
+
+    def unconfirmed(self, now: float) -> None:
+        """A fresh read failed: the API server is refusing, so the kubelet's writes may be
+        too; what it reports is stale until a status sync after now."""
+        self._fresh_from = max(self._fresh_from, now + STATUS_SYNC_PERIOD)
+
     def kubelet_view_stale(self, now: float) -> bool:
         """While a watch is down, and for a status sync after, what the kubelet reports may be
         old: its status manager could not write while the API server was away."""
@@ -77,6 +100,7 @@ class Divergence:
     # -- checking ---------------------------------------------------------------------------
 
     def forget_pod(self, uid: str) -> None:
+        self._read_at.pop(uid, None)
         for key in [k for k in self._disagree if k[0] == uid]:
             del self._disagree[key]
 
@@ -143,12 +167,19 @@ class Divergence:
             # the pod-update one too), nor does a kubelet status that could not reach us:
             # count from when both have caught up
             current.since = now
+            current.due = None
             return
         if (
             current.reported
             or now - current.since <= float(probe.period_seconds) + DIVERGENCE_SLACK
         ):
             return
+        if self.confirm is not None:
+            if current.due is None:
+                current.due = now
+            if self._read_at.get(pod.uid, -1.0) < current.due:
+                self.confirm(pod)
+                return
         current.reported = True
         word = {ProbeType.READINESS: "ready", ProbeType.STARTUP: "started"}.get(probe_type, "alive")
         shadow_says = word if shadow else f"not {word}"

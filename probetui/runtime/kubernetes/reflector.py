@@ -292,6 +292,22 @@ class Reflector:
         if rv:
             self.resource_version = rv
 
+    def offer(self, obj: dict[str, Any]) -> bool:
+        """An object read outside the watch (a get): delivered as an update when it is newer
+        than the one held. Resource versions are opaque to clients except for equality, so
+        "newer" is judged only where both are the integers etcd gives; otherwise the read is
+        dropped rather than risk putting an older state over a newer one the watch brought."""
+        key = object_key(obj)
+        old = self.items.get(key)
+        if old is None:
+            return False  # the watch has not brought it (or has deleted it): not ours to add
+        held, fresh = _rv(old), _rv(obj)
+        if not (held.isdigit() and fresh.isdigit()) or int(fresh) <= int(held):
+            return False
+        self.items[key] = obj
+        self._deliver(MODIFIED, obj)
+        return True
+
 
 class ApiStatusError(Exception):
     """The API server answered with an error status (or an in-stream ERROR event)."""

@@ -11,7 +11,8 @@ The runtime wires the reflectors, the observed state and two parts it holds and 
 - `divergence.py` (`Divergence`): where the shadow's published result and the kubelet's verdict
   differ for longer than one period and 1.5 s, a `Divergence` event names both and the likely
   reasons; `DivergenceCleared` when they agree again. Not while a watch is down, nor for the
-  status manager's sync period after it is back.
+  status manager's sync period after it is back; confirmed first by a fresh read of the pod,
+  which the runtime makes (`_confirm`) and feeds through the pod reflector (`offer`).
 - `reach.py` (`Reacher`): reaching pods (`--via` direct, port-forward, proxy; exec through
   `pods/exec`), what a path refused, the forbidden memory and what RBAC must grant. In
   `--read-only` mode only `direct` probes run, and only where the pod network is reachable;
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -64,6 +66,8 @@ WATCH_TIMEOUT_SECONDS = 300
 # how often divergence is re-checked between observed changes
 DIVERGENCE_CHECK = 1.0
 FIRST_LIST_TRIES = 3
+# a read that confirms a divergence: a healthy API server answers a get in milliseconds
+CONFIRM_TIMEOUT = 5.0
 
 NOT_RUN = "ProbeNotRun"
 
@@ -89,7 +93,7 @@ class KubernetesRuntime(Runtime):
         self.nodes = NodeVersions()
         self.via_explicit = self.reacher.via_explicit
         self.via = self.reacher.via
-        self.divergence = Divergence(self.via, self.reacher.not_probed)
+        self.divergence = Divergence(self.via, self.reacher.not_probed, self._confirm)
         self.watch_timeout = watch_timeout
         self.fail_fast = fail_fast
         self.divergence_check = divergence_check
@@ -110,6 +114,9 @@ class KubernetesRuntime(Runtime):
         self.on_note: Callable[[str], None] | None = None
         self.pods_reflector: Reflector | None = None
         self.events_reflector: Reflector | None = None
+        # the fresh reads that confirm a divergence before it is reported (divergence.py)
+        self._confirming: set[str] = set()
+        self._confirm_tasks: set[asyncio.Task[None]] = set()
 
     @property
     def server_version(self) -> tuple[int, int] | None:
@@ -189,9 +196,9 @@ class KubernetesRuntime(Runtime):
             try:
                 await asyncio.gather(*tasks)
             finally:
-                for task in tasks:
+                for task in [*tasks, *self._confirm_tasks]:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*tasks, *self._confirm_tasks, return_exceptions=True)
         finally:
             self.nodes.close()
             for client in (self._api, self._ws_api):
@@ -384,6 +391,44 @@ class KubernetesRuntime(Runtime):
         host.report(kubelet_event(event, pod, increment, time.time()))
 
     # -- divergence (divergence.py) ---------------------------------------------------------
+
+    def _confirm(self, pod: Pod) -> None:
+        """One fresh read at a time per pod; the divergence check asks again until it lands."""
+        if pod.uid in self._confirming or self._core is None:
+            return
+        self._confirming.add(pod.uid)
+        task = asyncio.create_task(self._read_pod(pod), name=f"confirm {pod.name}")
+        self._confirm_tasks.add(task)
+        task.add_done_callback(self._confirm_tasks.discard)
+
+    async def _read_pod(self, pod: Pod) -> None:
+        assert self._core is not None
+        try:
+            resp = await self._core.read_namespaced_pod(
+                pod.name, pod.namespace, _preload_content=False, _request_timeout=CONFIRM_TIMEOUT
+            )
+            try:
+                if resp.status == 404:
+                    return  # gone: the watch's DELETED ends the disagreement
+                if resp.status != 200:
+                    raise ApiStatusError(resp.status, f"read pod: HTTP {resp.status}")
+                obj = json.loads(await resp.read())
+            finally:
+                resp.release()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.info("divergence: fresh read of %s/%s failed: %s", pod.namespace, pod.name, e)
+            self.divergence.unconfirmed(time.time())
+            return
+        finally:
+            self._confirming.discard(pod.uid)
+        if (obj.get("metadata") or {}).get("uid") != pod.uid:
+            return  # a new pod of the same name: the watch brings it
+        if self.pods_reflector is not None:
+            self.pods_reflector.offer(obj)
+        self.divergence.confirmed(pod.uid, time.time())
+        self._check_divergence(time.time())
 
     async def _divergence_loop(self) -> None:
         while True:

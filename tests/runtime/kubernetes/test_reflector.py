@@ -409,3 +409,27 @@ async def test_410_on_every_watch_backs_off_instead_of_spinning(
     assert run.reflector.lists == 4
     assert len(run.sleeps) == 2
     assert run.delivered.names() == [(ADDED, "a")]
+
+
+def _pod_at(uid: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"uid": uid, "name": uid, "namespace": "default", "resourceVersion": rv}}
+
+
+def test_an_object_read_outside_the_watch_is_delivered_only_when_newer() -> None:
+    """A get that confirms a divergence (runtime `_confirm`) may return before or after what
+    the watch delivers: only a strictly newer integer resourceVersion replaces the one held;
+    an opaque version is compared for nothing but equality, so it is dropped."""
+    delivered = Delivered()
+
+    async def never(resource_version: str | None, watch: bool) -> Any:
+        raise AssertionError("no request in this test")
+
+    reflector = Reflector(never, delivered)
+    reflector.items["a"] = _pod_at("a", "100")
+    reflector.items["b"] = _pod_at("b", "opaque-1")
+    assert not reflector.offer(_pod_at("a", "99"))  # older: the watch is ahead
+    assert not reflector.offer(_pod_at("a", "100"))  # the same
+    assert not reflector.offer(_pod_at("b", "opaque-2"))
+    assert not reflector.offer(_pod_at("c", "5"))  # never listed, or deleted since
+    assert reflector.offer(_pod_at("a", "101"))
+    assert delivered.seen == [(MODIFIED, "a", "a", "101")]

@@ -470,6 +470,29 @@ async def test_divergence_is_marked_and_cleared(
     assert div.fields["since"] >= first.t
 
 
+async def test_a_divergence_is_read_afresh_before_it_is_reported(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An API server that is shutting down closes its listener before its watches: the watch
+    looks healthy while the kubelet's status writes are refused (the e2e fault run saw the
+    kubelet's ready land 9 s late, over an apiserver restart). A due disagreement is read
+    afresh first; while reads fail, the kubelet's view is stale and nothing is reported."""
+    from probetui.runtime.kubernetes import divergence
+
+    monkeypatch.setattr(divergence, "STATUS_SYNC_PERIOD", 1.0)
+    api.add_pod(web_pod(http_target.port, ready=False))
+    api.fail_next(3, 503, verb="get", resource="pods")
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: api.count_requests(verb="get", resource="pods") >= 3, timeout=10)
+        refused_until = time.time()
+        assert not c.rec.of("Divergence")
+        await until(lambda: bool(c.rec.of("Divergence")), timeout=8)
+    (div,) = c.rec.of("Divergence")
+    # counted again from when the kubelet's view was fresh after the last refused read
+    assert div.fields["since"] >= refused_until
+    assert api.count_requests(verb="get", resource="pods") >= 4  # the read that confirmed it
+
+
 # -- read-only ---------------------------------------------------------------------------------
 
 
