@@ -3,6 +3,12 @@
 Exit status: 0 nothing at or above `--fail-on`, 1 findings at or above it, 2 bad usage, or bad
 input when nothing at all could be read (otherwise what could not be read is listed and the
 rest is linted).
+
+Evidence (issue 15, item 2): `--recording FILE` lints with what a recording observed (alone, it
+lints the recorded pods, one object per workload); `--cluster` watches a cluster read-only
+(only get, list and watch) for `--for` (default 2m) through the cluster view's runtime and
+engine, then lints the pods it saw, or the PATHs given, with what it saw. Without either, lint
+judges the manifests alone.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
 
@@ -49,6 +56,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="human output colour"
     )
+    e = p.add_argument_group("evidence", "what a recording or a cluster showed of the probes")
+    e.add_argument(
+        "--recording", metavar="FILE", help="a recording (--record FILE): lint with its evidence"
+    )
+    e.add_argument(
+        "--cluster",
+        action="store_true",
+        help="watch the cluster read-only for --for, then lint with what was seen",
+    )
+    e.add_argument("--for", dest="watch_for", metavar="DURATION", help="how long (default 2m)")
+    e.add_argument("--kubeconfig", dest="lint_kubeconfig", metavar="FILE", help="kubeconfig")
+    e.add_argument("--context", dest="lint_context", metavar="NAME", help="kubeconfig context")
+    e.add_argument("-n", "--namespace", dest="lint_namespace", metavar="NS", help="namespace")
+    e.add_argument(
+        "-A", "--all-namespaces", dest="lint_all", action="store_true", help="every namespace"
+    )
+    e.add_argument("-l", "--selector", dest="lint_selector", metavar="SELECTOR", help="labels")
 
 
 def _colour(choice: str) -> bool:
@@ -72,13 +96,24 @@ def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         sys.stdout.write(human.rule_list(list(registry.RULES.values()), {r.id for r in rules}))
         return EXIT_OK
-    if not args.paths:
-        raise UsageError("give files, directories or - (stdin) to lint")
-    loaded = load(args.paths)
+    evidence = _evidence(args)
+    if not args.paths and evidence is None:
+        raise UsageError("give files, directories or - (stdin) to lint, or --recording FILE")
+    if args.paths:
+        loaded = load(args.paths)
+    else:
+        from probetui.lint.load import Loaded
+        from probetui.lint.observed import recorded_objects
+
+        assert evidence is not None
+        where = args.recording or "cluster"
+        loaded = Loaded(objects=recorded_objects(evidence, where), files=1)
     for p in loaded.problems:
         print(f"probetui lint: {p}", file=sys.stderr)
     unreadable = not loaded.objects and bool(loaded.problems or not loaded.files)
-    findings = registry.run(loaded.objects, rules)
+    if evidence is not None and not args.paths and not loaded.objects:
+        unreadable = False  # a recording or a namespace with no pods is clean, not bad input
+    findings = registry.run(loaded.objects, rules, evidence)
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     failed = bool(registry.at_or_above(findings, fail_on))
     if args.output == "json":
@@ -94,3 +129,83 @@ def run(args: argparse.Namespace) -> int:
         print("probetui lint: nothing could be linted", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_FAILURE if failed else EXIT_OK
+
+
+def _evidence(args: argparse.Namespace) -> Any:
+    """The `Observed` of --recording or --cluster, or None. Bad input is a UsageError."""
+    if args.recording and args.cluster:
+        raise UsageError("--recording and --cluster: pick one source of evidence")
+    cluster_flags = [
+        flag
+        for flag, value in (
+            ("--for", args.watch_for),
+            ("--kubeconfig", args.lint_kubeconfig),
+            ("--context", args.lint_context),
+            ("-n", args.lint_namespace),
+            ("-A", args.lint_all),
+            ("-l", args.lint_selector),
+        )
+        if value
+    ]
+    if cluster_flags and not args.cluster:
+        raise UsageError(f"{cluster_flags[0]}: only with --cluster")
+    if args.recording:
+        from probetui.lint.observed import from_recording
+        from probetui.record.reader import open_recording
+        from probetui.record.schema import RecordingError
+
+        try:
+            with open_recording(args.recording) as recording:
+                return from_recording(recording)
+        except RecordingError as e:
+            raise UsageError(f"--recording {e}") from None
+    if args.cluster:
+        return _watch_cluster(args)
+    return None
+
+
+def _watch_cluster(args: argparse.Namespace) -> Any:
+    """Watch read-only through the cluster view's runtime and engine into a timeline store,
+    then read the store as evidence (the same reading the UI does)."""
+    import asyncio
+    import dataclasses
+    import time
+
+    from probetui.engine import Engine
+    from probetui.lint.observed import from_store
+    from probetui.record.timespec import TimeSpecError, parse_duration
+    from probetui.runtime.base import RuntimeFailure
+    from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
+    from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+    from probetui.timeline.store import Store
+
+    try:
+        seconds = parse_duration(args.watch_for or "2m")
+    except TimeSpecError as e:
+        raise UsageError(f"--for {e}") from None
+    if not seconds > 0:
+        raise UsageError(f"--for {args.watch_for}: must be more than 0 seconds")
+    if args.lint_all and args.lint_namespace:
+        raise UsageError("-n and -A: pick one namespace, or all of them")
+    options = ConnectOptions(
+        kubeconfig=args.lint_kubeconfig,
+        context=args.lint_context,
+        namespace=args.lint_namespace,
+        all_namespaces=args.lint_all,
+        selector=args.lint_selector,
+    )
+    try:
+        target = resolve(options)
+    except KubeconfigError as e:
+        raise UsageError(str(e)) from None
+    # lint only looks: whatever the configuration says, nothing but get, list and watch
+    runtime = KubernetesRuntime(dataclasses.replace(target, read_only=True), fail_fast=True)
+    runtime.read_only_reason = "lint --cluster"
+    store = Store(history_seconds=max(seconds, 60.0))
+    engine = Engine(runtime, [store])
+    try:
+        asyncio.run(engine.run(seconds))
+    except RuntimeFailure as e:
+        raise UsageError(str(e)) from None
+    where = "all namespaces" if target.all_namespaces else f"namespace {target.namespace}"
+    return from_store(store, time.time(), source=f"cluster {where} for {seconds:g} s")

@@ -1,4 +1,5 @@
-"""`probetui lint`: probe advice from the manifest and the kubelet's model (issue 15, item 1).
+"""`probetui lint`: probe advice from the manifest, the kubelet's model and what was observed
+(issue 15).
 
 - `model.py`: the object a rule judges (`LintObject`), `Rule`, `Hit`, `Finding`, `Problem`,
   `Severity`, and the `Evidence` protocol the recording rules will fill.
@@ -7,6 +8,10 @@
   Datree) that need only the manifest.
 - `rules_model.py`: the rules only the kubelet's model gives, with their consequences.
 - `simulated.py`: those consequences, each a short run of `probetui simulate`'s model.
+- `observed.py`: `Observed`, the `Evidence` of a recording, a live cluster session or the UI's
+  store (item 2), with the counterfactual of a proposed setting over it.
+- `rules_evidence.py`: the rules that read it (latency against the timeout, starts against the
+  budget, Ready flaps, errored attempts, divergence from the kubelet).
 - `registry.py`: every rule by id, `--disable`/`--enable`, the silencing annotation, the run.
 - `human.py`, `machine.py`: the outputs (text; JSON and SARIF).
 """

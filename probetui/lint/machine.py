@@ -46,6 +46,8 @@ def _finding(f: Finding) -> dict[str, Any]:
         "container": f.hit.container,
         "probe": f.hit.probe.key if f.hit.probe else None,
         "field": f.hit.path,
+        # the proposed setting in `simulate --set` terms (evidence rules); added in v1
+        "proposed": list(f.hit.overrides),
     }
 
 

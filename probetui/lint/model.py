@@ -116,6 +116,9 @@ class Evidence(Protocol):
         """How long the container was seen to take from start to answering its probes."""
         ...
 
+    # the evidence rules read the full observations (`lint/observed.py`'s `Observed` is the
+    # one implementation); a rule with `needs_evidence` checks for them with isinstance
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -126,6 +129,9 @@ class Hit:
     container: str | None = None
     probe: ProbeType | None = None
     fix: str | None = None  # overrides the rule's fix when the numbers make a better one
+    # the proposed setting as `simulate --set` items ("readiness.timeoutSeconds=3"): what the
+    # UI's what-if and the counterfactual try
+    overrides: tuple[str, ...] = ()
 
 
 Check = Callable[[LintObject, "Evidence | None"], Iterable[Hit]]

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from probetui.lint.model import Evidence, Finding, LintObject, Rule, Severity
+from probetui.lint.rules_evidence import RULES as EVIDENCE_RULES
 from probetui.lint.rules_model import RULES as MODEL_RULES
 from probetui.lint.rules_static import RULES as STATIC_RULES
 
 DISABLE_ANNOTATION = "probetui.io/lint-disable"
 ALL = "all"
 
-RULES: dict[str, Rule] = {r.id: r for r in (*STATIC_RULES, *MODEL_RULES)}
+RULES: dict[str, Rule] = {r.id: r for r in (*STATIC_RULES, *MODEL_RULES, *EVIDENCE_RULES)}
 
 
 class UnknownRule(ValueError):

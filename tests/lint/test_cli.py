@@ -97,6 +97,7 @@ def test_json_schema_v1(capsys: pytest.CaptureFixture[str]) -> None:
         "container",
         "probe",
         "field",
+        "proposed",  # added to v1 with the evidence rules (an addition keeps the version)
     }
     assert finding["object"] == {"kind": "Deployment", "namespace": "default", "name": "java"}
     assert finding["field"] == "spec.template.spec.containers[0].startupProbe"

@@ -1,0 +1,328 @@
+"""What was observed of pods' probes, as lint's `Evidence`: from a recording or a live store.
+
+Both sources become the same thing: per pod, a `RecordedPod` (`simulate/recorded.py`: each
+container's instances with their attempts, the kubelet's kills, starts and Ready changes) plus
+the shadow's `Divergence` events. The evidence rules (`rules_evidence.py`) read only that, so a
+recording (`probetui lint --recording FILE`), a live cluster session (`lint --cluster`, which
+watches into a timeline `Store`) and the UI's own store give the same findings for the same
+history. Because a `RecordedPod` is what the counterfactual replays, every source can also say
+what a proposed setting would have changed (`what_if`, cached per question).
+
+A manifest object is matched to the pods observed by namespace and by the pod's workload as the
+cluster resolved it (a Deployment's pods to the Deployment), or by name for a bare Pod; the
+objects of a recording alone are its pods grouped the same way (`recorded_objects`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from probetui.lint.model import LintObject
+from probetui.prober.outcome import Kind
+from probetui.prober.status import PodStatus
+from probetui.simulate.counterfactual import Counterfactual, CounterfactualError, counterfactual
+from probetui.simulate.recorded import RecordedContainer, RecordedPod, recorded_pod
+from probetui.spec.model import Pod, ProbeType
+from probetui.timeline.events import Event
+
+if TYPE_CHECKING:
+    from probetui.record.reader import Recording
+    from probetui.timeline.store import Store
+
+# attempts kinds that carry a latency the app took (an error never reached it)
+ANSWERED = (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
+# the counterfactual's cache: a UI asks the same what-if on every repaint of its screen
+_WHAT_IF_CACHE = 256
+
+
+@dataclass(slots=True)
+class PodHistory:
+    """One pod as observed: its history the counterfactual replays, and the divergences."""
+
+    pod: Pod  # the latest spec seen (what is linted)
+    rec: RecordedPod  # from the spec in force when the window opened
+    divergences: list[Event] = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, self.rec.until - self.rec.since)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One container of one pod as observed."""
+
+    history: PodHistory
+    container: RecordedContainer
+
+    def answers(self, probe_type: ProbeType) -> list[tuple[float, int, float]]:
+        """(t, kind, latency s) of every attempt of the probe, over all instances."""
+        return [
+            (a.t, a.kind, a.latency)
+            for inst in self.container.instances
+            for a in inst.answers.get(probe_type, ())
+        ]
+
+    def start_times(self) -> list[float]:
+        """Seconds from each start seen in the window to the end of its start-up phase (the
+        first success of its startup probe, else readiness, else liveness)."""
+        since = self.history.rec.since
+        return [
+            inst.startup_end - inst.start
+            for inst in self.container.instances
+            if inst.start >= since and inst.startup_end is not None
+        ]
+
+    def never_started(self) -> int:
+        """Instances started in the window that never got through start-up and were killed."""
+        since = self.history.rec.since
+        killed = [t for t, _ in self.container.kills]
+        return sum(
+            1
+            for inst in self.container.instances
+            if inst.start >= since
+            and inst.startup_end is None
+            and any(inst.start <= t <= (inst.end or t) for t in killed)
+        )
+
+    def divergences(self) -> list[Event]:
+        name = self.container.name
+        return [e for e in self.history.divergences if e.container == name]
+
+
+class Observed:
+    """lint's `Evidence` over a set of pod histories (see the module docstring)."""
+
+    def __init__(self, histories: Iterable[PodHistory], source: str) -> None:
+        self.source = source  # "recording night.db", "cluster default for 2m", "live session"
+        self.histories = list(histories)
+        self._by_object: dict[tuple[str, str, str], list[PodHistory]] = defaultdict(list)
+        for h in self.histories:
+            pod = h.pod
+            self._by_object[(pod.namespace, "Pod", pod.name)].append(h)
+            if pod.owner_kind and pod.owner_name:
+                self._by_object[(pod.namespace, pod.owner_kind, pod.owner_name)].append(h)
+        self._what_if: dict[tuple[str, str, tuple[str, ...]], Counterfactual | str] = {}
+
+    def __len__(self) -> int:
+        return len(self.histories)
+
+    def of(self, obj: LintObject) -> list[PodHistory]:
+        return self._by_object.get((obj.namespace, obj.kind, obj.name), [])
+
+    def seen(self, obj: LintObject, container: str) -> list[Seen]:
+        out = []
+        for h in self.of(obj):
+            rc = h.rec.containers.get(container)
+            if rc is not None and rc.instances:
+                out.append(Seen(h, rc))
+        return out
+
+    # -- Evidence ---------------------------------------------------------------------------
+
+    def start_seconds(self, obj: LintObject, container: str) -> float | None:
+        times = [t for s in self.seen(obj, container) for t in s.start_times()]
+        return max(times) if times else None
+
+    # -- what a setting would have changed ---------------------------------------------------
+
+    def what_if(
+        self, history: PodHistory, container: str, overrides: tuple[str, ...]
+    ) -> Counterfactual | str:
+        """The counterfactual of `overrides` over the pod's history, or why there is none."""
+        key = (history.rec.pod.uid, container, overrides)
+        cached = self._what_if.get(key)
+        if cached is None:
+            try:
+                cached = counterfactual(history.rec, container, list(overrides))
+            except (CounterfactualError, ValueError) as e:
+                cached = str(e)
+            except Exception as e:  # one odd history must not stop a lint run
+                cached = f"the counterfactual could not run: {e}"
+            if len(self._what_if) >= _WHAT_IF_CACHE:
+                self._what_if.pop(next(iter(self._what_if)))
+            self._what_if[key] = cached
+        return cached
+
+
+# -- from a recording ------------------------------------------------------------------------
+
+
+def _running_before(status: PodStatus | None, t: float) -> dict[str, tuple[float, int, bool]]:
+    before: dict[str, tuple[float, int, bool]] = {}
+    if status is None:
+        return before
+    for cs in (*status.container_statuses, *status.init_container_statuses):
+        if cs.running is not None and cs.running.started_at < t:
+            before[cs.name] = (cs.running.started_at, cs.restart_count, cs.ready)
+    return before
+
+
+def from_recording(recording: Recording) -> Observed:
+    """Every pod of a recording over the time it was seen (one pass over the events)."""
+    source = f"recording {recording.path.name}"
+    span = recording.span()
+    if span is None:
+        return Observed([], source)
+    by_pod: dict[str, list[Event]] = defaultdict(list)
+    for e in recording.events():
+        by_pod[e.pod_uid].append(e)
+    histories = []
+    for info in recording.pods():
+        lo = max(span[0], info.first_seen)
+        hi = info.deleted if info.deleted is not None else span[1]
+        hi = max(hi, lo)
+        try:
+            first, last = recording.spec_at(info.uid, lo), recording.spec_at(info.uid, hi)
+        except KeyError:
+            continue
+        events = by_pod.get(info.uid, [])
+        before = _running_before(recording.status_at(info.uid, lo), lo)
+        rec = recorded_pod(first, events, lo, hi, started_before=before)
+        divergences = [e for e in events if e.type == "Divergence"]
+        histories.append(PodHistory(last, rec, divergences))
+    return Observed(histories, source)
+
+
+def recorded_objects(observed: Observed, file: str) -> list[LintObject]:
+    """The pods observed, as lint objects: one per workload (its newest pod's spec), one per
+    bare pod, so three replicas are linted once with the evidence of all three."""
+    newest: dict[tuple[str, str, str], PodHistory] = {}
+    for h in observed.histories:
+        pod = h.pod
+        key = (
+            (pod.namespace, pod.owner_kind, pod.owner_name)
+            if pod.owner_kind and pod.owner_name
+            else (pod.namespace, "Pod", pod.name)
+        )
+        if key not in newest or h.rec.since >= newest[key].rec.since:
+            newest[key] = h
+    out = []
+    for (namespace, kind, name), h in sorted(newest.items()):
+        where = f"{kind} {namespace}/{name}"
+        out.append(
+            LintObject(
+                kind=kind,
+                name=name,
+                namespace=namespace,
+                file=file,
+                document=f"pod {h.pod.namespace}/{h.pod.name}" if kind != "Pod" else where,
+                line=None,
+                pod=h.pod,
+                spec_path="spec",
+                annotations={},
+                line_of=lambda _path: None,
+            )
+        )
+    return out
+
+
+# -- from a timeline store (a live session, the UI) ---------------------------------------------
+
+
+def _attempt_fields(kind: int, latency: float) -> dict[str, object]:
+    # the labels `simulate/recorded.py` reads back: a timeout is a failure that timed out
+    if kind == Kind.TIMEOUT:
+        return {"outcome": "failure", "timedOut": True, "latency_ms": latency * 1000.0}
+    label = {Kind.SUCCESS: "success", Kind.WARNING: "warning", Kind.FAILURE: "failure"}
+    return {"outcome": label.get(kind, "error"), "latency_ms": latency * 1000.0}
+
+
+def store_events(store: Store, pod_uid: str) -> tuple[list[Event], float | None]:
+    """One pod's history in the store as events (its marks and its rings' attempts), and the
+    oldest time the store still holds for it. Reads the store: call it where the store is fed
+    (the event loop), never from another thread."""
+    from probetui.timeline.store import ContainerKey
+
+    entry = store.pods.get(pod_uid)
+    if entry is None:
+        return [], None
+    pod = entry.pod
+    events: list[Event] = []
+    oldest: float | None = None
+    for c in pod.probed_containers():
+        ch = store.containers.get(ContainerKey(pod_uid, c.name))
+        if ch is None:
+            continue
+        for m in ch.marks:
+            events.append(
+                Event(
+                    m.type,
+                    m.t,
+                    pod_uid,
+                    pod.namespace,
+                    pod.name,
+                    c.name,
+                    m.probe,
+                    m.source,
+                    dict(m.fields),
+                )
+            )
+            oldest = m.t if oldest is None else min(oldest, m.t)
+        for pt, h in ch.probes.items():
+            first = h.oldest_t
+            if first is not None:
+                oldest = first if oldest is None else min(oldest, first)
+            for v in h.recent(len(h)):
+                if v.kind == Kind.SKIP:
+                    continue
+                events.append(
+                    Event(
+                        "ProbeAttempt",
+                        v.t,
+                        pod_uid,
+                        pod.namespace,
+                        pod.name,
+                        c.name,
+                        pt.key,
+                        "shadow",
+                        _attempt_fields(v.kind, v.latency),
+                    )
+                )
+    return events, oldest
+
+
+def pod_history(
+    pod: Pod, status: PodStatus | None, events: list[Event], now: float, oldest: float | None
+) -> PodHistory:
+    """A pod's history from events already taken out of a store (`store_events`)."""
+    since = min(oldest if oldest is not None else now, now)
+    before = _running_before(status, since)
+    # a container running since before the history began: its start-up is not in it
+    rec = recorded_pod(pod, events, since, now, started_before=before)
+    return PodHistory(pod, rec, [e for e in events if e.type == "Divergence"])
+
+
+def from_store(
+    store: Store, now: float, source: str = "live session", pod_uids: Iterable[str] | None = None
+) -> Observed:
+    """The pods of a timeline store (all, or `pod_uids`), each over what its rings hold."""
+    uids = list(store.pods) if pod_uids is None else [u for u in pod_uids if u in store.pods]
+    histories = []
+    for uid in uids:
+        entry = store.pods[uid]
+        events, oldest = store_events(store, uid)
+        histories.append(pod_history(entry.pod, entry.status, events, now, oldest))
+    return Observed(histories, source)
+
+
+def iter_seen(observed: Observed) -> Iterator[tuple[PodHistory, RecordedContainer]]:
+    for h in observed.histories:
+        for rc in h.rec.containers.values():
+            yield h, rc
+
+
+__all__ = [
+    "ANSWERED",
+    "Observed",
+    "PodHistory",
+    "Seen",
+    "from_recording",
+    "from_store",
+    "pod_history",
+    "recorded_objects",
+    "store_events",
+]
