@@ -213,6 +213,15 @@ class Recording:
         # through the same cache as snapshots(): a replay asks both for every pod at start-up
         return self._spec(*rows[0])
 
+    def specs(self) -> Iterator[Pod]:
+        """Every recorded spec, each pod's oldest first: one query, not one per pod, through
+        the cache that `snapshots()` decodes by (a replay reads the probe settings of all
+        15,000 pods at start-up, then their specs in force)."""
+        for spec_id, source, text in self._cursor(
+            "SELECT id, source, manifest FROM specs ORDER BY pod_id, t, id"
+        ):
+            yield self._spec(spec_id, source, text)
+
     def labels_of(self, pod_uid: str) -> list[dict[str, str]]:
         """The labels of each recorded spec of the pod, oldest first."""
         pod_id = self._pod_id(pod_uid)
@@ -390,12 +399,6 @@ class Recording:
         )
         yield from heapq.merge(closed, opened)
 
-    def _items(self, data: bytes) -> Iterator[codec.Item]:
-        try:
-            yield from codec.items(data, self._kind)
-        except (IndexError, KeyError, ValueError) as e:
-            raise damaged(self.path, f"undecodable chunk ({e!r})") from None
-
     def _probe_ids(self, pod_uids: Collection[str] | None) -> set[int] | None:
         if pod_uids is None:
             return None
@@ -416,9 +419,16 @@ class Recording:
         until: float | None = None,
         pod_uids: Collection[str] | None = None,
         types: Collection[str] | None = None,
+        *,
+        slack: float | None = None,
     ) -> Iterator[Event]:
-        """Every recorded event with since <= t <= until, in time order (module docstring)."""
-        for _, _, event in self._keyed(since, until, pod_uids, types):
+        """Every recorded event with since <= t <= until, in time order (module docstring).
+
+        `slack`: at least how long an attempt can take (the replay's lookback). Given, a probe's
+        chunk is decoded no further than `slack` past `until`, where nothing up to `until` can
+        follow (items are published in order, an attempt stamped with its start); a seek into
+        a long chunk then decodes what it needs, not the rest."""
+        for _, _, event in self._keyed(since, until, pod_uids, types, slack):
             yield event
 
     def _keyed(
@@ -427,19 +437,26 @@ class Recording:
         until: float | None,
         pod_uids: Collection[str] | None,
         types: Collection[str] | None,
+        slack: float | None = None,
     ) -> Iterator[tuple[float, int, Event]]:
         lo = -math.inf if since is None else since
         hi = math.inf if until is None else until
         wanted = None if types is None else frozenset(types)
         streams: list[Iterator[tuple[float, int, Event]]] = []
         if wanted is None or wanted & ITEM_TYPES:
-            streams.append(self._item_stream(lo, hi, self._probe_ids(pod_uids), wanted))
+            ids = self._probe_ids(pod_uids)
+            streams.append(self._item_stream(lo, hi, ids, wanted, slack))
         if wanted is None or wanted - ITEM_TYPES:
             streams.append(self._row_stream(lo, hi, pod_uids, wanted))
         return heapq.merge(*streams, key=lambda x: (x[0], x[1]))
 
     def _item_stream(
-        self, lo: float, hi: float, probe_ids: set[int] | None, wanted: frozenset[str] | None
+        self,
+        lo: float,
+        hi: float,
+        probe_ids: set[int] | None,
+        wanted: frozenset[str] | None,
+        slack: float | None = None,
     ) -> Iterator[tuple[float, int, Event]]:
         """Items of every segment, merged: a segment joins once the merge reaches its start."""
         order = itertools.count()
@@ -448,7 +465,7 @@ class Recording:
         pending = next(segments, None)
         while heap or pending is not None:
             while pending is not None and (not heap or pending[0] <= heap[0][0]):
-                it = self._segment_events(pending[2], pending[3], lo, hi, wanted)
+                it = self._segment_events(pending[2], pending[3], lo, hi, wanted, slack)
                 first = next(it, None)
                 if first is not None:
                     heapq.heappush(heap, (first[0], next(order), first[1], it))
@@ -464,19 +481,28 @@ class Recording:
                 heapq.heapreplace(heap, (following[0], n, following[1], it))
 
     def _segment_events(
-        self, probe_id: int, data: bytes, lo: float, hi: float, wanted: frozenset[str] | None
+        self,
+        probe_id: int,
+        data: bytes,
+        lo: float,
+        hi: float,
+        wanted: frozenset[str] | None,
+        slack: float | None = None,
     ) -> Iterator[tuple[float, Event]]:
         ref = self._ref(probe_id)
-        key = -math.inf
-        for item in self._items(data):
-            t = item.t / codec.US
-            key = max(key, t)
-            if t < lo or t > hi:
+        us = codec.US
+        lo_us, hi_us = _us_at_least(lo), _us_at_most(hi)
+        stop = (1 << 62) if slack is None or hi == math.inf else hi_us + math.ceil(slack * us)
+        try:
+            kept = codec.window(data, self._kind, lo_us, hi_us, stop)
+        except (IndexError, KeyError, ValueError) as e:
+            raise damaged(self.path, f"undecodable chunk ({e!r})") from None
+        template = self._template
+        for key, item in kept:
+            tp = template(item.shape)
+            if wanted is not None and EVENT_TYPE[tp.kind] not in wanted:
                 continue
-            template = self._template(item.shape)
-            if wanted is not None and EVENT_TYPE[template.kind] not in wanted:
-                continue
-            yield key, template.event(ref, item)
+            yield key / us, tp.event(ref, item)
 
     def _row_stream(
         self,
@@ -539,6 +565,30 @@ class Recording:
                 sink.event(x)
                 n += 1
         return n
+
+
+def _us_at_least(t: float) -> int:
+    """The first whole µs n with n / US >= t: the float comparison an event's time makes."""
+    if t == -math.inf:
+        return -(1 << 62)
+    n = math.ceil(t * codec.US)
+    while (n - 1) / codec.US >= t:
+        n -= 1
+    while n / codec.US < t:
+        n += 1
+    return n
+
+
+def _us_at_most(t: float) -> int:
+    """The last whole µs n with n / US <= t."""
+    if t == math.inf:
+        return 1 << 62
+    n = math.floor(t * codec.US)
+    while (n + 1) / codec.US <= t:
+        n += 1
+    while n / codec.US > t:
+        n -= 1
+    return n
 
 
 __all__ = ["PodInfo", "Recording", "RecordingMeta", "open_recording"]

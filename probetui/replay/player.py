@@ -186,14 +186,18 @@ def lookback(recording: Recording) -> float:
 def _probing(recording: Recording) -> tuple[float, float]:
     """(lookback, attempts per second) from the recorded specs."""
     longest, rate = 1.0, 0.0
-    for info in recording.pods():
-        pod = recording.spec_at(info.uid, info.first_seen)
+    seen: set[str] = set()
+    for pod in recording.specs():
+        # the rate from each pod's first spec, as before; the timeouts from all of them
+        first = pod.uid not in seen
+        seen.add(pod.uid)
         for c in pod.probed_containers():
             for pt in ProbeType:
                 p = c.probe(pt)
                 if p is not None:
                     longest = max(longest, float(p.timeout_seconds))
-                    rate += 1.0 / max(1, p.period_seconds)
+                    if first:
+                        rate += 1.0 / max(1, p.period_seconds)
     return MAX_PROBE_RETRIES * longest + 1.0, rate
 
 
@@ -210,7 +214,7 @@ def feed(store: Store, recording: Recording, after: float, until: float, back: f
     A result change is published just before the attempt that caused it and belongs with it:
     it is fed exactly when that attempt is (the attempt's end is only known to the
     microsecond of its latency, and a cut between the two would reverse them)."""
-    window = list(recording.events(since=after - back, until=until + back))
+    window = list(recording.events(since=after - back, until=until, slack=back))
     when = [published(e) for e in window]
     # the attempt after each result change of the same probe
     following: dict[tuple[str, str | None, str | None], int] = {}
