@@ -1,0 +1,233 @@
+"""A shard process: `python -m probetui.shards.child`, started by `ShardPool`, never by hand.
+
+It reads frames on stdin and writes frames on stdout (docs/stream.md): the parent's hello (the
+shard's number, the mode, the engine's settings), then its pods, then `start`; from then on
+commands (answered by acks) and, in fed mode, the source's pod snapshots and manager calls. It
+runs one `Engine` over its pods and streams every event and pod snapshot back.
+
+It ends when its stdin closes (the parent is going or gone), on SIGTERM or SIGINT (the engine
+is cancelled: the local runtime stops and reaps its containers), and when its parent dies by
+any means, `kill -9` included (PR_SET_PDEATHSIG sends it SIGTERM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from probetui.stream.protocol import (
+    CMD,
+    END,
+    FAIL,
+    LATE,
+    MAX_FRAME,
+    MGR,
+    POD,
+    START,
+    ProtocolError,
+    ack,
+    check_hello,
+    dumps,
+    hello,
+    loads,
+)
+
+LATE_EVERY = 1.0  # seconds between lateness frames
+DRAIN_SECONDS = 2.0  # how long the last frames may take to leave on the way out
+PARENT_ENV = "PROBETUI_SHARD_PARENT"
+_PR_SET_PDEATHSIG = 1
+
+log = logging.getLogger(__name__)
+
+
+def die_with_parent() -> None:
+    """SIGTERM to this process when its parent dies, however it dies; and if the parent is
+    already gone (it died between spawning us and here), end now."""
+    try:
+        from probetui.lifeline import die_with_parent as lifeline  # type: ignore[import-not-found]
+    except ImportError:
+        # helper A's lifeline module is not there yet: the same prctl, here
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    else:
+        lifeline()
+    expected = os.environ.get(PARENT_ENV)
+    if expected and os.getppid() != int(expected):
+        os._exit(0)
+
+
+async def _pipes() -> tuple[asyncio.StreamReader, asyncio.WriteTransport]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_FRAME)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    # the stream owns the original stdout; anything else that prints goes to stderr
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, out)
+    return reader, transport  # type: ignore[return-value]
+
+
+async def _frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
+    line = await reader.readline()
+    return loads(line) if line else None
+
+
+async def serve() -> int:
+    from probetui.engine import Engine
+    from probetui.stream.codec import PodReader
+    from probetui.stream.sender import Sender, StreamSink
+
+    reader, transport = await _pipes()
+    sender = Sender(transport)
+    first = await _frame(reader)
+    if first is None:
+        return 0
+    try:
+        setup = check_hello(first)
+    except ProtocolError as e:
+        transport.write(dumps({"k": FAIL, "message": str(e)}))
+        return 2
+    sender.send(hello("shard", shard=setup.get("shard"), pid=os.getpid()))
+    mode = setup.get("mode", "fed")
+    pods = PodReader()
+    held: list[dict[str, Any]] = []
+    while True:
+        frame = await _frame(reader)
+        if frame is None:
+            return 0
+        if frame["k"] == START:
+            break
+        if mode == "local" and frame["k"] == POD:
+            pods.read(frame)
+        else:
+            held.append(frame)
+    runtime = _runtime(setup, mode, pods)
+    if mode == "fed":
+        for frame in held:
+            runtime.feed(frame)  # type: ignore[attr-defined]
+    engine = Engine(
+        runtime,
+        [StreamSink(sender)],
+        kube_version=setup.get("kube_version") or _default_kube(),
+        http_impl=setup.get("http_impl", "lean"),
+    )
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    run = asyncio.ensure_future(engine.run())
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, run.cancel)
+    commands = asyncio.ensure_future(_commands(reader, engine, runtime, sender, run))
+    late = asyncio.ensure_future(_lateness(engine, sender))
+    code = 0
+    try:
+        await run
+        sender.send({"k": END})
+    except asyncio.CancelledError:
+        pass
+    except Exception as e:  # the runtime failed: one line to the parent, which says it
+        sender.send({"k": FAIL, "message": str(e) or type(e).__name__})
+        code = 1
+    finally:
+        commands.cancel()
+        late.cancel()
+        sender.flush_report()
+        await _drain(transport)
+    return code
+
+
+def _default_kube() -> str:
+    from probetui.probe.base import DEFAULT_KUBE_VERSION
+
+    return DEFAULT_KUBE_VERSION
+
+
+def _runtime(setup: dict[str, Any], mode: str, pods: Any) -> Any:
+    source = str(setup.get("source", "shard"))
+    if mode == "local":
+        from probetui.runtime.local.process import REGISTRY
+        from probetui.runtime.local.runtime import LocalRuntime
+
+        # a SIGHUP or a crash of the shard kills its containers too (the local runtime's own)
+        REGISTRY.install_exit_handlers((signal.SIGHUP,))
+        return LocalRuntime(
+            list(pods.pods.values()), source=source, read_only=bool(setup.get("read_only"))
+        )
+    from probetui.shards.fed import FedRuntime
+
+    return FedRuntime(source, observes_kubelet=bool(setup.get("observes_kubelet")))
+
+
+async def _commands(
+    reader: asyncio.StreamReader,
+    engine: Any,
+    runtime: Any,
+    sender: Any,
+    run: asyncio.Future[None],
+) -> None:
+    from probetui.prober.worker import ProbeKey
+    from probetui.spec.model import ProbeType
+
+    while True:
+        try:
+            frame = await _frame(reader)
+        except ProtocolError as e:
+            log.error("shard: %s", e)
+            continue
+        if frame is None:
+            run.cancel()  # the parent closed our stdin: it is ending, or gone
+            return
+        kind = frame["k"]
+        if kind in (POD, MGR):
+            runtime.feed(frame)
+            continue
+        if kind != CMD:
+            continue
+        op, uid, name = frame.get("op"), frame.get("uid", ""), frame.get("c", "")
+        try:
+            if op == "probe_container":
+                n = engine.probe_container(uid, name)
+                sender.send(ack(frame["id"], n > 0, n))
+                continue
+            key = ProbeKey(uid, name, ProbeType.parse(frame.get("probe", "")))
+            if op == "probe":
+                ok = engine.probe_now(key)
+            elif op in ("pause", "resume"):
+                ok = engine.set_paused(key, op == "pause")
+            else:
+                sender.send(ack(frame.get("id", -1), False, error=f"unknown command {op!r}"))
+                continue
+            sender.send(ack(frame["id"], ok, int(ok)))
+        except (KeyError, ValueError) as e:
+            sender.send(ack(frame.get("id", -1), False, error=f"bad command: {e}"))
+
+
+async def _lateness(engine: Any, sender: Any) -> None:
+    while True:
+        await asyncio.sleep(LATE_EVERY)
+        sender.send({"k": LATE, "s": round(engine.lateness(), 4)})
+
+
+async def _drain(transport: asyncio.WriteTransport) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DRAIN_SECONDS
+    # polled: a plain Protocol's transport has no "buffer empty" callback to wait on
+    while transport.get_write_buffer_size() and loop.time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+    transport.close()
+
+
+def main() -> int:
+    die_with_parent()
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="shard: %(message)s")
+    return asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Fed mode: a source that runs once in the parent, its pods routed to the shards that own them.
+
+In the parent, `RouterHost` is the `RuntimeHost` the source drives: pod snapshots and the
+manager calls (`add_pod`, `update_pod_status`, `remove_pod`, through `ManagerProxy`) become
+frames to the owning shard; what the source reports itself (the kubelet's events) goes to the
+parent's sinks directly. In the shard, `FedRuntime` replays those frames onto the shard's own
+engine and manager, in the order the source made them.
+
+A source that needs more of the manager than those three calls (the cluster's divergence
+check reads the shadow's results) cannot be fed yet: `ManagerProxy` has nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from probetui.prober.clock import Clock, LoopClock
+from probetui.prober.status import PodStatus
+from probetui.record.snapshot import status_from_json, status_json
+from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeHost
+from probetui.spec.model import Pod
+from probetui.stream.codec import PodReader
+from probetui.stream.protocol import MGR, POD
+
+# -- the parent's side ------------------------------------------------------------------------
+
+
+class ManagerProxy:
+    """The three manager calls a source makes, sent to the shard that owns the pod."""
+
+    def __init__(self, send: Callable[[Pod, dict[str, Any]], None]) -> None:
+        self._send = send
+
+    def add_pod(self, pod: Pod, api_status: PodStatus | None = None) -> list[Any]:
+        frame: dict[str, Any] = {"k": MGR, "op": "add", "uid": pod.uid}
+        if api_status is not None:
+            frame["status"] = status_json(api_status)
+        self._send(pod, frame)
+        return []
+
+    def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
+        self._send(pod, {"k": MGR, "op": "update", "uid": pod.uid, "status": status_json(status)})
+        return status
+
+    def remove_pod(self, pod: Pod) -> None:
+        self._send(pod, {"k": MGR, "op": "remove", "uid": pod.uid})
+
+
+class RouterHost:
+    """What a source drives in the parent: each pod's doings go to its shard."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[Pod, PodStatus | None], None],
+        manager_call: Callable[[Pod, dict[str, Any]], None],
+        report: Callable[[RuntimeEvent], None],
+        lateness: Callable[[], float],
+    ) -> None:
+        self._clock: Clock = LoopClock()
+        self._snapshot = snapshot
+        self._report = report
+        self._lateness = lateness
+        self._manager = ManagerProxy(manager_call)
+        self._pods: dict[str, Pod] = {}
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def manager(self) -> Any:
+        return self._manager
+
+    def pod_snapshot(self, pod: Pod, status: PodStatus) -> None:
+        self._pods[pod.uid] = pod
+        self._snapshot(pod, status)
+
+    def pod_deleted(self, pod_uid: str) -> None:
+        pod = self._pods.pop(pod_uid, None)
+        if pod is not None:
+            self._snapshot(pod, None)
+
+    def report(self, event: RuntimeEvent) -> None:
+        self._report(event)
+
+    def lateness(self) -> float:
+        return self._lateness()
+
+    def settle_memory(self) -> None:
+        return None
+
+
+# -- the shard's side -------------------------------------------------------------------------
+
+
+class FedRuntime(Runtime):
+    """A shard's runtime in fed mode: the parent's frames, applied in order. Probes dial what
+    the pod names (the pod IP): only a source whose pods are reachable directly can be fed."""
+
+    via = "direct"
+
+    def __init__(self, source: str = "fed", observes_kubelet: bool = False) -> None:
+        self.source = source
+        self.observes_kubelet = observes_kubelet
+        self.pods = PodReader()
+        self._frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def feed(self, frame: dict[str, Any]) -> None:
+        self._frames.put_nowait(frame)
+
+    async def run(self, host: RuntimeHost) -> None:
+        while True:
+            self.apply(host, await self._frames.get())
+
+    def apply(self, host: RuntimeHost, frame: dict[str, Any]) -> None:
+        if frame["k"] == POD:
+            pod, status = self.pods.read(frame)
+            if status is None:
+                host.pod_deleted(pod.uid)
+            else:
+                host.pod_snapshot(pod, status)
+            return
+        if frame["k"] != MGR:
+            return
+        pod = self.pods.pods.get(frame["uid"])
+        if pod is None:
+            return  # a pod deleted in between: nothing to add, update or remove
+        op = frame["op"]
+        raw = frame.get("status")
+        status = status_from_json(raw) if raw is not None else None
+        if op == "add":
+            host.manager.add_pod(pod, api_status=status)
+        elif op == "update" and status is not None:
+            host.manager.update_pod_status(pod, status)
+        elif op == "remove":
+            host.manager.remove_pod(pod)
+
+
+__all__ = ["FedRuntime", "ManagerProxy", "RouterHost"]
