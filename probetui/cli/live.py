@@ -38,6 +38,13 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
         help="headless output format (implies --no-ui): one JSON object per line",
     )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run the prober in N shard processes split by pod (default 0: in this process)",
+    )
     add_summary_arguments(p)
     add_record_arguments(p)
 
@@ -189,6 +196,12 @@ def run_live(
     duration = args.duration
     if duration is not None and not duration > 0:
         raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
+    from probetui.shards.live import make_engine, shards_problem
+
+    shards = getattr(args, "shards", 0) or 0
+    problem = shards_problem(runtime, shards)
+    if problem:
+        raise UsageError(problem)
     summary = summary_sink(args, headless)
     # before anything starts: a path that cannot be recorded to is one line and exit 2
     recorder = open_recorder(
@@ -203,12 +216,15 @@ def run_live(
         if recorder is not None:
             recorder.start()
         if not headless:
-            from probetui.engine import Engine
             from probetui.ui.app import run as run_ui
 
             REGISTRY.install_exit_handlers()
             notices = [recorder.take_failure] if recorder is not None else []
-            engine = Engine(runtime, sinks, kube_version=kube_version)
+            engine = make_engine(
+                runtime, sinks, shards=shards, kube_version=kube_version, say=note, headless=False
+            )
+            if shards:
+                notices.append(engine.take_notice)
             archive = None
             if recorder is not None:
                 from probetui.record.archive import HistoryArchive
@@ -221,7 +237,7 @@ def run_live(
         # after anything that sets handlers: SIGHUP and crashes kill the children at once;
         # SIGINT and SIGTERM are taken over by the loop below for an orderly stop
         REGISTRY.install_exit_handlers()
-        return _headless(runtime, duration, sinks, kube_version)
+        return _headless(runtime, duration, sinks, kube_version, shards)
     finally:
         if recorder is not None:
             recorder.close()
@@ -265,9 +281,11 @@ def open_recorder(runtime: Runtime, path: str | None, retain: str | None, kube_v
         raise UsageError(str(e)) from None
 
 
-def _headless(runtime: Runtime, duration: float | None, sinks: list[Any], kube_version: str) -> int:
-    from probetui.engine import Engine
+def _headless(
+    runtime: Runtime, duration: float | None, sinks: list[Any], kube_version: str, shards: int = 0
+) -> int:
     from probetui.runtime.base import RuntimeFailure
+    from probetui.shards.live import make_engine
     from probetui.timeline.jsonl import JsonlWriter
 
     class Writer(JsonlWriter):
@@ -297,7 +315,14 @@ def _headless(runtime: Runtime, duration: float | None, sinks: list[Any], kube_v
             loop.add_signal_handler(sig, stop, sig)
         # from inside a sink call: cancel once the engine's callback has returned
         writer.on_broken = lambda: loop.call_soon(task.cancel)
-        engine = Engine(runtime, [writer, *sinks], kube_version=kube_version)
+        engine = make_engine(
+            runtime,
+            [writer, *sinks],
+            shards=shards,
+            kube_version=kube_version,
+            say=note,
+            headless=True,
+        )
         watch = asyncio.ensure_future(warn_when_behind(engine.lateness, note))
         try:
             await engine.run(duration)
