@@ -214,7 +214,7 @@ def feed(store: Store, recording: Recording, after: float, until: float, back: f
     A result change is published just before the attempt that caused it and belongs with it:
     it is fed exactly when that attempt is (the attempt's end is only known to the
     microsecond of its latency, and a cut between the two would reverse them)."""
-    window = list(recording.events(since=after - back, until=until, slack=back))
+    window = list(recording.events(since=after - back, until=until + back, slack=back))
     when = [published(e) for e in window]
     # the attempt after each result change of the same probe
     following: dict[tuple[str, str | None, str | None], int] = {}

@@ -5,6 +5,7 @@ step by step, or rebuilt on a seek back); notable moments are the recorded ones;
 from __future__ import annotations
 
 import asyncio
+import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
-from probetui.replay.player import NOTABLE, Player, feed, lookback
+from probetui.replay.player import NOTABLE, Player, feed, lookback, published
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.store import Store
 from tests.record.helpers import META, assert_same_store, record_demo
@@ -65,6 +66,50 @@ def test_the_store_at_the_cursor_does_not_depend_on_the_way_there(demo: dict[str
         # back: the store is rebuilt
         player.seek(instants[1])
         assert_same_store(fed_up_to(demo["path"], instants[1]), player.store)
+
+
+def _probe_state(store: Store) -> dict[ProbeKey, tuple[Any, ...]]:
+    """What the list and the threshold pane read of each probe at the cursor."""
+    out = {}
+    for key, h in store.probes.items():
+        last = h.recent(1)
+        entry = (last[0].kind, last[0].result_run, last[0].published) if last else None
+        out[key] = (h.published, h.result_run, h.last_result, h.on_hold, h.paused, entry)
+    return out
+
+
+def test_a_seek_to_random_cursors_equals_feeding_from_the_start(demo: dict[str, Any]) -> None:
+    """Seeks back and forth to cursors on recorded instants (stamps and ends of attempts, a
+    microsecond either side) and between them: the store equals everything fed up to there."""
+    rng = random.Random(14)
+    with open_recording(demo["path"]) as rec:
+        events = list(rec.events())
+        instants = [e.t for e in events] + [published(e) for e in events]
+        player = Player(rec)
+        for _ in range(12):
+            t = rng.choice(instants) + rng.choice((-1e-6, 0.0, 1e-6))
+            if rng.random() < 0.25:
+                t = rng.uniform(player.first, player.last)
+            player.seek(t)
+            assert_same_store(fed_up_to(demo["path"], player.now()), player.store)
+
+
+def test_a_seek_with_a_short_window_keeps_each_probes_state(demo: dict[str, Any]) -> None:
+    """A dense recording's window is seconds: the history before it is not in the store, but
+    every probe attempted within it stands as it did with everything fed."""
+    rng = random.Random(3)
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec)
+        player.window = 2.5
+        for _ in range(8):
+            t = rng.uniform(player.first + 3.0, player.last)
+            player.seek(player.first)
+            player.seek(t)
+            full = _probe_state(fed_up_to(demo["path"], player.now()))
+            got = _probe_state(player.store)
+            assert got, "probes were attempted within the window"
+            for key, state in got.items():
+                assert state == full[key], key
 
 
 def test_notable_moments_and_playing(demo: dict[str, Any]) -> None:
