@@ -17,6 +17,9 @@
   bytes on disk per attempt with the 24 h x 15,000-probe projection.
 - `python -m benchmarks.replay`: the replay screen's first screen, seeks and a 100x playing tick
   on a 15,000-probe recording, and the counterfactual over 24 h of one pod.
+- `python -m benchmarks.shards`: the prober in 1, 2, 4 shard processes beside the in-process
+  engine, HTTP and TCP: the largest attempt rate held with p99 tick lateness under 50 ms, and
+  CPU per attempt including the stream (issue 19).
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 
