@@ -25,6 +25,7 @@ from probetui.stream.protocol import (
     CMD,
     END,
     FAIL,
+    GROUPS,
     LATE,
     MAX_FRAME,
     MGR,
@@ -107,7 +108,7 @@ async def serve() -> int:
             pods.read(frame)
         else:
             held.append(frame)
-    runtime = _runtime(setup, mode, pods)
+    runtime = _runtime(setup, mode, pods, sender)
     if mode == "fed":
         for frame in held:
             runtime.feed(frame)  # type: ignore[attr-defined]
@@ -148,20 +149,44 @@ def _default_kube() -> str:
     return DEFAULT_KUBE_VERSION
 
 
-def _runtime(setup: dict[str, Any], mode: str, pods: Any) -> Any:
+def _runtime(setup: dict[str, Any], mode: str, pods: Any, sender: Any) -> Any:
     source = str(setup.get("source", "shard"))
     if mode == "local":
-        from probetui.runtime.local.process import REGISTRY
         from probetui.runtime.local.runtime import LocalRuntime
 
+        registry = _reporting_registry(sender)
         # a SIGHUP or a crash of the shard kills its containers too (the local runtime's own)
-        REGISTRY.install_exit_handlers((signal.SIGHUP,))
+        registry.install_exit_handlers((signal.SIGHUP,))
         return LocalRuntime(
-            list(pods.pods.values()), source=source, read_only=bool(setup.get("read_only"))
+            list(pods.pods.values()),
+            source=source,
+            read_only=bool(setup.get("read_only")),
+            registry=registry,
         )
     from probetui.shards.fed import FedRuntime
 
     return FedRuntime(source, observes_kubelet=bool(setup.get("observes_kubelet")))
+
+
+def _reporting_registry(sender: Any) -> Any:
+    """The local runtime's registry of container process groups, each change told to the
+    parent: a shard killed outright (SIGKILL, the OOM killer) stops nothing itself, so the
+    parent kills the groups it was last told of."""
+    from probetui.runtime.local.process import ProcessGroupRegistry
+
+    class Reporting(ProcessGroupRegistry):
+        def add(self, pgid: int) -> None:
+            super().add(pgid)
+            self._tell()
+
+        def discard(self, pgid: int) -> None:
+            super().discard(pgid)
+            self._tell()
+
+        def _tell(self) -> None:
+            sender.send({"k": GROUPS, "pgids": sorted(self.groups())})
+
+    return Reporting()
 
 
 async def _commands(

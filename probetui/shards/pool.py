@@ -55,6 +55,7 @@ class Shard:
     reader: PodReader = field(default_factory=PodReader)
     lateness: float = 0.0
     dropped: int = 0
+    groups: frozenset[int] = frozenset()  # local mode: its containers' process groups
     ended: bool = False
     started: int = 0  # processes started for this shard
     restarts: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_RESTARTS))
@@ -260,6 +261,10 @@ class ShardPool:
             await self._read(shard, proc)
         finally:
             code = await proc.wait()
+            # what a shard killed outright did not stop: its containers (they must not hold
+            # their ports against the next process of this shard, nor outlive probetui)
+            _kill_groups(shard.groups)
+            shard.groups = frozenset()
             await asyncio.wait({errors}, timeout=1.0)
             errors.cancel()
             shard.ready.set()  # a shard that died before its hello is not waited for
@@ -341,6 +346,8 @@ class ShardPool:
                 f"shard {shard.index}: {fresh} event(s) dropped, the reader too slow "
                 f"({n} in all, by type: {frame.get('by')}); they are not in the recording"
             )
+        elif kind == p.GROUPS:
+            shard.groups = frozenset(int(g) for g in frame.get("pgids", ()))
         elif kind == p.END:
             shard.ended = True
             self._poke()
@@ -453,6 +460,12 @@ class ShardPool:
     def set_paused(self, key: ProbeKey, paused: bool) -> bool:
         op = "pause" if paused else "resume"
         return self._command(op, key.pod_uid, key.container, key.probe_type.key) is not None
+
+
+def _kill_groups(groups: frozenset[int]) -> None:
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 def _status(code: int | None) -> str:

@@ -24,6 +24,9 @@ ACK = "ack"  # the answer to one command, by its id
 DROPPED = "dropped"  # frames a slow reader did not get, counted by kind since the start
 LATE = "late"  # how far behind its ticks the prober runs, seconds
 END = "end"  # the engine's runtime returned by itself (every pod ended)
+# local mode: the process groups of the containers the engine runs now, for the client to
+# kill should the engine die without stopping them (SIGKILL, the OOM killer)
+GROUPS = "groups"
 FAIL = "fail"  # the engine cannot go on: one line
 # client -> engine
 CMD = "cmd"  # probe now, pause, resume; answered by an ack
@@ -99,6 +102,7 @@ __all__ = [
     "END",
     "EVENT",
     "FAIL",
+    "GROUPS",
     "HELLO",
     "LATE",
     "MAX_FRAME",

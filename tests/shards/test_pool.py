@@ -85,6 +85,9 @@ def probetui() -> Iterator[Callable[..., subprocess.Popen[str]]]:
             proc.communicate(timeout=10)
 
 
+CHANCE = frozenset({"Unhealthy", "ProbeWarning"})
+
+
 def kinds_per_pod(out: str) -> dict[str, set[str]]:
     kinds: dict[str, set[str]] = defaultdict(set)
     for line in out.splitlines():
@@ -105,8 +108,11 @@ def test_a_sharded_run_prints_the_same_event_kinds_per_pod_as_the_engine_in_proc
     assert single.returncode == 0 and sharded.returncode == 0, (err1, err2)
     assert "2 shard process(es)" in err2 and "Traceback" not in err2
     one, two = kinds_per_pod(out1), kinds_per_pod(out2)
-    assert set(one) == {"p0", "p1", "p2", "p3"}
-    assert two == one
+    assert set(one) == {"p0", "p1", "p2", "p3"} == set(two)
+    for pod in one:
+        # a probe that fails on a loaded machine (a slow exec, a TCP accept backlog) adds the
+        # kubelet's Unhealthy to that run alone: not a difference of the engines
+        assert one[pod] ^ two[pod] <= CHANCE, (pod, one[pod] ^ two[pod])
     assert all({"ProbeAttempt", "ResultChanged", "ContainerStarted"} <= k for k in two.values())
 
 
@@ -167,7 +173,9 @@ async def test_probe_now_goes_to_the_owning_shard_and_is_acknowledged(tmp_path: 
 
 
 async def test_a_killed_shard_is_restarted_and_its_pods_are_probed_again(tmp_path: Path) -> None:
-    manifest, _ = pods_manifest(tmp_path)
+    """SIGKILL of a shard: a notice, a new process with the same pods, their probes run again;
+    the dead shard's containers (which it could not stop) are killed by the parent."""
+    manifest, pids = pods_manifest(tmp_path)
     pods = load_pods(manifest)
     sink = Events()
     pool = ShardPool(LocalRuntime(pods, source="test"), [sink], shards=2)
@@ -177,17 +185,23 @@ async def test_a_killed_shard_is_restarted_and_its_pods_are_probed_again(tmp_pat
         victim = pool.shards[shard_of(pods[0].uid, 2)]
         old = victim.pid
         assert old is not None
+        mine = [p for p in pods if shard_of(p.uid, 2) == victim.index]
+        await until(lambda: len(victim.groups) == len(mine), 5)
+        orphans = list(victim.groups)
         os.kill(old, signal.SIGKILL)
         killed_at = time.time()
         await until(lambda: victim.alive and victim.pid != old, 30)
         assert any("died (killed by SIGKILL); restarting" in n for n in pool.notices)
-        mine = [p for p in pods if shard_of(p.uid, 2) == victim.index]
+        await until(lambda: not any(alive(g) for g in orphans), 5)
         await until(lambda: all(sink.attempts(p.uid, killed_at) for p in mine), 30)
         assert not run.done()
+        # and the new ones are fresh processes, every one of which ends with the pool
+        await until(lambda: len(victim.groups) == len(mine), 10)
     finally:
         run.cancel()
         await asyncio.gather(run, return_exceptions=True)
     assert not alive(old)
+    assert not any(alive(int(pid)) for pid in pids.read_text().split())
 
 
 def test_sigterm_ends_every_shard_and_container(
