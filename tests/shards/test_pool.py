@@ -232,3 +232,30 @@ def test_kill_9_of_probetui_takes_its_shards_and_their_containers_down(
     proc.kill()
     proc.wait(timeout=5)
     wait_for(lambda: not any(alive(p) for p in shards + containers), 10)
+
+
+def test_a_sharded_run_is_recorded_whole_in_the_parent(
+    probetui: Callable[..., subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """--record with --shards: the recorder is fed in the parent from the decoded stream, so
+    the replay's JSONL is the live run's, line for line."""
+    manifest, _ = pods_manifest(tmp_path)
+    rec = tmp_path / "rec.db"
+    live = probetui(
+        "local",
+        str(manifest),
+        "--no-ui",
+        "--duration",
+        "2.5",
+        "--shards",
+        "2",
+        "--record",
+        str(rec),
+    )
+    out, err = live.communicate(timeout=30)
+    assert live.returncode == 0, err
+    replay = probetui("replay", str(rec), "--no-ui", "--output", "jsonl")
+    back, err = replay.communicate(timeout=30)
+    assert replay.returncode == 0, err
+    assert '"ProbeAttempt"' in out
+    assert sorted(back.splitlines()) == sorted(out.splitlines())
