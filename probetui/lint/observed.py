@@ -96,8 +96,12 @@ class Seen:
 class Observed:
     """lint's `Evidence` over a set of pod histories (see the module docstring)."""
 
-    def __init__(self, histories: Iterable[PodHistory], source: str) -> None:
+    def __init__(
+        self, histories: Iterable[PodHistory], source: str, *, replay: bool = True
+    ) -> None:
         self.source = source  # "recording night.db", "cluster default for 2m", "live session"
+        # whether findings replay their proposals (the UI's pane leaves that to its what-if)
+        self.replay = replay
         self.histories = list(histories)
         self._by_object: dict[tuple[str, str, str], list[PodHistory]] = defaultdict(list)
         for h in self.histories:

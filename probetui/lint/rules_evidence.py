@@ -78,7 +78,7 @@ def _replayable(s: Seen) -> bool:
 def what_if_words(observed: Observed, s: Seen | None, overrides: tuple[str, ...]) -> str:
     """'; counterfactual (pod web-1, 10 min): kills 3 -> 0, restarts 3 -> 0, not ready 95 s ->
     12 s', or why there is none. Empty without a proposed setting."""
-    if not overrides:
+    if not overrides or not observed.replay:
         return ""
     if s is None:
         return "; no shadow attempts were recorded to replay the proposal against"

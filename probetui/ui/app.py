@@ -157,6 +157,12 @@ class ProbeApp(App[None]):
         rows = key_rows(self.screen.active_bindings, self.get_key_display)
         self.push_screen(HelpScreen(rows, self.ctx.read_only))
 
+    def action_what_if(self) -> None:
+        """The what-if screen for the threshold pane's proposals (`screens/whatif.py`)."""
+        from probetui.ui.screens.whatif import open_what_if
+
+        open_what_if(self, self._main)
+
     def action_screenshot_svg(self) -> None:
         name = f"probetui-{datetime.now():%Y%m%d-%H%M%S}.svg"
         try:

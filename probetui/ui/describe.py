@@ -1,7 +1,10 @@
 """Words for what a probe's settings and state mean: the Threshold state pane's sentences.
 
 Pure functions of the probe as written and the worker's counters, so they can be tested
-without a screen.
+without a screen. `divergence_lines` says why the shadow and the kubelet disagree (issue 16,
+item 5), from a `Divergence` event's fields as the cluster runtime wrote them
+(`runtime/kubernetes/divergence.py`: both verdicts, since when, the shadow's path and the
+likely reasons: path, timing, flakiness, vantage), for the pane and the details alike.
 """
 
 from __future__ import annotations
@@ -146,3 +149,23 @@ def run_words(
     if left <= 1:
         return head + f"the next success {oks[0]}"
     return head + _count(left, "more success", oks, in_a_row=False)
+
+
+def divergence_lines(
+    fields: dict[str, object], cleared: str | None = None, since: str | None = None
+) -> list[str]:
+    """The disagreement in one line, then one line per likely reason (the reasons are long:
+    each gets the width, in the pane and, wider, in the details). `cleared`: the
+    DivergenceCleared message when the two agree again; `since`: when it began, as a clock."""
+    head = str(fields.get("message") or "the shadow and the kubelet disagree")
+    if since:
+        head += f" (since {since})"
+    if cleared:
+        head = f"was: {head}; {cleared}"
+    via = fields.get("via")
+    if via:
+        head += f" · shadow via {via}"
+    reasons = fields.get("likely") or ()
+    if not isinstance(reasons, list | tuple):
+        reasons = (str(reasons),)
+    return [head, *(f"likely {r}" for r in reasons)]

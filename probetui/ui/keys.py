@@ -13,6 +13,7 @@ APP: list[BindingType] = [
     Binding("q", "quit", "quit", id="probetui.quit"),
     Binding("question_mark", "help", "help", id="probetui.help"),
     Binding("s", "screenshot_svg", "screenshot", id="probetui.screenshot"),
+    Binding("a", "what_if", "what-if", show=False, id="probetui.what-if"),
 ]
 
 MAIN: list[BindingType] = [
@@ -66,9 +67,17 @@ WORKLOADS: list[BindingType] = [
 HELP: list[BindingType] = [
     Binding("escape,q,question_mark", "dismiss", "close", id="probetui.help-close"),
 ]
+# the what-if screen's, likewise
+WHAT_IF: list[BindingType] = [
+    Binding("escape,q,a", "dismiss", "close", id="probetui.what-if-close"),
+]
 
 # bindings active at the same time, so two of them on one key would clash (a keymap's check)
-SCOPES: tuple[tuple[list[BindingType], ...], ...] = ((APP, MAIN, WORKLOADS, REPLAY), (HELP,))
+SCOPES: tuple[tuple[list[BindingType], ...], ...] = (
+    (APP, MAIN, WORKLOADS, REPLAY),
+    (HELP,),
+    (WHAT_IF,),
+)
 # keys Textual itself holds on every screen
 RESERVED = {
     "ctrl+p": "the command palette",
@@ -107,6 +116,7 @@ ORDER = (
     "filter",
     "follow",
     "details",
+    "what_if",
     "screenshot_svg",
     "quit",
     "help",
@@ -148,6 +158,7 @@ EXPLAIN = {
     "probe_all": "probe now: every probe of the container",
     "pause": "pause / resume the selected probe's worker",
     "filter": "filter workloads by pod, container, namespace",
+    "what_if": "what-if: replay the advice's proposed setting over this session's history",
     "follow": "timeline: follow now / stay put",
     "details": "details: full width, two lines an attempt",
     "next_probe": "select the next probe (▶)",

@@ -1,21 +1,33 @@
 """The Threshold state pane: each probe as written, its published result, the current run in
-words, the countdown to the next attempt, gating, and what the settings mean in seconds."""
+words, the countdown to the next attempt, gating, and what the settings mean in seconds.
+
+Below them, for the selected probe: why the shadow and the kubelet disagree, when they do or
+did (issue 16, item 5), and what `probetui lint` advises, worst first (issue 15, item 3: the
+static and model rules on the pod's spec now, the evidence rules on the store's history, from
+`lint.live.Advisor`, cached and asked from the poll, never from `render`). To make room within
+the pane's fixed height the other probes then take one line each. A finding that proposes a
+setting can be tried in the what-if screen (its key is in the border's subtitle).
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widget import Widget
 
+from probetui.lint.live import Advice, Advisor
+from probetui.lint.model import Finding, Severity
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, Skip
 from probetui.redact import mask
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.history import Kind, ProbeHistory
-from probetui.timeline.store import ContainerKey
+from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import glyphs as g
+from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import (
     detect_seconds,
+    divergence_lines,
     duration,
     handler_text,
     latency,
@@ -26,6 +38,32 @@ from probetui.ui.describe import (
 
 ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SPARK_N = 24
+# the pane's height in app.tcss (11) less its border: three lines for each of three probes
+LINES = 9
+SEVERITY_GLYPH = {
+    Severity.ERROR: ("✖", g.BAD),
+    Severity.WARNING: ("!", g.WARN),
+    Severity.INFO: ("i", g.INFO),
+}
+
+
+def last_divergence(
+    history: ContainerHistory | None, probe: ProbeType
+) -> tuple[dict[str, object], str | None] | None:
+    """The newest Divergence of the probe in the container's marks, and the DivergenceCleared
+    message when the two agreed again after it."""
+    if history is None:
+        return None
+    found: tuple[dict[str, object], str | None] | None = None
+    for m in history.marks:
+        # a Divergence without a probe is about Ready: readiness's verdict
+        if (m.probe or ProbeType.READINESS.key) != probe.key:
+            continue
+        if m.type == "Divergence":
+            found = (m.fields, None)
+        elif m.type == "DivergenceCleared" and found is not None:
+            found = (found[0], str(m.fields.get("message", "agree again")))
+    return found
 
 
 def sparkline(samples: list[tuple[float, int]], timeout: float) -> Text:
@@ -69,6 +107,9 @@ class ThresholdPane(Widget):
         self.key: ContainerKey | None = None
         self.probe = ProbeType.READINESS
         self._last: Text | None = None
+        self.advisor = Advisor(ctx.store, ctx.now)
+        self.advice: Advice | None = None  # the selected container's, as last drawn
+        self.selected: ProbeType | None = None  # the probe the advice is for, as last drawn
 
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
         self.key, self.probe = key, probe
@@ -95,6 +136,8 @@ class ThresholdPane(Widget):
 
     def _text(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
+        self.advice = self.selected = None
+        self._subtitle(self.probe)  # no advice: no hint
         if self.key is None:
             text.append("no container selected", style=g.DIM)
             return text
@@ -109,6 +152,10 @@ class ThresholdPane(Widget):
             return text
         history = self.ctx.store.containers.get(self.key)
         secrets = self.ctx.secrets(self.key.pod_uid)
+        self.advice = self.advisor.advice(self.key)
+        selected = self.probe if any(pt is self.probe for pt, _ in probes) else probes[0][0]
+        self.selected = selected
+        extra = self._extra_lines(history, selected, secrets)
         first = True
         for pt, probe in probes:
             assert probe is not None
@@ -116,8 +163,76 @@ class ThresholdPane(Widget):
                 text.append("\n")
             first = False
             h = history.probes.get(pt) if history is not None else None
-            self._probe_block(text, pod, container, pt, probe, h, secrets)
+            if extra and pt is not selected:
+                self._probe_line(text, pt, probe, h, secrets)
+            else:
+                self._probe_block(text, pod, container, pt, probe, h, secrets)
+        room = LINES - 3 - (len(probes) - 1)
+        if len(extra) > room:
+            more = len(extra) - room + 1
+            extra = [
+                *extra[: room - 1],
+                Text(f"… {more} more: enter shows the details wider", style=g.DIM),
+            ]
+        for line in extra:
+            text.append("\n")
+            text.append_text(line)
+        self._subtitle(selected)
         return text
+
+    def proposals(self) -> list[Finding]:
+        """The findings for the selected probe that propose a setting, worst first."""
+        if self.advice is None or self.selected is None:
+            return []
+        return [f for f in self.advice.for_probe(self.selected) if f.hit.overrides]
+
+    def _subtitle(self, probe: ProbeType) -> None:
+        findings = self.advice.for_probe(probe) if self.advice is not None else []
+        hint = ""
+        if any(f.hit.overrides for f in findings):
+            hint = f"{keys.shown(self.app, 'probetui.what-if')} what-if"
+        if self.border_subtitle != hint:
+            self.border_subtitle = hint
+
+    def _extra_lines(
+        self, history: ContainerHistory | None, probe: ProbeType, secrets: tuple[str, ...]
+    ) -> list[Text]:
+        """The divergence and the advice for the selected probe, a Text a line."""
+        lines: list[Text] = []
+        div = last_divergence(history, probe)
+        if div is not None:
+            fields, cleared = div
+            since = fields.get("since")
+            clock = self.ctx.clock(float(since)) if isinstance(since, int | float) else None
+            for i, words in enumerate(divergence_lines(fields, cleared, clock)):
+                line = Text(no_wrap=True, overflow="ellipsis")
+                line.append(f"{g.DIVERGE} " if i == 0 else "  ", style="magenta")
+                line.append(mask(words, secrets), style="magenta" if i == 0 and not cleared else "")
+                lines.append(line)
+        findings = self.advice.for_probe(probe) if self.advice is not None else []
+        for f in findings:
+            lines.append(finding_line(f, secrets))
+        return lines
+
+    def _probe_line(
+        self,
+        text: Text,
+        pt: ProbeType,
+        probe: Probe,
+        h: ProbeHistory | None,
+        secrets: tuple[str, ...],
+    ) -> None:
+        """A probe that is not selected, in one line, while the selected one's advice shows."""
+        text.append(" ")
+        text.append(f"{pt.key:<10} ", style="bold")
+        published = h.published if h is not None else None
+        if published is None:
+            text.append(f"{g.NOT_YET} none yet", style=g.DIM)
+        else:
+            text.append(
+                f"{g.RESULT_GLYPH[published]} {published.label}", style=g.RESULT_STYLE[published]
+            )
+        text.append("  " + handler_text(probe, secrets), style=g.DIM)
 
     def _probe_block(
         self,
@@ -220,6 +335,17 @@ class ThresholdPane(Widget):
             return ""
         left = cs.running.started_at + probe.initial_delay_seconds - now
         return f": first attempt in {duration(max(0.0, left))}" if left > 0 else ""
+
+
+def finding_line(f: Finding, secrets: tuple[str, ...] = ()) -> Text:
+    """One finding: severity glyph, rule id, the message, the fix."""
+    glyph, style = SEVERITY_GLYPH[f.severity]
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(f"{glyph} ", style=style + " bold")
+    line.append(f"{f.rule.id}: ", style=style)
+    line.append(mask(f.hit.message, secrets))
+    line.append(f" · fix: {mask(f.fix, secrets)}", style=g.DIM)
+    return line
 
 
 def _state(h: ProbeHistory | None) -> tuple[ResultValue | None, int, bool]:

@@ -1,0 +1,183 @@
+"""The lint advice live (issue 15, item 3) and the divergence reasons where they show (issue 16,
+item 5), with the Pilot on the synthetic store: the threshold pane lists the selected probe's
+findings worst first, says why the shadow and the kubelet disagree, and a key (remappable)
+opens the what-if of a proposed setting, replayed over the session's history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Static
+
+from probetui.lint.live import REFRESH, Advisor
+from probetui.timeline.events import Event
+from probetui.timeline.store import ContainerKey, Store
+from probetui.ui.describe import divergence_lines
+from probetui.ui.screens.main import MainScreen
+from probetui.ui.screens.whatif import WhatIfScreen
+from tests.ui.fakes import T_END, make_app
+
+SIZE = (160, 45)
+API = ContainerKey("uid-api", "api")
+CRASHY = ContainerKey("uid-crashy", "worker")
+LIKELY = [
+    "network path: the shadow reaches localhost inside the pod through the API server; the "
+    "kubelet dials the pod IP from its node",
+    "timing: the two workers probe at different instants of each period",
+    "flakiness: failureThreshold 1 turns one slow answer into a flip",
+]
+
+
+def diverge(store: Store, t: float = T_END - 20) -> None:
+    """A Divergence of api/api's readiness as the cluster runtime writes it."""
+    store.event(
+        Event(
+            "Divergence",
+            t,
+            "uid-api",
+            "shop",
+            "api",
+            "api",
+            "readiness",
+            "shadow",
+            {
+                "shadow": "ready",
+                "kubelet": "not ready",
+                "since": t - 12.0,
+                "via": "port-forward",
+                "likely": LIKELY,
+                "message": "kubelet says not ready, shadow says ready for 12s",
+            },
+        )
+    )
+
+
+def pane_text(app: Any) -> str:
+    screen = app.screen
+    assert isinstance(screen, MainScreen)
+    return screen.threshold.render().plain
+
+
+async def test_the_pane_lists_the_selected_probes_findings_worst_first() -> None:
+    """crashy/worker's liveness timed out on 9% of its attempts: the evidence rule (a warning)
+    comes before the manifest's infos; the other probes keep one line; the border names the
+    what-if key because the first finding proposes a setting."""
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.workloads.select(CRASHY)
+        await pilot.pause()
+        lines = pane_text(app).splitlines()
+        advice = [ln for ln in lines if ln[:2] in ("! ", "i ", "✖ ")]
+        assert advice[0].startswith("! observed-latency-near-timeout: 'worker' liveness: 9.1%")
+        assert "fix: timeoutSeconds: 2" in advice[0]
+        assert all(ln.startswith("i ") for ln in advice[1:])
+        assert app.screen.threshold.border_subtitle == "a what-if"
+
+
+async def test_divergence_reasons_show_in_the_pane_and_wider_in_details() -> None:
+    app, store, _ = make_app()
+    diverge(store)
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.workloads.select(API)
+        await pilot.pause()
+        text = pane_text(app)
+        assert "≠ kubelet says not ready, shadow says ready for 12s (since" in text
+        assert "likely network path: the shadow reaches localhost" in text
+        assert "likely timing: the two workers probe at different instants" in text
+        assert "likely flakiness: failureThreshold 1 turns one slow answer into a flip" in text
+        narrow = app.screen.threshold.size.width
+        await pilot.press("enter")  # details: the pane takes the width, the reasons with it
+        await pilot.pause()
+        assert "likely network path" in pane_text(app)
+        assert app.screen.threshold.size.width > narrow + 40
+
+
+async def test_a_cleared_divergence_says_it_was() -> None:
+    app, store, _ = make_app()
+    diverge(store, T_END - 40)
+    store.event(
+        Event(
+            "DivergenceCleared",
+            T_END - 10,
+            "uid-api",
+            "shop",
+            "api",
+            "api",
+            "readiness",
+            "shadow",
+            {"message": "shadow and kubelet agree again after 30s"},
+        )
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.workloads.select(API)
+        await pilot.pause()
+        assert "≠ was: kubelet says not ready" in pane_text(app)
+        assert "agree again after 30s" in pane_text(app)
+
+
+async def test_the_what_if_key_replays_the_proposal_side_by_side() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.workloads.select(CRASHY)
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, WhatIfScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        body = str(app.screen.query_one("#whatif-body", Static).render())
+        assert "observed-latency-near-timeout  propose liveness.timeoutSeconds=2" in body
+        assert "self-check (model with the recorded settings" in body
+        # the synthetic history does not fit the model: the coarser model stands in, side by side
+        assert "settings now" in body and "proposal" in body
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_the_what_if_key_says_when_nothing_is_proposed() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()  # api/api: infos only, none proposes a setting
+        assert app.screen.threshold.border_subtitle == ""
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert any("proposes no setting" in n.message for n in app._notifications)
+
+
+async def test_the_what_if_key_is_remappable() -> None:
+    app, _, _ = make_app(keymap={"probetui.what-if": "y"})
+    async with app.run_test(size=SIZE) as pilot:
+        app.screen.workloads.select(CRASHY)
+        await pilot.pause()
+        assert app.screen.threshold.border_subtitle == "y what-if"
+        await pilot.press("a")
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("y")
+        await pilot.pause()
+        assert isinstance(app.screen, WhatIfScreen)
+        await app.workers.wait_for_complete()
+
+
+def test_the_advisor_caches_until_the_spec_changes_or_refresh_passes() -> None:
+    _, store, _ = make_app()
+    now = [T_END]
+    advisor = Advisor(store, lambda: now[0])
+    first = advisor.advice(CRASHY)
+    assert first is not None and advisor.advice(CRASHY) is first
+    store.containers[CRASHY].version += 1  # the history moved on: stands for REFRESH
+    assert advisor.advice(CRASHY) is first
+    now[0] += REFRESH
+    assert advisor.advice(CRASHY) is not first
+    assert advisor.advice(ContainerKey("uid-gone", "x")) is None
+
+
+def test_divergence_lines_words() -> None:
+    fields = {"message": "kubelet says ready, shadow says not ready for 15s", "via": "proxy"}
+    assert divergence_lines({**fields, "likely": ["timing: x"]}, None, "12:00:00") == [
+        "kubelet says ready, shadow says not ready for 15s (since 12:00:00) · shadow via proxy",
+        "likely timing: x",
+    ]
+    assert divergence_lines({}, "agree again after 3s") == [
+        "was: the shadow and the kubelet disagree; agree again after 3s"
+    ]
