@@ -421,14 +421,17 @@ class Recording:
         types: Collection[str] | None = None,
         *,
         slack: float | None = None,
+        records: bool = True,
     ) -> Iterator[Event]:
         """Every recorded event with since <= t <= until, in time order (module docstring).
 
         `slack`: at least how long an attempt can take (the replay's lookback). Given, a probe's
         chunk is decoded no further than `slack` past `until`, where nothing up to `until` can
         follow (items are published in order, an attempt stamped with its start); a seek into
-        a long chunk then decodes what it needs, not the rest."""
-        for _, _, event in self._keyed(since, until, pod_uids, types, slack):
+        a long chunk then decodes what it needs, not the rest. Without `records`, attempts
+        come with their fields alone (`record` None), for readers of fields: the counterfactual
+        reads a day of a pod's answers."""
+        for _, _, event in self._keyed(since, until, pod_uids, types, slack, records):
             yield event
 
     def _keyed(
@@ -438,6 +441,7 @@ class Recording:
         pod_uids: Collection[str] | None,
         types: Collection[str] | None,
         slack: float | None = None,
+        records: bool = True,
     ) -> Iterator[tuple[float, int, Event]]:
         lo = -math.inf if since is None else since
         hi = math.inf if until is None else until
@@ -445,7 +449,7 @@ class Recording:
         streams: list[Iterator[tuple[float, int, Event]]] = []
         if wanted is None or wanted & ITEM_TYPES:
             ids = self._probe_ids(pod_uids)
-            streams.append(self._item_stream(lo, hi, ids, wanted, slack))
+            streams.append(self._item_stream(lo, hi, ids, wanted, slack, records))
         if wanted is None or wanted - ITEM_TYPES:
             streams.append(self._row_stream(lo, hi, pod_uids, wanted))
         return heapq.merge(*streams, key=lambda x: (x[0], x[1]))
@@ -457,6 +461,7 @@ class Recording:
         probe_ids: set[int] | None,
         wanted: frozenset[str] | None,
         slack: float | None = None,
+        records: bool = True,
     ) -> Iterator[tuple[float, int, Event]]:
         """Items of every segment, merged: a segment joins once the merge reaches its start."""
         order = itertools.count()
@@ -465,7 +470,7 @@ class Recording:
         pending = next(segments, None)
         while heap or pending is not None:
             while pending is not None and (not heap or pending[0] <= heap[0][0]):
-                it = self._segment_events(pending[2], pending[3], lo, hi, wanted, slack)
+                it = self._segment_events(pending[2], pending[3], lo, hi, wanted, slack, records)
                 first = next(it, None)
                 if first is not None:
                     heapq.heappush(heap, (first[0], next(order), first[1], it))
@@ -488,6 +493,7 @@ class Recording:
         hi: float,
         wanted: frozenset[str] | None,
         slack: float | None = None,
+        records: bool = True,
     ) -> Iterator[tuple[float, Event]]:
         ref = self._ref(probe_id)
         us = codec.US
@@ -502,7 +508,7 @@ class Recording:
             tp = template(item.shape)
             if wanted is not None and EVENT_TYPE[tp.kind] not in wanted:
                 continue
-            yield key / us, tp.event(ref, item)
+            yield key / us, tp.event(ref, item, records)
 
     def _row_stream(
         self,

@@ -133,7 +133,9 @@ class Template:
             paused,
         )
 
-    def event(self, ref: ProbeRef, item: Item) -> Event:
+    def event(self, ref: ProbeRef, item: Item, records: bool = True) -> Event:
+        """The item's event; without `records`, an attempt's fields alone (its ProbeRecord
+        is not built once the shape's fields are known: a reader of fields is spared it)."""
         kind = self.kind
         t = item.t / US
         key = ref.key
@@ -153,15 +155,16 @@ class Template:
             )
 
         if kind == "A":
-            record = self.record(key, item)
             base = self._fields
+            record = self.record(key, item) if records or base is None else None
             if base is None:
+                assert record is not None
                 fields = attempt_fields(record, self.via)
                 self._fields = dict(fields)
             else:
                 # a copy keeps the keys' order; setting an existing key keeps its place
                 fields = base.copy()
-                fields["resultRun"] = record.result_run
+                fields["resultRun"] = item.run
                 if "latency_ms" in fields:
                     fields["latency_ms"] = round(item.latency / US * 1000.0, 3)
             return Event(
@@ -174,7 +177,7 @@ class Template:
                 ref.probe,
                 SHADOW,
                 fields,
-                record,
+                record if records else None,
             )
         if kind == "S":
             record = self.record(key, item)

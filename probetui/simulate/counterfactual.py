@@ -187,10 +187,15 @@ def _warm_up(c: Container, start_after: float) -> float:
 
 
 def _model(
-    rec: RecordedPod, pod: Pod, name: str, origin: float, app: App
+    rec: RecordedPod,
+    pod: Pod,
+    name: str,
+    origin: float,
+    app: App,
+    attempts: dict[tuple[int, float, str], Attempt] | None = None,
 ) -> tuple[list[Event], dict[str, AnswerBook]]:
     books = {
-        c.name: AnswerBook(rec.containers[c.name], c)
+        c.name: AnswerBook(rec.containers[c.name], c, attempts)
         for c in rec.pod.probed_containers()
         if c.name in rec.containers
     }
@@ -340,13 +345,14 @@ def counterfactual(
     # up to the first stop that no probe caused: what follows it is not the probes' doing
     compared_until = min([rec.until, *(t for t in rc.stops if t > compared_from)])
     recorded = _summarize_recorded(rc, compared_from, compared_until)
-    events, books = _model(rec, rec.pod, container, origin, app)
+    attempts: dict[tuple[int, float, str], Attempt] = {}
+    events, books = _model(rec, rec.pod, container, origin, app, attempts)
     baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
     periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
     check = self_check(recorded, baseline, max(periods, default=10) + MATCH_SLACK)
     what_if = None
     if what_if_pod is not None and check.passed:
-        events, books = _model(rec, what_if_pod, container, origin, app)
+        events, books = _model(rec, what_if_pod, container, origin, app, attempts)
         what_if = _summarize_model(
             events, container, compared_from, compared_until, books[container]
         )

@@ -83,6 +83,17 @@ def test_events_read_with_a_slack_equal_events_read_whole(demo: Path) -> None:
             return [(e.to_line(), e.record, e.state) for e in rec.events(**kw)]
 
         for _ in range(25):
-            lo, hi = sorted(rng.choice((rng.choice(instants), rng.uniform(first, last))) for _ in "ab")
+            lo, hi = sorted(
+                rng.choice((rng.choice(instants), rng.uniform(first, last))) for _ in "ab"
+            )
             assert seen(since=lo, until=hi, slack=back) == seen(since=lo, until=hi), (lo, hi)
         assert seen(until=rng.uniform(first, last), slack=back) != []
+
+
+def test_events_without_records_carry_the_same_fields(demo: Path) -> None:
+    with open_recording(demo) as rec:
+        whole = list(rec.events())
+        bare = list(rec.events(records=False))
+    assert [e.to_line() for e in bare] == [e.to_line() for e in whole]
+    assert all(e.record is None for e in bare if e.type == "ProbeAttempt")
+    assert any(e.type == "ProbeAttempt" for e in bare)
