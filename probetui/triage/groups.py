@@ -140,9 +140,10 @@ def recent_restarts(store: Store, uids: list[str], now: float) -> int:
     return n
 
 
-def worst_member(store: Store, uids: list[str]) -> ContainerKey | None:
-    """The replica's container that most needs looking at (the first, where none does)."""
-    best: tuple[int, ContainerKey] | None = None
+def ranked(store: Store, uids: list[str]) -> list[tuple[int, ContainerKey]]:
+    """The replicas' containers by how much they need looking at (`problem_score`), most
+    first; equal ones in the order of `uids`."""
+    scored: list[tuple[int, int, ContainerKey]] = []
     for uid in uids:
         entry = store.pods.get(uid)
         if entry is None:
@@ -150,9 +151,15 @@ def worst_member(store: Store, uids: list[str]) -> ContainerKey | None:
         for c in entry.shown_containers():
             key = ContainerKey(uid, c.name)
             score = problem_score(entry, c, store.containers.get(key))
-            if best is None or score > best[0]:
-                best = (score, key)
-    return best[1] if best is not None else None
+            scored.append((-score, len(scored), key))
+    scored.sort()
+    return [(-score, key) for score, _, key in scored]
+
+
+def worst_member(store: Store, uids: list[str]) -> ContainerKey | None:
+    """The replica's container that most needs looking at (the first, where none does)."""
+    order = ranked(store, uids)
+    return order[0][1] if order else None
 
 
 class Fleet(NamedTuple):
@@ -193,6 +200,7 @@ __all__ = [
     "fleet",
     "group_id",
     "problem_score",
+    "ranked",
     "recent_restarts",
     "split_group",
     "summarize",

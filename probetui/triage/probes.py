@@ -2,7 +2,8 @@
 `WorkloadSummary` line counts.
 
 Per container name and probe type: how many replicas pass, fail, are on hold (a liveness or
-startup failure acted on, waiting for the new container) or are unknown now; the latency
+startup failure acted on, waiting for the new container) or are unknown now (no result, or
+none from an attempt yet: an initial value says nothing about the replica); the latency
 percentiles over every replica's recent attempts against the probe's timeoutSeconds; and the
 replicas that differ from the rest, by state (the failing one among passing ones) or by
 latency (one replica far slower than the others, or near its timeout while they are not).
@@ -19,7 +20,7 @@ from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import ProbeHistory
 from probetui.timeline.store import ContainerKey, Store
-from probetui.triage.groups import PROBE_ORDER, Summary, summarize, worst_member
+from probetui.triage.groups import PROBE_ORDER, Summary, ranked, summarize
 
 # the attempts of each replica the percentiles are taken over: recent enough to say how the
 # probe does now, enough of them that one slow attempt is not the p90
@@ -57,6 +58,8 @@ class ProbeAcross(NamedTuple):
     p99: float | None
     attempts: int  # how many latencies the percentiles are taken over
     differ: tuple[Differ, ...]
+    states: dict[ContainerKey, str]  # each replica's state now
+    medians: dict[ContainerKey, float]  # each replica's median latency, where it has enough
 
     @property
     def timeout(self) -> float:
@@ -68,7 +71,22 @@ class WorkloadProbes(NamedTuple):
     summary: Summary
     probes: tuple[ProbeAcross, ...]
     several: bool  # the pods have several containers: the view names the container
-    worst: ContainerKey | None  # the replica's container that most needs looking at
+    # (problem score, container), worst first: by score, then those that differ from the rest
+    replicas: tuple[tuple[int, ContainerKey], ...]
+
+    @property
+    def worst(self) -> ContainerKey | None:
+        """The replica's container that most needs looking at: the highest problem score
+        (`groups.problem_score`), else one that differs from the rest (a slow one)."""
+        return self.replicas[0][1] if self.replicas else None
+
+    @property
+    def differing(self) -> bool:
+        """Whether anything sets the worst replica apart from the others."""
+        if not self.replicas:
+            return False
+        score, key = self.replicas[0]
+        return score > 0 or any(d.key == key for p in self.probes for d in p.differ)
 
 
 def percentile(sorted_values: list[float], p: float) -> float | None:
@@ -80,7 +98,11 @@ def percentile(sorted_values: list[float], p: float) -> float | None:
 
 
 def state_of(h: ProbeHistory | None) -> str:
+    """A replica's state on one probe now. Before its first attempt a probe has only its
+    initial value (readiness Failure, liveness Success): nothing to judge the replica by yet."""
     if h is None or h.published is None or h.published is ResultValue.UNKNOWN:
+        return UNKNOWN
+    if not any(h.counts[kind] for kind in Kind.ATTEMPTS):
         return UNKNOWN
     if h.published is ResultValue.FAILURE:
         return HOLD if h.on_hold else FAIL
@@ -156,6 +178,8 @@ def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> P
         percentile(pooled, 99.0),
         len(pooled),
         tuple(differ),
+        {key: state for key, _, state in states},
+        medians,
     )
 
 
@@ -175,9 +199,11 @@ def workload_probes(store: Store, gid: str, uids: list[str]) -> WorkloadProbes:
         for pt in PROBE_ORDER
         if pt in types
     )
-    return WorkloadProbes(
-        gid, summarize(store, uids), probes, len(names) > 1, worst_member(store, uids)
-    )
+    differ = {d.key for p in probes for d in p.differ}
+    order = ranked(store, uids)
+    # stable: equal scores keep the list's order, the differing ones first among them
+    replicas = sorted(order, key=lambda r: (-r[0], r[1] not in differ))
+    return WorkloadProbes(gid, summarize(store, uids), probes, len(names) > 1, tuple(replicas))
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
-from probetui.triage.groups import problem_score, recent_restarts, split_group, workloads
+from probetui.triage.groups import recent_restarts, split_group, workloads
 from probetui.triage.probes import FAIL, HOLD, PASS, UNKNOWN, ProbeAcross, workload_probes
 
 WORKLOAD_SUMMARY = "WorkloadSummary"
@@ -66,17 +66,11 @@ def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dic
     view = workload_probes(store, gid, uids)
     s = view.summary
     worst = worst_probe(view.probes)
+    # a replica is named only where something is wrong with it
     worst_pod = None
-    if view.worst is not None:
+    if view.worst is not None and view.differing:
         entry = store.pods.get(view.worst.pod_uid)
-        c = entry.pod.container(view.worst.container) if entry is not None else None
-        # a replica is named only where something is wrong with it
-        if (
-            entry is not None
-            and c is not None
-            and problem_score(entry, c, store.containers.get(view.worst))
-        ):
-            worst_pod = entry
+        worst_pod = entry.pod.name if entry is not None else None
     return {
         "type": WORKLOAD_SUMMARY,
         "ts": datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds"),
@@ -95,7 +89,7 @@ def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dic
         "restartsLastHour": recent_restarts(store, uids, now),
         "worstProbe": worst.probe.key if worst is not None else None,
         "worstContainer": worst.container if worst is not None else None,
-        "worstReplica": worst_pod.pod.name if worst_pod is not None else None,
+        "worstReplica": worst_pod,
         "probes": [_probe_json(p) for p in view.probes],
     }
 

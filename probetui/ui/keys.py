@@ -61,6 +61,7 @@ WORKLOADS: list[BindingType] = [
     Binding("end,G", "jump(-1)", "last", show=False, id="probetui.last"),
     Binding("z", "fold", "fold workload", show=False, id="probetui.fold"),
     Binding("Z", "fold_all", "fold all workloads", show=False, id="probetui.fold-all"),
+    Binding("w", "worst", "worst replica", show=False, id="probetui.worst-replica"),
 ]
 
 # the help screen's own, over everything else: it may reuse keys of the screens below it
@@ -128,6 +129,7 @@ ORDER = (
     "jump(-1)",
     "fold",
     "fold_all",
+    "worst",
     "next_probe",
     "prev_probe",
     "output",
@@ -183,6 +185,7 @@ EXPLAIN = {
     "jump(-1)": "last container",
     "fold": "fold / unfold the workload under its line",
     "fold_all": "fold / unfold every workload",
+    "worst": "the workload's worst replica: its line and timeline",
     "play": "replay: play / pause",
     "step(-10)": "replay: cursor 10 s back",
     "step(10)": "replay: cursor 10 s on",

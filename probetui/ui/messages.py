@@ -11,6 +11,8 @@ from probetui.timeline.store import ContainerKey
 
 @dataclass
 class ContainerSelected(Message):
-    """The cursor of the workload list is on another container (or on none)."""
+    """The cursor of the workload list is on another container (or on none). On a workload's
+    line `key` is its replica most in need of a look and `group` the workload's id."""
 
     key: ContainerKey | None
+    group: str = ""

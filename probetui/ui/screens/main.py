@@ -1,4 +1,5 @@
-"""The main screen: workloads on the left; timeline, threshold state and attempts on the right.
+"""The main screen: workloads on the left; timeline, threshold state and attempts on the right,
+or, with the cursor on a workload's line, that workload's probes across its replicas.
 
 The screen owns the layout and the selection (container, probe). On each tick of the app's
 timer it asks the store what changed since it last looked and redraws only that.
@@ -26,6 +27,7 @@ from probetui.ui.widgets.footer import KeyFooter
 from probetui.ui.widgets.header import DetailHeader, TopBar
 from probetui.ui.widgets.threshold import ThresholdPane
 from probetui.ui.widgets.timeline import Timeline
+from probetui.ui.widgets.workload_probes import WorkloadProbeView
 from probetui.ui.widgets.workloads import SORTS, WorkloadHeader, WorkloadList
 
 # the probe shown first when a container is selected: the one most often in trouble first
@@ -41,6 +43,7 @@ class MainScreen(Screen[None]):
         super().__init__()
         self.ctx = ctx
         self.selected: ContainerKey | None = None
+        self.group = ""  # the workload whose line the cursor is on: its probe view shows
         self.probe = ProbeType.READINESS
         self.details = False
         self._version = -1
@@ -62,6 +65,7 @@ class MainScreen(Screen[None]):
         self.timeline = Timeline(ctx, id="timeline")
         self.threshold = ThresholdPane(ctx, id="threshold")
         self.attempts = AttemptLog(ctx, id="attempts")
+        self.workload_view = WorkloadProbeView(ctx, id="workload-probes")
 
     def compose(self) -> ComposeResult:
         yield self.topbar
@@ -75,6 +79,7 @@ class MainScreen(Screen[None]):
                 yield self.timeline
                 yield self.threshold
                 yield self.attempts
+                yield self.workload_view
         yield KeyFooter()
 
     def on_mount(self) -> None:
@@ -89,20 +94,23 @@ class MainScreen(Screen[None]):
         store = self.ctx.store
         now = self.ctx.now()
         wl = self.workloads
-        details_dirty = False
+        details_dirty = workload_dirty = False
         if store.layout_version != self._layout:
             self._layout = store.layout_version
             wl.rebuild()
             self._resorted = now
             self._pane_title()
             self.workloads_header.refresh()  # a namespace column may come or go
-            details_dirty = True
+            details_dirty = workload_dirty = True
         elif store.version != self._version:
             if wl.sort != "name" and now - self._resorted >= RESORT_EVERY:
                 wl.rebuild()
                 self._resorted = now
+                workload_dirty = True
             else:
-                wl.refresh_keys(store.changed_since(self._version))
+                changed = store.changed_since(self._version)
+                wl.refresh_keys(changed)
+                workload_dirty = bool(self.group) and self.workload_view.covers(changed)
             if self.selected is not None:
                 history = store.containers.get(self.selected)
                 details_dirty = history is not None and history.version > self._version
@@ -114,6 +122,8 @@ class MainScreen(Screen[None]):
             details_dirty = True
         if details_dirty:
             self._refresh_details()
+        if workload_dirty and self.group:
+            self.workload_view.show(self.group, wl.members.get(self.group, []))
         self.topbar.tick()
         self.timeline.tick()
         self.threshold.tick()
@@ -147,6 +157,13 @@ class MainScreen(Screen[None]):
     @on(ContainerSelected)
     def _selected(self, message: ContainerSelected) -> None:
         self.selected = message.key
+        if message.group or self.group:
+            # a workload's line: its probes across replicas take the place of one container's
+            self.group = message.group
+            self.set_class(bool(message.group), "-workload")
+            if message.group:
+                members = self.workloads.members.get(message.group, [])
+                self.workload_view.show(message.group, members)
         spec = self.ctx.container_spec(message.key) if message.key is not None else None
         if spec is not None and spec[1].probe(self.probe) is None:
             for pt in PREFERRED:

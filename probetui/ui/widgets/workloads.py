@@ -24,6 +24,7 @@ from textual.widgets import Static
 from probetui.prober.status import PodSnapshot
 from probetui.timeline.store import ContainerKey
 from probetui.triage.groups import PROBE_ORDER, group_id, problem_score, summarize, worst_member
+from probetui.triage.probes import workload_probes
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
@@ -231,13 +232,23 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         its replica most in need of a look), or -1 past the ends."""
         return start if 0 <= start < len(self.rows) else -1
 
+    @property
+    def selected_group(self) -> str:
+        """The workload whose line the cursor is on ("" on a container's line)."""
+        return self._row_group(self.cursor)
+
+    def _row_group(self, i: int) -> str:
+        return self.rows[i].group if 0 <= i < len(self.rows) else ""
+
     def _set_cursor(self, cursor: int, announce: bool = False) -> None:
         old = self.cursor
         if cursor == -1 and self.rows:
             cursor = self._next_container(0, 1)
         before = self.selected if old == cursor else self._row_key(old)
+        group_before = self._row_group(old)
         self.cursor = cursor
         changed = self.selected
+        group = self.selected_group
         if old != cursor:
             if 0 <= old < len(self.rows):
                 self.refresh_line(old)
@@ -245,8 +256,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 self.refresh_line(cursor)
         if cursor >= 0:
             self._scroll_to_cursor()
-        if announce or changed != before:
-            self.post_message(ContainerSelected(changed))
+        if announce or changed != before or group != group_before:
+            self.post_message(ContainerSelected(changed, group))
 
     def _scroll_to_cursor(self) -> None:
         y = self.cursor
@@ -342,6 +353,21 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 if gid:
                     self.cursor = self.rows.index(Row("", None, gid))
         self.rebuild()
+
+    def action_worst(self) -> None:
+        """To the worst replica of the cursor's workload: its container's line, unfolded."""
+        if not 0 <= self.cursor < len(self.rows):
+            return
+        row = self.rows[self.cursor]
+        gid = row.group
+        if not gid:
+            entry = self.ctx.store.pods.get(row.pod_uid)
+            gid = group_id(entry.pod) if entry is not None else ""
+        # the probe view's worst (a slow replica counts there), so `w` goes where it says
+        view = workload_probes(self.ctx.store, gid, self.members.get(gid, [])) if gid else None
+        key = view.worst if view is not None else None
+        if key is None or not self.select(key):
+            self.app.bell()
 
     def action_jump(self, where: int) -> None:
         if self.rows:
