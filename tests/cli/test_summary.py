@@ -1,0 +1,156 @@
+"""`--summary DURATION` (issue 16, item 6): the cluster view headless against the API emulator
+writes a `WorkloadSummary` line per workload every DURATION beside the event lines; read-only,
+it still sends only get/list/watch; bad values are one line and exit 2 before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from probetui.cli import main
+from tests.cli.test_cluster import _clean_env, _one_error_line, api, api_config, run_probetui
+from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
+
+__all__ = ["_clean_env", "api", "api_config"]  # fixtures, used by name
+
+HASH = "7d9f8b6c4"
+
+
+@pytest.fixture
+async def ready_server() -> AsyncIterator[int]:
+    """/ready answers 200, /broken 500: two replicas pass, one fails, from one server."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(status=500 if request.path == "/broken" else 200, text="ok")
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    finally:
+        await runner.cleanup()
+
+
+def replica(suffix: str, port: int, path: str) -> dict[str, Any]:
+    pod = make_pod(
+        f"payments-{HASH}-{suffix}",
+        labels={"app": "payments", "pod-template-hash": HASH},
+        containers=[
+            container(
+                "app", ports=(port,), readiness=http_get_probe(path, port, period=1, failure=1)
+            )
+        ],
+    )
+    pod["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": f"payments-{HASH}",
+            "uid": "rs-uid",
+            "controller": True,
+        }
+    ]
+    return pod
+
+
+def payments(api: ApiEmulator, port: int) -> None:
+    for suffix, path in (("a1b2c", "/ready"), ("d3e4f", "/broken"), ("g5h6i", "/ready")):
+        api.add_pod(replica(suffix, port, path))
+        api.map_port(f"payments-{HASH}-{suffix}", port, port)
+
+
+def summaries(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [x for x in lines if x["type"] == "WorkloadSummary"]
+
+
+@pytest.mark.slow
+async def test_a_workload_summary_line_every_interval(
+    api: ApiEmulator, tmp_path: Path, ready_server: int
+) -> None:
+    payments(api, ready_server)
+    config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    args = ("--no-ui", "--output", "jsonl", "--summary", "1s", "--duration", "4.5")
+    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), timeout=40)
+    assert code == 0, err
+    seen = summaries(lines)
+    # one line a workload each second: the three replicas are one Deployment
+    assert len(seen) >= 3 and {x["name"] for x in seen} == {"payments"}
+    last = seen[-1]
+    assert (last["namespace"], last["kind"], last["replicas"]) == ("default", "Deployment", 3)
+    assert {"ts", "pod", "container", "probe", "source"} <= set(last)
+    (ready,) = last["probes"]
+    assert (ready["probe"], ready["pass"], ready["fail"], ready["timeoutSeconds"]) == (
+        "readiness",
+        2,
+        1,
+        1.0,
+    )
+    assert ready["latency_ms"]["p99"] is not None and ready["latency_ms"]["attempts"] >= 3
+    assert [d["pod"] for d in ready["differ"]] == [f"payments-{HASH}-d3e4f"]
+    assert last["shadowNotReady"] == 1 and last["worstProbe"] == "readiness"
+    assert last["worstReplica"] == f"payments-{HASH}-d3e4f"
+    # the event lines go on beside them
+    assert any(x["type"] == "ProbeAttempt" for x in lines)
+
+
+@pytest.mark.slow
+async def test_read_only_summary_still_sends_only_get_list_watch(
+    api: ApiEmulator, tmp_path: Path, ready_server: int
+) -> None:
+    api.role = "view"
+    payments(api, ready_server)
+    config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    args = ("--read-only", "--no-ui", "--output", "jsonl", "--summary", "1s", "--duration", "2.5")
+    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), timeout=40)
+    assert code == 0, err
+    assert api.non_read_requests() == []
+    assert {r.method for r in api.requests} == {"GET"}
+    seen = summaries(lines)
+    assert seen and seen[-1]["replicas"] == 3
+    # nothing probed through the API server read-only: the shadow knows nothing of them yet
+    assert seen[-1]["probes"][0]["unknown"] == 3 and seen[-1]["ready"] == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("abc", "not a duration"), ("0.5s", "at least 1s"), ("0", "more than 0 seconds")],
+)
+def test_bad_summary_values_are_one_line_and_exit_2(
+    value: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        "  - {name: c, command: [sleep, '60']}\n"
+    )
+    assert main(["local", str(manifest), "--no-ui", "--summary", value]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith(f"probetui: error: --summary {value!r}: ") and words in err
+
+
+def test_summary_on_the_screen_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+        "  - {name: c, command: [sleep, '60']}\n"
+    )
+    assert main(["local", str(manifest), "--summary", "30s"]) == 2
+    assert "only headless" in _one_error_line(capsys)
+
+
+def test_the_cluster_view_checks_summary_before_it_connects(
+    api_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # api_config's emulator has stopped: a connection would fail, the value fails first
+    assert main(["--kubeconfig", str(api_config), "--no-ui", "--summary", "soon"]) == 2
+    assert "--summary 'soon': not a duration" in _one_error_line(capsys)
