@@ -4,39 +4,20 @@ it still sends only get/list/watch; bad values are one line and exit 2 before an
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from probetui.cli import main
+from tests.cli.test_check import web_app
 from tests.cli.test_cluster import _clean_env, _one_error_line, api, api_config, run_probetui
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 
-__all__ = ["_clean_env", "api", "api_config"]  # fixtures, used by name
+# fixtures, used by name; web_app answers /ok 200 and /fail 503
+__all__ = ["_clean_env", "api", "api_config", "web_app"]
 
 HASH = "7d9f8b6c4"
-
-
-@pytest.fixture
-async def ready_server() -> AsyncIterator[int]:
-    """/ready answers 200, /broken 500: two replicas pass, one fails, from one server."""
-
-    async def handle(request: web.Request) -> web.Response:
-        return web.Response(status=500 if request.path == "/broken" else 200, text="ok")
-
-    app = web.Application()
-    app.router.add_route("GET", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    finally:
-        await runner.cleanup()
 
 
 def replica(suffix: str, port: int, path: str) -> dict[str, Any]:
@@ -62,7 +43,7 @@ def replica(suffix: str, port: int, path: str) -> dict[str, Any]:
 
 
 def payments(api: ApiEmulator, port: int) -> None:
-    for suffix, path in (("a1b2c", "/ready"), ("d3e4f", "/broken"), ("g5h6i", "/ready")):
+    for suffix, path in (("a1b2c", "/ok"), ("d3e4f", "/fail"), ("g5h6i", "/ok")):
         api.add_pod(replica(suffix, port, path))
         api.map_port(f"payments-{HASH}-{suffix}", port, port)
 
@@ -73,9 +54,9 @@ def summaries(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 async def test_a_workload_summary_line_every_interval(
-    api: ApiEmulator, tmp_path: Path, ready_server: int
+    api: ApiEmulator, tmp_path: Path, web_app: int
 ) -> None:
-    payments(api, ready_server)
+    payments(api, web_app)
     config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
     args = ("--no-ui", "--output", "jsonl", "--summary", "1s", "--duration", "4.5")
     code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), timeout=40)
@@ -103,10 +84,10 @@ async def test_a_workload_summary_line_every_interval(
 
 @pytest.mark.slow
 async def test_read_only_summary_still_sends_only_get_list_watch(
-    api: ApiEmulator, tmp_path: Path, ready_server: int
+    api: ApiEmulator, tmp_path: Path, web_app: int
 ) -> None:
     api.role = "view"
-    payments(api, ready_server)
+    payments(api, web_app)
     config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
     args = ("--read-only", "--no-ui", "--output", "jsonl", "--summary", "1s", "--duration", "2.5")
     code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), timeout=40)

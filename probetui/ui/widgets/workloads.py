@@ -320,15 +320,19 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             nxt = self._next_container(target, -direction)
         self._set_cursor(nxt)
 
+    def _cursor_group(self) -> str:
+        """The workload of the cursor's line: its own on a workload's line, else its pod's."""
+        if not 0 <= self.cursor < len(self.rows):
+            return ""
+        row = self.rows[self.cursor]
+        if row.group:
+            return row.group
+        entry = self.ctx.store.pods.get(row.pod_uid)
+        return group_id(entry.pod) if entry is not None else ""
+
     def action_fold(self) -> None:
         """Collapse the cursor's workload to its line, or expand it."""
-        if not 0 <= self.cursor < len(self.rows):
-            return
-        row = self.rows[self.cursor]
-        gid = row.group
-        if not gid:
-            entry = self.ctx.store.pods.get(row.pod_uid)
-            gid = group_id(entry.pod) if entry is not None else ""
+        gid = self._cursor_group()
         if not gid:
             return
         if gid in self.collapsed:
@@ -346,23 +350,15 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             self.collapsed.clear()
         else:
             self.collapsed = everything
-            if 0 <= self.cursor < len(self.rows) and not self.rows[self.cursor].group:
-                row = self.rows[self.cursor]
-                entry = self.ctx.store.pods.get(row.pod_uid)
-                gid = group_id(entry.pod) if entry is not None else ""
-                if gid:
-                    self.cursor = self.rows.index(Row("", None, gid))
+            gid = self._cursor_group()
+            if gid:
+                # the cursor's container goes out of the list: its workload's line keeps the place
+                self.cursor = self.rows.index(Row("", None, gid))
         self.rebuild()
 
     def action_worst(self) -> None:
         """To the worst replica of the cursor's workload: its container's line, unfolded."""
-        if not 0 <= self.cursor < len(self.rows):
-            return
-        row = self.rows[self.cursor]
-        gid = row.group
-        if not gid:
-            entry = self.ctx.store.pods.get(row.pod_uid)
-            gid = group_id(entry.pod) if entry is not None else ""
+        gid = self._cursor_group()
         # the probe view's worst (a slow replica counts there), so `w` goes where it says
         view = workload_probes(self.ctx.store, gid, self.members.get(gid, [])) if gid else None
         key = view.worst if view is not None else None
