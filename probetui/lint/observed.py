@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 ANSWERED = (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
 # the counterfactual's cache: a UI asks the same what-if on every repaint of its screen
 _WHAT_IF_CACHE = 256
+# what lint replays of a history for one finding: the stretch before and around the problem
+# (a counterfactual costs about 0.6 ms a minute of history, twice: lint's budget is 5 ms an
+# object); the UI's what-if screen replays all the session holds
+REPLAY_SECONDS = 240.0
+REPLAY_AFTER = 60.0
 
 
 @dataclass(slots=True)
@@ -45,10 +50,29 @@ class PodHistory:
     pod: Pod  # the latest spec seen (what is linted)
     rec: RecordedPod  # from the spec in force when the window opened
     divergences: list[Event] = field(default_factory=list)
+    # the events `rec` was made of (the same list, not a copy): a shorter window is cut from it
+    events: list[Event] = field(default_factory=list, repr=False)
 
     @property
     def seconds(self) -> float:
         return max(0.0, self.rec.until - self.rec.since)
+
+    def window(self, since: float, until: float) -> RecordedPod:
+        """The history over [since, until] within it, each container running at `since`
+        carried in as the full history saw it (its start, restart count and Ready)."""
+        since, until = max(since, self.rec.since), min(until, self.rec.until)
+        if since <= self.rec.since and until >= self.rec.until:
+            return self.rec
+        before: dict[str, tuple[float, int, bool]] = {}
+        for name, rc in self.rec.containers.items():
+            for inst in rc.instances:
+                if inst.start < since and (inst.end is None or inst.end > since):
+                    ready = rc.ready_at_since
+                    for t, value in rc.ready:
+                        if t <= since:
+                            ready = value
+                    before[name] = (inst.start, inst.restart_count, ready)
+        return recorded_pod(self.rec.pod, self.events, since, until, started_before=before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +133,9 @@ class Observed:
             self._by_object[(pod.namespace, "Pod", pod.name)].append(h)
             if pod.owner_kind and pod.owner_name:
                 self._by_object[(pod.namespace, pod.owner_kind, pod.owner_name)].append(h)
-        self._what_if: dict[tuple[str, str, tuple[str, ...]], Counterfactual | str] = {}
+        self._what_if: dict[
+            tuple[str, str, tuple[str, ...], float | None], Counterfactual | str
+        ] = {}
 
     def __len__(self) -> int:
         return len(self.histories)
@@ -134,14 +160,24 @@ class Observed:
     # -- what a setting would have changed ---------------------------------------------------
 
     def what_if(
-        self, history: PodHistory, container: str, overrides: tuple[str, ...]
+        self,
+        history: PodHistory,
+        container: str,
+        overrides: tuple[str, ...],
+        focus: float | None = None,
     ) -> Counterfactual | str:
-        """The counterfactual of `overrides` over the pod's history, or why there is none."""
-        key = (history.rec.pod.uid, container, overrides)
+        """The counterfactual of `overrides` over the pod's history, or why there is none.
+        With `focus` (the time of the problem), over the REPLAY_SECONDS up to REPLAY_AFTER
+        past it; without, over the whole history."""
+        key = (history.rec.pod.uid, container, overrides, focus)
         cached = self._what_if.get(key)
         if cached is None:
+            rec = history.rec
+            if focus is not None:
+                until = min(rec.until, focus + REPLAY_AFTER)
+                rec = history.window(until - REPLAY_SECONDS, until)
             try:
-                cached = counterfactual(history.rec, container, list(overrides))
+                cached = counterfactual(rec, container, list(overrides))
             except (CounterfactualError, ValueError) as e:
                 cached = str(e)
             except Exception as e:  # one odd history must not stop a lint run
@@ -187,7 +223,7 @@ def from_recording(recording: Recording) -> Observed:
         before = _running_before(recording.status_at(info.uid, lo), lo)
         rec = recorded_pod(first, events, lo, hi, started_before=before)
         divergences = [e for e in events if e.type == "Divergence"]
-        histories.append(PodHistory(last, rec, divergences))
+        histories.append(PodHistory(last, rec, divergences, events))
     return Observed(histories, source)
 
 
@@ -297,7 +333,7 @@ def pod_history(
     before = _running_before(status, since)
     # a container running since before the history began: its start-up is not in it
     rec = recorded_pod(pod, events, since, now, started_before=before)
-    return PodHistory(pod, rec, [e for e in events if e.type == "Divergence"])
+    return PodHistory(pod, rec, [e for e in events if e.type == "Divergence"], events)
 
 
 def from_store(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from probetui.lint import simulated
 from probetui.lint.model import PROBE_FIELD, Evidence, Hit, LintObject, Rule, Severity, Slot
@@ -75,19 +75,27 @@ def _replayable(s: Seen) -> bool:
     return any(inst.answers for inst in s.container.instances)
 
 
-def what_if_words(observed: Observed, s: Seen | None, overrides: tuple[str, ...]) -> str:
-    """'; counterfactual (pod web-1, 10 min): kills 3 -> 0, restarts 3 -> 0, not ready 95 s ->
-    12 s', or why there is none. Empty without a proposed setting."""
+def what_if_words(
+    observed: Observed,
+    s: Seen | None,
+    overrides: tuple[str, ...],
+    focus: Callable[[Seen], float | None] | None = None,
+) -> str:
+    """'; counterfactual (pod web-1, 5 min) with ...: kills 3 -> 0, restarts 3 -> 0, not ready
+    95 s -> 12 s', or why there is none. Empty without a proposed setting. `focus` gives the
+    time of the problem in the history: the replay is the stretch up to it (`Observed.what_if`)."""
     if not overrides or not observed.replay:
         return ""
     if s is None:
         return "; no shadow attempts were recorded to replay the proposal against"
-    cf = observed.what_if(s.history, s.container.name, overrides)
+    at = focus(s) if focus is not None else None
+    cf = observed.what_if(s.history, s.container.name, overrides, at)
     return "; " + counterfactual_words(cf, s.history)
 
 
 def counterfactual_words(cf: Counterfactual | str, history: PodHistory) -> str:
-    where = f"pod {history.pod.name}, {_span(history.seconds)}"
+    span = history.seconds if isinstance(cf, str) else cf.until - cf.since
+    where = f"pod {history.pod.name}, {_span(span)}"
     if isinstance(cf, str):
         return f"no counterfactual ({where}): {cf}"
     if not cf.check.passed or cf.what_if is None:
@@ -99,6 +107,23 @@ def counterfactual_words(cf: Counterfactual | str, history: PodHistory) -> str:
         f"restarts {r.restarts} -> {w.restarts}, not ready {r.not_ready_seconds:.0f} s -> "
         f"{w.not_ready_seconds:.0f} s ({w.inferred_share:.0%} of answers inferred)"
     )
+
+
+def _last(times: Iterable[float]) -> float | None:
+    return max(times, default=None)
+
+
+def _last_start_trouble(s: Seen) -> float | None:
+    """The last kill, else the end of the slowest start."""
+    kill = _last(t for t, _ in s.container.kills)
+    if kill is not None:
+        return kill
+    slowest = max(
+        (i for i in s.container.instances if i.startup_end is not None),
+        key=lambda i: (i.startup_end or 0.0) - i.start,
+        default=None,
+    )
+    return slowest.startup_end if slowest is not None else None
 
 
 def _worst(seen: list[Seen], score: object) -> Seen | None:
@@ -155,7 +180,14 @@ def observed_latency_near_timeout(obj: LintObject, evidence: Evidence | None) ->
             container=c.name,
             probe=pt,
             message=f"{c.name!r} {pt.key}: {said} ({_pods(seen)})"
-            + what_if_words(observed, s, overrides),
+            + what_if_words(
+                observed,
+                s,
+                overrides,
+                lambda s, pt=pt, limit=HEADROOM * timeout: _last(
+                    t for t, k, v in s.answers(pt) if k == Kind.TIMEOUT or v >= limit
+                ),
+            ),
             fix=f"timeoutSeconds: {proposed}, or make the endpoint answer faster",
             overrides=overrides,
         )
@@ -206,7 +238,7 @@ def observed_start_near_budget(obj: LintObject, evidence: Evidence | None) -> It
             message=f"{c.name!r} {' and '.join(parts)} against a budget of {seconds(limit)} "
             f"({pt.key}: delay {probe.initial_delay_seconds} + failureThreshold "
             f"{probe.failure_threshold} x periodSeconds {probe.period_seconds}) ({_pods(seen)})"
-            + what_if_words(observed, s, overrides),
+            + what_if_words(observed, s, overrides, _last_start_trouble),
             fix=f"{field_}.failureThreshold: {threshold}"
             + ("" if pt is ProbeType.STARTUP else ", or add a startupProbe with that budget"),
             overrides=overrides,
@@ -245,7 +277,9 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
             message=f"{c.name!r} lost Ready {flaps} times ({rate:.0f} an hour, {_pods(seen)}) "
             f"with readiness failureThreshold {probe.failure_threshold} x periodSeconds "
             f"{probe.period_seconds}: each loss takes the pod out of its Services"
-            + what_if_words(observed, s, overrides),
+            + what_if_words(
+                observed, s, overrides, lambda s: _last(t for t, r in s.container.ready if not r)
+            ),
             fix=f"readinessProbe.failureThreshold: {threshold}, or find what makes it fail",
             overrides=overrides,
         )

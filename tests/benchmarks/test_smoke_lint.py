@@ -16,13 +16,22 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_lint_benchmark_gives_every_figure() -> None:
-    result = lint.run(objects=200, files=4, seed=15, repeat=1, evidence_repeat=2)
+    result = lint.run(
+        objects=200, files=4, seed=15, repeat=1, evidence_repeat=2, history_minutes=10
+    )
     run = result["lint"]
     assert run["objects"] == 200 and run["problems"] == 0
     assert run["findings"] > 200 and run["simulations"] > 0
     assert run["total_s"] > 0
     assert [e["rule"] for e in result["evidence"]] == list(lint.SIMULATED_RULES)
     assert all(e["ms_per_object"] > 0 for e in result["evidence"])
+    assert [e["rule"] for e in result["observed"]] == list(lint.EVIDENCE_RULES)
+    assert all(e["ms_per_object"] > 0 for e in result["observed"])
+    assert {e["rule"] for e in result["observed"] if e["replayed"]} == {
+        "observed-latency-near-timeout",
+        "observed-start-near-budget",
+        "readiness-flapping",
+    }
     assert "ms per object" in lint.table(result)
 
 

@@ -85,7 +85,7 @@ def divergence(t: float, probe_key: str = "readiness", via: str = "port-forward"
 def observed(pod: Pod, events: list[Event], duration: float) -> Observed:
     rec = recorded_pod(pod, events, 0.0, duration)
     divs = [e for e in events if e.type == "Divergence"]
-    return Observed([PodHistory(pod, rec, divs)], "test")
+    return Observed([PodHistory(pod, rec, divs, events)], "test")
 
 
 def findings(

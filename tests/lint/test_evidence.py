@@ -63,7 +63,8 @@ def test_latency_hit_counts_the_attempts_that_time_out_and_proposes_a_timeout() 
     assert "5.8% of 121 attempts would time out at 1 s" in f.hit.message
     assert f.hit.overrides == ("readiness.timeoutSeconds=2",)
     assert f.fix.startswith("timeoutSeconds: 2")
-    assert "counterfactual (pod web, 10 min) with readiness.timeoutSeconds=2" in f.hit.message
+    # replayed over the 4 min up to a minute past the last timeout (lint's bounded replay)
+    assert "counterfactual (pod web, 4 min) with readiness.timeoutSeconds=2" in f.hit.message
     assert f.hit.path.endswith("readinessProbe.timeoutSeconds")
 
 
@@ -124,8 +125,9 @@ def test_flapping_hit_counts_ready_losses_and_proposes_a_threshold() -> None:
     (f,), _ = findings(pod, simulate(pod, _flapping(10), 1800), 1800, "readiness-flapping")
     assert "lost Ready 10 times (20 an hour, 1 pod over 30 min)" in f.hit.message
     assert f.hit.overrides == ("readiness.failureThreshold=3",)
-    # two failures in a row at most: with three needed, no loss at all
-    assert "not ready 100 s -> 0 s" in f.hit.message, f.hit.message
+    # two failures in a row at most: with three needed, no loss at all (the last 4 min of it:
+    # two losses of 10 s each)
+    assert "not ready 20 s -> 0 s" in f.hit.message, f.hit.message
 
 
 def test_flapping_near_miss_two_losses() -> None:
@@ -216,7 +218,8 @@ def test_lint_recording_alone_lints_the_recorded_pods(
     flaps = by_rule["readiness-flapping"]
     assert flaps["object"] == {"kind": "Pod", "namespace": "default", "name": "web"}
     assert flaps["proposed"] == ["readiness.failureThreshold=3"]
-    assert "counterfactual (pod web, 30 min)" in flaps["message"]
+    assert "counterfactual (pod web, 4 min) with readiness.failureThreshold=3" in flaps["message"]
+    assert "s -> 0 s" in flaps["message"]
 
 
 def test_lint_recording_with_manifests_matches_the_workload(
