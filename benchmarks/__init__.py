@@ -20,6 +20,8 @@
 - `python -m benchmarks.shards`: the prober in 1, 2, 4 shard processes beside the in-process
   engine, HTTP and TCP: the largest attempt rate held with p99 tick lateness under 50 ms, and
   CPU per attempt including the stream (issue 19).
+- `python -m benchmarks.triage`: the workload's probe view and one `--summary` tick over 2,000
+  pods in 100 Deployments (issue 16): view p50/p99, summary tick and per workload.
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 
