@@ -34,6 +34,9 @@ def render(
         if not found:
             continue
         head = f"{obj.file}, document {obj.document}: {obj.ref}"
+        if obj.document.startswith("pod "):
+            # an object of a recording or a cluster: the pod whose spec was linted
+            head = f"{obj.file}: {obj.ref} (spec of {obj.document})"
         lines.append(_paint(head, _BOLD, colour))
         found.sort(key=lambda f: (-f.severity.rank, f.line or 0, f.rule.id))
         for f in found:

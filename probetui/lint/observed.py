@@ -242,14 +242,13 @@ def recorded_objects(observed: Observed, file: str) -> list[LintObject]:
             newest[key] = h
     out = []
     for (namespace, kind, name), h in sorted(newest.items()):
-        where = f"{kind} {namespace}/{name}"
         out.append(
             LintObject(
                 kind=kind,
                 name=name,
                 namespace=namespace,
                 file=file,
-                document=f"pod {h.pod.namespace}/{h.pod.name}" if kind != "Pod" else where,
+                document=f"pod {h.pod.namespace}/{h.pod.name}",
                 line=None,
                 pod=h.pod,
                 spec_path="spec",

@@ -262,3 +262,24 @@ def test_lint_recording_bad_input_is_one_line_and_status_2(
     assert len(err) == 1 and "notes.txt" in err[0] and "Traceback" not in err[0]
     assert main(["lint", "-n", "default"]) == 2
     assert "-n: only with --cluster" in capsys.readouterr().err
+
+
+def test_lint_recording_sarif_validates_and_human_names_the_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from tests.lint.test_cli import SARIF_SCHEMA
+
+    path = _recorded(tmp_path)
+    assert main(["lint", "--recording", str(path), "-o", "sarif"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.Draft4Validator(json.loads(SARIF_SCHEMA.read_text())).validate(doc)
+    rules = doc["runs"][0]["tool"]["driver"]["rules"]
+    ids = {rules[r["ruleIndex"]]["id"] for r in doc["runs"][0]["results"]}
+    assert {"readiness-flapping", "shadow-diverges"} <= ids
+    assert main(["lint", "--recording", str(path), "--color", "never"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == f"{path}: Pod default/web (spec of pod default/web)"
+    assert main(["lint", "--explain", "shadow-diverges"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("shadow-diverges (warning)") and "--recording" in out
