@@ -203,7 +203,8 @@ class WorkloadProbeView(Widget):
                 continue  # at 80 columns the empty ones give way
             text.append(" ")
             text.append(f"{glyph}{count}", style=style if count else g.DIM)
-            if wide or state in (PASS, FAIL):
+            # held or unknown replicas are rare and say the most: their word stays at 80 too
+            if wide or count or state in (PASS, FAIL):
                 text.append(f" {word}", style="" if count else g.DIM)
         text.append("\n  ")
         text.append_text(self._latency(p, wide))
