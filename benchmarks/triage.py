@@ -132,7 +132,7 @@ def run(pods: int, groups: int, attempts: int, repeat: int) -> dict[str, Any]:
     views: list[float] = []
     for gid, uids in members.items():
         start = time.perf_counter()
-        workload_probes(store, gid, uids)
+        workload_probes(store, gid, uids, now)
         views.append(time.perf_counter() - start)
     views.sort()
     ticks: list[float] = []

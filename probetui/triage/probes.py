@@ -20,7 +20,7 @@ from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import ProbeHistory
 from probetui.timeline.store import ContainerKey, Store
-from probetui.triage.groups import PROBE_ORDER, Summary, ranked, summarize
+from probetui.triage.groups import PROBE_ORDER, Summary, ranked, recent_restarts, summarize
 
 # the attempts of each replica the percentiles are taken over: recent enough to say how the
 # probe does now, enough of them that one slow attempt is not the p90
@@ -73,6 +73,7 @@ class WorkloadProbes(NamedTuple):
     several: bool  # the pods have several containers: the view names the container
     # (problem score, container), worst first: by score, then those that differ from the rest
     replicas: tuple[tuple[int, ContainerKey], ...]
+    recent_restarts: int  # container restarts in the last hour (`groups.recent_restarts`)
 
     @property
     def worst(self) -> ContainerKey | None:
@@ -183,9 +184,9 @@ def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> P
     )
 
 
-def workload_probes(store: Store, gid: str, uids: list[str]) -> WorkloadProbes:
-    """Every probe of the workload across its replicas, in the pods' container order, then
-    startup, readiness, liveness."""
+def workload_probes(store: Store, gid: str, uids: list[str], now: float) -> WorkloadProbes:
+    """Every probe of the workload across its replicas as of `now`, in the pods' container
+    order, then startup, readiness, liveness."""
     names: dict[str, set[ProbeType]] = {}
     for uid in uids:
         entry = store.pods.get(uid)
@@ -203,7 +204,14 @@ def workload_probes(store: Store, gid: str, uids: list[str]) -> WorkloadProbes:
     order = ranked(store, uids)
     # stable: equal scores keep the list's order, the differing ones first among them
     replicas = sorted(order, key=lambda r: (-r[0], r[1] not in differ))
-    return WorkloadProbes(gid, summarize(store, uids), probes, len(names) > 1, tuple(replicas))
+    return WorkloadProbes(
+        gid,
+        summarize(store, uids),
+        probes,
+        len(names) > 1,
+        tuple(replicas),
+        recent_restarts(store, uids, now),
+    )
 
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
-from probetui.triage.groups import recent_restarts, split_group, workloads
+from probetui.triage.groups import split_group, workloads
 from probetui.triage.probes import FAIL, HOLD, PASS, UNKNOWN, ProbeAcross, workload_probes
 
 WORKLOAD_SUMMARY = "WorkloadSummary"
@@ -63,7 +63,7 @@ def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
 def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dict[str, Any]:
     """One workload's `WorkloadSummary` object."""
     ns, kind, name = split_group(gid)
-    view = workload_probes(store, gid, uids)
+    view = workload_probes(store, gid, uids, now)
     s = view.summary
     worst = worst_probe(view.probes)
     # a replica is named only where something is wrong with it
@@ -86,7 +86,7 @@ def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dic
         "kubeletNotReady": s.replicas - s.ready,
         "shadowNotReady": s.shadow_not_ready,
         "divergent": s.divergent,
-        "restartsLastHour": recent_restarts(store, uids, now),
+        "restartsLastHour": view.recent_restarts,
         "worstProbe": worst.probe.key if worst is not None else None,
         "worstContainer": worst.container if worst is not None else None,
         "worstReplica": worst_pod,

@@ -78,7 +78,7 @@ def test_nearest_rank_percentiles() -> None:
 def test_counts_replicas_passing_failing_held_and_unknown_now() -> None:
     store = Store()
     search(store)
-    view = workload_probes(store, GID, uids())
+    view = workload_probes(store, GID, uids(), NOW)
     ready, live = view.probes
     assert (ready.probe, live.probe) == (R, L)
     assert ready.counts == {PASS: 3, FAIL: 1, HOLD: 0, UNKNOWN: 1}
@@ -90,7 +90,7 @@ def test_counts_replicas_passing_failing_held_and_unknown_now() -> None:
 def test_the_replicas_that_differ_by_state_are_named_with_the_rest_s_state() -> None:
     store = Store()
     search(store)
-    ready, live = workload_probes(store, GID, uids()).probes
+    ready, live = workload_probes(store, GID, uids(), NOW).probes
     by_pod = {d.pod: d for d in ready.differ}
     assert set(by_pod) == {"search-5b7c9-2", "search-5b7c9-4"}
     assert by_pod["search-5b7c9-2"].state == FAIL and by_pod["search-5b7c9-2"].rest == PASS
@@ -104,7 +104,7 @@ def test_the_replicas_that_differ_by_state_are_named_with_the_rest_s_state() -> 
 def test_latency_percentiles_pool_every_replica_s_recent_attempts() -> None:
     store = Store()
     search(store)
-    ready = workload_probes(store, GID, uids()).probes[0]
+    ready = workload_probes(store, GID, uids(), NOW).probes[0]
     # four probed replicas, their last 20 attempts each (the ring keeps more)
     assert ready.attempts == 80
     assert ready.p50 is not None and ready.p99 is not None
@@ -116,7 +116,7 @@ def test_latency_percentiles_pool_every_replica_s_recent_attempts() -> None:
 def test_a_replica_far_slower_than_the_rest_differs_by_latency() -> None:
     store = Store()
     search(store, slow=0.6)
-    ready = workload_probes(store, GID, uids()).probes[0]
+    ready = workload_probes(store, GID, uids(), NOW).probes[0]
     slow = [d for d in ready.differ if d.why == "slow"]
     assert [d.pod for d in slow] == ["search-5b7c9-1"]
     assert slow[0].p50 == 0.6 and abs(float(slow[0].rest or 0) - 0.003) < 1e-6
@@ -127,14 +127,14 @@ def test_a_replica_far_slower_than_the_rest_differs_by_latency() -> None:
 def test_jitter_of_a_few_milliseconds_is_no_outlier() -> None:
     store = Store()
     search(store, slow=0.009)  # three times the others' 3 ms, but only 6 ms slower
-    ready = workload_probes(store, GID, uids()).probes[0]
+    ready = workload_probes(store, GID, uids(), NOW).probes[0]
     assert not [d for d in ready.differ if d.why == "slow"]
 
 
 def test_the_worst_replica_is_the_held_one_and_sorted_first() -> None:
     store = Store()
     search(store)
-    view = workload_probes(store, GID, uids())
+    view = workload_probes(store, GID, uids(), NOW)
     held = ContainerKey("uid-search-3", "app")
     assert view.worst == held == worst_member(store, uids())
     scores = [score for score, _ in view.replicas]
@@ -146,7 +146,7 @@ def test_several_containers_are_counted_per_container_name() -> None:
     s = Synth(store)
     for i in range(2):
         replica(s, i, sidecar=True)
-    view = workload_probes(store, GID, ["uid-search-0", "uid-search-1"])
+    view = workload_probes(store, GID, ["uid-search-0", "uid-search-1"], NOW)
     assert view.several
     assert [(p.container, p.probe) for p in view.probes] == [("app", R), ("app", L), ("proxy", R)]
 

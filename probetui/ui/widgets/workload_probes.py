@@ -15,7 +15,6 @@ from textual.widget import Widget
 from probetui.prober.outcome import KIND_GLYPH, Kind
 from probetui.prober.results import ResultValue
 from probetui.timeline.store import ContainerKey
-from probetui.triage.groups import recent_restarts
 from probetui.triage.probes import (
     FAIL,
     HOLD,
@@ -71,7 +70,7 @@ class WorkloadProbeView(Widget):
         if not self.gid:
             self.view = None
             return
-        self.view = workload_probes(self.ctx.store, self.gid, self.uids)
+        self.view = workload_probes(self.ctx.store, self.gid, self.uids, self.ctx.now())
         _, title = group_title(self.gid)
         n = self.view.summary.replicas
         self.border_title = f"{title} · {n} replica{'s' if n != 1 else ''} · probes"
@@ -121,7 +120,7 @@ class WorkloadProbeView(Widget):
             else f"{g.RESULT_GLYPH[ResultValue.FAILURE]} {shadow} shadow",
             style=g.BAD if shadow else "",
         )
-        recent = recent_restarts(self.ctx.store, self.uids, self.ctx.now())
+        recent = view.recent_restarts
         text.append(" · ")
         text.append(
             f"{g.RESTARTS} {recent} in the last hour" if wide else f"{g.RESTARTS} {recent}/1h",

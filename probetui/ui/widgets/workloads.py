@@ -360,7 +360,11 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         """To the worst replica of the cursor's workload: its container's line, unfolded."""
         gid = self._cursor_group()
         # the probe view's worst (a slow replica counts there), so `w` goes where it says
-        view = workload_probes(self.ctx.store, gid, self.members.get(gid, [])) if gid else None
+        view = (
+            workload_probes(self.ctx.store, gid, self.members.get(gid, []), self.ctx.now())
+            if gid
+            else None
+        )
         key = view.worst if view is not None else None
         if key is None or not self.select(key):
             self.app.bell()
