@@ -73,7 +73,12 @@ def write_steady(path: Path, probes: int, minutes: float, period: int) -> dict[s
     start = time.time() - rounds * period
     rng = random.Random(7)
     t0 = time.perf_counter()
-    recorder = Recorder(path, SessionMeta(start, "bench", "1.35", "benchmark", "kubernetes"))
+    # the pods seen before their first attempts, as live: a seek then feeds them too
+    recorder = Recorder(
+        path,
+        SessionMeta(start, "bench", "1.35", "benchmark", "kubernetes"),
+        clock=lambda: start - 1.0,
+    )
     running = ContainerStatus(
         name="app", container_id="bench://1", state=Running(start - 60), started=True, ready=True
     )

@@ -87,6 +87,33 @@ class PodInfo:
     deleted: float | None
 
 
+@dataclass(slots=True)
+class Pending:
+    """An event read, not yet built: what the replay's feed decides by (its time, when it was
+    published, its type and probe), and the event itself on demand. A step forward reads a
+    lookback either side of what it feeds; only what it feeds is built."""
+
+    key: float  # the merge key: the latest time of its chunk up to it (rows: their time)
+    t: float
+    published: float  # an attempt when it ended, the rest when stamped
+    type: str
+    group: tuple[str, str | None, str | None]  # (pod uid, container, probe)
+    _build: Any  # (Template, ProbeRef, Item), or the Event once built
+
+    def event(self) -> Event:
+        b = self._build
+        if type(b) is tuple:
+            template, ref, item = b
+            b = self._build = template.event(ref, item)
+        return b  # type: ignore[no-any-return]
+
+
+# seconds of chunk starts (and of kubelet rows) a stream reads per query: no query stays open
+# between pulls, so a replay of a live recording never holds a read transaction (that would
+# stop the recorder's checkpoints and grow its WAL)
+STREAM_PAGE = 60.0
+
+
 def open_recording(path: str | Path) -> Recording:
     """Open a recording read-only; RecordingError (one line) for anything that is not one."""
     p = Path(path)
@@ -241,10 +268,11 @@ class Recording:
         return status_from_json(json.loads(text)) if text is not None else None
 
     def snapshots(
-        self, since: float | None = None, until: float | None = None
+        self, since: float | None = None, until: float | None = None, *, in_force: bool = True
     ) -> Iterator[tuple[float, Pod, PodStatus | None]]:
         """Each pod's (spec, status) as it changed, in time order; before `since` only the
-        latest of each pod (at its own time).
+        latest of each pod (at its own time), and not even that without `in_force` (a step
+        forward: the store holds it already; feeding it again would touch every container).
 
         A seek asks this for a moment deep in a long recording: what was in force at `since`
         is found per pod through the (pod, time) indexes, never by reading all that came
@@ -266,9 +294,10 @@ class Recording:
         ):
             statuses[pod_id] = status_from_json(json.loads(text)) if text else None
             seen[pod_id] = max(seen.get(pod_id, t), t)
-        before = sorted((seen[i], i) for i in pods if i in statuses and statuses[i] is not None)
-        for t, pod_id in before:
-            yield t, pods[pod_id], statuses[pod_id]
+        if in_force:
+            before = sorted((seen[i], i) for i in pods if i in statuses and statuses[i] is not None)
+            for t, pod_id in before:
+                yield t, pods[pod_id], statuses[pod_id]
         rows = self._cursor(
             "SELECT t, 0, pod_id, id, source, manifest FROM specs WHERE t >= ? AND t <= ?"
             " UNION ALL SELECT t, 1, pod_id, id, NULL, status FROM statuses"
@@ -531,6 +560,107 @@ class Recording:
             text = self._text(fields) or "{}"
             yield t, 1, Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
 
+    # -- a stream to the end -------------------------------------------------------------
+
+    def pending(self, since: float) -> Iterator[Pending]:
+        """Every event with t >= since to the end of what is recorded now, in the order of
+        `events()`, read page by page as it is pulled and built only when asked (`Pending`):
+        the replay plays forward on one stream, each chunk decoded once, from where it was."""
+        items = self._pending_items(since)
+        rows = self._pending_rows(since)
+        for _, _, p in heapq.merge(items, rows, key=lambda x: (x[0], x[1])):
+            yield p
+
+    def _pending_items(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
+        order = itertools.count()
+        heap: list[tuple[float, int, Pending, Iterator[Pending]]] = []
+        segments = self._segment_pages(lo)
+        pending = next(segments, None)
+        while heap or pending is not None:
+            while pending is not None and (not heap or pending[0] <= heap[0][0]):
+                it = self._segment_pending(pending[2], pending[3], lo)
+                first = next(it, None)
+                if first is not None:
+                    heapq.heappush(heap, (first.key, next(order), first, it))
+                pending = next(segments, None)
+            if not heap:
+                continue
+            key, n, p, it = heap[0]
+            yield key, 0, p
+            following = next(it, None)
+            if following is None:
+                heapq.heappop(heap)
+            else:
+                heapq.heapreplace(heap, (following.key, n, following, it))
+
+    def _segment_pages(self, lo: float) -> Iterator[tuple[float, int, int, bytes]]:
+        """`_segments(lo, inf)`, the closed chunks a page of start times at a time."""
+        open_segs: dict[int, list[Any]] = {}
+        for seg, probe_id, t, data in self._q(
+            "SELECT seg, probe_id, t, data FROM recent ORDER BY id"
+        ):
+            s = open_segs.get(seg)
+            if s is None:
+                open_segs[seg] = [t, t, probe_id, [data]]
+            else:
+                s[0], s[1] = min(s[0], t), max(s[1], t)
+                s[3].append(data)
+        opened = sorted(
+            (s[0], seg, s[2], b"".join(s[3])) for seg, s in open_segs.items() if s[1] >= lo
+        )
+        first, last = self._q("SELECT MIN(t0), MAX(t0) FROM chunks")[0]
+
+        def closed() -> Iterator[tuple[float, int, int, bytes]]:
+            if first is None:
+                return
+            a = max(lo - MAX_SPAN, first)
+            while a <= last:
+                b = a + STREAM_PAGE
+                for seg, probe_id, t0, data in self._q(
+                    "SELECT id, probe_id, t0, data FROM chunks WHERE t0 >= ? AND t0 < ?"
+                    " AND t1 >= ? ORDER BY t0",
+                    (a, b, max(lo, -1e300)),
+                ):
+                    if seg not in open_segs:
+                        yield t0, seg, probe_id, data
+                a = b
+
+        yield from heapq.merge(closed(), opened)
+
+    def _segment_pending(self, probe_id: int, data: bytes, lo: float) -> Iterator[Pending]:
+        ref = self._ref(probe_id)
+        us = codec.US
+        group = (ref.key.pod_uid, ref.container, ref.probe)
+        template = self._template
+        end = 1 << 62
+        try:
+            for key, item in codec.scan(data, self._kind, _us_at_least(lo), end, end):
+                tp = template(item.shape)
+                t = item.t / us
+                kind = tp.kind
+                done = t + item.latency / us if kind == "A" else t
+                yield Pending(key / us, t, done, EVENT_TYPE[kind], group, (tp, ref, item))
+        except (IndexError, KeyError, ValueError) as e:
+            raise damaged(self.path, f"undecodable chunk ({e!r})") from None
+
+    def _pending_rows(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
+        first, last = self._q("SELECT MIN(t), MAX(t) FROM events")[0]
+        if first is None:
+            return
+        a = max(lo, first)
+        while a <= last:
+            b = a + STREAM_PAGE
+            for t, pod_id, type_, container, probe, source, fields in self._q(
+                "SELECT t, pod_id, type, container, probe, source, fields FROM events"
+                " WHERE t >= ? AND t < ? ORDER BY t, id",
+                (a, b),
+            ):
+                uid, ns, name = self._pod_of(pod_id)
+                text = self._text(fields) or "{}"
+                e = Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
+                yield t, 1, Pending(t, t, t, type_, (uid, container, probe), e)
+            a = b
+
     # -- one probe ------------------------------------------------------------------------
 
     def probe_events(
@@ -597,4 +727,4 @@ def _us_at_most(t: float) -> int:
     return n
 
 
-__all__ = ["PodInfo", "Recording", "RecordingMeta", "open_recording"]
+__all__ = ["Pending", "PodInfo", "Recording", "RecordingMeta", "open_recording"]

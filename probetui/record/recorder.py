@@ -75,8 +75,11 @@ class Recorder:
         flush_every: float = FLUSH_EVERY,
         writer_options: dict[str, Any] | None = None,
         max_page_count: int | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path)
+        # what a pod's spec and status are stamped with (a benchmark writing the past sets it)
+        self._clock = clock
         self.flush_every = flush_every
         self.failure: str | None = None
         self.on_failure: Callable[[str], None] | None = None
@@ -114,7 +117,7 @@ class Recorder:
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         if self.failure is None:
-            self._queue.append(("p", time.time(), pod, status))
+            self._queue.append(("p", self._clock(), pod, status))
 
     # -- the writer thread ----------------------------------------------------------------
 

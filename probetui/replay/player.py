@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.worker import ProbeKey
-from probetui.record.reader import Recording
+from probetui.record.reader import Pending, Recording
 from probetui.record.schema import SessionMeta
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
@@ -39,9 +40,17 @@ from probetui.timeline.store import Store
 WINDOW = 900.0
 SEEK_EVENTS = 20_000
 MIN_WINDOW = 10.0
-# a forward move up to this far feeds the events in between; farther is a seek
+# a forward move up to this far (and within the seek window) feeds the events in between;
+# farther is a seek
 FEED_LIMIT = 600.0
 TICK = 0.1  # seconds between cursor steps while playing
+# while playing, a tick's feeding is cut into slices of about this many events with the loop
+# served between them, so a key waits one slice (some 30 ms), not a tick's feeding (15,000
+# probes at 100x: 15,000 events, 0.3-0.5 s)
+SLICE_EVENTS = 1500
+# a tick moves the cursor by at most this much wall time at the speed: where feeding cannot
+# keep up, playing goes slower (the top bar says how fast) instead of falling ever behind
+MAX_TICK = 2 * TICK
 SPEEDS = (1.0, 10.0, 100.0)
 # what counts as a moment worth jumping to
 NOTABLE = ("ResultChanged", "Killing", "BackOff", "Divergence")
@@ -89,6 +98,10 @@ class Player:
         self.lookback, rate = _probing(recording)
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._seeks = 0
+        self._stream: Stream | None = None
+        # recorded seconds per slice of playing
+        self.slice = min(self.window, max(TICK, SLICE_EVENTS / rate)) if rate else self.window
+        self.reached: float | None = None  # the speed playing reached lately (x wall time)
         self.seek(self.last if start is None else start)
 
     # -- the cursor -----------------------------------------------------------------------
@@ -99,14 +112,18 @@ class Player:
     def seek(self, t: float) -> None:
         """Move the cursor to `t` (held within the recording)."""
         t = min(max(t, self.first), self.last)
-        if self._seeks and self._fed <= t <= self._fed + FEED_LIMIT:
+        # a move forward within the seek window feeds what is in between; farther, a rebuild
+        # from the window before `t` feeds less and comes to the same state
+        limit = min(FEED_LIMIT, self.window)
+        if self._seeks and self._stream is not None and self._fed <= t <= self._fed + limit:
             if t > self._fed:
                 # what was published in between, on top of what the store holds
-                feed(self.store, self.recording, self._fed, t, self.lookback)
+                self._stream.feed(self.store, self._fed, t)
         else:
             self.store.reset()
-            lo = max(self.first, t - self.window)
-            feed(self.store, self.recording, lo - 1e-6, t, self.lookback)
+            lo = max(self.first, t - self.window) - 1e-6
+            self._stream = Stream(self.recording, lo, self.lookback)
+            self._stream.feed(self.store, lo, t)
         self._seeks += 1
         self.cursor = self._fed = t
 
@@ -144,22 +161,39 @@ class Player:
 
     def set_speed(self, speed: float) -> None:
         self.speed = speed
+        self.reached = None
 
     def status(self) -> str:
-        """For the top bar: REPLAY, playing or paused, and the speed."""
-        state = f"▶ {self.speed:g}x" if self.playing else "‖"
-        return f"REPLAY {state}"
+        """For the top bar: REPLAY, playing or paused, the speed, and the speed reached where
+        feeding cannot keep up with it."""
+        if not self.playing:
+            return "REPLAY ‖"
+        slow = self.reached is not None and self.reached < 0.8 * self.speed
+        return f"REPLAY ▶ {self.speed:g}x" + (f" (at {self.reached:.0f}x)" if slow else "")
 
     async def run(self) -> None:
-        """Advance the cursor while playing; stop at the recording's end."""
+        """Advance the cursor while playing, a slice at a time; stop at the recording's end.
+        A seek or a pause between slices ends the tick's advance."""
         last = self._clock()
         while True:
             await asyncio.sleep(TICK)
             now = self._clock()
             if self.playing:
-                self.step((now - last) * self.speed)
+                began = self.cursor
+                target = min(self.last, began + min(now - last, MAX_TICK) * self.speed)
+                while self.playing and self.cursor < target:
+                    at = min(target, self.cursor + self.slice)
+                    self.seek(at)
+                    if self.cursor < target:
+                        await asyncio.sleep(0)  # keys and repaints, between slices
+                        if self.cursor != at:
+                            break  # moved meanwhile: that move stands
                 if self.cursor >= self.last:
                     self.playing = False
+                done = self._clock()
+                if done > last and self.cursor >= began:
+                    rate = (self.cursor - began) / (done - last)
+                    self.reached = rate if self.reached is None else 0.5 * (self.reached + rate)
             last = now
 
     # -- Controls: nothing runs in a replay -----------------------------------------------
@@ -209,34 +243,77 @@ def published(event: Event) -> float:
 
 def feed(store: Store, recording: Recording, after: float, until: float, back: float) -> int:
     """Feed `store` what was published in (after, until], pods' specs and statuses with it;
-    returns the events fed.
+    returns the events fed (`Stream.feed` on a stream begun for it)."""
+    return Stream(recording, after, back).feed(store, after, until)
 
-    A result change is published just before the attempt that caused it and belongs with it:
-    it is fed exactly when that attempt is (the attempt's end is only known to the
-    microsecond of its latency, and a cut between the two would reverse them)."""
-    window = list(recording.events(since=after - back, until=until + back, slack=back))
-    when = [published(e) for e in window]
-    # the attempt after each result change of the same probe
-    following: dict[tuple[str, str | None, str | None], int] = {}
-    for i in range(len(window) - 1, -1, -1):
-        e = window[i]
-        k = (e.pod_uid, e.container, e.probe)
-        if e.type == "ResultChanged":
-            j = following.get(k)
-            if j is not None and window[j].t <= e.t <= when[j] + 1.0:
-                when[i] = when[j]
-        elif e.type == "ProbeAttempt":
-            following[k] = i
-    snaps = ((t, 0, (pod, status)) for t, pod, status in recording.snapshots(_after(after), until))
-    events = ((e.t, 1, e) for e, w in zip(window, when, strict=True) if after < w <= until)
-    n = 0
-    for _, kind, x in heapq.merge(snaps, events, key=lambda item: item[0]):
-        if kind == 0:
-            store.pod(*x)  # type: ignore[misc]
-        else:
-            store.event(x)  # type: ignore[arg-type]
-            n += 1
-    return n
+
+class Stream:
+    """The recording read forward from a moment, fed to a store a step at a time.
+
+    A step feeds what was published in (after, until]: the events stamped from a lookback
+    before `after` (an attempt begun before and ended after it) to one past `until` (a result
+    change is paired with its attempt, below). One stream serves every step of playing: each
+    chunk is read and decoded once, where the last step left it, and an event is built only
+    when it is fed, so a step costs what it feeds, not the chunks of 15,000 probes again."""
+
+    def __init__(self, recording: Recording, after: float, back: float) -> None:
+        self.recording = recording
+        self.back = back
+        self._it: Iterator[Pending] | None = recording.pending(after - back)
+        self._buf: deque[Pending] = deque()
+        self._began = True  # the first step feeds the pods as they stood before it too
+
+    def _pull(self, limit: float) -> None:
+        """Read on until an event keyed past `limit` (or the end) is in the buffer."""
+        buf, it = self._buf, self._it
+        if it is None:
+            return
+        while not buf or buf[-1].key <= limit:
+            p = next(it, None)
+            if p is None:
+                self._it = None
+                return
+            buf.append(p)
+
+    def feed(self, store: Store, after: float, until: float) -> int:
+        """Feed `store` what was published in (after, until]; `after` is where the last step
+        ended (or where the stream began).
+
+        A result change is published just before the attempt that caused it and belongs with
+        it: it is fed exactly when that attempt is (the attempt's end is only known to the
+        microsecond of its latency, and a cut between the two would reverse them)."""
+        back = self.back
+        lo, hi = after - back, until + back
+        # an event stamped up to hi is keyed (its chunk's latest time) at most an attempt's
+        # length later: read that far, so every one of them is in
+        self._pull(hi + back)
+        buf = self._buf
+        while buf and buf[0].key < lo:  # keyed before lo: stamped before it too
+            buf.popleft()
+        window = [p for p in buf if lo <= p.t <= hi]
+        when = [p.published for p in window]
+        # the attempt after each result change of the same probe
+        following: dict[tuple[str, str | None, str | None], int] = {}
+        for i in range(len(window) - 1, -1, -1):
+            p = window[i]
+            if p.type == "ResultChanged":
+                j = following.get(p.group)
+                if j is not None and window[j].t <= p.t <= when[j] + 1.0:
+                    when[i] = when[j]
+            elif p.type == "ProbeAttempt":
+                following[p.group] = i
+        in_force, self._began = self._began, False
+        shots = self.recording.snapshots(_after(after), until, in_force=in_force)
+        snaps = ((t, 0, (pod, st)) for t, pod, st in shots)
+        events = ((p.t, 1, p) for p, w in zip(window, when, strict=True) if after < w <= until)
+        n = 0
+        for _, kind, x in heapq.merge(snaps, events, key=lambda item: item[0]):
+            if kind == 0:
+                store.pod(*x)  # type: ignore[misc]
+            else:
+                store.event(x.event())  # type: ignore[union-attr]
+                n += 1
+        return n
 
 
 def _after(t: float) -> float:
@@ -250,6 +327,7 @@ __all__ = [
     "SPEEDS",
     "Player",
     "ReplayRuntime",
+    "Stream",
     "feed",
     "lookback",
     "published",

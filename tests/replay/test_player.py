@@ -5,6 +5,7 @@ step by step, or rebuilt on a seek back); notable moments are the recorded ones;
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -140,6 +141,72 @@ def test_notable_moments_and_playing(demo: dict[str, Any]) -> None:
 
         asyncio.run(play())
         assert player.now() == player.last and not player.playing
+        assert player.status() == "REPLAY ‖"
+
+
+def test_playing_feeds_a_tick_in_slices_and_serves_the_loop_between_them(
+    demo: dict[str, Any],
+) -> None:
+    """A tick's advance at 100x is fed a slice at a time, other tasks running in between (a
+    key waits one slice); a seek made between slices stands, and playing goes on from it."""
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec, start=rec.span()[0])  # type: ignore[index]
+        player.slice = 0.05
+        player.set_speed(100.0)
+        player.toggle()
+        served = 0
+        seen: list[tuple[float, int]] = []
+        real_seek = player.seek
+        sliced = asyncio.Event()
+
+        def seek(t: float) -> None:
+            seen.append((t, served))
+            real_seek(t)
+            if len(seen) >= 6:
+                sliced.set()
+
+        player.seek = seek  # type: ignore[method-assign]
+
+        async def other() -> None:
+            nonlocal served
+            while True:
+                served += 1
+                await asyncio.sleep(0)
+
+        async def play() -> None:
+            task = asyncio.ensure_future(player.run())
+            loop = asyncio.ensure_future(other())
+            await asyncio.wait_for(sliced.wait(), 10.0)
+            # between two slices: a move back, as a key does
+            mark = player.first + 0.5
+            player.seek(mark)
+            await asyncio.sleep(0.3)
+            task.cancel()
+            loop.cancel()
+
+        asyncio.run(play())
+        slices = [n for _, n in seen[:6]]
+        assert all(b > a for a, b in itertools.pairwise(slices)), seen
+        steps = [b - a for (a, _), (b, _) in itertools.pairwise(seen)]
+        assert max(steps[:4]) <= 0.05 + 1e-9
+        back = next(i for i, (t, _) in enumerate(seen) if t == player.first + 0.5)
+        # what followed the move back went on from there, not from where the tick was headed
+        assert all(t > seen[back][0] for t, _ in seen[back + 1 :])
+        assert seen[back + 1][0] - seen[back][0] <= 0.05 + 1e-9
+
+
+def test_the_top_bar_says_the_speed_reached_where_playing_cannot_keep_up(
+    demo: dict[str, Any],
+) -> None:
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec, start=rec.span()[0])  # type: ignore[index]
+        player.set_speed(100.0)
+        player.toggle()
+        player.reached = 31.4
+        assert player.status() == "REPLAY ▶ 100x (at 31x)"
+        player.reached = 95.0
+        assert player.status() == "REPLAY ▶ 100x"
+        player.toggle()
         assert player.status() == "REPLAY ‖"
 
 
