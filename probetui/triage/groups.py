@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from probetui.prober.outcome import Kind
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod, ProbeType
+from probetui.timeline.history import ProbeHistory
 from probetui.timeline.store import ContainerHistory, ContainerKey, Store
 
 PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
@@ -49,6 +51,11 @@ def workloads(store: Store) -> dict[str, list[str]]:
     return {gid: [uid for _, uid in sorted(pods)] for gid, pods in sorted(out.items())}
 
 
+def attempted(h: ProbeHistory | None) -> bool:
+    """Whether the probe has had an attempt: before one it has only its initial value."""
+    return h is not None and any(h.counts[kind] for kind in Kind.ATTEMPTS)
+
+
 def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:
     """How much a container needs looking at: divergence, not running or ready, failing or
     held probes, a run of failures short of the threshold, restarts. 0: nothing wrong."""
@@ -78,7 +85,8 @@ def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | 
 class Summary(NamedTuple):
     replicas: int
     ready: int  # the kubelet's: replicas with every container Ready
-    shadow_not_ready: int  # replicas whose readiness the shadow publishes as Failure
+    # replicas whose readiness the shadow publishes as Failure after an attempt
+    shadow_not_ready: int
     started: bool  # every container of every replica started
     divergent: int
     restarts: int
@@ -106,7 +114,9 @@ def summarize(store: Store, uids: list[str]) -> Summary:
                     continue
                 result = history.published(pt) if history is not None else None
                 if pt is ProbeType.READINESS and result is ResultValue.FAILURE:
-                    failing = True
+                    # the initial value is no verdict (read-only, nothing may be probed at all)
+                    h = history.probes.get(pt) if history is not None else None
+                    failing = failing or attempted(h)
                 shown = worst[i]
                 if shown is False or RANK[result] > RANK[shown]:  # type: ignore[index]
                     worst[i] = result
@@ -197,6 +207,7 @@ __all__ = [
     "RANK",
     "Fleet",
     "Summary",
+    "attempted",
     "fleet",
     "group_id",
     "problem_score",

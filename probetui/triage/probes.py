@@ -20,7 +20,14 @@ from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import ProbeHistory
 from probetui.timeline.store import ContainerKey, Store
-from probetui.triage.groups import PROBE_ORDER, Summary, ranked, recent_restarts, summarize
+from probetui.triage.groups import (
+    PROBE_ORDER,
+    Summary,
+    attempted,
+    ranked,
+    recent_restarts,
+    summarize,
+)
 
 # the attempts of each replica the percentiles are taken over: recent enough to say how the
 # probe does now, enough of them that one slow attempt is not the p90
@@ -43,9 +50,12 @@ class Differ(NamedTuple):
     key: ContainerKey
     pod: str
     state: str  # its state now (STATES)
-    why: str  # "state": its state is not the others'; "slow": its latency is not theirs
+    # "state": its state is not the others'; "slow": its latency is not theirs; "kubelet": the
+    # kubelet's Ready is not theirs (readiness only)
+    why: str
     p50: float | None  # its own median latency of recent attempts, s
-    rest: str | float | None  # the others' state (why "state") or median latency (why "slow")
+    # the others' state (why "state"), median latency ("slow") or Ready ("kubelet")
+    rest: str | float | bool | None
 
 
 class ProbeAcross(NamedTuple):
@@ -103,7 +113,7 @@ def state_of(h: ProbeHistory | None) -> str:
     initial value (readiness Failure, liveness Success): nothing to judge the replica by yet."""
     if h is None or h.published is None or h.published is ResultValue.UNKNOWN:
         return UNKNOWN
-    if not any(h.counts[kind] for kind in Kind.ATTEMPTS):
+    if not attempted(h):
         return UNKNOWN
     if h.published is ResultValue.FAILURE:
         return HOLD if h.on_hold else FAIL
@@ -128,12 +138,31 @@ def _median(values: list[float]) -> float | None:
     return percentile(sorted(values), 50.0)
 
 
+def _kubelet_differ(
+    states: list[tuple[ContainerKey, str, str]],
+    ready: dict[ContainerKey, bool],
+    named: set[ContainerKey],
+    medians: dict[ContainerKey, float],
+) -> list[Differ]:
+    """Replicas the kubelet holds not Ready while most are Ready, or the other way round: where
+    the shadow cannot probe (read-only), the kubelet's verdict is the one that tells them apart."""
+    if len(ready) < 2:
+        return []
+    usual = sum(ready.values()) * 2 >= len(ready)  # a tie goes to Ready, as above to passing
+    return [
+        Differ(key, pod, state, "kubelet", medians.get(key), usual)
+        for key, pod, state in states
+        if ready[key] != usual and key not in named
+    ]
+
+
 def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> ProbeAcross:
     """One probe of one container name over the replicas (`uids`) whose pods have it."""
     states: list[tuple[ContainerKey, str, str]] = []
     medians: dict[ContainerKey, float] = {}
     pooled: list[float] = []
     timeouts: Counter[float] = Counter()
+    ready: dict[ContainerKey, bool] = {}  # the kubelet's Ready of each replica's container
     for uid in uids:
         entry = store.pods.get(uid)
         c = entry.pod.container(container) if entry is not None else None
@@ -144,6 +173,8 @@ def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> P
         history = store.containers.get(key)
         h = history.probes.get(probe) if history is not None else None
         states.append((key, entry.pod.name, state_of(h)))
+        cs = entry.status.lookup(container)
+        ready[key] = cs is not None and cs.ready
         timeouts[float(spec.timeout_seconds)] += 1
         lats = recent_latencies(h)
         pooled += lats
@@ -168,6 +199,8 @@ def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> P
         near = mine >= NEAR_TIMEOUT * timeout and rest < NEAR_TIMEOUT * timeout / 2
         if slower or near:
             differ.append(Differ(key, pod, state, "slow", mine, rest))
+    if probe is ProbeType.READINESS:
+        differ += _kubelet_differ(states, ready, {d.key for d in differ}, medians)
     pooled.sort()
     return ProbeAcross(
         container,

@@ -180,8 +180,8 @@ def test_the_summary_line_carries_the_same_numbers() -> None:
     assert (line["namespace"], line["kind"], line["name"]) == ("shop", "Deployment", "search")
     assert set(line) >= {"pod", "container", "probe", "source"} and line["pod"] is None
     assert line["replicas"] == 5 and line["ready"] == 3 and line["kubeletNotReady"] == 2
-    # replica 4 is not ready by its readiness' initial value; only the attempts judge it
-    assert line["shadowNotReady"] == 2 and line["divergent"] == 0 and line["restartsLastHour"] == 0
+    # replica 4 has only its readiness' initial value (Failure): no verdict, not counted
+    assert line["shadowNotReady"] == 1 and line["divergent"] == 0 and line["restartsLastHour"] == 0
     # the held liveness costs most: the container is about to be killed
     assert line["worstProbe"] == "liveness" and line["worstReplica"] == "search-5b7c9-3"
     ready = line["probes"][0]
@@ -210,3 +210,21 @@ def test_a_healthy_workload_names_no_worst_probe_or_replica() -> None:
     line = workload_summary(store, GID, ["uid-search-0", "uid-search-1"], NOW)
     assert line["worstProbe"] is None and line["worstReplica"] is None
     assert all(not p["differ"] for p in line["probes"])
+
+
+def test_where_nothing_is_probed_the_kubelet_s_not_ready_replica_differs() -> None:
+    """Read-only through the API server the shadow probes nothing: every replica is unknown,
+    and the kubelet's verdict is what sets the bad one apart."""
+    store = Store()
+    s = Synth(store)
+    for i in range(3):
+        pod = replica(s, i)
+        s.start(pod, "app", T0 + 1)
+        if i != 1:
+            s.set_ready(pod, "app", True, T0 + 5)
+    ready = workload_probes(store, GID, uids()[:3], NOW).probes[0]
+    assert ready.counts[UNKNOWN] == 3
+    assert [(d.pod, d.why, d.rest) for d in ready.differ] == [("search-5b7c9-1", "kubelet", True)]
+    line = workload_summary(store, GID, uids()[:3], NOW)
+    assert line["shadowNotReady"] == 0 and line["kubeletNotReady"] == 1
+    assert line["worstReplica"] == "search-5b7c9-1"

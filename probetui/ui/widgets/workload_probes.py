@@ -14,6 +14,7 @@ from textual.widget import Widget
 
 from probetui.prober.outcome import KIND_GLYPH, Kind
 from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey
 from probetui.timeline.store import ContainerKey
 from probetui.triage.probes import (
     FAIL,
@@ -221,7 +222,12 @@ class WorkloadProbeView(Widget):
         text = Text()
         timeout = p.timeout
         if p.p50 is None or p.p90 is None or p.p99 is None:
-            text.append(f"no attempt yet · timeout {duration(timeout)}", style=g.DIM)
+            # where the shadow does not run the probe (read-only, say), that is the news
+            key = next(iter(p.states), None)
+            reason = (
+                self.ctx.not_probed(ProbeKey(key.pod_uid, key.container, p.probe)) if key else None
+            )
+            text.append(f"{reason or 'no attempt yet'} · timeout {duration(timeout)}", style=g.DIM)
             return text
         sep = "  " if wide else " "
         text.append("latency " if wide else "", style=g.DIM)
@@ -244,6 +250,13 @@ class WorkloadProbeView(Widget):
             look = next(x for x in LOOK if x[0] == d.state)
             text.append(f"{look[1]} ", style=look[3])
             tail = f" {STATE_WORDS[d.state]}; the rest {REST_WORDS[str(d.rest)]}"
+        elif d.why == "kubelet":
+            text.append(f"{g.YES if not d.rest else g.NO} ", style=g.OK if not d.rest else g.BAD)
+            tail = (
+                " Ready by the kubelet; the rest not"
+                if not d.rest
+                else " not Ready by the kubelet; the rest Ready"
+            )
         else:
             text.append(f"{KIND_GLYPH[Kind.TIMEOUT]} ", style=g.WARN)
             mine = latency(d.p50 or 0.0)
@@ -251,7 +264,7 @@ class WorkloadProbeView(Widget):
             tail = f" slow: p50 {mine}, the rest {rest}"
         room = max(8, width - 2 - 2 - len(tail))
         text.append(fit(d.pod, room))
-        text.append(tail, style=g.DIM if d.why == "slow" else "")
+        text.append(tail, style="" if d.why == "state" else g.DIM)
         return text
 
 
