@@ -49,13 +49,14 @@ def _probe_json(p: ProbeAcross) -> dict[str, Any]:
 
 
 def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
-    """The probe with the most replicas failing or held, then unknown; None: all pass."""
+    """The probe with the most replicas failing or held (the costliest at a tie); None where
+    none fails: unknown alone (nothing probed yet, or read-only) is in the counts, no alarm."""
     worst = max(
         probes,
-        key=lambda p: (p.counts[FAIL] + p.counts[HOLD], p.counts[UNKNOWN], _COST[p.probe]),
+        key=lambda p: (p.counts[FAIL] + p.counts[HOLD], _COST[p.probe]),
         default=None,
     )
-    if worst is None or worst.counts[PASS] == sum(worst.counts.values()):
+    if worst is None or not worst.counts[FAIL] + worst.counts[HOLD]:
         return None
     return worst
 

@@ -245,23 +245,28 @@ class WorkloadProbeView(Widget):
         return text
 
     def _differ(self, d: Differ, width: int) -> Text:
+        wide = width >= WIDE
         text = Text()
         if d.why == "state":
             look = next(x for x in LOOK if x[0] == d.state)
             text.append(f"{look[1]} ", style=look[3])
-            tail = f" {STATE_WORDS[d.state]}; the rest {REST_WORDS[str(d.rest)]}"
+            rest = REST_WORDS[str(d.rest)]
+            tail = (
+                f" {STATE_WORDS[d.state]}; the rest {rest}" if wide else f" {look[2]}, rest {rest}"
+            )
         elif d.why == "kubelet":
             text.append(f"{g.YES if not d.rest else g.NO} ", style=g.OK if not d.rest else g.BAD)
-            tail = (
-                " Ready by the kubelet; the rest not"
-                if not d.rest
-                else " not Ready by the kubelet; the rest Ready"
-            )
+            word = "Ready" if not d.rest else "not Ready"
+            other = "not" if not d.rest else "Ready"
+            tail = f" {word} by the kubelet; the rest {other}" if wide else f" kubelet: {word}"
         else:
             text.append(f"{KIND_GLYPH[Kind.TIMEOUT]} ", style=g.WARN)
             mine = latency(d.p50 or 0.0)
             rest = latency(float(d.rest or 0.0))
-            tail = f" slow: p50 {mine}, the rest {rest}"
+            if wide:
+                tail = f" slow: p50 {mine}, the rest {rest}"
+            else:
+                tail = f" p50 {mine.replace(' ', '')}, rest {rest.replace(' ', '')}"
         room = max(8, width - 2 - 2 - len(tail))
         text.append(fit(d.pod, room))
         text.append(tail, style="" if d.why == "state" else g.DIM)
