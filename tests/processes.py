@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -17,3 +18,54 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def parent_of(pid: int) -> int:
+    """The PID of the process's parent, from /proc."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _parents() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (children, grandchildren...), read from /proc now."""
+    children = _parents()
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and alive(child):
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def cmdline(pid: int) -> list[str]:
+    """The process's argv, or [] once it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def wait_gone(pids: set[int], seconds: float) -> set[int]:
+    """Wait until none of `pids` is alive, at most `seconds`; the ones still alive then."""
+    deadline = time.monotonic() + seconds
+    left = {pid for pid in pids if alive(pid)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        left = {pid for pid in left if alive(pid)}
+    return left

@@ -24,8 +24,26 @@ class ServiceError(Exception):
 
 
 def log(message: str) -> None:
-    """One short line to stdout, flushed at once: the container output the UI shows."""
-    print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+    """One short line to stdout, flushed at once: the container output the UI shows.
+
+    Once nobody reads the output any more (probetui is gone: the pipe is broken, or the terminal
+    hung up), the line is dropped and so is every later one; logging never stops a service from
+    doing its job, above all from stopping on a signal.
+    """
+    try:
+        print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+    except OSError:
+        _silence(sys.stdout)
+
+
+def _silence(stream: object) -> None:
+    """Point a dead stdout/stderr at /dev/null, so neither later writes nor the flush at exit
+    raise again."""
+    with contextlib.suppress(OSError, ValueError):
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
 
 
 def _bind_error(port: int, exc: OSError) -> PortTaken:
@@ -79,9 +97,11 @@ def stop_on_signals() -> asyncio.Event:
     loop = asyncio.get_running_loop()
 
     def request_stop(signame: str) -> None:
-        if not stop.is_set():
-            log(f"received {signame}, shutting down")
+        # stop first: the line may not get written (see log), the stop must happen
+        first = not stop.is_set()
         stop.set()
+        if first:
+            log(f"received {signame}, shutting down")
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, request_stop, sig.name)
@@ -97,5 +117,8 @@ async def sleep_or_stop(stop: asyncio.Event, seconds: float) -> bool:
 
 
 def fail(message: str) -> int:
-    print(message, file=sys.stderr, flush=True)
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:
+        _silence(sys.stderr)
     return 1

@@ -2,7 +2,7 @@
 
 Choices, and their limits:
 
-- Each container is the leader of a process group of its own (`start_new_session=True`); a stop
+- Each container is the leader of a process group of its own; a stop
   signals the whole group, and once the leader has exited whatever is left of the group is
   killed with SIGKILL, as the kernel does to a PID namespace when the container's PID 1 exits.
   A process that moves itself to another group or session (a daemon that calls setsid) escapes.
@@ -12,14 +12,24 @@ Choices, and their limits:
   127/126 instead; containerd is the runtime most clusters run).
 - Death by signal N is reported as exit code 128+N, as a runtime does: 143 for SIGTERM, 137 for
   SIGKILL.
-- No PR_SET_PDEATHSIG: setting it needs code running in the child between fork and exec
-  (`preexec_fn`), which is unsafe once other threads exist (grpc starts some), or a wrapper
-  program that changes how start errors surface. `ProcessGroupRegistry` covers every ending that
-  can be caught: SIGINT, SIGTERM, SIGHUP, a normal exit and an unhandled exception. It cannot
-  cover a SIGKILL to probetui itself (or a crash in native code): those groups keep running,
-  reparented to init.
-- A group is registered right after the spawn returns; a signal that lands in the few event-loop
-  steps between the fork and the registration misses that one group.
+- Every container runs under a supervisor of its own (`supervisor.py`, a bare interpreter started
+  with `-I -S`), so that no container outlives probetui however probetui ends, SIGKILL and the OOM
+  killer included. The supervisor arms PR_SET_PDEATHSIG on itself (no code runs in probetui's
+  child between fork and exec: `preexec_fn` is unsafe once other threads exist, and grpc starts
+  some), forks the container as the leader of its own group and, when probetui dies, sends the
+  group SIGTERM and SIGKILL `orphan_grace` (2 s) later. The container's leader is armed too
+  (SIGKILL), should the supervisor itself be killed. Start errors still surface as
+  `ContainerStartError` before the container counts as started: the supervisor reports the
+  failed chdir or exec through a pipe, and the message is built from the errno exactly as for a
+  direct spawn. The supervisor exits as the container's leader did (same code, or killed by the
+  same signal), so exit codes and 128+N are unchanged. It costs one interpreter start per
+  container start and about 2.5 MB of memory of its own per container (benchmarks/README.md).
+- `ProcessGroupRegistry` still kills every group at once on the endings that can be caught
+  (SIGINT, SIGTERM, SIGHUP, a normal exit, an unhandled exception); the supervisors cover the rest.
+  A group is registered once the supervisor has reported the start; a catchable ending in
+  between misses that group in the registry, and its supervisor takes it down when probetui is
+  gone. What a container's process moves to another group or session (a daemon that calls
+  setsid) escapes both.
 """
 
 from __future__ import annotations
@@ -35,10 +45,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType, TracebackType
 
 from probetui.probe.exec import expand_command
 from probetui.probe.gotext import exec_start_error
+from probetui.runtime.local.supervisor import encode_spec
 from probetui.spec.model import Container
 
 # what a runtime reports for a container whose process could not be started (containerd CRI)
@@ -49,6 +61,11 @@ START_ERROR_REASON = "StartError"
 DEFAULT_TAIL_BYTES = 64 * 1024
 # longer lines are split, as the CRI log writer splits them into partial ("P") entries
 DEFAULT_MAX_LINE_BYTES = 16 * 1024
+
+# the supervisor, run by path (it imports the standard library only)
+SUPERVISOR_PATH = str(Path(__file__).with_name("supervisor.py"))
+# once probetui is gone, how long a container has between SIGTERM and SIGKILL
+ORPHAN_GRACE = 2.0
 
 # after the leader exits and the group is killed, how long the pipes may take to reach EOF
 _PIPE_GRACE = 0.2
@@ -300,6 +317,60 @@ class _Protocol(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
 
+def supervisor_argv(spec_fd: int, status_fd: int, orphan_grace: float) -> list[str]:
+    """How probetui runs a container's supervisor: by path, isolated, without site-packages."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        SUPERVISOR_PATH,
+        str(os.getpid()),
+        str(spec_fd),
+        str(status_fd),
+        repr(float(orphan_grace)),
+    ]
+
+
+def _spec_memfd(spec: ProcessSpec) -> int:
+    """The container's argv, cwd and environment in an anonymous file for the supervisor."""
+    data = encode_spec(list(spec.argv), dict(spec.env), spec.cwd)
+    fd = os.memfd_create("probetui-container-spec", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+async def _read_status(fd: int, loop: asyncio.AbstractEventLoop) -> bytes:
+    """The supervisor's one status line (without its newline), or b"" when it closed the pipe
+    without one. Bounded: the line is a few bytes."""
+    done: asyncio.Future[bytes] = loop.create_future()
+    got = bytearray()
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 256)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        got.extend(chunk)
+        if (not chunk or b"\n" in got or len(got) > 4096) and not done.done():
+            done.set_result(bytes(got).split(b"\n", 1)[0])
+
+    os.set_blocking(fd, False)
+    loop.add_reader(fd, readable)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
+
+
 def _start_error(argv0: str, cwd: str | None, exc: OSError) -> str:
     # runc's wording, which is what ends up in the container status message
     if cwd is not None and exc.filename == cwd:
@@ -319,12 +390,15 @@ class ContainerProcess:
         registry: ProcessGroupRegistry | None = None,
         tail_bytes: int = DEFAULT_TAIL_BYTES,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        orphan_grace: float = ORPHAN_GRACE,
     ) -> None:
         self.spec = spec
         self.registry = REGISTRY if registry is None else registry
         self.started_at: float | None = None
         self.finished_at: float | None = None
+        self.orphan_grace = orphan_grace
         self._pid: int | None = None
+        self._supervisor_pid: int | None = None
         self._exit: asyncio.Task[int] | None = None
         self._exit_code: int | None = None
         self._tails = {
@@ -336,6 +410,11 @@ class ContainerProcess:
     def pid(self) -> int | None:
         """The container's main process, also its process group id."""
         return self._pid
+
+    @property
+    def supervisor_pid(self) -> int | None:
+        """The container's supervisor, the process probetui spawned and reaps."""
+        return self._supervisor_pid
 
     @property
     def exit_code(self) -> int | None:
@@ -354,33 +433,71 @@ class ContainerProcess:
         return "Completed" if self._exit_code == 0 else "Error"
 
     async def start(self) -> None:
-        """Start the process; raises ContainerStartError when it cannot be started."""
+        """Start the process; raises ContainerStartError when it cannot be started.
+
+        The container runs under its supervisor (`supervisor.py`), which reports whether the
+        exec worked before this returns: a container that could not start never counts as
+        started, as when it was spawned directly.
+        """
         if self._pid is not None:
             raise RuntimeError("a ContainerProcess starts once; make a new one to restart")
         if not self.spec.argv:
             raise ContainerStartError("exec: no command")
         loop = asyncio.get_running_loop()
         protocol = _Protocol(self._tails, loop)
+        spec_fd = _spec_memfd(self.spec)
+        status_r, status_w = os.pipe()
         # taken before the spawn: output can arrive while subprocess_exec is still connecting
         started_at = time.time()
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: protocol,
-                *self.spec.argv,
+                *supervisor_argv(spec_fd, status_w, self.orphan_grace),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                env=dict(self.spec.env),
-                cwd=self.spec.cwd,
+                pass_fds=(spec_fd, status_w),
+                # the container's environment travels in the spec; the supervisor needs none
+                env={},
             )
         except OSError as exc:
-            raise ContainerStartError(_start_error(self.spec.argv[0], self.spec.cwd, exc)) from exc
-        pid = transport.get_pid()
+            os.close(status_r)
+            raise ContainerStartError(f"cannot start the container's supervisor: {exc}") from exc
+        finally:
+            os.close(spec_fd)
+            os.close(status_w)
+        try:
+            status = await _read_status(status_r, loop)
+        except BaseException:
+            # cancelled before the container's PID is known: the supervisor goes, and its child
+            # with it (the child's own death signal)
+            _signal_group(transport.get_pid(), signal.SIGKILL)
+            transport.close()
+            raise
+        finally:
+            os.close(status_r)
+        if not status.startswith(b"S "):
+            await protocol.exited
+            code = transport.get_returncode()
+            transport.close()
+            raise ContainerStartError(self._start_failure(status, code))
+        pid = int(status[2:])
         self.registry.add(pid)
         self._pid = pid
+        self._supervisor_pid = transport.get_pid()
         self.started_at = started_at
         self._exit = asyncio.ensure_future(self._supervise(transport, protocol, pid))
+
+    def _start_failure(self, status: bytes, code: int | None) -> str:
+        """The runtime's words for a failed start, from the supervisor's `E chdir|exec ERRNO`."""
+        parts = status.split()
+        if len(parts) == 3 and parts[0] == b"E" and parts[2].isdigit():
+            err = int(parts[2])
+            where = self.spec.cwd if parts[1] == b"chdir" else self.spec.argv[0]
+            exc = OSError(err, os.strerror(err), where)
+            return _start_error(self.spec.argv[0], self.spec.cwd, exc)
+        return f"the container's supervisor exited ({code}) before starting it"
 
     async def _supervise(
         self, transport: asyncio.SubprocessTransport, protocol: _Protocol, pid: int

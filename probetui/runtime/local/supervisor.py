@@ -1,0 +1,201 @@
+"""The per-container supervisor: one small process between probetui and a container's process
+group, so that the group dies with probetui however probetui dies (SIGKILL and the OOM killer
+included, when no handler of probetui's runs).
+
+    python -I -S .../supervisor.py PARENT_PID SPEC_FD STATUS_FD GRACE
+
+It is run by path with `-I -S` and imports the standard library only: it starts in about the time
+of a bare interpreter and never reads the container's PYTHON* variables. `ContainerProcess` starts
+it; nothing else should. What it does, in order:
+
+1. Arms `PR_SET_PDEATHSIG` (SIGUSR2, its own signal) and re-checks `getppid()` against PARENT_PID,
+   so a parent that died before the prctl is not missed.
+2. Reads the container from SPEC_FD (a memfd: argv, working directory, the exact environment;
+   the environment does not pass through this interpreter's own, which Python may change at
+   start-up, e.g. the C-locale coercion that sets LC_CTYPE).
+3. Forks the container: the child becomes the leader of a process group of its own, arms its own
+   death signal (SIGKILL, should the supervisor itself be killed), changes to the working
+   directory and execs. A failed chdir or exec is written back through a close-on-exec pipe, so
+   the supervisor knows before anything else whether the container started, and reports
+   `E chdir|exec ERRNO` or `S PID` on STATUS_FD; the runtime treats the container as started only
+   on `S`.
+4. Forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the container's group.
+5. When its parent dies: SIGTERM to the group, SIGKILL GRACE seconds later unless the leader has
+   exited by then, then exits.
+6. When the leader exits: SIGKILL to what is left of the group (while the leader is still a
+   zombie, so its group id cannot have been reused), reaps it, and exits the way it did: the same
+   code, or killed by the same signal (no core file of its own), so the runtime's 128+N holds.
+
+"Parent" for PR_SET_PDEATHSIG is the thread that forked: probetui spawns from its event loop's
+thread. SIGUSR2 from anyone while the parent is alive is ignored.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+PR_SET_PDEATHSIG = 1
+DEATH_SIGNAL = signal.SIGUSR2
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
+# exit status of the supervisor when it cannot do its job (bad arguments, parent already gone)
+EXIT_SUPERVISOR = 125
+
+
+def _prctl_pdeathsig(sig: int) -> None:
+    import ctypes  # here: the runtime imports this module for encode_spec alone
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def encode_spec(argv: list[str], env: dict[str, str], cwd: str | None) -> bytes:
+    """The SPEC_FD payload: NUL-separated argc, argv, cwd ("" for none), then KEY=VALUE pairs."""
+    parts = [str(len(argv)).encode(), *map(os.fsencode, argv), os.fsencode(cwd or "")]
+    parts += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
+    return b"\0".join(parts)
+
+
+def decode_spec(data: bytes) -> tuple[list[bytes], dict[bytes, bytes], bytes | None]:
+    parts = data.split(b"\0")
+    argc = int(parts[0])
+    argv = parts[1 : 1 + argc]
+    cwd = parts[1 + argc] or None
+    env: dict[bytes, bytes] = {}
+    for pair in parts[2 + argc :]:
+        key, _, value = pair.partition(b"=")
+        env[key] = value
+    return argv, env, cwd
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    # (try/except, not contextlib.suppress: contextlib is an import this start-up can do without)
+    try:  # noqa: SIM105
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _child(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, err_w: int, sup: int):
+    """Between fork and exec, in the (single-threaded) supervisor's child: never returns."""
+    try:
+        os.setpgid(0, 0)
+        # exec keeps ignored signals ignored and the mask as it is: give the container what a
+        # process started by a runtime has (Python ignores SIGPIPE and SIGXFSZ for itself)
+        signal.set_wakeup_fd(-1)
+        for sig in (*FORWARDED, DEATH_SIGNAL, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_DFL)
+        _prctl_pdeathsig(signal.SIGKILL)
+        if os.getppid() != sup:
+            os._exit(128 + signal.SIGKILL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    except BaseException:
+        os._exit(EXIT_SUPERVISOR)
+    kind = b"chdir"
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        kind = b"exec"
+        os.execvpe(argv[0], argv, env)
+    except OSError as exc:
+        os.write(err_w, b"%s %d" % (kind, exc.errno or errno.EINVAL))
+    except BaseException:
+        os.write(err_w, b"exec %d" % errno.EINVAL)
+    os._exit(127)
+
+
+def _mirror(status: int) -> None:
+    """Exit as the container's leader did."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+        signal.set_wakeup_fd(-1)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else EXIT_SUPERVISOR)
+
+
+def main(args: list[str]) -> int:
+    try:
+        parent, spec_fd, status_fd = int(args[0]), int(args[1]), int(args[2])
+        grace = float(args[3])
+    except (IndexError, ValueError):
+        print("supervisor: usage: PARENT_PID SPEC_FD STATUS_FD GRACE", file=sys.stderr)
+        return EXIT_SUPERVISOR
+    os.set_inheritable(status_fd, False)
+
+    # every signal of interest becomes one byte on a pipe that the loop below reads
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    for sig in (*FORWARDED, DEATH_SIGNAL, signal.SIGCHLD):
+        signal.signal(sig, lambda signum, frame: None)
+    _prctl_pdeathsig(DEATH_SIGNAL)
+    if os.getppid() != parent:
+        return EXIT_SUPERVISOR
+
+    with os.fdopen(spec_fd, "rb") as spec:
+        argv, env, cwd = decode_spec(spec.read())
+
+    err_r, err_w = os.pipe()
+    # no signal may run a handler in the child before it has reset them
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    pid = os.fork()
+    if pid == 0:
+        _child(argv, env, cwd, err_w, os.getppid())
+    try:  # noqa: SIM105
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child did it first, or has already exec'd (EACCES)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    os.close(err_w)
+    failure = _read_all(err_r)
+    os.close(err_r)
+    if failure:
+        os.write(status_fd, b"E " + failure + b"\n")
+        os.waitpid(pid, 0)
+        return 127
+    os.write(status_fd, b"S %d\n" % pid)
+    os.close(status_fd)
+
+    orphaned = False
+    deadline: float | None = None  # when the group gets SIGKILL, once orphaned
+    while True:
+        timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        ready, _, _ = select.select([wake_r], [], [], timeout)
+        received = os.read(wake_r, 512) if ready else b""
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            _killpg(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            _mirror(status)
+        for signum in received:
+            if signum in FORWARDED:
+                _killpg(pid, signum)
+            elif signum == DEATH_SIGNAL and not orphaned and os.getppid() != parent:
+                orphaned = True
+                _killpg(pid, signal.SIGTERM)
+                deadline = time.monotonic() + grace
+        if deadline is not None and time.monotonic() >= deadline:
+            _killpg(pid, signal.SIGKILL)
+            deadline = None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

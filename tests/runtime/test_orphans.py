@@ -1,0 +1,178 @@
+"""No child outlives probetui, however probetui ends (issue 19, item 3): `probetui demo --no-ui`
+and `probetui local MANIFEST --no-ui` run as real processes, every descendant is collected from
+/proc before probetui is killed, and each must be gone within a few seconds after.
+
+Real time on purpose: what is pinned is what the kernel does when a process dies (the death
+signal its children armed). `kill -9` leaves no handler to run, so a container that ignores
+SIGTERM waits out the supervisor's 2 s grace before its SIGKILL; the demo's services stop on the
+SIGTERM at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.processes import alive, cmdline, descendants, wait_gone
+
+ROOT = Path(__file__).resolve().parents[2]
+# SIGTERM to the group, SIGKILL 2 s later (ORPHAN_GRACE), plus the kernel's and a loaded
+# machine's time
+GONE_WITHIN = 6.0
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
+
+def _probetui(*args: str, stderr: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with stderr.open("wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "probetui", *args, "--no-ui", "--output", "jsonl"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+        )
+
+
+def _started(proc: subprocess.Popen[bytes], count: int, seconds: float) -> list[dict[str, object]]:
+    """Read the JSONL until `count` ContainerStarted events (they carry the PID)."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    started: list[dict[str, object]] = []
+    pending = b""
+    deadline = time.monotonic() + seconds
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while len(started) < count and time.monotonic() < deadline:
+            if not sel.select(timeout=0.2):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                event = json.loads(line)
+                if event.get("type") == "ContainerStarted":
+                    started.append(event)
+    return started
+
+
+def _ports(pids: set[int]) -> set[int]:
+    """The --port of every demo service among `pids`."""
+    ports: set[int] = set()
+    for pid in pids:
+        argv = cmdline(pid)
+        if "--port" in argv:
+            ports.add(int(argv[argv.index("--port") + 1]))
+    return ports
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@pytest.fixture
+def reaper() -> Iterator[set[int]]:
+    """PIDs the test saw; whatever of them is still alive at the end is SIGKILLed."""
+    pids: set[int] = set()
+    try:
+        yield pids
+    finally:
+        for pid in pids:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _end_and_check(
+    proc: subprocess.Popen[bytes], sig: signal.Signals, family: set[int], reaper: set[int]
+) -> None:
+    reaper.update(family)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=10) == -sig
+    left = wait_gone(family, GONE_WITHIN)
+    assert not left, {pid: cmdline(pid) for pid in left}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=["SIGKILL", "SIGHUP"])
+def test_demo_leaves_no_process_and_no_port_behind(
+    sig: signal.Signals, tmp_path: Path, reaper: set[int]
+) -> None:
+    """`kill -9` (no handler runs) or the terminal's SIGHUP of `probetui demo --no-ui`: all nine
+    services and their supervisors are gone within seconds, and their ports are free."""
+    proc = _probetui("demo", stderr=tmp_path / "stderr")
+    reaper.add(proc.pid)
+    try:
+        started = _started(proc, 9, seconds=60)
+        assert len(started) == 9, (tmp_path / "stderr").read_text()[-2000:]
+        family = descendants(proc.pid)
+        services = {int(str(e["pid"])) for e in started}
+        assert services <= family
+        ports = _ports(family)
+        assert len(ports) >= 8  # every service but exec-file listens
+        _end_and_check(proc, sig, family, reaper)
+        taken = {port for port in ports if not _port_free(port)}
+        assert not taken
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+MANIFEST = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: stubborn}
+spec:
+  terminationGracePeriodSeconds: 30
+  containers:
+    - name: deaf
+      # ignores SIGTERM and leaves a grandchild in its group that ignores it too
+      command: [sh, -c, "trap '' TERM HUP INT; sleep 300 & wait"]
+    - name: plain
+      command: [sleep, "300"]
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=["SIGKILL", "SIGHUP"])
+def test_local_leaves_no_process_behind(
+    sig: signal.Signals, tmp_path: Path, reaper: set[int]
+) -> None:
+    """`probetui local MANIFEST --no-ui` killed outright or hung up: every container process,
+    grandchildren and those that ignore SIGTERM included, is gone within seconds."""
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(MANIFEST)
+    proc = _probetui("local", str(manifest), stderr=tmp_path / "stderr")
+    reaper.add(proc.pid)
+    try:
+        started = _started(proc, 2, seconds=30)
+        assert len(started) == 2, (tmp_path / "stderr").read_text()[-2000:]
+        # the deaf container's grandchild, once its shell has forked it
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            family = descendants(proc.pid)
+            if sum(cmdline(pid)[:1] == ["sleep"] for pid in family) == 2:
+                break
+            time.sleep(0.02)
+        assert sum(cmdline(pid)[:1] == ["sleep"] for pid in family) == 2, family
+        _end_and_check(proc, sig, family, reaper)
+    finally:
+        proc.kill()
+        proc.wait()
