@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +13,14 @@ import pytest
 from probetui.probe import exec as exec_probe
 from probetui.probe import tcp
 from probetui.probe.base import Result
-from tests.runtime.demo.conftest import poll_until, run_to_exit, start_service
+from tests.runtime.demo.conftest import (
+    MODULE,
+    START_TIMEOUT,
+    poll_until,
+    run_to_exit,
+    service_env,
+    start_service,
+)
 
 
 async def test_tcp_accepts_and_closes_and_logs_each_connection() -> None:
@@ -75,3 +85,33 @@ async def test_bad_option_is_one_line_and_exit_2() -> None:
     assert code == 2
     assert err.count("\n") == 1
     assert "--healthy" in err and "(see --help)" in err
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [("tcp",), ("flap",), ("grpc",), ("exec-file", "--path", "{tmp}/healthy")],
+    ids=lambda kind: kind[0],
+)
+def test_sigterm_stops_a_service_whose_output_nobody_reads(
+    kind: tuple[str, ...], tmp_path: Path
+) -> None:
+    """Once probetui is gone its pipes are broken; the stop on SIGTERM must still happen (its
+    log line raised BrokenPipeError before the stop, and the service ignored every SIGTERM)."""
+    args = [a.replace("{tmp}", str(tmp_path)) for a in kind]
+    if kind[0] != "exec-file":
+        args += ["--port", "0"]
+    with subprocess.Popen(
+        [sys.executable, "-m", MODULE, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=service_env(),
+    ) as proc:
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            assert proc.stdout.readline()  # up and logging
+            proc.stdout.close()
+            proc.stderr.close()
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=START_TIMEOUT) == 0
+        finally:
+            proc.kill()
