@@ -94,6 +94,8 @@ async def serve() -> int:
     except ProtocolError as e:
         transport.write(dumps({"k": FAIL, "message": str(e)}))
         return 2
+    if setup.get("buffer"):
+        sender.limit = int(setup["buffer"])
     sender.send(hello("shard", shard=setup.get("shard"), pid=os.getpid()))
     mode = setup.get("mode", "fed")
     pods = PodReader()
@@ -210,7 +212,8 @@ async def _commands(
             return
         kind = frame["k"]
         if kind in (POD, MGR):
-            runtime.feed(frame)
+            if hasattr(runtime, "feed"):  # fed mode; a local shard has its pods already
+                runtime.feed(frame)
             continue
         if kind != CMD:
             continue

@@ -41,6 +41,7 @@ RESTART_WINDOW = 60.0
 NOTICES = 50
 ACKS = 256
 STDERR_TAIL = 20
+DROPPED_EVERY = 5.0  # seconds between notices of dropped events, per shard
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Shard:
     reader: PodReader = field(default_factory=PodReader)
     lateness: float = 0.0
     dropped: int = 0
+    dropped_said: float = float("-inf")  # when the last notice of drops was given (monotonic)
     groups: frozenset[int] = frozenset()  # local mode: its containers' process groups
     ended: bool = False
     started: int = 0  # processes started for this shard
@@ -96,6 +98,7 @@ class ShardPool:
         http_impl: str = "lean",
         echo_stderr: bool = False,
         say: Callable[[str], None] | None = None,
+        buffer: int | None = None,
     ) -> None:
         if shards < 1:
             raise ValueError("a pool has at least one shard")
@@ -107,6 +110,8 @@ class ShardPool:
         self.kube_version = kube_version
         self.http_impl = http_impl
         self.echo_stderr = echo_stderr
+        # bytes a shard may hold for this process before it drops events (None: its default)
+        self.buffer = buffer
         self.say = say
         self.shards = [Shard(i) for i in range(shards)]
         self.notices: deque[str] = deque(maxlen=NOTICES)
@@ -283,6 +288,7 @@ class ShardPool:
             observes_kubelet=rt.observes_kubelet,
             kube_version=self.kube_version,
             http_impl=self.http_impl,
+            buffer=self.buffer,
         )
 
     async def _read(self, shard: Shard, proc: asyncio.subprocess.Process) -> None:
@@ -342,10 +348,15 @@ class ShardPool:
             n = int(frame.get("n", 0))
             fresh, shard.dropped = n - shard.dropped, n
             self.dropped += max(fresh, 0)
-            self._notice(
-                f"shard {shard.index}: {fresh} event(s) dropped, the reader too slow "
-                f"({n} in all, by type: {frame.get('by')}); they are not in the recording"
-            )
+            now = time.monotonic()
+            # an overload sends one of these each time the reader catches up: say it at most
+            # every few seconds, with the totals, not a notice per frame
+            if now - shard.dropped_said >= DROPPED_EVERY:
+                shard.dropped_said = now
+                self._notice(
+                    f"shard {shard.index}: events dropped, this process reads too slowly "
+                    f"({n} in all, by type: {frame.get('by')}); they are not in the recording"
+                )
         elif kind == p.GROUPS:
             shard.groups = frozenset(int(g) for g in frame.get("pgids", ()))
         elif kind == p.END:

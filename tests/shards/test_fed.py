@@ -128,3 +128,44 @@ async def test_the_source_runs_once_and_each_pod_is_probed_by_its_shard() -> Non
         await asyncio.gather(run, return_exceptions=True)
         server.close()
     assert not pool.pids()
+
+
+async def test_a_slow_reader_loses_events_counted_and_told_never_blocking_the_shard() -> None:
+    """This process stops reading for a while (a sink that blocks the loop): the shard goes on
+    probing on time, drops what does not fit its buffer, and the count arrives as a notice."""
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pods = [pod(i, port) for i in range(300)]
+
+    class Stall(Sink):
+        stalled = False
+
+        def event(self, event: Event) -> None:
+            super().event(event)
+            if not self.stalled and event.type == "ProbeAttempt":
+                self.stalled = True
+                time.sleep(2.0)  # the UI process busy: nothing is read meanwhile
+
+    sink = Stall()
+    pool = ShardPool(Source(pods), [sink], shards=1, mode="fed", buffer=16 * 1024)
+    run = asyncio.ensure_future(pool.run())
+    try:
+        await until(lambda: pool.dropped > 0, 20)
+        assert any("events dropped" in n and "not in the recording" in n for n in pool.notices)
+        # the shard kept its ticks: attempts after the stall were late by little
+        after = time.time()
+        await until(lambda: sum(sink.attempts(p.uid, after) > 0 for p, _ in pods) > 250, 10)
+        late = [
+            e.record.t - e.record.scheduled_at
+            for e in sink.events
+            if e.record is not None and e.t > after and e.type == "ProbeAttempt"
+        ]
+        assert late and sorted(late)[len(late) // 2] < 0.25
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        server.close()

@@ -204,21 +204,25 @@ async def test_a_killed_shard_is_restarted_and_its_pods_are_probed_again(tmp_pat
     assert not any(alive(int(pid)) for pid in pids.read_text().split())
 
 
-def test_sigterm_ends_every_shard_and_container(
-    probetui: Callable[..., subprocess.Popen[str]], tmp_path: Path
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, -signal.SIGHUP)]
+)
+def test_a_signal_to_probetui_ends_every_shard_and_container(
+    probetui: Callable[..., subprocess.Popen[str]], tmp_path: Path, sig: int, code: int
 ) -> None:
+    """SIGTERM and SIGINT: an orderly stop (each shard stops its containers); SIGHUP: probetui
+    dies of it at once, and its shards follow (PR_SET_PDEATHSIG) and stop theirs."""
     manifest, pids = pods_manifest(tmp_path)
     proc = probetui("local", str(manifest), "--no-ui", "--shards", "2")
     wait_for(lambda: pids.exists() and pids.read_text().count("\n") >= 4, 30)
     shards = children(proc.pid)
     containers = [int(x) for x in pids.read_text().split()]
     assert len(shards) == 2 and all(alive(p) for p in shards + containers)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=15)
-    assert proc.returncode == 143, err
+    assert proc.returncode == code, err
     assert "Traceback" not in err
-    for pid in shards + containers:
-        assert not alive(pid), pid
+    wait_for(lambda: not any(alive(p) for p in shards + containers), 10)
 
 
 def test_kill_9_of_probetui_takes_its_shards_and_their_containers_down(
