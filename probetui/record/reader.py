@@ -146,6 +146,8 @@ class Recording:
         self._refs: dict[int, ProbeRef] = {}
         self._pods: dict[int, tuple[str, str, str]] = {}
         self._specs: dict[int, Pod] = {}  # decoded specs by row: a seek decodes none twice
+        self._statuses: dict[int, PodStatus] = {}  # and statuses (15,000 at every seek)
+        self._refs_loaded = False
         self._by_spec: dict[str, Pod] = {}  # by the spec part alone, shared by replicas
         self.meta = RecordingMeta(
             self._q1("PRAGMA user_version") or FORMAT_VERSION, self._sessions()
@@ -282,19 +284,22 @@ class Recording:
         pods: dict[int, Pod] = {}
         statuses: dict[int, PodStatus | None] = {}
         seen: dict[int, float] = {}
-        # in force at lo: SQLite gives the other columns of the row with the MAX
-        for pod_id, t, spec_id, source, text in self._q(
-            "SELECT pod_id, MAX(t), id, source, manifest FROM specs WHERE t < ? GROUP BY pod_id",
-            (lo,),
-        ):
-            pods[pod_id] = self._spec(spec_id, source, text)
-            seen[pod_id] = t
-        for pod_id, t, text in self._q(
-            "SELECT pod_id, MAX(t), status FROM statuses WHERE t < ? GROUP BY pod_id", (lo,)
-        ):
-            statuses[pod_id] = status_from_json(json.loads(text)) if text else None
-            seen[pod_id] = max(seen.get(pod_id, t), t)
+        # in force at lo, for every pod at once where they are all fed (SQLite gives the other
+        # columns of the row with the MAX); a step forward looks up only the pods that change
         if in_force:
+            for pod_id, t, spec_id, source, text in self._q(
+                "SELECT pod_id, MAX(t), id, source, manifest FROM specs WHERE t < ?"
+                " GROUP BY pod_id",
+                (lo,),
+            ):
+                pods[pod_id] = self._spec(spec_id, source, text)
+                seen[pod_id] = t
+            for pod_id, t, status_id, text in self._q(
+                "SELECT pod_id, MAX(t), id, status FROM statuses WHERE t < ? GROUP BY pod_id",
+                (lo,),
+            ):
+                statuses[pod_id] = self._status(status_id, text)
+                seen[pod_id] = max(seen.get(pod_id, t), t)
             before = sorted((seen[i], i) for i in pods if i in statuses and statuses[i] is not None)
             for t, pod_id in before:
                 yield t, pods[pod_id], statuses[pod_id]
@@ -304,15 +309,44 @@ class Recording:
             " WHERE t >= ? AND t <= ? ORDER BY 1, 2",
             (lo, hi, lo, hi),
         )
+        looked: set[int] = set()
         for t, kind, pod_id, row_id, source, text in rows:
+            if not in_force and pod_id not in looked:
+                looked.add(pod_id)
+                self._in_force(pod_id, lo, pods, statuses)
             if kind == 0:
                 pods[pod_id] = self._spec(row_id, source, text)
             else:
-                statuses[pod_id] = status_from_json(json.loads(text)) if text else None
+                statuses[pod_id] = self._status(row_id, text)
             pod = pods.get(pod_id)
             if pod is None or pod_id not in statuses:
                 continue
             yield t, pod, statuses[pod_id]
+
+    def _in_force(
+        self, pod_id: int, lo: float, pods: dict[int, Pod], statuses: dict[int, PodStatus | None]
+    ) -> None:
+        """One pod's spec and status in force before `lo` (what the GROUP BY gives all)."""
+        for spec_id, source, text in self._q(
+            "SELECT id, source, manifest FROM specs WHERE pod_id = ? AND t < ?"
+            " ORDER BY t DESC, id DESC LIMIT 1",
+            (pod_id, lo),
+        ):
+            pods[pod_id] = self._spec(spec_id, source, text)
+        for status_id, text in self._q(
+            "SELECT id, status FROM statuses WHERE pod_id = ? AND t < ?"
+            " ORDER BY t DESC, id DESC LIMIT 1",
+            (pod_id, lo),
+        ):
+            statuses[pod_id] = self._status(status_id, text)
+
+    def _status(self, status_id: int, text: str | None) -> PodStatus | None:
+        if not text:
+            return None
+        status = self._statuses.get(status_id)
+        if status is None:
+            status = self._statuses[status_id] = status_from_json(json.loads(text))
+        return status
 
     def _spec(self, spec_id: int, source: str, text: str) -> Pod:
         pod = self._specs.get(spec_id)
@@ -368,6 +402,17 @@ class Recording:
 
     def _ref(self, probe_id: int) -> ProbeRef:
         ref = self._refs.get(probe_id)
+        if ref is None and not self._refs_loaded:
+            # all at once on the first miss: a seek asks for every probe, one query each was
+            # a sixth of a first screen at 15,000 probes
+            self._refs_loaded = True
+            for i, uid, ns, name, container, probe in self._q(
+                "SELECT probes.id, pods.uid, pods.namespace, pods.name, probes.container,"
+                " probes.probe FROM probes JOIN pods ON pods.id = probes.pod_id"
+            ):
+                key = ProbeKey(uid, container, ProbeType.parse(probe))
+                self._refs[i] = ProbeRef(key, ns, name, container, probe)
+            ref = self._refs.get(probe_id)
         if ref is None:
             rows = self._q(
                 "SELECT pods.uid, pods.namespace, pods.name, probes.container, probes.probe"

@@ -20,6 +20,7 @@ Nothing is probed, paused or run: `probe_now` and `set_paused` do nothing and sa
 from __future__ import annotations
 
 import asyncio
+import gc
 import heapq
 import time
 from collections import deque
@@ -278,6 +279,21 @@ class Stream:
     def feed(self, store: Store, after: float, until: float) -> int:
         """Feed `store` what was published in (after, until]; `after` is where the last step
         ended (or where the stream began).
+
+        The cyclic collector is held off meanwhile: a seek at 15,000 probes makes some 200,000
+        objects that live (the store) or die by reference count (the events read), and the
+        collections it set off walked the store each time, 40% of the seek. What it holds is
+        acyclic (a reset cuts the store's one cycle), so nothing waits for the collector."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return self._feed(store, after, until)
+        finally:
+            if was:
+                gc.enable()
+
+    def _feed(self, store: Store, after: float, until: float) -> int:
+        """`feed`, under the collector's pause.
 
         A result change is published just before the attempt that caused it and belongs with
         it: it is fed exactly when that attempt is (the attempt's end is only known to the
