@@ -118,6 +118,7 @@ class Config:
     seed: int = 1
     pace_gc: bool = True
     target: str | None = None  # HOST:PORT for the engine feed; None starts one
+    shards: int = 0  # the engine feed's prober in N shard processes (probetui.shards, fed mode)
 
 
 # -- pods ---------------------------------------------------------------------------------------
@@ -544,6 +545,12 @@ async def _measure(config: Config, rng: random.Random, port: int, target: Any) -
         runtime = _SyntheticRuntime(pods)
         extra = {"http_impl": config.impl} if config.impl is not None else {}
         controls: Any = Engine(runtime, [store, counter], **extra)
+        if config.shards:
+            from probetui.shards.pool import ShardPool
+
+            controls = ShardPool(
+                runtime, [store, counter], shards=config.shards, mode="fed", **extra
+            )
     else:
         controls = _StoreControls()
     app = ProbeApp(controls, store, tz=UTC, pace_gc=config.pace_gc)
@@ -856,6 +863,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--uvloop", action="store_true", help="run on uvloop")
     p.add_argument("--no-gc-pacer", action="store_true", help="turn the app's GC pacer off")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        help="engine feed: the prober in N shard processes (its CPU is not in this process's)",
+    )
     add_output_args(p)
     return p
 
@@ -894,6 +907,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         seed=args.seed,
         pace_gc=not args.no_gc_pacer,
         target=args.target,
+        shards=args.shards,
     )
 
 
