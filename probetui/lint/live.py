@@ -34,6 +34,9 @@ from probetui.spec.model import ProbeType
 from probetui.timeline.store import ContainerKey, Store
 
 REFRESH = 5.0  # seconds a container's advice stands while its history moves on
+# the attempts of each probe the advice reads: bounds what one computation costs on the
+# event loop (about 10 ms for three probes' 900), whatever the rings hold (3,600 at period 1 s)
+ATTEMPTS = 900
 _CACHE = 512  # containers whose advice is kept
 
 
@@ -89,7 +92,7 @@ class Advisor:
         from probetui.lint.registry import run
 
         entry = self.store.pods[key.pod_uid]
-        events, oldest = store_events(self.store, key.pod_uid)
+        events, oldest = store_events(self.store, key.pod_uid, ATTEMPTS)
         history = pod_history(entry.pod, entry.status, events, now, oldest)
         observed = Observed([history], "live session", replay=False)
         objects = recorded_objects(observed, "live")

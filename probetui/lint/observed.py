@@ -15,6 +15,7 @@ objects of a recording alone are its pods grouped the same way (`recorded_object
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -270,10 +271,14 @@ def _attempt_fields(kind: int, latency: float) -> dict[str, object]:
     return {"outcome": label.get(kind, "error"), "latency_ms": latency * 1000.0}
 
 
-def store_events(store: Store, pod_uid: str) -> tuple[list[Event], float | None]:
-    """One pod's history in the store as events (its marks and its rings' attempts), and the
-    oldest time the store still holds for it. Reads the store: call it where the store is fed
-    (the event loop), never from another thread."""
+def store_events(
+    store: Store, pod_uid: str, attempts: int | None = None
+) -> tuple[list[Event], float | None]:
+    """One pod's history in the store as events (its marks and its rings' attempts, the last
+    `attempts` of each probe when given), and the oldest time the store still holds for it.
+    Reads the store: call it where the store is fed (the event loop), never from another
+    thread. The rings are read through their (t, kind) and (latency, kind) columns, which
+    unpack no entry's texts: a few microseconds an attempt."""
     from probetui.timeline.store import ContainerKey
 
     entry = store.pods.get(pod_uid)
@@ -282,6 +287,9 @@ def store_events(store: Store, pod_uid: str) -> tuple[list[Event], float | None]
     pod = entry.pod
     events: list[Event] = []
     oldest: float | None = None
+    # where a probe's attempts were cut to the last `attempts`, the history starts at its
+    # oldest kept one: before it, that probe's answers would all be missing
+    floor: float | None = None
     for c in pod.probed_containers():
         ch = store.containers.get(ContainerKey(pod_uid, c.name))
         if ch is None:
@@ -302,26 +310,50 @@ def store_events(store: Store, pod_uid: str) -> tuple[list[Event], float | None]
             )
             oldest = m.t if oldest is None else min(oldest, m.t)
         for pt, h in ch.probes.items():
-            first = h.oldest_t
-            if first is not None:
+            # both newest first over the same entries, skips left out of the one: zip them
+            times = [t for t, kind in h.window(-math.inf, math.inf) if kind != Kind.SKIP]
+            latencies = h.latencies(len(h))[::-1]
+            pairs = list(zip(times, latencies, strict=False))
+            if attempts is not None and len(pairs) > attempts:
+                pairs = pairs[:attempts]
+                floor = pairs[-1][0] if floor is None else max(floor, pairs[-1][0])
+            if pairs:
+                first = pairs[-1][0]
                 oldest = first if oldest is None else min(oldest, first)
-            for v in h.recent(len(h)):
-                if v.kind == Kind.SKIP:
-                    continue
+            key = pt.key
+            for t, (latency, kind) in reversed(pairs):
                 events.append(
                     Event(
                         "ProbeAttempt",
-                        v.t,
+                        t,
                         pod_uid,
                         pod.namespace,
                         pod.name,
                         c.name,
-                        pt.key,
+                        key,
                         "shadow",
-                        _attempt_fields(v.kind, v.latency),
+                        _attempt_fields(kind, latency),
                     )
                 )
+    if floor is not None and oldest is not None:
+        oldest = max(oldest, floor)
     return events, oldest
+
+
+def _started_before(events: list[Event], since: float) -> dict[str, tuple[float, int, bool]]:
+    out: dict[str, tuple[float, int, bool]] = {}
+    ready: dict[str, bool] = {}
+    for e in sorted((e for e in events if e.t < since), key=lambda e: e.t):
+        name = e.container
+        if name is None or e.source == "shadow":
+            continue
+        if e.type == "ContainerStarted":
+            out[name] = (e.t, int(e.fields.get("restartCount", 0)), False)
+        elif e.type == "ContainerExited":
+            out.pop(name, None)
+        elif e.type == "ReadyChanged":
+            ready[name] = bool(e.fields.get("ready"))
+    return {n: (t, k, ready.get(n, False)) for n, (t, k, _) in out.items()}
 
 
 def pod_history(
@@ -330,7 +362,11 @@ def pod_history(
     """A pod's history from events already taken out of a store (`store_events`)."""
     since = min(oldest if oldest is not None else now, now)
     before = _running_before(status, since)
-    # a container running since before the history began: its start-up is not in it
+    # a container running since before the history began: its start-up is not in it. Where
+    # the status does not say (a source without container statuses), the marks before the
+    # window do: the last start not followed by an exit
+    for name, started in _started_before(events, since).items():
+        before.setdefault(name, started)
     rec = recorded_pod(pod, events, since, now, started_before=before)
     return PodHistory(pod, rec, [e for e in events if e.type == "Divergence"], events)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -283,3 +284,50 @@ def test_lint_recording_sarif_validates_and_human_names_the_pod(
     assert main(["lint", "--explain", "shadow-diverges"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("shadow-diverges (warning)") and "--recording" in out
+
+
+# -- from a timeline store (the UI, lint --cluster) ----------------------------------------------
+
+
+def _store(pod: Any, events: list[Any]) -> Any:
+    from probetui.prober.status import PodStatus
+    from probetui.timeline.store import Store
+
+    store = Store()
+    store.pod(pod, PodStatus(phase="Running"))  # no container statuses: the marks must do
+    for e in events:
+        store.event(e)
+    return store
+
+
+def test_store_evidence_gives_the_recordings_findings() -> None:
+    """The same history fed to a timeline store and read back as evidence: the same flaps
+    and the same share of timeouts as read from the events themselves."""
+    from probetui.lint.observed import from_store, recorded_objects
+
+    pod = web(readiness=probe(period=5, failure=1))
+    events = simulate(pod, _flapping(10, latency_ms=900.0), 1800)
+    obs = from_store(_store(pod, events), 1800.0)
+    (obj,) = recorded_objects(obs, "live")
+    found = {f.rule.id: f for f in run([obj], select(), obs) if f.rule.needs_evidence}
+    synthetic, _ = findings(pod, events, 1800, "readiness-flapping")
+    assert found["readiness-flapping"].hit.message == synthetic[0].hit.message
+    assert "p99 latency 900 ms" in found["observed-latency-near-timeout"].hit.message
+
+
+def test_the_live_advisor_reads_the_last_attempts_only() -> None:
+    """A probe at period 1 s for an hour: the advisor reads its last ATTEMPTS, and the history
+    starts there (before it, that probe's answers would be missing)."""
+    from probetui.lint.live import ATTEMPTS, Advisor
+    from probetui.timeline.store import ContainerKey
+
+    pod = web(readiness=probe(period=1, failure=1))
+    events = simulate(pod, _flapping(24), 3600)
+    advisor = Advisor(_store(pod, events), lambda: 3600.0)
+    advice = advisor.advice(ContainerKey("u-web", "app"))
+    assert advice is not None
+    (history,) = advice.observed.histories
+    # the last 900 attempts at one a second, the last few seconds of the run unattempted
+    assert history.seconds == pytest.approx(ATTEMPTS, abs=10.0)
+    assert history.rec.attempts == ATTEMPTS
+    assert advice.findings[0].rule.id == "readiness-flapping"
