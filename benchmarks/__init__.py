@@ -22,6 +22,8 @@
   CPU per attempt including the stream (issue 19).
 - `python -m benchmarks.triage`: the workload's probe view and one `--summary` tick over 2,000
   pods in 100 Deployments (issue 16): view p50/p99, summary tick and per workload.
+- `python -m benchmarks.supervisor`: what the per-container supervisor of the local runtime
+  costs: start latency and CPU against a direct spawn, and its memory per running container.
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 

@@ -1,0 +1,181 @@
+"""What the per-container supervisor costs (issue 19, item 3): start latency, CPU, memory.
+
+    python -m benchmarks.supervisor [--starts 40] [--resident 9] [--json [PATH]] [--out PATH]
+
+(a) Start: `--starts` containers of `/bin/true`, one after another, through `ContainerProcess`
+(the supervisor) and through a direct spawn of the same command the way `ContainerProcess` did
+before it (`subprocess_exec`, a session of its own), the two alternating: the time until start()
+returns (the container counts as started), until its exit is reaped, and the CPU of the
+children (supervisor + container) per start.
+
+(b) Memory: `--resident` containers of `sleep` kept running, and each supervisor's RSS, PSS
+and private (unshared) memory from /proc/PID/smaps_rollup: PSS is the fair share of what it
+costs the machine, private is what one more container adds.
+
+A shared 2-core machine: the figures are noisy; the load while measuring is in the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    Parser,
+    add_output_args,
+    environment,
+    fmt_ms,
+    format_table,
+    positive,
+    report,
+    summary_ms,
+)
+from probetui.runtime.local.process import ContainerProcess, ProcessGroupRegistry, ProcessSpec
+
+ARGV = ("/bin/true",)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _supervised(registry: ProcessGroupRegistry) -> tuple[float, float]:
+    proc = ContainerProcess(ProcessSpec(ARGV, dict(os.environ)), registry=registry)
+    t0 = time.perf_counter()
+    await proc.start()
+    started = time.perf_counter() - t0
+    await proc.wait()
+    return started, time.perf_counter() - t0
+
+
+class _Exited(asyncio.SubprocessProtocol):
+    def __init__(self) -> None:
+        self.exited = asyncio.get_running_loop().create_future()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _direct() -> tuple[float, float]:
+    loop = asyncio.get_running_loop()
+    t0 = time.perf_counter()
+    transport, protocol = await loop.subprocess_exec(
+        _Exited,
+        *ARGV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=dict(os.environ),
+    )
+    started = time.perf_counter() - t0
+    await protocol.exited
+    transport.close()
+    return started, time.perf_counter() - t0
+
+
+def _smaps(pid: int) -> dict[str, float]:
+    fields: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, _, rest = line.partition(":")
+        fields[name] = int(rest.split()[0]) / 1024  # kB -> MiB
+    return {
+        "rss_mb": round(fields["Rss"], 2),
+        "pss_mb": round(fields["Pss"], 2),
+        "private_mb": round(fields["Private_Clean"] + fields["Private_Dirty"], 2),
+    }
+
+
+async def _measure(starts: int, resident: int) -> dict[str, Any]:
+    registry = ProcessGroupRegistry()
+    load_before = os.getloadavg()[0]
+    runs: dict[str, dict[str, list[float]]] = {
+        mode: {"started": [], "exited": [], "cpu": []} for mode in ("supervised", "direct")
+    }
+    for i in range(starts * 2):
+        mode = "supervised" if i % 2 == 0 else "direct"
+        cpu = _children_cpu()
+        started, exited = await (_supervised(registry) if mode == "supervised" else _direct())
+        runs[mode]["started"].append(started)
+        runs[mode]["exited"].append(exited)
+        runs[mode]["cpu"].append(_children_cpu() - cpu)
+
+    procs = [
+        ContainerProcess(ProcessSpec(("sleep", "60"), dict(os.environ)), registry=registry)
+        for _ in range(resident)
+    ]
+    try:
+        for proc in procs:
+            await proc.start()
+        await asyncio.sleep(0.2)
+        memory = [_smaps(proc.supervisor_pid) for proc in procs if proc.supervisor_pid]
+    finally:
+        registry.kill_all()
+        for proc in procs:
+            if proc.pid is not None:
+                await proc.wait()
+
+    def mean(values: list[float]) -> float:
+        return round(sum(values) / len(values), 2) if values else 0.0
+
+    result: dict[str, Any] = {
+        "starts": starts,
+        "resident": resident,
+        "environment": environment(load_before=load_before, load_after=os.getloadavg()[0]),
+    }
+    for mode, figures in runs.items():
+        result[mode] = {
+            "start": summary_ms(figures["started"]),
+            "start_to_exit": summary_ms(figures["exited"]),
+            "cpu_ms_per_start": round(sum(figures["cpu"]) / len(figures["cpu"]) * 1000, 2),
+        }
+    result["supervisor_memory"] = {
+        key: mean([m[key] for m in memory]) for key in ("rss_mb", "pss_mb", "private_mb")
+    }
+    return result
+
+
+def _table(result: dict[str, Any]) -> str:
+    sup, direct, mem = result["supervised"], result["direct"], result["supervisor_memory"]
+    rows = [
+        ("start, supervised (ms)", fmt_ms(sup["start"])),
+        ("start, direct (ms)", fmt_ms(direct["start"])),
+        ("start to exit, supervised (ms)", fmt_ms(sup["start_to_exit"])),
+        ("start to exit, direct (ms)", fmt_ms(direct["start_to_exit"])),
+        (
+            "CPU per start, supervised / direct",
+            f"{sup['cpu_ms_per_start']} / {direct['cpu_ms_per_start']} ms",
+        ),
+        (
+            f"supervisor memory (mean of {result['resident']})",
+            f"RSS {mem['rss_mb']} MiB, PSS {mem['pss_mb']} MiB, private {mem['private_mb']} MiB",
+        ),
+        (
+            "load (1 min) before / after",
+            f"{result['environment']['load_before']:.2f} / {result['environment']['load_after']:.2f}",
+        ),
+    ]
+    return format_table("per-container supervisor", rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = Parser(prog="python -m benchmarks.supervisor", description=__doc__)
+    parser.add_argument("--starts", type=positive(int, "--starts"), default=40)
+    parser.add_argument("--resident", type=positive(int, "--resident"), default=9)
+    add_output_args(parser)
+    args: argparse.Namespace = parser.parse_args(argv)
+    return report(
+        "supervisor", args, lambda: asyncio.run(_measure(args.starts, args.resident)), _table
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
