@@ -12,7 +12,7 @@ import pytest
 
 from probetui.cli import main
 from probetui.lint import RULES, run, select
-from probetui.lint.observed import from_recording
+from probetui.lint.observed import from_recording, recorded_objects
 from probetui.record.reader import open_recording
 from probetui.simulate.scenario import App, Behaviour
 from probetui.spec.model import ProbeType
@@ -303,7 +303,7 @@ def _store(pod: Any, events: list[Any]) -> Any:
 def test_store_evidence_gives_the_recordings_findings() -> None:
     """The same history fed to a timeline store and read back as evidence: the same flaps
     and the same share of timeouts as read from the events themselves."""
-    from probetui.lint.observed import from_store, recorded_objects
+    from probetui.lint.observed import from_store
 
     pod = web(readiness=probe(period=5, failure=1))
     events = simulate(pod, _flapping(10, latency_ms=900.0), 1800)
@@ -331,3 +331,43 @@ def test_the_live_advisor_reads_the_last_attempts_only() -> None:
     assert history.seconds == pytest.approx(ATTEMPTS, abs=10.0)
     assert history.rec.attempts == ATTEMPTS
     assert advice.findings[0].rule.id == "readiness-flapping"
+
+
+def _lint_recorded(path: Path, pod: Any, events: list[Any]) -> dict[str, Any]:
+    write_recording(path, pod, events)
+    with open_recording(path) as recording:
+        obs = from_recording(recording)
+    (obj,) = recorded_objects(obs, "recording")
+    return {f.rule.id: f for f in run([obj], select(), obs) if f.rule.needs_evidence}
+
+
+def test_recorded_slow_start_and_errored_attempts_hit_and_near_miss(tmp_path: Path) -> None:
+    """Read back from recording files: a start at 90% of its budget and a liveness probe on a
+    port name no container declares (every attempt errors, §16.4) fire; a quick start on a
+    declared port fires neither. The errors come from the model's own prober, so the recorder
+    keeps them as it would a live run's."""
+    from probetui.spec.model import Container, HTTPGetAction, Pod, Probe
+
+    bad = Probe(http_get=HTTPGetAction(path="/h", port="metrics"), period_seconds=5)
+    pod = Pod(
+        "web",
+        uid="u-web",
+        containers=(
+            Container(
+                name="app",
+                command=("x",),
+                liveness_probe=bad,
+                startup_probe=probe(period=5, failure=10),
+            ),
+        ),
+    )
+    slow = App(start_after=0.0, default=Behaviour(ready_after=42.0))
+    found = _lint_recorded(tmp_path / "bad.db", pod, simulate(pod, slow, 300))
+    assert "took up to 45 s to start" in found["observed-start-near-budget"].hit.message
+    errors = found["probe-errors-dropped"].hit.message
+    assert "51 of 51 attempts errored (100.0%" in errors and "metrics" in errors
+
+    good = web(liveness=probe(period=5), startup=probe(period=5, failure=10))
+    quick = App(start_after=0.0, default=Behaviour(ready_after=10.0))
+    found = _lint_recorded(tmp_path / "good.db", good, simulate(good, quick, 300))
+    assert "observed-start-near-budget" not in found and "probe-errors-dropped" not in found
