@@ -96,7 +96,13 @@ class Player:
         self.speed = SPEEDS[0]
         self.cursor = self.first
         self._fed = self.first  # what was published up to here is in the store
-        self.lookback, rate = _probing(recording)
+        was = gc.isenabled()
+        gc.disable()  # as in a feed: every spec decoded, and kept
+        try:
+            self.lookback, rate = _probing(recording)
+        finally:
+            if was:
+                gc.enable()
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._seeks = 0
         self._stream: Stream | None = None
