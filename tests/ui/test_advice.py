@@ -181,3 +181,38 @@ def test_divergence_lines_words() -> None:
     assert divergence_lines({}, "agree again after 3s") == [
         "was: the shadow and the kubelet disagree; agree again after 3s"
     ]
+
+
+async def test_the_what_if_replays_the_sessions_history_through_the_counterfactual() -> None:
+    """A store fed by the kubelet's model for 30 min (readiness failureThreshold 1 against an
+    app that fails for 8 s every 150 s): the advice proposes failureThreshold 3, and the
+    what-if is the counterfactual over that in-memory history, its self-check passed, the
+    what-if column beside the recorded one."""
+    from datetime import UTC
+
+    from probetui.prober.status import PodStatus
+    from probetui.simulate.scenario import App, Behaviour
+    from probetui.spec.model import ProbeType
+    from probetui.ui.app import ProbeApp
+    from tests.lint.histories import probe, simulate, web
+    from tests.ui.fakes import FakeControls, FakeRuntime
+
+    pod = web(readiness=probe(period=5, failure=1))
+    fails = tuple((100.0 + 150.0 * i, 108.0 + 150.0 * i) for i in range(10))
+    app_model = App(probes={ProbeType.READINESS: Behaviour(fail_between=fails)})
+    store = Store()
+    store.pod(pod, PodStatus(phase="Running"))
+    for e in simulate(pod, app_model, 1800):
+        store.event(e)
+    app = ProbeApp(FakeControls(FakeRuntime()), store, now=lambda: 1800.0, tz=UTC, run_engine=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "! readiness-flapping: 'app' lost Ready 10 times" in pane_text(app)
+        await pilot.press("a")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        body = str(app.screen.query_one("#whatif-body", Static).render())
+        assert "readiness-flapping  propose readiness.failureThreshold=3" in body
+        assert "  passed" in body and "what-if" in body
+        assert "settings now" not in body  # no fallback: the counterfactual answered
