@@ -4,6 +4,8 @@ line and timeline. Snapshots at 160x45 and 80x24, and in monochrome."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from probetui.probe.base import Result
@@ -72,6 +74,22 @@ async def test_a_workload_s_line_shows_its_probes_across_replicas() -> None:
         await pilot.press("j")
         await pilot.pause()
         assert screen.group == "" and not view.display and app.query_one("#timeline").display
+
+
+async def test_a_replica_s_change_redraws_the_view() -> None:
+    app, store, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        await pilot.press("j")
+        await pilot.pause()
+        view = app.query_one(WorkloadProbeView)
+        assert "2/3 Ready" in plain(view)
+        entry = store.pods["uid-payments-0"]
+        (cs,) = entry.status.container_statuses
+        store.pod(entry.pod, replace(entry.status, container_statuses=(cs.with_(ready=False),)))
+        # the app polls the store ten times a second (real time: its timer, not the test's)
+        await pilot.pause(0.3)
+        assert "1/3 Ready" in plain(view)
 
 
 async def test_w_goes_to_the_worst_replica_s_line_and_timeline() -> None:

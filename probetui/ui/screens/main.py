@@ -7,6 +7,7 @@ timer it asks the store what changed since it last looked and redraws only that.
 
 from __future__ import annotations
 
+import time
 from typing import ClassVar
 
 from textual import events, on
@@ -34,6 +35,7 @@ from probetui.ui.widgets.workloads import SORTS, WorkloadHeader, WorkloadList
 PREFERRED = (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP)
 CYCLE = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 RESORT_EVERY = 2.0  # seconds between re-sorts when the order depends on live state
+WORKLOAD_EVERY = 1.0  # seconds between redraws of a workload's probe view as replicas change
 
 
 class MainScreen(Screen[None]):
@@ -44,6 +46,8 @@ class MainScreen(Screen[None]):
         self.ctx = ctx
         self.selected: ContainerKey | None = None
         self.group = ""  # the workload whose line the cursor is on: its probe view shows
+        self._workload_stale = False  # a replica of the shown workload changed
+        self._workload_at = 0.0
         self.probe = ProbeType.READINESS
         self.details = False
         self._version = -1
@@ -122,8 +126,13 @@ class MainScreen(Screen[None]):
             details_dirty = True
         if details_dirty:
             self._refresh_details()
-        if workload_dirty and self.group:
-            self.workload_view.show(self.group, wl.members.get(self.group, []))
+        self._workload_stale = self._workload_stale or workload_dirty
+        if self._workload_stale and self.group:
+            # a DaemonSet's hundreds of replicas change every poll: at most once a second
+            mono = time.monotonic()
+            if mono - self._workload_at >= WORKLOAD_EVERY:
+                self._workload_at, self._workload_stale = mono, False
+                self.workload_view.show(self.group, wl.members.get(self.group, []))
         self.topbar.tick()
         self.timeline.tick()
         self.threshold.tick()
@@ -164,6 +173,7 @@ class MainScreen(Screen[None]):
             if message.group:
                 members = self.workloads.members.get(message.group, [])
                 self.workload_view.show(message.group, members)
+                self._workload_stale = False  # drawn from the store as it is now
         spec = self.ctx.container_spec(message.key) if message.key is not None else None
         if spec is not None and spec[1].probe(self.probe) is None:
             for pt in PREFERRED:
