@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -176,3 +178,49 @@ def test_local_leaves_no_process_behind(
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_closing_the_terminal_of_the_demo_ui_leaves_nothing_behind(
+    tmp_path: Path, reaper: set[int]
+) -> None:
+    """The reported case: `probetui demo` (the UI) in tmux, and the tmux server killed (the
+    terminal's SIGHUP): no demo service is left holding its port."""
+    socket_name = f"lifeline-orphans-{os.getpid()}"
+    run = shlex.join([sys.executable, "-m", "probetui", "demo"])
+    tmux = ["tmux", "-L", socket_name, "-f", os.devnull]
+    env = ["-e", "TERM=xterm-256color", "-e", f"PYTHONPATH={ROOT}"]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", socket_name, "-x", "160", "-y", "45", *env, run],
+        check=True,
+        timeout=10,
+    )
+    try:
+        pane = int(
+            subprocess.run(
+                [*tmux, "list-panes", "-F", "#{pane_pid}"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=10,
+            ).stdout.split()[0]
+        )
+        reaper.add(pane)
+        deadline = time.monotonic() + 60
+        family: set[int] = set()
+        services: list[int] = []
+        while time.monotonic() < deadline:
+            family = descendants(pane)
+            services = [pid for pid in family if "probetui.runtime.demo.services" in cmdline(pid)]
+            if len(services) == 9:
+                break
+            time.sleep(0.05)
+        assert len(services) == 9, {pid: cmdline(pid) for pid in family}
+        family.add(pane)
+        reaper.update(family)
+        ports = _ports(family)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=10, check=False)
+    left = wait_gone(family, GONE_WITHIN)
+    assert not left, {pid: cmdline(pid) for pid in left}
+    assert not {port for port in ports if not _port_free(port)}
