@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Pending, Recording
-from probetui.record.schema import SessionMeta
+from probetui.record.schema import MAX_SPAN, SessionMeta
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.events import Event
@@ -106,6 +106,7 @@ class Player:
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._seeks = 0
         self._stream: Stream | None = None
+        self._keys: list[ProbeKey] | None = None
         # recorded seconds per slice of playing
         self.slice = min(self.window, max(TICK, SLICE_EVENTS / rate)) if rate else self.window
         self.reached: float | None = None  # the speed playing reached lately (x wall time)
@@ -131,11 +132,27 @@ class Player:
             lo = max(self.first, t - self.window) - 1e-6
             self._stream = Stream(self.recording, lo, self.lookback)
             self._stream.feed(self.store, lo, t)
+            self._keyframes(lo)
         self._seeks += 1
         self.cursor = self._fed = t
 
     def step(self, seconds: float) -> None:
         self.seek(self.cursor + seconds)
+
+    def _keyframes(self, lo: float) -> None:
+        """A probe not attempted within the seek window (its period is longer than a dense
+        recording's window) stands as it did at the window's start: its last chunk before
+        it, fed up to there, gives its published result, run and hold, which every record
+        carries. One lookup per such probe; none where the window holds every probe."""
+        if self._keys is None:
+            self._keys = self.recording.probe_keys()
+        store = self.store
+        for key in self._keys:
+            if key in store.probes or key.pod_uid not in store.pods:
+                continue
+            events = self.recording.probe_events(key, since=lo - MAX_SPAN, until=lo)
+            for e in _published_by(events, lo):
+                store.event(e)
 
     def notable(self, direction: int) -> float | None:
         """The time of the next (1) or previous (-1) notable moment from the cursor."""
@@ -336,6 +353,22 @@ class Stream:
                 store.event(x.event())  # type: ignore[union-attr]
                 n += 1
         return n
+
+
+def _published_by(events: list[Event], t: float) -> list[Event]:
+    """One probe's events (in order) that were published by `t`, a result change with the
+    attempt after it that caused it (as `Stream.feed` pairs them)."""
+    when = [published(e) for e in events]
+    following: int | None = None
+    for i in range(len(events) - 1, -1, -1):
+        e = events[i]
+        if e.type == "ResultChanged":
+            j = following
+            if j is not None and events[j].t <= e.t <= when[j] + 1.0:
+                when[i] = when[j]
+        elif e.type == "ProbeAttempt":
+            following = i
+    return [e for e, w in zip(events, when, strict=True) if w <= t]
 
 
 def _after(t: float) -> float:
