@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt, Result, decode
 from probetui.probe.gotext import exec_start_error, exec_timed_out
@@ -38,6 +39,16 @@ class ExecOutput:
 
 
 ExecRunner = Callable[[Sequence[str], float], Awaitable[ExecOutput]]
+
+
+class GroupTracker(Protocol):
+    """Told of each live process group (the local runtime's registry, which kills them all
+    when probetui ends)."""
+
+    def add(self, pgid: int) -> None: ...
+
+    def discard(self, pgid: int) -> None: ...
+
 
 # after a timeout kill, how long the pipes may take to reach EOF
 _PIPE_GRACE = 0.2
@@ -112,6 +123,7 @@ async def run_local(
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    groups: GroupTracker | None = None,
 ) -> ExecOutput:
     """Run argv as a local process the way ExecSync runs it in a container.
 
@@ -119,6 +131,10 @@ async def run_local(
     has exited and both pipes are at EOF, or at `timeout`; either way, and on cancellation, every
     process still in the group is killed with SIGKILL and the child is reaped, so nothing it
     started outlives the call. Output is all of stdout then all of stderr, at most 10 KiB.
+    `groups`, when given, holds the group while it lives, so that a SIGHUP or a crash of probetui
+    kills it too. (Not a SIGKILL of probetui: a command still running then finishes on its own,
+    without its timeout; a supervisor per attempt, as containers have, would cost ~12 ms of CPU
+    each.)
     """
     if not argv:
         return ExecOutput(b"", None, error="exec: no command")
@@ -137,6 +153,8 @@ async def run_local(
 
     # start_new_session makes the child the leader of a group whose id is its pid
     pgid = proc.pid
+    if groups is not None:
+        groups.add(pgid)
     stdout, stderr = bytearray(), bytearray()
     readers = [
         asyncio.ensure_future(_drain(proc.stdout, stdout)),
@@ -163,6 +181,8 @@ async def run_local(
             # cancelled: reap the killed child even if the caller cancels again
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(proc.wait())
+        if groups is not None:
+            groups.discard(pgid)
         for reader in readers:
             reader.cancel()
     # a runtime reports death by signal N as exit status 128+N
@@ -221,6 +241,7 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
 __all__ = [
     "ExecOutput",
     "ExecRunner",
+    "GroupTracker",
     "expand_command",
     "probe",
     "run_local",

@@ -9,7 +9,10 @@ Choices:
 - Probes go to 127.0.0.1, or to the probe's `host:` when that is a loopback address. Any other
   host is refused, never dialled: the attempt errors (Unknown, discarded like a port that does
   not resolve) and says why.
-- Exec probes run as local processes with the container's environment and working directory.
+- Exec probes run as local processes with the container's environment and working directory,
+  each group held in the registry while it runs (killed with probetui on SIGHUP or a crash).
+  They have no supervisor: after a SIGKILL of probetui, a command still running finishes on its
+  own, its timeout no longer enforced (`probetui.probe.exec.run_local` says why).
 - `-c NAME` (repeatable) runs only the named containers; the others are left out of the pod and
   listed in `notes`. A pod left with no container is dropped.
 - What the manifest asks for and the local runtime cannot do is listed in `notes`, one line
@@ -46,6 +49,7 @@ from probetui.prober.status import ContainerStatus, PodStatus, Waiting
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.local.backend import ProcessBackend
 from probetui.runtime.local.process import (
+    REGISTRY,
     LocalRuntimeError,
     ProcessGroupRegistry,
     ProcessSpec,
@@ -178,8 +182,10 @@ class LocalRuntime(Runtime):
             if spec is None:
                 return None
 
+            groups = self.registry if self.registry is not None else REGISTRY
+
             async def runner(argv: Sequence[str], timeout: float) -> ExecOutput:
-                return await run_local(argv, timeout, env=spec.env, cwd=spec.cwd)
+                return await run_local(argv, timeout, env=spec.env, cwd=spec.cwd, groups=groups)
 
             self._runners[key] = runner
         return runner
