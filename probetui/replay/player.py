@@ -6,14 +6,18 @@ the cursor: threshold runs, on hold, published results, readiness, restarts, the
 to it. Moving the cursor forward feeds the store the events in between; moving it back, or
 far ahead, rebuilds the store from a window before the cursor (up to 15 minutes, what the
 timeline shows at its widest default zoom; shorter on a dense recording, so that a seek feeds
-about 20,000 events), which is what a seek costs.
+about 15,000 events, never under 10 s), which is what a seek costs; a probe not attempted
+within the window is fed its last chunk before it (a keyframe: every record carries the
+probe's state). Moving forward reads on one stream (`Stream`): each chunk is decoded once.
 
 The state at a moment is what had been *published* by then, as the live store had it: an
 attempt counts from when it ended (it is stamped with when it began), so one still in flight
 at the cursor is not shown yet, and a result change comes with the attempt that caused it.
 Cutting by the stamps instead would make the state depend on how the cursor got there.
 
-Playing advances the cursor at 1x, 10x or 100x wall time on the player's own asyncio task.
+Playing advances the cursor at 1x, 10x or 100x wall time on the player's own asyncio task,
+a tick's feeding cut into slices with the loop served between them (a key waits one slice);
+where feeding cannot keep up (15,000 probes at 100x), it plays slower and says how fast.
 Nothing is probed, paused or run: `probe_now` and `set_paused` do nothing and say why.
 """
 
@@ -37,9 +41,11 @@ from probetui.timeline.store import Store
 
 # seconds of history fed in before the cursor on a seek: at most WINDOW, and no more than
 # about SEEK_EVENTS attempts' worth at the recording's density (a seek feeds every event of
-# the window, some 10 µs each to read and to store), but never under MIN_WINDOW
+# the window, some 30 µs each to read, build and store), but never under MIN_WINDOW; a probe
+# not attempted within the window is keyframed (`Player._keyframes`). The timeline reads what
+# is older from the recording
 WINDOW = 900.0
-SEEK_EVENTS = 20_000
+SEEK_EVENTS = 15_000
 MIN_WINDOW = 10.0
 # a forward move up to this far (and within the seek window) feeds the events in between;
 # farther is a seek
