@@ -31,6 +31,7 @@ from probetui.stream.protocol import (
     MGR,
     POD,
     START,
+    TAIL,
     ProtocolError,
     ack,
     check_hello,
@@ -40,6 +41,8 @@ from probetui.stream.protocol import (
 )
 
 LATE_EVERY = 1.0  # seconds between lateness frames
+TAIL_EVERY = 1.0  # seconds between looks at the containers' output
+TAIL_LINES = 200  # of a container's output, at most, per tail frame
 DRAIN_SECONDS = 2.0  # how long the last frames may take to leave on the way out
 PARENT_ENV = "PROBETUI_SHARD_PARENT"
 _PR_SET_PDEATHSIG = 1
@@ -128,6 +131,7 @@ async def serve() -> int:
         loop.add_signal_handler(sig, run.cancel)
     commands = asyncio.ensure_future(_commands(reader, engine, runtime, sender, run))
     late = asyncio.ensure_future(_lateness(engine, sender))
+    tails = asyncio.ensure_future(_tails(runtime, sender)) if mode == "local" else None
     code = 0
     try:
         await run
@@ -140,6 +144,8 @@ async def serve() -> int:
     finally:
         commands.cancel()
         late.cancel()
+        if tails is not None:
+            tails.cancel()
         sender.flush_report()
         await _drain(transport)
     return code
@@ -240,6 +246,21 @@ async def _lateness(engine: Any, sender: Any) -> None:
     while True:
         await asyncio.sleep(LATE_EVERY)
         sender.send({"k": LATE, "s": round(engine.lateness(), 4)})
+
+
+async def _tails(runtime: Any, sender: Any) -> None:
+    """Each container's recent output, sent when it changed: the UI's attempt log shows it
+    (the local runtime keeps it in the process that runs the container: this one)."""
+    sent: dict[tuple[str, str], list[str]] = {}
+    while True:
+        await asyncio.sleep(TAIL_EVERY)
+        for pod in runtime.pods:
+            for container in (*pod.init_containers, *pod.containers):
+                lines = runtime.output_tail(pod.uid, container.name)[-TAIL_LINES:]
+                key = (pod.uid, container.name)
+                if lines != sent.get(key, []):
+                    sent[key] = lines
+                    sender.send({"k": TAIL, "uid": pod.uid, "c": container.name, "lines": lines})
 
 
 async def _drain(transport: asyncio.WriteTransport) -> None:

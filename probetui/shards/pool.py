@@ -104,7 +104,7 @@ class ShardPool:
             raise ValueError("a pool has at least one shard")
         if mode not in ("local", "fed"):
             raise ValueError(f"unknown shard mode {mode!r}")
-        self.runtime = runtime
+        self.runtime: Any = RuntimeView(runtime, self)
         self.sinks: list[Any] = list(sinks or [])
         self.mode = mode
         self.kube_version = kube_version
@@ -123,6 +123,8 @@ class ShardPool:
         self._failure: str | None = None
         self._wake: asyncio.Event | None = None
         self._owner: dict[str, int] = {}
+        # local mode: each container's recent output as its shard last sent it
+        self.tails: dict[tuple[str, str], list[str]] = {}
         if mode == "local":
             for pod in getattr(runtime, "pods", ()):
                 self._own(pod.uid).pods[pod.uid] = pod
@@ -357,6 +359,8 @@ class ShardPool:
                     f"shard {shard.index}: events dropped, this process reads too slowly "
                     f"({n} in all, by type: {frame.get('by')}); they are not in the recording"
                 )
+        elif kind == p.TAIL:
+            self.tails[(str(frame.get("uid")), str(frame.get("c")))] = list(frame.get("lines", ()))
         elif kind == p.GROUPS:
             shard.groups = frozenset(int(g) for g in frame.get("pgids", ()))
         elif kind == p.END:
@@ -471,6 +475,22 @@ class ShardPool:
     def set_paused(self, key: ProbeKey, paused: bool) -> bool:
         op = "pause" if paused else "resume"
         return self._command(op, key.pod_uid, key.container, key.probe_type.key) is not None
+
+
+class RuntimeView:
+    """The runtime as the UI reads it, where what it asks lives in a shard: a container's output
+    (the local runtime keeps it beside the process) comes from the shards' tail frames; the
+    rest (source, read-only, not_probed, ...) is the runtime's own."""
+
+    def __init__(self, runtime: Runtime, pool: ShardPool) -> None:
+        self._runtime = runtime
+        self._pool = pool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runtime, name)
+
+    def output_tail(self, pod_uid: str, container: str) -> list[str]:
+        return list(self._pool.tails.get((pod_uid, container), ()))
 
 
 def _kill_groups(groups: frozenset[int]) -> None:

@@ -27,6 +27,8 @@ END = "end"  # the engine's runtime returned by itself (every pod ended)
 # local mode: the process groups of the containers the engine runs now, for the client to
 # kill should the engine die without stopping them (SIGKILL, the OOM killer)
 GROUPS = "groups"
+# local mode: a container's recent output lines, when they changed (the attempt log shows them)
+TAIL = "tail"
 FAIL = "fail"  # the engine cannot go on: one line
 # client -> engine
 CMD = "cmd"  # probe now, pause, resume; answered by an ack
@@ -110,6 +112,7 @@ __all__ = [
     "OPS",
     "POD",
     "START",
+    "TAIL",
     "VERSION",
     "ProtocolError",
     "VersionMismatch",

@@ -263,3 +263,35 @@ def test_a_sharded_run_is_recorded_whole_in_the_parent(
     assert replay.returncode == 0, err
     assert '"ProbeAttempt"' in out
     assert sorted(back.splitlines()) == sorted(out.splitlines())
+
+
+async def test_a_containers_output_reaches_the_ui_from_its_shard(tmp_path: Path) -> None:
+    """The attempt log's output tail: the local runtime keeps it in the shard beside the
+    process; the UI reads it from the pool's runtime, fed by the shard's tail frames."""
+    manifest = tmp_path / "pod.yaml"
+    script = (
+        "import time\nfor i in range(1000):\n    print('line', i, flush=True); time.sleep(0.1)\n"
+    )
+    manifest.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "talker"},
+                "spec": {
+                    "containers": [{"name": "app", "command": [sys.executable, "-c", script]}]
+                },
+            }
+        )
+    )
+    pods = load_pods(manifest)
+    pool = ShardPool(LocalRuntime(pods, source="test"), [Events()], shards=2)
+    run = asyncio.ensure_future(pool.run())
+    try:
+        uid = pods[0].uid
+        await until(lambda: "line 3" in pool.runtime.output_tail(uid, "app"), 20)
+        assert pool.runtime.output_tail(uid, "app")[0] == "line 0"
+        assert pool.runtime.source == "test" and pool.runtime.output_tail(uid, "nope") == []
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
