@@ -9,7 +9,9 @@ real HTTP attempts to a loopback target), run without and with a `Recorder` amon
 writer thread included: it is the same process) and the p99 tick lateness of each run, as
 medians over the pairs with their ranges, the collector's full collections and longest pause,
 and the load the rest of the machine put on it meanwhile (a shared 2-core machine: one pair
-proves little).
+proves little). Beside the A/B, the recorder's own CPU in each recorded run (its writer
+thread's CPU time and its sink calls on the loop) over the rest of that run's engine CPU: the
+extra it adds itself, whatever stall of the machine fell on one side of a pair.
 
 (b) Bytes on disk: `--steady` probes answering alike, recorded in virtual time through the real
 recorder (`--hours` of them at `--period`), and the demo's mix recorded for `--demo-seconds`
@@ -105,7 +107,17 @@ def _one_run(config: Any, record: bool, flush_every: float | None) -> dict[str, 
     tmp = Path(tempfile.mkdtemp(prefix="probetui-record-bench-"))
     path = tmp / "bench.db"
     meta = SessionMeta(time.time(), "bench", "1.35", "benchmark", "benchmark")
-    recorder = Recorder(path, meta, flush_every=flush_every or FLUSH_EVERY)
+    sink_s = [0.0]
+
+    class TimedRecorder(Recorder):
+        """The recorder with the time its sink calls take on the event loop counted."""
+
+        def event(self, event: Any) -> None:
+            t = time.perf_counter()
+            super().event(event)
+            sink_s[0] += time.perf_counter() - t
+
+    recorder = TimedRecorder(path, meta, flush_every=flush_every or FLUSH_EVERY)
     recorder.start()
     real = engine_module.Engine
 
@@ -128,6 +140,9 @@ def _one_run(config: Any, record: bool, flush_every: float | None) -> dict[str, 
         "file_bytes": os.path.getsize(path),
         "late": _lateness_by_second(path),
         "failure": recorder.failure,
+        # the recorder's own CPU: its writer thread, and its sink calls on the loop
+        "writer_cpu_s": recorder.writer_cpu_s,
+        "sink_s": sink_s[0],
     }
     with contextlib.suppress(OSError):
         for f in tmp.iterdir():
@@ -173,9 +188,16 @@ def write_path(
     per_round = []
     for pair in pairs:
         p, r = pair["plain"]["result"], pair["recorded"]["result"]
+        rec = pair["recorded"]
+        own = rec["writer_cpu_s"] + rec["sink_s"]
         per_round.append(
             {
                 "extra_cpu": round((r.engine_cpu_s - p.engine_cpu_s) / p.engine_cpu_s, 4),
+                # what the recorder itself spent, over what the rest of that run's engine did:
+                # the extra it adds, apart from how the run went (the A/B above also holds a
+                # stall of the machine falling on one side of the pair)
+                "recorder_cpu_share": round(own / max(1e-9, r.engine_cpu_s - own), 4),
+                "recorder_cpu_s": [round(rec["writer_cpu_s"], 3), round(rec["sink_s"], 3)],
                 "engine_cores": [p.engine_cores, r.engine_cores],
                 "attempts_per_s": [p.attempts_per_s, r.attempts_per_s],
                 "tick_lateness_p99_ms": [p.tick_lateness["p99_ms"], r.tick_lateness["p99_ms"]],
@@ -219,6 +241,7 @@ def write_path(
         "engine_cores": both("engine_cores"),
         "extra_cpu": round(statistics.median(x["extra_cpu"] for x in per_round), 4),
         "extra_cpu_range": _spread([x["extra_cpu"] for x in per_round]),
+        "recorder_cpu_share": _spread([x["recorder_cpu_share"] for x in per_round]),
         "tick_lateness_p99_ms": both("tick_lateness_p99_ms"),
         "tick_lateness_p99_range_ms": [spread_of("tick_lateness_p99_ms", s) for s in (0, 1)],
         "missed_ticks": both("missed_ticks"),
@@ -385,6 +408,11 @@ def table(result: dict[str, Any]) -> str:
             (
                 "extra CPU",
                 f"{rng(w['extra_cpu_range'], 100)} % (goal <= {GOAL_CPU * 100:.0f} %)",
+            ),
+            (
+                "recorder's own CPU",
+                f"{rng(w['recorder_cpu_share'], 100)} % of the rest of its run's engine (its "
+                "writer thread and its sink calls on the loop)",
             ),
             (
                 "p99 tick lateness",
