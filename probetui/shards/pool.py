@@ -212,6 +212,17 @@ class ShardPool:
 
     async def _keep(self, shard: Shard) -> None:
         """Run this shard's process; start it again when it dies, until the pool stops."""
+        try:
+            await self._keep_running(shard)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # e.g. no process could be started: the run fails, in one line
+            log.exception("shard %d", shard.index)
+            self._failure = f"shard {shard.index}: {e}; try --shards 0"
+            shard.ready.set()
+            self._poke()
+
+    async def _keep_running(self, shard: Shard) -> None:
         while not self._stopping:
             code = await self._run_one(shard)
             if self._stopping or shard.ended:
