@@ -131,10 +131,8 @@ async def run_local(
     has exited and both pipes are at EOF, or at `timeout`; either way, and on cancellation, every
     process still in the group is killed with SIGKILL and the child is reaped, so nothing it
     started outlives the call. Output is all of stdout then all of stderr, at most 10 KiB.
-    `groups`, when given, holds the group while it lives, so that a SIGHUP or a crash of probetui
-    kills it too. (Not a SIGKILL of probetui: a command still running then finishes on its own,
-    without its timeout; a supervisor per attempt, as containers have, would cost ~12 ms of CPU
-    each.)
+    `groups`, when given, holds the group while it lives, so that probetui's end kills it too
+    (the local runtime's registry and watchdog).
     """
     if not argv:
         return ExecOutput(b"", None, error="exec: no command")

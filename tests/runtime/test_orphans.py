@@ -224,3 +224,42 @@ def test_closing_the_terminal_of_the_demo_ui_leaves_nothing_behind(
     left = wait_gone(family, GONE_WITHIN)
     assert not left, {pid: cmdline(pid) for pid in left}
     assert not {port for port in ports if not _port_free(port)}
+
+
+EXEC_MANIFEST = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: exec-hangs}
+spec:
+  containers:
+    - name: app
+      command: [sleep, "300"]
+      livenessProbe:
+        # an attempt that hangs far past the end of probetui
+        exec: {command: [sh, -c, "sleep 301"]}
+        periodSeconds: 1
+        timeoutSeconds: 100
+"""
+
+
+def test_kill_9_leaves_no_exec_probe_running(tmp_path: Path, reaper: set[int]) -> None:
+    """An exec probe attempt running when probetui is killed outright is killed by the
+    watchdog, not left to run out its 100 s timeout."""
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(EXEC_MANIFEST)
+    proc = _probetui("local", str(manifest), stderr=tmp_path / "stderr")
+    reaper.add(proc.pid)
+    try:
+        assert len(_started(proc, 1, seconds=30)) == 1, (tmp_path / "stderr").read_text()[-2000:]
+        deadline = time.monotonic() + 10
+        family: set[int] = set()
+        attempt: list[int] = []
+        while not attempt and time.monotonic() < deadline:
+            family = descendants(proc.pid)
+            attempt = [pid for pid in family if cmdline(pid) == ["sleep", "301"]]
+            time.sleep(0.02)
+        assert attempt, {pid: cmdline(pid) for pid in family}
+        _end_and_check(proc, signal.SIGKILL, family, reaper)
+    finally:
+        proc.kill()
+        proc.wait()

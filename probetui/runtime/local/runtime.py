@@ -10,9 +10,9 @@ Choices:
   host is refused, never dialled: the attempt errors (Unknown, discarded like a port that does
   not resolve) and says why.
 - Exec probes run as local processes with the container's environment and working directory,
-  each group held in the registry while it runs (killed with probetui on SIGHUP or a crash).
-  They have no supervisor: after a SIGKILL of probetui, a command still running finishes on its
-  own, its timeout no longer enforced (`probetui.probe.exec.run_local` says why).
+  each group held while it runs by the registry (killed with probetui on SIGHUP or a crash) and
+  by `watchdog.WATCHDOG`, one small process per probetui that kills them when probetui is killed
+  outright (an attempt is too short and too frequent for a supervisor of its own).
 - `-c NAME` (repeatable) runs only the named containers; the others are left out of the pod and
   listed in `notes`. A pod left with no container is dropped.
 - What the manifest asks for and the local runtime cannot do is listed in `notes`, one line
@@ -43,7 +43,7 @@ from typing import Any
 
 from probetui.kubelet import backoff as bo
 from probetui.kubelet.pod import PodKubelet
-from probetui.probe.exec import ExecOutput, ExecRunner, run_local
+from probetui.probe.exec import ExecOutput, ExecRunner, GroupTracker, run_local
 from probetui.probe.util import ReachError
 from probetui.prober.status import ContainerStatus, PodStatus, Waiting
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
@@ -55,6 +55,7 @@ from probetui.runtime.local.process import (
     ProcessSpec,
     process_spec,
 )
+from probetui.runtime.local.watchdog import Watchdog
 from probetui.spec.model import Container, Pod, ProbeType
 
 POD_IP = "127.0.0.1"
@@ -62,6 +63,26 @@ POD_IP = "127.0.0.1"
 STOP_CAP = 2.0
 READ_ONLY_REASON = "ReadOnly"
 READ_ONLY_NOTE = "read-only: the local runtime starts no process"
+
+
+# one per probetui process: kills the exec probes still running if probetui is killed outright
+WATCHDOG = Watchdog()
+
+
+class _Groups:
+    """Both places an exec probe's group is held: the registry (catchable endings) and the
+    watchdog (the rest)."""
+
+    def __init__(self, *trackers: GroupTracker) -> None:
+        self.trackers = trackers
+
+    def add(self, pgid: int) -> None:
+        for tracker in self.trackers:
+            tracker.add(pgid)
+
+    def discard(self, pgid: int) -> None:
+        for tracker in self.trackers:
+            tracker.discard(pgid)
 
 
 class NotLoopback(ReachError):
@@ -182,7 +203,7 @@ class LocalRuntime(Runtime):
             if spec is None:
                 return None
 
-            groups = self.registry if self.registry is not None else REGISTRY
+            groups = _Groups(self.registry if self.registry is not None else REGISTRY, WATCHDOG)
 
             async def runner(argv: Sequence[str], timeout: float) -> ExecOutput:
                 return await run_local(argv, timeout, env=spec.env, cwd=spec.cwd, groups=groups)
