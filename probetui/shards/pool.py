@@ -29,6 +29,7 @@ from probetui.shards.placement import shard_of
 from probetui.spec.model import Pod, ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import PodReader, PodWriter, event_from_frame
+from probetui.stream.reader import lines
 from probetui.timeline.events import runtime_event
 
 log = logging.getLogger(__name__)
@@ -307,31 +308,23 @@ class ShardPool:
     async def _read(self, shard: Shard, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
         first = True
-        while True:
-            try:
-                line = await proc.stdout.readline()
-            except ValueError:  # a line over the limit: the stream is broken
-                self._failure = f"shard {shard.index}: a frame over {p.MAX_FRAME} bytes"
-                proc.kill()
-                return
-            if not line:
-                return
-            try:
-                frame = p.loads(line)
-                if first:
-                    if frame["k"] == p.FAIL:
-                        self._failure = f"shard {shard.index}: {frame.get('message')}"
-                        return
-                    p.check_hello(frame)
-                    first = False
-                    shard.ready.set()
-                    continue
-                self._dispatch(shard, frame)
-            except p.ProtocolError as e:
-                self._failure = f"shard {shard.index}: {e}"
-                proc.kill()
-                self._poke()
-                return
+        try:
+            async for batch in lines(proc.stdout):
+                for line in batch:
+                    frame = p.loads(line)
+                    if first:
+                        if frame["k"] == p.FAIL:
+                            self._failure = f"shard {shard.index}: {frame.get('message')}"
+                            return
+                        p.check_hello(frame)
+                        first = False
+                        shard.ready.set()
+                        continue
+                    self._dispatch(shard, frame)
+        except p.ProtocolError as e:
+            self._failure = f"shard {shard.index}: {e}"
+            proc.kill()
+            self._poke()
 
     def _dispatch(self, shard: Shard, frame: dict[str, Any]) -> None:
         kind = frame["k"]

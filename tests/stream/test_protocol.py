@@ -172,3 +172,23 @@ def test_a_shard_refuses_a_parent_of_another_version() -> None:
     assert proc.returncode == 2
     frame = p.loads(proc.stdout.splitlines()[0])
     assert frame["k"] == p.FAIL and "version 99 from the parent" in frame["message"]
+
+
+async def test_frames_are_read_in_chunks_and_a_frame_split_across_them_is_whole() -> None:
+    from probetui.stream.reader import CHUNK, lines
+
+    reader = asyncio.StreamReader()
+    big = p.dumps({"k": "tail", "lines": ["x" * (CHUNK + 10)]})
+    reader.feed_data(p.dumps(p.hello("shard")) + big[:100])
+    reader.feed_data(big[100:] + p.dumps(p.ack(1, True)))
+    reader.feed_eof()
+    got = [p.loads(line) for batch in [b async for b in lines(reader)] for line in batch]
+    assert [f["k"] for f in got] == ["hello", "tail", "ack"]
+    assert len(got[1]["lines"][0]) == CHUNK + 10
+
+    cut = asyncio.StreamReader()
+    cut.feed_data(b'{"k":"ev')
+    cut.feed_eof()
+    with pytest.raises(p.ProtocolError, match="ended inside a frame"):
+        async for _ in lines(cut):
+            pass
