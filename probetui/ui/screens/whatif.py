@@ -8,12 +8,15 @@ makes): the recorded kills, restarts, seconds not ready and slowest start beside
 the recorded settings and the model with the proposal, side by side. The model is trusted only
 when its self-check passes (it reproduces what the kubelet did); otherwise the screen says why
 there is no what-if, and falls back to `probetui simulate`'s model over the probe's recent
-attempts (`lint.live.model_what_if`): settings now against the proposal. The replay runs in a worker thread on a copy of the history: the screen
-never blocks the UI, and nothing here reads the store or does I/O.
+attempts (`lint.live.model_what_if`): settings now against the proposal. The replay runs on
+the event loop in an async worker, one proposal at a time with a repaint between: it is bounded
+by one pod's ring-buffered history (tens of milliseconds an hour), and nothing here reads the
+store or does I/O.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -100,7 +103,12 @@ class WhatIfScreen(ModalScreen[None]):
             yield Static(self._text(), id="whatif-body")
 
     def on_mount(self) -> None:
-        self.run_worker(self._replay, thread=True, exclusive=True, group="what-if")
+        # CPU work over one pod's ring-bounded history (tens of ms an hour): on the loop, a
+        # repaint between proposals; a thread would hold the same GIL and add a second path in
+        # after the first paint, so the screen shows at once and each answer lays out anew
+        self.call_after_refresh(
+            lambda: self.run_worker(self._replay(), exclusive=True, group="what-if")
+        )
 
     def _text(self) -> Text:
         history = self.advice.observed.histories[0]
@@ -116,17 +124,18 @@ class WhatIfScreen(ModalScreen[None]):
             text.append("\n")
         return text
 
-    def _replay(self) -> None:
+    async def _replay(self) -> None:
         observed = self.advice.observed
         history = observed.histories[0]
         for i, finding in enumerate(self.proposals):
+            await asyncio.sleep(0)  # the previous answer is drawn before the next is worked
             overrides = finding.hit.overrides
             cf = observed.what_if(history, self.container, overrides)
             model = None
             if isinstance(cf, str) or cf.what_if is None:
                 # no counterfactual to trust: the coarser model over the recent attempts
                 model = model_what_if(history, self.container, overrides)
-            self.app.call_from_thread(self._got, i, (cf, model))
+            self._got(i, (cf, model))
 
     def _got(self, i: int, result: Result) -> None:
         self.results[i] = result
