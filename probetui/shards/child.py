@@ -13,14 +13,13 @@ any means, `kill -9` included (PR_SET_PDEATHSIG sends it SIGTERM).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import logging
 import os
 import signal
 import sys
 from typing import Any
 
+from probetui.lifeline import die_with_parent as die
 from probetui.stream.protocol import (
     CMD,
     END,
@@ -45,25 +44,16 @@ TAIL_EVERY = 1.0  # seconds between looks at the containers' output
 TAIL_LINES = 200  # of a container's output, at most, per tail frame
 DRAIN_SECONDS = 2.0  # how long the last frames may take to leave on the way out
 PARENT_ENV = "PROBETUI_SHARD_PARENT"
-_PR_SET_PDEATHSIG = 1
 
 log = logging.getLogger(__name__)
 
 
 def die_with_parent() -> None:
-    """SIGTERM to this process when its parent dies, however it dies; and if the parent is
-    already gone (it died between spawning us and here), end now."""
-    try:
-        from probetui.lifeline import die_with_parent as lifeline  # type: ignore[import-not-found]
-    except ImportError:
-        # helper A's lifeline module is not there yet: the same prctl, here
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    else:
-        lifeline()
+    """SIGTERM to this process when its parent dies, however it dies (the engine then stops and
+    its containers with it); a parent already gone (it died between spawning us and here) ends
+    us at once."""
     expected = os.environ.get(PARENT_ENV)
-    if expected and os.getppid() != int(expected):
-        os._exit(0)
+    die(int(expected) if expected else None, signal.SIGTERM)
 
 
 async def _pipes() -> tuple[asyncio.StreamReader, asyncio.WriteTransport]:
