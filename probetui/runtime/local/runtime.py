@@ -227,6 +227,10 @@ class LocalRuntime(Runtime):
         clock = host.clock
         manager = host.manager
         self._all_done = asyncio.Event()
+        if self._has_exec_probes():
+            # now, not at the first attempt: an interpreter start is a window in which a
+            # kill -9 would miss that attempt
+            WATCHDOG.start()
         try:
             for pod in self.pods:
                 backend = ProcessBackend(self.specs[pod.uid], registry=self.registry)
@@ -248,6 +252,14 @@ class LocalRuntime(Runtime):
             await self._all_done.wait()
         finally:
             await self._close()
+
+    def _has_exec_probes(self) -> bool:
+        return any(
+            probe is not None and probe.exec is not None
+            for pod in self.pods
+            for container in (*pod.init_containers, *pod.containers)
+            for probe in (container.probe(t) for t in ProbeType)
+        )
 
     def _check_all_done(self) -> None:
         if self._all_done is not None and all(k.finished for k in self._kubelets.values()):

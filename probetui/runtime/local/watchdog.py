@@ -11,7 +11,9 @@ when probetui dies, however it dies) or its death signal (PR_SET_PDEATHSIG) arri
 parent gone, it SIGKILLs every group still listed, then exits.
 
 Limits: a group is listed once the spawn has returned, so a SIGKILL of probetui in the few
-event-loop steps between the fork and that line misses that one attempt. A group that ended
+event-loop steps between the fork and that line misses that one attempt (the local runtime
+starts the watchdog before its first exec probe, so that window is not also an interpreter's
+start). A group that ended
 without its "-" line reaching the pipe is checked before the kill: it must still be a session
 leader under its own id (each exec probe starts a session), which a reused PID almost never is.
 
@@ -39,6 +41,11 @@ class Watchdog:
     @property
     def pid(self) -> int | None:
         return self._pid
+
+    def start(self) -> None:
+        """Start the watchdog now if it is not running (it also starts with the first group)."""
+        if self._fd is None:
+            self._start()
 
     def _start(self) -> int:
         import subprocess
@@ -85,10 +92,6 @@ class Watchdog:
 # -- the watchdog process: standard library only, run by path ---------------------------------
 
 
-class _Orphaned(Exception):
-    pass
-
-
 def _session_leader(pgid: int) -> bool:
     try:
         with open(f"/proc/{pgid}/stat", "rb") as stat:
@@ -102,31 +105,49 @@ def _session_leader(pgid: int) -> bool:
 def _watch(parent: int) -> int:
     import _signal as signal  # no enum module: this start stays that of a bare interpreter
     import ctypes
+    import select
 
     groups: set[int] = set()
+    pending = b""
 
-    def on_death(signum: int, frame: object) -> None:
-        # raised out of the blocking read: the pipe's EOF may never come if a forked process
-        # still holds probetui's end
-        if os.getppid() != parent:
-            raise _Orphaned
+    def take(chunk: bytes) -> None:
+        nonlocal pending
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line[:1] == b"+" and line[1:].isdigit():
+                groups.add(int(line[1:]))
+            elif line[:1] == b"-" and line[1:].isdigit():
+                groups.discard(int(line[1:]))
 
-    signal.signal(signal.SIGUSR2, on_death)
+    # the death signal is a byte on a pipe the loop watches, beside probetui's pipe: the EOF
+    # may never come if a forked process still holds probetui's end, and a handler that raised
+    # could land anywhere, the kills below included
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGUSR2, lambda signum, frame: None)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, signal.SIGUSR2, 0, 0, 0)  # PR_SET_PDEATHSIG
-    pending = b""
+    os.set_blocking(0, False)
+    while os.getppid() == parent:
+        ready, _, _ = select.select([0, wake_r], [], [])
+        if wake_r in ready:
+            os.read(wake_r, 512)
+        if 0 in ready:
+            try:
+                chunk = os.read(0, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            take(chunk)
+    # what probetui wrote before it died is still in the pipe (this process may have been
+    # orphaned before it read a line): take it all, without waiting for more
     try:
-        if os.getppid() != parent:
-            raise _Orphaned
-        while chunk := os.read(0, 4096):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if line[:1] == b"+" and line[1:].isdigit():
-                    groups.add(int(line[1:]))
-                elif line[:1] == b"-" and line[1:].isdigit():
-                    groups.discard(int(line[1:]))
-    except _Orphaned:
+        while chunk := os.read(0, 65536):
+            take(chunk)
+    except BlockingIOError:
         pass
     for pgid in groups:
         if _session_leader(pgid):
