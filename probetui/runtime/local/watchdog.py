@@ -36,6 +36,7 @@ class Watchdog:
     def __init__(self) -> None:
         self._fd: int | None = None
         self._pid: int | None = None
+        self._proc: object = None
         self.dropped = 0
 
     @property
@@ -66,6 +67,9 @@ class Watchdog:
         finally:
             os.close(read)
         os.set_blocking(write, False)
+        # kept: a dropped Popen of a running process warns; it is never waited for, it ends
+        # when probetui does
+        self._proc = proc
         self._fd, self._pid = write, proc.pid
         return write
 
