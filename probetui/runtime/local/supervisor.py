@@ -119,6 +119,15 @@ def _child(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, err_w:
     os._exit(127)
 
 
+def _report(fd: int, line: bytes) -> None:
+    """The status line, once; a parent already gone (EPIPE) is seen by the loop's death signal."""
+    try:  # noqa: SIM105
+        os.write(fd, line)
+    except OSError:
+        pass
+    os.close(fd)
+
+
 def _mirror(status: int) -> None:
     """Exit as the container's leader did."""
     if os.WIFSIGNALED(status):
@@ -170,11 +179,10 @@ def main(args: list[str]) -> int:
     failure = _read_all(err_r)
     os.close(err_r)
     if failure:
-        os.write(status_fd, b"E " + failure + b"\n")
+        _report(status_fd, b"E " + failure + b"\n")
         os.waitpid(pid, 0)
         return 127
-    os.write(status_fd, b"S %d\n" % pid)
-    os.close(status_fd)
+    _report(status_fd, b"S %d\n" % pid)
 
     orphaned = False
     deadline: float | None = None  # when the group gets SIGKILL, once orphaned
