@@ -58,6 +58,17 @@ def pane_text(app: Any) -> str:
     return screen.threshold.render().plain
 
 
+def findings_in(pane: str) -> list[str]:
+    """The pane's findings, each with the rows it wraps onto (indented two) joined back."""
+    out: list[str] = []
+    for ln in pane.splitlines():
+        if ln[:2] in ("! ", "i ", "✖ "):
+            out.append(ln)
+        elif out and ln.startswith("  ") and not ln.startswith("   "):
+            out[-1] += " " + ln.strip()
+    return out
+
+
 async def test_the_pane_lists_the_selected_probes_findings_worst_first() -> None:
     """crashy/worker's liveness timed out on 9% of its attempts: the evidence rule (a warning)
     comes before the manifest's infos; the other probes keep one line; the border names the
@@ -66,8 +77,7 @@ async def test_the_pane_lists_the_selected_probes_findings_worst_first() -> None
     async with app.run_test(size=SIZE) as pilot:
         app.screen.workloads.select(CRASHY)
         await pilot.pause()
-        lines = pane_text(app).splitlines()
-        advice = [ln for ln in lines if ln[:2] in ("! ", "i ", "✖ ")]
+        advice = findings_in(pane_text(app))
         assert advice[0].startswith("! observed-latency-near-timeout: 'worker' liveness: 9.1%")
         assert "fix: timeoutSeconds: 2" in advice[0]
         assert all(ln.startswith("i ") for ln in advice[1:])

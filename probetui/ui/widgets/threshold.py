@@ -11,6 +11,7 @@ setting can be tried in the what-if screen (its key is in the border's subtitle)
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 from textual.widget import Widget
 
@@ -167,13 +168,16 @@ class ThresholdPane(Widget):
                 self._probe_line(text, pt, probe, h, secrets)
             else:
                 self._probe_block(text, pod, container, pt, probe, h, secrets)
-        room = LINES - 3 - (len(probes) - 1)
+        height = self.content_size.height if self.is_mounted else 0
+        room = max(LINES, height) - 3 - (len(probes) - 1)
         if len(extra) > room:
             more = len(extra) - room + 1
             extra = [
                 *extra[: room - 1],
                 Text(f"… {more} more: enter shows the details wider", style=g.DIM),
             ]
+        elif self.is_mounted and self.content_size.width > 0:
+            extra = fill_rows(extra, room, self.content_size.width, self.app.console)
         for line in extra:
             text.append("\n")
             text.append_text(line)
@@ -335,6 +339,28 @@ class ThresholdPane(Widget):
             return ""
         left = cs.running.started_at + probe.initial_delay_seconds - now
         return f": first attempt in {duration(max(0.0, left))}" if left > 0 else ""
+
+
+def fill_rows(lines: list[Text], room: int, width: int, console: Console) -> list[Text]:
+    """The lines wrapped to the pane's width while its rows last, worst first: a finding's
+    fix is what the reader needs and sits at its end, so a row each would cut it off while
+    rows below stay empty. Every line keeps at least one row; one that loses rows ends in …"""
+    out: list[Text] = []
+    for i, line in enumerate(lines):
+        left = room - len(out) - (len(lines) - i - 1)  # a row kept for each line still to come
+        wrappable = line.copy()
+        wrappable.no_wrap = False  # the line's own no_wrap would make wrap() cut it at once
+        rows = list(wrappable.wrap(console, max(10, width - 2), overflow="fold"))
+        if len(rows) > left:
+            rows = rows[:left]
+            last = rows[-1]
+            last.truncate(max(1, width - 3), overflow="crop")
+            last.append("…", style=g.DIM)
+        for j, row in enumerate(rows):
+            row.no_wrap = True
+            row.overflow = "ellipsis"
+            out.append(Text("  ").append_text(row) if j else row)
+    return out
 
 
 def finding_line(f: Finding, secrets: tuple[str, ...] = ()) -> Text:
