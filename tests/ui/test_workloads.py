@@ -3,6 +3,8 @@ jumps to the next problem, the fleet summary, and the columns at 80 and 160 colu
 
 from __future__ import annotations
 
+import pytest
+
 from probetui.timeline.store import ContainerKey
 from probetui.ui.widgets.header import TopBar
 from probetui.ui.widgets.rows import columns, fit, header_text, label
@@ -158,3 +160,20 @@ async def test_local_and_demo_pods_stand_alone() -> None:
         await pilot.pause()
         wl = app.query_one(WorkloadList)
         assert not wl.members and all(r.container is not None for r in wl.rows)
+
+
+def test_grouped_list_no_color(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """NO_COLOR at 160x45: the grouped list's states read in glyphs alone (≠, ✖, the ready
+    counts, the cursor's ▸), the workloads' lines apart from their replicas."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    assert app.no_color
+    assert snap_compare(app, terminal_size=(160, 45))
+
+
+def test_grouped_list_no_color_80x24(snap_compare, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The same at 80x24 with every workload folded (Z): the overview of a namespace, one
+    line a workload, the narrow columns still aligned."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    assert snap_compare(app, press=["Z"], terminal_size=(80, 24))
