@@ -276,6 +276,13 @@ def items(data: bytes, kind_of: Callable[[int], str]) -> Iterator[Item]:
 def window(
     data: bytes, kind_of: Callable[[int], str], lo: int, hi: int, stop: int
 ) -> list[tuple[int, Item]]:
+    """`scan` at once: what a seek keeps of one chunk."""
+    return list(scan(data, kind_of, lo, hi, stop))
+
+
+def scan(
+    data: bytes, kind_of: Callable[[int], str], lo: int, hi: int, stop: int
+) -> Iterator[tuple[int, Item]]:
     """The items of a chunk with lo <= t <= hi (µs), each with the latest t of the chunk up to
     it (the reader's merge key); decoding ends at the first item stamped after `stop`.
 
@@ -285,7 +292,6 @@ def window(
     published in order and stamped when they began, so one stamped past `hi` by more than an
     attempt can last is followed by none at or before `hi`)."""
     get = varint.get
-    out: list[tuple[int, Item]] = []
     shape, run, tick, step, t = -1, 0, 0, 0, 0
     key = -(1 << 62)
     kind: str | None = None
@@ -350,8 +356,7 @@ def window(
         if t > stop:
             break
         if lo <= t <= hi:
-            out.append((key, Item(shape, t, at, item_run, lat)))
-    return out
+            yield key, Item(shape, t, at, item_run, lat)
 
 
 __all__ = [
@@ -363,6 +368,7 @@ __all__ = [
     "put_other",
     "put_record",
     "raw_key",
+    "scan",
     "shape_body",
     "shape_strings",
     "us",
