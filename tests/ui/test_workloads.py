@@ -177,3 +177,21 @@ def test_grouped_list_no_color_80x24(snap_compare, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("NO_COLOR", "1")
     app, _, _ = make_app(fleet=True, observes_kubelet=True)
     assert snap_compare(app, press=["Z"], terminal_size=(80, 24))
+
+
+def test_a_workloads_kind_gives_way_to_its_name_a_deployments_first() -> None:
+    from probetui.prober.results import ResultValue
+    from probetui.triage.groups import Summary
+    from probetui.ui.widgets.groups import group_text
+
+    s = Summary(20, 18, 2, True, 0, 0, (False, ResultValue.FAILURE, ResultValue.SUCCESS))
+    cols = columns(50, 0)
+    line = group_text("shop/DaemonSet/node-exporter", s, cols, False, False).plain
+    assert line.startswith(" -ds node-exporter 18/20 ✖2 ")  # a DaemonSet says so
+    line = group_text("shop/Deployment/node-exporter", s, cols, False, False).plain
+    assert line.startswith(" -node-exporter 18/20 ✖2 ")  # a bare name is a Deployment's
+    line = group_text("shop/StatefulSet/payments-backend-cache", s, cols, False, False).plain
+    assert line.startswith(" -sts paymen…cache 18/20 ✖2 ")
+    # where the name would be cut to a stub, the kind goes for any workload
+    line = group_text("shop/DaemonSet/node-exporter", s, columns(44, 0), False, False).plain
+    assert line.startswith(" -node-…rter 18/20 ✖2 ")

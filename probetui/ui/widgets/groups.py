@@ -57,7 +57,13 @@ def group_text(gid: str, s: Summary, cols: Columns, collapsed: bool, selected: b
     if room < 6:
         tail, room = Text(), cols.name
     if len(title) > room:
-        title = bare  # the fold mark says it is a workload; the name says which
+        kind = title[: -len(bare) - 1]
+        # a Deployment's kind goes first: most workloads are one, so a bare name reads as one;
+        # the others keep theirs while the name keeps a few cells (a Job is not a Deployment)
+        if kind == SHORT["Deployment"] or room - len(kind) - 1 < min(len(bare), 8):
+            title = bare  # the fold mark says it is a workload; the name says which
+        else:
+            title = f"{kind} {fit(bare, room - len(kind) - 1)}"
     name = fit(title, room)
     text.append(name)
     text.append_text(tail)
