@@ -8,9 +8,7 @@ so the few tests that need several probe periods are marked slow.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import socket
 import sys
 import time
@@ -34,7 +32,7 @@ from probetui.runtime.local.runtime import (
 from probetui.spec.model import Pod, ProbeType
 from probetui.spec.parse import parse_pods
 from probetui.timeline.events import Event
-from tests.processes import alive
+from tests.processes import alive, wait_gone
 
 PY = sys.executable
 
@@ -472,12 +470,11 @@ async def test_cancel_stops_everything_within_the_cap(
         began = time.monotonic()
         await run.stop()
         assert time.monotonic() - began < 1.5
+        # SIGKILLed, each exits when next scheduled: on a loaded machine that can be a few
+        # milliseconds after the supervisor that sent it has been reaped
+        assert wait_gone(set(numbers), 2.0) == set()
     finally:
         registry.kill_all()
-    for pid in numbers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 0)
-        assert not alive(pid), pid
     assert {e.fields["message"] for e in run.rec.of("Killing")} == {
         "Stopping container a",
         "Stopping container b",
