@@ -32,6 +32,9 @@ def ref(kind: str, name: str, controller: bool | None = True) -> dict[str, Any]:
         ([ref("DaemonSet", "node-agent")], {}, ("DaemonSet", "node-agent")),
         ([ref("Job", "migrate")], {}, ("Job", "migrate")),
         ([ref("Job", "report-29384756")], {}, ("CronJob", "report")),
+        # a Job's own name ending in a few digits is no CronJob's scheduled minute
+        ([ref("Job", "backup-42")], {}, ("Job", "backup-42")),
+        ([ref("ReplicationController", "legacy-rc")], {}, ("ReplicationController", "legacy-rc")),
         # the managing controller wins over other owners
         ([ref("ConfigMap", "x", False), ref("StatefulSet", "db")], {}, ("StatefulSet", "db")),
         ([ref("Widget", "w", None)], {}, ("Widget", "w")),
@@ -60,3 +63,56 @@ def test_observed_pods_carry_their_owner_and_follow_a_change() -> None:
     orphan = observe_pod(obj, cache).pod
     assert (orphan.owner_kind, orphan.owner_name) == ("", "")
     assert observe_pod(obj).pod.owner_kind == ""  # without a cache too
+
+
+def test_a_replicaset_whose_deployment_is_gone_reads_as_the_deployment_it_was_made_by() -> None:
+    """`kubectl delete deployment payments --cascade=orphan` leaves the ReplicaSet and its pods:
+    the pods' metadata is unchanged (the same ReplicaSet reference, the same hash label), so
+    from the pod alone they still read as the Deployment's. Only the ReplicaSet's own
+    ownerReferences could tell, and no ReplicaSet is read (issue 16's confirmation step is not
+    built): they keep their group, which is what the user knew them as."""
+    meta = {
+        "name": "payments-7d9f8b6c4-a1b2c",
+        "labels": {"pod-template-hash": "7d9f8b6c4"},
+        "ownerReferences": [ref("ReplicaSet", "payments-7d9f8b6c4")],
+    }
+    assert owner_of(meta) == ("Deployment", "payments")
+    # its pods once the ReplicaSet is gone too (orphaned in turn): no controller, a bare pod
+    meta["ownerReferences"] = []
+    assert owner_of(meta) == ("", "")
+
+
+@pytest.mark.parametrize(
+    "refs",
+    [
+        # references the controller left half-written, or not a list at all: ignored
+        [{"kind": "ReplicaSet"}, {"name": "x"}],
+        [{"kind": "", "name": "web-abc", "controller": True}],
+        [None, "ReplicaSet/web"],
+        {"kind": "ReplicaSet", "name": "web-abc"},
+    ],
+)
+def test_malformed_owner_references_leave_a_bare_pod(refs: Any) -> None:
+    assert owner_of({"name": "p", "ownerReferences": refs}) == ("", "")
+
+
+def test_bare_pods_stand_alone_in_the_list_and_as_their_own_workload_in_the_summary() -> None:
+    from probetui.prober.status import PodStatus
+    from probetui.spec.model import Container, Pod
+    from probetui.timeline.store import Store
+    from probetui.triage.groups import group_id, workloads
+
+    store = Store()
+    bare = Pod("debug", namespace="shop", uid="u1", containers=(Container("app"),))
+    owned = Pod(
+        "web-0",
+        namespace="shop",
+        uid="u2",
+        containers=(Container("app"),),
+        owner_kind="StatefulSet",
+        owner_name="web",
+    )
+    for pod in (bare, owned):
+        store.pod(pod, PodStatus())
+    assert group_id(bare) == "" and group_id(owned) == "shop/StatefulSet/web"
+    assert workloads(store) == {"shop/Pod/debug": ["u1"], "shop/StatefulSet/web": ["u2"]}
