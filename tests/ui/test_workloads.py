@@ -195,3 +195,21 @@ def test_a_workloads_kind_gives_way_to_its_name_a_deployments_first() -> None:
     # where the name would be cut to a stub, the kind goes for any workload
     line = group_text("shop/DaemonSet/node-exporter", s, columns(44, 0), False, False).plain
     assert line.startswith(" -node-…rter 18/20 ✖2 ")
+
+
+async def test_a_resort_that_keeps_the_selection_leaves_the_panes_alone() -> None:
+    """S re-sorts, a filter narrows: the cursor stays on its container, and the right-hand panes
+    (most of a key's cost at 2,000 pods) are not shown anew; a move of the cursor shows them."""
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        screen = main(app)
+        shown: list[object] = []
+        original = screen._show
+        screen._show = lambda: (shown.append(screen.selected), original())  # type: ignore[method-assign]
+        selected = screen.selected
+        await pilot.press("S")
+        assert app.query_one(WorkloadList).sort == "restarts"
+        assert screen.selected == selected and shown == []
+        await pilot.press("j")
+        assert shown == [screen.selected] and screen.selected != selected
