@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from probetui.timeline.store import ContainerKey
+from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.widgets.header import TopBar
 from probetui.ui.widgets.rows import columns, fit, header_text, label
 from probetui.ui.widgets.workloads import WorkloadHeader, WorkloadList
@@ -213,3 +213,25 @@ async def test_a_resort_that_keeps_the_selection_leaves_the_panes_alone() -> Non
         assert screen.selected == selected and shown == []
         await pilot.press("j")
         assert shown == [screen.selected] and screen.selected != selected
+
+
+def test_rows_kept_names_follow_a_pod_that_changed() -> None:
+    """build_rows keeps each pod's names between builds (a filter's keystrokes); a pod whose
+    spec or owner changed is a new Pod object, and its rows follow it at the next build."""
+    import dataclasses
+
+    from probetui.ui.widgets.rows import build_rows
+    from tests.ui.fakes import build, build_fleet
+
+    store = Store()
+    build_fleet(build(store, False))
+    cache: dict = {}
+    first = build_rows(store, ["payments"], "name", cache=cache)
+    assert PAYMENTS in first.members and cache
+    entry = store.pods["uid-payments-1"]
+    store.pod(dataclasses.replace(entry.pod, owner_name="billing"), entry.status)
+    again = build_rows(store, ["payments"], "name", cache=cache)
+    # its pod name still says payments; its workload is billing now
+    assert "demo/Deployment/billing" in again.members
+    assert "uid-payments-1" not in again.members[PAYMENTS]
+    assert build_rows(store, ["billing"], "name", cache=cache).pods == 1

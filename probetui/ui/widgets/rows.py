@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from probetui.prober.status import PodSnapshot
+from probetui.spec.model import Container, Pod
 from probetui.timeline.store import ContainerKey, Store
 from probetui.triage.groups import group_id, problem_score
 
@@ -95,28 +96,53 @@ class Listing(NamedTuple):
     containers: int
 
 
+# what a pod's rows need of its spec, kept while the Pod object is the same one
+_PodFacts = tuple[Pod, str, str, tuple[tuple[Container, str], ...]]
+
+
+def _facts(pod: Pod, cache: dict[str, _PodFacts] | None) -> _PodFacts:
+    facts = cache.get(pod.uid) if cache is not None else None
+    if facts is None or facts[0] is not pod:
+        name = f"{pod.namespace}/{pod.owner_name}/{pod.name}".lower()
+        shown = tuple((c, f"{name}/{c.name.lower()}") for c in pod.probed_containers())
+        facts = (pod, group_id(pod), name, shown)
+        if cache is not None:
+            cache[pod.uid] = facts
+    return facts
+
+
 def build_rows(
-    store: Store, terms: list[str], sort: str, collapsed: set[str] | frozenset[str] = frozenset()
+    store: Store,
+    terms: list[str],
+    sort: str,
+    collapsed: set[str] | frozenset[str] = frozenset(),
+    cache: dict[str, _PodFacts] | None = None,
 ) -> Listing:
     """The rows for the filter's `terms` in `sort` order: each workload's line, then its pods
-    (unless collapsed); a pod's containers stay together, a workload's pods too."""
+    (unless collapsed); a pod's containers stay together, a workload's pods too. `cache`: the
+    caller's, to keep each pod's names from one build to the next (a filter's keystrokes)."""
     units: dict[str, tuple[tuple, list[tuple[tuple, str, list[Row]]]]] = {}
     loose: list[tuple[tuple, list[Row]]] = []
     pods = containers = 0
+    if cache is not None and len(cache) > 2 * len(store.pods) + 64:
+        # pods come and go: the gone ones' facts are dropped now and then, not at each build
+        cache.clear()
+    problems = sort == "problems"
+    histories = store.containers
     for entry in store.pods.values():
-        pod = entry.pod
-        gid = group_id(pod)
-        name = f"{pod.namespace}/{pod.owner_name}/{pod.name}".lower()
+        pod, gid, _, shown = _facts(entry.pod, cache)
         rows: list[Row] = []
         worst = restarts = 0
-        for c in entry.shown_containers():
-            if terms and not all(t in f"{name}/{c.name.lower()}" for t in terms):
+        lookup = entry.status.lookup
+        for c, searched in shown:
+            if terms and not all(t in searched for t in terms):
                 continue
             rows.append(Row(pod.uid, c.name))
-            if sort == "problems":
-                history = store.containers.get(ContainerKey(pod.uid, c.name))
-                worst = max(worst, problem_score(entry, c, history))
-            cs = entry.status.lookup(c.name)
+            if problems:
+                worst = max(
+                    worst, problem_score(entry, c, histories.get(ContainerKey(pod.uid, c.name)))
+                )
+            cs = lookup(c.name)
             restarts += cs.restart_count if cs is not None else 0
         if not rows:
             continue
@@ -124,7 +150,7 @@ def build_rows(
         containers += len(rows)
         # a group sorts by its worst pod, among the bare pods, by the name it shows
         title = pod.owner_name if gid else pod.name
-        if sort == "problems":
+        if problems:
             order: tuple = (-worst, pod.namespace, title)
         elif sort == "restarts":
             order = (-restarts, pod.namespace, title)

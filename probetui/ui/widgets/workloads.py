@@ -8,7 +8,7 @@ page is then a redraw of this widget, not a layout pass over the screen.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.text import Text
@@ -102,6 +102,9 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._shown: dict[ContainerKey | str, tuple] = {}
         self._layout = -1  # the store's layout_version at the last rebuild
+        self._facts: dict[
+            str, Any
+        ] = {}  # build_rows' names per pod, kept from one rebuild to the next
 
     # -- the row list ---------------------------------------------------------------------
 
@@ -128,7 +131,9 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self.namespaces = len(namespaces)
         show_ns = self.all_namespaces or self.namespaces > 1
         self.ns_len = max(map(len, namespaces), default=0) if show_ns else 0
-        listing = build_rows(store, self.filter.lower().split(), self.sort, self.collapsed)
+        listing = build_rows(
+            store, self.filter.lower().split(), self.sort, self.collapsed, self._facts
+        )
         self.rows, self.members = listing.rows, listing.members
         self.pods, self.containers = listing.pods, listing.containers
         # not row.key: a property call per row is a third of a rebuild's cost at 2,000 pods
