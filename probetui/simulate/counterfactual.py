@@ -281,33 +281,48 @@ def _summarize_recorded(rc: RecordedContainer, since: float, until: float) -> Ru
     return _readiness(kills, kill_times, restarts, [t for t, _ in rc.starts], ready, since, until)
 
 
-def _match(recorded: list[float], modelled: list[float], tolerance: float) -> tuple[int, float]:
-    """Pairs of a recorded and a modelled time within `tolerance`, greedily in time order;
-    how many, and the largest offset among them."""
+def _match(
+    recorded: list[float], modelled: list[float], tolerance: float, until: float | None = None
+) -> tuple[int, float, int, int]:
+    """Pairs of a recorded and a modelled time within `tolerance`, greedily in time order: how
+    many, the largest offset among them, and how many recorded and modelled times count. An
+    unpaired time within `tolerance` of `until` (the window's end) does not count: its
+    counterpart may fall just past the window (a kill the model makes a second before the
+    recording stopped, the kubelet's a second after)."""
     used = [False] * len(modelled)
+    paired = [False] * len(recorded)
     matched, worst = 0, 0.0
-    for t in recorded:
+    for j, t in enumerate(recorded):
         best, best_d = -1, tolerance
         for i, m in enumerate(modelled):
             d = abs(m - t)
             if not used[i] and d <= best_d:
                 best, best_d = i, d
         if best >= 0:
-            used[best] = True
+            used[best] = paired[j] = True
             matched += 1
             worst = max(worst, best_d)
-    return matched, worst
+    edge = float("inf") if until is None else until - tolerance
+
+    def counted(times: list[float], done: list[bool]) -> int:
+        return sum(1 for t, d in zip(times, done, strict=True) if d or t <= edge)
+
+    return matched, worst, counted(recorded, paired), counted(modelled, used)
 
 
-def self_check(recorded: RunSummary, model: RunSummary, tolerance: float) -> SelfCheck:
-    k, wk = _match(recorded.kill_times, model.kill_times, tolerance)
-    r, wr = _match(recorded.restart_times, model.restart_times, tolerance + MATCH_SLACK)
+def self_check(
+    recorded: RunSummary, model: RunSummary, tolerance: float, until: float | None = None
+) -> SelfCheck:
+    k, wk, nk_rec, nk_mod = _match(recorded.kill_times, model.kill_times, tolerance, until)
+    r, wr, nr_rec, nr_mod = _match(
+        recorded.restart_times, model.restart_times, tolerance + MATCH_SLACK, until
+    )
     rec_ready = [t for t, _ in recorded.ready_changes]
     mod_ready = [t for t, _ in model.ready_changes]
-    y, wy = _match(rec_ready, mod_ready, tolerance)
-    kills = (k, len(recorded.kill_times), len(model.kill_times))
-    restarts = (r, len(recorded.restart_times), len(model.restart_times))
-    ready = (y, len(rec_ready), len(mod_ready))
+    y, wy, ny_rec, ny_mod = _match(rec_ready, mod_ready, tolerance, until)
+    kills = (k, nk_rec, nk_mod)
+    restarts = (r, nr_rec, nr_mod)
+    ready = (y, ny_rec, ny_mod)
     why = ""
     if k != kills[1] or k != kills[2]:
         why = f"the model kills {kills[2]} times where the kubelet killed {kills[1]} ({k} match)"
@@ -349,7 +364,9 @@ def counterfactual(
     events, books = _model(rec, rec.pod, container, origin, app, attempts)
     baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
     periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
-    check = self_check(recorded, baseline, max(periods, default=10) + MATCH_SLACK)
+    check = self_check(
+        recorded, baseline, max(periods, default=10) + MATCH_SLACK, until=compared_until
+    )
     what_if = None
     if what_if_pod is not None and check.passed:
         events, books = _model(rec, what_if_pod, container, origin, app, attempts)

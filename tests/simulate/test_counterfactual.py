@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from probetui.prober.status import PodStatus
-from probetui.simulate.counterfactual import counterfactual, render
+from probetui.simulate.counterfactual import RunSummary, counterfactual, render, self_check
 from probetui.simulate.recorded import recorded_pod
 from probetui.simulate.run import SimKubelet
 from probetui.simulate.scenario import App, Behaviour, Scenario
@@ -151,3 +151,22 @@ def test_simulate_recording_command_line(
     assert main(["simulate", "--recording", str(path), "--pod", "default/nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["probetui: error: --pod default/nope: not in the recording (it has default/web)"]
+
+
+def test_an_unpaired_kill_at_the_windows_end_is_no_mismatch() -> None:
+    """The model kills a second before the recording stopped; the kubelet's kill, a period
+    later, fell past it: the self-check cannot tell them apart and must not refuse for it.
+    The same unpaired kill mid-window still refuses (seen on a 40 s demo recording, where
+    every what-if of slow-unguarded was refused for a kill 1 s before the end)."""
+
+    def summary(kills: list[float]) -> RunSummary:
+        return RunSummary({"liveness": len(kills)}, len(kills), 0.0, [], kill_times=kills)
+
+    recorded = summary([10.0, 20.0, 30.0])
+    model = summary([10.5, 20.5, 30.5, 39.0])
+    check = self_check(recorded, model, tolerance=3.0, until=40.0)
+    assert check.passed and check.kills == (3, 3, 3)
+    refused = self_check(recorded, summary([10.5, 20.5, 25.0, 30.5]), tolerance=3.0, until=40.0)
+    assert not refused.passed and refused.kills == (3, 3, 4)
+    # without a window's end, as before: every time counts
+    assert not self_check(recorded, model, tolerance=3.0).passed
