@@ -7,8 +7,10 @@ rest is linted).
 Evidence (issue 15, item 2): `--recording FILE` lints with what a recording observed (alone, it
 lints the recorded pods, one object per workload); `--cluster` watches a cluster read-only
 (only get, list and watch) for `--for` (default 2m) through the cluster view's runtime and
-engine, then lints the pods it saw, or the PATHs given, with what it saw. Without either, lint
-judges the manifests alone.
+engine, then lints the pods it saw, or the PATHs given, with what it saw. Read-only, the shadow
+probes only by the pod IP: in a cluster (a CI runner's pod) by default, from outside with
+`--via direct` where the pod network is reachable; otherwise only what the kubelet reports
+(Ready flaps, kills, starts) is evidence. Without either, lint judges the manifests alone.
 """
 
 from __future__ import annotations
@@ -73,6 +75,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-A", "--all-namespaces", dest="lint_all", action="store_true", help="every namespace"
     )
     e.add_argument("-l", "--selector", dest="lint_selector", metavar="SELECTOR", help="labels")
+    e.add_argument(
+        "--via",
+        dest="lint_via",
+        choices=("direct",),
+        help="--cluster: probe each pod's IP from here as the shadow does, so latency and "
+        "errors are measured (only get, list and watch go to the API server either way; "
+        "without it, the probes are not run outside a cluster)",
+    )
 
 
 def _colour(choice: str) -> bool:
@@ -199,7 +209,10 @@ def _watch_cluster(args: argparse.Namespace) -> Any:
     except KubeconfigError as e:
         raise UsageError(str(e)) from None
     # lint only looks: whatever the configuration says, nothing but get, list and watch
-    runtime = KubernetesRuntime(dataclasses.replace(target, read_only=True), fail_fast=True)
+    # a direct probe of a pod's IP changes nothing: read-only runs it where it reaches
+    runtime = KubernetesRuntime(
+        dataclasses.replace(target, read_only=True), via=args.lint_via, fail_fast=True
+    )
     runtime.read_only_reason = "lint --cluster"
     store = Store(history_seconds=max(seconds, 60.0))
     engine = Engine(runtime, [store])

@@ -31,6 +31,7 @@ from probetui.timeline.events import Event
 
 if TYPE_CHECKING:
     from probetui.record.reader import Recording
+    from probetui.timeline.history import ProbeHistory
     from probetui.timeline.store import Store
 
 # attempts kinds that carry a latency the app took (an error never reached it)
@@ -263,12 +264,26 @@ def recorded_objects(observed: Observed, file: str) -> list[LintObject]:
 # -- from a timeline store (a live session, the UI) ---------------------------------------------
 
 
-def _attempt_fields(kind: int, latency: float) -> dict[str, object]:
+def _attempt_fields(kind: int, latency: float, error: str = "") -> dict[str, object]:
     # the labels `simulate/recorded.py` reads back: a timeout is a failure that timed out
     if kind == Kind.TIMEOUT:
         return {"outcome": "failure", "timedOut": True, "latency_ms": latency * 1000.0}
     label = {Kind.SUCCESS: "success", Kind.WARNING: "warning", Kind.FAILURE: "failure"}
+    if kind == Kind.ERROR and error:
+        return {"outcome": "error", "latency_ms": latency * 1000.0, "error": error}
     return {"outcome": label.get(kind, "error"), "latency_ms": latency * 1000.0}
+
+
+# how far back the newest error's text is looked for (its entry unpacked, the only one)
+ERROR_TEXT_LOOKBACK = 64
+
+
+def _last_error_text(h: ProbeHistory) -> str:
+    """The newest errored attempt's words, for the advice to quote; the columns carry none."""
+    for view in h.recent(ERROR_TEXT_LOOKBACK):
+        if view.kind == Kind.ERROR:
+            return view.error or view.output
+    return ""
 
 
 def store_events(
@@ -321,6 +336,7 @@ def store_events(
                 first = pairs[-1][0]
                 oldest = first if oldest is None else min(oldest, first)
             key = pt.key
+            error = _last_error_text(h) if any(k == Kind.ERROR for _, (_, k) in pairs) else ""
             for t, (latency, kind) in reversed(pairs):
                 events.append(
                     Event(
@@ -332,7 +348,7 @@ def store_events(
                         c.name,
                         key,
                         "shadow",
-                        _attempt_fields(kind, latency),
+                        _attempt_fields(kind, latency, error),
                     )
                 )
     if floor is not None and oldest is not None:

@@ -94,6 +94,35 @@ async def test_lint_cluster_watches_read_only_and_lints_what_it_saw(
         assert api.count_requests(subresource=sub) == 0
 
 
+@pytest.mark.slow
+async def test_lint_cluster_via_direct_probes_the_pods_and_reads_their_answers(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    """With --via direct the shadow probes each pod's IP (still only GETs to the API server):
+    a readiness probe on a port name the container does not declare errors on every attempt,
+    which the kubelet drops silently, and lint says so from what it measured."""
+    api.role = "view"
+    api.add_pod(
+        make_pod(
+            "web",
+            containers=[
+                container("app", ports=(8080,), readiness=http_get_probe("/", "http", period=1))
+            ],
+        )
+    )
+    config = api.kubeconfig(tmp_path / "kubeconfig")
+    args = ("--cluster", "-n", "default", "--for", "5s", "--via", "direct")
+    code, out, err = await _lint(tmp_path, *args, "--kubeconfig", str(config), "-o", "json")
+    assert code == 1, err  # named-port-not-declared is an error of the manifest itself
+    (dropped,) = [f for f in json.loads(out)["findings"] if f["rule"] == "probe-errors-dropped"]
+    assert "attempts errored" in dropped["message"]
+    # the words of the error are the handler's, as the kubelet would log them
+    assert 'strconv.Atoi: parsing "http": invalid syntax' in dropped["message"]
+    assert {r.method for r in api.requests} == {"GET"}
+    for sub in ("exec", "portforward", "proxy"):
+        assert api.count_requests(subresource=sub) == 0
+
+
 async def test_lint_cluster_bad_input_is_one_line(tmp_path: Path) -> None:
     code, _, err = await _lint(tmp_path, "--cluster", "--kubeconfig", str(tmp_path / "nope"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "not found" in err
