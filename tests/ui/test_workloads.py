@@ -235,3 +235,18 @@ def test_rows_kept_names_follow_a_pod_that_changed() -> None:
     assert "demo/Deployment/billing" in again.members
     assert "uid-payments-1" not in again.members[PAYMENTS]
     assert build_rows(store, ["billing"], "name", cache=cache).pods == 1
+
+
+async def test_a_resort_keeps_the_cursor_where_it_stood_in_the_view() -> None:
+    """Problems first re-sorts as things go wrong: the cursor's container moves in the list,
+    and the view moves with it, so the cursor stays on the same screen line (within the ends)."""
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(80, 14)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        assert len(wl.rows) > wl.size.height  # the list scrolls
+        await pilot.press("end", "k", "k")
+        key, offset, index = main(app).selected, wl.cursor - wl.top, wl.cursor
+        await pilot.press("S")  # problems -> restarts
+        assert main(app).selected == key and wl.cursor != index
+        assert wl.cursor - wl.top == offset
