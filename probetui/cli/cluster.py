@@ -46,6 +46,7 @@ CLUSTER_DESTS = {
     "k8s_no_ui": "--no-ui",
     "k8s_output": "--output",
     "k8s_duration": "--duration",
+    "k8s_shards": "--shards",
     "k8s_summary": "--summary",
     "k8s_record": "--record",
     "k8s_retain": "--retain",
@@ -120,6 +121,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop by itself after SECONDS",
     )
+    g.add_argument(
+        "--shards",
+        dest="k8s_shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="probe in N shard processes fed by one watch (--via direct; default 0: in this "
+        "process)",
+    )
     add_summary_arguments(g, prefix="k8s_")
     add_record_arguments(g, prefix="k8s_")
 
@@ -164,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         summary=args.k8s_summary,
         record=args.k8s_record,
         retain=args.k8s_retain,
+        shards=args.k8s_shards,
     )
     headless = headless_requested(live)
     if headless:

@@ -13,6 +13,7 @@ Two ways a shard gets its pods:
   readiness follow the prober's results as they are published, so a pod's processes run in the
   shard that probes it: the shard runs `LocalRuntime` over its own pods.
 - fed (`fed.py`): the source runs once in the parent and each pod snapshot and manager call
-  goes to the owning shard, which never reaches the source itself (the cluster's list/watch
-  shape; today the benchmark's synthetic source uses it).
+  goes to the owning shard, which never reaches the source itself: the cluster view
+  (`cluster.py`: one list/watch, `--via direct`; the divergence check reads the shards'
+  verdicts, `verdicts.py`) and the benchmark's synthetic source.
 """

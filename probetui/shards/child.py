@@ -89,8 +89,9 @@ async def serve() -> int:
         return 2
     if setup.get("buffer"):
         sender.limit = int(setup["buffer"])
-    sender.send(hello("shard", shard=setup.get("shard"), pid=os.getpid()))
     mode = setup.get("mode", "fed")
+    verdicts = mode == "fed" and bool(setup.get("verdicts"))
+    sender.send(hello("shard", shard=setup.get("shard"), pid=os.getpid(), verdicts=verdicts))
     pods = PodReader()
     held: list[dict[str, Any]] = []
     while True:
@@ -107,9 +108,17 @@ async def serve() -> int:
     if mode == "fed":
         for frame in held:
             runtime.feed(frame)  # type: ignore[attr-defined]
+    sinks: list[Any] = [StreamSink(sender)]
+    verdict_sink = None
+    if verdicts:
+        from probetui.shards.verdicts import VerdictSink
+
+        # after the event's own frame: the parent reads the verdict once the event is in
+        verdict_sink = VerdictSink(sender.send)
+        sinks.append(verdict_sink)
     engine = Engine(
         runtime,
-        [StreamSink(sender)],
+        sinks,
         kube_version=setup.get("kube_version") or _default_kube(),
         http_impl=setup.get("http_impl", "lean"),
     )
@@ -117,6 +126,8 @@ async def serve() -> int:
     assert task is not None
     loop = asyncio.get_running_loop()
     run = asyncio.ensure_future(engine.run())
+    if verdict_sink is not None:
+        verdict_sink.manager = _ManagerOf(engine)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, run.cancel)
     commands = asyncio.ensure_future(_commands(reader, engine, runtime, sender, run))
@@ -163,7 +174,22 @@ def _runtime(setup: dict[str, Any], mode: str, pods: Any, sender: Any) -> Any:
         )
     from probetui.shards.fed import FedRuntime
 
-    return FedRuntime(source, observes_kubelet=bool(setup.get("observes_kubelet")))
+    return FedRuntime(
+        source,
+        observes_kubelet=bool(setup.get("observes_kubelet")),
+        reach=setup.get("reach"),
+        read_only=bool(setup.get("read_only")),
+    )
+
+
+class _ManagerOf:
+    """The engine's manager, once its run has made one (the verdict sink reads it)."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine.manager, name)
 
 
 def _reporting_registry(sender: Any) -> Any:

@@ -6,8 +6,9 @@ frames to the owning shard; what the source reports itself (the kubelet's events
 parent's sinks directly. In the shard, `FedRuntime` replays those frames onto the shard's own
 engine and manager, in the order the source made them.
 
-A source that needs more of the manager than those three calls (the cluster's divergence
-check reads the shadow's results) cannot be fed yet: `ManagerProxy` has nothing else.
+A source that reads the shadow's results back (the cluster's divergence check) reads them from
+the shards' `verdict` frames: `ManagerProxy` answers `readiness`, `startup` and `get_worker`
+from a `Verdicts` (`verdicts.py`), the same shapes the in-process manager has.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from probetui.prober.clock import Clock, LoopClock
 from probetui.prober.status import PodStatus
 from probetui.record.snapshot import status_from_json, status_json
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeHost
-from probetui.spec.model import Pod
+from probetui.shards.verdicts import Verdicts
+from probetui.spec.model import Container, Pod, ProbeType
 from probetui.stream.codec import PodReader
 from probetui.stream.protocol import MGR, POD
 
@@ -28,10 +30,25 @@ from probetui.stream.protocol import MGR, POD
 
 
 class ManagerProxy:
-    """The three manager calls a source makes, sent to the shard that owns the pod."""
+    """The three manager calls a source makes, sent to the shard that owns the pod; and what
+    the divergence check reads back, from the shards' verdicts."""
 
-    def __init__(self, send: Callable[[Pod, dict[str, Any]], None]) -> None:
+    def __init__(
+        self, send: Callable[[Pod, dict[str, Any]], None], verdicts: Verdicts | None = None
+    ) -> None:
         self._send = send
+        self.verdicts = verdicts if verdicts is not None else Verdicts()
+
+    @property
+    def readiness(self) -> Any:
+        return self.verdicts.readiness
+
+    @property
+    def startup(self) -> Any:
+        return self.verdicts.startup
+
+    def get_worker(self, pod_uid: str, container: str, probe_type: ProbeType) -> Any:
+        return self.verdicts.get_worker(pod_uid, container, probe_type)
 
     def add_pod(self, pod: Pod, api_status: PodStatus | None = None) -> list[Any]:
         frame: dict[str, Any] = {"k": MGR, "op": "add", "uid": pod.uid}
@@ -57,12 +74,13 @@ class RouterHost:
         manager_call: Callable[[Pod, dict[str, Any]], None],
         report: Callable[[RuntimeEvent], None],
         lateness: Callable[[], float],
+        verdicts: Verdicts | None = None,
     ) -> None:
         self._clock: Clock = LoopClock()
         self._snapshot = snapshot
         self._report = report
         self._lateness = lateness
-        self._manager = ManagerProxy(manager_call)
+        self._manager = ManagerProxy(manager_call, verdicts)
         self._pods: dict[str, Pod] = {}
 
     @property
@@ -97,15 +115,41 @@ class RouterHost:
 
 class FedRuntime(Runtime):
     """A shard's runtime in fed mode: the parent's frames, applied in order. Probes dial what
-    the pod names (the pod IP): only a source whose pods are reachable directly can be fed."""
+    the pod names (the pod IP): only a source whose pods are reachable directly can be fed.
+    `reach` (the cluster's settings, `cluster.reach_settings`): which probes run follows the
+    parent's rules (read-only, exec), and the attempts are labelled with its path."""
 
     via = "direct"
 
-    def __init__(self, source: str = "fed", observes_kubelet: bool = False) -> None:
+    def __init__(
+        self,
+        source: str = "fed",
+        observes_kubelet: bool = False,
+        reach: dict[str, Any] | None = None,
+        read_only: bool = False,
+    ) -> None:
         self.source = source
         self.observes_kubelet = observes_kubelet
+        self.read_only = read_only
         self.pods = PodReader()
         self._frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._reach: Any = None
+        if reach is not None:
+            from probetui.shards.cluster import ShardReach
+
+            self._reach = ShardReach(reach)
+            self.via = self._reach.via
+            self.read_only = self._reach.read_only
+
+    def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
+        if self._reach is None:
+            return None
+        return self._reach.not_probed(pod, container, probe_type)
+
+    def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
+        if self._reach is None:
+            return self.via
+        return self._reach.attempt_via(container, probe_type)
 
     def feed(self, frame: dict[str, Any]) -> None:
         self._frames.put_nowait(frame)

@@ -19,12 +19,19 @@ def shards_problem(runtime: Runtime, shards: int) -> str | None:
         return f"--shards {shards}: from 0 (the engine in this process) to {MAX_SHARDS}"
     from probetui.runtime.local.runtime import LocalRuntime
 
-    if shards and not isinstance(runtime, LocalRuntime):
-        return (
-            f"--shards {shards}: only 'probetui local' and 'demo' run sharded so far; "
-            "drop --shards for the cluster view"
-        )
-    return None
+    if not shards or isinstance(runtime, LocalRuntime):
+        return None
+    if _is_cluster(runtime):
+        from probetui.shards.cluster import via_problem
+
+        return via_problem(runtime, shards)
+    return f"--shards {shards}: this source does not run sharded; drop --shards"
+
+
+def _is_cluster(runtime: Runtime) -> bool:
+    from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+
+    return isinstance(runtime, KubernetesRuntime)
 
 
 def make_engine(
@@ -44,6 +51,8 @@ def make_engine(
         return Engine(runtime, sinks, kube_version=kube_version)
     from probetui.shards.pool import ShardPool
 
+    if _is_cluster(runtime):
+        return _cluster_pool(runtime, sinks, shards, kube_version, say, headless)
     pool = ShardPool(
         runtime, sinks, shards=shards, kube_version=kube_version, echo_stderr=headless, say=say
     )
@@ -51,6 +60,40 @@ def make_engine(
     # the choice, visible: on stderr at the start, and in the header's source
     say(f"the prober runs in {shards} shard process(es), {used} with pods (--shards {shards})")
     runtime.source = f"{runtime.source} · {shards} shards"
+    return pool
+
+
+def _cluster_pool(
+    runtime: Any,
+    sinks: list[Any],
+    shards: int,
+    kube_version: str,
+    say: Callable[[str], None],
+    headless: bool,
+) -> Any:
+    """The cluster view in fed mode: the watch runs here once, the shards probe (cluster.py)."""
+    from probetui.shards.cluster import EXEC_NOT_RUN, is_exec, reach_settings
+    from probetui.shards.pool import ShardPool
+
+    pool = ShardPool(
+        runtime,
+        sinks,
+        shards=shards,
+        mode="fed",
+        kube_version=kube_version,
+        echo_stderr=headless,
+        say=say,
+        reach=reach_settings(runtime),
+    )
+    # the parent says once per probe what the shards will not run (its ProbeNotRun line)
+    runtime.unrunnable = lambda pod, container, probe_type: (
+        EXEC_NOT_RUN if is_exec(container, probe_type) else None
+    )
+    say(
+        f"the prober runs in {shards} shard process(es) fed by one watch (--shards {shards}); "
+        "exec probes are not run sharded"
+    )
+    pool.runtime.label = f" · {shards} shards"
     return pool
 
 

@@ -100,6 +100,7 @@ class ShardPool:
         echo_stderr: bool = False,
         say: Callable[[str], None] | None = None,
         buffer: int | None = None,
+        reach: dict[str, Any] | None = None,
     ) -> None:
         if shards < 1:
             raise ValueError("a pool has at least one shard")
@@ -114,6 +115,12 @@ class ShardPool:
         # bytes a shard may hold for this process before it drops events (None: its default)
         self.buffer = buffer
         self.say = say
+        # fed mode, the cluster: how its pods are reached, for the shards to follow the same
+        # rules (`cluster.reach_settings`); and the shards' verdicts, for the divergence check
+        self.reach = reach
+        from probetui.shards.verdicts import Verdicts
+
+        self.verdicts = Verdicts()
         self.shards = [Shard(i) for i in range(shards)]
         self.notices: deque[str] = deque(maxlen=NOTICES)
         self.acks: deque[dict[str, Any]] = deque(maxlen=ACKS)
@@ -303,6 +310,8 @@ class ShardPool:
             kube_version=self.kube_version,
             http_impl=self.http_impl,
             buffer=self.buffer,
+            verdicts=self.mode == "fed",
+            reach=self.reach,
         )
 
     async def _read(self, shard: Shard, proc: asyncio.subprocess.Process) -> None:
@@ -317,7 +326,14 @@ class ShardPool:
                             self._failure = f"shard {shard.index}: {frame.get('message')}"
                             return
                         p.check_hello(frame)
+                        if self.mode == "fed" and not frame.get("verdicts"):
+                            raise p.ProtocolError(
+                                "the shard sends no verdicts: run the same probetui version "
+                                "on both ends"
+                            )
                         first = False
+                        # a new process: its workers start from nothing, so do their verdicts
+                        self.verdicts.forget_where(lambda uid: self._own(uid) is shard)
                         shard.ready.set()
                         continue
                     self._dispatch(shard, frame)
@@ -342,6 +358,8 @@ class ShardPool:
                     sink.pod(pod, status)
                 except Exception:
                     log.exception("sink %r failed on a pod", sink)
+        elif kind == p.VERDICT:
+            self.verdicts.apply(frame)
         elif kind == p.LATE:
             shard.lateness = float(frame.get("s", 0.0))
         elif kind == p.ACK:
@@ -408,7 +426,9 @@ class ShardPool:
     def _router(self) -> Any:
         from probetui.shards.fed import RouterHost
 
-        return RouterHost(self._route_pod, self._route_manager, self._report, self.lateness)
+        return RouterHost(
+            self._route_pod, self._route_manager, self._report, self.lateness, self.verdicts
+        )
 
     def _route_pod(self, pod: Pod, status: PodStatus | None) -> None:
         shard = self._own(pod.uid)
@@ -425,6 +445,7 @@ class ShardPool:
             shard.added[pod.uid] = frame
         elif frame["op"] == "remove":
             shard.added.pop(pod.uid, None)
+            self.verdicts.forget_pod(pod.uid)
         shard.send(frame)
 
     def _report(self, event: RuntimeEvent) -> None:
@@ -489,9 +510,15 @@ class RuntimeView:
     def __init__(self, runtime: Runtime, pool: ShardPool) -> None:
         self._runtime = runtime
         self._pool = pool
+        # what the header adds to the runtime's source (the shards, visible)
+        self.label = ""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runtime, name)
+
+    @property
+    def source(self) -> str:
+        return f"{self._runtime.source}{self.label}"
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
         return list(self._pool.tails.get((pod_uid, container), ()))

@@ -30,6 +30,9 @@ GROUPS = "groups"
 # local mode: a container's recent output lines, when they changed (the attempt log shows them)
 TAIL = "tail"
 FAIL = "fail"  # the engine cannot go on: one line
+# fed mode, asked for in the client's hello ("verdicts": true): a worker's container, whether it
+# has counted an attempt, and its published result, each time one changes (docs/stream.md)
+VERDICT = "verdict"
 # client -> engine
 CMD = "cmd"  # probe now, pause, resume; answered by an ack
 START = "start"  # the pods sent so far are the engine's: run them
@@ -113,6 +116,7 @@ __all__ = [
     "POD",
     "START",
     "TAIL",
+    "VERDICT",
     "VERSION",
     "ProtocolError",
     "VersionMismatch",

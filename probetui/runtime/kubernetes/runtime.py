@@ -117,6 +117,8 @@ class KubernetesRuntime(Runtime):
         # the fresh reads that confirm a divergence before it is reported (divergence.py)
         self._confirming: set[str] = set()
         self._confirm_tasks: set[asyncio.Task[None]] = set()
+        # probes the engine cannot run where it runs (in shards: exec), and why; None: all
+        self.unrunnable: Callable[[Pod, Container, ProbeType], str | None] | None = None
 
     @property
     def server_version(self) -> tuple[int, int] | None:
@@ -444,7 +446,10 @@ class KubernetesRuntime(Runtime):
     # -- reaching pods (reach.py) -----------------------------------------------------------
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
-        return self.reacher.not_probed(pod, container, probe_type)
+        reason = self.reacher.not_probed(pod, container, probe_type)
+        if reason is None and self.unrunnable is not None:
+            return self.unrunnable(pod, container, probe_type)
+        return reason
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
         """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`."""

@@ -1,0 +1,171 @@
+"""The shadow's verdicts across the stream: what the cluster's divergence check reads.
+
+The divergence check (`runtime/kubernetes/divergence.py`) runs in the parent, beside the watch,
+and asks the prober's manager three things per probe: the worker's container ID, whether it has
+counted an attempt (`probe_total`), and the published result for that container. In fed mode
+the workers live in the shards, so each shard sends a `verdict` frame whenever one of those
+changes for a worker (`VerdictSink`, in the shard), and `Verdicts` (in the parent) answers the
+check's questions from them: `readiness`/`startup` (`.get(container_id)`) and `get_worker`,
+the same shapes the in-process manager has, so the check itself is the same code.
+
+Verdict frames are never dropped for a slow reader (only `event` frames are), so the parent's
+view is behind the shard's by the pipe's latency, never by an overload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey
+from probetui.spec.model import ProbeType
+from probetui.stream.protocol import VERDICT
+
+# the probe types whose results the API shows beside the kubelet's (ready, started)
+TRACKED = (ProbeType.READINESS, ProbeType.STARTUP)
+
+
+def verdict_frame(
+    key: ProbeKey, container_id: str, counted: int, published: ResultValue | None
+) -> dict[str, Any]:
+    return {
+        "k": VERDICT,
+        "uid": key.pod_uid,
+        "c": key.container,
+        "probe": key.probe_type.key,
+        "cid": container_id,
+        "n": counted,
+        "pub": None if published is None else int(published),
+    }
+
+
+def gone_frame(key: ProbeKey) -> dict[str, Any]:
+    return {
+        "k": VERDICT,
+        "uid": key.pod_uid,
+        "c": key.container,
+        "probe": key.probe_type.key,
+        "gone": True,
+    }
+
+
+# -- the shard's side -------------------------------------------------------------------------
+
+
+class VerdictSink:
+    """An engine sink in a fed shard: after each event about a tracked probe, reads the worker
+    and its results as the divergence check would, and sends a `verdict` frame if they changed.
+    """
+
+    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+        self._send = send
+        self.manager: Any = None  # the engine's, once it runs
+        self._sent: dict[ProbeKey, tuple[str, bool, ResultValue | None]] = {}
+
+    def pod(self, pod: Any, status: Any) -> None:
+        if status is None:
+            for key in [k for k in self._sent if k.pod_uid == pod.uid]:
+                del self._sent[key]
+                self._send(gone_frame(key))
+
+    def event(self, event: Any) -> None:
+        manager = self.manager
+        if manager is None or not event.probe:
+            return
+        try:
+            probe_type = ProbeType.parse(event.probe)
+        except (KeyError, ValueError):
+            return
+        if probe_type not in TRACKED:
+            return
+        key = ProbeKey(event.pod_uid, event.container, probe_type)
+        worker = manager.get_worker(key.pod_uid, key.container, probe_type)
+        if worker is None:
+            if self._sent.pop(key, None) is not None:
+                self._send(gone_frame(key))
+            return
+        cid = worker.container_id
+        counted = sum(worker.probe_total.values())
+        published = manager.results_for(probe_type).get(cid) if cid else None
+        state = (cid, counted > 0, published)
+        if self._sent.get(key) == state:
+            return
+        self._sent[key] = state
+        self._send(verdict_frame(key, cid, counted, published))
+
+
+# -- the parent's side ------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class WorkerView:
+    """What the divergence check reads of a worker: its container and its attempt counts."""
+
+    container_id: str
+    probe_total: dict[str, int] = field(default_factory=dict)
+
+
+class ResultsView:
+    """`results.get(container_id)` as the manager's results cache answers it."""
+
+    def __init__(self) -> None:
+        self.by_container: dict[str, ResultValue] = {}
+
+    def get(self, container_id: str) -> ResultValue | None:
+        return self.by_container.get(container_id)
+
+
+class Verdicts:
+    """The shards' verdict frames, answering as the in-process manager does."""
+
+    def __init__(self) -> None:
+        self.workers: dict[ProbeKey, WorkerView] = {}
+        self.readiness = ResultsView()
+        self.startup = ResultsView()
+
+    def _results(self, probe_type: ProbeType) -> ResultsView:
+        return self.readiness if probe_type is ProbeType.READINESS else self.startup
+
+    def apply(self, frame: dict[str, Any]) -> None:
+        try:
+            probe_type = ProbeType.parse(str(frame["probe"]))
+            key = ProbeKey(str(frame["uid"]), str(frame["c"]), probe_type)
+        except (KeyError, ValueError):
+            return  # not ours to read: a later version's probe, say
+        if probe_type not in TRACKED:
+            return
+        self._drop(key)
+        if frame.get("gone"):
+            return
+        cid = str(frame.get("cid") or "")
+        try:
+            counted = int(frame.get("n") or 0)
+            pub = frame.get("pub")
+            published = ResultValue(pub) if pub is not None else None
+        except (TypeError, ValueError):
+            return
+        self.workers[key] = WorkerView(cid, {"counted": counted})
+        if cid and published is not None:
+            self._results(probe_type).by_container[cid] = published
+
+    def _drop(self, key: ProbeKey) -> None:
+        old = self.workers.pop(key, None)
+        if old is not None and old.container_id:
+            self._results(key.probe_type).by_container.pop(old.container_id, None)
+
+    def forget_pod(self, pod_uid: str) -> None:
+        for key in [k for k in self.workers if k.pod_uid == pod_uid]:
+            self._drop(key)
+
+    def forget_where(self, owned: Callable[[str], bool]) -> None:
+        """A shard started again: its workers start from nothing, so do their verdicts."""
+        for key in [k for k in self.workers if owned(k.pod_uid)]:
+            self._drop(key)
+
+    def get_worker(self, pod_uid: str, container: str, probe_type: ProbeType) -> Any:
+        return self.workers.get(ProbeKey(pod_uid, container, probe_type))
+
+
+__all__ = ["TRACKED", "VerdictSink", "Verdicts", "WorkerView", "gone_frame", "verdict_frame"]

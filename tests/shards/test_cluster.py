@@ -1,0 +1,262 @@
+"""The cluster view in shards (`probetui -n NS --via direct --shards N`): the list/watch runs
+once in the parent, each shard probes its pods, and the divergence check in the parent reads
+the shards' verdicts. Against the API emulator on loopback, with real shard processes.
+
+Real time, a few seconds per test: probes run at period 1 s, and a shard's workers start with
+the kubelet's jitter (up to a period), which the parent cannot turn off in another process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from probetui.probe.base import DEFAULT_KUBE_VERSION
+from probetui.shards.cluster import EXEC_NOT_RUN
+from probetui.shards.live import make_engine, shards_problem
+from probetui.shards.pool import ShardPool
+from tests.cli.test_cluster import _env, run_probetui
+from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
+from tests.kube.emulator.fixtures import HttpTarget, api, http_target
+from tests.runtime.kubernetes.test_runtime import Recorder, make_runtime, until, web_pod
+
+__all__ = ["api", "http_target"]  # fixtures, used by name
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+
+_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (*_PROXY_VARS, "KUBECONFIG", "KUBERNETES_SERVICE_HOST", "POD_NAMESPACE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
+def _pods(api: ApiEmulator, port: int, count: int = 4, *, exec_liveness: bool = False) -> None:
+    for i in range(count):
+        liveness: dict[str, Any] = (
+            {"exec": {"command": ["true"]}, "periodSeconds": 1}
+            if exec_liveness
+            else http_get_probe("/live", port, period=1)
+        )
+        api.add_pod(
+            make_pod(
+                f"web{i}",
+                containers=[
+                    container(
+                        "app",
+                        ports=(port,),
+                        readiness=http_get_probe("/ready", port, period=1),
+                        liveness=liveness,
+                    )
+                ],
+            )
+        )
+
+
+def _kinds(lines: list[dict[str, Any]]) -> dict[str, set[tuple[str, str, str]]]:
+    out: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+    for line in lines:
+        out[line["pod"]].add((line["type"], line.get("probe") or "", line["source"]))
+    return dict(out)
+
+
+@contextlib.asynccontextmanager
+async def sharded(api: ApiEmulator, tmp_path: Path, shards: int = 2) -> AsyncIterator[Any]:
+    runtime = make_runtime(api, tmp_path, via="direct")
+    rec = Recorder()
+    pool = make_engine(
+        runtime,
+        [rec],
+        shards=shards,
+        kube_version=DEFAULT_KUBE_VERSION,
+        say=lambda _: None,
+        headless=True,
+    )
+    task = asyncio.create_task(pool.run())
+    try:
+        await until(lambda: runtime.pods_reflector is not None, timeout=30)
+        assert runtime.pods_reflector is not None
+        await asyncio.wait_for(runtime.pods_reflector.synced.wait(), 10)
+        await api.wait_for_watch("pods", timeout=10)
+        await api.wait_for_watch("events", timeout=10)
+        yield runtime, pool, rec
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def test_only_direct_runs_sharded(api: ApiEmulator, tmp_path: Path) -> None:
+    assert shards_problem(make_runtime(api, tmp_path, via="direct"), 2) is None
+    for via in ("port-forward", "proxy"):
+        problem = shards_problem(make_runtime(api, tmp_path, via=via), 2)
+        assert problem is not None and "--via direct" in problem and "drop --shards" in problem
+
+
+async def test_sharded_divergence_is_marked_and_cleared(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """As `test_divergence_is_marked_and_cleared` in one process: the kubelet says not ready,
+    the shard's shadow sees 200; the parent's check reads the shard's verdict."""
+    api.add_pod(web_pod(http_target.port, ready=False))
+    async with sharded(api, tmp_path) as (_runtime, pool, rec):
+        assert isinstance(pool, ShardPool) and pool.mode == "fed"
+        await until(lambda: bool(rec.of("Divergence")), timeout=10)
+        began = time.monotonic()
+        api.edit_pod("web", lambda p: p["status"]["containerStatuses"][0].update(ready=True))
+        await until(lambda: bool(rec.of("DivergenceCleared")), timeout=3)
+        assert time.monotonic() - began < 1.0
+        assert pool.pids()  # the shards probed; the parent has no workers at all
+    (div,) = rec.of("Divergence")
+    assert (div.fields["kubelet"], div.fields["shadow"]) == ("not ready", "ready")
+    assert div.probe == "readiness" and div.container == "app" and div.fields["via"] == "direct"
+    assert div.t - div.fields["since"] > 1.0
+    first = rec.of("ProbeAttempt")[0]
+    assert first.fields["via"] == "direct" and div.fields["since"] >= first.t
+    # one list and one watch stream per resource: the parent's; the shards have no API client
+    assert api.count_requests(verb="list", resource="pods") == 1
+    assert api.count_requests(verb="list", resource="events") == 1
+
+
+async def test_no_divergence_before_the_shard_has_probed(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """Agreeing kubelet and shadow: the verdicts arrive, and nothing diverges."""
+    api.add_pod(web_pod(http_target.port, ready=True))
+    async with sharded(api, tmp_path) as (_runtime, pool, rec):
+        await until(lambda: len(rec.of("ProbeAttempt")) >= 3, timeout=10)
+        await asyncio.sleep(0.3)
+        assert pool.verdicts.workers  # what the check read came from the shard
+    assert not rec.of("Divergence")
+
+
+async def test_sharded_run_prints_the_same_event_kinds_per_pod(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    _pods(api, http_target.port)
+    config = api.kubeconfig(tmp_path / "kubeconfig")
+    args = ("-n", "default", "--via", "direct", "--no-ui", "--output", "jsonl")
+    args += ("--kubeconfig", str(config), "--duration", "4")
+    code, alone, err = await run_probetui(*args, timeout=40)
+    assert code == 0, err
+    lists = api.count_requests(verb="list")
+    watches = api.count_requests(verb="watch")
+    code, split, err = await run_probetui(*args, "--shards", "2", timeout=40)
+    assert code == 0, err
+    assert "2 shard process(es) fed by one watch" in err
+    assert _kinds(split) == _kinds(alone)
+    assert {line["pod"] for line in split} == {f"web{i}" for i in range(4)}
+    # the shards never list nor watch: the sharded run made as many as the one-process run
+    assert api.count_requests(verb="list") - lists == lists
+    assert api.count_requests(verb="watch") - watches == watches
+
+
+async def test_sharded_exec_probes_are_not_run_and_say_why(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    _pods(api, http_target.port, count=2, exec_liveness=True)
+    config = api.kubeconfig(tmp_path / "kubeconfig")
+    args = ("-n", "default", "--via", "direct", "--no-ui", "--output", "jsonl", "--shards", "2")
+    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), "--duration", "3")
+    assert code == 0, err
+    not_run = [x for x in lines if x["type"] == "ProbeNotRun"]
+    assert {(x["pod"], x["probe"]) for x in not_run} == {("web0", "liveness"), ("web1", "liveness")}
+    assert all(x["reason"] == EXEC_NOT_RUN for x in not_run)
+    assert not [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "liveness"]
+    assert [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "readiness"]
+    assert api.count_requests(subresource="exec") == 0
+
+
+async def test_read_only_sharded_run_sends_only_gets(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    api.role = "view"
+    _pods(api, http_target.port, count=2, exec_liveness=True)
+    config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    args = ("--read-only", "--via", "direct", "--no-ui", "--output", "jsonl", "--shards", "2")
+    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), "--duration", "3")
+    assert code == 0, err
+    assert api.non_read_requests() == []
+    assert {r.method for r in api.requests} == {"GET"}
+    for sub in ("exec", "portforward", "proxy"):
+        assert api.count_requests(subresource=sub) == 0
+    # direct probes run read-only (the pod IPs are said to be reachable); exec never
+    assert [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "readiness"]
+    not_run = {x["pod"]: x["reason"] for x in lines if x["type"] == "ProbeNotRun"}
+    assert set(not_run) == {"web0", "web1"} and all("read-only" in r for r in not_run.values())
+
+
+def test_port_forward_with_shards_is_refused_in_one_line(
+    api: ApiEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probetui.cli import main
+
+    config = api.kubeconfig(tmp_path / "kubeconfig")
+    code = main(["-n", "default", "--no-ui", "--shards", "2", "--kubeconfig", str(config)])
+    assert code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--via port-forward" in line and "--via direct" in line
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(x) for x in text.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_no_shard_outlives_probetui_on_sigterm(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    _pods(api, http_target.port, count=2)
+    config = api.kubeconfig(tmp_path / "kubeconfig")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "probetui.cli",
+        *("-n", "default", "--via", "direct", "--no-ui", "--output", "jsonl", "--shards", "2"),
+        *("--kubeconfig", str(config)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        async with asyncio.timeout(30):
+            while True:  # the shards run once their attempts come
+                line = await proc.stdout.readline()
+                assert line, "probetui ended before any attempt"
+                if json.loads(line)["type"] == "ProbeAttempt":
+                    break
+        shards = _children(proc.pid)
+        assert len(shards) == 2 and all(_alive(pid) for pid in shards)
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.communicate(), 15)
+        assert proc.returncode == 128 + signal.SIGTERM  # the headless run's exit by signal
+        await until(lambda: not any(_alive(pid) for pid in shards), timeout=5)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
