@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import gc
 import multiprocessing
 import socket
 import sys
@@ -306,7 +307,7 @@ async def _measure(config: Config, kubeconfig: str, go: Any, done: Any) -> dict[
     import random
     from datetime import UTC
 
-    from benchmarks.ui import _null_terminal, _Recorder
+    from benchmarks.ui import _GCWatch, _null_terminal, _Recorder
     from probetui.engine import Engine
     from probetui.runtime.kubernetes.config import ConnectOptions, resolve
     from probetui.runtime.kubernetes.runtime import KubernetesRuntime
@@ -326,6 +327,8 @@ async def _measure(config: Config, kubeconfig: str, go: Any, done: Any) -> dict[
     _install(rec, app, first, config.pods)
     moves: list[Any] = []
     edits: list[Any] = []
+    gc_watch = _GCWatch()
+    gc.callbacks.append(gc_watch)
     try:
         async with app.run_test(headless=False, size=config.size, message_hook=rec.on_message):
             started = time.perf_counter()
@@ -335,6 +338,7 @@ async def _measure(config: Config, kubeconfig: str, go: Any, done: Any) -> dict[
             go.set()  # the emulator starts editing pods
             await asyncio.sleep(config.warmup)
             updates0, t0, cpu0 = done.value, time.perf_counter(), time.process_time()
+            gc_watch.active = True
             busy0 = machine_busy_seconds()
             end = t0 + config.duration
             i = 0
@@ -362,6 +366,7 @@ async def _measure(config: Config, kubeconfig: str, go: Any, done: Any) -> dict[
                 )
                 await asyncio.sleep(rng.uniform(*config.pause))
             window = time.perf_counter() - t0
+            gc_watch.active = False
             cpu = time.process_time() - cpu0
             busy = machine_busy_seconds() - busy0
             updates = done.value - updates0
@@ -369,6 +374,7 @@ async def _measure(config: Config, kubeconfig: str, go: Any, done: Any) -> dict[
             await app.stop_engine()
     finally:
         rec.uninstall()
+        gc.callbacks.remove(gc_watch)
     key_s = [p.t_done - p.t0 for p in moves if p.t_done is not None]
     edit_s = [p.t_done - p.t0 for p in edits if p.t_done is not None]
     by_key: dict[str, list[float]] = {}
@@ -407,6 +413,8 @@ async def _measure(config: Config, kubeconfig: str, go: Any, done: Any) -> dict[
         # the machine's other load (the emulator and the target included): it skews every figure
         "machine_other_cores": round(max(0.0, busy - cpu) / window, 2),
         "process_cores": round(cpu / window, 2),
+        # a full collection of this heap is one of the slow presses' causes
+        "gc": gc_watch.summary(),
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "store_attempts_held": attempts,
         "goals": {
@@ -505,6 +513,12 @@ def table(r: dict[str, Any]) -> str:
             f"{r['machine_other_cores']:.2f} the rest of the machine",
         ),
         ("peak RSS", f"{r['peak_rss_mb']:.0f} MB"),
+        (
+            "gc in the window",
+            "collections {} / {} / {}, longest pause ms {} / {} / {} (gen 0 / 1 / 2)".format(
+                *r["gc"]["collections"], *r["gc"]["max_pause_ms"]
+            ),
+        ),
     ]
     return format_table("probetui fleet: the cluster view at 2,000 pods (noisy)", rows)
 
