@@ -332,8 +332,9 @@ class ShardPool:
                                 "on both ends"
                             )
                         first = False
-                        # a new process: its workers start from nothing, so do their verdicts
-                        self.verdicts.forget_where(lambda uid: self._own(uid) is shard)
+                        # a new process: its workers start from nothing; the last verdicts
+                        # stand until they have an opinion of their own (verdicts.py)
+                        self.verdicts.hold_where(lambda uid: self._own(uid) is shard)
                         shard.ready.set()
                         continue
                     self._dispatch(shard, frame)

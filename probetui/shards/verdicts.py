@@ -124,6 +124,10 @@ class Verdicts:
         self.workers: dict[ProbeKey, WorkerView] = {}
         self.readiness = ResultsView()
         self.startup = ResultsView()
+        # workers of a shard that started again: their last verdict stands until the new
+        # process's worker has counted an attempt of its own (else a restart would read as
+        # "no opinion", and a reported divergence as cleared)
+        self._held: set[ProbeKey] = set()
 
     def _results(self, probe_type: ProbeType) -> ResultsView:
         return self.readiness if probe_type is ProbeType.READINESS else self.startup
@@ -136,8 +140,8 @@ class Verdicts:
             return  # not ours to read: a later version's probe, say
         if probe_type not in TRACKED:
             return
-        self._drop(key)
         if frame.get("gone"):
+            self._drop(key)
             return
         cid = str(frame.get("cid") or "")
         try:
@@ -146,11 +150,17 @@ class Verdicts:
             published = ResultValue(pub) if pub is not None else None
         except (TypeError, ValueError):
             return
+        if key in self._held:
+            old = self.workers.get(key)
+            if old is not None and old.container_id == cid and not counted:
+                return  # the new worker has no opinion yet: the last one's stands
+        self._drop(key)
         self.workers[key] = WorkerView(cid, {"counted": counted})
         if cid and published is not None:
             self._results(probe_type).by_container[cid] = published
 
     def _drop(self, key: ProbeKey) -> None:
+        self._held.discard(key)
         old = self.workers.pop(key, None)
         if old is not None and old.container_id:
             self._results(key.probe_type).by_container.pop(old.container_id, None)
@@ -159,10 +169,10 @@ class Verdicts:
         for key in [k for k in self.workers if k.pod_uid == pod_uid]:
             self._drop(key)
 
-    def forget_where(self, owned: Callable[[str], bool]) -> None:
-        """A shard started again: its workers start from nothing, so do their verdicts."""
-        for key in [k for k in self.workers if owned(k.pod_uid)]:
-            self._drop(key)
+    def hold_where(self, owned: Callable[[str], bool]) -> None:
+        """A shard started again: its workers start from nothing; their last verdicts stand
+        until each new worker has counted an attempt against the same container."""
+        self._held.update(k for k in self.workers if owned(k.pod_uid))
 
     def get_worker(self, pod_uid: str, container: str, probe_type: ProbeType) -> Any:
         return self.workers.get(ProbeKey(pod_uid, container, probe_type))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -260,3 +261,28 @@ async def test_no_shard_outlives_probetui_on_sigterm(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_killed_shard_is_restarted_and_its_pods_probed_again(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """kill -9 of a shard: the pool starts another from the parent's copy of its pods (no
+    second list: the watch goes on); a reported divergence is not cleared by the restart."""
+    api.add_pod(web_pod(http_target.port, ready=False))
+    async with sharded(api, tmp_path) as (_runtime, pool, rec):
+        await until(lambda: bool(rec.of("Divergence")), timeout=10)
+        (owner,) = [s for s in pool.shards if s.snapshots]
+        old = owner.pid
+        assert old is not None
+        os.kill(old, signal.SIGKILL)
+        await until(lambda: owner.started == 2 and owner.alive, timeout=10)
+        assert any("restarting it" in n for n in pool.notices)
+        killed = time.time()
+        await until(lambda: any(e.t > killed for e in rec.of("ProbeAttempt")), timeout=10)
+        await until(lambda: bool(pool.verdicts.workers), timeout=5)
+        assert owner.pid != old
+        await asyncio.sleep(1.5)  # a check or two more with the new process's verdicts
+    # the restart is no agreement: the last verdict stood until the new worker had its own
+    assert not rec.of("DivergenceCleared")
+    assert len(rec.of("Divergence")) == 1
+    assert api.count_requests(verb="list", resource="pods") == 1

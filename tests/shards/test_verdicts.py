@@ -59,9 +59,6 @@ def test_gone_and_forgotten_workers_have_no_verdict() -> None:
     v.apply(gone_frame(KEY))
     assert _read(v, "c://1", False) == [(ProbeType.READINESS, None, False)]
     v.apply(verdict_frame(KEY, "c://1", 3, ResultValue.SUCCESS))
-    v.forget_where(lambda uid: uid == "u1")  # its shard started again
-    assert v.get_worker("u1", "app", ProbeType.READINESS) is None
-    v.apply(verdict_frame(KEY, "c://1", 3, ResultValue.SUCCESS))
     v.forget_pod("u1")
     assert v.readiness.get("c://1") is None
 
@@ -73,3 +70,18 @@ def test_a_frame_it_cannot_read_is_ignored() -> None:
     liveness = ProbeKey("u1", "app", ProbeType.LIVENESS)
     v.apply(verdict_frame(liveness, "c://1", 1, ResultValue.SUCCESS))  # no verdict in the API
     assert v.workers == {}
+
+
+def test_a_restarted_shards_last_verdict_stands_until_its_new_worker_counts() -> None:
+    v = Verdicts()
+    v.apply(verdict_frame(KEY, "c://1", 3, ResultValue.SUCCESS))
+    v.hold_where(lambda uid: uid == "u1")  # its shard started again
+    # the new worker's initial value: no opinion, so the last one's stands
+    v.apply(verdict_frame(KEY, "c://1", 0, ResultValue.FAILURE))
+    assert _read(v, "c://1", False) == [(ProbeType.READINESS, True, False)]
+    v.apply(verdict_frame(KEY, "c://1", 1, ResultValue.FAILURE))
+    assert _read(v, "c://1", False) == [(ProbeType.READINESS, False, False)]
+    # held, but the container changed meanwhile: the old verdict was about another instance
+    v.hold_where(lambda uid: uid == "u1")
+    v.apply(verdict_frame(KEY, "c://2", 0, ResultValue.FAILURE))
+    assert _read(v, "c://2", False) == [(ProbeType.READINESS, None, False)]
