@@ -481,19 +481,35 @@ class ShardPool:
         finally:
             self._waiting.pop(cmd_id, None)
 
+    def _not_offered(self, pod_uid: str, container: str, probe_type: ProbeType) -> bool:
+        """As the in-process engine's read-only rule: only a probe the runtime runs is offered
+        (the cluster's `--via direct` ones run read-only; the local runtime's never do)."""
+        shard = self._own(pod_uid)
+        pod = shard.pods.get(pod_uid) or shard.reader.pods.get(pod_uid)
+        spec = pod.container(container) if pod is not None else None
+        if pod is None or spec is None:
+            return True
+        return self.runtime.not_probed(pod, spec, probe_type) is not None
+
     def probe_now(self, key: ProbeKey) -> bool:
-        if self.runtime.read_only:
+        if self.runtime.read_only and self._not_offered(*key):
             return False
         return self._command("probe", key.pod_uid, key.container, key.probe_type.key) is not None
 
     def probe_container(self, pod_uid: str, container: str) -> int:
         # the shard's ack says how many it triggered; the screen is told how many were asked
-        if self.runtime.read_only:
-            return 0
         shard = self._own(pod_uid)
         pod = shard.pods.get(pod_uid) or shard.reader.pods.get(pod_uid)
         spec = pod.container(container) if pod is not None else None
-        probes = sum(spec.probe(pt) is not None for pt in ProbeType) if spec is not None else 0
+        probes = (
+            sum(
+                spec.probe(pt) is not None
+                and not (self.runtime.read_only and self._not_offered(pod_uid, container, pt))
+                for pt in ProbeType
+            )
+            if spec is not None
+            else 0
+        )
         if not probes or self._command("probe_container", pod_uid, container, None) is None:
             return 0
         return probes

@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION
+from probetui.prober.worker import ProbeKey
 from probetui.shards.cluster import EXEC_NOT_RUN
 from probetui.shards.live import make_engine, shards_problem
 from probetui.shards.pool import ShardPool
+from probetui.spec.model import ProbeType
 from tests.cli.test_cluster import _env, run_probetui
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import HttpTarget, api, http_target
@@ -286,3 +288,39 @@ async def test_a_killed_shard_is_restarted_and_its_pods_probed_again(
     assert not rec.of("DivergenceCleared")
     assert len(rec.of("Divergence")) == 1
     assert api.count_requests(verb="list", resource="pods") == 1
+
+
+async def test_read_only_sharded_offers_t_for_the_probes_it_runs(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """Read-only with --via direct: `t` runs a direct probe in its shard, as in one process;
+    an exec probe is not offered (nothing reaches the API server for it)."""
+    api.role = "view"
+    _pods(api, http_target.port, count=1, exec_liveness=True)
+    runtime = make_runtime(api, tmp_path, via="direct", read_only=True)
+    rec = Recorder()
+    pool = make_engine(
+        runtime,
+        [rec],
+        shards=2,
+        kube_version=DEFAULT_KUBE_VERSION,
+        say=lambda _: None,
+        headless=True,
+    )
+    task = asyncio.create_task(pool.run())
+    try:
+        await until(lambda: bool(rec.of("ProbeAttempt")), timeout=15)
+        uid = rec.of("ProbeAttempt")[0].pod_uid
+        assert not pool.probe_now(ProbeKey(uid, "app", ProbeType.LIVENESS))
+        assert pool.probe_container(uid, "app") == 1
+        asked = time.time()
+        assert pool.probe_now(ProbeKey(uid, "app", ProbeType.READINESS))
+        await until(
+            lambda: any(e.t >= asked and e.fields.get("manual") for e in rec.of("ProbeAttempt")),
+            timeout=5,
+        )
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert api.non_read_requests() == []
