@@ -133,6 +133,8 @@ class FedRuntime(Runtime):
         self.read_only = read_only
         self.pods = PodReader()
         self._frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        # pod UID -> the kubelet version of its node, as the parent's runtime learnt it
+        self.kubelets: dict[str, str] = {}
         self._reach: Any = None
         if reach is not None:
             from probetui.shards.cluster import ShardReach
@@ -145,6 +147,9 @@ class FedRuntime(Runtime):
         if self._reach is None:
             return None
         return self._reach.not_probed(pod, container, probe_type)
+
+    def kube_version_of(self, pod: Pod) -> str | None:
+        return self.kubelets.get(pod.uid)
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
         if self._reach is None:
@@ -162,6 +167,7 @@ class FedRuntime(Runtime):
         if frame["k"] == POD:
             pod, status = self.pods.read(frame)
             if status is None:
+                self.kubelets.pop(pod.uid, None)
                 host.pod_deleted(pod.uid)
             else:
                 host.pod_snapshot(pod, status)
@@ -172,6 +178,9 @@ class FedRuntime(Runtime):
         if pod is None:
             return  # a pod deleted in between: nothing to add, update or remove
         op = frame["op"]
+        if op == "kubelet":
+            self.kubelets[pod.uid] = str(frame.get("v") or "")
+            return
         raw = frame.get("status")
         status = status_from_json(raw) if raw is not None else None
         if op == "add":

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 HELLO_SECONDS = 20.0  # a shard's start (a Python interpreter, the engine's imports)
 STOP_SECONDS = 4.0  # a shard's own stop: its containers get 2 s (the local runtime's cap)
 RESTART_DELAY = 0.5  # before starting a shard that died again
+# fed mode: how often the pods' kubelet versions are looked at again (the runtime learns them
+# after its first list, from the nodes)
+KUBELETS_EVERY = 1.0
 MAX_RESTARTS = 5  # within RESTART_WINDOW seconds: more, and the run fails
 RESTART_WINDOW = 60.0
 NOTICES = 50
@@ -59,6 +62,8 @@ class Shard:
     dropped: int = 0
     dropped_said: float = float("-inf")  # when the last notice of drops was given (monotonic)
     groups: frozenset[int] = frozenset()  # local mode: its containers' process groups
+    # fed mode: the kubelet version told to this shard's process per pod (kube-probe/X.Y)
+    kubelets: dict[str, str] = field(default_factory=dict)
     ended: bool = False
     started: int = 0  # processes started for this shard
     restarts: deque[float] = field(default_factory=lambda: deque(maxlen=MAX_RESTARTS))
@@ -168,6 +173,7 @@ class ShardPool:
             self._check_failure()
             if self.mode == "fed":
                 source = asyncio.ensure_future(self.runtime.run(self._router()))
+                keepers.append(asyncio.ensure_future(self._kubelets_loop()))
             loop = asyncio.get_running_loop()
             deadline = None if duration is None else loop.time() + duration
             while True:
@@ -277,8 +283,10 @@ class ShardPool:
             for pod in shard.pods.values():
                 shard.send(shard.writer.frame(pod, PodStatus(phase="Pending")))
         else:
+            shard.kubelets.clear()
             for pod, status in shard.snapshots.values():
                 shard.send(shard.writer.frame(pod, status))
+                self._send_kubelet(shard, pod)
             for frame in shard.added.values():
                 shard.send(frame)
         shard.send({"k": p.START})
@@ -439,6 +447,27 @@ class ShardPool:
         else:
             shard.snapshots[pod.uid] = (pod, status)
         shard.send(shard.writer.frame(pod, status))
+        if status is None:
+            shard.kubelets.pop(pod.uid, None)
+
+    def _send_kubelet(self, shard: Shard, pod: Pod) -> None:
+        """The kubelet version of the pod's node, when the runtime knows it and the shard has
+        not been told it: the shard's probes then say kube-probe/X.Y as that kubelet's do."""
+        version = self.runtime.kube_version_of(pod)
+        if not version or shard.kubelets.get(pod.uid) == version:
+            return
+        if shard.send({"k": p.MGR, "op": "kubelet", "uid": pod.uid, "v": version}):
+            shard.kubelets[pod.uid] = version
+
+    async def _kubelets_loop(self) -> None:
+        # not on each pod's way to its shard: asking the runtime before it has read the nodes
+        # (its first list comes first) would make it read them once more
+        while True:
+            await asyncio.sleep(KUBELETS_EVERY)
+            for shard in self.shards:
+                if shard.alive:
+                    for pod, _ in list(shard.snapshots.values()):
+                        self._send_kubelet(shard, pod)
 
     def _route_manager(self, pod: Pod, frame: dict[str, Any]) -> None:
         shard = self._own(pod.uid)

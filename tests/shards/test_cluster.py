@@ -324,3 +324,31 @@ async def test_read_only_sharded_offers_t_for_the_probes_it_runs(
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert api.non_read_requests() == []
+
+
+async def test_sharded_probes_carry_the_kubelet_version_of_the_pods_node(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """The parent reads the nodes; each shard is told its pods' kubelet versions, so its
+    probes say kube-probe/X.Y as that node's kubelet does (as in one process)."""
+    web = http_target.port
+    api.add_node("node-old", kubelet_version="v1.33.4")
+    api.add_node("node-new", kubelet_version="v1.35.1-eks-3f2e1a")
+    for name, node in (("old", "node-old"), ("new", "node-new")):
+        api.add_pod(
+            make_pod(
+                name,
+                node=node,
+                containers=[
+                    container("app", ports=(web,), readiness=http_get_probe(f"/{name}", web))
+                ],
+            )
+        )
+    async with sharded(api, tmp_path):
+        await until(
+            lambda: sum(1 for _, p, _ in http_target.seen if p in ("/old", "/new")) >= 4,
+            timeout=10,
+        )
+    agents = {path: headers["User-Agent"] for _, path, headers in http_target.seen}
+    assert agents == {"/old": "kube-probe/1.33", "/new": "kube-probe/1.35"}
+    assert api.count_requests(resource="nodes") == 1  # the parent's one list; none by a shard
