@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -43,6 +44,7 @@ from probetui.runtime.kubernetes.divergence import Divergence
 from probetui.runtime.kubernetes.events import EventCounter, kubelet_event, parse_event
 from probetui.runtime.kubernetes.nodes import NodeVersions
 from probetui.runtime.kubernetes.observed import PodSpecCache, kubelet_changes, observe_pod
+from probetui.runtime.kubernetes.owners import ReplicaSetOwners, replicaset_of
 from probetui.runtime.kubernetes.reach import VIAS, Reacher, fetch_server_version
 from probetui.runtime.kubernetes.reflector import (
     ADDED,
@@ -91,6 +93,12 @@ class KubernetesRuntime(Runtime):
         # how shadow probes reach pods (raises on an unknown --via)
         self.reacher = Reacher(target, via)
         self.nodes = NodeVersions()
+        # a ReplicaSet's pods' workload, confirmed from the ReplicaSet (owners.py)
+        self.owners = ReplicaSetOwners(None if target.all_namespaces else target.namespace)
+        self.owners.on_change = self._owners_changed
+        # pod uid -> (namespace, its ReplicaSet), and the spec as observed -> as shown
+        self._rs_of: dict[str, tuple[str, str]] = {}
+        self._shown: dict[str, tuple[Pod, Pod]] = {}
         self.via_explicit = self.reacher.via_explicit
         self.via = self.reacher.via
         self.divergence = Divergence(self.via, self.reacher.not_probed, self._confirm)
@@ -161,7 +169,7 @@ class KubernetesRuntime(Runtime):
     # -- running ----------------------------------------------------------------------------
 
     async def run(self, host: RuntimeHost) -> None:
-        from kubernetes_asyncio.client import CoreV1Api
+        from kubernetes_asyncio.client import AppsV1Api, CoreV1Api
 
         self._host = host
         self._api = await self.target.api_client()
@@ -188,6 +196,10 @@ class KubernetesRuntime(Runtime):
             )
             await self._first_list(pods)
             await self._read_nodes()
+            # after the first list, so that its pods make one read, not one each
+            self.owners.connect(AppsV1Api(self._api))
+            if self._rs_of:
+                await self.owners.read()  # tells _owners_changed what it changed
             # every pod's workers now exist: take them out of the cyclic collector's walks
             host.settle_memory()
             tasks = [
@@ -203,6 +215,7 @@ class KubernetesRuntime(Runtime):
                 await asyncio.gather(*tasks, *self._confirm_tasks, return_exceptions=True)
         finally:
             self.nodes.close()
+            self.owners.close()
             for client in (self._api, self._ws_api):
                 if client is not None:
                     with contextlib.suppress(Exception):
@@ -314,6 +327,8 @@ class KubernetesRuntime(Runtime):
         pod, status = observed.pod, observed.status
         now = time.time()
         if kind == DELETED:
+            self._rs_of.pop(pod.uid, None)
+            self._shown.pop(pod.uid, None)
             self.nodes.forget(pod.uid)
             self.pods.pop(pod.uid, None)
             self._by_name.pop((pod.namespace, pod.name), None)
@@ -323,6 +338,10 @@ class KubernetesRuntime(Runtime):
             host.manager.remove_pod(pod)
             host.pod_deleted(pod.uid)
             return
+        rs = replicaset_of(obj.get("metadata") or {})
+        if rs is not None:
+            self._rs_of[pod.uid] = (pod.namespace, rs)
+            pod = self._confirmed_owner(pod)
         self.nodes.placed(pod.uid, observed.node_name)
         before = self.pods.get(pod.uid)
         self.pods[pod.uid] = PodSnapshot(pod, status)
@@ -343,6 +362,34 @@ class KubernetesRuntime(Runtime):
         # (docs/kubelet-behaviour.md §10.3)
         host.manager.update_pod_status(pod, status)
         self.divergence.check_pod(host, pod, status, now, set())
+
+    def _confirmed_owner(self, pod: Pod) -> Pod:
+        """The pod under the workload its ReplicaSet names, where that was read; the same
+        object for the same observed spec, so an unchanged pod stays unchanged downstream."""
+        shown = self._shown.get(pod.uid)
+        if shown is not None and shown[0] is pod:
+            return shown[1]
+        ns, rs = self._rs_of[pod.uid]
+        owner = self.owners.of(ns, rs)
+        out = pod
+        if owner is not None and owner != (pod.owner_kind, pod.owner_name):
+            out = dataclasses.replace(pod, owner_kind=owner[0], owner_name=owner[1])
+        self._shown[pod.uid] = (pod, out)
+        return out
+
+    def _owners_changed(self) -> None:
+        """A read of the ReplicaSets changed some pods' workload: show them under it."""
+        host = self._host
+        if host is None:
+            return
+        for uid in list(self._rs_of):
+            seen, shown = self.pods.get(uid), self._shown.pop(uid, None)
+            if seen is None or shown is None:
+                continue
+            pod = self._confirmed_owner(shown[0])
+            if (pod.owner_kind, pod.owner_name) != (seen.pod.owner_kind, seen.pod.owner_name):
+                self.pods[uid] = PodSnapshot(pod, seen.status)
+                host.pod_snapshot(pod, seen.status)
 
     def _say_not_run(self, host: RuntimeHost, pod: Pod, now: float) -> None:
         """Once per probe: the shadow does not run it here, and why (headless has no UI)."""

@@ -239,11 +239,26 @@ EVENTS_V1 = ResourceType(
     encode=core_event_to_events_v1,
 )
 
+REPLICASETS = ResourceType(
+    "apps",
+    "v1",
+    "replicasets",
+    "ReplicaSet",
+    True,
+    "replicasets",
+    "replicaset",
+    ("rs",),
+    lambda r: {
+        "metadata.name": _text(_get(r, "metadata.name")),
+        "metadata.namespace": _text(_get(r, "metadata.namespace")),
+    },
+)
 RESOURCES: dict[tuple[str, str, str], ResourceType] = {
-    (r.group, r.version, r.name): r for r in (PODS, EVENTS, NAMESPACES, NODES, EVENTS_V1)
+    (r.group, r.version, r.name): r
+    for r in (PODS, EVENTS, NAMESPACES, NODES, EVENTS_V1, REPLICASETS)
 }
 # the views that read one stored collection, so a change fans out to each view's watchers
-STORAGES = ("pods", "events", "namespaces", "nodes")
+STORAGES = ("pods", "events", "namespaces", "nodes", "replicasets")
 
 
 def discovery_resources(group: str, version: str) -> list[Obj]:

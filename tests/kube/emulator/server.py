@@ -377,6 +377,27 @@ class ApiEmulator:
         }
         return copy.deepcopy(self.store.put("nodes", node, namespaced=False).obj)
 
+    def add_replicaset(
+        self, name: str, namespace: str = "default", owner: tuple[str, str] | None = None
+    ) -> Obj:
+        """A ReplicaSet whose controller is `owner` (kind, name), or none: an orphan."""
+        self.add_namespace(namespace)
+        meta: Obj = {"name": name, "namespace": namespace}
+        if owner is not None:
+            kind, owner_name = owner
+            meta["ownerReferences"] = [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": kind,
+                    "name": owner_name,
+                    "uid": f"uid-{kind.lower()}-{owner_name}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+        rs = {"metadata": meta, "spec": {"replicas": 1}, "status": {"replicas": 1}}
+        return self._put("replicasets", rs)
+
     def _ensure_namespace(self, obj: Obj) -> None:
         self.add_namespace(obj.get("metadata", {}).get("namespace") or "default")
 

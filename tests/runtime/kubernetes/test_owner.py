@@ -69,8 +69,8 @@ def test_a_replicaset_whose_deployment_is_gone_reads_as_the_deployment_it_was_ma
     """`kubectl delete deployment payments --cascade=orphan` leaves the ReplicaSet and its pods:
     the pods' metadata is unchanged (the same ReplicaSet reference, the same hash label), so
     from the pod alone they still read as the Deployment's. Only the ReplicaSet's own
-    ownerReferences could tell, and no ReplicaSet is read (issue 16's confirmation step is not
-    built): they keep their group, which is what the user knew them as."""
+    ownerReferences can tell: the runtime reads them where it may (`owners.py`, pinned in
+    test_runtime's ReplicaSet tests); this is the guess that stands where it may not."""
     meta = {
         "name": "payments-7d9f8b6c4-a1b2c",
         "labels": {"pod-template-hash": "7d9f8b6c4"},

@@ -850,3 +850,69 @@ async def test_nodes_the_view_role_cannot_read_leave_the_configured_version(
         f"kube-probe/{DEFAULT_KUBE_VERSION}"
     }
     assert api.count_requests(resource="nodes") == 1
+
+
+# -- a ReplicaSet's workload, confirmed (owners.py) --------------------------------------------
+
+
+def _rs_pod(name: str, rs: str, hash_: str) -> dict[str, Any]:
+    obj = make_pod(name, labels={"pod-template-hash": hash_})
+    obj["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": rs,
+            "uid": f"uid-{rs}",
+            "controller": True,
+        }
+    ]
+    return obj
+
+
+def _owners(c: Cluster) -> dict[str, tuple[str, str]]:
+    return {s.pod.name: (s.pod.owner_kind, s.pod.owner_name) for s in c.runtime.pods.values()}
+
+
+async def test_a_replicasets_own_owner_settles_what_its_pods_belong_to(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    """From its name and the pods' hash, a ReplicaSet reads as a Deployment's; its own
+    ownerReferences, read with one list (the view role may: a read), settle it. One made by
+    hand, or orphaned by `kubectl delete deployment --cascade=orphan`, is its own workload."""
+    api.role = "view"
+    api.add_replicaset("web-7d9f", owner=("Deployment", "web"))
+    api.add_replicaset("orphan-5c6b")  # its Deployment deleted, the ReplicaSet kept
+    api.add_pod(_rs_pod("web-7d9f-a", "web-7d9f", "7d9f"))
+    api.add_pod(_rs_pod("orphan-5c6b-a", "orphan-5c6b", "5c6b"))
+    async with running(api, tmp_path, via="direct", read_only=True) as c:
+        await until(lambda: _owners(c).get("orphan-5c6b-a") == ("ReplicaSet", "orphan-5c6b"))
+        assert _owners(c)["web-7d9f-a"] == ("Deployment", "web")
+        # a new ReplicaSet (a rollout) is read when its first pod comes, at most once a minute
+        c.runtime.owners._read_at = None
+        api.add_replicaset("web-8e0a", owner=("Deployment", "web"))
+        api.add_pod(_rs_pod("web-8e0a-a", "web-8e0a", "8e0a"))
+        await until(lambda: ("default", "web-8e0a") in c.runtime.owners.owners)
+        assert _owners(c)["web-8e0a-a"] == ("Deployment", "web")
+        assert c.runtime.owners.lists == 2
+    assert api.non_read_requests() == []
+
+
+async def test_replicasets_that_cannot_be_read_leave_the_guess_from_the_name(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    """A user who may read pods and events but not ReplicaSets: one refused list, remembered,
+    never asked again; the pods keep the Deployment their names give, and nothing else moves."""
+    api.role = "none"
+    for verb in ("get", "list", "watch"):
+        api.grant(verb, "pods")
+        api.grant(verb, "events")
+    api.add_replicaset("orphan-5c6b")
+    api.add_pod(_rs_pod("orphan-5c6b-a", "orphan-5c6b", "5c6b"))
+    async with running(api, tmp_path, via="direct", read_only=True) as c:
+        await until(lambda: c.runtime.owners.unreadable is not None)
+        c.runtime.owners._read_at = None  # even when due again: not asked
+        api.edit_pod("orphan-5c6b-a", lambda p: p["metadata"]["labels"].update(x="1"))
+        await until(lambda: "x" in c.runtime.pods[next(iter(c.runtime.pods))].pod.labels)
+        assert _owners(c)["orphan-5c6b-a"] == ("Deployment", "orphan")
+    assert "403" in (c.runtime.owners.unreadable or "")
+    assert api.count_requests(resource="replicasets") == 1

@@ -1,0 +1,146 @@
+"""Which workload a ReplicaSet's pods belong to, confirmed from the ReplicaSet itself.
+
+A pod names its ReplicaSet, not the Deployment: `observed.owner_of` takes the Deployment from
+the ReplicaSet's name and the pod's `pod-template-hash` (the Deployment controller names them
+so), with no request. That guess is wrong in two cases a user meets: a ReplicaSet made by hand
+whose name happens to end in its pods' hash, and a ReplicaSet orphaned when its Deployment was
+deleted with `--cascade=orphan` (its pods then belong to the ReplicaSet alone). So where the
+user may list ReplicaSets (the `view` ClusterRole covers them; a list is a read, allowed in
+read-only mode), their own controller references settle it: one `list replicasets` over the
+watched namespace(s) after the first list of pods, again at most once a minute when a pod
+names a ReplicaSet not seen yet. A 401, 403 or 404 is remembered and nothing is asked again;
+the guess from the name then stands, and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import AppsV1Api
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 10.0  # seconds for the one list
+AGAIN_AFTER = 60.0  # seconds before an unknown ReplicaSet has the list read again
+
+Key = tuple[str, str]  # (namespace, ReplicaSet name)
+
+
+def replicaset_of(meta: Mapping[str, Any]) -> str | None:
+    """The name of the ReplicaSet that controls the pod, from its own metadata, or None."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            if ref.get("kind") == "ReplicaSet" and isinstance(ref.get("name"), str):
+                return ref["name"]
+            return None
+    return None
+
+
+def _controller(meta: Mapping[str, Any], rs: str) -> tuple[str, str]:
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            kind, name = ref.get("kind"), ref.get("name")
+            if isinstance(kind, str) and isinstance(name, str) and kind and name:
+                return kind, name
+    return "ReplicaSet", rs  # no controller: the ReplicaSet is the workload
+
+
+class ReplicaSetOwners:
+    """(namespace, ReplicaSet) -> the workload that controls it, as the ReplicaSet says.
+
+    `on_change` is told when a read changed what some ReplicaSet's pods belong to, so the
+    runtime can show those pods under their workload again.
+    """
+
+    def __init__(
+        self,
+        namespace: str | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.namespace = namespace  # None: all namespaces
+        self.owners: dict[Key, tuple[str, str]] = {}
+        self.unreadable: str | None = None  # why ReplicaSets cannot be read, once tried
+        self.on_change: Callable[[], None] | None = None
+        self.lists = 0
+        self._clock = clock
+        self._read_at: float | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._apps: AppsV1Api | None = None
+
+    def connect(self, apps: AppsV1Api) -> None:
+        self._apps = apps
+
+    def of(self, namespace: str, rs: str) -> tuple[str, str] | None:
+        """The confirmed workload of the ReplicaSet, or None (not read, or not readable)."""
+        owner = self.owners.get((namespace, rs))
+        if owner is None and self.unreadable is None:
+            self._read_soon()
+        return owner
+
+    def _read_soon(self) -> None:
+        due = self._read_at is None or self._clock() - self._read_at >= AGAIN_AFTER
+        if not due or self._apps is None or (self._task is not None and not self._task.done()):
+            return
+        try:
+            self._task = asyncio.get_running_loop().create_task(self.read(), name="replicasets")
+        except RuntimeError:
+            return  # no loop: asked from outside the engine
+
+    async def read(self) -> None:
+        """List the ReplicaSets once; on a refusal remember why and stop asking."""
+        if self._apps is None:
+            return
+        self._read_at = self._clock()
+        try:
+            if self.namespace is None:
+                call = self._apps.list_replica_set_for_all_namespaces(_preload_content=False)
+            else:
+                call = self._apps.list_namespaced_replica_set(
+                    self.namespace, _preload_content=False
+                )
+            resp = await asyncio.wait_for(call, TIMEOUT)
+            try:
+                if resp.status != 200:
+                    if resp.status in (401, 403, 404):
+                        self.unreadable = f"replicasets not readable (HTTP {resp.status})"
+                    return
+                body = json.loads(await resp.read())
+            finally:
+                resp.release()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # kubernetes_asyncio raises ApiException for a status too
+            status = getattr(e, "status", None)
+            if status in (401, 403, 404):
+                self.unreadable = f"replicasets not readable (HTTP {status})"
+            log.info("cannot list replicasets: %s", e)
+            return
+        self.lists += 1
+        fresh: dict[Key, tuple[str, str]] = {}
+        for item in body.get("items") or ():
+            meta = item.get("metadata") or {}
+            ns, name = meta.get("namespace"), meta.get("name")
+            if isinstance(ns, str) and isinstance(name, str):
+                fresh[(ns, name)] = _controller(meta, name)
+        # a ReplicaSet gone since is forgotten; its pods keep the owner they were last shown
+        changed = fresh != self.owners
+        self.owners = fresh
+        if changed and self.on_change is not None:
+            self.on_change()
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+__all__ = ["ReplicaSetOwners", "replicaset_of"]
