@@ -126,8 +126,10 @@ def test_demo_leaves_no_process_and_no_port_behind(
         started = _started(proc, 9, seconds=60)
         assert len(started) == 9, (tmp_path / "stderr").read_text()[-2000:]
         family = descendants(proc.pid)
-        services = {int(str(e["pid"])) for e in started}
-        assert services <= family
+        # slow-unguarded is killed every 11 s by design: on a loaded machine its first instance
+        # can be gone (and restarted) before the ninth start is read
+        services = {pid for e in started if alive(pid := int(str(e["pid"])))}
+        assert len(services) >= 8 and services <= family
         ports = _ports(family)
         assert len(ports) >= 8  # every service but exec-file listens
         _end_and_check(proc, sig, family, reaper)
