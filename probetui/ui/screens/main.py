@@ -170,7 +170,7 @@ class MainScreen(Screen[None]):
         if message.group or self.group:
             # a workload's line: its probes across replicas take the place of one container's
             self.group = message.group
-            self.set_class(bool(message.group), "-workload")
+            self._show_workload_view(bool(message.group))
             if message.group:
                 members = self.workloads.members.get(message.group, [])
                 self.workload_view.show(message.group, members)
@@ -189,6 +189,16 @@ class MainScreen(Screen[None]):
             if offered != self._offered:
                 self._offered = offered
                 self.refresh_bindings()
+
+    def _show_workload_view(self, on: bool) -> None:
+        """The workload's probe view in place of one container's panes, or back. Each pane's
+        `display`, not a class on the screen: a screen class restyles every widget on it, a
+        whole-screen layout on each `n`/`N` between a workload's line and a container's."""
+        if self.workload_view.display == on:
+            return
+        self.workload_view.display = on
+        for pane in (self.header, self.timeline, self.threshold, self.attempts):
+            pane.display = not on
 
     def _show(self) -> None:
         key, probe = self.selected, self.probe
