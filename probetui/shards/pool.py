@@ -30,7 +30,7 @@ from probetui.spec.model import Pod, ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import PodReader, PodWriter, event_from_frame
 from probetui.stream.reader import lines
-from probetui.timeline.events import runtime_event
+from probetui.timeline.events import dropped_event, runtime_event
 
 log = logging.getLogger(__name__)
 
@@ -381,6 +381,15 @@ class ShardPool:
             n = int(frame.get("n", 0))
             fresh, shard.dropped = n - shard.dropped, n
             self.dropped += max(fresh, 0)
+            if fresh > 0:
+                # the gap goes to every sink as an event of its own, so a recording (and a
+                # JSONL reader) holds where and how much is missing, not only the screen
+                gap = dropped_event(shard.index, fresh, n, frame.get("by"), time.time())
+                for sink in self.sinks:
+                    try:
+                        sink.event(gap)
+                    except Exception:
+                        log.exception("sink %r failed on %s", sink, gap.type)
             now = time.monotonic()
             # an overload sends one of these each time the reader catches up: say it at most
             # every few seconds, with the totals, not a notice per frame
@@ -388,7 +397,8 @@ class ShardPool:
                 shard.dropped_said = now
                 self._notice(
                     f"shard {shard.index}: events dropped, this process reads too slowly "
-                    f"({n} in all, by type: {frame.get('by')}); they are not in the recording"
+                    f"({n} in all, by type: {frame.get('by')}); the recording marks the gap "
+                    "(EventsDropped)"
                 )
         elif kind == p.TAIL:
             self.tails[(str(frame.get("uid")), str(frame.get("c")))] = list(frame.get("lines", ()))

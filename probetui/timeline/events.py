@@ -200,13 +200,25 @@ def runtime_event(event: RuntimeEvent) -> Event:
     )
 
 
+EVENTS_DROPPED = "EventsDropped"
+
+
+def dropped_event(shard: int, count: int, total: int, by_type: Any, t: float) -> Event:
+    """A shard dropped `count` events for a reader too slow to take them (`total` so far):
+    about no pod, so every sink keeps it as a mark of the gap (the store ignores it)."""
+    fields = {"shard": shard, "count": count, "total": total, "byType": dict(by_type or {})}
+    return Event(EVENTS_DROPPED, t, "", "", "", None, None, SHADOW, fields)
+
+
 __all__ = [
+    "EVENTS_DROPPED",
     "KUBELET",
     "NOT_IN_JSONL",
     "SHADOW",
     "WORKER_STATE",
     "Event",
     "attempt_fields",
+    "dropped_event",
     "not_probed_event",
     "record_event",
     "result_changed_event",
