@@ -186,14 +186,14 @@ def test_a_workloads_kind_gives_way_to_its_name_a_deployments_first() -> None:
 
     s = Summary(20, 18, 2, True, 0, 0, (False, ResultValue.FAILURE, ResultValue.SUCCESS))
     cols = columns(50, 0)
-    line = group_text("shop/DaemonSet/node-exporter", s, cols, False, False).plain
+    line = group_text("shop/DaemonSet/node-exporter", s, cols, False, False, 0).plain
     assert line.startswith(" -ds node-exporter 18/20 ✖2 ")  # a DaemonSet says so
-    line = group_text("shop/Deployment/node-exporter", s, cols, False, False).plain
+    line = group_text("shop/Deployment/node-exporter", s, cols, False, False, 0).plain
     assert line.startswith(" -node-exporter 18/20 ✖2 ")  # a bare name is a Deployment's
-    line = group_text("shop/StatefulSet/payments-backend-cache", s, cols, False, False).plain
+    line = group_text("shop/StatefulSet/payments-backend-cache", s, cols, False, False, 0).plain
     assert line.startswith(" -sts paymen…cache 18/20 ✖2 ")
     # where the name would be cut to a stub, the kind goes for any workload
-    line = group_text("shop/DaemonSet/node-exporter", s, columns(44, 0), False, False).plain
+    line = group_text("shop/DaemonSet/node-exporter", s, columns(44, 0), False, False, 0).plain
     assert line.startswith(" -node-…rter 18/20 ✖2 ")
 
 
@@ -250,3 +250,31 @@ async def test_a_resort_keeps_the_cursor_where_it_stood_in_the_view() -> None:
         await pilot.press("S")  # problems -> restarts
         assert main(app).selected == key and wl.cursor != index
         assert wl.cursor - wl.top == offset
+
+
+async def test_a_workloads_restarts_are_those_of_the_last_hour() -> None:
+    """The workload's line says ↺ for restarts in the last hour, as its probe view does: a
+    replica that restarted two hours ago and once just now shows ↺1, not its lifetime 2."""
+    from datetime import UTC
+
+    from probetui.ui.app import ProbeApp
+    from tests.ui.fakes import T_END, FakeControls, FakeRuntime, build, build_fleet
+
+    store = Store()
+    synth = build(store, False)
+    build_fleet(synth)
+    pod = store.pods["uid-cache-3"].pod
+    synth.exit(pod, "app", T_END - 10, 137)
+    synth.start(pod, "app", T_END - 5)  # two hours before `now`
+    now = T_END + 7200.0
+    synth.exit(pod, "app", now - 60, 137)
+    synth.start(pod, "app", now - 50)
+    assert store.pods["uid-cache-3"].status.lookup("app").restart_count == 2
+    controls = FakeControls(FakeRuntime(observes_kubelet=True))
+    app = ProbeApp(controls, store, now=lambda: now, tz=UTC, run_engine=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        y = wl.rows.index(next(r for r in wl.rows if r.group == "demo/StatefulSet/cache"))
+        line = "".join(s.text for s in wl.render_line(y - wl.top))
+        assert "↺1" in line and "↺2" not in line

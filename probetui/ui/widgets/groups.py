@@ -32,9 +32,13 @@ def group_title(gid: str) -> tuple[str, str]:
     return ns, f"{SHORT.get(kind, kind.lower())} {name}"
 
 
-def group_text(gid: str, s: Summary, cols: Columns, collapsed: bool, selected: bool) -> Text:
+def group_text(
+    gid: str, s: Summary, cols: Columns, collapsed: bool, selected: bool, restarts: int
+) -> Text:
     """`▸+ deploy payments 3/5 ✖2 ≠1   ✗  ✓  S· R✖ L●  ↺7 ≠`, in the container lines' columns:
-    ready / started for all replicas, each probe's worst published result, restarts summed."""
+    ready / started for all replicas, each probe's worst published result, and `restarts`:
+    the replicas' restarts in the last hour (`groups.recent_restarts`, as the probe view says),
+    not their lifetime counts, which keep a crash of last week on the line for good."""
     ns, title = group_title(gid)
     text = Text(no_wrap=True)
     text.append("▸" if selected else " ")
@@ -86,8 +90,8 @@ def group_text(gid: str, s: Summary, cols: Columns, collapsed: bool, selected: b
             text.append(g.RESULT_GLYPH[result], style=g.RESULT_STYLE[result])
         if not cols.narrow:
             text.append(" ")
-    if s.restarts:
-        mark = f"{g.RESTARTS}{s.restarts}" if s.restarts < 1000 else f"{g.RESTARTS}999+"
+    if restarts:
+        mark = f"{g.RESTARTS}{restarts}" if restarts < 1000 else f"{g.RESTARTS}999+"
         text.append(mark.rjust(4), style=g.WARN)
     else:
         text.append("    ")

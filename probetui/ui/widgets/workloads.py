@@ -23,7 +23,14 @@ from textual.widgets import Static
 
 from probetui.prober.status import PodSnapshot
 from probetui.timeline.store import ContainerKey
-from probetui.triage.groups import PROBE_ORDER, group_id, problem_score, summarize, worst_member
+from probetui.triage.groups import (
+    PROBE_ORDER,
+    group_id,
+    problem_score,
+    recent_restarts,
+    summarize,
+    worst_member,
+)
 from probetui.triage.probes import workload_probes
 from probetui.ui import glyphs as g
 from probetui.ui import keys
@@ -198,8 +205,10 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     def _signature(self, row: Row) -> tuple:
         """Everything a line shows, cheap to compute: equal signatures draw equal lines."""
         if row.group:
-            summary = summarize(self.ctx.store, self.members.get(row.group, []))
-            return (row, self.ns_len, row.group in self.collapsed, summary)
+            members = self.members.get(row.group, [])
+            summary = summarize(self.ctx.store, members)
+            recent = recent_restarts(self.ctx.store, members, self.ctx.now())
+            return (row, self.ns_len, row.group in self.collapsed, recent, summary)
         entry = self.ctx.store.pods.get(row.pod_uid)
         if entry is None:
             return ()
@@ -440,7 +449,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if strip is None:
             cols = columns(width, self.ns_len)
             if entry is None:
-                text = group_text(row.group, sig[-1], cols, sig[2], selected)
+                text = group_text(row.group, sig[-1], cols, sig[2], selected, sig[3])
             else:
                 text = self._container_text(entry, row, cols, selected)
             style = base
