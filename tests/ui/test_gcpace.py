@@ -68,7 +68,7 @@ def test_full_pass_at_a_quiet_moment_frees_cycles_that_died_frozen(clock: Clock)
 
 
 def test_full_pass_waits_for_quiet_then_comes_every_minute(clock: Clock) -> None:
-    pacer = GcPacer(clock=clock)
+    pacer = GcPacer(clock=clock, every=60.0)
     pacer.tick(1)
     clock.t += 6.0
     pacer.key_pressed()
