@@ -12,29 +12,23 @@ In read-only mode nodes are not read at all (`KubernetesRuntime._read_nodes` say
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+
+from probetui.runtime.kubernetes.relist import Relisted
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import CoreV1Api
 
-log = logging.getLogger(__name__)
 
-TIMEOUT = 10.0  # seconds for the one list
-AGAIN_AFTER = 60.0  # seconds before an unknown node has the list read again
+class NodeVersions(Relisted):
+    what = "nodes"
 
-
-class NodeVersions:
-    def __init__(self, clock: Any = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self.versions: dict[str, str] = {}  # node name -> kubeletVersion ("v1.33.4")
         self.node_of: dict[str, str] = {}  # pod uid -> spec.nodeName
-        self.unreadable: str | None = None  # why nodes cannot be read, once tried
-        self._clock = clock
-        self._read_at: float | None = None
-        self._task: asyncio.Task[None] | None = None
         self._core: CoreV1Api | None = None
 
     def connect(self, core: CoreV1Api) -> None:
@@ -53,51 +47,23 @@ class NodeVersions:
         if node is None:
             return None
         version = self.versions.get(node)
-        if version is None and self.unreadable is None:
+        if version is None:
             self._read_soon()
         return version
 
-    def _read_soon(self) -> None:
-        due = self._read_at is None or self._clock() - self._read_at >= AGAIN_AFTER
-        if not due or self._core is None or (self._task is not None and not self._task.done()):
-            return
-        try:
-            self._task = asyncio.get_running_loop().create_task(self.read(), name="nodes")
-        except RuntimeError:
-            return  # no loop: asked from outside the engine (a test drawing once)
+    def _can_read(self) -> bool:
+        return self._core is not None
 
-    async def read(self) -> None:
-        """List the nodes once; on a refusal remember why and stop asking."""
-        if self._core is None:
-            return
-        self._read_at = self._clock()
-        try:
-            resp = await asyncio.wait_for(self._core.list_node(_preload_content=False), TIMEOUT)
-            try:
-                if resp.status != 200:
-                    if resp.status in (401, 403, 404):
-                        self.unreadable = f"nodes not readable (HTTP {resp.status})"
-                    return
-                body = json.loads(await resp.read())
-            finally:
-                resp.release()
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # kubernetes_asyncio raises ApiException for a status too
-            status = getattr(e, "status", None)
-            if status in (401, 403, 404):
-                self.unreadable = f"nodes not readable (HTTP {status})"
-            log.info("cannot list nodes: %s", e)
-            return
+    def _call(self) -> Awaitable[Any]:
+        assert self._core is not None
+        return self._core.list_node(_preload_content=False)
+
+    def _take(self, body: dict[str, Any]) -> None:
         for item in body.get("items") or ():
             name = (item.get("metadata") or {}).get("name")
             version = ((item.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")
             if name and version:
                 self.versions[name] = str(version)
-
-    def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
 
 
 __all__ = ["NodeVersions"]

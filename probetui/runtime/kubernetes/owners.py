@@ -14,20 +14,14 @@ the guess from the name then stands, and nothing else changes.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from probetui.runtime.kubernetes.relist import Relisted
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import AppsV1Api
-
-log = logging.getLogger(__name__)
-
-TIMEOUT = 10.0  # seconds for the one list
-AGAIN_AFTER = 60.0  # seconds before an unknown ReplicaSet has the list read again
 
 Key = tuple[str, str]  # (namespace, ReplicaSet name)
 
@@ -55,26 +49,24 @@ def _controller(meta: Mapping[str, Any], rs: str) -> tuple[str, str]:
     return "ReplicaSet", rs  # no controller: the ReplicaSet is the workload
 
 
-class ReplicaSetOwners:
+class ReplicaSetOwners(Relisted):
     """(namespace, ReplicaSet) -> the workload that controls it, as the ReplicaSet says.
 
     `on_change` is told when a read changed what some ReplicaSet's pods belong to, so the
     runtime can show those pods under their workload again.
     """
 
+    what = "replicasets"
+
     def __init__(
         self,
         namespace: str | None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(clock)
         self.namespace = namespace  # None: all namespaces
         self.owners: dict[Key, tuple[str, str]] = {}
-        self.unreadable: str | None = None  # why ReplicaSets cannot be read, once tried
         self.on_change: Callable[[], None] | None = None
-        self.lists = 0
-        self._clock = clock
-        self._read_at: float | None = None
-        self._task: asyncio.Task[None] | None = None
         self._apps: AppsV1Api | None = None
 
     def connect(self, apps: AppsV1Api) -> None:
@@ -83,49 +75,20 @@ class ReplicaSetOwners:
     def of(self, namespace: str, rs: str) -> tuple[str, str] | None:
         """The confirmed workload of the ReplicaSet, or None (not read, or not readable)."""
         owner = self.owners.get((namespace, rs))
-        if owner is None and self.unreadable is None:
+        if owner is None:
             self._read_soon()
         return owner
 
-    def _read_soon(self) -> None:
-        due = self._read_at is None or self._clock() - self._read_at >= AGAIN_AFTER
-        if not due or self._apps is None or (self._task is not None and not self._task.done()):
-            return
-        try:
-            self._task = asyncio.get_running_loop().create_task(self.read(), name="replicasets")
-        except RuntimeError:
-            return  # no loop: asked from outside the engine
+    def _can_read(self) -> bool:
+        return self._apps is not None
 
-    async def read(self) -> None:
-        """List the ReplicaSets once; on a refusal remember why and stop asking."""
-        if self._apps is None:
-            return
-        self._read_at = self._clock()
-        try:
-            if self.namespace is None:
-                call = self._apps.list_replica_set_for_all_namespaces(_preload_content=False)
-            else:
-                call = self._apps.list_namespaced_replica_set(
-                    self.namespace, _preload_content=False
-                )
-            resp = await asyncio.wait_for(call, TIMEOUT)
-            try:
-                if resp.status != 200:
-                    if resp.status in (401, 403, 404):
-                        self.unreadable = f"replicasets not readable (HTTP {resp.status})"
-                    return
-                body = json.loads(await resp.read())
-            finally:
-                resp.release()
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # kubernetes_asyncio raises ApiException for a status too
-            status = getattr(e, "status", None)
-            if status in (401, 403, 404):
-                self.unreadable = f"replicasets not readable (HTTP {status})"
-            log.info("cannot list replicasets: %s", e)
-            return
-        self.lists += 1
+    def _call(self) -> Awaitable[Any]:
+        assert self._apps is not None
+        if self.namespace is None:
+            return self._apps.list_replica_set_for_all_namespaces(_preload_content=False)
+        return self._apps.list_namespaced_replica_set(self.namespace, _preload_content=False)
+
+    def _take(self, body: dict[str, Any]) -> None:
         fresh: dict[Key, tuple[str, str]] = {}
         for item in body.get("items") or ():
             meta = item.get("metadata") or {}
@@ -137,10 +100,6 @@ class ReplicaSetOwners:
         self.owners = fresh
         if changed and self.on_change is not None:
             self.on_change()
-
-    def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
 
 
 __all__ = ["ReplicaSetOwners", "replicaset_of"]
