@@ -34,10 +34,10 @@ import itertools
 import json
 import math
 import sqlite3
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from probetui.prober.status import PodStatus
@@ -538,26 +538,10 @@ class Recording:
         records: bool = True,
     ) -> Iterator[tuple[float, int, Event]]:
         """Items of every segment, merged: a segment joins once the merge reaches its start."""
-        order = itertools.count()
-        heap: list[tuple[float, int, Event, Iterator[tuple[float, Event]]]] = []
-        segments = self._segments(lo, hi, probe_ids)
-        pending = next(segments, None)
-        while heap or pending is not None:
-            while pending is not None and (not heap or pending[0] <= heap[0][0]):
-                it = self._segment_events(pending[2], pending[3], lo, hi, wanted, slack, records)
-                first = next(it, None)
-                if first is not None:
-                    heapq.heappush(heap, (first[0], next(order), first[1], it))
-                pending = next(segments, None)
-            if not heap:
-                continue
-            key, n, event, it = heap[0]
-            yield key, 0, event
-            following = next(it, None)
-            if following is None:
-                heapq.heappop(heap)
-            else:
-                heapq.heapreplace(heap, (following[0], n, following[1], it))
+        return _merge_segments(
+            self._segments(lo, hi, probe_ids),
+            lambda seg: self._segment_events(seg[2], seg[3], lo, hi, wanted, slack, records),
+        )
 
     def _segment_events(
         self,
@@ -617,26 +601,10 @@ class Recording:
             yield p
 
     def _pending_items(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
-        order = itertools.count()
-        heap: list[tuple[float, int, Pending, Iterator[Pending]]] = []
-        segments = self._segment_pages(lo)
-        pending = next(segments, None)
-        while heap or pending is not None:
-            while pending is not None and (not heap or pending[0] <= heap[0][0]):
-                it = self._segment_pending(pending[2], pending[3], lo)
-                first = next(it, None)
-                if first is not None:
-                    heapq.heappush(heap, (first.key, next(order), first, it))
-                pending = next(segments, None)
-            if not heap:
-                continue
-            key, n, p, it = heap[0]
-            yield key, 0, p
-            following = next(it, None)
-            if following is None:
-                heapq.heappop(heap)
-            else:
-                heapq.heapreplace(heap, (following.key, n, following, it))
+        return _merge_segments(
+            self._segment_pages(lo),
+            lambda seg: ((p.key, p) for p in self._segment_pending(seg[2], seg[3], lo)),
+        )
 
     def _segment_pages(self, lo: float) -> Iterator[tuple[float, int, int, bytes]]:
         """`_segments(lo, inf)`, the closed chunks a page of start times at a time."""
@@ -770,6 +738,37 @@ def _us_at_most(t: float) -> int:
     while n / codec.US > t:
         n -= 1
     return n
+
+
+T = TypeVar("T")
+
+
+def _merge_segments(
+    segments: Iterator[tuple[Any, ...]],
+    open_segment: Callable[[tuple[Any, ...]], Iterator[tuple[float, T]]],
+) -> Iterator[tuple[float, int, T]]:
+    """The (key, item) streams of segments that come in order of their start (`seg[0]`),
+    merged by key: a segment is opened only once the merge reaches its start, so a long
+    recording is never opened all at once. Yields (key, 0, item), as `events()` merges."""
+    order = itertools.count()
+    heap: list[tuple[float, int, T, Iterator[tuple[float, T]]]] = []
+    pending = next(segments, None)
+    while heap or pending is not None:
+        while pending is not None and (not heap or pending[0] <= heap[0][0]):
+            it = open_segment(pending)
+            first = next(it, None)
+            if first is not None:
+                heapq.heappush(heap, (first[0], next(order), first[1], it))
+            pending = next(segments, None)
+        if not heap:
+            continue
+        key, n, item, it = heap[0]
+        yield key, 0, item
+        following = next(it, None)
+        if following is None:
+            heapq.heappop(heap)
+        else:
+            heapq.heapreplace(heap, (following[0], n, following[1], it))
 
 
 __all__ = ["Pending", "PodInfo", "Recording", "RecordingMeta", "open_recording"]
