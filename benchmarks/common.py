@@ -232,3 +232,11 @@ __all__ = [
     "run_main",
     "summary_ms",
 ]
+
+
+def terminal_size(text: str) -> tuple[int, int]:
+    """`--size COLSxROWS` for the benchmarks that drive the real app: at least 80x20."""
+    cols, sep, rows = text.partition("x")
+    if not sep or not cols.isdigit() or not rows.isdigit() or int(cols) < 80 or int(rows) < 20:
+        raise BenchError(f"--size {text!r}: expected COLSxROWS, at least 80x20, e.g. 160x45")
+    return int(cols), int(rows)

@@ -61,6 +61,7 @@ from benchmarks.common import (
     process_cpu_seconds,
     report,
     summary_ms,
+    terminal_size,
 )
 
 NAME = "fleet"
@@ -540,9 +541,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
-    cols, sep, rows = args.size.partition("x")
-    if not sep or not cols.isdigit() or not rows.isdigit() or int(cols) < 80 or int(rows) < 20:
-        raise BenchError(f"--size {args.size!r}: expected COLSxROWS, at least 80x20, e.g. 160x45")
+    size = terminal_size(args.size)
     if args.warmup < 0:
         raise BenchError("--warmup cannot be negative")
     return Config(
@@ -551,7 +550,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         duration=args.duration,
         warmup=args.warmup,
         updates_per_s=args.updates_per_s,
-        size=(int(cols), int(rows)),
+        size=size,
         seed=args.seed,
     )
 

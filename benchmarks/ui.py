@@ -79,6 +79,7 @@ from benchmarks.common import (
     report,
     rss_mb,
     summary_ms,
+    terminal_size,
 )
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
@@ -874,9 +875,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
-    cols, sep, rows = args.size.partition("x")
-    if not sep or not cols.isdigit() or not rows.isdigit() or int(cols) < 80 or int(rows) < 20:
-        raise BenchError(f"--size {args.size!r}: expected COLSxROWS, at least 80x20, e.g. 160x45")
+    size = terminal_size(args.size)
     keys = tuple(k.strip() for k in args.keys.split(",") if k.strip())
     unknown = [k for k in keys if k not in KNOWN_KEYS]
     if not keys or unknown:
@@ -899,7 +898,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         feed=args.feed,
         handler=args.handler,
         impl=args.impl,
-        size=(int(cols), int(rows)),
+        size=size,
         keys=keys,
         key_timeout=args.key_timeout,
         pause=pause,
