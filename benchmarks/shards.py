@@ -5,8 +5,8 @@
 
 For each handler and each shard count (0: today's `Engine` in this process; N: a `ShardPool` of
 N shard processes in fed mode, `probetui.shards.fed`), N synthetic pods, one container and one
-probe each at period 1 s, point at a loopback target (`benchmarks.target`: nginx when
-installed, else asyncio). The rates are tried in ascending order; a rate is *held* when, over
+probe each at period 1 s, point at a loopback target (`--target`: by default `benchmarks.target --raw`, a plain epoll
+loop, because the target eats the same 2 cores as the prober; its CPU per attempt is a column). The rates are tried in ascending order; a rate is *held* when, over
 the window after the warm-up, the p99 tick lateness (`ProbeRecord.t - scheduled_at`) is under
 50 ms, fewer than 1% of the ticks due were missed and fewer than 1% of the attempts failed. The
 ladder of a configuration stops at its first rate not held. With `--repeat K` each point is run
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import resource
 import sys
 import time
@@ -46,6 +47,7 @@ from benchmarks.target import Target, start_target
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
 from probetui.runtime.base import Runtime, RuntimeHost
+from probetui.shards.child import PROFILE_AFTER_ENV, PROFILE_ENV
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, TCPSocketAction
 from probetui.timeline.events import Event
 from probetui.timeline.store import Store
@@ -66,6 +68,10 @@ class Config:
     duration: float = 10.0
     warmup: float = 3.0
     repeat: int = 1  # runs per point: the median run (by p99) stands for it
+    # a directory: cProfile of this process over each window, and of every shard process from
+    # the window's start to its end (probetui.shards.child PROFILE_ENV), one file per process
+    profile: str | None = None
+    target: str = "raw"  # benchmarks.target's epoll loop; "asyncio"; "nginx" when installed
 
 
 @dataclass
@@ -176,10 +182,13 @@ async def measure(config: Config, handler: str, shards: int, rate: int, target: 
         if shards == 0
         else ShardPool(runtime, sinks, shards=shards, mode="fed")
     )
+    profile = _profiles(config, handler, shards, rate)
     run = asyncio.ensure_future(engine.run())
     point = Point(handler, shards, rate)
     try:
         await asyncio.sleep(config.warmup)
+        if profile is not None:
+            profile.enable()
         if run.done():
             run.result()
         pids = engine.pids() if shards else []
@@ -193,6 +202,12 @@ async def measure(config: Config, handler: str, shards: int, rate: int, target: 
         kids = sum(process_cpu_seconds(pid) for pid in pids) - kids0
         point.target_cpu_s = target.cpu_seconds() - tcpu0
         point.cpu_s = point.cpu_parent_s + kids
+        if profile is not None:
+            profile.disable()
+            assert config.profile is not None
+            profile.dump_stats(
+                os.path.join(config.profile, f"parent-{handler}-{shards}-{rate}-{os.getpid()}.prof")
+            )
         await asyncio.sleep(DRAIN)
         point.dropped = getattr(engine, "dropped", 0)
     finally:
@@ -222,6 +237,20 @@ async def measure(config: Config, handler: str, shards: int, rate: int, target: 
     return point
 
 
+def _profiles(config: Config, handler: str, shards: int, rate: int) -> Any:
+    """With --profile: the cProfile of this process for the window, and the shards told to
+    profile themselves over the same window (they write their files as they end)."""
+    if config.profile is None:
+        os.environ.pop(PROFILE_ENV, None)
+        return None
+    import cProfile
+
+    os.makedirs(config.profile, exist_ok=True)
+    os.environ[PROFILE_ENV] = config.profile
+    os.environ[PROFILE_AFTER_ENV] = str(config.warmup)
+    return cProfile.Profile()
+
+
 def _median_run(config: Config, handler: str, shards: int, rate: int, target: Target) -> Point:
     """The point's median run by p99 tick lateness (a run with none counts as the worst): on a
     shared machine one run in a few meets a neighbour's burst."""
@@ -238,7 +267,10 @@ def run(config: Config, say: Any = None) -> dict[str, Any]:
     points: list[Point] = []
     held: dict[str, dict[str, int]] = {}
     for handler in config.handlers:
-        target = start_target(handler)
+        # the cheapest target this machine has: it eats the same 2 cores as the prober
+        target = start_target(
+            handler, prefer_nginx=config.target == "nginx", raw=config.target == "raw"
+        )
         try:
             for shards in config.shards:
                 best = 0
@@ -271,6 +303,7 @@ def _row(p: Point) -> str:
         f"{p.handler:<5} {p.shards:>6} {p.rate:>6} {p.attempts_per_s:>9.0f} {_ms(p.p99_ms):>8} "
         f"{p.missed:>7} {p.errors:>6} {_ms(p.delivery_p99_ms):>9} "
         f"{p.cpu_ms_per_attempt or 0:>9.3f} {p.parent_ms_per_attempt or 0:>9.3f} "
+        f"{_per(p.target_cpu_s, p.attempts):>9.3f} "
         f"{'held' if p.held else 'NOT held'}"
         + (
             f"  (p99 of runs: {', '.join(_ms(v) for v in p.p99_runs_ms)})"
@@ -280,7 +313,14 @@ def _row(p: Point) -> str:
     )
 
 
-HEADER = "handler shards   rate attempts/s  p99 ms  missed errors deliv p99 cpu ms/at parent ms"
+HEADER = (
+    "handler shards   rate attempts/s  p99 ms  missed errors deliv p99 cpu ms/at parent ms "
+    "target ms"
+)
+
+
+def _per(cpu_s: float, attempts: int) -> float:
+    return cpu_s * 1000 / attempts if attempts else 0.0
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -325,6 +365,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--duration", type=float, default=Config.duration, help="window, seconds")
     p.add_argument("--warmup", type=float, default=Config.warmup, help="seconds before it")
     p.add_argument("--repeat", type=int, default=1, help="runs per point; the median stands")
+    p.add_argument(
+        "--target",
+        choices=("raw", "asyncio", "nginx"),
+        default=Config.target,
+        help="the loopback target (default raw: benchmarks.target's epoll loop, the cheapest)",
+    )
+    p.add_argument(
+        "--profile", metavar="DIR", help="cProfile every process over each window into DIR"
+    )
     add_output_args(p)
     return p
 
@@ -343,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
         duration=args.duration,
         warmup=args.warmup,
         repeat=args.repeat,
+        profile=args.profile,
+        target=args.target,
     )
     if config.repeat < 1:
         raise BenchError("--repeat: at least 1")

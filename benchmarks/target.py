@@ -1,10 +1,12 @@
 """A fast loopback target for the benchmarks, in its own process.
 
-`python -m benchmarks.target --kind http|grpc [--port N] [--uvloop]` listens on 127.0.0.1,
+`python -m benchmarks.target --kind http|grpc [--port N] [--uvloop | --raw]` listens on 127.0.0.1,
 prints `READY <port>` on one line once it accepts connections, and serves until it is sent
 SIGTERM or SIGINT (or its stdin closes). HTTP answers every request with a tiny 200 and closes
 the connection, as a health endpoint behind `Connection: close` does; a bare connect and close
-(a TCP probe) costs it one accept. gRPC serves `grpc.health.v1.Health` with SERVING.
+(a TCP probe) costs it one accept. gRPC serves `grpc.health.v1.Health` with SERVING. `--raw`
+serves HTTP on a plain epoll loop instead of asyncio: about a third of asyncio's CPU per
+connection, for benchmarks where the target shares the cores with what is measured.
 
 `start_target()` runs it from a benchmark: nginx when it is installed (the fastest thing to
 probe, so the engine and not the target is what is measured), else this module; the caller
@@ -76,6 +78,91 @@ async def _serve_http(port: int, stop: asyncio.Event) -> None:
         server.close()
 
 
+def _serve_raw(port: int) -> None:
+    """HTTP (and bare TCP) on one epoll loop, no asyncio: a connection costs its syscalls and a
+    few lines of Python (accept, a non-blocking read, maybe one wait, the canned answer, close),
+    so a benchmark's target takes as little of the cores the prober is measured on as Python
+    allows. Stops on SIGTERM or SIGINT, or when its stdin closes (the benchmark is gone)."""
+    import select
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(4096)
+    listener.setblocking(False)
+    lfd = listener.fileno()
+    stop_r, stop_w = os.pipe()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: os.write(stop_w, b"x"))
+    poller = select.epoll()
+    poller.register(lfd, select.EPOLLIN)
+    poller.register(stop_r, select.EPOLLIN)
+    with contextlib.suppress(OSError, ValueError):
+        poller.register(sys.stdin.fileno(), select.EPOLLIN)
+    stdin_fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    waiting: dict[int, tuple[socket.socket, bytes]] = {}  # fd -> (connection, head so far)
+    accept, dontwait, answer = listener.accept, socket.MSG_DONTWAIT, _RESPONSE
+    print(f"READY {listener.getsockname()[1]}", flush=True)
+
+    def head(conn: socket.socket, got: bytes) -> bool:
+        """True when the connection is done with: answered (a whole head) or hung up."""
+        if not got:  # a TCP probe's close, or a client gone
+            conn.close()
+            return True
+        if b"\r\n\r\n" in got or len(got) > _MAX_HEAD:
+            with contextlib.suppress(OSError):
+                conn.send(answer)
+            conn.close()
+            return True
+        return False
+
+    while True:
+        try:
+            ready = poller.poll()
+        except InterruptedError:
+            continue
+        for fd, _ in ready:
+            if fd == lfd:
+                while True:
+                    try:
+                        conn, _ = accept()
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    except OSError:  # out of files for a moment: the backlog keeps them
+                        break
+                    try:
+                        got = conn.recv(_MAX_HEAD, dontwait)
+                    except BlockingIOError:
+                        waiting[conn.fileno()] = (conn, b"")
+                        poller.register(conn.fileno(), select.EPOLLIN)
+                        continue
+                    except OSError:
+                        conn.close()
+                        continue
+                    if not head(conn, got):
+                        waiting[conn.fileno()] = (conn, got)
+                        poller.register(conn.fileno(), select.EPOLLIN)
+            elif fd in waiting:
+                conn, so_far = waiting[fd]
+                try:
+                    got = conn.recv(_MAX_HEAD, dontwait)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    got = b""
+                if head(conn, so_far + got if got else b""):
+                    del waiting[fd]  # closing it took it out of the poller
+                else:
+                    waiting[fd] = (conn, so_far + got)
+            elif fd in (stop_r, stdin_fd):
+                if fd == stdin_fd and os.read(fd, 1):
+                    continue
+                for conn, _ in waiting.values():
+                    conn.close()
+                listener.close()
+                return
+
+
 async def _serve_grpc(port: int, stop: asyncio.Event) -> None:
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     import grpc
@@ -110,7 +197,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", choices=("http", "grpc"), default="http")
     parser.add_argument("--port", type=int, default=0, help="0: one the OS picks")
     parser.add_argument("--uvloop", action="store_true", help="serve on uvloop")
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="HTTP on a plain epoll loop (no asyncio): the cheapest this module serves",
+    )
     args = parser.parse_args(argv)
+    if args.raw and args.kind == "http":
+        _serve_raw(args.port)
+        return 0
     loop_factory = None
     if args.uvloop:
         try:
@@ -134,7 +229,7 @@ class Target:
 
     host: str
     port: int
-    kind: str  # "nginx", "asyncio" or "grpc"
+    kind: str  # "nginx", "asyncio", "raw" or "grpc"
     process: subprocess.Popen[bytes] | None = None
     _workdir: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
@@ -239,9 +334,11 @@ def _start_nginx(nginx: str) -> Target:
     return target
 
 
-def _start_python(kind: str, uvloop: bool) -> Target:
+def _start_python(kind: str, uvloop: bool, raw: bool = False) -> Target:
     argv = [sys.executable, "-m", "benchmarks.target", "--kind", kind]
-    if uvloop:
+    if raw and kind == "http":
+        argv.append("--raw")
+    elif uvloop:
         argv.append("--uvloop")
     process = subprocess.Popen(
         argv,
@@ -250,7 +347,8 @@ def _start_python(kind: str, uvloop: bool) -> Target:
         stderr=subprocess.DEVNULL,
         preexec_fn=_die_with_parent,
     )
-    target = Target("127.0.0.1", 0, "grpc" if kind == "grpc" else "asyncio", process)
+    name = "grpc" if kind == "grpc" else "raw" if raw else "asyncio"
+    target = Target("127.0.0.1", 0, name, process)
     try:
         assert process.stdout is not None
         line = _read_line(process, _READY_TIMEOUT)
@@ -274,9 +372,12 @@ def _read_line(process: subprocess.Popen[bytes], timeout: float) -> str:
     return process.stdout.readline().decode(errors="replace").strip()
 
 
-def start_target(kind: str = "http", *, prefer_nginx: bool = True, uvloop: bool = True) -> Target:
+def start_target(
+    kind: str = "http", *, prefer_nginx: bool = True, uvloop: bool = True, raw: bool = False
+) -> Target:
     """A loopback target for `kind` ("http", "tcp" or "grpc"): nginx for HTTP and TCP when
-    installed and preferred, else `python -m benchmarks.target` (on uvloop when it imports)."""
+    installed and preferred, else `python -m benchmarks.target` (on uvloop when it imports;
+    `raw`: on its plain epoll loop, cheaper than asyncio without uvloop)."""
     if kind in ("http", "tcp") and prefer_nginx:
         nginx = shutil.which("nginx") or next(
             (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)),
@@ -289,7 +390,7 @@ def start_target(kind: str = "http", *, prefer_nginx: bool = True, uvloop: bool 
             import uvloop as _  # noqa: F401
         except ImportError:
             uvloop = False
-    return _start_python("grpc" if kind == "grpc" else "http", uvloop)
+    return _start_python("grpc" if kind == "grpc" else "http", uvloop, raw)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from probetui.lifeline import die_with_parent as die
@@ -44,6 +45,11 @@ TAIL_EVERY = 1.0  # seconds between looks at the containers' output
 TAIL_LINES = 200  # of a container's output, at most, per tail frame
 DRAIN_SECONDS = 2.0  # how long the last frames may take to leave on the way out
 PARENT_ENV = "PROBETUI_SHARD_PARENT"
+# a directory: each shard process writes a cProfile of itself there as it ends, for finding where
+# a shard's CPU goes per attempt (benchmarks/shards.py --profile); PROFILE_AFTER_ENV seconds after
+# its start frame it starts counting (the pods' setup is not what is measured)
+PROFILE_ENV = "PROBETUI_SHARD_PROFILE"
+PROFILE_AFTER_ENV = "PROBETUI_SHARD_PROFILE_AFTER"
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +128,8 @@ async def serve() -> int:
         kube_version=setup.get("kube_version") or _default_kube(),
         http_impl=setup.get("http_impl", "lean"),
     )
-    task = asyncio.current_task()
-    assert task is not None
     loop = asyncio.get_running_loop()
+    profile = _profiler(loop, setup.get("shard"))
     run = asyncio.ensure_future(engine.run())
     if verdict_sink is not None:
         verdict_sink.manager = _ManagerOf(engine)
@@ -149,7 +154,27 @@ async def serve() -> int:
             tails.cancel()
         sender.flush_report()
         await _drain(transport)
+        if profile is not None:
+            profile()
     return code
+
+
+def _profiler(loop: asyncio.AbstractEventLoop, shard: Any) -> Callable[[], None] | None:
+    """With PROFILE_ENV set: a cProfile started PROFILE_AFTER_ENV seconds from now, and the call
+    that stops it and writes `<dir>/shard<N>-<pid>.prof`; else None."""
+    where = os.environ.get(PROFILE_ENV)
+    if not where:
+        return None
+    import cProfile
+
+    profile = cProfile.Profile()
+    loop.call_later(float(os.environ.get(PROFILE_AFTER_ENV) or 0), profile.enable)
+
+    def stop() -> None:
+        profile.disable()
+        profile.dump_stats(os.path.join(where, f"shard{shard}-{os.getpid()}.prof"))
+
+    return stop
 
 
 def _default_kube() -> str:
