@@ -640,14 +640,56 @@ class Recording:
 
         yield from heapq.merge(closed(), opened)
 
-    def _segment_pending(self, probe_id: int, data: bytes, lo: float) -> Iterator[Pending]:
+    def pending_groups(self, since: float, until: float, stop: float) -> dict[Group, list[Keyed]]:
+        """What `pending(since)` yields stamped up to `until` and keyed up to `stop`, by probe
+        (pod uid, container, probe; a kubelet row by what it names), each as (key, 0 for an
+        item or 1 for a row, Pending) in the order `pending` gives them.
+
+        A seek feeds each probe on its own: the same events as a stream of 15,000 probes
+        merged by time (restricted to one probe, that merge is its segments' and rows' merge
+        by key), without the heap that merge walks for every event, and each chunk decoded
+        no further than `stop` (a key past it: nothing after it is wanted)."""
+        hi_us, stop_us = _us_at_most(until), _us_at_most(stop)
+        segs: dict[int, list[bytes]] = {}
+        for _, _, probe_id, data in self._segments(since, stop, None):
+            segs.setdefault(probe_id, []).append(data)
+        out: dict[Group, list[Keyed]] = {}
+        for probe_id, datas in segs.items():
+            if len(datas) == 1:
+                got = [
+                    (p.key, 0, p)
+                    for p in self._segment_pending(probe_id, datas[0], since, hi_us, stop_us)
+                ]
+            else:
+                # each segment is in key order; ties go to the one that began first, as the
+                # stream's merge takes them
+                got = [
+                    (p.key, 0, p)
+                    for p in heapq.merge(
+                        *(self._segment_pending(probe_id, d, since, hi_us, stop_us) for d in datas),
+                        key=_key_of,
+                    )
+                ]
+            if got:
+                out[got[0][2].group] = got
+        rows: dict[Group, list[Keyed]] = {}
+        for _, _, p in self._pending_rows(since, stop):
+            if p.t <= until:
+                rows.setdefault(p.group, []).append((p.t, 1, p))
+        for group, kept in rows.items():
+            items = out.get(group)
+            out[group] = kept if items is None else list(heapq.merge(items, kept, key=_merge_key))
+        return out
+
+    def _segment_pending(
+        self, probe_id: int, data: bytes, lo: float, hi_us: int = 1 << 62, stop_us: int = 1 << 62
+    ) -> Iterator[Pending]:
         ref = self._ref(probe_id)
         us = codec.US
         group = (ref.key.pod_uid, ref.container, ref.probe)
         template = self._template
-        end = 1 << 62
         try:
-            for key, item in codec.scan(data, self._kind, _us_at_least(lo), end, end):
+            for key, item in codec.scan(data, self._kind, _us_at_least(lo), hi_us, stop_us):
                 tp = template(item.shape)
                 t = item.t / us
                 kind = tp.kind
@@ -656,10 +698,13 @@ class Recording:
         except (IndexError, KeyError, ValueError) as e:
             raise damaged(self.path, f"undecodable chunk ({e!r})") from None
 
-    def _pending_rows(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
+    def _pending_rows(
+        self, lo: float, hi: float = math.inf
+    ) -> Iterator[tuple[float, int, Pending]]:
         first, last = self._q("SELECT MIN(t), MAX(t) FROM events")[0]
         if first is None:
             return
+        last = min(last, hi)
         a = max(lo, first)
         while a <= last:
             b = a + STREAM_PAGE
@@ -668,6 +713,8 @@ class Recording:
                 " WHERE t >= ? AND t < ? ORDER BY t, id",
                 (a, b),
             ):
+                if t > hi:
+                    return
                 uid, ns, name = self._pod_of(pod_id)
                 text = self._text(fields) or "{}"
                 e = Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
@@ -741,6 +788,18 @@ def _us_at_most(t: float) -> int:
 
 
 T = TypeVar("T")
+# (pod uid, container, probe): whose an event is
+Group = tuple[str, str | None, str | None]
+# (merge key, 0 for a chunk's item or 1 for a kubelet row, the event)
+Keyed = tuple[float, int, Pending]
+
+
+def _key_of(p: Pending) -> float:
+    return p.key
+
+
+def _merge_key(x: Keyed) -> tuple[float, int]:
+    return (x[0], x[1])
 
 
 def _merge_segments(
@@ -771,4 +830,4 @@ def _merge_segments(
             heapq.heapreplace(heap, (following[0], n, following[1], it))
 
 
-__all__ = ["Pending", "PodInfo", "Recording", "RecordingMeta", "open_recording"]
+__all__ = ["Group", "Keyed", "Pending", "PodInfo", "Recording", "RecordingMeta", "open_recording"]

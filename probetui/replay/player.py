@@ -8,7 +8,9 @@ far ahead, rebuilds the store from a window before the cursor (up to 15 minutes,
 timeline shows at its widest default zoom; shorter on a dense recording, so that a seek feeds
 about 15,000 events, never under 10 s), which is what a seek costs; a probe not attempted
 within the window is fed its last chunk before it (a keyframe: every record carries the
-probe's state). Moving forward reads on one stream (`Stream`): each chunk is decoded once.
+probe's state). A rebuild feeds pod after pod (`rebuild`: a pod's state depends only on the
+order of its own events), not 15,000 probes merged by time. Moving forward reads on one
+stream (`Stream`, begun where the cursor stands when first asked): each chunk is decoded once.
 
 The state at a moment is what had been *published* by then, as the live store had it: an
 attempt counts from when it ended (it is stamped with when it began), so one still in flight
@@ -31,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from probetui.prober.prober import MAX_PROBE_RETRIES
+from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Pending, Recording
 from probetui.record.schema import MAX_SPAN, SessionMeta
@@ -129,16 +132,25 @@ class Player:
         # a move forward within the seek window feeds what is in between; farther, a rebuild
         # from the window before `t` feeds less and comes to the same state
         limit = min(FEED_LIMIT, self.window)
-        if self._seeks and self._stream is not None and self._fed <= t <= self._fed + limit:
-            if t > self._fed:
-                # what was published in between, on top of what the store holds
-                self._stream.feed(self.store, self._fed, t)
-        else:
-            self.store.reset()
-            lo = max(self.first, t - self.window) - 1e-6
-            self._stream = Stream(self.recording, lo, self.lookback)
-            self._stream.feed(self.store, lo, t)
-            self._keyframes(lo)
+        was = gc.isenabled()
+        gc.disable()  # the whole move: the keyframes after a rebuild set off full collections
+        try:
+            if self._seeks and self._fed <= t <= self._fed + limit:
+                if t > self._fed:
+                    # what was published in between, on top of what the store holds
+                    if self._stream is None:
+                        self._stream = Stream(self.recording, self._fed, self.lookback, False)
+                    self._stream.feed(self.store, self._fed, t)
+            else:
+                self.store.reset()
+                lo = max(self.first, t - self.window) - 1e-6
+                rebuild(self.store, self.recording, lo, t, self.lookback)
+                # playing on from here begins a stream where it is first asked for
+                self._stream = None
+                self._keyframes(lo)
+        finally:
+            if was:
+                gc.enable()
         self._seeks += 1
         self.cursor = self._fed = t
 
@@ -286,12 +298,14 @@ class Stream:
     chunk is read and decoded once, where the last step left it, and an event is built only
     when it is fed, so a step costs what it feeds, not the chunks of 15,000 probes again."""
 
-    def __init__(self, recording: Recording, after: float, back: float) -> None:
+    def __init__(self, recording: Recording, after: float, back: float, began: bool = True) -> None:
         self.recording = recording
         self.back = back
         self._it: Iterator[Pending] | None = recording.pending(after - back)
         self._buf: deque[Pending] = deque()
-        self._began = True  # the first step feeds the pods as they stood before it too
+        # the first step feeds the pods as they stood before it too, unless the store holds
+        # them already (a stream begun where a rebuild left the store)
+        self._began = began
 
     def _pull(self, limit: float) -> None:
         """Read on until an event keyed past `limit` (or the end) is in the buffer."""
@@ -361,6 +375,85 @@ class Stream:
         return n
 
 
+def rebuild(store: Store, recording: Recording, after: float, until: float, back: float) -> int:
+    """Feed an empty `store` what was published in (after, until] and the pods as they stood
+    then, as a `Stream` begun at `after` feeds it in one step, each pod on its own.
+
+    The stream merges 15,000 probes' events by time and feeds them in that order, a heap
+    step per event; the store's state of one pod depends only on the order of that pod's
+    own events and snapshots, so a seek feeds pod after pod: the pod's snapshots, then its
+    events, merged by time as the stream does. Returns the events fed."""
+    lo, hi = after - back, until + back
+    groups = recording.pending_groups(lo, hi, hi + back)
+    by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
+    for group, keyed in groups.items():
+        fed = _fed_of(keyed, after, until)
+        if fed:
+            by_pod.setdefault(group[0], []).append(fed)
+    snaps: dict[str, list[tuple[float, Pod, PodStatus | None]]] = {}
+    order: list[str] = []
+    for t, pod, status in recording.snapshots(_after(after), until):
+        s = snaps.get(pod.uid)
+        if s is None:
+            s = snaps[pod.uid] = []
+            order.append(pod.uid)
+        s.append((t, pod, status))
+    order.extend(uid for uid in by_pod if uid not in snaps)
+    n = 0
+    for uid in order:
+        lists = by_pod.get(uid, ())
+        events = lists[0] if len(lists) == 1 else list(heapq.merge(*lists, key=_merge_key))
+        shots = snaps.get(uid, ())
+        if len(shots) == 1 and (not events or shots[0][0] <= events[0][2].t):
+            # the common case: the pod as it stood, then what its probes did
+            store.pod(shots[0][1], shots[0][2])
+            for _, _, p in events:
+                store.event(p.event())
+            n += len(events)
+            continue
+        merged = heapq.merge(
+            ((t, 0, (pod, st)) for t, pod, st in shots),
+            ((p.t, 1, p) for _, _, p in events),
+            key=_first,
+        )
+        for _, kind, x in merged:
+            if kind == 0:
+                store.pod(*x)  # type: ignore[misc]
+            else:
+                store.event(x.event())  # type: ignore[union-attr]
+                n += 1
+    return n
+
+
+def _fed_of(
+    keyed: list[tuple[float, int, Pending]], after: float, until: float
+) -> list[tuple[float, int, Pending]]:
+    """One probe's events (in order, stamped within the lookback of the step) that a step
+    over (after, until] feeds: published within it, a result change with its attempt."""
+    if len(keyed) == 1:
+        p = keyed[0][2]
+        return keyed if after < p.published <= until else []
+    when = [x[2].published for x in keyed]
+    following: int | None = None
+    for i in range(len(keyed) - 1, -1, -1):
+        p = keyed[i][2]
+        if p.type == "ResultChanged":
+            j = following
+            if j is not None and keyed[j][2].t <= p.t <= when[j] + 1.0:
+                when[i] = when[j]
+        elif p.type == "ProbeAttempt":
+            following = i
+    return [x for x, w in zip(keyed, when, strict=True) if after < w <= until]
+
+
+def _merge_key(x: tuple[float, int, Pending]) -> tuple[float, int]:
+    return (x[0], x[1])
+
+
+def _first(x: tuple[float, int, object]) -> float:
+    return x[0]
+
+
 def _published_by(events: list[Event], t: float) -> list[Event]:
     """One probe's events (in order) that were published by `t`, a result change with the
     attempt after it that caused it (as `Stream.feed` pairs them)."""
@@ -392,4 +485,5 @@ __all__ = [
     "feed",
     "lookback",
     "published",
+    "rebuild",
 ]

@@ -95,6 +95,20 @@ def test_a_seek_to_random_cursors_equals_feeding_from_the_start(demo: dict[str, 
             assert_same_store(fed_up_to(demo["path"], player.now()), player.store)
 
 
+def test_stepping_forward_after_a_seek_back_equals_feeding_from_the_start(
+    demo: dict[str, Any],
+) -> None:
+    """After a rebuild the stream is begun where the cursor stands: the steps after it feed
+    what was published in between, the pods' changes included, and nothing twice."""
+    with open_recording(demo["path"]) as rec:
+        player = Player(rec)
+        first, last = player.first, player.last
+        player.seek(first + (last - first) * 0.3)
+        for _ in range(6):
+            player.step((last - first) * 0.08)
+            assert_same_store(fed_up_to(demo["path"], player.now()), player.store)
+
+
 def test_a_seek_with_a_short_window_keeps_each_probes_state(demo: dict[str, Any]) -> None:
     """A dense recording's window is seconds: the history before it is not in the store, but
     every probe stands as it did with everything fed, attempted within the window or not."""
