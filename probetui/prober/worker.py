@@ -159,6 +159,9 @@ class Worker:
         self.last_result = ResultValue.SUCCESS
         self.result_run = 0
         self.on_hold = False
+        # the current container's cached result is one this worker reached (a threshold), not
+        # its initial value or an inherited one: only then is it an opinion of the container
+        self.judged = False
         # prober_probe_total by result: successful / failed / unknown (§12.1)
         self.probe_total = {"successful": 0, "failed": 0, "unknown": 0}
 
@@ -222,6 +225,7 @@ class Worker:
             self.results.set(self.container_id, self.initial_value, self.pod.uid)
         # a new container: resume probing. resultRun and lastResult carry over (§6.6)
         self.on_hold = False
+        self.judged = False
 
     def _started(self, c: ContainerStatus) -> bool:
         """Started, as this startup worker must read it.
@@ -301,6 +305,7 @@ class Worker:
             return False  # below threshold: the published value stays as it is (§5.14)
 
         changed = self.results.set(self.container_id, result, self.pod.uid)
+        self.judged = True
         if (
             self.probe_type is ProbeType.LIVENESS and result is ResultValue.FAILURE
         ) or self.probe_type is ProbeType.STARTUP:

@@ -2,7 +2,7 @@
 
 The divergence check (`runtime/kubernetes/divergence.py`) runs in the parent, beside the watch,
 and asks the prober's manager three things per probe: the worker's container ID, whether it has
-counted an attempt (`probe_total`), and the published result for that container. In fed mode
+reached a threshold against it (`judged`), and the published result for that container. In fed mode
 the workers live in the shards, so each shard sends a `verdict` frame whenever one of those
 changes for a worker (`VerdictSink`, in the shard), and `Verdicts` (in the parent) answers the
 check's questions from them: `readiness`/`startup` (`.get(container_id)`) and `get_worker`,
@@ -15,7 +15,7 @@ view is behind the shard's by the pipe's latency, never by an overload.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from probetui.prober.results import ResultValue
@@ -28,7 +28,7 @@ TRACKED = (ProbeType.READINESS, ProbeType.STARTUP)
 
 
 def verdict_frame(
-    key: ProbeKey, container_id: str, counted: int, published: ResultValue | None
+    key: ProbeKey, container_id: str, judged: bool, published: ResultValue | None
 ) -> dict[str, Any]:
     return {
         "k": VERDICT,
@@ -36,7 +36,7 @@ def verdict_frame(
         "c": key.container,
         "probe": key.probe_type.key,
         "cid": container_id,
-        "n": counted,
+        "j": judged,
         "pub": None if published is None else int(published),
     }
 
@@ -87,13 +87,13 @@ class VerdictSink:
                 self._send(gone_frame(key))
             return
         cid = worker.container_id
-        counted = sum(worker.probe_total.values())
+        judged = bool(worker.judged)
         published = manager.results_for(probe_type).get(cid) if cid else None
-        state = (cid, counted > 0, published)
+        state = (cid, judged, published)
         if self._sent.get(key) == state:
             return
         self._sent[key] = state
-        self._send(verdict_frame(key, cid, counted, published))
+        self._send(verdict_frame(key, cid, judged, published))
 
 
 # -- the parent's side ------------------------------------------------------------------------
@@ -101,10 +101,11 @@ class VerdictSink:
 
 @dataclass(slots=True)
 class WorkerView:
-    """What the divergence check reads of a worker: its container and its attempt counts."""
+    """What the divergence check reads of a worker: its container and whether it has reached a
+    threshold against it."""
 
     container_id: str
-    probe_total: dict[str, int] = field(default_factory=dict)
+    judged: bool = False
 
 
 class ResultsView:
@@ -125,7 +126,7 @@ class Verdicts:
         self.readiness = ResultsView()
         self.startup = ResultsView()
         # workers of a shard that started again: their last verdict stands until the new
-        # process's worker has counted an attempt of its own (else a restart would read as
+        # process's worker has reached a threshold of its own (else a restart would read as
         # "no opinion", and a reported divergence as cleared)
         self._held: set[ProbeKey] = set()
 
@@ -145,17 +146,17 @@ class Verdicts:
             return
         cid = str(frame.get("cid") or "")
         try:
-            counted = int(frame.get("n") or 0)
+            judged = bool(frame.get("j"))
             pub = frame.get("pub")
             published = ResultValue(pub) if pub is not None else None
         except (TypeError, ValueError):
             return
         if key in self._held:
             old = self.workers.get(key)
-            if old is not None and old.container_id == cid and not counted:
+            if old is not None and old.container_id == cid and not judged:
                 return  # the new worker has no opinion yet: the last one's stands
         self._drop(key)
-        self.workers[key] = WorkerView(cid, {"counted": counted})
+        self.workers[key] = WorkerView(cid, judged)
         if cid and published is not None:
             self._results(probe_type).by_container[cid] = published
 

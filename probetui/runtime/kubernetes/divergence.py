@@ -5,9 +5,9 @@ has no verdict in the status. Where the two differ for longer than one period an
 workers' tick phases and the status's way here), a `Divergence` event names both and the likely
 reasons; `DivergenceCleared` when they agree again. Not while a watch is down, nor for the
 status manager's sync period after it is back: the kubelet's status may still be on its way.
-Nor while the shadow prober is behind its ticks. Only a shadow that has run an attempt against
-the kubelet's current container counts: its initial value, or a probe it does not run, is no
-verdict.
+Nor while the shadow prober is behind its ticks. Only a shadow whose worker has reached a
+threshold against the kubelet's current container counts: its initial value (after any number
+of attempts below the threshold), or a probe it does not run, is no verdict.
 
 A disagreement that is due is confirmed before it is reported: the runtime reads the pod afresh
 (a get, allowed read-only) and the event goes out only if the answer, newer than the moment it
@@ -233,8 +233,12 @@ def _verdicts(
 ) -> list[tuple[ProbeType, bool | None, bool | None]]:
     """(probe type, shadow says yes, kubelet says yes) for the verdicts the API shows.
 
-    The shadow has a verdict only once its worker has counted an attempt against this very
-    container instance; before that its cache holds the initial value, not an opinion.
+    The shadow has a verdict only once its worker has reached a threshold against this very
+    container instance. Until then its cache holds the initial value, however many attempts
+    below the threshold it has counted: a shadow that first sees a container already Ready (the
+    kubelet's first attempt came before the watch brought the container) and whose first
+    attempts fail says "not ready" by its initial Failure alone, where the kubelet, with a
+    success behind it, stays Ready for failureThreshold periods.
     """
     out: list[tuple[ProbeType, bool | None, bool | None]] = []
     for probe_type, results, kubelet in (
@@ -244,12 +248,8 @@ def _verdicts(
         if container.probe(probe_type) is None:
             continue
         worker = manager.get_worker(pod.uid, container.name, probe_type)
-        probed = (
-            worker is not None
-            and worker.container_id == cs.container_id
-            and sum(worker.probe_total.values()) > 0
-        )
-        value = results.get(cs.container_id) if probed else None
+        judged = worker is not None and worker.container_id == cs.container_id and worker.judged
+        value = results.get(cs.container_id) if judged else None
         out.append((probe_type, None if value is None else value is ResultValue.SUCCESS, kubelet))
     return out
 

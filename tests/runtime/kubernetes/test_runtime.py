@@ -470,6 +470,28 @@ async def test_divergence_is_marked_and_cleared(
     assert div.fields["since"] >= first.t
 
 
+async def test_attempts_below_the_threshold_are_no_verdict_worker_go_doProbe(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """The shadow first sees a container the kubelet already calls Ready (its first attempt came
+    before the watch brought the container), and the app starts failing just then. Below
+    failureThreshold doProbe leaves the cache as it was (worker.go: "below threshold - leave the
+    probe state unchanged"), so the shadow's "not ready" is its initial Failure, not an opinion:
+    the kubelet, with a success behind it, stays Ready for three periods too. An e2e run reported
+    that as a divergence for every flapping pod created at the app's phase change."""
+    http_target.status = 503
+    api.add_pod(web_pod(http_target.port, ready=True))
+    async with running(api, tmp_path, via="direct") as c:
+        await until(lambda: len(c.rec.of("ProbeAttempt")) >= 3, timeout=5)
+        third = c.rec.of("ProbeAttempt")[2]
+        assert not c.rec.of("Divergence")
+        await until(lambda: bool(c.rec.of("Divergence")), timeout=6)
+    (div,) = c.rec.of("Divergence")
+    assert (div.fields["kubelet"], div.fields["shadow"]) == ("ready", "not ready")
+    # counted from the attempt that reached the threshold, not from the first failure
+    assert div.fields["since"] >= third.t - 0.05
+
+
 async def test_a_divergence_is_read_afresh_before_it_is_reported(
     api: ApiEmulator, tmp_path: Path, http_target: HttpTarget, monkeypatch: pytest.MonkeyPatch
 ) -> None:
