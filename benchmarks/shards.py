@@ -71,6 +71,7 @@ class Config:
     # a directory: cProfile of this process over each window, and of every shard process from
     # the window's start to its end (probetui.shards.child PROFILE_ENV), one file per process
     profile: str | None = None
+    rows: bool = True  # the shards send attempts as rows (docs/stream.md); False: event frames
     target: str = "raw"  # benchmarks.target's epoll loop; "asyncio"; "nginx" when installed
 
 
@@ -180,7 +181,7 @@ async def measure(config: Config, handler: str, shards: int, rate: int, target: 
     engine: Any = (
         Engine(runtime, sinks)
         if shards == 0
-        else ShardPool(runtime, sinks, shards=shards, mode="fed")
+        else ShardPool(runtime, sinks, shards=shards, mode="fed", rows=config.rows)
     )
     profile = _profiles(config, handler, shards, rate)
     run = asyncio.ensure_future(engine.run())
@@ -372,6 +373,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the loopback target (default raw: benchmarks.target's epoll loop, the cheapest)",
     )
     p.add_argument(
+        "--no-rows",
+        action="store_true",
+        help="the shards send every attempt as an event frame (the stream before rows)",
+    )
+    p.add_argument(
         "--profile", metavar="DIR", help="cProfile every process over each window into DIR"
     )
     add_output_args(p)
@@ -394,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         repeat=args.repeat,
         profile=args.profile,
         target=args.target,
+        rows=not args.no_rows,
     )
     if config.repeat < 1:
         raise BenchError("--repeat: at least 1")

@@ -97,7 +97,10 @@ async def serve() -> int:
         sender.limit = int(setup["buffer"])
     mode = setup.get("mode", "fed")
     verdicts = mode == "fed" and bool(setup.get("verdicts"))
-    sender.send(hello("shard", shard=setup.get("shard"), pid=os.getpid(), verdicts=verdicts))
+    rows = bool(setup.get("rows"))  # attempts as compact rows (probetui/stream/rows.py)
+    sender.send(
+        hello("shard", shard=setup.get("shard"), pid=os.getpid(), verdicts=verdicts, rows=rows)
+    )
     pods = PodReader()
     held: list[dict[str, Any]] = []
     while True:
@@ -114,7 +117,7 @@ async def serve() -> int:
     if mode == "fed":
         for frame in held:
             runtime.feed(frame)  # type: ignore[attr-defined]
-    sinks: list[Any] = [StreamSink(sender)]
+    sinks: list[Any] = [StreamSink(sender, rows=rows)]
     verdict_sink = None
     if verdicts:
         from probetui.shards.verdicts import VerdictSink

@@ -30,6 +30,7 @@ from probetui.spec.model import Pod, ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import PodReader, PodWriter, event_from_frame
 from probetui.stream.reader import lines
+from probetui.stream.rows import ROWS, WORKER, RowReader
 from probetui.timeline.events import dropped_event, runtime_event
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class Shard:
     process: asyncio.subprocess.Process | None = None
     writer: PodWriter = field(default_factory=PodWriter)
     reader: PodReader = field(default_factory=PodReader)
+    rows: RowReader = field(default_factory=RowReader)  # this process's workers (rows.py)
     lateness: float = 0.0
     dropped: int = 0
     dropped_said: float = float("-inf")  # when the last notice of drops was given (monotonic)
@@ -106,6 +108,7 @@ class ShardPool:
         say: Callable[[str], None] | None = None,
         buffer: int | None = None,
         reach: dict[str, Any] | None = None,
+        rows: bool = True,
     ) -> None:
         if shards < 1:
             raise ValueError("a pool has at least one shard")
@@ -123,6 +126,8 @@ class ShardPool:
         # fed mode, the cluster: how its pods are reached, for the shards to follow the same
         # rules (`cluster.reach_settings`); and the shards' verdicts, for the divergence check
         self.reach = reach
+        # ask the shards for attempts as rows (docs/stream.md); False: event frames, as before
+        self.rows = rows
         from probetui.shards.verdicts import Verdicts
 
         self.verdicts = Verdicts()
@@ -278,6 +283,7 @@ class ShardPool:
         shard.started += 1
         shard.writer.forget()
         shard.reader = PodReader()
+        shard.rows = RowReader()
         shard.send(self._hello(shard))
         if self.mode == "local":
             for pod in shard.pods.values():
@@ -320,6 +326,9 @@ class ShardPool:
             buffer=self.buffer,
             verdicts=self.mode == "fed",
             reach=self.reach,
+            # attempts as compact rows, many a frame (docs/stream.md, "rows"): a shard that
+            # does not know them sends event frames, which are read as ever
+            rows=self.rows,
         )
 
     async def _read(self, shard: Shard, proc: asyncio.subprocess.Process) -> None:
@@ -353,7 +362,17 @@ class ShardPool:
 
     def _dispatch(self, shard: Shard, frame: dict[str, Any]) -> None:
         kind = frame["k"]
-        if kind == p.EVENT:
+        if kind == ROWS:
+            sinks = self.sinks
+            for event in shard.rows.events(frame):
+                for sink in sinks:
+                    try:
+                        sink.event(event)
+                    except Exception:  # a broken sink must not stop the stream
+                        log.exception("sink %r failed on %s", sink, event.type)
+        elif kind == WORKER:
+            shard.rows.declare(frame)
+        elif kind == p.EVENT:
             event = event_from_frame(frame)
             for sink in self.sinks:
                 try:

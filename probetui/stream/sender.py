@@ -2,11 +2,17 @@
 
 A slow reader must not slow the prober (its ticks would run late and its verdicts be wrong),
 so nothing here awaits the reader: frames go into the transport's write buffer, and while that
-buffer holds more than `limit` bytes, event frames are dropped and counted by event type. Once
-the reader has taken the buffer below half the limit, a `dropped` frame with the totals so far
-goes out ahead of the next frame, so the reader knows what it missed and how much. Frames that
-are not events (pods, acks, the end) are never dropped: they are few, and a reader without them
-would misread everything after.
+buffer holds more than `limit` bytes, event frames (and attempt rows) are dropped and counted by
+event type. Once the reader has taken the buffer below half the limit, a `dropped` frame with
+the totals so far goes out ahead of the next frame, so the reader knows what it missed and how
+much. Frames that are not events (pods, acks, the end) are never dropped: they are few, and a
+reader without them would misread everything after.
+
+Frames are not written one by one: what one turn of the engine's loop sends is gathered and
+written at the end of the turn in one write (a pipe write is a system call, and at thousands of
+attempts a second one per frame was a tenth of a shard's stream cost), and the attempt rows of
+that turn (`rows.py`) are one frame. Order is kept: a frame that is not a row closes the rows
+gathered before it.
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ from probetui.prober.status import PodStatus
 from probetui.spec.model import Pod
 from probetui.stream.codec import PodWriter, event_frame
 from probetui.stream.protocol import DROPPED, EVENT, dumps
+from probetui.stream.rows import ROW_BYTES, ROWS, RowWriter, is_row_event
 from probetui.timeline.events import Event
 
 DEFAULT_LIMIT = 4 << 20  # bytes the reader may fall behind by before events are dropped
+# gathered bytes that are written at once, without waiting for the end of the loop's turn
+FLUSH_BYTES = 64 << 10
 
 
 class Sender:
@@ -31,45 +40,124 @@ class Sender:
         self.dropped: Counter[str] = Counter()
         self._unreported = False
         self.frames = 0
+        self._pending: list[bytes] = []
+        self._rows: list[list[Any]] = []
+        self._bytes = 0  # gathered, not yet written (rows guessed at ROW_BYTES each)
+        self._flush_soon: asyncio.Handle | None = None
+
+    def _queued(self) -> int:
+        return self.transport.get_write_buffer_size() + self._bytes
 
     def send(self, frame: dict[str, Any]) -> bool:
         """Queue `frame`; False when it was an event dropped for a reader too far behind."""
         if self.transport.is_closing():
             return False
-        size = self.transport.get_write_buffer_size()
+        size = self._queued()
         if frame["k"] == EVENT and size > self.limit:
             self.dropped[frame["e"]["type"]] += 1
             self._unreported = True
             return False
+        self._close_rows()
         if self._unreported and size <= self.limit // 2:
             self._unreported = False
-            self.transport.write(dumps(self.dropped_frame()))
-        self.transport.write(dumps(frame))
+            self._add(dumps(self.dropped_frame()))
+        self._add(dumps(frame))
         self.frames += 1
         return True
+
+    def send_row(self, event_type: str, row: list[Any]) -> bool:
+        """Queue one attempt row (`rows.py`); False when dropped, as an event frame would be."""
+        if self.transport.is_closing():
+            return False
+        size = self._queued()
+        if size > self.limit:
+            self.dropped[event_type] += 1
+            self._unreported = True
+            return False
+        if self._unreported and size <= self.limit // 2:
+            self._close_rows()
+            self._unreported = False
+            self._add(dumps(self.dropped_frame()))
+        self._rows.append(row)
+        self._bytes += ROW_BYTES
+        self.frames += 1
+        self._later()
+        return True
+
+    def _add(self, data: bytes) -> None:
+        self._pending.append(data)
+        self._bytes += len(data)
+        if self._bytes >= FLUSH_BYTES:
+            self.flush()
+        else:
+            self._later()
+
+    def _later(self) -> None:
+        if self._flush_soon is None:
+            try:
+                self._flush_soon = asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop (an exit handler): now, then
+                self.flush()
+        elif self._bytes >= FLUSH_BYTES:
+            self.flush()
+
+    def _close_rows(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self._bytes -= ROW_BYTES * len(rows)
+            data = dumps({"k": ROWS, "r": rows})
+            self._pending.append(data)
+            self._bytes += len(data)
+
+    def flush(self) -> None:
+        """Write what is gathered now (the end of the loop's turn, or on the way out)."""
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
+        self._close_rows()
+        if not self._pending:
+            return
+        data = b"".join(self._pending) if len(self._pending) > 1 else self._pending[0]
+        self._pending.clear()
+        self._bytes = 0
+        if not self.transport.is_closing():
+            self.transport.write(data)
 
     def dropped_frame(self) -> dict[str, Any]:
         return {"k": DROPPED, "n": sum(self.dropped.values()), "by": dict(self.dropped)}
 
     def flush_report(self) -> None:
-        """Say what was dropped now, whatever the buffer holds (on the way out)."""
+        """Say what was dropped now, whatever the buffer holds, and write everything gathered
+        (on the way out)."""
+        self._close_rows()
         if self._unreported and not self.transport.is_closing():
             self._unreported = False
-            self.transport.write(dumps(self.dropped_frame()))
+            self._pending.append(dumps(self.dropped_frame()))
+        self.flush()
 
 
 class StreamSink:
-    """An engine sink that streams every event and pod snapshot through a `Sender`."""
+    """An engine sink that streams every event and pod snapshot through a `Sender`; with
+    `rows`, the shadow's attempts and skips as rows (the client asked for them in its hello)."""
 
-    def __init__(self, sender: Sender) -> None:
+    def __init__(self, sender: Sender, rows: bool = False) -> None:
         self.sender = sender
         self.pods = PodWriter()
+        self.rows = RowWriter() if rows else None
 
     def event(self, event: Event) -> None:
+        rows = self.rows
+        if rows is not None and is_row_event(event):
+            declare, row = rows.encode(event)
+            if declare is not None:
+                self.sender.send(declare)
+            if not self.sender.send_row(event.type, row):
+                rows.forget(event)
+            return
         self.sender.send(event_frame(event))
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         self.sender.send(self.pods.frame(pod, status))
 
 
-__all__ = ["DEFAULT_LIMIT", "Sender", "StreamSink"]
+__all__ = ["DEFAULT_LIMIT", "FLUSH_BYTES", "Sender", "StreamSink"]

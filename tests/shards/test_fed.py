@@ -173,3 +173,32 @@ async def test_a_slow_reader_loses_events_counted_and_told_never_blocking_the_sh
         run.cancel()
         await asyncio.gather(run, return_exceptions=True)
         server.close()
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["rows", "event-frames"])
+async def test_attempts_arrive_whole_as_rows_or_as_event_frames(rows: bool) -> None:
+    """The shards send attempts as rows when asked (docs/stream.md), event frames when not;
+    either way the sinks get the same events: the record behind each, the JSONL fields."""
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pods = [pod(i, port) for i in range(4)]
+    sink = Sink()
+    pool = ShardPool(Source(pods), [sink], shards=2, mode="fed", rows=rows)
+    run = asyncio.ensure_future(pool.run())
+    try:
+        await until(lambda: all(sink.attempts(p.uid) >= 2 for p, _ in pods), 30)
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        server.close()
+    attempts = [e for e in sink.events if e.type == "ProbeAttempt"]
+    for e in attempts:
+        assert e.record is not None and e.record.outcome is not None
+        assert e.fields["result"] == "Success" and e.fields["handler"] == "tcp"
+        assert e.fields["target"] == f"127.0.0.1:{port}" and e.fields["via"] == "direct"
+        assert e.namespace == "ns" and e.pod == f"f{e.pod_uid.split('-')[1]}"
+        assert e.record.result_run >= 1 and e.record.container_id.startswith("c://")

@@ -1,0 +1,253 @@
+"""Compact attempt rows: the shadow's attempts and skips as short arrays, many to a frame.
+
+An addition within version 1 (docs/stream.md, "rows"), used when the client's hello asks for
+it. Nearly every frame of a busy engine is a worker's `ProbeAttempt`, and nearly every attempt
+of a worker says what its last one said but for its times and its result run: the same pod,
+container, probe, target, status code, output and verdict. So:
+
+- a worker is declared once per connection (`wk` frame: its number `w`, the pod's UID,
+  namespace and name, the container and the probe), and its rows name it by `w`;
+- a row is `[w, t, at, fin, next, run, latency, started, ...]` (the times and the result run:
+  what changes on every attempt; one latency and start per try), followed by the rest of the
+  record as one array only when that rest differs from the worker's previous row;
+- the rows of one turn of the engine's loop go in one `rows` frame (`sender.Sender`), one
+  write and one line for all of them.
+
+The reader gives back the very `Event` the engine's sinks got: the record is rebuilt field by
+field, and the event from it by `record_event`, the one builder the engine itself calls (an
+attempt's event is a pure function of the pod's names, the record and how it was reached). Only
+events that builder made travel as rows (`is_row_event`); anything else stays an `event` frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from probetui.probe.base import Attempt, Result
+from probetui.prober.prober import ProbeEvent, ProbeOutcome
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.spec.model import ProbeType
+from probetui.stream.protocol import ProtocolError
+from probetui.timeline.events import SHADOW, Event, record_event
+
+ROWS = "rows"  # {"k": "rows", "r": [row, ...]}
+WORKER = "wk"  # {"k": "wk", "w": 3, "uid": ..., "ns": ..., "pod": ..., "c": ..., "probe": ...}
+ROW_TYPES = frozenset({"ProbeAttempt", "ProbeSkipped"})
+# a row's leading cells before the tries' times: w, t, at, fin, next, run
+_HEAD = 6
+# a row's byte size as the sender guesses it before encoding (for its drop rule)
+ROW_BYTES = 160
+
+
+def is_row_event(event: Event) -> bool:
+    """An event `record_event` built (a worker's doProbe record), which a row carries whole."""
+    return (
+        event.record is not None
+        and event.state is None
+        and event.type in ROW_TYPES
+        and event.source == SHADOW
+        and event.probe is not None
+    )
+
+
+class RowWriter:
+    """The engine's side: events to `wk` frames and rows, per connection."""
+
+    def __init__(self) -> None:
+        self._ids: dict[ProbeKey, int] = {}
+        # per worker number: the rest of its last row as sent (None: send it next time)
+        self._rest: list[tuple[Any, ...] | None] = []
+
+    def encode(self, event: Event) -> tuple[dict[str, Any] | None, list[Any]]:
+        """(the `wk` frame to send first, or None; the row). `event` is a row event."""
+        record = event.record
+        assert record is not None
+        key = record.key
+        w = self._ids.get(key)
+        declare = None
+        if w is None:
+            w = self._ids[key] = len(self._rest)
+            self._rest.append(None)
+            declare = {
+                "k": WORKER,
+                "w": w,
+                "uid": event.pod_uid,
+                "ns": event.namespace,
+                "pod": event.pod,
+                "c": key.container,
+                "probe": key.probe_type.key,
+            }
+        row: list[Any] = [
+            w,
+            record.t,
+            record.scheduled_at,
+            record.finished_at,
+            record.next_tick,
+            record.result_run,
+        ]
+        outcome = record.outcome
+        if outcome is None:
+            out = None
+        else:
+            tries = []
+            for a in outcome.attempts:
+                row.append(a.latency)
+                row.append(a.started_at)
+                tries.append(
+                    (
+                        a.handler,
+                        a.target,
+                        a.result.value,
+                        a.output,
+                        a.error,
+                        a.status_code,
+                        a.body,
+                        a.timed_out,
+                    )
+                )
+            ev = outcome.event
+            out = (
+                int(outcome.result),
+                outcome.error,
+                None if ev is None else (ev.type, ev.reason, ev.message),
+                tuple(tries),
+            )
+        rest = (
+            record.trigger.value,
+            record.container_id,
+            int(record.last_result),
+            None if record.skip is None else record.skip.value,
+            None if record.published is None else int(record.published),
+            record.on_hold,
+            record.paused,
+            event.fields.get("via") if outcome is not None else None,
+            out,
+        )
+        if self._rest[w] != rest:
+            self._rest[w] = rest
+            row.append(rest)
+        return declare, row
+
+    def forget(self, event: Event) -> None:
+        """The row of `event` was not sent (dropped for a slow reader): the worker's next row
+        carries its rest again, since the reader never saw this one's."""
+        record = event.record
+        w = self._ids.get(record.key) if record is not None else None
+        if w is not None:
+            self._rest[w] = None
+
+
+@dataclass(slots=True)
+class _PodNames:
+    """What `record_event` reads of a pod."""
+
+    uid: str
+    namespace: str
+    name: str
+
+
+@dataclass(slots=True)
+class _Worker:
+    key: ProbeKey
+    pod: _PodNames
+    # the last rest, decoded: trigger, cid, last, skip, pub, hold, paused, via, and the
+    # outcome's (result, error, event, tries' fixed parts) or None
+    rest: tuple[Any, ...] | None = None
+
+
+class RowReader:
+    """The client's side: `wk` and `rows` frames back to the engine's `Event`s, per connection
+    (a new engine process starts a new table)."""
+
+    def __init__(self) -> None:
+        self._workers: dict[int, _Worker] = {}
+
+    def declare(self, frame: dict[str, Any]) -> None:
+        try:
+            key = ProbeKey(frame["uid"], frame["c"], ProbeType.parse(frame["probe"]))
+            pod = _PodNames(frame["uid"], frame["ns"], frame["pod"])
+            self._workers[int(frame["w"])] = _Worker(key, pod)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"wk frame: {type(exc).__name__} {exc}") from None
+
+    def events(self, frame: dict[str, Any]) -> list[Event]:
+        try:
+            return [self._event(row) for row in frame["r"]]
+        except ProtocolError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ProtocolError(f"rows frame: {type(exc).__name__} {exc}") from None
+
+    def _event(self, row: list[Any]) -> Event:
+        worker = self._workers.get(row[0])
+        if worker is None:
+            raise ProtocolError(f"a row of worker {row[0]!r}, never declared")
+        if isinstance(row[-1], list):
+            worker.rest = _rest_from(row[-1])
+            end = len(row) - 1
+        elif worker.rest is None:
+            raise ProtocolError(f"worker {row[0]!r}'s first row carries no record")
+        else:
+            end = len(row)
+        trigger, cid, last, skip, pub, hold, paused, via, out = worker.rest
+        outcome = None
+        if out is not None:
+            result, error, ev, tries = out
+            if end - _HEAD != 2 * len(tries):
+                raise ProtocolError(f"a row of worker {row[0]!r} with {end - _HEAD} try times")
+            attempts = tuple(
+                Attempt(h, tgt, res, output, err, row[i], row[i + 1], code, body, timed_out)
+                for i, (h, tgt, res, output, err, code, body, timed_out) in zip(
+                    range(_HEAD, end, 2), tries, strict=True
+                )
+            )
+            outcome = ProbeOutcome(result, error, attempts, ev)
+        record = ProbeRecord(
+            key=worker.key,
+            t=row[1],
+            scheduled_at=row[2],
+            trigger=trigger,
+            container_id=cid,
+            skip=skip,
+            outcome=outcome,
+            finished_at=row[3],
+            result_run=row[5],
+            last_result=last,
+            published=pub,
+            on_hold=hold,
+            next_tick=row[4],
+            paused=paused,
+        )
+        return record_event(worker.pod, record, via)  # type: ignore[arg-type]
+
+
+def _rest_from(v: list[Any]) -> tuple[Any, ...]:
+    trigger, cid, last, skip, pub, hold, paused, via, out = v
+    outcome = None
+    if out is not None:
+        result, error, ev, tries = out
+        outcome = (
+            ResultValue(result),
+            error,
+            ProbeEvent(*ev) if ev is not None else None,
+            tuple(
+                (h, tgt, Result(res), output, err, code, body, bool(timed_out))
+                for h, tgt, res, output, err, code, body, timed_out in tries
+            ),
+        )
+    return (
+        Trigger(trigger),
+        str(cid),
+        ResultValue(last),
+        Skip(skip) if skip is not None else None,
+        ResultValue(pub) if pub is not None else None,
+        bool(hold),
+        bool(paused),
+        via,
+        outcome,
+    )
+
+
+__all__ = ["ROWS", "ROW_BYTES", "WORKER", "RowReader", "RowWriter", "is_row_event"]
