@@ -280,8 +280,19 @@ def window(
     return list(scan(data, kind_of, lo, hi, stop))
 
 
+# where a scan stopped: (position after the item that stopped it, shape, run, tick, step,
+# t, key, kind), from which `scan` goes on as if it had never stopped
+ScanState = tuple[int, int, int, int, int, int, int, str | None]
+
+
 def scan(
-    data: bytes, kind_of: Callable[[int], str], lo: int, hi: int, stop: int
+    data: bytes,
+    kind_of: Callable[[int], str],
+    lo: int,
+    hi: int,
+    stop: int,
+    start: ScanState | None = None,
+    stopped: list[tuple[int, Item | None, ScanState]] | None = None,
 ) -> Iterator[tuple[int, Item]]:
     """The items of a chunk with lo <= t <= hi (µs), each with the latest t of the chunk up to
     it (the reader's merge key); decoding ends at the first item stamped after `stop`.
@@ -290,12 +301,21 @@ def scan(
     of one and two bytes (most of a steady probe's) inline, an `Item` only for what is kept,
     and no more of the chunk than can still hold an item up to `hi` (within a probe items are
     published in order and stamped when they began, so one stamped past `hi` by more than an
-    attempt can last is followed by none at or before `hi`)."""
+    attempt can last is followed by none at or before `hi`).
+
+    `stopped`, given, receives where decoding stopped at `stop`: the stopping item's key, the
+    item and the state after it, from which a later scan goes on
+    (`start`): a replay's seek decodes each chunk to its step's end, and playing on from
+    there reads the rest without decoding the chunk from its start again."""
     get = varint.get
-    shape, run, tick, step, t = -1, 0, 0, 0, 0
-    key = -(1 << 62)
-    kind: str | None = None
-    i, n = 0, len(data)
+    if start is None:
+        shape, run, tick, step, t = -1, 0, 0, 0, 0
+        key = -(1 << 62)
+        kind: str | None = None
+        i = 0
+    else:
+        i, shape, run, tick, step, t, key, kind = start
+    n = len(data)
     while i < n:
         header = data[i]
         i += 1
@@ -354,6 +374,10 @@ def scan(
         if t > key:
             key = t
         if t > stop:
+            if stopped is not None:
+                # the item itself whatever `hi` (a scan going on has none)
+                item = Item(shape, t, at, item_run, lat)
+                stopped.append((key, item, (i, shape, run, tick, step, t, key, kind)))
             break
         if lo <= t <= hi:
             yield key, Item(shape, t, at, item_run, lat)
@@ -364,6 +388,7 @@ __all__ = [
     "RECORD_KINDS",
     "Chain",
     "Item",
+    "ScanState",
     "items",
     "put_other",
     "put_record",

@@ -606,8 +606,11 @@ class Recording:
             lambda seg: ((p.key, p) for p in self._segment_pending(seg[2], seg[3], lo)),
         )
 
-    def _segment_pages(self, lo: float) -> Iterator[tuple[float, int, int, bytes]]:
-        """`_segments(lo, inf)`, the closed chunks a page of start times at a time."""
+    def _segment_pages(
+        self, lo: float, after_t0: float | None = None
+    ) -> Iterator[tuple[float, int, int, bytes]]:
+        """`_segments(lo, inf)`, the closed chunks a page of start times at a time (from
+        `after_t0` on, given: a stream resumed there has read those before)."""
         open_segs: dict[int, list[Any]] = {}
         for seg, probe_id, t, data in self._q(
             "SELECT seg, probe_id, t, data FROM recent ORDER BY id"
@@ -627,6 +630,8 @@ class Recording:
             if first is None:
                 return
             a = max(lo - MAX_SPAN, first)
+            if after_t0 is not None:
+                a = max(a, after_t0)
             while a <= last:
                 b = a + STREAM_PAGE
                 for seg, probe_id, t0, data in self._q(
@@ -640,7 +645,9 @@ class Recording:
 
         yield from heapq.merge(closed(), opened)
 
-    def pending_groups(self, since: float, until: float, stop: float) -> dict[Group, list[Keyed]]:
+    def pending_groups(
+        self, since: float, until: float, stop: float, resume: float | None = None
+    ) -> tuple[dict[Group, list[Keyed]], Resumed | None]:
         """What `pending(since)` yields stamped up to `until` and keyed up to `stop`, by probe
         (pod uid, container, probe; a kubelet row by what it names), each as (key, 0 for an
         item or 1 for a row, Pending) in the order `pending` gives them.
@@ -648,48 +655,119 @@ class Recording:
         A seek feeds each probe on its own: the same events as a stream of 15,000 probes
         merged by time (restricted to one probe, that merge is its segments' and rows' merge
         by key), without the heap that merge walks for every event, and each chunk decoded
-        no further than `stop` (a key past it: nothing after it is wanted)."""
-        hi_us, stop_us = _us_at_most(until), _us_at_most(stop)
-        segs: dict[int, list[bytes]] = {}
-        for _, _, probe_id, data in self._segments(since, stop, None):
-            segs.setdefault(probe_id, []).append(data)
+        no further than `stop` (a key past it: nothing after it is wanted).
+
+        `resume` (at least `since`), given: also where `pending(resume)` stands after what
+        was read here (`Resumed`, for `pending_resumed`), so that playing on from the seek
+        decodes no chunk from its start again (that was a second seek's worth of decoding
+        in the first step of playing after it)."""
+        stop_us = _us_at_most(stop)
+        lists: list[tuple[int, list[Pending]]] = []
+        stopped: list[tuple[int, float, int, int, bytes, Any, Any]] = []
+        for t0, seg, probe_id, data in self._segments(since, stop, None):
+            left: list[Any] | None = [] if resume is not None else None
+            got = list(self._segment_pending(probe_id, data, since, stop_us, stop_us, None, left))
+            if got:
+                lists.append((probe_id, got))
+            if left:
+                key, item, state = left[0]
+                stopped.append((key, t0, seg, probe_id, data, item, state))
+        by_probe: dict[int, list[list[Pending]]] = {}
+        for probe_id, got in lists:
+            by_probe.setdefault(probe_id, []).append(got)
         out: dict[Group, list[Keyed]] = {}
-        for probe_id, datas in segs.items():
-            if len(datas) == 1:
-                got = [
-                    (p.key, 0, p)
-                    for p in self._segment_pending(probe_id, datas[0], since, hi_us, stop_us)
-                ]
+        for got_lists in by_probe.values():
+            if len(got_lists) == 1:
+                merged: Iterable[Pending] = got_lists[0]
             else:
                 # each segment is in key order; ties go to the one that began first, as the
                 # stream's merge takes them
-                got = [
-                    (p.key, 0, p)
-                    for p in heapq.merge(
-                        *(self._segment_pending(probe_id, d, since, hi_us, stop_us) for d in datas),
-                        key=_key_of,
-                    )
-                ]
-            if got:
-                out[got[0][2].group] = got
+                merged = heapq.merge(*got_lists, key=_key_of)
+            kept = [(p.key, 0, p) for p in merged if p.t <= until]
+            if kept:
+                out[kept[0][2].group] = kept
+        row_list = [p for _, _, p in self._pending_rows(since, stop)]
         rows: dict[Group, list[Keyed]] = {}
-        for _, _, p in self._pending_rows(since, stop):
+        for p in row_list:
             if p.t <= until:
                 rows.setdefault(p.group, []).append((p.t, 1, p))
         for group, kept in rows.items():
             items = out.get(group)
             out[group] = kept if items is None else list(heapq.merge(items, kept, key=_merge_key))
-        return out
+        if resume is None:
+            return out, None
+        return out, Resumed(resume, stop, [got for _, got in lists], row_list, stopped)
+
+    def pending_resumed(self, r: Resumed) -> Iterator[Pending]:
+        """`pending(r.since)`, from what a seek read (`pending_groups`) and on from there;
+        nothing is done before the first pull (a seek that is not played on pays none of it).
+
+        What the seek read keyed up to its `stop` comes first, in the stream's order: by key,
+        a segment's items before the rows at the same key, segments in the order they began.
+        Then the segments the seek stopped decoding in, each from its stopping item on (by
+        that item's key: none has a later item keyed before it, so each is opened only when
+        the merge reaches it), with those begun after `stop`, and the rows after it."""
+        since = r.since
+        prefix = [
+            (p.key, 0, rank, j, p)
+            for rank, got in enumerate(r.items)
+            for j, p in enumerate(got)
+            if p.t >= since
+        ]
+        prefix.extend((p.t, 1, 0, j, p) for j, p in enumerate(r.rows) if p.t >= since)
+        prefix.sort(key=_prefix_key)
+        for x in prefix:
+            yield x[4]
+        del prefix
+        us = codec.US
+        resumed = sorted((key / us, *rest) for key, *rest in r.stopped)
+        later = (s for s in self._segment_pages(since, after_t0=r.stop) if s[0] > r.stop)
+
+        def opened(seg: tuple[Any, ...]) -> Iterator[tuple[float, Pending]]:
+            if len(seg) == 4:  # a segment begun after the seek's end
+                return ((p.key, p) for p in self._segment_pending(seg[2], seg[3], since))
+            return self._resumed_segment(seg, since)
+
+        segments = heapq.merge(resumed, later, key=_first)
+        items = _merge_segments(segments, opened)
+        rows = self._pending_rows(math.nextafter(r.stop, math.inf))
+        for _, _, p in heapq.merge(items, rows, key=_merge_key):
+            yield p
+
+    def _resumed_segment(self, seg: tuple[Any, ...], lo: float) -> Iterator[tuple[float, Pending]]:
+        key, _, _, probe_id, data, item, state = seg
+        first = self._pending_of(probe_id, round(key * codec.US), item)
+        yield first.key, first
+        end = 1 << 62
+        for p in self._segment_pending(probe_id, data, lo, end, end, state):
+            yield p.key, p
+
+    def _pending_of(self, probe_id: int, key: int, item: codec.Item) -> Pending:
+        ref = self._ref(probe_id)
+        us = codec.US
+        tp = self._template(item.shape)
+        t = item.t / us
+        done = t + item.latency / us if tp.kind == "A" else t
+        group = (ref.key.pod_uid, ref.container, ref.probe)
+        return Pending(key / us, t, done, EVENT_TYPE[tp.kind], group, (tp, ref, item))
 
     def _segment_pending(
-        self, probe_id: int, data: bytes, lo: float, hi_us: int = 1 << 62, stop_us: int = 1 << 62
+        self,
+        probe_id: int,
+        data: bytes,
+        lo: float,
+        hi_us: int = 1 << 62,
+        stop_us: int = 1 << 62,
+        start: codec.ScanState | None = None,
+        stopped: list[Any] | None = None,
     ) -> Iterator[Pending]:
         ref = self._ref(probe_id)
         us = codec.US
         group = (ref.key.pod_uid, ref.container, ref.probe)
         template = self._template
+        lo_us = _us_at_least(lo)
         try:
-            for key, item in codec.scan(data, self._kind, _us_at_least(lo), hi_us, stop_us):
+            for key, item in codec.scan(data, self._kind, lo_us, hi_us, stop_us, start, stopped):
                 tp = template(item.shape)
                 t = item.t / us
                 kind = tp.kind
@@ -794,6 +872,28 @@ Group = tuple[str, str | None, str | None]
 Keyed = tuple[float, int, Pending]
 
 
+@dataclass(slots=True)
+class Resumed:
+    """Where `pending(since)` stands after a seek read it to `stop` (`pending_groups`): the
+    items it read of each segment (in the order the segments began) and the rows, and each
+    segment it stopped decoding in: (the stopping item's key in µs, t0, id, probe id, data,
+    that item, the decoder's state after it)."""
+
+    since: float
+    stop: float
+    items: list[list[Pending]]
+    rows: list[Pending]
+    stopped: list[tuple[int, float, int, int, bytes, Any, Any]]
+
+
+def _first(x: tuple[Any, ...]) -> Any:
+    return x[0]
+
+
+def _prefix_key(x: tuple[float, int, int, int, Pending]) -> tuple[float, int, int, int]:
+    return (x[0], x[1], x[2], x[3])
+
+
 def _key_of(p: Pending) -> float:
     return p.key
 
@@ -830,4 +930,13 @@ def _merge_segments(
             heapq.heapreplace(heap, (following[0], n, following[1], it))
 
 
-__all__ = ["Group", "Keyed", "Pending", "PodInfo", "Recording", "RecordingMeta", "open_recording"]
+__all__ = [
+    "Group",
+    "Keyed",
+    "Pending",
+    "PodInfo",
+    "Recording",
+    "RecordingMeta",
+    "Resumed",
+    "open_recording",
+]

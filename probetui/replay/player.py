@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
-from probetui.record.reader import Pending, Recording
+from probetui.record.reader import Pending, Recording, Resumed
 from probetui.record.schema import MAX_SPAN, SessionMeta
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
@@ -139,14 +139,13 @@ class Player:
                 if t > self._fed:
                     # what was published in between, on top of what the store holds
                     if self._stream is None:
-                        self._stream = Stream(self.recording, self._fed, self.lookback, False)
+                        self._stream = Stream(self.recording, self._fed, self.lookback)
                     self._stream.feed(self.store, self._fed, t)
             else:
                 self.store.reset()
                 lo = max(self.first, t - self.window) - 1e-6
-                rebuild(self.store, self.recording, lo, t, self.lookback)
-                # playing on from here begins a stream where it is first asked for
-                self._stream = None
+                # playing on reads on from where the rebuild stopped reading
+                self._stream = rebuild(self.store, self.recording, lo, t, self.lookback)
                 self._keyframes(lo)
         finally:
             if was:
@@ -298,14 +297,24 @@ class Stream:
     chunk is read and decoded once, where the last step left it, and an event is built only
     when it is fed, so a step costs what it feeds, not the chunks of 15,000 probes again."""
 
-    def __init__(self, recording: Recording, after: float, back: float, began: bool = True) -> None:
+    def __init__(
+        self,
+        recording: Recording,
+        after: float,
+        back: float,
+        resumed: Resumed | None = None,
+    ) -> None:
         self.recording = recording
         self.back = back
-        self._it: Iterator[Pending] | None = recording.pending(after - back)
+        self._it: Iterator[Pending] | None = (
+            recording.pending(after - back)
+            if resumed is None
+            else recording.pending_resumed(resumed)
+        )
         self._buf: deque[Pending] = deque()
         # the first step feeds the pods as they stood before it too, unless the store holds
-        # them already (a stream begun where a rebuild left the store)
-        self._began = began
+        # them already (a stream going on from a rebuild)
+        self._began = resumed is None
 
     def _pull(self, limit: float) -> None:
         """Read on until an event keyed past `limit` (or the end) is in the buffer."""
@@ -375,16 +384,18 @@ class Stream:
         return n
 
 
-def rebuild(store: Store, recording: Recording, after: float, until: float, back: float) -> int:
+def rebuild(store: Store, recording: Recording, after: float, until: float, back: float) -> Stream:
     """Feed an empty `store` what was published in (after, until] and the pods as they stood
-    then, as a `Stream` begun at `after` feeds it in one step, each pod on its own.
+    then, as a `Stream` begun at `after` feeds it in one step, each pod on its own; returns
+    the stream that goes on from `until`, reading on where this stopped.
 
     The stream merges 15,000 probes' events by time and feeds them in that order, a heap
     step per event; the store's state of one pod depends only on the order of that pod's
     own events and snapshots, so a seek feeds pod after pod: the pod's snapshots, then its
-    events, merged by time as the stream does. Returns the events fed."""
+    events, merged by time as the stream does."""
     lo, hi = after - back, until + back
-    groups = recording.pending_groups(lo, hi, hi + back)
+    groups, resumed = recording.pending_groups(lo, hi, hi + back, until - back)
+    assert resumed is not None
     by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
     for group, keyed in groups.items():
         fed = _fed_of(keyed, after, until)
@@ -399,7 +410,6 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
             order.append(pod.uid)
         s.append((t, pod, status))
     order.extend(uid for uid in by_pod if uid not in snaps)
-    n = 0
     for uid in order:
         lists = by_pod.get(uid, ())
         events = lists[0] if len(lists) == 1 else list(heapq.merge(*lists, key=_merge_key))
@@ -409,7 +419,6 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
             store.pod(shots[0][1], shots[0][2])
             for _, _, p in events:
                 store.event(p.event())
-            n += len(events)
             continue
         merged = heapq.merge(
             ((t, 0, (pod, st)) for t, pod, st in shots),
@@ -421,8 +430,7 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
                 store.pod(*x)  # type: ignore[misc]
             else:
                 store.event(x.event())  # type: ignore[union-attr]
-                n += 1
-    return n
+    return Stream(recording, until, back, resumed)
 
 
 def _fed_of(
