@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetui.config.errors import ConfigError
-from probetui.config.files import ConfigFile, read, system_path, user_path
+from probetui.config.files import ConfigFile, read, read_system, user_path
 from probetui.config.keymap import check_clashes
 from probetui.config.schema import (
     ContextRule,
@@ -226,7 +226,7 @@ def load(config_flag: str | None = None, environ: Mapping[str, str] | None = Non
     """Read the system and the user file and check the environment's settings; raises
     ConfigError. Nothing is connected to and nothing else is read."""
     env = dict(os.environ if environ is None else environ)
-    system = read("system", *system_path(env))
+    system = read_system(env)
     user = read("user", *user_path(config_flag, env))
     config = Config(system, user, env)
     keymap = config.keymap()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from probetui.config import IN_CLUSTER, ConfigError
-from tests.config.helpers import config
+from probetui.config import IN_CLUSTER, ConfigError, files
+from tests.config.helpers import config, write
 
 RULES = {
     "contexts": {
@@ -96,3 +98,28 @@ def test_a_locked_system_file_read_only_everywhere() -> None:
 def test_lock_in_a_user_file_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"config\.yaml: lock: expected only in the system file"):
         config(user={"lock": True})
+
+
+def test_the_system_file_s_lock_holds_wherever_the_variable_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host's /etc/probetui/config.yaml that locks is read whatever PROBETUI_SYSTEM_CONFIG
+    says: one variable in a shell must not point a lock away. One that does not lock leaves
+    the variable its say (tests, hosts that keep /etc elsewhere)."""
+    etc = write(tmp_path / "etc-probetui.yaml", {"readOnly": True, "lock": True})
+    monkeypatch.setattr(files, "SYSTEM_CONFIG", str(etc))
+    elsewhere = write(tmp_path / "elsewhere.yaml", {"readOnly": False})
+    env = {"PROBETUI_SYSTEM_CONFIG": str(elsewhere)}
+    cfg = config(env=env)
+    assert (cfg.system.path, cfg.system.note) == (
+        str(etc),
+        "PROBETUI_SYSTEM_CONFIG is not read: this file locks read-only",
+    )
+    assert cfg.read_only("dev").locked
+    with pytest.raises(ConfigError, match=f"--write: read-only is locked by system file {etc}"):
+        cfg.read_only("dev", flag_write=True)
+
+    write(etc, {"readOnly": True})
+    cfg = config(env=env)
+    assert (cfg.system.path, cfg.system.chosen_by) == (str(elsewhere), "PROBETUI_SYSTEM_CONFIG")
+    assert cfg.read_only("dev").value is False
