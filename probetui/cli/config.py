@@ -67,6 +67,8 @@ def read_only(config: Config, context: str | None, read_only: bool, write: bool)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from probetui.config.schema import VIAS
+
     p.description = (
         "Show the settings in force and where each one comes from (default, the system file, "
         "your file, the environment, a flag), for one kubeconfig context; or write a "
@@ -85,6 +87,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kubeconfig", metavar="FILE", help="kubeconfig to take the current context from"
     )
+    g = p.add_argument_group(
+        "a run's flags",
+        "The cluster view's flags that settings come from, to see what a run with them would "
+        "have in force (a --write the lock refuses is refused here too, in the same line).",
+    )
+    g.add_argument("--read-only", dest="cfg_read_only", action="store_true", help="as a run's")
+    g.add_argument("--write", dest="cfg_write", action="store_true", help="as a run's")
+    g.add_argument("--via", dest="cfg_via", choices=VIAS, help="as a run's")
+    g.add_argument("-n", "--namespace", dest="cfg_namespace", metavar="NS", help="as a run's")
+    g.add_argument("-l", "--selector", dest="cfg_selector", metavar="SELECTOR", help="as a run's")
+    g.add_argument(
+        "--kubelet-version", dest="cfg_kubelet_version", metavar="X.Y", help="as a run's"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,20 +107,23 @@ def run(args: argparse.Namespace) -> int:
         return _init(getattr(args, "config", None))
     config = load_config(args)
     context, why = _context(args)
+    # every answer before the first line: bad input is one line, not a table cut short
+    ro = read_only(config, context, args.cfg_read_only, args.cfg_write)
+    theme = ui_settings(config, args)["theme"]
+    rows: list[tuple[str, str, str]] = [
+        ("readOnly", _word(ro.value) + (" (locked)" if ro.locked else ""), ro.source),
+        ("theme", _theme_word(theme), config.theme(getattr(args, "theme", None)).source),
+    ]
+    for name, sourced in config.context_settings(context, _run_flags(args)).items():
+        rows.append((_yaml_name(name), _context_word(name, sourced.value), sourced.source))
     out = sys.stdout
     out.write("files\n")
     for file in config.files:
         state = "read" if file.found else "not found"
         chosen = "" if file.chosen_by == "default" else f", chosen by {file.chosen_by}"
         lock = ", lock: true" if file.settings is not None and file.settings.lock else ""
-        out.write(f"  {file.kind:<7} {file.path}  ({state}{chosen}{lock})\n")
-    rows: list[tuple[str, str, str]] = []
-    ro = read_only(config, context, False, False)
-    rows.append(("readOnly", _word(ro.value) + (" (locked)" if ro.locked else ""), ro.source))
-    theme = ui_settings(config, args)["theme"]
-    rows.append(("theme", _theme_word(theme), config.theme(getattr(args, "theme", None)).source))
-    for name, sourced in config.context_settings(context).items():
-        rows.append((_yaml_name(name), _context_word(name, sourced.value), sourced.source))
+        note = f"; {file.note}" if file.note else ""
+        out.write(f"  {file.kind:<7} {file.path}  ({state}{chosen}{lock}{note})\n")
     title = f'settings for context "{context}" ({why})' if context else f"settings ({why})"
     _table(out, title, rows)
     keymap = config.keymap()
@@ -124,6 +142,24 @@ def run(args: argparse.Namespace) -> int:
 
     out.write(f"themes\n  {', '.join(theme_names())}\n")
     return EXIT_OK
+
+
+def _run_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The per-context settings' flags as the cluster view reads them."""
+    version = args.cfg_kubelet_version
+    if version is not None:
+        from probetui.config.schema import Expected, check_kubelet_version
+
+        try:
+            version = check_kubelet_version(version)
+        except Expected as e:
+            raise UsageError(f"--kubelet-version: expected {e}") from None
+    return {
+        "via": args.cfg_via,
+        "namespace": args.cfg_namespace,
+        "selector": args.cfg_selector,
+        "kubelet_version": version,
+    }
 
 
 def _init(flag: str | None) -> int:

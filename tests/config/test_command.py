@@ -50,6 +50,12 @@ def _kubeconfig(tmp_path: Path) -> Path:
         ("keys:\n  probe_now: ctrl+p\n", "key ctrl+p is the command palette"),
         ("readOnly: [\n", "line 2: expected YAML"),
         ("- 1\n", "expected a mapping of settings at the top, got a list"),
+        # YAML keeps the last of two; a forgotten line below must not turn read-only off
+        ("readOnly: true\nreadOnly: false\n", "line 2: readOnly: given twice"),
+        (
+            "contexts:\n  prod-*: {readOnly: true}\n  'prod-*': {via: direct}\n",
+            'line 3: contexts."prod-*": given twice',
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_connecting(
@@ -127,6 +133,33 @@ def test_probetui_config_says_where_each_setting_came_from(
     assert "kubeletVersion 1.33 environment PROBETUI_KUBELET_VERSION" in lines
     assert f"probetui.probe-now ctrl+t user file {user}" in lines
     assert "probetui.follow f default" in lines
+
+
+def test_probetui_config_takes_a_run_s_flags(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a run with these flags would have in force, each from "flag ...": and a --write the
+    lock refuses is the run's one line, with no table before it."""
+    write(user_file(), {"contexts": {"prod-*": {"readOnly": True, "via": "direct"}}})
+    argv = ["config", "--context", "prod-eu", "--write", "--via", "proxy", "-n", "shop"]
+    assert main([*argv, "-l", "app=web", "--kubelet-version", "v1.31.2"]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    for row in (
+        "readOnly false flag --write",
+        "via proxy flag --via",
+        "namespace shop flag -n",
+        "selector app=web flag -l",
+        "kubeletVersion 1.31.2 flag --kubelet-version",
+    ):
+        assert row in lines
+    monkeypatch.setenv("PROBETUI_READ_ONLY", "locked")
+    assert main(["config", "--context", "prod-eu", "--write"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("probetui: error: --write: read-only is locked by PROBETUI_READ_ONLY")
+    assert err.count("\n") == 1
+    assert main(["config", "--kubelet-version", "1.x"]) == 2
+    assert _error(capsys).startswith("--kubelet-version: expected a version")
 
 
 def test_the_current_context_comes_from_the_kubeconfig(
