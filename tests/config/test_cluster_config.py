@@ -1,6 +1,7 @@
 """The cluster view under configuration, against the API emulator: a context rule turns
 read-only on with no flag, a locked shell stays read-only whatever the files say, and the
-emulator's request log shows only get, list and watch. Context defaults reach the run."""
+emulator's request log shows only get, list and watch. Context defaults reach the run, and a
+context's `via` and `kubeletVersion` reach the probes themselves."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from probetui.cli import main
 from tests.cli.test_cluster import _PROXY_VARS, _play_the_kubelet, _pod, run_probetui
 from tests.config.helpers import user_file, write
-from tests.kube.emulator import ApiEmulator
+from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import HttpTarget, api, http_target
 
 __all__ = ["api", "http_target"]  # fixtures, used by name
@@ -83,6 +84,25 @@ def test_a_locked_shell_refuses_write_before_connecting(
     err = capsys.readouterr().err.strip()
     assert err.startswith("probetui: error: --write: read-only is locked by PROBETUI_READ_ONLY")
     assert "\n" not in err
+
+
+@pytest.mark.slow
+async def test_a_context_s_via_and_kubelet_version_reach_the_probes(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """No flag: the file's `via: direct` probes the pod IP (no port-forward asked for), and its
+    `kubeletVersion` names the probes where the nodes cannot be read (the view role)."""
+    write(user_file(), {"contexts": {"emu*": {"via": "direct", "kubeletVersion": "1.31"}}})
+    api.role = "view"
+    readiness = http_get_probe("/ready", http_target.port, period=1)
+    api.add_pod(make_pod("web", containers=[container("app", readiness=readiness)]))
+    config = api.kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    code, lines, err = await run_probetui(*HEADLESS, "--kubeconfig", str(config))
+    assert code == 0, err
+    attempts = [x for x in lines if x["type"] == "ProbeAttempt"]
+    assert attempts and {x["via"] for x in attempts} == {"direct"}
+    assert {h["User-Agent"] for _, _, h in http_target.seen} == {"kube-probe/1.31"}
+    assert api.count_requests(subresource="portforward") == 0
 
 
 def test_context_defaults_reach_the_target(tmp_path: Path) -> None:
