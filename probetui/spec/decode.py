@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 from probetui.spec.documents import line_in
@@ -54,26 +53,101 @@ def describe(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-@dataclass(frozen=True, slots=True)
+_UNKNOWN: Any = object()
+_new = object.__new__
+
+
 class At:
-    """Where a value sits: document, container, field path and line, for error messages."""
+    """Where a value sits: document, container, field path and line, for error messages.
 
-    origin: str
-    path: str = ""
-    line: int | None = None
-    container: str | None = None
-    container_kind: str = "container"
+    A manifest's every field takes one and nearly none is ever read, so `key` and `index`
+    only remember their parent: the path and the line are worked out when an error asks
+    (building them for every field was a third of `probetui lint` reading ten thousand
+    objects)."""
 
-    # built directly rather than with dataclasses.replace: a manifest's every field takes one,
-    # and replace's introspection was a third of reading ten thousand objects (`probetui lint`)
+    __slots__ = ("_key", "_line", "_node", "_path", "_up", "container", "container_kind", "origin")
+
+    def __init__(
+        self,
+        origin: str,
+        path: str = "",
+        line: int | None = None,
+        container: str | None = None,
+        container_kind: str = "container",
+    ) -> None:
+        self.origin = origin
+        self.container = container
+        self.container_kind = container_kind
+        self._up: At | None = None
+        self._node: object = None
+        self._key: object = None
+        # _UNKNOWN until asked; a path of None is an index's, still to be made
+        self._path: Any = path
+        self._line: Any = line
+
+    # key and index build the object by hand: an __init__ call for each of a manifest's fields
+    # was most of what they cost
     def key(self, parent: object, key: str) -> At:
-        path = f"{self.path}.{key}" if self.path else key
-        line = line_in(parent, key) or self.line
-        return At(self.origin, path, line, self.container, self.container_kind)
+        at = _new(At)
+        at.origin = self.origin
+        at.container = self.container
+        at.container_kind = self.container_kind
+        at._up = self
+        at._node = parent
+        at._key = key
+        at._path = _UNKNOWN
+        at._line = _UNKNOWN
+        return at
 
     def index(self, parent: object, i: int) -> At:
-        line = line_in(parent, i) or self.line
-        return At(self.origin, f"{self.path}[{i}]", line, self.container, self.container_kind)
+        at = _new(At)
+        at.origin = self.origin
+        at.container = self.container
+        at.container_kind = self.container_kind
+        at._up = self
+        at._node = parent
+        at._key = i
+        at._path = None
+        at._line = _UNKNOWN
+        return at
+
+    @property
+    def path(self) -> str:
+        path = self._path
+        if path is _UNKNOWN or path is None:
+            assert self._up is not None
+            up = self._up.path
+            if path is None:  # an index
+                path = f"{up}[{self._key}]"
+            else:
+                path = f"{up}.{self._key}" if up else str(self._key)
+            self._path = path
+        return path
+
+    @property
+    def line(self) -> int | None:
+        line = self._line
+        if line is _UNKNOWN:
+            assert self._up is not None
+            line = self._line = line_in(self._node, self._key) or self._up.line
+        return line
+
+    def replace(self, **changes: Any) -> At:
+        """This place with some of origin, path, line, container, container_kind changed."""
+        fields = {
+            "origin": self.origin,
+            "path": self.path,
+            "line": self.line,
+            "container": self.container,
+            "container_kind": self.container_kind,
+        }
+        return At(**(fields | changes))
+
+    def __repr__(self) -> str:
+        return (
+            f"At(origin={self.origin!r}, path={self.path!r}, line={self.line!r}, "
+            f"container={self.container!r}, container_kind={self.container_kind!r})"
+        )
 
     def fail(self, detail: str, fix: str | None = None) -> NoReturn:
         raise ManifestError(
@@ -165,4 +239,4 @@ def check_fields(
         fix = f'did you mean "{close[0]}"?' if close else f"{what} fields: {', '.join(known)}"
         if key == "sleep" and what == "probe":
             fix = "probes have no sleep handler; sleep exists only for lifecycle hooks"
-        replace(at, line=line_in(m, key) or at.line).fail(f'unknown field "{key}"', fix)
+        at.replace(line=line_in(m, key) or at.line).fail(f'unknown field "{key}"', fix)

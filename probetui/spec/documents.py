@@ -21,42 +21,69 @@ from probetui.spec.errors import ManifestError
 __all__ = ["documents", "line_in"]
 
 
+# no __init__ of their own: a Python __init__ was a tenth of reading a manifest; whoever makes
+# one sets both slots
+
+
 class _LineDict(dict):  # type: ignore[type-arg]
     """A mapping that remembers the line of each key (1-based)."""
 
     __slots__ = ("line", "lines")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.line: int | None = None
-        self.lines: dict[Any, int] = {}
+    line: int | None
+    lines: dict[Any, int]
 
 
 class _LineList(list):  # type: ignore[type-arg]
     """A sequence that remembers the line of each item (1-based)."""
 
     __slots__ = ("line", "lines")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.line: int | None = None
-        self.lines: list[int] = []
+    line: int | None
+    lines: list[int]
 
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
-    pass
-
-
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+# the scalar tags the fast path builds itself (each a pure function of the text, so memoised);
+# any other tag, like a merge key, an alias or a duplicate key, sends the document down
+# PyYAML's own constructors, which also give any error its usual words
+_PLAIN_SCALARS = frozenset(
+    (
+        "tag:yaml.org,2002:null",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:timestamp",
+    )
+)
+
+
+class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
+    # libyaml asks the resolver for the tag of every scalar; a manifest repeats its plain
+    # values ("TCP", "10", "true") thousands of times, and the answer depends on the text alone
+    # (this loader has no path resolvers)
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._tags: dict[str, str] = {}
+        self._scalars: dict[tuple[str, str], Any] = {}
+
+    def resolve(self, kind: type, value: str | None, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = self._tags.get(value)  # type: ignore[arg-type]
+            if tag is None:
+                tag = self._tags[value] = super().resolve(kind, value, implicit)  # type: ignore[index]
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
 
 
 def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterable[_LineDict]:
     data = _LineDict()
     data.line = node.start_mark.line + 1
+    data.lines = {}
     yield data
     # go-yaml refuses a key set twice in one mapping; PyYAML would silently keep the last
     seen: dict[str, int] = {}
@@ -87,13 +114,78 @@ def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterable[
 def _construct_seq(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> Iterable[_LineList]:
     data = _LineList()
     data.line = node.start_mark.line + 1
+    data.lines = []
     yield data
     data.extend(loader.construct_sequence(node))
     data.lines = [item.start_mark.line + 1 for item in node.value]
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+_Loader.add_constructor(_MAP_TAG, _construct_map)
+_Loader.add_constructor(_SEQ_TAG, _construct_seq)
+
+
+class _Slow(Exception):
+    """The document needs PyYAML's own constructors (above)."""
+
+
+def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any]) -> Any:
+    """A node as the constructors above make it, for the documents manifests are: plain
+    scalars, string keys set once. A straight walk, without the constructor's bookkeeping per
+    node (which was half of reading a manifest); anything else raises _Slow. `built` holds
+    each collection by node, so that an alias is the same object, as PyYAML makes it."""
+    cls = node.__class__
+    if cls is yaml.ScalarNode:
+        tag = node.tag
+        if tag == _STR_TAG:
+            return node.value
+        if tag not in _PLAIN_SCALARS:
+            raise _Slow
+        key = (tag, node.value)
+        try:
+            return loader._scalars[key]
+        except KeyError:
+            value = loader._scalars[key] = loader.yaml_constructors[tag](loader, node)
+            return value
+    done = built.get(id(node), _Slow)
+    if done is None:
+        raise _Slow  # a collection that contains itself
+    if done is not _Slow:
+        return done  # an alias of one already built
+    built[id(node)] = None
+    if cls is yaml.MappingNode and node.tag == _MAP_TAG:
+        data = _LineDict()
+        data.line = node.start_mark.line + 1
+        data.lines = lines = {}
+        for key_node, value_node in node.value:
+            if key_node.__class__ is not yaml.ScalarNode or key_node.tag != _STR_TAG:
+                raise _Slow
+            key = key_node.value
+            if key in data:
+                raise _Slow  # set twice: refused, in the constructor's words
+            if value_node.__class__ is yaml.ScalarNode and value_node.tag == _STR_TAG:
+                data[key] = value_node.value  # most values: no call for them
+            else:
+                data[key] = _fast(loader, value_node, built)
+            lines[key] = key_node.start_mark.line + 1
+        built[id(node)] = data
+        return data
+    if cls is yaml.SequenceNode and node.tag == _SEQ_TAG:
+        items = _LineList()
+        items.line = node.start_mark.line + 1
+        items.extend([_fast(loader, item, built) for item in node.value])
+        items.lines = [item.start_mark.line + 1 for item in node.value]
+        built[id(node)] = items
+        return items
+    raise _Slow
+
+
+def _document(loader: _Loader, node: yaml.Node) -> Any:
+    try:
+        return _fast(loader, node, {})
+    except Exception:
+        # _Slow, or a value the fast path cannot build (RecursionError, a bad !!int): PyYAML
+        # builds it, or refuses it with its own message
+        return loader.construct_document(node)
 
 
 def _yaml_fix(text: str, line: int | None) -> str | None:
@@ -110,8 +202,8 @@ def _yaml_documents(text: str, source: str) -> list[Any]:
     loader = _Loader(text)
     docs: list[Any] = []
     try:
-        while loader.check_data():
-            docs.append(loader.get_data())
+        while loader.check_node():
+            docs.append(_document(loader, loader.get_node()))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "cannot parse"

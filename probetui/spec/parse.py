@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +122,7 @@ def _pod_from_object(
         meta_at.key(meta, "name").fail("Required value", "give the object a name")
     namespace = string(meta.get("namespace"), meta_at.key(meta, "namespace")) or "default"
     uid = string(meta.get("uid"), meta_at.key(meta, "uid")) or _synthetic_uid(kind, namespace, name)
-    at = replace(at, origin=f"{base} ({kind} {name})")
+    at = at.replace(origin=f"{base} ({kind} {name})")
     deletion_at = meta_at.key(meta, "deletionTimestamp")
     deletion = _timestamp(meta.get("deletionTimestamp"), deletion_at)
     deletion_grace = integer(
