@@ -121,14 +121,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop by itself after SECONDS",
     )
+    from probetui.shards.live import parse_shards
+
     g.add_argument(
         "--shards",
         dest="k8s_shards",
-        type=int,
-        default=0,
-        metavar="N",
-        help="probe in N shard processes fed by one watch (--via direct; default 0: in this "
-        "process)",
+        type=parse_shards,
+        default=None,  # auto; None so that flags_given sees it only when given
+        metavar="N|auto",
+        help="probe in N shard processes fed by one watch (--via direct); default auto: in "
+        "this process, the pods being unknown before the first list",
     )
     add_summary_arguments(g, prefix="k8s_")
     add_record_arguments(g, prefix="k8s_")
@@ -138,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from probetui.cli.config import load_config, read_only, ui_settings
     from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
     from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+    from probetui.shards.live import AUTO
 
     if args.k8s_all_namespaces and args.k8s_namespace:
         raise UsageError("-n and -A: pick one namespace, or all of them")
@@ -174,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         summary=args.k8s_summary,
         record=args.k8s_record,
         retain=args.k8s_retain,
-        shards=args.k8s_shards,
+        shards=AUTO if args.k8s_shards is None else args.k8s_shards,
     )
     headless = headless_requested(live)
     if headless:

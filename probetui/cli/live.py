@@ -38,12 +38,15 @@ def add_live_arguments(p: argparse.ArgumentParser) -> None:
         help="headless output format (implies --no-ui): one JSON object per line",
     )
     p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
+    from probetui.shards.live import AUTO, parse_shards
+
     p.add_argument(
         "--shards",
-        type=int,
-        default=0,
-        metavar="N",
-        help="run the prober in N shard processes split by pod (default 0: in this process)",
+        type=parse_shards,
+        default=AUTO,
+        metavar="N|auto",
+        help="run the prober in N shard processes split by pod (0: in this process); default "
+        "auto: in this process for few attempts a second, else shards by the cores",
     )
     add_summary_arguments(p)
     add_record_arguments(p)
@@ -196,12 +199,14 @@ def run_live(
     duration = args.duration
     if duration is not None and not duration > 0:
         raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
-    from probetui.shards.live import make_engine, shards_problem
+    from probetui.shards.live import AUTO, choose, make_engine, shards_problem
 
-    shards = getattr(args, "shards", 0) or 0
-    problem = shards_problem(runtime, shards)
+    requested = getattr(args, "shards", AUTO)
+    problem = shards_problem(runtime, requested)
     if problem:
         raise UsageError(problem)
+    choice = choose(runtime, requested)
+    shards = choice.shards
     summary = summary_sink(args, headless)
     # before anything starts: a path that cannot be recorded to is one line and exit 2
     recorder = open_recorder(
@@ -221,7 +226,13 @@ def run_live(
             REGISTRY.install_exit_handlers()
             notices = [recorder.take_failure] if recorder is not None else []
             engine = make_engine(
-                runtime, sinks, shards=shards, kube_version=kube_version, say=note, headless=False
+                runtime,
+                sinks,
+                shards=shards,
+                kube_version=kube_version,
+                say=note,
+                headless=False,
+                choice=choice,
             )
             if shards:
                 notices.append(engine.take_notice)
@@ -237,7 +248,7 @@ def run_live(
         # after anything that sets handlers: SIGHUP and crashes kill the children at once;
         # SIGINT and SIGTERM are taken over by the loop below for an orderly stop
         REGISTRY.install_exit_handlers()
-        return _headless(runtime, duration, sinks, kube_version, shards)
+        return _headless(runtime, duration, sinks, kube_version, shards, choice)
     finally:
         if recorder is not None:
             recorder.close()
@@ -282,7 +293,12 @@ def open_recorder(runtime: Runtime, path: str | None, retain: str | None, kube_v
 
 
 def _headless(
-    runtime: Runtime, duration: float | None, sinks: list[Any], kube_version: str, shards: int = 0
+    runtime: Runtime,
+    duration: float | None,
+    sinks: list[Any],
+    kube_version: str,
+    shards: int = 0,
+    choice: Any = None,
 ) -> int:
     from probetui.runtime.base import RuntimeFailure
     from probetui.shards.live import make_engine
@@ -322,6 +338,7 @@ def _headless(
             kube_version=kube_version,
             say=note,
             headless=True,
+            choice=choice,
         )
         watch = asyncio.ensure_future(warn_when_behind(engine.lateness, note))
         try:

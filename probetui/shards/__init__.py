@@ -6,7 +6,9 @@ stable hash of the pod's UID (`placement.py`), feeds every sink it has (the UI's
 JSONL writer, the recorder) from their streams (`probetui.stream`), routes the user's commands
 to the shard that owns the probe, restarts a shard that dies, and ends them all on the way out.
 A pod's probes all live in one shard, so startup gating and the played kubelet hold as in one
-process.
+process. `live.py` turns `--shards N|auto` into an engine: `auto`, the default, keeps the
+engine in the UI's process for few attempts a second and otherwise runs as many shards as pay
+off on the cores, saying which and why.
 
 Two ways a shard gets its pods:
 - local (`probetui local`, `demo`): the local runtime plays the kubelet, whose kills and

@@ -1,20 +1,119 @@
-"""`--shards N` for the live modes: the in-process engine (N = 0) or a pool of N shards."""
+"""`--shards N|auto` for the live modes: the in-process engine (N = 0) or a pool of N shards.
+
+`auto` (the default) chooses by the attempts a second the pods' probes ask for, which a local
+runtime knows before it starts (`choose`): few, and the engine stays in this process (cheaper in
+all: no second interpreter to start, no stream; the prober takes little of the UI's core); many,
+and the prober goes to shard processes, as many as pay off on this machine's cores, one core
+left to the UI process. The figures behind the rule are `benchmarks/shards.py`'s (below). The
+choice and its reason are said at the start, and the header names the shards.
+"""
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from probetui.runtime.base import Runtime
 
 MAX_SHARDS = 64
-# until benchmarks/shards.py shows a pool paying off on the machine at hand, the in-process
-# engine is the default: on 2 shared cores it is as fast for the demo's and a manifest's pods
-DEFAULT_SHARDS = 0
+AUTO = "auto"
+DEFAULT_SHARDS = AUTO
+# Below this many attempts a second the engine stays in this process: at about 0.25 ms of CPU
+# an HTTP attempt (benchmarks/shards.py, in-process) it takes under a tenth of the UI's core,
+# while a shard costs a second interpreter (a start of about a second, ~40 MB) and its stream
+# (0.02-0.03 ms an attempt in this process, the store's insert included, 0.005 ms in the shard).
+AUTO_MIN_RATE = 400.0
+# What one shard holds with p99 tick lateness under 50 ms on this 2-core machine, measured
+# (benchmarks/shards.py: 2,000 HTTP attempts/s held in every quiet run, 3,000 in some)
+SHARD_RATE = 2000.0
 
 
-def shards_problem(runtime: Runtime, shards: int) -> str | None:
-    """Why `--shards N` cannot be used with this runtime, or None."""
+@dataclass(frozen=True)
+class ShardChoice:
+    shards: int
+    auto: bool  # chosen by `choose`, not given as --shards N
+    reason: str  # why, in words, for the line said at the start
+
+
+def parse_shards(text: str) -> int | str:
+    """`--shards`'s value: `auto` or a whole number from 0 to MAX_SHARDS (argparse's type)."""
+    import argparse
+
+    if text.strip().lower() == AUTO:
+        return AUTO
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a number of shard processes (0: the engine in this process) or auto"
+        ) from None
+    if not 0 <= n <= MAX_SHARDS:
+        raise argparse.ArgumentTypeError(
+            f"{n}: from 0 (the engine in this process) to {MAX_SHARDS}, or auto"
+        )
+    return n
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, as a container's CPU set limits it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def attempt_rate(pods: Any) -> tuple[int, float]:
+    """(probes, attempts a second they ask for at their periods) of these pods."""
+    from probetui.spec.model import ProbeType
+
+    probes, rate = 0, 0.0
+    for pod in pods:
+        for container in (*pod.init_containers, *pod.containers):
+            for probe_type in ProbeType:
+                probe = container.probe(probe_type)
+                if probe is not None:
+                    probes += 1
+                    rate += 1.0 / max(1, probe.period_seconds)
+    return probes, rate
+
+
+def choose(runtime: Runtime, requested: int | str, cores: int | None = None) -> ShardChoice:
+    """How many shards to run: `requested` when it is a number, else the `auto` rule."""
+    if requested != AUTO:
+        return ShardChoice(int(requested), False, f"--shards {requested}")
+    from probetui.runtime.local.runtime import LocalRuntime
+
+    if not isinstance(runtime, LocalRuntime):
+        what = "the cluster's pods are" if _is_cluster(runtime) else "this source's pods are"
+        return ShardChoice(
+            0, True, f"{what} not known before it starts; --shards N to choose (auto)"
+        )
+    cores = usable_cores() if cores is None else cores
+    pods = list(runtime.pods)
+    probes, rate = attempt_rate(pods)
+    asked = f"{probes} probe{'s' if probes != 1 else ''} asking about {rate:,.0f} attempts/s"
+    if rate < AUTO_MIN_RATE:
+        return ShardChoice(
+            0, True, f"{asked}, under {AUTO_MIN_RATE:,.0f}/s, where one process is cheaper (auto)"
+        )
+    paying = max(1, cores - 1)  # one core stays the UI's
+    n = max(1, min(paying, math.ceil(rate / SHARD_RATE), len(pods)))
+    return ShardChoice(
+        n,
+        True,
+        f"{asked} on {cores} core(s): {n} shard(s) of about {SHARD_RATE:,.0f}/s each, "
+        f"one core left to this process (auto)",
+    )
+
+
+def shards_problem(runtime: Runtime, shards: int | str) -> str | None:
+    """Why `--shards N` cannot be used with this runtime, or None (`auto` always can)."""
+    if shards == AUTO:
+        return None
+    shards = int(shards)
     if shards < 0 or shards > MAX_SHARDS:
         return f"--shards {shards}: from 0 (the engine in this process) to {MAX_SHARDS}"
     from probetui.runtime.local.runtime import LocalRuntime
@@ -42,9 +141,14 @@ def make_engine(
     kube_version: str,
     say: Callable[[str], None],
     headless: bool,
+    choice: ShardChoice | None = None,
 ) -> Any:
     """The engine the live runner drives: `Engine` in this process, or a `ShardPool`; either
-    has `sinks`, `run(duration)` and the UI's `Controls`."""
+    has `sinks`, `run(duration)` and the UI's `Controls`. `choice`: how `shards` was chosen
+    (`choose`); an automatic choice is said, with its reason."""
+    if choice is not None and choice.auto:
+        where = "in this process" if not shards else f"in {shards} shard process(es)"
+        say(f"the prober runs {where}: {choice.reason}")
     if not shards:
         from probetui.engine import Engine
 
@@ -58,8 +162,12 @@ def make_engine(
     )
     used = sum(1 for s in pool.shards if s.pods)
     # the choice, visible: on stderr at the start, and in the header's source
-    say(f"the prober runs in {shards} shard process(es), {used} with pods (--shards {shards})")
-    runtime.source = f"{runtime.source} · {shards} shards"
+    auto = choice is not None and choice.auto
+    if not auto:
+        say(f"the prober runs in {shards} shard process(es), {used} with pods (--shards {shards})")
+    runtime.source = f"{runtime.source} · {shards} shard{'s' if shards > 1 else ''}" + (
+        " (auto)" if auto else ""
+    )
     return pool
 
 
@@ -97,4 +205,14 @@ def _cluster_pool(
     return pool
 
 
-__all__ = ["DEFAULT_SHARDS", "MAX_SHARDS", "make_engine", "shards_problem"]
+__all__ = [
+    "AUTO",
+    "DEFAULT_SHARDS",
+    "MAX_SHARDS",
+    "ShardChoice",
+    "attempt_rate",
+    "choose",
+    "make_engine",
+    "parse_shards",
+    "shards_problem",
+]

@@ -125,7 +125,8 @@ def test_bad_shard_counts_are_one_line() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 2
-    assert "--shards -1: from 0" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--shards: -1: from 0" in proc.stderr and "or auto" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
 class Events:
