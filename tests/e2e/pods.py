@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.e2e.build import IMAGES
-from tests.e2e.cluster import NODE_NAME
+from tests.e2e.cluster import NODE_NAME, POD_GATEWAY
 
 HTTP_PORT = 8080
 GRPC_PORT = 9090
@@ -49,6 +49,15 @@ def web_script(
     )
     parts.append(_cgi("flap", flap_body))
     parts.append(_cgi("slow", f"sleep 3; {_reply('200 OK', 'late')}"))
+    # once: 200 to the kubelet's first request (it dials from the pod gateway; httpd gives
+    # REMOTE_ADDR as [::ffff:IP]), 503 to every other; mkdir is the atomic "first time"
+    once_body = (
+        f'case "$REMOTE_ADDR" in "{POD_GATEWAY}"|*":{POD_GATEWAY}]") first=1;; esac; '
+        f'if [ -n "$first" ] && mkdir /tmp/once 2>/dev/null; '
+        f"then {_reply('200 OK', 'first')}; "
+        f"else {_reply('503 Service Unavailable', 'never again')}; fi"
+    )
+    parts.append(_cgi("once", once_body))
     parts.append(
         _cgi(
             "redirect",
@@ -145,6 +154,11 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
             "flap-ft3",
             ns,
             [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=3))],
+        ),
+        pod(
+            "kubelet-first",
+            ns,
+            [web(readinessProbe=_http("/cgi-bin/once", periodSeconds=2, failureThreshold=3))],
         ),
         pod(
             "slow-guarded",

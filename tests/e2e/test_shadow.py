@@ -81,6 +81,26 @@ def test_zero_divergences_between_the_shadow_and_the_kubelet(shadow_run: tuple[R
     assert divergences == []
 
 
+def test_a_success_only_the_kubelet_saw_is_no_divergence(shadow_run: tuple[Run, dict]) -> None:
+    """kubelet-first: the app answers 200 to the kubelet's first attempt only, 503 to all else.
+
+    The kubelet is Ready on that success until it has counted failureThreshold failures; the
+    shadow, whose attempts all fail, holds its initial Failure meanwhile, which is no verdict
+    (worker.go doProbe leaves the cache as it was below the threshold). The two part ways only
+    between the shadow's third failure and the kubelet's: no Divergence."""
+    run, ctx = shadow_run
+    seen = applog.parse(ctx["logs"]["kubelet-first"])
+    kubelet = applog.from_peer(seen, POD_GATEWAY)
+    shadow = applog.from_peer(seen, CLIENT_IP)
+    assert kubelet and kubelet[0].answer == "200", kubelet[:3]
+    assert shadow and {r.answer for r in shadow} == {"503"}, shadow[:3]
+    ready = _ready_series(run.of("ReadyChanged", pod="kubelet-first"), "ready")
+    assert [v for _, v in ready][:2] == [True, False], ready
+    results = run.of("ResultChanged", pod="kubelet-first", probe="readiness")
+    assert results and {e["result"] for e in results} == {"Failure"}
+    assert not run.of("Divergence", pod="kubelet-first")
+
+
 def _ready_series(events: list[dict[str, Any]], key: str) -> list[tuple[float, bool]]:
     out: list[tuple[float, bool]] = []
     for e in events:
@@ -142,6 +162,7 @@ def _t(e: dict[str, Any]) -> float:
 READINESS_PODS = [
     "flap-ft1",
     "flap-ft3",
+    "kubelet-first",
     "slow-guarded",
     "exec-file",
     "exec-varied",
