@@ -4,6 +4,11 @@ probetui reads `~/.config/probetui/config.yaml` (or `$XDG_CONFIG_HOME`'s, `PROBE
 and `/etc/probetui/config.yaml`, and settings from the environment: a developer's own file or
 `PROBETUI_READ_ONLY=locked` in their shell must not change what a test sees, in-process or in
 the subprocesses it starts (they inherit the environment).
+
+One exception, by design: a `/etc/probetui/config.yaml` that says `lock: true` is read wherever
+`PROBETUI_SYSTEM_CONFIG` points, since a lock that a variable could redirect would lock nothing.
+On a machine whose administrator locked it, the tests that lift read-only fail with the
+refusal's own line; CI machines have no such file.
 """
 
 from __future__ import annotations
