@@ -24,6 +24,7 @@ from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
 from probetui.ui.widgets.attempts import AttemptLog
+from probetui.ui.widgets.filter_box import FilterBox
 from probetui.ui.widgets.footer import KeyFooter
 from probetui.ui.widgets.header import DetailHeader, TopBar
 from probetui.ui.widgets.threshold import ThresholdPane
@@ -62,7 +63,7 @@ class MainScreen(Screen[None]):
 
         # the parts the timer updates, kept at hand (no query on every tick)
         self.topbar = TopBar(ctx, id="topbar")
-        self.filter_box = Input(placeholder="filter: pod, container, namespace", id="filter")
+        self.filter_box = FilterBox(placeholder="filter: pod, container, namespace", id="filter")
         self.workloads_pane = Vertical(id="workloads-pane")
         self.workloads = WorkloadList(ctx, id="workloads")
         self.workloads_header = WorkloadHeader(self.workloads, id="workloads-header")
