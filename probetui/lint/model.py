@@ -44,13 +44,22 @@ class Slot:
 
     container: Container
     path: str  # "spec.template.spec.containers[0]"
+    # made once with the slot: every rule walks them
+    _probes: tuple[tuple[ProbeType, Probe, str], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
 
-    def probes(self) -> Iterator[tuple[ProbeType, Probe, str]]:
-        """The container's probes in report order, each with its manifest path."""
+    def __post_init__(self) -> None:
+        probes = []
         for pt in PROBE_ORDER:
             probe = self.container.probe(pt)
             if probe is not None:
-                yield pt, probe, f"{self.path}.{PROBE_FIELD[pt]}"
+                probes.append((pt, probe, f"{self.path}.{PROBE_FIELD[pt]}"))
+        object.__setattr__(self, "_probes", tuple(probes))
+
+    def probes(self) -> Iterator[tuple[ProbeType, Probe, str]]:
+        """The container's probes in report order, each with its manifest path."""
+        return iter(self._probes)
 
 
 @dataclass(slots=True)
@@ -75,6 +84,8 @@ class LintObject:
     ephemeral: tuple[Container, ...] = ()
     # filled on first use: every validation-backed rule reads the same list
     _validation: list[FieldError] | None = field(default=None, repr=False)
+    # the slots, probed only and all, made on first use: every rule walks them
+    _slots: dict[bool, tuple[Slot, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def ref(self) -> str:
@@ -87,6 +98,12 @@ class LintObject:
 
     def slots(self, *, probed_only: bool = True) -> Iterator[Slot]:
         """Regular containers, then init containers (only sidecars when `probed_only`)."""
+        made = self._slots.get(probed_only)
+        if made is None:
+            made = self._slots[probed_only] = tuple(self._make_slots(probed_only))
+        return iter(made)
+
+    def _make_slots(self, probed_only: bool) -> Iterator[Slot]:
         for i, c in enumerate(self.pod.containers):
             yield Slot(c, f"{self.spec_path}.containers[{i}]")
         for i, c in enumerate(self.pod.init_containers):
