@@ -16,7 +16,9 @@ format). Tables:
                event fields), with when each was last used (retention drops the unused)
     shapes     interned item shapes (`codec.py`), JSON arrays referring to strings
     chunks     per probe, up to CHUNK_ITEMS (32) items spanning at most MAX_SPAN (600 s):
-               t0, t1, n and the items' bytes (`codec.py`); indexed by t0 and (probe, t0)
+               t0, t1, n, the items' bytes (`codec.py`) and their marks (every
+               MARK_EVERY-th item: where a seek may start decoding; NULL in files from
+               before them); indexed by t0 and (probe, t0)
     recent     the items of segments not yet closed, one row each, written with each batch:
                what a `kill -9` leaves; a segment's rows become one chunk when it closes
 

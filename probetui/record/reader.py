@@ -52,6 +52,7 @@ from probetui.record.schema import (
     check_identity,
     check_size,
     damaged,
+    has_marks,
 )
 from probetui.record.shapes import EVENT_TYPE, ITEM_TYPES, ProbeRef, Template
 from probetui.record.snapshot import status_from_json
@@ -149,6 +150,11 @@ class Recording:
         self._statuses: dict[int, PodStatus] = {}  # and statuses (15,000 at every seek)
         self._refs_loaded = False
         self._by_spec: dict[str, Pod] = {}  # by the spec part alone, shared by replicas
+        # where chunks can be decoded from (files from before marks: from their starts)
+        try:
+            self._marks = "marks" if has_marks(conn) else "NULL"
+        except sqlite3.DatabaseError as e:
+            raise damaged(path, e) from None
         self.meta = RecordingMeta(
             self._q1("PRAGMA user_version") or FORMAT_VERSION, self._sessions()
         )
@@ -439,8 +445,8 @@ class Recording:
 
     def _segments(
         self, lo: float, hi: float, probe_ids: Collection[int] | None
-    ) -> Iterator[tuple[float, int, int, bytes]]:
-        """(t0, seg id, probe id, data) of every segment overlapping [lo, hi], by t0: closed
+    ) -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
+        """(t0, seg id, probe id, data, marks) of every segment overlapping [lo, hi], by t0: closed
         chunks from the index, open ones (the last minutes of a live recording) from `recent`.
         `recent` is read first: a segment closed in between is then seen twice, never missed."""
         where, args = "", []
@@ -458,14 +464,15 @@ class Recording:
                 s[0], s[1] = min(s[0], t), max(s[1], t)
                 s[3].append(data)
         opened = sorted(
-            (s[0], seg, s[2], b"".join(s[3]))
+            (s[0], seg, s[2], b"".join(s[3]), None)
             for seg, s in open_segs.items()
             if s[1] >= lo and s[0] <= hi and (probe_ids is None or s[2] in probe_ids)
         )
         closed = (
-            (t0, seg, probe_id, data)
-            for seg, probe_id, t0, data in self._cursor(
-                "SELECT id, probe_id, t0, data FROM chunks WHERE t0 >= ? AND t0 <= ? AND t1 >= ?"
+            (t0, seg, probe_id, data, (t0, marks) if marks else None)
+            for seg, probe_id, t0, data, marks in self._cursor(
+                f"SELECT id, probe_id, t0, data, {self._marks} FROM chunks"
+                " WHERE t0 >= ? AND t0 <= ? AND t1 >= ?"
                 f"{where} ORDER BY t0",
                 [max(lo - MAX_SPAN, -1e300), min(hi, 1e300), max(lo, -1e300), *args],
             )
@@ -540,7 +547,9 @@ class Recording:
         """Items of every segment, merged: a segment joins once the merge reaches its start."""
         return _merge_segments(
             self._segments(lo, hi, probe_ids),
-            lambda seg: self._segment_events(seg[2], seg[3], lo, hi, wanted, slack, records),
+            lambda seg: self._segment_events(
+                seg[2], seg[3], lo, hi, wanted, slack, records, seg[4]
+            ),
         )
 
     def _segment_events(
@@ -552,13 +561,15 @@ class Recording:
         wanted: frozenset[str] | None,
         slack: float | None = None,
         records: bool = True,
+        marks: codec.Marks | None = None,
     ) -> Iterator[tuple[float, Event]]:
         ref = self._ref(probe_id)
         us = codec.US
         lo_us, hi_us = _us_at_least(lo), _us_at_most(hi)
         stop = (1 << 62) if slack is None or hi == math.inf else hi_us + math.ceil(slack * us)
         try:
-            kept = codec.window(data, self._kind, lo_us, hi_us, stop)
+            start = codec.start_before(marks, lo_us)
+            kept = codec.window(data, self._kind, lo_us, hi_us, stop, start)
         except (IndexError, KeyError, ValueError) as e:
             raise damaged(self.path, f"undecodable chunk ({e!r})") from None
         template = self._template
@@ -603,12 +614,14 @@ class Recording:
     def _pending_items(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
         return _merge_segments(
             self._segment_pages(lo),
-            lambda seg: ((p.key, p) for p in self._segment_pending(seg[2], seg[3], lo)),
+            lambda seg: (
+                (p.key, p) for p in self._segment_pending(seg[2], seg[3], lo, marks=seg[4])
+            ),
         )
 
     def _segment_pages(
         self, lo: float, after_t0: float | None = None
-    ) -> Iterator[tuple[float, int, int, bytes]]:
+    ) -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
         """`_segments(lo, inf)`, the closed chunks a page of start times at a time (from
         `after_t0` on, given: a stream resumed there has read those before)."""
         open_segs: dict[int, list[Any]] = {}
@@ -622,11 +635,11 @@ class Recording:
                 s[0], s[1] = min(s[0], t), max(s[1], t)
                 s[3].append(data)
         opened = sorted(
-            (s[0], seg, s[2], b"".join(s[3])) for seg, s in open_segs.items() if s[1] >= lo
+            (s[0], seg, s[2], b"".join(s[3]), None) for seg, s in open_segs.items() if s[1] >= lo
         )
         first, last = self._q("SELECT MIN(t0), MAX(t0) FROM chunks")[0]
 
-        def closed() -> Iterator[tuple[float, int, int, bytes]]:
+        def closed() -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
             if first is None:
                 return
             a = max(lo - MAX_SPAN, first)
@@ -634,13 +647,13 @@ class Recording:
                 a = max(a, after_t0)
             while a <= last:
                 b = a + STREAM_PAGE
-                for seg, probe_id, t0, data in self._q(
-                    "SELECT id, probe_id, t0, data FROM chunks WHERE t0 >= ? AND t0 < ?"
-                    " AND t1 >= ? ORDER BY t0",
+                for seg, probe_id, t0, data, marks in self._q(
+                    f"SELECT id, probe_id, t0, data, {self._marks} FROM chunks"
+                    " WHERE t0 >= ? AND t0 < ? AND t1 >= ? ORDER BY t0",
                     (a, b, max(lo, -1e300)),
                 ):
                     if seg not in open_segs:
-                        yield t0, seg, probe_id, data
+                        yield t0, seg, probe_id, data, (t0, marks) if marks else None
                 a = b
 
         yield from heapq.merge(closed(), opened)
@@ -664,9 +677,11 @@ class Recording:
         stop_us = _us_at_most(stop)
         lists: list[tuple[int, list[Pending]]] = []
         stopped: list[tuple[int, float, int, int, bytes, Any, Any]] = []
-        for t0, seg, probe_id, data in self._segments(since, stop, None):
+        for t0, seg, probe_id, data, marks in self._segments(since, stop, None):
             left: list[Any] | None = [] if resume is not None else None
-            got = list(self._segment_pending(probe_id, data, since, stop_us, stop_us, None, left))
+            got = list(
+                self._segment_pending(probe_id, data, since, stop_us, stop_us, None, left, marks)
+            )
             if got:
                 lists.append((probe_id, got))
             if left:
@@ -724,8 +739,10 @@ class Recording:
         later = (s for s in self._segment_pages(since, after_t0=r.stop) if s[0] > r.stop)
 
         def opened(seg: tuple[Any, ...]) -> Iterator[tuple[float, Pending]]:
-            if len(seg) == 4:  # a segment begun after the seek's end
-                return ((p.key, p) for p in self._segment_pending(seg[2], seg[3], since))
+            if len(seg) == 5:  # a segment begun after the seek's end
+                return (
+                    (p.key, p) for p in self._segment_pending(seg[2], seg[3], since, marks=seg[4])
+                )
             return self._resumed_segment(seg, since)
 
         segments = heapq.merge(resumed, later, key=_first)
@@ -760,6 +777,7 @@ class Recording:
         stop_us: int = 1 << 62,
         start: codec.ScanState | None = None,
         stopped: list[Any] | None = None,
+        marks: codec.Marks | None = None,
     ) -> Iterator[Pending]:
         ref = self._ref(probe_id)
         us = codec.US
@@ -767,6 +785,8 @@ class Recording:
         template = self._template
         lo_us = _us_at_least(lo)
         try:
+            if start is None:
+                start = codec.start_before(marks, lo_us)
             for key, item in codec.scan(data, self._kind, lo_us, hi_us, stop_us, start, stopped):
                 tp = template(item.shape)
                 t = item.t / us
@@ -815,8 +835,8 @@ class Recording:
         lo = -math.inf if since is None else since
         hi = math.inf if until is None else until
         out: list[Event] = []
-        for _, _, pid, data in self._segments(lo, hi, {probe_id}):
-            out.extend(e for _, e in self._segment_events(pid, data, lo, hi, None))
+        for _, _, pid, data, marks in self._segments(lo, hi, {probe_id}):
+            out.extend(e for _, e in self._segment_events(pid, data, lo, hi, None, marks=marks))
         return out
 
     def attempts(

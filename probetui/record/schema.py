@@ -13,7 +13,11 @@ from pathlib import Path
 
 # "PRBT": PRAGMA application_id of every recording, so another SQLite file is told apart
 APPLICATION_ID = 0x50524254
-# PRAGMA user_version: the format; a reader refuses a newer one instead of misreading it
+# PRAGMA user_version: the format; a reader refuses a newer one instead of misreading it.
+# Still 1 with `chunks.marks` (where a chunk can be decoded from, `codec.close_marks`): a column
+# added, not a meaning changed. A reader without it never selects it and decodes each chunk
+# from its start, as it always did; this one reads a file without it (NULL, or no column:
+# `has_marks`) the same way; a recorder adding to an older file adds the column first
 FORMAT_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -48,7 +52,7 @@ CREATE INDEX recent_seg ON recent (seg);
 CREATE INDEX recent_probe ON recent (probe_id);
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY, probe_id INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
-    n INTEGER NOT NULL, data BLOB NOT NULL);
+    n INTEGER NOT NULL, data BLOB NOT NULL, marks BLOB);
 CREATE INDEX chunks_t0 ON chunks (t0);
 CREATE INDEX chunks_probe_t0 ON chunks (probe_id, t0);
 """
@@ -120,6 +124,11 @@ def check_identity(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+def has_marks(conn: sqlite3.Connection) -> bool:
+    """Whether the file's chunks carry marks (files written before them have no column)."""
+    return any(row[1] == "marks" for row in conn.execute("PRAGMA table_info(chunks)"))
+
+
 def check_size(conn: sqlite3.Connection, path: Path) -> None:
     """A file shorter than its header says is truncated (unless the WAL holds the rest)."""
     wal = Path(f"{path}-wal")
@@ -153,4 +162,5 @@ __all__ = [
     "check_identity",
     "check_size",
     "damaged",
+    "has_marks",
 ]

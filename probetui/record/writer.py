@@ -28,7 +28,7 @@ from typing import Any
 
 from probetui.prober.status import PodStatus
 from probetui.record import codec
-from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN
+from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN, has_marks
 from probetui.record.snapshot import status_json
 from probetui.redact import MASK, is_secret_header, mask, secret_values
 from probetui.spec.encode import encode
@@ -57,14 +57,16 @@ _SQL = {
     "events": "INSERT INTO events (t, pod_id, type, container, probe, source, fields) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)",
     "recent": "INSERT INTO recent (seg, probe_id, t, data) VALUES (?, ?, ?, ?)",
-    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data) VALUES (?, ?, ?, ?, ?, ?)",
+    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data, marks) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)",
     "closed": "DELETE FROM recent WHERE seg = ?",
 }
 
 
-# an open segment: (its bytes so far, its chain, id, n, t0, t1), replaced by a new tuple with
-# every item; the collector tracks neither a bytearray nor a tuple of ints and floats
-Segment = tuple[bytearray, codec.Chain, int, int, float, float]
+# an open segment: (its bytes so far, its chain, id, n, t0, t1, its marks so far or None, the
+# latest item time in µs), replaced by a new tuple with every item; the collector tracks
+# neither a bytearray nor a tuple of ints and floats
+Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int]
 
 # an item as the recorder's sink queues it (`item_of`): tag, pod uid, namespace, pod name,
 # container, probe, t, raw key, then for records t / tick / result run / latency in µs
@@ -150,6 +152,8 @@ class Writer:
         """What an earlier session left: intern tables, pods, probes; segments it never closed
         (it was killed) are closed now, as they stand."""
         c = self.conn
+        if not has_marks(c):
+            c.execute("ALTER TABLE chunks ADD COLUMN marks BLOB")  # a file from before them
         for i, text, last in c.execute("SELECT id, text, last_t FROM strings"):
             self._strings[text] = i
             self._string_used[i] = last
@@ -429,22 +433,30 @@ class Writer:
                 t,
                 t,
             )
+            marks, key = None, -(1 << 62)
         else:
-            data, chain, seg_id, n, t0, t1 = seg
+            data, chain, seg_id, n, t0, t1, marks, key = seg
         start = len(data)
+        if n and not n % codec.MARK_EVERY:
+            if marks is None:
+                marks = bytearray()
+            codec.open_mark(marks, start, chain, key)
         if kind in codec.RECORD_KINDS:
             chain = codec.put_record(data, chain, shape, kind, t_us, tick_us, run, lat_us)
         else:
             chain = codec.put_other(data, chain, shape, codec.us(t))
         n += 1
-        self._open[probe_id] = (data, chain, seg_id, n, min(t0, t), max(t1, t))
+        if chain[4] > key:
+            key = chain[4]
+        self._open[probe_id] = (data, chain, seg_id, n, min(t0, t), max(t1, t), marks, key)
         self._row("recent", (seg_id, probe_id, t, bytes(data[start:])))
         if n >= self.chunk_items:
             self._close(probe_id)
 
     def _close(self, probe_id: int) -> None:
-        data, _, seg_id, n, t0, t1 = self._open.pop(probe_id)
-        self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data)))
+        data, _, seg_id, n, t0, t1, marks, _ = self._open.pop(probe_id)
+        stored = codec.close_marks(marks, t0) if marks else None
+        self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data), stored))
         self._row("closed", (seg_id,))
 
     def _close_idle(self) -> None:
