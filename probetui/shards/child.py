@@ -13,6 +13,8 @@ any means, `kill -9` included (PR_SET_PDEATHSIG sends it SIGTERM).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
 import os
 import signal
@@ -45,10 +47,14 @@ TAIL_EVERY = 1.0  # seconds between looks at the containers' output
 TAIL_LINES = 200  # of a container's output, at most, per tail frame
 DRAIN_SECONDS = 2.0  # how long the last frames may take to leave on the way out
 PARENT_ENV = "PROBETUI_SHARD_PARENT"
-# a directory: each shard process writes a cProfile of itself there as it ends, for finding where
-# a shard's CPU goes per attempt (benchmarks/shards.py --profile); PROFILE_AFTER_ENV seconds after
-# its start frame it starts counting (the pods' setup is not what is measured)
+# a directory: each shard process writes a cProfile of itself there as it ends (.prof), and its
+# garbage collector's passes by generation (.gc.json), for finding where a shard's CPU and its
+# stalls go (benchmarks/shards.py --profile); PROFILE_AFTER_ENV seconds after its start it
+# starts counting (the pods' setup is not what is measured); PROFILE_ENV_CALLS=0: no cProfile
+# (its overhead changes what a busy shard does), the collector's passes alone
 PROFILE_ENV = "PROBETUI_SHARD_PROFILE"
+GC_YOUNG = 20_000  # the collector's first threshold in a shard (main)
+GC_YOUNG_ENV = "PROBETUI_SHARD_GC_YOUNG"  # another, for a benchmark to compare (700: Python's)
 PROFILE_AFTER_ENV = "PROBETUI_SHARD_PROFILE_AFTER"
 
 log = logging.getLogger(__name__)
@@ -169,13 +175,42 @@ def _profiler(loop: asyncio.AbstractEventLoop, shard: Any) -> Callable[[], None]
     if not where:
         return None
     import cProfile
+    import json
+    import time
 
     profile = cProfile.Profile()
-    loop.call_later(float(os.environ.get(PROFILE_AFTER_ENV) or 0), profile.enable)
+    # the collector's passes, by generation: [count, seconds, longest]
+    passes = {0: [0, 0.0, 0.0], 1: [0, 0.0, 0.0], 2: [0, 0.0, 0.0]}
+    began = [0.0]
+
+    def collected(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+            return
+        took = time.perf_counter() - began[0]
+        row = passes[info["generation"]]
+        row[0] += 1
+        row[1] += took
+        row[2] = max(row[2], took)
+
+    calls = os.environ.get(PROFILE_ENV + "_CALLS", "1") != "0"  # 0: the collector's alone
+
+    def start() -> None:
+        gc.callbacks.append(collected)
+        if calls:
+            profile.enable()
+
+    loop.call_later(float(os.environ.get(PROFILE_AFTER_ENV) or 0), start)
 
     def stop() -> None:
         profile.disable()
-        profile.dump_stats(os.path.join(where, f"shard{shard}-{os.getpid()}.prof"))
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(collected)
+        name = os.path.join(where, f"shard{shard}-{os.getpid()}")
+        if calls:
+            profile.dump_stats(name + ".prof")
+        with open(name + ".gc.json", "w") as f:
+            json.dump({"passes": passes, "thresholds": gc.get_threshold()}, f)
 
     return stop
 
@@ -318,6 +353,14 @@ async def _drain(transport: asyncio.WriteTransport) -> None:
 
 def main() -> int:
     die_with_parent()
+    # A young collection every 700 net allocations (the default) catches every attempt in
+    # flight, so their futures and buffers are promoted, and the old generations fill with
+    # what reference counting frees a moment later: at 2,500 HTTP attempts/s a shard ran ~900
+    # young, ~85 middle and 7-8 full passes in 8 s, the full ones walking every worker (the
+    # long tail of its tick lateness: max 30-38 ms against 4 ms). A shard holds no cycles of
+    # its own worth collecting often; at 20,000 the same 8 s ran 5-20 young passes and no
+    # full one (benchmarks/shards.py --profile, the .gc.json files).
+    gc.set_threshold(int(os.environ.get(GC_YOUNG_ENV) or GC_YOUNG), 10, 10)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="shard: %(message)s")
     return asyncio.run(serve())
 
