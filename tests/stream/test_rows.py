@@ -17,7 +17,7 @@ from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import event_frame
 from probetui.stream.rows import ROWS, WORKER, RowReader, RowWriter, is_row_event
-from probetui.stream.sender import Sender, StreamSink
+from probetui.stream.sender import FLUSH_DELAY, Sender, StreamSink
 from probetui.timeline.events import record_event, result_changed_event
 
 POD = Pod(
@@ -135,9 +135,9 @@ def test_other_events_are_not_rows() -> None:
     assert not is_row_event(changed)
 
 
-async def test_a_turn_of_the_loop_is_one_write_with_rows_and_frames_in_their_order() -> None:
-    """What one turn sends leaves in one write at its end; a frame that is not a row closes the
-    rows before it, so the reader gets everything in the order the engine sent it."""
+async def test_what_is_sent_together_is_one_write_with_rows_and_frames_in_their_order() -> None:
+    """What the engine sends within FLUSH_DELAY leaves in one write; a frame that is not a row
+    closes the rows before it, so the reader gets everything in the order the engine sent it."""
     loop = asyncio.get_running_loop()
     rfd, wfd = os.pipe()
     transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(wfd, "wb", 0))
@@ -150,9 +150,9 @@ async def test_a_turn_of_the_loop_is_one_write_with_rows_and_frames_in_their_ord
         sink.event(event)
     sink.pod(POD, PodStatus(phase="Running"))
     sink.event(sent[2])
-    assert writes == []  # nothing yet: the turn is not over
     await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    assert writes == []  # nothing yet: it waits for what comes after it
+    await asyncio.sleep(FLUSH_DELAY * 3)
     assert len(writes) == 1
     frames = [p.loads(line) for line in writes[0].splitlines(keepends=True)]
     assert [f["k"] for f in frames] == [WORKER, ROWS, "pod", ROWS]
