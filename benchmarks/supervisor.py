@@ -36,7 +36,9 @@ from benchmarks.common import (
     report,
     summary_ms,
 )
-from probetui.runtime.local.process import ContainerProcess, ProcessGroupRegistry, ProcessSpec
+from probetui.runtime.local.groups import ProcessGroupRegistry
+from probetui.runtime.local.process import ContainerProcess
+from probetui.runtime.local.procspec import ProcessSpec
 
 ARGV = ("/bin/true",)
 

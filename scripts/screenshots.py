@@ -32,7 +32,7 @@ from pathlib import Path
 
 from probetui.engine import Engine
 from probetui.runtime.demo import load_demo
-from probetui.runtime.local.process import REGISTRY
+from probetui.runtime.local.groups import REGISTRY
 from probetui.runtime.local.runtime import LocalRuntime
 from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.app import ProbeApp

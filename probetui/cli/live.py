@@ -214,7 +214,7 @@ def run_live(
     )
     for text in getattr(runtime, "notes", ()):
         note(f"note: {text}")
-    from probetui.runtime.local.process import REGISTRY
+    from probetui.runtime.local.groups import REGISTRY
 
     sinks: list[Any] = [s for s in (recorder, summary) if s is not None]
     try:

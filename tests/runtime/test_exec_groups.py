@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from probetui.probe.exec import run_local
-from probetui.runtime.local.process import ProcessGroupRegistry
+from probetui.runtime.local.groups import ProcessGroupRegistry
 
 
 async def _registered(registry: ProcessGroupRegistry) -> int:

@@ -18,14 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from probetui.runtime.local.process import (
-    ContainerProcess,
-    ContainerStartError,
-    LocalRuntimeError,
-    ProcessGroupRegistry,
-    ProcessSpec,
-    process_spec,
-)
+from probetui.runtime.local.groups import ProcessGroupRegistry
+from probetui.runtime.local.process import ContainerProcess, ContainerStartError
+from probetui.runtime.local.procspec import LocalRuntimeError, ProcessSpec, process_spec
 from probetui.spec.model import Container, EnvVar
 from tests.processes import alive as _alive
 
@@ -353,7 +348,9 @@ async def test_registry_tracks_and_kill_all(
 _SCRIPT = textwrap.dedent(
     """
     import asyncio, os, sys
-    from probetui.runtime.local.process import REGISTRY, ContainerProcess, ProcessSpec
+    from probetui.runtime.local.groups import REGISTRY
+    from probetui.runtime.local.process import ContainerProcess
+    from probetui.runtime.local.procspec import ProcessSpec
 
     mode = sys.argv[1]
     REGISTRY.install_exit_handlers()

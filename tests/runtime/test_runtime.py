@@ -22,7 +22,7 @@ from probetui.engine import Engine
 from probetui.kubelet import backoff as bo
 from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
-from probetui.runtime.local.process import ProcessGroupRegistry
+from probetui.runtime.local.groups import ProcessGroupRegistry
 from probetui.runtime.local.runtime import (
     LocalRuntime,
     NotLoopback,

@@ -14,7 +14,9 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from probetui.runtime.local.process import ContainerProcess, ProcessGroupRegistry, ProcessSpec
+from probetui.runtime.local.groups import ProcessGroupRegistry
+from probetui.runtime.local.process import ContainerProcess
+from probetui.runtime.local.procspec import ProcessSpec
 from probetui.runtime.local.supervisor import decode_spec, encode_spec
 from tests.processes import alive, parent_of, wait_gone
 

@@ -15,13 +15,10 @@ from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from probetui.kubelet.pod import PodKubelet
-from probetui.runtime.local.process import (
-    ContainerProcess,
-    ContainerStartError,
-    OutputLine,
-    ProcessGroupRegistry,
-    ProcessSpec,
-)
+from probetui.runtime.local.groups import ProcessGroupRegistry
+from probetui.runtime.local.output import OutputLine
+from probetui.runtime.local.process import ContainerProcess, ContainerStartError
+from probetui.runtime.local.procspec import ProcessSpec
 from probetui.spec.model import Container
 
 # one sequence for the whole probetui process: container IDs never repeat, across pods too

@@ -12,68 +12,47 @@ Choices, and their limits:
   127/126 instead; containerd is the runtime most clusters run).
 - Death by signal N is reported as exit code 128+N, as a runtime does: 143 for SIGTERM, 137 for
   SIGKILL.
-- Every container runs under a supervisor of its own (`supervisor.py`, a bare interpreter started
-  with `-I -S`), so that no container outlives probetui however probetui ends, SIGKILL and the OOM
-  killer included. The supervisor arms PR_SET_PDEATHSIG on itself (no code runs in probetui's
-  child between fork and exec: `preexec_fn` is unsafe once other threads exist, and grpc starts
-  some), forks the container as the leader of its own group and, when probetui dies, sends the
-  group SIGTERM and SIGKILL `orphan_grace` (2 s) later. The container's leader is armed too
-  (SIGKILL), should the supervisor itself be killed. Start errors still surface as
-  `ContainerStartError` before the container counts as started: the supervisor reports the
-  failed chdir or exec through a pipe, and the message is built from the errno exactly as for a
-  direct spawn. The supervisor exits as the container's leader did (same code, or killed by the
-  same signal), so exit codes and 128+N are unchanged. It costs one bare interpreter start per
-  container start (about 16 ms and 12 ms of CPU, against 1 ms for a direct spawn) and about
-  3.6 MiB of private memory per running container (`python -m benchmarks.supervisor`).
-- `ProcessGroupRegistry` still kills every group at once on the endings that can be caught
-  (SIGINT, SIGTERM, SIGHUP, a normal exit, an unhandled exception); the supervisors cover the rest.
-  A group is registered once the supervisor has reported the start; a catchable ending in
-  between misses that group in the registry, and its supervisor takes it down when probetui is
-  gone. What a container's process moves to another group or session (a daemon that calls
-  setsid) escapes both.
+- Every container runs under a supervisor of its own (`supervisor.py`, started as `launch.py`
+  says), so that no container outlives probetui however probetui ends, SIGKILL and the OOM killer
+  included. Start errors still surface as `ContainerStartError` before the container counts as
+  started: the supervisor reports the failed chdir or exec first. The supervisor exits as the
+  container's leader did (same code, or killed by the same signal), so exit codes and 128+N are
+  unchanged.
+- The container's group is held in a `ProcessGroupRegistry` (`groups.py`) while it runs, which
+  kills every group at once on the endings of probetui that can be caught; the supervisors cover
+  the rest.
+- stdout and stderr are kept as a bounded tail of lines (`output.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from types import FrameType, TracebackType
+from collections.abc import Mapping
 
-from probetui.probe.exec import expand_command
-from probetui.probe.gotext import exec_start_error
-from probetui.runtime.local.supervisor import encode_spec
-from probetui.spec.model import Container
-
-# what a runtime reports for a container whose process could not be started (containerd CRI)
-START_ERROR_EXIT_CODE = 128
-START_ERROR_REASON = "StartError"
-
-# how much of each stream output_tail() keeps
-DEFAULT_TAIL_BYTES = 64 * 1024
-# longer lines are split, as the CRI log writer splits them into partial ("P") entries
-DEFAULT_MAX_LINE_BYTES = 16 * 1024
-
-# the supervisor, run by path (it imports the standard library only)
-SUPERVISOR_PATH = str(Path(__file__).with_name("supervisor.py"))
-# once probetui is gone, how long a container has between SIGTERM and SIGKILL
-ORPHAN_GRACE = 2.0
+from probetui.kubelet.pod import START_ERROR_EXIT_CODE, START_ERROR_REASON
+from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry, signal_group
+from probetui.runtime.local.launch import (
+    ORPHAN_GRACE,
+    read_status,
+    spec_memfd,
+    start_failure,
+    supervisor_argv,
+)
+from probetui.runtime.local.output import (
+    DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_TAIL_BYTES,
+    OutputLine,
+    Tail,
+)
+from probetui.runtime.local.procspec import LocalRuntimeError, ProcessSpec
 
 # after the leader exits and the group is killed, how long the pipes may take to reach EOF
 _PIPE_GRACE = 0.2
-
-
-class LocalRuntimeError(Exception):
-    """A container the local runtime cannot run as written."""
 
 
 class ContainerStartError(LocalRuntimeError):
@@ -86,210 +65,6 @@ class ContainerStartError(LocalRuntimeError):
         self.reason = START_ERROR_REASON
 
 
-@dataclass(frozen=True)
-class ProcessSpec:
-    """What to run: argv (no shell), the full environment, the working directory.
-
-    `warnings` lists what the manifest asks for that the local runtime cannot honour (env vars
-    set with valueFrom), for the caller to show.
-    """
-
-    argv: tuple[str, ...]
-    env: Mapping[str, str]
-    cwd: str | None = None
-    warnings: tuple[str, ...] = ()
-
-
-def process_spec(container: Container, base_env: Mapping[str, str] | None = None) -> ProcessSpec:
-    """Build the ProcessSpec for a container (kubelet `makeEnvironmentVariables` and
-    `ExpandContainerCommandAndArgs`, restricted to literal values).
-
-    Env values may use `$(NAME)` for a variable defined earlier in the list; command and args are
-    expanded with the container's own variables (never the host's). The process environment is
-    `base_env` (default: os.environ) with the container's variables on top. A variable set with
-    valueFrom is not set and not expanded (`$(NAME)` stays as written); a warning says so.
-    """
-    if not container.command:
-        raise LocalRuntimeError(
-            f'container "{container.name}" has no command: the local runtime runs commands, '
-            "not images; add command: [...]"
-        )
-    container_env: dict[str, str] = {}
-    warnings: list[str] = []
-    for var in container.env:
-        if var.value_from is not None:
-            container_env.pop(var.name, None)
-            source = ", ".join(sorted(var.value_from)) or "valueFrom"
-            warnings.append(
-                f'container "{container.name}": env {var.name} comes from {source}, which the '
-                "local runtime cannot resolve; it is not set"
-            )
-            continue
-        value = var.value or ""
-        # as the kubelet does, an empty value is not expanded and references only see
-        # variables defined before this one
-        container_env[var.name] = expand_command([value], container_env)[0] if value else ""
-    argv = expand_command([*container.command, *container.args], container_env)
-    env = dict(os.environ if base_env is None else base_env)
-    env.update(container_env)
-    return ProcessSpec(
-        argv=tuple(argv), env=env, cwd=container.working_dir, warnings=tuple(warnings)
-    )
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    """Signal a process group; False when it no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        # the group id now belongs to someone else's processes: ours are gone
-        return False
-    return True
-
-
-class ProcessGroupRegistry:
-    """Every live child process group, so that they can all be killed when probetui ends.
-
-    `kill_all()` is synchronous and safe to call from a signal handler or atexit.
-    """
-
-    def __init__(self) -> None:
-        self._groups: set[int] = set()
-        self._installed = False
-
-    def add(self, pgid: int) -> None:
-        self._groups.add(pgid)
-
-    def discard(self, pgid: int) -> None:
-        self._groups.discard(pgid)
-
-    def groups(self) -> frozenset[int]:
-        return frozenset(self._groups)
-
-    def kill_all(self) -> int:
-        """SIGKILL every registered group and forget them; returns how many were signalled."""
-        groups = list(self._groups)
-        self._groups.clear()
-        return sum(_signal_group(pgid, signal.SIGKILL) for pgid in groups)
-
-    def install_exit_handlers(
-        self,
-        signals: Iterable[signal.Signals] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
-    ) -> None:
-        """Kill the children whenever probetui ends: on `signals`, at exit, on an uncaught error.
-
-        Call it from the main thread (Python only lets that thread set signal handlers), and after
-        anything else that installs handlers for these signals: the previous handler is chained,
-        a later one replaces this one (asyncio's `loop.add_signal_handler` does). For each signal:
-        children are killed first; then a Python handler that was there before is called (the
-        default SIGINT one raises KeyboardInterrupt); with the default disposition the signal is
-        re-raised so probetui dies of it, with the status a shell shows as 128+N. An ignored signal
-        (SIGHUP under nohup) stays ignored and kills nothing, as it does not end probetui.
-        """
-        if self._installed:
-            return
-        self._installed = True
-        atexit.register(self.kill_all)
-
-        previous_hook = sys.excepthook
-
-        def excepthook(
-            exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
-        ) -> None:
-            # atexit runs only after non-daemon threads end; do not wait for them
-            self.kill_all()
-            previous_hook(exc_type, exc, tb)
-
-        sys.excepthook = excepthook
-
-        for sig in signals:
-            previous = signal.getsignal(sig)
-            if previous is signal.SIG_IGN:
-                continue
-            signal.signal(sig, self._make_handler(previous))
-
-    def _make_handler(
-        self, previous: Callable[[int, FrameType | None], object] | int | None
-    ) -> Callable[[int, FrameType | None], None]:
-        def handler(signum: int, frame: FrameType | None) -> None:
-            self.kill_all()
-            if callable(previous):
-                previous(signum, frame)
-                return
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
-
-        return handler
-
-
-# the registry every ContainerProcess uses unless given another one
-REGISTRY = ProcessGroupRegistry()
-
-
-@dataclass(frozen=True)
-class OutputLine:
-    """One line of output, without its newline; `partial` when it was split or had no newline."""
-
-    stream: str  # "stdout" or "stderr"
-    time: float  # time.time() when it was read
-    data: bytes
-    partial: bool = False
-
-    @property
-    def text(self) -> str:
-        return self.data.decode("utf-8", errors="replace")
-
-
-class _Tail:
-    """The last `max_bytes` of one stream, as timestamped lines."""
-
-    def __init__(self, stream: str, max_bytes: int, max_line: int) -> None:
-        self.stream = stream
-        self.max_bytes = max_bytes
-        self.max_line = max_line
-        self.lines: deque[OutputLine] = deque()
-        self.size = 0
-        self.pending = bytearray()
-        self.pending_since = 0.0
-        self.dropped = 0
-
-    def feed(self, chunk: bytes, now: float) -> None:
-        if not self.pending:
-            self.pending_since = now
-        self.pending += chunk
-        while True:
-            end = self.pending.find(b"\n")
-            if end != -1 and end <= self.max_line:
-                self._keep(bytes(self.pending[:end]), partial=False)
-                del self.pending[: end + 1]
-            elif len(self.pending) > self.max_line:
-                self._keep(bytes(self.pending[: self.max_line]), partial=True)
-                del self.pending[: self.max_line]
-            else:
-                break
-            self.pending_since = now
-
-    def close(self) -> None:
-        if self.pending:
-            self._keep(bytes(self.pending), partial=True)
-            self.pending.clear()
-
-    def _keep(self, data: bytes, partial: bool) -> None:
-        self.lines.append(OutputLine(self.stream, self.pending_since, data, partial))
-        self.size += len(data) + 1
-        while self.size > self.max_bytes and self.lines:
-            self.size -= len(self.lines.popleft().data) + 1
-            self.dropped += 1
-
-    def snapshot(self) -> list[OutputLine]:
-        out = list(self.lines)
-        if self.pending:
-            out.append(OutputLine(self.stream, self.pending_since, bytes(self.pending), True))
-        return out
-
-
 class _Protocol(asyncio.SubprocessProtocol):
     """Feeds the tails and reports the exit as soon as the process is reaped.
 
@@ -297,7 +72,7 @@ class _Protocol(asyncio.SubprocessProtocol):
     inherited them can delay forever; process_exited() does not.
     """
 
-    def __init__(self, tails: Mapping[str, _Tail], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, tails: Mapping[str, Tail], loop: asyncio.AbstractEventLoop) -> None:
         self._tails = {1: tails["stdout"], 2: tails["stderr"]}
         self._open = {1, 2}
         self.exited: asyncio.Future[None] = loop.create_future()
@@ -316,69 +91,6 @@ class _Protocol(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
-
-
-def supervisor_argv(spec_fd: int, status_fd: int, orphan_grace: float) -> list[str]:
-    """How probetui runs a container's supervisor: by path, isolated, without site-packages."""
-    return [
-        sys.executable,
-        "-I",
-        "-S",
-        SUPERVISOR_PATH,
-        str(os.getpid()),
-        str(spec_fd),
-        str(status_fd),
-        repr(float(orphan_grace)),
-    ]
-
-
-def _spec_memfd(spec: ProcessSpec) -> int:
-    """The container's argv, cwd and environment in an anonymous file for the supervisor."""
-    data = encode_spec(list(spec.argv), dict(spec.env), spec.cwd)
-    fd = os.memfd_create("probetui-container-spec", os.MFD_CLOEXEC)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.lseek(fd, 0, os.SEEK_SET)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-async def _read_status(fd: int, loop: asyncio.AbstractEventLoop) -> bytes:
-    """The supervisor's one status line (without its newline), or b"" when it closed the pipe
-    without one. Bounded: the line is a few bytes."""
-    done: asyncio.Future[bytes] = loop.create_future()
-    got = bytearray()
-
-    def readable() -> None:
-        try:
-            chunk = os.read(fd, 256)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        got.extend(chunk)
-        if (not chunk or b"\n" in got or len(got) > 4096) and not done.done():
-            done.set_result(bytes(got).split(b"\n", 1)[0])
-
-    os.set_blocking(fd, False)
-    loop.add_reader(fd, readable)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(fd)
-
-
-def _start_error(argv0: str, cwd: str | None, exc: OSError) -> str:
-    # runc's wording, which is what ends up in the container status message
-    if cwd is not None and exc.filename == cwd:
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
-        reason = reason[:1].lower() + reason[1:]
-        return f'chdir to cwd ("{cwd}") set in config.json failed: {reason}'
-    return exec_start_error(argv0, exc)
 
 
 class ContainerProcess:
@@ -403,8 +115,8 @@ class ContainerProcess:
         self._exit: asyncio.Task[int] | None = None
         self._exit_code: int | None = None
         self._tails = {
-            "stdout": _Tail("stdout", tail_bytes, max_line_bytes),
-            "stderr": _Tail("stderr", tail_bytes, max_line_bytes),
+            "stdout": Tail("stdout", tail_bytes, max_line_bytes),
+            "stderr": Tail("stderr", tail_bytes, max_line_bytes),
         }
 
     @property
@@ -446,7 +158,7 @@ class ContainerProcess:
             raise ContainerStartError("exec: no command")
         loop = asyncio.get_running_loop()
         protocol = _Protocol(self._tails, loop)
-        spec_fd = _spec_memfd(self.spec)
+        spec_fd = spec_memfd(self.spec)
         status_r, status_w = os.pipe()
         # taken before the spawn: output can arrive while subprocess_exec is still connecting
         started_at = time.time()
@@ -469,11 +181,11 @@ class ContainerProcess:
             os.close(spec_fd)
             os.close(status_w)
         try:
-            status = await _read_status(status_r, loop)
+            status = await read_status(status_r, loop)
         except BaseException:
             # cancelled before the container's PID is known: the supervisor goes, and its child
             # with it (the child's own death signal)
-            _signal_group(transport.get_pid(), signal.SIGKILL)
+            signal_group(transport.get_pid(), signal.SIGKILL)
             transport.close()
             raise
         finally:
@@ -482,23 +194,13 @@ class ContainerProcess:
             await protocol.exited
             code = transport.get_returncode()
             transport.close()
-            raise ContainerStartError(self._start_failure(status, code))
+            raise ContainerStartError(start_failure(self.spec, status, code))
         pid = int(status[2:])
         self.registry.add(pid)
         self._pid = pid
         self._supervisor_pid = transport.get_pid()
         self.started_at = started_at
         self._exit = asyncio.ensure_future(self._supervise(transport, protocol, pid))
-
-    def _start_failure(self, status: bytes, code: int | None) -> str:
-        """The runtime's words for a failed start, from the supervisor's `E chdir|exec ERRNO`."""
-        parts = status.split()
-        if len(parts) == 3 and parts[0] == b"E" and parts[2].isdigit():
-            err = int(parts[2])
-            where = self.spec.cwd if parts[1] == b"chdir" else self.spec.argv[0]
-            exc = OSError(err, os.strerror(err), where)
-            return _start_error(self.spec.argv[0], self.spec.cwd, exc)
-        return f"the container's supervisor exited ({code}) before starting it"
 
     async def _supervise(
         self, transport: asyncio.SubprocessTransport, protocol: _Protocol, pid: int
@@ -507,7 +209,7 @@ class ContainerProcess:
             await protocol.exited
         finally:
             # the leader is gone (or we are being torn down): the rest of the container goes too
-            _signal_group(pid, signal.SIGKILL)
+            signal_group(pid, signal.SIGKILL)
             self.registry.discard(pid)
         code = transport.get_returncode()
         assert code is not None
@@ -542,14 +244,14 @@ class ContainerProcess:
             return task.result()
         pgid = self.pid
         assert pgid is not None
-        _signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
         try:
             try:
                 async with asyncio.timeout(grace):
                     return await asyncio.shield(task)
             except TimeoutError:
                 pass
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
             return await asyncio.shield(task)
         finally:
             if not task.done():
@@ -558,7 +260,7 @@ class ContainerProcess:
     def kill_now(self) -> None:
         """SIGKILL the whole group now, synchronously; reaping happens on the event loop."""
         if self._pid is not None and self._exit_code is None:
-            _signal_group(self._pid, signal.SIGKILL)
+            signal_group(self._pid, signal.SIGKILL)
 
     def output_tail(self, stream: str | None = None) -> list[OutputLine]:
         """The last lines of stdout and stderr (or one of them), oldest first.
@@ -576,17 +278,4 @@ class ContainerProcess:
         return self._tails[stream].dropped
 
 
-__all__ = [
-    "DEFAULT_MAX_LINE_BYTES",
-    "DEFAULT_TAIL_BYTES",
-    "REGISTRY",
-    "START_ERROR_EXIT_CODE",
-    "START_ERROR_REASON",
-    "ContainerProcess",
-    "ContainerStartError",
-    "LocalRuntimeError",
-    "OutputLine",
-    "ProcessGroupRegistry",
-    "ProcessSpec",
-    "process_spec",
-]
+__all__ = ["ContainerProcess", "ContainerStartError"]

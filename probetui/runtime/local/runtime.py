@@ -48,13 +48,8 @@ from probetui.probe.util import ReachError
 from probetui.prober.status import ContainerStatus, PodStatus, Waiting
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.local.backend import ProcessBackend
-from probetui.runtime.local.process import (
-    REGISTRY,
-    LocalRuntimeError,
-    ProcessGroupRegistry,
-    ProcessSpec,
-    process_spec,
-)
+from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry
+from probetui.runtime.local.procspec import LocalRuntimeError, ProcessSpec, process_spec
 from probetui.runtime.local.watchdog import Watchdog
 from probetui.spec.model import Container, Pod, ProbeType
 
