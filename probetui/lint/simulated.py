@@ -54,13 +54,20 @@ class Run:
         return next((m for key, m in self.unhealthy if key == probe.key), None)
 
 
-def alone(pod: Pod, container: Container, keep: frozenset[ProbeType] = ALL) -> Pod:
+def alone(
+    pod: Pod,
+    container: Container,
+    keep: frozenset[ProbeType] = ALL,
+    instant: frozenset[ProbeType] = frozenset(),
+) -> Pod:
     """The pod reduced to the one container a rule is about, under fixed names and with every
     probe that reaches its target on one stand-in handler: names, texts, env and targets
     change no decision of the model (a scenario answers by probe type and time), and without
     them equal settings in different objects are one simulation. A probe whose port name
     resolves to nothing keeps its handler, since that is what makes it error (§16.4). Only the
-    probe types in `keep` stay: a question about kills needs no readiness probe."""
+    probe types in `keep` stay: a question about kills needs no readiness probe. The probe
+    types in `instant` are answered at once, so their (positive) timeoutSeconds decides
+    nothing either: it becomes 1."""
     bare = replace(
         container,
         name=SUBJECT,
@@ -70,9 +77,9 @@ def alone(pod: Pod, container: Container, keep: frozenset[ProbeType] = ALL) -> P
         image=None,
         working_dir=None,
         ports=(),
-        liveness_probe=_stand_in(container, ProbeType.LIVENESS, keep),
-        readiness_probe=_stand_in(container, ProbeType.READINESS, keep),
-        startup_probe=_stand_in(container, ProbeType.STARTUP, keep),
+        liveness_probe=_stand_in(container, ProbeType.LIVENESS, keep, instant),
+        readiness_probe=_stand_in(container, ProbeType.READINESS, keep, instant),
+        startup_probe=_stand_in(container, ProbeType.STARTUP, keep, instant),
     )
     regular = (Container(name="main"),) if container.is_restartable_init else (bare,)
     return Pod(
@@ -89,11 +96,17 @@ _STAND_IN = ExecAction(command=("probe",))
 
 
 def _stand_in(
-    container: Container, probe_type: ProbeType, keep: frozenset[ProbeType]
+    container: Container,
+    probe_type: ProbeType,
+    keep: frozenset[ProbeType],
+    instant: frozenset[ProbeType],
 ) -> Probe | None:
     probe = container.probe(probe_type)
     if probe is None or probe_type not in keep:
         return None
+    if probe_type in instant and probe.timeout_seconds > 0:
+        # an attempt times out only when its answer takes longer (simulate/run.py)
+        probe = replace(probe, timeout_seconds=1)
     port = getattr(probe.handler, "port", None)
     if isinstance(port, str) and container.port_by_name(port) is None:
         return replace(probe, exec=None, grpc=None)
@@ -135,7 +148,8 @@ def run(
     `duration` s or until `stop` says so."""
     probes = tuple(sorted(app.probes.items(), key=lambda kv: kv[0].key))
     app_key = (app.start_after, app.exit_after, app.exit_code, app.stop_seconds, app.default)
-    return _run(alone(pod, container, keep), app_key, probes, duration, stop)
+    instant = frozenset(pt for pt in ProbeType if app.behaviour(pt).latency_ms <= 0)
+    return _run(alone(pod, container, keep, instant), app_key, probes, duration, stop)
 
 
 def _with(probe_type: ProbeType) -> frozenset[ProbeType]:
