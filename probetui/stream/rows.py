@@ -10,8 +10,8 @@ container, probe, target, status code, output and verdict. So:
 - a row is `[w, t, at, fin, next, run, latency, started, ...]` (the times and the result run:
   what changes on every attempt; one latency and start per try), followed by the rest of the
   record as one array only when that rest differs from the worker's previous row;
-- the rows of one turn of the engine's loop go in one `rows` frame (`sender.Sender`), one
-  write and one line for all of them.
+- the rows gathered for one write (`sender.Sender`, 10 ms) go in one `rows` frame, one
+  line for all of them.
 
 The reader gives back the very `Event` the engine's sinks got: the record is rebuilt field by
 field, and the event from it by `record_event`, the one builder the engine itself calls (an
