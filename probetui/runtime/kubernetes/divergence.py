@@ -16,7 +16,8 @@ one that is shutting down closes its listener first and its watches last, so for
 kubelet cannot write its status while the watch looks healthy. The read fails then, which makes
 the kubelet's view stale as a dropped watch does.
 
-`KubernetesRuntime` holds one `Divergence` and hands it the pods it observes.
+`KubernetesRuntime` holds one `Divergence`; its `ClusterPods` (`pods.py`) hands it the pods it
+observes and makes the fresh reads.
 """
 
 from __future__ import annotations

@@ -1,18 +1,18 @@
 """The cluster source: watch pods and events, shadow the kubelets, show both.
 
-Pods and core/v1 events are listed and watched (`reflector.py`). Each observed pod is handed to
-the engine as the kubelet reports it: the shadow workers read container IDs, `startedAt` and
-`started` from the observed status, so they follow the same container instances as the real
-workers. The kubelet's own verdicts (ready, started, restarts, exits) and its events
-(Unhealthy, ProbeWarning, Killing, BackOff, ...) go to the timeline with `source: kubelet`.
+Pods and core/v1 events are listed and watched (`reflector.py`). The runtime connects the API
+clients, wires the reflectors, says how the connection is, and delegates to three parts it holds:
 
-The runtime wires the reflectors, the observed state and two parts it holds and delegates to:
-
+- `pods.py` (`ClusterPods`): what the watches bring, to the engine. Each observed pod is handed
+  over as the kubelet reports it, so the shadow workers follow the same container instances as
+  the real workers; the kubelet's own verdicts (ready, started, restarts, exits) and its events
+  (Unhealthy, ProbeWarning, Killing, BackOff, ...) go to the timeline with `source: kubelet`.
+  It also makes the fresh read of a pod that confirms a divergence.
 - `divergence.py` (`Divergence`): where the shadow's published result and the kubelet's verdict
   differ for longer than one period and 1.5 s, a `Divergence` event names both and the likely
   reasons; `DivergenceCleared` when they agree again. Not while a watch is down, nor for the
-  status manager's sync period after it is back; confirmed first by a fresh read of the pod,
-  which the runtime makes (`_confirm`) and feeds through the pod reflector (`offer`).
+  status manager's sync period after it is back; confirmed first by a fresh read of the pod
+  (`ClusterPods.confirm`), fed through the pod reflector (`offer`).
 - `reach.py` (`Reacher`): reaching pods (`--via` direct, port-forward, proxy; exec through
   `pods/exec`), what a path refused, the forbidden memory and what RBAC must grant. In
   `--read-only` mode only `direct` probes run, and only where the pod network is reachable;
@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -38,22 +36,14 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from probetui.prober.status import PodSnapshot
-from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
+from probetui.runtime.base import Runtime, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
-from probetui.runtime.kubernetes.events import EventCounter, kubelet_event, parse_event
 from probetui.runtime.kubernetes.nodes import NodeVersions
-from probetui.runtime.kubernetes.observed import PodSpecCache, kubelet_changes, observe_pod
-from probetui.runtime.kubernetes.owners import ReplicaSetOwners, replicaset_of
+from probetui.runtime.kubernetes.owners import ReplicaSetOwners
+from probetui.runtime.kubernetes.pods import ClusterPods
 from probetui.runtime.kubernetes.reach import VIAS, Reacher, fetch_server_version
-from probetui.runtime.kubernetes.reflector import (
-    ADDED,
-    DELETED,
-    ApiStatusError,
-    Reflector,
-    api_lister,
-    describe,
-)
+from probetui.runtime.kubernetes.reflector import ApiStatusError, Reflector, api_lister, describe
 from probetui.spec.model import Container, Pod, ProbeType
 
 if TYPE_CHECKING:
@@ -68,10 +58,6 @@ WATCH_TIMEOUT_SECONDS = 300
 # how often divergence is re-checked between observed changes
 DIVERGENCE_CHECK = 1.0
 FIRST_LIST_TRIES = 3
-# a read that confirms a divergence: a healthy API server answers a get in milliseconds
-CONFIRM_TIMEOUT = 5.0
-
-NOT_RUN = "ProbeNotRun"
 
 
 class KubernetesRuntime(Runtime):
@@ -95,38 +81,41 @@ class KubernetesRuntime(Runtime):
         self.nodes = NodeVersions()
         # a ReplicaSet's pods' workload, confirmed from the ReplicaSet (owners.py)
         self.owners = ReplicaSetOwners(None if target.all_namespaces else target.namespace)
-        self.owners.on_change = self._owners_changed
-        # pod uid -> (namespace, its ReplicaSet), and the spec as observed -> as shown
-        self._rs_of: dict[str, tuple[str, str]] = {}
-        self._shown: dict[str, tuple[Pod, Pod]] = {}
         self.via_explicit = self.reacher.via_explicit
         self.via = self.reacher.via
-        self.divergence = Divergence(self.via, self.reacher.not_probed, self._confirm)
+        self.divergence = Divergence(self.via, self.reacher.not_probed)
+        # the watched pods and what their changes tell the engine (pods.py)
+        self.cluster_pods = ClusterPods(
+            selector=target.selector,
+            via=self.via,
+            nodes=self.nodes,
+            owners=self.owners,
+            divergence=self.divergence,
+            not_probed=self.not_probed,
+        )
+        self.owners.on_change = self.cluster_pods.owners_changed
+        self.divergence.confirm = self.cluster_pods.confirm
         self.watch_timeout = watch_timeout
         self.fail_fast = fail_fast
         self.divergence_check = divergence_check
         self.reflector_options = dict(reflector_options or {})
-        self.pods: dict[str, PodSnapshot] = {}
-        self._by_name: dict[tuple[str, str], str] = {}
-        self._specs = PodSpecCache()
-        self._counter = EventCounter()
-        self._host: RuntimeHost | None = None
         self._api: ApiClient | None = None
         self._ws_api: ApiClient | None = None
         self._core: CoreV1Api | None = None
         self._ws_core: CoreV1Api | None = None
-        self._not_run_said: set[tuple[str, str, str]] = set()
         self._states: dict[str, str] = {}
         # told each time the connection state changes ("" when healthy); the CLI prints it
         self.on_state: Callable[[str], None] | None = None
         self.on_note: Callable[[str], None] | None = None
         self.pods_reflector: Reflector | None = None
         self.events_reflector: Reflector | None = None
-        # the fresh reads that confirm a divergence before it is reported (divergence.py)
-        self._confirming: set[str] = set()
-        self._confirm_tasks: set[asyncio.Task[None]] = set()
         # probes the engine cannot run where it runs (in shards: exec), and why; None: all
         self.unrunnable: Callable[[Pod, Container, ProbeType], str | None] | None = None
+
+    @property
+    def pods(self) -> dict[str, PodSnapshot]:
+        """The watched pods by UID, as last observed (under their confirmed workload)."""
+        return self.cluster_pods.pods
 
     @property
     def server_version(self) -> tuple[int, int] | None:
@@ -171,7 +160,7 @@ class KubernetesRuntime(Runtime):
     async def run(self, host: RuntimeHost) -> None:
         from kubernetes_asyncio.client import AppsV1Api, CoreV1Api
 
-        self._host = host
+        self.cluster_pods.host = host
         self._api = await self.target.api_client()
         try:
             self._core = CoreV1Api(self._api)
@@ -182,24 +171,25 @@ class KubernetesRuntime(Runtime):
             self.nodes.connect(self._core)
             pods = self.pods_reflector = Reflector(
                 self._pod_lister(),
-                self._on_pod,
+                self.cluster_pods.on_pod,
                 name="pods",
                 on_state=lambda text: self._on_state("pods", text),
                 **self.reflector_options,
             )
             events = self.events_reflector = Reflector(
                 self._event_lister(),
-                self._on_event,
+                self.cluster_pods.on_event,
                 name="events",
                 on_state=lambda text: self._on_state("events", text),
                 **self.reflector_options,
             )
+            self.cluster_pods.connect(self._core, pods)
             await self._first_list(pods)
             await self._read_nodes()
             # after the first list, so that its pods make one read, not one each
             self.owners.connect(AppsV1Api(self._api))
-            if self._rs_of:
-                await self.owners.read()  # tells _owners_changed what it changed
+            if self.cluster_pods.owned_by_replicasets:
+                await self.owners.read()  # tells cluster_pods.owners_changed what it changed
             # every pod's workers now exist: take them out of the cyclic collector's walks
             host.settle_memory()
             tasks = [
@@ -210,9 +200,10 @@ class KubernetesRuntime(Runtime):
             try:
                 await asyncio.gather(*tasks)
             finally:
-                for task in [*tasks, *self._confirm_tasks]:
+                reads = self.cluster_pods.cancel_reads()
+                for task in tasks:
                     task.cancel()
-                await asyncio.gather(*tasks, *self._confirm_tasks, return_exceptions=True)
+                await asyncio.gather(*tasks, *reads, return_exceptions=True)
         finally:
             self.nodes.close()
             self.owners.close()
@@ -313,182 +304,13 @@ class KubernetesRuntime(Runtime):
             **params,
         )
 
-    # -- pods -------------------------------------------------------------------------------
-
-    def _on_pod(self, kind: str, obj: dict[str, Any]) -> None:
-        host = self._host
-        assert host is not None
-        try:
-            observed = observe_pod(obj, self._specs)
-        except Exception as e:  # one bad pod must not stop the watch
-            meta = obj.get("metadata") or {}
-            log.warning("pod %s/%s skipped: %s", meta.get("namespace"), meta.get("name"), e)
-            return
-        pod, status = observed.pod, observed.status
-        now = time.time()
-        if kind == DELETED:
-            self._rs_of.pop(pod.uid, None)
-            self._shown.pop(pod.uid, None)
-            self.nodes.forget(pod.uid)
-            self.pods.pop(pod.uid, None)
-            self._by_name.pop((pod.namespace, pod.name), None)
-            self._specs.forget(pod.uid)
-            self.divergence.forget_pod(pod.uid)
-            self._not_run_said = {k for k in self._not_run_said if k[0] != pod.uid}
-            host.manager.remove_pod(pod)
-            host.pod_deleted(pod.uid)
-            return
-        rs = replicaset_of(obj.get("metadata") or {})
-        if rs is not None:
-            self._rs_of[pod.uid] = (pod.namespace, rs)
-            pod = self._confirmed_owner(pod)
-        self.nodes.placed(pod.uid, observed.node_name)
-        before = self.pods.get(pod.uid)
-        self.pods[pod.uid] = PodSnapshot(pod, status)
-        self._by_name[(pod.namespace, pod.name)] = pod.uid
-        host.pod_snapshot(pod, status)
-        for change in kubelet_changes(pod, before.status if before else None, status, now):
-            host.report(change)
-        if kind == ADDED or before is None:
-            host.manager.add_pod(pod, api_status=status)
-        else:
-            # new containers (an ephemeral spec change) get workers; existing ones are kept
-            host.manager.add_pod(pod)
-        self._say_not_run(host, pod, now)
-        if status.phase in ("Succeeded", "Failed"):
-            host.manager.remove_pod(pod)
-            return
-        # the kubelet's status sync: readiness triggers where not ready
-        # (docs/kubelet-behaviour.md §10.3)
-        host.manager.update_pod_status(pod, status)
-        self.divergence.check_pod(host, pod, status, now, set())
-
-    def _confirmed_owner(self, pod: Pod) -> Pod:
-        """The pod under the workload its ReplicaSet names, where that was read; the same
-        object for the same observed spec, so an unchanged pod stays unchanged downstream."""
-        shown = self._shown.get(pod.uid)
-        if shown is not None and shown[0] is pod:
-            return shown[1]
-        ns, rs = self._rs_of[pod.uid]
-        owner = self.owners.of(ns, rs)
-        out = pod
-        if owner is not None and owner != (pod.owner_kind, pod.owner_name):
-            out = dataclasses.replace(pod, owner_kind=owner[0], owner_name=owner[1])
-        self._shown[pod.uid] = (pod, out)
-        return out
-
-    def _owners_changed(self) -> None:
-        """A read of the ReplicaSets changed some pods' workload: show them under it."""
-        host = self._host
-        if host is None:
-            return
-        for uid in list(self._rs_of):
-            seen, shown = self.pods.get(uid), self._shown.pop(uid, None)
-            if seen is None or shown is None:
-                continue
-            pod = self._confirmed_owner(shown[0])
-            if (pod.owner_kind, pod.owner_name) != (seen.pod.owner_kind, seen.pod.owner_name):
-                self.pods[uid] = PodSnapshot(pod, seen.status)
-                host.pod_snapshot(pod, seen.status)
-
-    def _say_not_run(self, host: RuntimeHost, pod: Pod, now: float) -> None:
-        """Once per probe: the shadow does not run it here, and why (headless has no UI)."""
-        for container in pod.probed_containers():
-            for probe_type in ProbeType:
-                if container.probe(probe_type) is None:
-                    continue
-                key = (pod.uid, container.name, probe_type.key)
-                if key in self._not_run_said:
-                    continue
-                reason = self.not_probed(pod, container, probe_type)
-                if reason is None:
-                    continue
-                self._not_run_said.add(key)
-                host.report(
-                    RuntimeEvent(
-                        NOT_RUN,
-                        now,
-                        pod,
-                        container.name,
-                        probe_type,
-                        {"reason": reason, "via": self.via},
-                        source="shadow",
-                    )
-                )
-
-    # -- events -----------------------------------------------------------------------------
-
-    def _on_event(self, kind: str, obj: dict[str, Any]) -> None:
-        host = self._host
-        assert host is not None
-        event = parse_event(obj)
-        if event is None:
-            return
-        if kind == DELETED:
-            self._counter.forget(event.uid)
-            return
-        increment = self._counter.observe(event)
-        if increment == 0:
-            return
-        uid = event.pod_uid or self._by_name.get((event.pod_namespace, event.pod_name), "")
-        seen = self.pods.get(uid) or self.pods.get(
-            self._by_name.get((event.pod_namespace, event.pod_name), "")
-        )
-        if seen is None and self.target.selector:
-            return  # about a pod the selector leaves out
-        pod = seen.pod if seen is not None else _placeholder(event.pod_namespace, event.pod_name)
-        host.report(kubelet_event(event, pod, increment, time.time()))
-
     # -- divergence (divergence.py) ---------------------------------------------------------
 
-    def _confirm(self, pod: Pod) -> None:
-        """One fresh read at a time per pod; the divergence check asks again until it lands."""
-        if pod.uid in self._confirming or self._core is None:
-            return
-        self._confirming.add(pod.uid)
-        task = asyncio.create_task(self._read_pod(pod), name=f"confirm {pod.name}")
-        self._confirm_tasks.add(task)
-        task.add_done_callback(self._confirm_tasks.discard)
-
-    async def _read_pod(self, pod: Pod) -> None:
-        assert self._core is not None
-        try:
-            resp = await self._core.read_namespaced_pod(
-                pod.name, pod.namespace, _preload_content=False, _request_timeout=CONFIRM_TIMEOUT
-            )
-            try:
-                if resp.status == 404:
-                    return  # gone: the watch's DELETED ends the disagreement
-                if resp.status != 200:
-                    raise ApiStatusError(resp.status, f"read pod: HTTP {resp.status}")
-                obj = json.loads(await resp.read())
-            finally:
-                resp.release()
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:
-            log.info("divergence: fresh read of %s/%s failed: %s", pod.namespace, pod.name, e)
-            self.divergence.unconfirmed(time.time())
-            return
-        finally:
-            self._confirming.discard(pod.uid)
-        if (obj.get("metadata") or {}).get("uid") != pod.uid:
-            return  # a new pod of the same name: the watch brings it
-        if self.pods_reflector is not None:
-            self.pods_reflector.offer(obj)
-        self.divergence.confirmed(pod.uid, time.time())
-        self._check_divergence(time.time())
-
     async def _divergence_loop(self) -> None:
+        # between observed changes, which check their own pod as they come
         while True:
             await asyncio.sleep(self.divergence_check)
-            self._check_divergence(time.time())
-
-    def _check_divergence(self, now: float) -> None:
-        host = self._host
-        if host is None:
-            return
-        self.divergence.check(host, [(seen.pod, seen.status) for seen in self.pods.values()], now)
+            self.cluster_pods.check_divergence(time.time())
 
     # -- reaching pods (reach.py) -----------------------------------------------------------
 
@@ -528,9 +350,4 @@ class KubernetesRuntime(Runtime):
         return self.reacher.exec_runner(pod, container)
 
 
-def _placeholder(namespace: str, name: str) -> Pod:
-    """An event about a pod not (or no longer) watched: shown under its name alone."""
-    return Pod(name=name, namespace=namespace, uid=f"{namespace}/{name}", containers=())
-
-
-__all__ = ["NOT_RUN", "VIAS", "KubernetesRuntime", "fetch_server_version"]
+__all__ = ["VIAS", "KubernetesRuntime", "fetch_server_version"]

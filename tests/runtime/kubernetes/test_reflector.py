@@ -416,7 +416,7 @@ def _pod_at(uid: str, rv: str) -> dict[str, Any]:
 
 
 def test_an_object_read_outside_the_watch_is_delivered_only_when_newer() -> None:
-    """A get that confirms a divergence (runtime `_confirm`) may return before or after what
+    """A get that confirms a divergence (`ClusterPods.confirm`) may return before or after what
     the watch delivers: only a strictly newer integer resourceVersion replaces the one held;
     an opaque version is compared for nothing but equality, so it is dropped."""
     delivered = Delivered()

@@ -24,7 +24,8 @@ from probetui.prober.lateness import BEHIND
 from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ConnectOptions, resolve
-from probetui.runtime.kubernetes.runtime import NOT_RUN, KubernetesRuntime
+from probetui.runtime.kubernetes.pods import NOT_RUN
+from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod, running_status

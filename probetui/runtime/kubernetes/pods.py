@@ -1,0 +1,282 @@
+"""The cluster's pods as the runtime reads them: from the watches, and afresh to confirm.
+
+`ClusterPods` holds the pods the pod watch brought (`pods`, by UID) and tells the engine's host
+what each change means: every observed pod goes to the engine as the kubelet reports it (the
+shadow workers read container IDs, `startedAt` and `started` from the observed status, so they
+follow the same container instances as the real workers); the kubelet's verdicts it shows
+(ready, started, restarts, exits) and the core/v1 events of the event watch (Unhealthy,
+ProbeWarning, Killing, BackOff, ...) go to the timeline with `source: kubelet`. A pod a
+ReplicaSet owns is shown under the workload that ReplicaSet names (`owners.py`), once read. Each
+probe the shadow does not run is said once, with the reason, as `ProbeNotRun`.
+
+It also makes the fresh read that confirms a divergence before it is reported
+(`divergence.py`): one get of the pod at a time, its answer fed through the pod reflector
+(`offer`), so the watch and the read never disagree about which version is newest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from probetui.prober.status import PodSnapshot
+from probetui.runtime.base import RuntimeEvent, RuntimeHost
+from probetui.runtime.kubernetes.divergence import Divergence
+from probetui.runtime.kubernetes.events import EventCounter, kubelet_event, parse_event
+from probetui.runtime.kubernetes.nodes import NodeVersions
+from probetui.runtime.kubernetes.observed import PodSpecCache, kubelet_changes, observe_pod
+from probetui.runtime.kubernetes.owners import ReplicaSetOwners, replicaset_of
+from probetui.runtime.kubernetes.reflector import ADDED, DELETED, ApiStatusError, Reflector
+from probetui.spec.model import Container, Pod, ProbeType
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import CoreV1Api
+
+log = logging.getLogger(__name__)
+
+# a read that confirms a divergence: a healthy API server answers a get in milliseconds
+CONFIRM_TIMEOUT = 5.0
+
+NOT_RUN = "ProbeNotRun"
+
+
+class ClusterPods:
+    """The watched pods, and what their changes and the kubelet's events tell the host.
+
+    `not_probed` says which probes the shadow does not run here (asked anew each time: what the
+    engine can run is learnt after start-up); `via` is the shadow's path, for `ProbeNotRun`.
+    `host` is set once the runtime runs, `connect` once its API client exists.
+    """
+
+    def __init__(
+        self,
+        *,
+        selector: str | None,
+        via: str,
+        nodes: NodeVersions,
+        owners: ReplicaSetOwners,
+        divergence: Divergence,
+        not_probed: Callable[[Pod, Container, ProbeType], str | None],
+    ) -> None:
+        self.selector = selector
+        self.via = via
+        self.nodes = nodes
+        self.owners = owners
+        self.divergence = divergence
+        self.not_probed = not_probed
+        self.host: RuntimeHost | None = None
+        self.pods: dict[str, PodSnapshot] = {}
+        self._by_name: dict[tuple[str, str], str] = {}
+        self._specs = PodSpecCache()
+        self._counter = EventCounter()
+        # pod uid -> (namespace, its ReplicaSet), and the spec as observed -> as shown
+        self._rs_of: dict[str, tuple[str, str]] = {}
+        self._shown: dict[str, tuple[Pod, Pod]] = {}
+        self._not_run_said: set[tuple[str, str, str]] = set()
+        self._core: CoreV1Api | None = None
+        self._reflector: Reflector | None = None
+        # the fresh reads that confirm a divergence before it is reported (divergence.py)
+        self._confirming: set[str] = set()
+        self._confirm_tasks: set[asyncio.Task[None]] = set()
+
+    def connect(self, core: CoreV1Api, reflector: Reflector) -> None:
+        """The client fresh reads go through, and the pod reflector their answers go into."""
+        self._core = core
+        self._reflector = reflector
+
+    @property
+    def owned_by_replicasets(self) -> bool:
+        """Some watched pod belongs to a ReplicaSet, whose own owner is worth reading."""
+        return bool(self._rs_of)
+
+    # -- the pod watch ----------------------------------------------------------------------
+
+    def on_pod(self, kind: str, obj: dict[str, Any]) -> None:
+        host = self.host
+        assert host is not None
+        try:
+            observed = observe_pod(obj, self._specs)
+        except Exception as e:  # one bad pod must not stop the watch
+            meta = obj.get("metadata") or {}
+            log.warning("pod %s/%s skipped: %s", meta.get("namespace"), meta.get("name"), e)
+            return
+        pod, status = observed.pod, observed.status
+        now = time.time()
+        if kind == DELETED:
+            self._rs_of.pop(pod.uid, None)
+            self._shown.pop(pod.uid, None)
+            self.nodes.forget(pod.uid)
+            self.pods.pop(pod.uid, None)
+            self._by_name.pop((pod.namespace, pod.name), None)
+            self._specs.forget(pod.uid)
+            self.divergence.forget_pod(pod.uid)
+            self._not_run_said = {k for k in self._not_run_said if k[0] != pod.uid}
+            host.manager.remove_pod(pod)
+            host.pod_deleted(pod.uid)
+            return
+        rs = replicaset_of(obj.get("metadata") or {})
+        if rs is not None:
+            self._rs_of[pod.uid] = (pod.namespace, rs)
+            pod = self._confirmed_owner(pod)
+        self.nodes.placed(pod.uid, observed.node_name)
+        before = self.pods.get(pod.uid)
+        self.pods[pod.uid] = PodSnapshot(pod, status)
+        self._by_name[(pod.namespace, pod.name)] = pod.uid
+        host.pod_snapshot(pod, status)
+        for change in kubelet_changes(pod, before.status if before else None, status, now):
+            host.report(change)
+        if kind == ADDED or before is None:
+            host.manager.add_pod(pod, api_status=status)
+        else:
+            # new containers (an ephemeral spec change) get workers; existing ones are kept
+            host.manager.add_pod(pod)
+        self._say_not_run(host, pod, now)
+        if status.phase in ("Succeeded", "Failed"):
+            host.manager.remove_pod(pod)
+            return
+        # the kubelet's status sync: readiness triggers where not ready
+        # (docs/kubelet-behaviour.md §10.3)
+        host.manager.update_pod_status(pod, status)
+        self.divergence.check_pod(host, pod, status, now, set())
+
+    def _confirmed_owner(self, pod: Pod) -> Pod:
+        """The pod under the workload its ReplicaSet names, where that was read; the same
+        object for the same observed spec, so an unchanged pod stays unchanged downstream."""
+        shown = self._shown.get(pod.uid)
+        if shown is not None and shown[0] is pod:
+            return shown[1]
+        ns, rs = self._rs_of[pod.uid]
+        owner = self.owners.of(ns, rs)
+        out = pod
+        if owner is not None and owner != (pod.owner_kind, pod.owner_name):
+            out = dataclasses.replace(pod, owner_kind=owner[0], owner_name=owner[1])
+        self._shown[pod.uid] = (pod, out)
+        return out
+
+    def owners_changed(self) -> None:
+        """A read of the ReplicaSets changed some pods' workload: show them under it."""
+        host = self.host
+        if host is None:
+            return
+        for uid in list(self._rs_of):
+            seen, shown = self.pods.get(uid), self._shown.pop(uid, None)
+            if seen is None or shown is None:
+                continue
+            pod = self._confirmed_owner(shown[0])
+            if (pod.owner_kind, pod.owner_name) != (seen.pod.owner_kind, seen.pod.owner_name):
+                self.pods[uid] = PodSnapshot(pod, seen.status)
+                host.pod_snapshot(pod, seen.status)
+
+    def _say_not_run(self, host: RuntimeHost, pod: Pod, now: float) -> None:
+        """Once per probe: the shadow does not run it here, and why (headless has no UI)."""
+        for container in pod.probed_containers():
+            for probe_type in ProbeType:
+                if container.probe(probe_type) is None:
+                    continue
+                key = (pod.uid, container.name, probe_type.key)
+                if key in self._not_run_said:
+                    continue
+                reason = self.not_probed(pod, container, probe_type)
+                if reason is None:
+                    continue
+                self._not_run_said.add(key)
+                host.report(
+                    RuntimeEvent(
+                        NOT_RUN,
+                        now,
+                        pod,
+                        container.name,
+                        probe_type,
+                        {"reason": reason, "via": self.via},
+                        source="shadow",
+                    )
+                )
+
+    # -- the event watch --------------------------------------------------------------------
+
+    def on_event(self, kind: str, obj: dict[str, Any]) -> None:
+        host = self.host
+        assert host is not None
+        event = parse_event(obj)
+        if event is None:
+            return
+        if kind == DELETED:
+            self._counter.forget(event.uid)
+            return
+        increment = self._counter.observe(event)
+        if increment == 0:
+            return
+        uid = event.pod_uid or self._by_name.get((event.pod_namespace, event.pod_name), "")
+        seen = self.pods.get(uid) or self.pods.get(
+            self._by_name.get((event.pod_namespace, event.pod_name), "")
+        )
+        if seen is None and self.selector:
+            return  # about a pod the selector leaves out
+        pod = seen.pod if seen is not None else _placeholder(event.pod_namespace, event.pod_name)
+        host.report(kubelet_event(event, pod, increment, time.time()))
+
+    # -- divergence (divergence.py) ---------------------------------------------------------
+
+    def confirm(self, pod: Pod) -> None:
+        """One fresh read at a time per pod; the divergence check asks again until it lands."""
+        if pod.uid in self._confirming or self._core is None:
+            return
+        self._confirming.add(pod.uid)
+        task = asyncio.create_task(self._read_pod(pod), name=f"confirm {pod.name}")
+        self._confirm_tasks.add(task)
+        task.add_done_callback(self._confirm_tasks.discard)
+
+    def cancel_reads(self) -> list[asyncio.Task[None]]:
+        """Cancel the fresh reads still out; the tasks, for the caller to await."""
+        tasks = list(self._confirm_tasks)
+        for task in tasks:
+            task.cancel()
+        return tasks
+
+    async def _read_pod(self, pod: Pod) -> None:
+        assert self._core is not None
+        try:
+            resp = await self._core.read_namespaced_pod(
+                pod.name, pod.namespace, _preload_content=False, _request_timeout=CONFIRM_TIMEOUT
+            )
+            try:
+                if resp.status == 404:
+                    return  # gone: the watch's DELETED ends the disagreement
+                if resp.status != 200:
+                    raise ApiStatusError(resp.status, f"read pod: HTTP {resp.status}")
+                obj = json.loads(await resp.read())
+            finally:
+                resp.release()
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            log.info("divergence: fresh read of %s/%s failed: %s", pod.namespace, pod.name, e)
+            self.divergence.unconfirmed(time.time())
+            return
+        finally:
+            self._confirming.discard(pod.uid)
+        if (obj.get("metadata") or {}).get("uid") != pod.uid:
+            return  # a new pod of the same name: the watch brings it
+        if self._reflector is not None:
+            self._reflector.offer(obj)
+        self.divergence.confirmed(pod.uid, time.time())
+        self.check_divergence(time.time())
+
+    def check_divergence(self, now: float) -> None:
+        host = self.host
+        if host is None:
+            return
+        self.divergence.check(host, [(seen.pod, seen.status) for seen in self.pods.values()], now)
+
+
+def _placeholder(namespace: str, name: str) -> Pod:
+    """An event about a pod not (or no longer) watched: shown under its name alone."""
+    return Pod(name=name, namespace=namespace, uid=f"{namespace}/{name}", containers=())
+
+
+__all__ = ["CONFIRM_TIMEOUT", "NOT_RUN", "ClusterPods"]
