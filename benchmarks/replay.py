@@ -7,7 +7,8 @@
 `--minutes` at `--period` (15,000 at 10 s is 1,500 attempts/s, the engine benchmark's load),
 written through the real `Recorder` in virtual time. Timed: the first screen's data (open the
 file, `Player` at the end: the pods, their statuses and the last window of events in the
-store); seeks back to random moments (the store rebuilt: the cost of `@` and `[`); a step of
+store); seeks back to random moments (the store rebuilt: the cost of `@` and `[`), each with
+the first slice of playing on from there (the stream goes on where the seek stopped); a step of
 10 s forward (what one 0.1 s tick of playing at 100x must feed, so the speed playing reaches);
 one slice of playing (a tick is fed in slices with the event loop served between them: what a
 key press waits for before its repaint). Wall times and CPU: the machine is shared. A seek's cost is set by how
@@ -128,7 +129,7 @@ def screen(probes: int, minutes: float, period: int, seeks: int) -> dict[str, An
             held = player.store.attempts()
             rng = random.Random(3)
             lo, hi = player.first + 60, player.last
-            seek_times, seek_cpu = [], []
+            seek_times, seek_cpu, after_seek = [], [], []
             for _ in range(seeks):
                 at = rng.uniform(lo, hi)
                 player.seek(player.last)  # from the end, so each one is a seek back
@@ -136,6 +137,10 @@ def screen(probes: int, minutes: float, period: int, seeks: int) -> dict[str, An
                 player.seek(at)
                 seek_times.append(time.perf_counter() - t)
                 seek_cpu.append(cpu() - c)
+                # playing on from there: the first slice reads on where the seek stopped
+                t = time.perf_counter()
+                player.step(player.slice)
+                after_seek.append(time.perf_counter() - t)
             player.seek(lo)
             steps, slices = [], []
             for _ in range(min(seeks, 10)):
@@ -156,6 +161,7 @@ def screen(probes: int, minutes: float, period: int, seeks: int) -> dict[str, An
             "attempts_in_store": held,
             "seek_s": sorted(seek_times),
             "seek_cpu_s": sorted(seek_cpu),
+            "first_slice_after_seek_s": sorted(after_seek),
             "step_10s_s": sorted(steps),
             "slice_s": player.slice,
             "slice_feed_s": sorted(slices),
@@ -244,6 +250,11 @@ def table(result: dict[str, Any]) -> str:
             "seek back",
             f"{spread(s['seek_s'])}; CPU {spread(s['seek_cpu_s'])} "
             f"(goal < {GOAL_SEEK_S * 1000:.0f} ms)",
+        ),
+        (
+            "first slice after a seek",
+            f"{spread(s['first_slice_after_seek_s'])} (playing on from a seek: what a key "
+            "pressed then waits for)",
         ),
         (
             "10 s forward",
