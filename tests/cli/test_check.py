@@ -59,7 +59,7 @@ async def web_app() -> AsyncIterator[int]:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
-        yield site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        yield runner.addresses[0][1]
     finally:
         await runner.cleanup()
 

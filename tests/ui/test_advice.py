@@ -146,13 +146,15 @@ async def test_the_what_if_key_replays_the_proposal_side_by_side() -> None:
 
 async def test_the_what_if_key_says_when_nothing_is_proposed() -> None:
     app, _, _ = make_app()
-    async with app.run_test(size=SIZE) as pilot:
+    # notifications on (run_test leaves them off): the toast on the screen is what is said
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()  # api/api: infos only, none proposes a setting
         assert app.screen.threshold.border_subtitle == ""
         await pilot.press("a")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
-        assert any("proposes no setting" in n.message for n in app._notifications)
+        toasts = [str(toast.render()) for toast in app.screen.query("Toast")]
+        assert any("proposes no setting" in text for text in toasts), toasts
 
 
 async def test_the_what_if_key_is_remappable() -> None:

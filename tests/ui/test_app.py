@@ -320,7 +320,16 @@ async def test_new_events_redraw_only_the_changed_container() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         screen = main(app)
-        seen = screen._version
+        # the list's own refresh_keys, watched: which containers each poll asks it to redraw
+        asked: list[list[ContainerKey]] = []
+        refresh_keys = screen.workloads.refresh_keys
+
+        def watched(keys: list[ContainerKey]) -> None:
+            asked.append(list(keys))
+            refresh_keys(keys)
+
+        screen.workloads.refresh_keys = watched  # type: ignore[method-assign]
+        seen = store.version
         from tests.ui.fakes import T_END, build  # noqa: F401 - the same builder feeds more
 
         synth = app.store  # the same store; add one kubelet event to crashy
@@ -341,7 +350,8 @@ async def test_new_events_redraw_only_the_changed_container() -> None:
         )
         assert store.changed_since(seen) == [CRASHY]
         await pilot.pause(0.25)
-        assert screen._version == store.version
+        # one poll redraws crashy alone; the polls after it find nothing new
+        assert asked == [[CRASHY]]
 
 
 async def test_a_runtime_that_fails_ends_the_app_with_its_one_line() -> None:

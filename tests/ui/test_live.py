@@ -33,6 +33,7 @@ class OnePod(Runtime):
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
+        self.ended = False  # the engine stopped it: its run was cancelled and has returned
 
     async def run(self, host: RuntimeHost) -> None:
         cs = ContainerStatus(
@@ -41,7 +42,10 @@ class OnePod(Runtime):
         host.pod_snapshot(self.pod, PodStatus(pod_ip="127.0.0.1", container_statuses=(cs,)))
         host.manager.add_pod(self.pod)
         host.report(RuntimeEvent("ContainerStarted", time.time(), self.pod, "app"))
-        await asyncio.Event().wait()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.ended = True
 
 
 async def serve_http() -> asyncio.Server:
@@ -78,7 +82,8 @@ async def test_keys_reach_the_real_workers_and_attempts_reach_the_panes() -> Non
     )
     pod = Pod(name="live", namespace="ns", uid="uid-live", containers=(container,))
     store = Store()
-    engine = Engine(OnePod(pod), [store])
+    runtime = OnePod(pod)
+    engine = Engine(runtime, [store])
     app = ProbeApp(engine, store)
     key = ProbeKey("uid-live", "app", ProbeType.READINESS)
     try:
@@ -108,7 +113,8 @@ async def test_keys_reach_the_real_workers_and_attempts_reach_the_panes() -> Non
             assert store.container(ContainerKey("uid-live", "app")) is not None
             await pilot.press("q")
             await pilot.pause()
-        assert app._engine_task is not None and app._engine_task.done()
+        # q stopped the engine before the app ended: the workers, then the runtime's run
+        assert runtime.ended
         assert app.return_code == 0
     finally:
         server.close()
