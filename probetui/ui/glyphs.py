@@ -64,21 +64,26 @@ RESTARTS = "↺"
 PAUSED = "‖"
 SPARK = "▁▂▃▄▅▆▇█"
 
+# the help screen's key to the glyphs above, each taken from its table
 LEGEND = (
-    ("●", OK, "success"),
-    ("◐", WARN, "warning (counts as success)"),
-    ("✖", BAD, "failure"),
-    ("◷", BAD, "timeout (a failure)"),
-    ("?", WARN, "prober error, discarded (not counted)"),
-    ("·", DIM, "skipped (initial delay, gating, on hold, paused)"),
-    ("▼ ▲", "", "published result changed to Failure / Success"),
-    ("│", INFO, "container started"),
-    ("■", BAD, "container exited"),
-    ("↺", BAD, "killed for a probe (restart follows)"),
-    ("B", WARN, "back-off before the next restart"),
-    ("≠", "magenta", "the shadow and the kubelet disagree"),
-    ("!", WARN, "the kubelet reported Unhealthy / ProbeWarning"),
-    ("○", DIM, "no result published yet"),
-    ("◇", "", "sidecar (init container with restartPolicy Always)"),
-    ("✓ ✗", "", "Ready / Started yes or no"),
+    (KIND_GLYPH[Kind.SUCCESS], KIND_STYLE[Kind.SUCCESS], "success"),
+    (KIND_GLYPH[Kind.WARNING], KIND_STYLE[Kind.WARNING], "warning (counts as success)"),
+    (KIND_GLYPH[Kind.FAILURE], KIND_STYLE[Kind.FAILURE], "failure"),
+    (KIND_GLYPH[Kind.TIMEOUT], KIND_STYLE[Kind.TIMEOUT], "timeout (a failure)"),
+    (KIND_GLYPH[Kind.ERROR], KIND_STYLE[Kind.ERROR], "prober error, discarded (not counted)"),
+    (
+        KIND_GLYPH[Kind.SKIP],
+        KIND_STYLE[Kind.SKIP],
+        "skipped (initial delay, gating, on hold, paused)",
+    ),
+    (f"{CHANGED_DOWN} {CHANGED_UP}", "", "published result changed to Failure / Success"),
+    (START, INFO, "container started"),
+    (EXIT, BAD, "container exited"),
+    (KILL, BAD, "killed for a probe (restart follows)"),
+    (BACKOFF, WARN, "back-off before the next restart"),
+    (DIVERGE, "magenta", "the shadow and the kubelet disagree"),
+    (REPORT, WARN, "the kubelet reported Unhealthy / ProbeWarning"),
+    (NOT_YET, DIM, "no result published yet"),
+    (SIDECAR, "", "sidecar (init container with restartPolicy Always)"),
+    (f"{YES} {NO}", "", "Ready / Started yes or no"),
 )

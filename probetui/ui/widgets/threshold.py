@@ -41,9 +41,11 @@ ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SPARK_N = 24
 # the pane's height in app.tcss (11) less its border: three lines for each of three probes
 LINES = 9
+# an advice finding's mark: the screen's failure cross for an error, its warning mark (the
+# kubelet lane's Unhealthy) for a warning
 SEVERITY_GLYPH = {
-    Severity.ERROR: ("✖", g.BAD),
-    Severity.WARNING: ("!", g.WARN),
+    Severity.ERROR: (g.KIND_GLYPH[Kind.FAILURE], g.BAD),
+    Severity.WARNING: (g.REPORT, g.WARN),
     Severity.INFO: ("i", g.INFO),
 }
 
