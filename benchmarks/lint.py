@@ -24,6 +24,7 @@ problem (`observed.REPLAY_SECONDS`), so the figure should not grow with the hist
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import statistics
 import sys
@@ -151,14 +152,18 @@ def lint_once(directory: Path) -> dict[str, Any]:
     started = time.perf_counter()
     loaded = load([str(directory)])
     read = time.perf_counter()
-    rules = registry.select()
-    findings = registry.run(loaded.objects, rules)
-    ruled = time.perf_counter()
-    failed = bool(registry.at_or_above(findings, Severity.ERROR))
-    out = machine.to_json(
-        loaded.objects, findings, loaded.problems, rules, fail_on=Severity.ERROR, failed=failed
-    )
-    done = time.perf_counter()
+    gc.freeze()  # as `probetui lint` does once it has read (cli/lint.py)
+    try:
+        rules = registry.select()
+        findings = registry.run(loaded.objects, rules)
+        ruled = time.perf_counter()
+        failed = bool(registry.at_or_above(findings, Severity.ERROR))
+        out = machine.to_json(
+            loaded.objects, findings, loaded.problems, rules, fail_on=Severity.ERROR, failed=failed
+        )
+        done = time.perf_counter()
+    finally:
+        gc.unfreeze()
     by_rule: dict[str, int] = {}
     for f in findings:
         by_rule[f.rule.id] = by_rule.get(f.rule.id, 0) + 1

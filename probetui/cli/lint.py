@@ -16,11 +16,16 @@ probes only by the pod IP: in a cluster (a CI runner's pod) by default, from out
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+
+if TYPE_CHECKING:
+    from probetui.lint.load import Loaded
+    from probetui.lint.model import Rule
 
 _FAIL_ON = ("error", "warning", "info", "never")
 
@@ -92,9 +97,8 @@ def _colour(choice: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from probetui.lint import human, machine, registry
+    from probetui.lint import human, registry
     from probetui.lint.load import load
-    from probetui.lint.model import Severity
 
     try:
         if args.explain:
@@ -123,6 +127,21 @@ def run(args: argparse.Namespace) -> int:
     unreadable = not loaded.objects and bool(loaded.problems or not loaded.files)
     if evidence is not None and not args.paths and not loaded.objects:
         unreadable = False  # a recording or a namespace with no pods is clean, not bad input
+    # what was read lives to the end: out of the collector's sight, its full passes during the
+    # rules' simulations do not walk it again and again (benchmarks.lint does the same)
+    gc.freeze()
+    try:
+        return _report(args, loaded, rules, evidence, unreadable)
+    finally:
+        gc.unfreeze()
+
+
+def _report(
+    args: argparse.Namespace, loaded: Loaded, rules: list[Rule], evidence: Any, unreadable: bool
+) -> int:
+    from probetui.lint import human, machine, registry
+    from probetui.lint.model import Severity
+
     findings = registry.run(loaded.objects, rules, evidence)
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     failed = bool(registry.at_or_above(findings, fail_on))
