@@ -16,7 +16,11 @@ Both sides have the same sinks in this process: the UI's timeline `Store` and a 
 for shards the figures include the whole stream: encoding in the shard, the pipe, decoding
 here, and the store; CPU is this process plus every shard process (from /proc), per attempt,
 and the target's separately. `delivery` is how long after an attempt finished its event was in
-this process's sinks (for the in-process engine: nothing but the call).
+this process's sinks (for the in-process engine: nothing but the call). `others` is the cores
+the rest of the machine kept busy over the window (every core's busy time from /proc/stat less
+this benchmark's processes and its target), `softirq` the part of all of it in softirq (where
+the kernel handles loopback packets, partly this benchmark's own): on a shared machine a rate
+not held with `others` near a core or more says the neighbours had the CPU, not the prober.
 
 Missed ticks are counted simply: ticks due in the window (workers x window / period) minus
 attempts whose tick fell in it. The machine is shared with other work: the figures are noisy,
@@ -39,6 +43,7 @@ from benchmarks.common import (
     BenchError,
     add_output_args,
     environment,
+    machine_busy_seconds,
     process_cpu_seconds,
     quantile,
     report,
@@ -94,6 +99,11 @@ class Point:
     cpu_ms_per_attempt: float | None = None
     parent_ms_per_attempt: float | None = None
     target_cpu_s: float = 0.0
+    # cores the rest of the machine kept busy in the window (all cores' busy time less this
+    # benchmark's processes and its target's): the neighbours a shared machine has
+    others_cores: float = 0.0
+    # of which softirq (the loopback's packets are handled there, partly for this benchmark)
+    softirq_cores: float = 0.0
     dropped: int = 0
     held: bool = False
     top_errors: dict[str, int] = field(default_factory=dict)
@@ -164,6 +174,14 @@ class Collector:
         return None
 
 
+def _softirq_seconds() -> float:
+    try:
+        with open("/proc/stat") as f:
+            return int(f.readline().split()[7]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _self_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return ru.ru_utime + ru.ru_stime
@@ -198,11 +216,17 @@ async def measure(config: Config, handler: str, shards: int, rate: int, target: 
         cpu0 = _self_cpu()
         kids0 = sum(process_cpu_seconds(pid) for pid in pids)
         tcpu0 = target.cpu_seconds()
+        busy0, soft0 = machine_busy_seconds(), _softirq_seconds()
         await asyncio.sleep(config.duration)
+        busy = machine_busy_seconds() - busy0
+        point.softirq_cores = round((_softirq_seconds() - soft0) / config.duration, 2)
         point.cpu_parent_s = _self_cpu() - cpu0
         kids = sum(process_cpu_seconds(pid) for pid in pids) - kids0
         point.target_cpu_s = target.cpu_seconds() - tcpu0
         point.cpu_s = point.cpu_parent_s + kids
+        point.others_cores = round(
+            max(0.0, busy - point.cpu_s - point.target_cpu_s) / config.duration, 2
+        )
         if profile is not None:
             profile.disable()
             assert config.profile is not None
@@ -304,7 +328,7 @@ def _row(p: Point) -> str:
         f"{p.handler:<5} {p.shards:>6} {p.rate:>6} {p.attempts_per_s:>9.0f} {_ms(p.p99_ms):>8} "
         f"{p.missed:>7} {p.errors:>6} {_ms(p.delivery_p99_ms):>9} "
         f"{p.cpu_ms_per_attempt or 0:>9.3f} {p.parent_ms_per_attempt or 0:>9.3f} "
-        f"{_per(p.target_cpu_s, p.attempts):>9.3f} "
+        f"{_per(p.target_cpu_s, p.attempts):>9.3f} {p.others_cores:>6.2f} "
         f"{'held' if p.held else 'NOT held'}"
         + (
             f"  (p99 of runs: {', '.join(_ms(v) for v in p.p99_runs_ms)})"
@@ -316,7 +340,7 @@ def _row(p: Point) -> str:
 
 HEADER = (
     "handler shards   rate attempts/s  p99 ms  missed errors deliv p99 cpu ms/at parent ms "
-    "target ms"
+    "target ms others"
 )
 
 
