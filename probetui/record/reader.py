@@ -759,11 +759,14 @@ class Recording:
         ]
         prefix.extend((p.t, 1, 0, j, p) for j, p in enumerate(r.rows) if p.t >= since)
         prefix.sort(key=_prefix_key)
+        us = codec.US
+        resumed = sorted((key / us, *rest) for key, *rest in r.stopped)
+        # what the seek read before `since` (most of it, built events included) goes now, not
+        # with the stream: kept, every full collection while playing walked it
+        r.items, r.rows, r.stopped = [], [], []
         for x in prefix:
             yield x[4]
         del prefix
-        us = codec.US
-        resumed = sorted((key / us, *rest) for key, *rest in r.stopped)
         later = (s for s in self._segment_pages(since, after_t0=r.stop) if s[0] > r.stop)
 
         def opened(seg: tuple[Any, ...]) -> Iterator[tuple[float, Pending]]:
