@@ -3,9 +3,9 @@
 `auto` (the default) chooses by the attempts a second the pods' probes ask for, which a local
 runtime knows before it starts (`choose`): few, and the engine stays in this process (cheaper in
 all: no second interpreter to start, no stream; the prober takes little of the UI's core); many,
-and the prober goes to shard processes, as many as pay off on this machine's cores, one core
-left to the UI process. The figures behind the rule are `benchmarks/shards.py`'s (below). The
-choice and its reason are said at the start, and the header names the shards.
+and the prober goes to shard processes, one per SHARD_RATE attempts a second, no more than the
+cores. The figures behind the rule are `benchmarks/shards.py`'s (below). The choice and its
+reason are said at the start, and the header names the shards.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ DEFAULT_SHARDS = AUTO
 # (0.02-0.03 ms an attempt in this process, the store's insert included, 0.005 ms in the shard).
 AUTO_MIN_RATE = 400.0
 # What one shard holds with p99 tick lateness under 50 ms on this 2-core machine, measured
-# (benchmarks/shards.py: 2,000 HTTP attempts/s held in every quiet run, 3,000 in some)
+# (benchmarks/shards.py, 2026-12-02, neighbours on 1-1.5 of the cores: 2,000 HTTP attempts/s
+# held by one shard, 3,000 not (58, 82 ms) where two shards held it (46, 16 ms); so past one
+# shard's worth a second one pays off even on 2 cores, the UI's process beside them)
 SHARD_RATE = 2000.0
 
 
@@ -99,13 +101,12 @@ def choose(runtime: Runtime, requested: int | str, cores: int | None = None) -> 
         return ShardChoice(
             0, True, f"{asked}, under {AUTO_MIN_RATE:,.0f}/s, where one process is cheaper (auto)"
         )
-    paying = max(1, cores - 1)  # one core stays the UI's
-    n = max(1, min(paying, math.ceil(rate / SHARD_RATE), len(pods)))
+    n = max(1, min(cores, math.ceil(rate / SHARD_RATE), len(pods)))
     return ShardChoice(
         n,
         True,
-        f"{asked} on {cores} core(s): {n} shard(s) of about {SHARD_RATE:,.0f}/s each, "
-        f"one core left to this process (auto)",
+        f"{asked} on {cores} core{'s' if cores != 1 else ''}: {n} shard(s), one per "
+        f"{SHARD_RATE:,.0f}/s up to the cores (auto)",
     )
 
 
