@@ -113,20 +113,49 @@ def _facts(pod: Pod, cache: dict[str, _PodFacts] | None) -> _PodFacts:
 
 class _Entry:
     """One pod in the index: its names, which of its containers the filter lets through, and
-    its sort keys, each kept until the pod changes."""
+    its order in each sort, kept until the pod changes."""
 
-    __slots__ = ("facts", "keys", "matched", "pos", "restarts", "rows", "scores", "title")
+    __slots__ = (
+        "facts",
+        "keys",
+        "keys_for",
+        "matched",
+        "pos",
+        "restarts",
+        "rows",
+        "scores",
+        "title",
+    )
 
     def __init__(self, facts: _PodFacts, pos: int) -> None:
         self.facts = facts
         self.pos = pos  # in the store's order: build_rows' ties fall to it
         pod = facts[0]
         self.title = pod.owner_name if facts[1] else pod.name
-        self.matched: tuple[int, ...] = ()  # indices into facts[3]
+        self.matched: tuple[int, ...] = ()  # indices into facts[3]; (): filtered out
+        # the containers that `rows`, `keys` and the workload's blocks were made for: a pod
+        # filtered out and let through again as it was needs none of them anew
+        self.keys_for: tuple[int, ...] = ()
         self.rows: tuple[Row, ...] = ()
         self.keys: dict[str, tuple] = {}  # sort -> this pod's order in it
         self.scores: tuple[int, ...] | None = None  # problem_score per container in facts[3]
         self.restarts: tuple[int, ...] | None = None
+
+
+_LIVE_SORTS = tuple(s for s in SORTS if s != "name")  # orders that follow the pods' state
+_ALL = tuple(tuple(range(n)) for n in range(8))  # every container of a pod of n
+
+
+def _same_names(a: _PodFacts, b: _PodFacts) -> bool:
+    """Whether two facts of a pod list it alike: same workload, names and containers."""
+    return (
+        a[1] == b[1]
+        and a[0].name == b[0].name  # the searched names are lowered; titles keep their case
+        and a[0].owner_name == b[0].owner_name
+        and a[2] == b[2]
+        and len(a[3]) == len(b[3])
+        and all(x[1] == y[1] for x, y in zip(a[3], b[3], strict=True))
+    )
 
 
 class _Block(NamedTuple):
@@ -134,15 +163,20 @@ class _Block(NamedTuple):
     pos: int
     rows: tuple[Row, ...]  # the replicas' lines, without the workload's own
     members: list[str]
+    uids: frozenset[str]  # the replicas it was sorted for: another filter may want others
 
 
 class RowIndex:
     """The Workloads list's rows, as `build_rows` defines them, kept up to date from one
-    listing to the next: only the pods that changed since are looked at again, a filter that
-    narrows the last one tests only the pods it let through, and each workload's sorted block
-    is kept per order until one of its pods changes. A keystroke in the filter or an `S` then
-    costs the changed pods plus a sort of the workloads (a few hundred at most), not a walk of
-    every pod's containers (12 ms of each at 2,000 pods, benchmarks/fleet)."""
+    listing to the next, so that a keystroke in the filter or an `S` costs what changed, not a
+    walk of every pod's containers (12 ms of each at 2,000 pods, benchmarks/fleet):
+
+    - a pod is looked at again only when it changed since (`Store.changed_since`): its order
+      in each sort computed anew, and its workload's block sorted again only where that order
+      moved (most changes move nothing: a probe passing again, a status stamped anew);
+    - the filter is matched over a flat list of every container's searched name, a scan in C,
+      and only the pods it now lets through or leaves out otherwise than before are touched.
+    """
 
     def __init__(self, store: Store, cache: dict[str, _PodFacts] | None = None) -> None:
         self.store = store
@@ -151,9 +185,13 @@ class RowIndex:
         self._version = -1
         self._pods: dict[str, _Entry] = {}
         self._terms: tuple[str, ...] | None = None
+        self._flat: list[tuple[str, str, int]] | None = None  # (searched, uid, container)
+        self._hits: set[tuple[str, int]] = set()  # (uid, container) the filter lets through
+        self._every: set[tuple[str, int]] = set()  # every (uid, container), with _flat
         self._groups: dict[str, set[str]] = {}  # group id -> its pods the filter lets through
         self._loose: set[str] = set()  # pods of no workload the filter lets through
         self._blocks: dict[str, dict[str, _Block]] = {s: {} for s in SORTS}
+        self._stale: set[str] = set()  # pods whose order may have moved since the last listing
         self.containers = 0  # lines the filter lets through, in every pod
 
     def listing(
@@ -161,16 +199,17 @@ class RowIndex:
     ) -> Listing:
         if sort not in self._blocks:
             raise ValueError(f"unknown sort {sort!r}; one of {', '.join(SORTS)}")
-        changed = self._sync()
-        self._match(tuple(terms), changed)
+        renamed = self._sync()
+        self._match(tuple(terms), renamed)
+        self._reorder()
         blocks = self._blocks[sort]
+        pods = self._pods
         order: list[tuple] = []
         for gid, uids in self._groups.items():
             block = blocks.get(gid)
-            if block is None:
+            if block is None or block.uids != uids:
                 block = blocks[gid] = self._block(uids, sort)
             order.append((block.order, 0, block.pos, gid))
-        pods = self._pods
         for uid in self._loose:
             e = pods[uid]
             order.append((self._key(e, sort), 1, e.pos, uid))
@@ -186,14 +225,14 @@ class RowIndex:
             rows.append(Row("", None, name))
             if name not in collapsed:
                 rows += block.rows
-        return Listing(rows, members, len(self._loose) + sum(map(len, self._groups.values())),
-                       self.containers)  # fmt: skip
+        pods_shown = len(self._loose) + sum(map(len, self._groups.values()))
+        return Listing(rows, members, pods_shown, self.containers)
 
     # -- keeping up with the store ----------------------------------------------------------
 
     def _sync(self) -> set[str]:
-        """The pods changed since the last listing, their names and scores brought up to date;
-        all of them where pods came or went (the store's order then changes too)."""
+        """Bring the changed pods up to date; return those whose names changed (to be matched
+        again). Where pods came or went, everything anew: the store's order changed too."""
         store = self.store
         if store.layout_version != self._layout:
             self._layout = store.layout_version
@@ -201,69 +240,70 @@ class RowIndex:
             self._loose.clear()
             for blocks in self._blocks.values():
                 blocks.clear()
+            self._stale.clear()
             self.containers = 0
             if len(self._cache) > 2 * len(store.pods) + 64:
                 self._cache.clear()  # the gone pods' names, dropped now and then
-            changed = set(store.pods)
             self._pods = {
                 uid: _Entry(_facts(entry.pod, self._cache), i)
                 for i, (uid, entry) in enumerate(store.pods.items())
             }
-            self._terms = None  # every pod is matched anew
-        else:
-            changed = {k.pod_uid for k in store.changed_since(self._version)}
-            changed &= self._pods.keys()
-            for uid in changed:
-                e = self._pods[uid]
-                facts = _facts(store.pods[uid].pod, self._cache)
-                if facts is not e.facts:
-                    # a new spec (an owner named anew): out of its workload, matched again
-                    self._drop(uid)
-                    self._pods[uid] = _Entry(facts, e.pos)
-                else:
-                    self._forget(uid, e)
+            self._terms, self._flat, self._hits = None, None, set()  # all matched anew
+            self._version = store.version
+            return set()
+        renamed: set[str] = set()
+        pods = self._pods
+        for uid in {k.pod_uid for k in store.changed_since(self._version)}:
+            e = pods.get(uid)
+            if e is None:
+                continue  # a container's events about a pod not (yet) listed
+            facts = _facts(store.pods[uid].pod, self._cache)
+            if facts is not e.facts and not _same_names(facts, e.facts):
+                # an owner named anew: out of its workload, matched again
+                self._drop(uid, e)
+                pods[uid] = _Entry(facts, e.pos)
+                renamed.add(uid)
+                continue
+            e.facts = facts
+            e.scores = e.restarts = None
+            self._stale.add(uid)
+        if renamed:
+            self._flat = None  # their searched names changed
         self._version = store.version
-        return changed
+        return renamed
 
-    def _forget(self, uid: str, e: _Entry) -> None:
-        """The pod's order and its workload's blocks are no longer known."""
-        e.keys.clear()
-        e.scores = e.restarts = None
-        gid = e.facts[1]
-        if gid:
-            for blocks in self._blocks.values():
-                blocks.pop(gid, None)
-
-    def _drop(self, uid: str) -> None:
+    def _drop(self, uid: str, e: _Entry) -> None:
         """The pod out of every list it is in."""
-        e = self._pods[uid]
         if e.matched:
             self._set_matched(uid, e, ())
-        self._forget(uid, e)
 
-    def _match(self, terms: tuple[str, ...], changed: set[str]) -> None:
-        """Which containers the filter lets through: the changed pods', and every pod's where
-        the filter changed; only those let through before where it narrowed."""
-        old = self._terms
-        if terms != old:
-            if old is not None and all(any(o in t for t in terms) for o in old):
-                # each old term is in a new one: what it did not let through stays out
-                candidates = {uid for uid, e in self._pods.items() if e.matched} | changed
-            else:
-                candidates = set(self._pods)
-            self._terms = terms
-        else:
-            candidates = changed
+    def _match(self, terms: tuple[str, ...], renamed: set[str]) -> None:
+        """Which containers the filter lets through, where the filter or the names changed."""
+        if terms == self._terms and not renamed:
+            return
+        self._terms = terms
+        flat = self._flat
+        if flat is None:
+            flat = self._flat = [
+                (searched, uid, i)
+                for uid, e in self._pods.items()
+                for i, (_, searched) in enumerate(e.facts[3])
+            ]
+            self._every = {(uid, i) for _, uid, i in flat}
+        for t in terms:
+            flat = [f for f in flat if t in f[0]]
+        hits = {(uid, i) for _, uid, i in flat} if terms else self._every
+        touched = {uid for uid, _ in hits ^ self._hits}
+        touched |= renamed
+        self._hits = hits
         pods = self._pods
-        for uid in candidates:
+        for uid in touched:
             e = pods[uid]
-            shown = e.facts[3]
-            if terms:
-                matched = tuple(
-                    i for i, (_, searched) in enumerate(shown) if all(t in searched for t in terms)
-                )
+            n = len(e.facts[3])
+            if n == 1:  # most pods: no tuple built
+                matched = _ALL[1] if (uid, 0) in hits else ()
             else:
-                matched = tuple(range(len(shown)))
+                matched = tuple(i for i in range(n) if (uid, i) in hits)
             if matched != e.matched:
                 self._set_matched(uid, e, matched)
 
@@ -284,15 +324,39 @@ class RowIndex:
             else:
                 self._loose.add(uid)
         e.matched = matched
-        shown = e.facts[3]
-        e.rows = tuple(Row(uid, shown[i][0].name) for i in matched)
-        self._forget(uid, e)
+        if matched and matched != e.keys_for:
+            # its order is over the containers let through, and its workload's lines changed
+            e.keys_for = matched
+            shown = e.facts[3]
+            e.rows = tuple(Row(uid, shown[i][0].name) for i in matched)
+            e.keys.clear()
+            if gid:
+                for blocks in self._blocks.values():
+                    blocks.pop(gid, None)
 
     # -- the order ----------------------------------------------------------------------------
 
+    def _reorder(self) -> None:
+        """The changed pods' order in each sort; a workload's block is sorted again only where
+        a replica's order there moved. Every sort at each listing, so that an `S` costs what
+        changed since the last keystroke, not since that order was last shown."""
+        pods = self._pods
+        for uid in self._stale:
+            e = pods.get(uid)
+            if e is None:
+                continue
+            gid = e.facts[1]
+            for sort in _LIVE_SORTS:
+                before = e.keys.pop(sort, None)
+                # filtered out too: the block kept may come back with it
+                if gid and before is not None and self._key(e, sort) != before:
+                    self._blocks[sort].pop(gid, None)
+        self._stale.clear()
+
     def _key(self, e: _Entry, sort: str) -> tuple:
         """build_rows' order of a pod: a workload's replica by its own, among the bare pods by
-        its name; the problems and restarts are those of the containers let through."""
+        its name; the problems and restarts are those of the containers let through (the
+        last ones let through, while it is filtered out: its kept block may come back)."""
         key = e.keys.get(sort)
         if key is not None:
             return key
@@ -306,7 +370,7 @@ class RowIndex:
                     problem_score(entry, c, histories.get(ContainerKey(pod.uid, c.name)))
                     for c, _ in e.facts[3]
                 )
-            key = (-max(scores[i] for i in e.matched), pod.namespace, e.title)
+            key = (-max(scores[i] for i in e.keys_for), pod.namespace, e.title)
         elif sort == "restarts":
             restarts = e.restarts
             if restarts is None:
@@ -315,7 +379,7 @@ class RowIndex:
                     cs.restart_count if (cs := lookup(c.name)) is not None else 0
                     for c, _ in e.facts[3]
                 )
-            key = (-sum(restarts[i] for i in e.matched), pod.namespace, e.title)
+            key = (-sum(restarts[i] for i in e.keys_for), pod.namespace, e.title)
         else:
             key = (pod.namespace, e.title)
         e.keys[sort] = key
@@ -332,7 +396,11 @@ class RowIndex:
             rows += pods[uid].rows
         # the workload sorts by its worst replica; among equals, where the store first has it
         return _Block(
-            replicas[0][0], min(r[2] for r in replicas), tuple(rows), [r[3] for r in replicas]
+            replicas[0][0],
+            min(r[2] for r in replicas),
+            tuple(rows),
+            [r[3] for r in replicas],
+            frozenset(uids),
         )
 
 

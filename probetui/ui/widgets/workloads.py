@@ -157,6 +157,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         # where the cursor stands in the view, kept across a re-sort: a workload that moved
         # must not drag the eye to the edge (seen at 300 pods, every 2 s as problems come)
         offset = min(max(self.cursor - self.top, 0), height - 1) if on is not None else None
+        before = (self.top, len(self.rows), self.ns_len)
+        view = self.rows[self.top : self.top + height]
         if self._namespaces[0] != store.layout_version:
             # a pod's namespace is for good: only pods coming and going change the set
             self._namespaces = (
@@ -191,8 +193,21 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         moved = self._row_key(cursor) != keep or self._row_group(cursor) != group
         self._set_cursor(cursor, announce=moved or layout != self._layout)
         self._layout = layout
-        self._shown.clear()
-        self.refresh()
+        self._repaint(before, view)
+
+    def _repaint(self, before: tuple[int, int, int], view: list[Row]) -> None:
+        """Redraw what a rebuild changed in view: the lines whose row is another, and the
+        workloads' lines (their counts follow the filter); everything where the view moved,
+        the list's length changed (the scrollbar with it) or the columns did. A keystroke of a
+        filter that lets the same pods through then redraws a few lines, not the screen's."""
+        if before != (self.top, len(self.rows), self.ns_len):
+            self._shown.clear()
+            self.refresh()
+            return
+        width = self.size.width
+        for y, row in enumerate(self.rows[self.top : self.top + len(view)]):
+            if row.group or row != view[y]:
+                self.refresh(Region(0, y, width, 1))
 
     def refresh_keys(self, keys: list[ContainerKey]) -> None:
         """Redraw the visible lines of these containers (and their headings) whose look changed."""
