@@ -305,3 +305,34 @@ async def test_typing_in_the_filter_reflows_nothing_and_the_box_follows_its_curs
         assert box.value == "api/envoy-and-then-a-much-longer-tail" and box.scroll_x > 0
         drawn = box.render_lines(box.region.reset_offset)[0].text
         assert drawn.strip().endswith("and-then-a-much-longer-tail")
+
+
+async def test_the_panes_titles_repaint_their_own_border_line() -> None:
+    """The Workloads pane's title (the filter) and subtitle (the order) change on each filter
+    keystroke and each S: the border line they are on is drawn again, not the pane's every
+    line (43 at 160x45, children composited again with them)."""
+    app, _, _ = make_app(fleet=True)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        pane = app.query_one("#workloads-pane")
+        drawn: list[int] = []
+        cache = pane._styles_cache
+        render_line = cache.render_line
+        cache.render_line = lambda styles, y, *a, **k: (  # type: ignore[method-assign]
+            drawn.append(y),
+            render_line(styles, y, *a, **k),
+        )[1]
+
+        def screen_lines() -> list[str]:
+            update = app.screen._compositor.render_update(full=True)
+            return ["".join(s.text for s in strip) for strip in update.strips]  # type: ignore[attr-defined]
+
+        await pilot.press("S")
+        await pilot.pause()
+        assert "sort: problems (S)" in screen_lines()[-2]
+        assert drawn == [pane.outer_size.height - 1]
+        drawn.clear()
+        await pilot.press("slash", *"api")
+        await pilot.pause()
+        assert screen_lines()[1].startswith("╭─ Workloads (1 pod, 2 container")
+        assert set(drawn) == {0}

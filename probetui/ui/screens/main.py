@@ -27,6 +27,7 @@ from probetui.ui.widgets.attempts import AttemptLog
 from probetui.ui.widgets.filter_box import FilterBox
 from probetui.ui.widgets.footer import KeyFooter
 from probetui.ui.widgets.header import DetailHeader, TopBar
+from probetui.ui.widgets.pane import Pane
 from probetui.ui.widgets.threshold import ThresholdPane
 from probetui.ui.widgets.timeline import Timeline
 from probetui.ui.widgets.workload_probes import WorkloadProbeView
@@ -64,7 +65,7 @@ class MainScreen(Screen[None]):
         # the parts the timer updates, kept at hand (no query on every tick)
         self.topbar = TopBar(ctx, id="topbar")
         self.filter_box = FilterBox(placeholder="filter: pod, container, namespace", id="filter")
-        self.workloads_pane = Vertical(id="workloads-pane")
+        self.workloads_pane = Pane(id="workloads-pane")
         self.workloads = WorkloadList(ctx, id="workloads")
         self.workloads_header = WorkloadHeader(self.workloads, id="workloads-header")
         self.header = DetailHeader(ctx, id="detail-header")
