@@ -132,16 +132,24 @@ class At:
             line = self._line = line_in(self._node, self._key) or self._up.line
         return line
 
-    def replace(self, **changes: Any) -> At:
-        """This place with some of origin, path, line, container, container_kind changed."""
-        fields = {
-            "origin": self.origin,
-            "path": self.path,
-            "line": self.line,
-            "container": self.container,
-            "container_kind": self.container_kind,
-        }
-        return At(**(fields | changes))
+    def replace(
+        self,
+        *,
+        origin: str = _UNKNOWN,
+        path: str = _UNKNOWN,
+        line: int | None = _UNKNOWN,
+        container: str | None = _UNKNOWN,
+        container_kind: str = _UNKNOWN,
+    ) -> At:
+        """This place with some of its parts changed; a path or line given is not worked out
+        first (a container's place drops its path)."""
+        return At(
+            self.origin if origin is _UNKNOWN else origin,
+            self.path if path is _UNKNOWN else path,
+            self.line if line is _UNKNOWN else line,
+            self.container if container is _UNKNOWN else container,
+            self.container_kind if container_kind is _UNKNOWN else container_kind,
+        )
 
     def __repr__(self) -> str:
         return (

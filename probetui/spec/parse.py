@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,7 @@ class _Parsed:
         """The line of a validation error's path (`spec.containers[0]...`), or the nearest."""
         node: Any = self.spec
         line: int | None = getattr(node, "line", None)
-        for part in path.removeprefix("spec.").replace("[", ".").replace("]", "").split("."):
-            key: str | int = int(part) if part.isdigit() else part
+        for key in _steps(path):
             found = (isinstance(node, dict) and key in node) or (
                 isinstance(node, list) and isinstance(key, int) and key < len(node)
             )
@@ -88,6 +88,14 @@ class _Parsed:
             line = line_in(node, key) or line
             node = node[key]
         return line
+
+
+# every object's findings name the same few paths (`spec.containers[0].livenessProbe`): cut
+# each once (splitting them was most of looking up the lines of lint's findings)
+@lru_cache(maxsize=4096)
+def _steps(path: str) -> tuple[str | int, ...]:
+    parts = path.removeprefix("spec.").replace("[", ".").replace("]", "").split(".")
+    return tuple(int(part) if part.isdigit() else part for part in parts)
 
 
 def _synthetic_uid(kind: str, namespace: str, name: str) -> str:
