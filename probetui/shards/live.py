@@ -37,7 +37,7 @@ SHARD_RATE = 2000.0
 class ShardChoice:
     shards: int
     auto: bool  # chosen by `choose`, not given as --shards N
-    reason: str  # why, in words, for the line said at the start
+    reason: str  # why, in words, for the line said at the start ("": nothing to say)
 
 
 def parse_shards(text: str) -> int | str:
@@ -89,10 +89,9 @@ def choose(runtime: Runtime, requested: int | str, cores: int | None = None) -> 
     from probetui.runtime.local.runtime import LocalRuntime
 
     if not isinstance(runtime, LocalRuntime):
-        what = "the cluster's pods are" if _is_cluster(runtime) else "this source's pods are"
-        return ShardChoice(
-            0, True, f"{what} not known before it starts; --shards N to choose (auto)"
-        )
+        # its pods come with its first list, after the engine is made: in this process, as
+        # before auto, and not said on every start (--help says it; an error stays one line)
+        return ShardChoice(0, True, "")
     cores = usable_cores() if cores is None else cores
     pods = list(runtime.pods)
     probes, rate = attempt_rate(pods)
@@ -147,7 +146,7 @@ def make_engine(
     """The engine the live runner drives: `Engine` in this process, or a `ShardPool`; either
     has `sinks`, `run(duration)` and the UI's `Controls`. `choice`: how `shards` was chosen
     (`choose`); an automatic choice is said, with its reason."""
-    if choice is not None and choice.auto:
+    if choice is not None and choice.auto and choice.reason:
         where = "in this process" if not shards else f"in {shards} shard process(es)"
         say(f"the prober runs {where}: {choice.reason}")
     if not shards:
