@@ -38,9 +38,11 @@ CREATE TABLE specs (
     id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, source TEXT NOT NULL,
     manifest TEXT NOT NULL);
 CREATE INDEX specs_pod_t ON specs (pod_id, t);
+CREATE INDEX specs_t ON specs (t);
 CREATE TABLE statuses (
     id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, status TEXT);
 CREATE INDEX statuses_pod_t ON statuses (pod_id, t);
+CREATE INDEX statuses_t ON statuses (t);
 CREATE TABLE events (
     id INTEGER PRIMARY KEY, t REAL NOT NULL, pod_id INTEGER NOT NULL, type TEXT NOT NULL,
     container TEXT, probe TEXT, source TEXT NOT NULL, fields INTEGER NOT NULL);
@@ -124,6 +126,23 @@ def check_identity(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
+# added since the first files: a recorder adding to an older file creates them (`upgrade`);
+# by time, for the changes a replay's step reads (without, each step scanned both tables)
+LATER_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS specs_t ON specs (t)",
+    "CREATE INDEX IF NOT EXISTS statuses_t ON statuses (t)",
+)
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """What a file written before marks and the time indexes lacks, added in place (a column
+    and indexes: the format stays 1, an older reader reads the file as before)."""
+    if not has_marks(conn):
+        conn.execute("ALTER TABLE chunks ADD COLUMN marks BLOB")
+    for statement in LATER_INDEXES:
+        conn.execute(statement)
+
+
 def has_marks(conn: sqlite3.Connection) -> bool:
     """Whether the file's chunks carry marks (files written before them have no column)."""
     return any(row[1] == "marks" for row in conn.execute("PRAGMA table_info(chunks)"))
@@ -163,4 +182,5 @@ __all__ = [
     "check_size",
     "damaged",
     "has_marks",
+    "upgrade",
 ]

@@ -28,7 +28,7 @@ from typing import Any
 
 from probetui.prober.status import PodStatus
 from probetui.record import codec
-from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN, has_marks
+from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN, upgrade
 from probetui.record.snapshot import status_json
 from probetui.redact import MASK, is_secret_header, mask, secret_values
 from probetui.spec.encode import encode
@@ -152,8 +152,7 @@ class Writer:
         """What an earlier session left: intern tables, pods, probes; segments it never closed
         (it was killed) are closed now, as they stand."""
         c = self.conn
-        if not has_marks(c):
-            c.execute("ALTER TABLE chunks ADD COLUMN marks BLOB")  # a file from before them
+        upgrade(c)  # a file from before marks and the time indexes
         for i, text, last in c.execute("SELECT id, text, last_t FROM strings"):
             self._strings[text] = i
             self._string_used[i] = last

@@ -113,7 +113,6 @@ class Player:
             if was:
                 gc.enable()
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
-        self._seeks = 0
         self._stream: Stream | None = None
         self._keys: list[ProbeKey] | None = None
         # recorded seconds per slice of playing
@@ -135,11 +134,9 @@ class Player:
         was = gc.isenabled()
         gc.disable()  # the whole move: the keyframes after a rebuild set off full collections
         try:
-            if self._seeks and self._fed <= t <= self._fed + limit:
+            if self._stream is not None and self._fed <= t <= self._fed + limit:
                 if t > self._fed:
                     # what was published in between, on top of what the store holds
-                    if self._stream is None:
-                        self._stream = Stream(self.recording, self._fed, self.lookback)
                     self._stream.feed(self.store, self._fed, t)
             else:
                 self.store.reset()
@@ -150,7 +147,6 @@ class Player:
         finally:
             if was:
                 gc.enable()
-        self._seeks += 1
         self.cursor = self._fed = t
 
     def step(self, seconds: float) -> None:

@@ -1,6 +1,6 @@
 """Marks: where a chunk can be decoded from. A window read from the last mark before it equals
 the same window read from each chunk's start, for every cut; a file from before marks (no
-column) reads the same, and a recorder adding to one adds the column first."""
+column, no time indexes) reads the same, and a recorder adding to one adds them first."""
 
 from __future__ import annotations
 
@@ -89,15 +89,17 @@ def test_a_file_from_before_marks_is_read_and_then_added_to(tmp_path: Path) -> N
     _write(path, rounds=40)
     with open_recording(path) as rec:
         want = _window(rec, float("-inf"), float("inf"))
-    # the file as an older probetui wrote it: no marks column
+    # the file as an older probetui wrote it: no marks column, no time indexes
     conn = sqlite3.connect(path)
     conn.execute("ALTER TABLE chunks DROP COLUMN marks")
+    conn.execute("DROP INDEX specs_t")
+    conn.execute("DROP INDEX statuses_t")
     conn.commit()
     conn.close()
     with open_recording(path) as rec:
         assert rec._marks == "NULL"
         assert _window(rec, float("-inf"), float("inf")) == want
-    # a recorder adding to it adds the column, and the old chunks still read
+    # a recorder adding to it adds the column and the indexes, and the old chunks still read
     rec2 = Recorder(path, META)
     p = pod(0)
     for i in range(2 * CHUNK_ITEMS):
@@ -105,6 +107,8 @@ def test_a_file_from_before_marks_is_read_and_then_added_to(tmp_path: Path) -> N
     rec2.close()
     with open_recording(path) as rec:
         assert rec._marks == "marks"
+        indexes = {r[0] for r in rec.conn.execute("SELECT name FROM sqlite_master")}
+        assert {"specs_t", "statuses_t"} <= indexes
         events = _window(rec, float("-inf"), float("inf"))
         assert events[: len(want)] == want
         assert len(events) == len(want) + 2 * CHUNK_ITEMS
