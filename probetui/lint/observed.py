@@ -83,14 +83,22 @@ class Seen:
 
     history: PodHistory
     container: RecordedContainer
+    # each probe's answers, made once: a rule reads them for its statistics, to pick the worst
+    # history and to find the problem's time (not to be changed by the reader)
+    _answers: dict[ProbeType, list[tuple[float, int, float]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def answers(self, probe_type: ProbeType) -> list[tuple[float, int, float]]:
         """(t, kind, latency s) of every attempt of the probe, over all instances."""
-        return [
-            (a.t, a.kind, a.latency)
-            for inst in self.container.instances
-            for a in inst.answers.get(probe_type, ())
-        ]
+        made = self._answers.get(probe_type)
+        if made is None:
+            made = self._answers[probe_type] = [
+                (a.t, a.kind, a.latency)
+                for inst in self.container.instances
+                for a in inst.answers.get(probe_type, ())
+            ]
+        return made
 
     def start_times(self) -> list[float]:
         """Seconds from each start seen in the window to the end of its start-up phase (the
