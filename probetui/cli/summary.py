@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from probetui.cli.errors import UsageError
@@ -73,7 +74,9 @@ class SummarySink:
         self.store = Store(capacity=RING, detail=0)
         self.lines = 0
         self.broken = False
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._writing: Iterator[list[str]] | None = None  # the tick being written, in slices
+        self._due = 0.0  # the loop's time of the next tick
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         self._start()
@@ -86,12 +89,36 @@ class SummarySink:
     def _start(self) -> None:
         if self._timer is None:
             loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self.every, self._tick)
+            self._due = loop.time() + self.every
+            self._timer = loop.call_at(self._due, self._tick)
 
     def _tick(self) -> None:
-        self.write(time.time())
-        if not self.broken:
-            self._timer = asyncio.get_running_loop().call_later(self.every, self._tick)
+        """A tick, written a slice at a time with the loop served between slices (at 15,000
+        pods a whole tick was 0.89 s during which no event or key was handled)."""
+        from probetui.triage.report import summary_slices
+
+        self._writing = summary_slices(self.store, time.time())
+        self._slice()
+
+    def _slice(self) -> None:
+        loop = asyncio.get_running_loop()
+        writing = self._writing
+        batch = next(writing, None) if writing is not None and not self.broken else None
+        if batch is None:
+            self._writing = None
+            if not self.broken:
+                # the next tick on time, or at once where this one took longer than the interval
+                self._due = max(self._due + self.every, loop.time())
+                self._timer = loop.call_at(self._due, self._tick)
+            return
+        try:
+            for line in batch:
+                self.out.write(line + "\n")
+                self.lines += 1
+            self.out.flush()
+        except BrokenPipeError:
+            self.broken = True  # the reader went away: the event writer sees it too
+        self._timer = loop.call_soon(self._slice)
 
     def write(self, now: float) -> None:
         """Every workload's line as of `now`."""

@@ -10,6 +10,8 @@ kubelet's sides up) and the summary's own. docs/architecture.md lists them.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +24,9 @@ WORKLOAD_SUMMARY = "WorkloadSummary"
 SOURCE = "probetui"
 # among probes as bad as each other, the one whose failure costs most is named
 _COST = {ProbeType.LIVENESS: 2, ProbeType.STARTUP: 1, ProbeType.READINESS: 0}
+# the work between two turns of the event loop while a tick is written: a key or an event
+# waits at most about this long for it (a whole tick at 15,000 pods took 0.89 s)
+SLICE_SECONDS = 0.02
 
 
 def _ms(seconds: float | None) -> float | None:
@@ -95,14 +100,43 @@ def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dic
     }
 
 
+def _line(store: Store, gid: str, uids: list[str], now: float) -> str:
+    return json.dumps(
+        workload_summary(store, gid, uids, now), ensure_ascii=False, separators=(",", ":")
+    )
+
+
 def summary_lines(store: Store, now: float) -> list[str]:
     """Every workload's line, in namespace, kind and name order."""
-    return [
-        json.dumps(
-            workload_summary(store, gid, uids, now), ensure_ascii=False, separators=(",", ":")
-        )
-        for gid, uids in workloads(store).items()
-    ]
+    return [_line(store, gid, uids, now) for gid, uids in workloads(store).items()]
 
 
-__all__ = ["WORKLOAD_SUMMARY", "summary_lines", "workload_summary", "worst_probe"]
+def summary_slices(store: Store, now: float, budget: float | None = None) -> Iterator[list[str]]:
+    """`summary_lines` in slices of about `budget` seconds of work each (None:
+    `SLICE_SECONDS`), for a writer on the event loop to let it run between them. The
+    workloads are those of the store when the tick began; each line is its workload as the
+    store has it when the line is made, without the pods gone meanwhile (a workload gone
+    altogether has no line)."""
+    budget = SLICE_SECONDS if budget is None else budget
+    pods = store.pods
+    batch: list[str] = []
+    start = time.perf_counter()
+    for gid, uids in workloads(store).items():
+        present = [uid for uid in uids if uid in pods]
+        if present:
+            batch.append(_line(store, gid, present, now))
+        if batch and time.perf_counter() - start >= budget:
+            yield batch
+            batch, start = [], time.perf_counter()
+    if batch:
+        yield batch
+
+
+__all__ = [
+    "SLICE_SECONDS",
+    "WORKLOAD_SUMMARY",
+    "summary_lines",
+    "summary_slices",
+    "workload_summary",
+    "worst_probe",
+]

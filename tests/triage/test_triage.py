@@ -228,3 +228,53 @@ def test_where_nothing_is_probed_the_kubelet_s_not_ready_replica_differs() -> No
     line = workload_summary(store, GID, uids()[:3], NOW)
     assert line["shadowNotReady"] == 0 and line["kubeletNotReady"] == 1
     assert line["worstReplica"] == "search-5b7c9-1"
+
+
+def fleet_of(store: Store, workloads_: int, replicas: int) -> Synth:
+    s = Synth(store)
+    for w in range(workloads_):
+        for i in range(replicas):
+            pod = s.add_pod(
+                Pod(
+                    name=f"svc-{w}-{i}",
+                    namespace="shop",
+                    uid=f"uid-svc-{w}-{i}",
+                    containers=(Container(name="app", readiness_probe=http(8080, "/ready")),),
+                    owner_kind="Deployment",
+                    owner_name=f"svc-{w}",
+                ),
+                T0,
+            )
+            s.start(pod, "app", T0 + 1)
+            s.attempt(pod, "app", R, T0 + 5, Result.FAILURE if i == 0 else Result.SUCCESS)
+    return s
+
+
+def test_a_summary_tick_comes_in_slices_of_the_same_lines() -> None:
+    """A tick is made a slice at a time (the loop is served between them): the same lines in
+    the same order; with no time to spare, one workload a slice."""
+    from probetui.triage.report import summary_slices
+
+    store = Store()
+    fleet_of(store, 12, 3)
+    slices = list(summary_slices(store, NOW, budget=0))
+    assert [len(b) for b in slices] == [1] * 12
+    assert [line for b in slices for line in b] == summary_lines(store, NOW)
+    assert len(list(summary_slices(store, NOW, budget=60))) == 1
+
+
+def test_a_slice_reads_the_store_as_it_is_when_its_line_is_made() -> None:
+    """Pods gone between two slices are not counted in the later lines; a workload gone
+    altogether has none."""
+    from probetui.triage.report import summary_slices
+
+    store = Store()
+    s = fleet_of(store, 3, 3)
+    slices = summary_slices(store, NOW, budget=0)
+    first = json.loads(next(slices)[0])
+    assert (first["name"], first["replicas"]) == ("svc-0", 3)
+    store.pod(s.pods["uid-svc-1-2"], None)
+    for i in range(3):
+        store.pod(s.pods[f"uid-svc-2-{i}"], None)
+    rest = [json.loads(line) for b in slices for line in b]
+    assert [(x["name"], x["replicas"]) for x in rest] == [("svc-1", 2)]
