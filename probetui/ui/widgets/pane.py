@@ -29,7 +29,9 @@ class _EdgeTitle:
         if isinstance(title, Text):
             title = Content.from_rich_text(title)
         new = None if title is None else obj.render_str(title).expand_tabs(4).split()[0]
-        if new == getattr(obj, self._internal_name, None):
+        old = getattr(obj, self._internal_name, None)
+        # by markup: Content's == compares the plain text alone, a new style would be lost
+        if (None if new is None else new.markup) == (None if old is None else old.markup):
             return
         setattr(obj, self._internal_name, new)
         width, height = obj.outer_size
