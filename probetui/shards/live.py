@@ -28,8 +28,9 @@ DEFAULT_SHARDS = AUTO
 AUTO_MIN_RATE = 400.0
 # What one shard holds with p99 tick lateness under 50 ms on this 2-core machine, measured
 # (benchmarks/shards.py, 2026-12-02, neighbours on 1-1.5 of the cores: 2,000 HTTP attempts/s
-# held by one shard, 3,000 not (58, 82 ms) where two shards held it (46, 16 ms); so past one
-# shard's worth a second one pays off even on 2 cores, the UI's process beside them)
+# held by one shard, 3,000 not (58, 82 ms) where two shards held it (46, 16 ms); with the
+# neighbours on 0.2-0.4 cores, 4,500 held by two shards (p99 13, 6 ms) and not by one (113, 607
+# ms) nor in one process; so past one shard's worth a second one pays off even on 2 cores)
 SHARD_RATE = 2000.0
 
 
