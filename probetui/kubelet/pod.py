@@ -145,6 +145,7 @@ class PodKubelet:
         on_status: Callable[[PodStatus], None] | None = None,
         on_finished: Callable[[], None] | None = None,
         lifecycle_events: bool = False,
+        prober_events: bool = True,
     ) -> None:
         self.pod = pod
         self.clock = clock
@@ -175,7 +176,10 @@ class PodKubelet:
         ]
         for results, fn in self._subscriptions:
             results.subscribe(fn)
-        manager.add_listener(self._probe_recorded)
+        # its prober's Unhealthy / ProbeWarning events; a caller that reads none of them (the
+        # counterfactual's model runs) leaves them out: they decide nothing
+        if prober_events:
+            manager.add_listener(self._probe_recorded)
 
     # -- bookkeeping --------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from errno import ECONNREFUSED
-from typing import Any
+from typing import Any, ClassVar
 
 from probetui.kubelet.pod import PodKubelet
 from probetui.probe import gotext
@@ -121,6 +121,12 @@ class SimKubelet:
     each attempt, each published result change, and what the played kubelet said (its starts,
     kills and probe events), as the engine's `Event`s built by the same encoder."""
 
+    # whether the run lists what the probes did (each attempt, each published result change,
+    # the prober's Unhealthy and ProbeWarning events) beside what the kubelet did: simulate
+    # prints them; a run read only for its kills, starts and Ready changes (the
+    # counterfactual's) builds none of them, which changes no decision (none is read back)
+    lists_probes: ClassVar[bool] = True
+
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.pod = scenario.pod
@@ -133,16 +139,25 @@ class SimKubelet:
             launch=self._launch,
             # up for long: no jitter (docs/kubelet-behaviour.md §4.2) and no restart grace (§8.1)
             start=-86400.0,
-            listener=self._on_record,
+            listener=self._on_record if self.lists_probes else None,
         )
         # before the kubelet's own subscription: a result change is listed before what the
         # kubelet does about it at the same instant
-        for pt in ProbeType:
-            results = self.manager.results_for(pt)
-            results.subscribe(lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u)))
+        if self.lists_probes:
+            for pt in ProbeType:
+                results = self.manager.results_for(pt)
+                results.subscribe(
+                    lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u))
+                )
         self.backend = _SimBackend(self)
         self.kubelet = PodKubelet(
-            self.pod, self.clock, self.manager, self.backend, self._on_event, pod_ip=SIM_POD_IP
+            self.pod,
+            self.clock,
+            self.manager,
+            self.backend,
+            self._on_event,
+            pod_ip=SIM_POD_IP,
+            prober_events=self.lists_probes,
         )
 
     # -- bookkeeping ------------------------------------------------------------------

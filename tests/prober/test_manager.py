@@ -209,6 +209,26 @@ async def test_a14_slow_probe_pending_tick_runs_next_at_once(kubelet: FakeKubele
     await m.shutdown()
 
 
+async def test_records_are_built_only_for_a_listener_and_a_late_one_gets_them(
+    kubelet: FakeKubelet,
+) -> None:
+    """A manager no one listens to gives its workers no record listener (a model run read only
+    for the kubelet's doings builds no doProbe record); one added once workers run is told of
+    every record from then on, and the schedule is the same either way."""
+    pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
+    kubelet.statuses[pod.uid] = running_status()
+    m = Manager(kubelet.clock, kubelet.statuses.get, kubelet.run_probe, start=-3600.0)
+    m.add_pod(pod)
+    assert all(w._listener is None for w in m.workers.values())
+    await kubelet.clock.advance(15.0)
+    records: list[ProbeRecord] = []
+    m.add_listener(records.append)
+    await kubelet.clock.advance(20.0)
+    assert kubelet.starts[:4] == [0.0, 10.0, 20.0, 30.0]
+    assert [r.t for r in records] == [20.0, 30.0]
+    await m.shutdown()
+
+
 async def test_a15_stop_does_not_cancel_in_flight(kubelet: FakeKubelet) -> None:
     """TestProbeStopFeatureGate (legacy): RemovePod leaves the in-flight probe running."""
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))

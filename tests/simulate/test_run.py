@@ -219,3 +219,45 @@ def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it()
     text = r'command timed out: "sh -c test -f \"/tmp/ready\"" timed out after 2s'
     assert exec_timed_out(argv, 2.0) == text
     assert of(r, "Unhealthy")[0]["message"] == f"Liveness probe failed: {text}"
+
+
+def test_a_run_that_lists_no_probes_makes_the_same_kubelet_decisions() -> None:
+    """`SimKubelet.lists_probes` off (the counterfactual's model runs) builds no attempt, result
+    or prober event, and no doProbe record: the kubelet's own events (starts, exits, kills,
+    back-offs, Started and Ready changes) are those of the listing run, in the same order, over
+    a startup-gated app that flaps Ready and is killed and restarted by liveness twice."""
+    from probetui.simulate import SimKubelet, parse_scenario
+    from tests.simulate.fixtures import pod
+
+    container = {
+        "startupProbe": {**HTTP, "periodSeconds": 5, "failureThreshold": 6},
+        "readinessProbe": {**HTTP, "periodSeconds": 3, "failureThreshold": 1},
+        "livenessProbe": {**HTTP, "periodSeconds": 10, "failureThreshold": 3},
+    }
+    app = {
+        "start_after": 2,
+        "ready_after": 12,
+        "probes": {
+            "readiness": {"fail_between": [[40, 50], [70, 75]]},
+            "liveness": {"fail_between": [[100, 140], [160, 200]]},
+        },
+    }
+    scenario = parse_scenario({"pod": pod(container), "duration": 400, "app": app})
+
+    class Lean(SimKubelet):
+        lists_probes = False
+
+    listing, lean = SimKubelet(scenario), Lean(scenario)
+    listing.run()
+    lean.run()
+    prober = {"ProbeAttempt", "ResultChanged", "Unhealthy", "ProbeWarning"}
+    assert {e.type for e in lean.events}.isdisjoint(prober)
+    assert lean.manager.workers
+    assert all(w._listener is None for w in lean.manager.workers.values())
+    kubelet = [(e.t, e.type, e.probe, e.fields) for e in listing.events if e.type not in prober]
+    assert [(e.t, e.type, e.probe, e.fields) for e in lean.events] == kubelet
+    assert [(t, p) for t, type_, p, _ in kubelet if type_ == "Killing"] == [
+        (120.0, "liveness"),
+        (180.0, "liveness"),
+    ]
+    assert sum(1 for _, type_, _, _ in kubelet if type_ == "ReadyChanged") == 9
