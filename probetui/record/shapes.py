@@ -15,7 +15,14 @@ from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.codec import US, Item
-from probetui.timeline.events import SHADOW, WORKER_STATE, Event, attempt_fields
+from probetui.timeline.events import (
+    SHADOW,
+    WORKER_STATE,
+    Event,
+    attempt_fields,
+    result_fields,
+    skipped_fields,
+)
 
 # which event type each item kind is
 EVENT_TYPE = {
@@ -181,12 +188,7 @@ class Template:
             )
         if kind == "S":
             record = self.record(key, item)
-            skip = record.skip
-            return ev(
-                "ProbeSkipped",
-                {"reason": skip.value if skip else "", "trigger": record.trigger},
-                record=record,
-            )
+            return ev("ProbeSkipped", skipped_fields(record), record=record)
         if kind == "N":
             reason, running, paused, published = self.state
             state = WorkerState(key, running, paused, None, published)
@@ -195,7 +197,7 @@ class Template:
             running, paused, published = self.state
             return ev(WORKER_STATE, {}, state=WorkerState(key, running, paused, None, published))
         label, cid = self.state
-        return ev("ResultChanged", {"result": label, "containerID": cid})
+        return ev("ResultChanged", result_fields(label, cid))
 
 
 __all__ = ["EVENT_TYPE", "ITEM_TYPES", "ProbeRef", "Template"]

@@ -142,13 +142,21 @@ def _shadow(
     )
 
 
+def skipped_fields(record: ProbeRecord) -> dict[str, Any]:
+    """A ProbeSkipped's fields for a doProbe that ran no handler (the recording's reader too)."""
+    return {"reason": record.skip.value if record.skip else "", "trigger": record.trigger}
+
+
+def result_fields(label: str, container_id: str) -> dict[str, Any]:
+    """A ResultChanged's fields (the recording's reader too)."""
+    return {"result": label, "containerID": container_id}
+
+
 def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event:
     """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
     handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
     if record.outcome is None:
-        reason = record.skip.value if record.skip else ""
-        fields: dict[str, Any] = {"reason": reason, "trigger": record.trigger}
-        return _shadow("ProbeSkipped", record.t, pod, record.key, fields, record)
+        return _shadow("ProbeSkipped", record.t, pod, record.key, skipped_fields(record), record)
     return _shadow("ProbeAttempt", record.t, pod, record.key, attempt_fields(record, via), record)
 
 
@@ -180,7 +188,7 @@ def result_changed_event(
         container,
         probe_type.key,
         SHADOW,
-        {"result": result.label, "containerID": container_id},
+        result_fields(result.label, container_id),
     )
 
 
@@ -222,6 +230,8 @@ __all__ = [
     "not_probed_event",
     "record_event",
     "result_changed_event",
+    "result_fields",
     "runtime_event",
+    "skipped_fields",
     "worker_state_event",
 ]
