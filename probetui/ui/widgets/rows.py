@@ -13,6 +13,7 @@ from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod
 from probetui.timeline.store import ContainerKey, Store
 from probetui.triage.groups import group_id, problem_score
+from probetui.ui.glyphs import RESTARTS
 
 SORTS = ("name", "problems", "restarts")
 # cells right of the name: ready, started, the probes, restarts, divergence
@@ -55,7 +56,7 @@ def columns(width: int, ns_len: int) -> Columns:
 def header_text(cols: Columns) -> str:
     ns = ("namespace" if cols.ns >= 9 else "ns"[: cols.ns]).ljust(cols.ns) + " " if cols.ns else ""
     name = "pod[/container]" if cols.name >= 15 else "pod"
-    suffix = " r s SRL  ↺   " if cols.narrow else " rdy st probes     ↺   "
+    suffix = f" r s SRL  {RESTARTS}   " if cols.narrow else f" rdy st probes     {RESTARTS}   "
     return " " * PREFIX + ns + name[: cols.name].ljust(cols.name) + suffix
 
 
