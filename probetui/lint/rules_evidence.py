@@ -184,8 +184,9 @@ def observed_latency_near_timeout(obj: LintObject, evidence: Evidence | None) ->
                 observed,
                 s,
                 overrides,
+                # a list, not a generator: the attempts near the timeout are most of them
                 lambda s, pt=pt, limit=HEADROOM * timeout: _last(
-                    t for t, k, v in s.answers(pt) if k == Kind.TIMEOUT or v >= limit
+                    [t for t, k, v in s.answers(pt) if k == Kind.TIMEOUT or v >= limit]
                 ),
             ),
             fix=f"timeoutSeconds: {proposed}, or make the endpoint answer faster",

@@ -186,6 +186,22 @@ def _startup_end(container: Container, inst: RecordedInstance) -> float | None:
     return inst.start  # no probe gates it: no start-up phase
 
 
+class _ProbeAnswers:
+    """One probe's answers in a book, laid out for `AnswerBook.lookup`."""
+
+    __slots__ = ("last_startup", "recorded_timeout", "startup", "startup_t", "steady", "steady_t")
+
+    def __init__(self) -> None:
+        # steady answers of every instance by wall time, start-up ones per instance, the
+        # times beside each list for bisect (a day of one pod is 26,000 lookups a run)
+        self.steady: list[Answer] = []
+        self.steady_t: list[float] = []
+        self.startup: list[list[Answer]] = []
+        self.startup_t: list[list[float]] = []
+        self.last_startup: Answer | None = None  # of the newest instance that has one
+        self.recorded_timeout: float | None = None
+
+
 class AnswerBook:
     """The app's answers for one container, looked up as the module docstring says."""
 
@@ -205,74 +221,87 @@ class AnswerBook:
             for pt in ProbeType
             if (p := recorded.probe(pt)) is not None
         }
-        # steady answers of every instance, by wall time; start-up ones per instance
-        self._steady: dict[ProbeType, list[Answer]] = {}
-        self._startup: list[dict[ProbeType, list[Answer]]] = []
-        for inst in rc.instances:
-            ends = inst.startup_end if inst.startup_end is not None else float("inf")
-            early: dict[ProbeType, list[Answer]] = {}
-            for pt, answers in inst.answers.items():
-                for a in answers:
-                    into = early if a.t < ends else self._steady
-                    into.setdefault(pt, []).append(a)
-            self._startup.append(early)
-        for answers in self._steady.values():
-            answers.sort(key=lambda a: a.t)  # instances may overlap by an instant
-        # the times beside each list, for bisect (a day of one pod is 26,000 lookups a run)
-        self._steady_t = {pt: [a.t for a in v] for pt, v in self._steady.items()}
-        self._startup_t = [{pt: [a.t for a in v] for pt, v in e.items()} for e in self._startup]
+        # one entry per probe type, so that a lookup hashes the (Python-level) enum once
+        self._probes: dict[ProbeType, tuple[_ProbeAnswers, float]] = {}
+        for pt in ProbeType:
+            into = _ProbeAnswers()
+            into.recorded_timeout = self.recorded_timeout.get(pt)
+            for inst in rc.instances:
+                ends = inst.startup_end if inst.startup_end is not None else float("inf")
+                early = [a for a in inst.answers.get(pt, ()) if a.t < ends]
+                into.steady.extend(a for a in inst.answers.get(pt, ()) if a.t >= ends)
+                into.startup.append(early)
+                into.startup_t.append([a.t for a in early])
+                if early:
+                    into.last_startup = early[-1]
+            into.steady.sort(key=lambda a: a.t)  # instances may overlap by an instant
+            into.steady_t = [a.t for a in into.steady]
+            self._probes[pt] = (into, self.tolerance[pt])
+        # where each recorded instance starts and how long its start-up took
+        self._starts = [inst.start for inst in rc.instances]
+        self._startup_lengths = [
+            float("inf") if inst.startup_end is None else max(0.0, inst.startup_end - inst.start)
+            for inst in rc.instances
+        ]
         # Attempts are immutable: a book of the same recording may share them (the self-check
         # and the what-if answer from the same answers, mostly under the same timeout)
         self._attempts: dict[tuple[int, float, str], Attempt] = {} if attempts is None else attempts
+        # per probe object asked about (alive while the book is): its timeout and handler
+        self._terms: dict[int, tuple[float, str | None]] = {}
         self.answered = 0
         self.inferred = 0
 
     def startup_length(self, k: int) -> float:
         """How long the recorded instance k (or the last one) took to get through start-up."""
-        if not self.rc.instances:
-            return 0.0
-        inst = self.rc.instances[min(k, len(self.rc.instances) - 1)]
-        if inst.startup_end is None:
-            return float("inf")
-        return max(0.0, inst.startup_end - inst.start)
+        lengths = self._startup_lengths
+        return lengths[min(k, len(lengths) - 1)] if lengths else 0.0
 
     def lookup(
         self, pt: ProbeType, t: float, k: int, since_start: float
     ) -> tuple[Answer | None, bool]:
         """The answer for probe `pt` at wall time t, model instance k, `since_start` into it;
         and whether it had to be inferred."""
-        instances = self.rc.instances
-        tolerance = self.tolerance[pt]
-        if instances and since_start < self.startup_length(k):
-            i = min(k, len(instances) - 1)
-            at = instances[i].start + since_start
-            answer = _nearest(self._startup[i].get(pt), self._startup_t[i].get(pt), at)
-            if answer is not None:
-                return answer, i != k or abs(answer.t - at) > tolerance
-        answer = _nearest(self._steady.get(pt), self._steady_t.get(pt), t)
+        into, tolerance = self._probes[pt]
+        return self._lookup(into, tolerance, t, k, since_start)
+
+    def _lookup(
+        self, into: _ProbeAnswers, tolerance: float, t: float, k: int, since_start: float
+    ) -> tuple[Answer | None, bool]:
+        lengths = self._startup_lengths
+        if lengths:
+            i = min(k, len(lengths) - 1)
+            if since_start < lengths[i]:
+                at = self._starts[i] + since_start
+                answer = _nearest(into.startup[i], into.startup_t[i], at)
+                if answer is not None:
+                    return answer, i != k or abs(answer.t - at) > tolerance
+        answer = _nearest(into.steady, into.steady_t, t)
         if answer is not None:
             return answer, abs(answer.t - t) > tolerance
         # no steady answer at all: the last start-up answer there is
-        for early in reversed(self._startup):
-            if early.get(pt):
-                return early[pt][-1], True
-        return None, True
+        return into.last_startup, True
 
     def attempt(
         self, probe: Probe, pt: ProbeType, t: float, k: int, since_start: float, target: str
     ) -> Attempt:
         """The Attempt the handler would report: the recorded answer under the probe's timeout."""
-        answer, inferred = self.lookup(pt, t, k, since_start)
-        timeout = float(probe.timeout_seconds)
+        into, tolerance = self._probes[pt]
+        answer, inferred = self._lookup(into, tolerance, t, k, since_start)
+        # the probe's timeout and handler, read once per probe (two properties deep)
+        terms = self._terms.get(id(probe))
+        if terms is None:
+            terms = self._terms[id(probe)] = (float(probe.timeout_seconds), probe.handler_name)
+        timeout, handler = terms
         self.answered += 1
         if answer is None:
             self.inferred += 1
-            return Attempt(probe.handler_name or "none", target, Result.SUCCESS, "")
-        if answer.kind == Kind.TIMEOUT and timeout > self.recorded_timeout.get(pt, timeout):
+            return Attempt(handler or "none", target, Result.SUCCESS, "")
+        recorded = into.recorded_timeout
+        if answer.kind == Kind.TIMEOUT and recorded is not None and timeout > recorded:
             inferred = True  # how long past the old timeout the app would have taken is unknown
         if inferred:
             self.inferred += 1
-        key = (id(answer), timeout, probe.handler_name)
+        key = (id(answer), timeout, handler)
         attempt = self._attempts.get(key)
         if attempt is None:
             attempt = self._attempts[key] = _as_attempt(answer, probe, timeout, target)
