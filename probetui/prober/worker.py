@@ -387,6 +387,7 @@ class Worker:
         now = self._clock.now()
         if nxt <= now:
             nxt += period * (1 + int((now - nxt) // period))
+        self._timer = None  # the timer that fired: spent, nothing to cancel
         self._arm_ticker(nxt)
         self._wake()
 
@@ -400,18 +401,18 @@ class Worker:
         """The select: take the next pending wake-up unless a probe is running (or not started)."""
         if self.in_flight or self.exited or self.next_tick is None:
             return
-        now = self._clock.now()
         if self._stop:
             self._exit()
         elif self._manual_pending:
             self._manual_pending = False
             # a manual run restarts the period from now; no stale tick follows (§4.5)
             self._tick_pending = False
+            now = self._clock.now()
             self._arm_ticker(now + float(self.spec.period_seconds))
             self._do_probe(Trigger.KUBELET, now)
         elif self._user_pending:
             self._user_pending = False
-            self._do_probe(Trigger.USER, now)
+            self._do_probe(Trigger.USER, self._clock.now())
         elif self._tick_pending:
             self._tick_pending = False
             self._do_probe(Trigger.TICK, self._tick_due)
@@ -427,7 +428,9 @@ class Worker:
             log.exception("doProbe failed for %s", self.key)
             return
         if not step.probe:
-            self._emit(now, scheduled, trigger, skip=step.skip)
+            # a record no one is told of is not made (`_emit`; a model run without listener)
+            if self._listener is not None:
+                self._emit(now, scheduled, trigger, skip=step.skip)
             if step.keep_going:
                 self._wake()
             else:
@@ -445,7 +448,8 @@ class Worker:
                     self.finish(outcome)
                 except Exception:
                     log.exception("doProbe failed for %s", self.key)
-                self._emit(now, scheduled, trigger, outcome=outcome, finished=self._clock.now())
+                if self._listener is not None:
+                    self._emit(now, scheduled, trigger, outcome=outcome, finished=self._clock.now())
             self._wake()
 
         self._launch(self, step.status, done)

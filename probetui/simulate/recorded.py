@@ -34,6 +34,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from probetui.probe.base import Attempt, Result
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
 # which probe's first success ends an instance's start-up phase, in order of preference
 STARTUP_GATES = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SLACK = 0.5  # seconds beyond half a period within which a recorded answer still counts as such
+# a probe type by the key events carry, without parsing it for every attempt
+_PROBE_TYPES = {pt.key: pt for pt in ProbeType}
+_by_time = attrgetter("t")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,7 @@ def recorded_pod(
     # by time: which instance an attempt belongs to follows from the starts before it, and a
     # reader merges kubelet rows and per-probe chunks in an order that is only near time order
     ordered = sorted(
-        (e for e in events if e.pod_uid == pod.uid and since <= e.t <= until), key=lambda e: e.t
+        [e for e in events if e.pod_uid == pod.uid and since <= e.t <= until], key=_by_time
     )
     for e in ordered:
         if e.container not in rec.containers:
@@ -131,7 +135,8 @@ def recorded_pod(
             if inst is None or inst.end is not None:
                 continue  # an attempt on a container not running: nothing to learn from it
             answer = _answer(e)
-            inst.answers.setdefault(ProbeType.parse(e.probe), []).append(answer)
+            pt = _PROBE_TYPES.get(e.probe) or ProbeType.parse(e.probe)
+            inst.answers.setdefault(pt, []).append(answer)
             rec.attempts += 1
         elif e.type == "ContainerStarted":
             n = int(e.fields.get("restartCount", 0))
@@ -229,12 +234,12 @@ class AnswerBook:
             for inst in rc.instances:
                 ends = inst.startup_end if inst.startup_end is not None else float("inf")
                 early = [a for a in inst.answers.get(pt, ()) if a.t < ends]
-                into.steady.extend(a for a in inst.answers.get(pt, ()) if a.t >= ends)
+                into.steady.extend([a for a in inst.answers.get(pt, ()) if a.t >= ends])
                 into.startup.append(early)
                 into.startup_t.append([a.t for a in early])
                 if early:
                     into.last_startup = early[-1]
-            into.steady.sort(key=lambda a: a.t)  # instances may overlap by an instant
+            into.steady.sort(key=_by_time)  # instances may overlap by an instant
             into.steady_t = [a.t for a in into.steady]
             self._probes[pt] = (into, self.tolerance[pt])
         # where each recorded instance starts and how long its start-up took
@@ -304,7 +309,7 @@ class AnswerBook:
         key = (id(answer), timeout, handler)
         attempt = self._attempts.get(key)
         if attempt is None:
-            attempt = self._attempts[key] = _as_attempt(answer, probe, timeout, target)
+            attempt = self._attempts[key] = _as_attempt(answer, handler, timeout, target)
         return attempt
 
 
@@ -315,8 +320,8 @@ _RESULTS = {
 }
 
 
-def _as_attempt(answer: Answer, probe: Probe, timeout: float, target: str) -> Attempt:
-    handler = probe.handler_name or "none"
+def _as_attempt(answer: Answer, handler_name: str | None, timeout: float, target: str) -> Attempt:
+    handler = handler_name or "none"
     if answer.kind == Kind.TIMEOUT or answer.latency > timeout:
         out = answer.output if answer.kind == Kind.TIMEOUT else "timeout"
         return Attempt(handler, target, Result.FAILURE, out, latency=timeout, timed_out=True)
