@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from errno import ECONNREFUSED
+from functools import partial
 from typing import Any, ClassVar
 
 from probetui.kubelet.pod import PodKubelet
@@ -209,7 +210,7 @@ class SimKubelet:
             return attempt
 
         outcome = run_to_completion(retry_on_error(worker.probe_type, once))
-        self.clock.call_at(now + elapsed, lambda: done(outcome))
+        self.clock.call_at(now + elapsed, partial(done, outcome))
 
     def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
         """What the probe's handler would meet from the app at time t."""
