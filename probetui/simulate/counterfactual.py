@@ -19,7 +19,7 @@ opens starts afresh in the model, so its first Ready is an artefact of the model
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from probetui.probe.base import Attempt
@@ -233,6 +233,39 @@ def _model(
     return sim.did, books
 
 
+def _timeout_only(base: Pod, what_if: Pod, name: str) -> tuple[ProbeType, float, float] | None:
+    """When all `what_if` changes of `base` is one probe's timeoutSeconds in container `name`:
+    that probe, its recorded timeout and the new one. None when anything else differs."""
+    old, new = base.container(name), what_if.container(name)
+    if old is None or new is None:
+        return None
+    changed = [pt for pt in ProbeType if old.probe(pt) != new.probe(pt)]
+    if len(changed) != 1:
+        return None
+    pt = changed[0]
+    before, after = old.probe(pt), new.probe(pt)
+    if before is None or after is None:
+        return None
+    if replace(before, timeout_seconds=after.timeout_seconds) != after:
+        return None
+    # the rest of the container and of the pod as recorded
+    if replace(old, **{f"{pt.key}_probe": after}) != new:
+        return None
+    if replace(what_if, containers=base.containers, init_containers=base.init_containers) != base:
+        return None
+    if len(base.containers) != len(what_if.containers) or len(base.init_containers) != len(
+        what_if.init_containers
+    ):
+        return None
+    pairs = [
+        *zip(base.containers, what_if.containers, strict=True),
+        *zip(base.init_containers, what_if.init_containers, strict=True),
+    ]
+    if any(a != b for a, b in pairs if a.name != name):
+        return None
+    return pt, float(before.timeout_seconds), float(after.timeout_seconds)
+
+
 def _summarize_model(
     events: list[_Did], name: str, since: float, until: float, book: AnswerBook
 ) -> RunSummary:
@@ -397,10 +430,19 @@ def counterfactual(
     )
     what_if = None
     if what_if_pod is not None and check.passed:
-        events, books = _model(rec, what_if_pod, container, origin, app, attempts)
-        what_if = _summarize_model(
-            events, container, compared_from, compared_until, books[container]
-        )
+        changed = _timeout_only(rec.pod, what_if_pod, container)
+        book = books[container]
+        if changed is not None and book.same_under(*changed):
+            # the model's run is a function of the settings it reads; timeoutSeconds is read
+            # only where an answer becomes an attempt, and every answer the run with the
+            # recorded settings asked for becomes the same attempt under the new timeout: the
+            # what-if is that same run, made again attempt for attempt (inferred counts too)
+            what_if = _summarize_model(events, container, compared_from, compared_until, book)
+        else:
+            events, books = _model(rec, what_if_pod, container, origin, app, attempts)
+            what_if = _summarize_model(
+                events, container, compared_from, compared_until, books[container]
+            )
     return Counterfactual(
         container,
         rec.since,

@@ -194,7 +194,16 @@ def _startup_end(container: Container, inst: RecordedInstance) -> float | None:
 class _ProbeAnswers:
     """One probe's answers in a book, laid out for `AnswerBook.lookup`."""
 
-    __slots__ = ("last_startup", "recorded_timeout", "startup", "startup_t", "steady", "steady_t")
+    __slots__ = (
+        "asked_timeout",
+        "last_startup",
+        "recorded_timeout",
+        "slowest",
+        "startup",
+        "startup_t",
+        "steady",
+        "steady_t",
+    )
 
     def __init__(self) -> None:
         # steady answers of every instance by wall time, start-up ones per instance, the
@@ -205,6 +214,10 @@ class _ProbeAnswers:
         self.startup_t: list[list[float]] = []
         self.last_startup: Answer | None = None  # of the newest instance that has one
         self.recorded_timeout: float | None = None
+        # of the answers a run asked for: the slowest latency, and whether one timed out (what
+        # decides if another timeoutSeconds would have answered the same, `same_under`)
+        self.slowest = 0.0
+        self.asked_timeout = False
 
 
 class AnswerBook:
@@ -301,9 +314,13 @@ class AnswerBook:
         if answer is None:
             self.inferred += 1
             return Attempt(handler or "none", target, Result.SUCCESS, "")
+        if answer.latency > into.slowest:
+            into.slowest = answer.latency
         recorded = into.recorded_timeout
-        if answer.kind == Kind.TIMEOUT and recorded is not None and timeout > recorded:
-            inferred = True  # how long past the old timeout the app would have taken is unknown
+        if answer.kind == Kind.TIMEOUT:
+            into.asked_timeout = True
+            if recorded is not None and timeout > recorded:
+                inferred = True  # how long past the old timeout the app took is unknown
         if inferred:
             self.inferred += 1
         key = (id(answer), timeout, handler)
@@ -311,6 +328,13 @@ class AnswerBook:
         if attempt is None:
             attempt = self._attempts[key] = _as_attempt(answer, handler, timeout, target)
         return attempt
+
+    def same_under(self, pt: ProbeType, timeout: float, other: float) -> bool:
+        """Whether every answer of probe `pt` asked for so far reads the same under timeout
+        `other` as under `timeout`: none timed out, none took longer than either (a timed out
+        attempt's latency is the timeout; a slower answer than one of them times out there)."""
+        into = self._probes[pt][0]
+        return not into.asked_timeout and into.slowest <= min(timeout, other)
 
 
 _RESULTS = {

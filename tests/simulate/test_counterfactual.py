@@ -112,6 +112,67 @@ def test_longer_timeout_answers_are_inferred_and_still_time_out() -> None:
     assert cf.what_if.inferred >= 3
 
 
+def _runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The model runs each counterfactual makes from here on (each what-if's pod settings)."""
+    from probetui.simulate import counterfactual as cf
+
+    made: list[str] = []
+    model = cf._model
+
+    def counted(rec, pod, *rest):  # type: ignore[no-untyped-def]
+        made.append(str(pod.container("app").probe(ProbeType.LIVENESS)))
+        return model(rec, pod, *rest)
+
+    monkeypatch.setattr(cf, "_model", counted)
+    return made
+
+
+def test_a_timeout_every_asked_answer_beat_gives_the_run_with_the_recorded_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every answer the model with the recorded settings asked for took 0.4 s: under
+    timeoutSeconds 1 or 2 each becomes the same attempt, so the what-if is that run again,
+    attempt for attempt, and is not made a second time. It says what the full run says (the
+    kill at 120.4, when the third failure answered, and its restart stay, the counts of answers and inferred ones too); another
+    change with it (failureThreshold 5) makes the run."""
+    from probetui.simulate import counterfactual as cf
+
+    slow = App(
+        start_after=1.0,
+        probes={ProbeType.LIVENESS: Behaviour(fail_between=((100.0, 135.0),), latency_ms=400.0)},
+    )
+    pod, events = recording(LIVE, slow)
+    rec = recorded_pod(pod, events, 0.0, 400.0)
+    runs = _runs(monkeypatch)
+    short = counterfactual(rec, "app", ["liveness.timeoutSeconds=2"])
+    assert len(runs) == 1
+    assert short.what_if is not None and short.what_if.kill_times == [120.4]
+    monkeypatch.setattr(cf, "_timeout_only", lambda *_: None)
+    full = counterfactual(rec, "app", ["liveness.timeoutSeconds=2"])
+    assert len(runs) == 3
+    assert short.to_json() == full.to_json()
+    monkeypatch.undo()
+    runs = _runs(monkeypatch)
+    both = counterfactual(rec, "app", ["liveness.timeoutSeconds=2", "liveness.failureThreshold=5"])
+    assert len(runs) == 2 and both.what_if is not None and both.what_if.kills["liveness"] == 0
+
+
+def test_an_answer_slower_than_the_new_timeout_makes_the_what_if_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Answers of 1.5 s under timeoutSeconds 2 (recorded): with timeoutSeconds 1 each times out,
+    which is another attempt, so the what-if is run: the third timeout in a row (the attempt
+    at 30 s) ends at 31 s and the container is killed then."""
+    probe = replace(LIVE, timeout_seconds=2)
+    slow = App(start_after=1.0, probes={ProbeType.LIVENESS: Behaviour(latency_ms=1500.0)})
+    pod, events = recording(probe, slow)
+    runs = _runs(monkeypatch)
+    cf = counterfactual(recorded_pod(pod, events, 0.0, 400.0), "app", ["liveness.timeoutSeconds=1"])
+    assert len(runs) == 2
+    assert cf.check.passed and cf.what_if is not None
+    assert cf.what_if.kill_times[:1] == [31.0]
+
+
 # -- from a recording file, through the command line ------------------------------------------
 
 
