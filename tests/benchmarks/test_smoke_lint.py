@@ -25,12 +25,15 @@ def test_lint_benchmark_gives_every_figure() -> None:
     assert run["total_s"] > 0
     assert [e["rule"] for e in result["evidence"]] == list(lint.SIMULATED_RULES)
     assert all(e["ms_per_object"] > 0 for e in result["evidence"])
-    assert [e["rule"] for e in result["observed"]] == list(lint.EVIDENCE_RULES)
+    # the latency rule once more over attempts that time out, whose what-if is run
+    timeouts = "observed-latency-near-timeout (timeouts)"
+    assert [e["rule"] for e in result["observed"]] == [*lint.EVIDENCE_RULES, timeouts]
     assert all(e["ms_per_object"] > 0 for e in result["observed"])
     assert {e["rule"] for e in result["observed"] if e["replayed"]} == {
         "observed-latency-near-timeout",
         "observed-start-near-budget",
         "readiness-flapping",
+        timeouts,
     }
     assert "ms per object" in lint.table(result)
 
