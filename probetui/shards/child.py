@@ -259,7 +259,7 @@ def _reporting_registry(sender: Any) -> Any:
     """The local runtime's registry of container process groups, each change told to the
     parent: a shard killed outright (SIGKILL, the OOM killer) stops nothing itself, so the
     parent kills the groups it was last told of."""
-    from probetui.runtime.local.process import ProcessGroupRegistry
+    from probetui.runtime.local.groups import ProcessGroupRegistry
 
     class Reporting(ProcessGroupRegistry):
         def add(self, pgid: int) -> None:
