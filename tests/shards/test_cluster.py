@@ -340,7 +340,9 @@ async def test_sharded_probes_carry_the_kubelet_version_of_the_pods_node(
                 name,
                 node=node,
                 containers=[
-                    container("app", ports=(web,), readiness=http_get_probe(f"/{name}", web, period=1))
+                    container(
+                        "app", ports=(web,), readiness=http_get_probe(f"/{name}", web, period=1)
+                    )
                 ],
             )
         )
