@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from probetui.lint.model import LintObject
-from probetui.prober.outcome import Kind
+from probetui.prober.outcome import KIND_NAMES, Kind
 from probetui.prober.status import PodStatus
 from probetui.simulate.counterfactual import Counterfactual, CounterfactualError, counterfactual
 from probetui.simulate.recorded import RecordedContainer, RecordedPod, recorded_pod
@@ -277,10 +277,14 @@ def _attempt_fields(kind: int, latency: float, error: str = "") -> dict[str, obj
     # the labels `simulate/recorded.py` reads back: a timeout is a failure that timed out
     if kind == Kind.TIMEOUT:
         return {"outcome": "failure", "timedOut": True, "latency_ms": latency * 1000.0}
-    label = {Kind.SUCCESS: "success", Kind.WARNING: "warning", Kind.FAILURE: "failure"}
     if kind == Kind.ERROR and error:
         return {"outcome": "error", "latency_ms": latency * 1000.0, "error": error}
-    return {"outcome": label.get(kind, "error"), "latency_ms": latency * 1000.0}
+    label = KIND_NAMES[kind] if kind in _ANSWERED else "error"
+    return {"outcome": label, "latency_ms": latency * 1000.0}
+
+
+# the kinds whose word the JSON of an attempt shares with the store's (outcome.KIND_NAMES)
+_ANSWERED = frozenset((Kind.SUCCESS, Kind.WARNING, Kind.FAILURE))
 
 
 # how far back the newest error's text is looked for (its entry unpacked, the only one)
