@@ -80,8 +80,9 @@ def _run_recorded(args: argparse.Namespace) -> int:
     from probetui.record.reader import open_recording
     from probetui.record.schema import RecordingError
     from probetui.record.timespec import TimeSpecError
-    from probetui.simulate.counterfactual import CounterfactualError, counterfactual, render
+    from probetui.simulate.counterfactual import CounterfactualError, counterfactual
     from probetui.simulate.recorded import from_recording
+    from probetui.simulate.report import render_counterfactual
     from probetui.simulate.scenario import ScenarioError
 
     if args.scenario is not None:
@@ -117,6 +118,6 @@ def _run_recorded(args: argparse.Namespace) -> int:
     )
     if args.set:
         head += f" with {', '.join(args.set)}"
-    print("\n".join([head, "", *render(cf)]))
+    print("\n".join([head, "", *render_counterfactual(cf)]))
     # a what-if asked for and refused (the model does not fit this history) is not a success
     return EXIT_FAILURE if args.set and not cf.check.passed else EXIT_OK

@@ -457,58 +457,11 @@ def counterfactual(
     )
 
 
-def render(cf: Counterfactual) -> list[str]:
-    """The side-by-side text: recorded, the model with the recorded settings, the what-if."""
-    c = cf.check
-    lines = [
-        f"self-check (model with the recorded settings against the recording, "
-        f"{cf.compared_from - cf.since:.0f}s to {cf.compared_until - cf.since:.0f}s into the "
-        "window):",
-        f"  kills {c.kills[0]}/{c.kills[1]} matched, restarts {c.restarts[0]}/{c.restarts[1]}, "
-        f"Ready changes {c.ready[0]}/{c.ready[1]}; worst offset {c.worst_offset:.1f}s",
-    ]
-    if not c.passed:
-        lines.append(f"  FAILED: {c.why}; no what-if is given where the model does not fit")
-        return lines
-    lines.append("  passed")
-    cols = [("recorded", cf.recorded), ("model", cf.baseline)]
-    if cf.what_if is not None:
-        cols.append(("what-if", cf.what_if))
-    lines.append("")
-    lines.append(f"{'':<24}" + "".join(f"{name:>12}" for name, _ in cols))
-
-    def row(label: str, values: list[str]) -> None:
-        lines.append(f"{label:<24}" + "".join(f"{v:>12}" for v in values))
-
-    for pt in ProbeType:
-        if any(s.kills.get(pt.key) for _, s in cols):
-            row(f"kills ({pt.key})", [str(s.kills.get(pt.key, 0)) for _, s in cols])
-    row("restarts", [str(s.restarts) for _, s in cols])
-    row("seconds not ready", [f"{s.not_ready_seconds:.0f}" for _, s in cols])
-
-    def worst(s: RunSummary) -> str:
-        ready = [t for t in s.time_to_ready if t is not None]
-        never = sum(1 for t in s.time_to_ready if t is None)
-        text = f"{max(ready):.0f}s" if ready else "-"
-        return text + (f" ({never} never)" if never else "")
-
-    row("slowest start to Ready", [worst(s) for _, s in cols])
-    if cf.what_if is not None:
-        lines.append("")
-        lines.append(
-            f"{cf.what_if.inferred_share:.1%} of the what-if's answers inferred "
-            f"({cf.what_if.inferred} of {cf.what_if.answered}); the model with the recorded "
-            f"settings inferred {cf.baseline.inferred_share:.1%}"
-        )
-    return lines
-
-
 __all__ = [
     "Counterfactual",
     "CounterfactualError",
     "RunSummary",
     "SelfCheck",
     "counterfactual",
-    "render",
     "self_check",
 ]

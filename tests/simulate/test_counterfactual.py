@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from probetui.prober.status import PodStatus
-from probetui.simulate.counterfactual import RunSummary, counterfactual, render, self_check
+from probetui.simulate.counterfactual import RunSummary, counterfactual, self_check
 from probetui.simulate.recorded import recorded_pod
+from probetui.simulate.report import render_counterfactual
 from probetui.simulate.run import SimKubelet
 from probetui.simulate.scenario import App, Behaviour, Scenario
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
@@ -56,7 +57,7 @@ def test_what_if_removes_the_restart_and_says_which_answers_it_inferred() -> Non
     assert (cf.what_if.kills["liveness"], cf.what_if.restarts) == (0, 0)
     assert cf.recorded.not_ready_seconds == 1.0 and cf.what_if.not_ready_seconds == 0.0
     assert (cf.what_if.inferred, cf.what_if.answered) == (1, 40)
-    text = "\n".join(render(cf))
+    text = "\n".join(render_counterfactual(cf))
     assert "2.5% of the what-if's answers inferred (1 of 40)" in text
     assert "kills 1/1 matched, restarts 1/1" in text
 
@@ -91,7 +92,9 @@ def test_self_check_refuses_a_what_if_where_the_model_does_not_reproduce_the_rec
     assert not cf.check.passed and cf.what_if is None
     assert cf.check.kills == (0, 0, 1)
     assert cf.check.why == "the model kills 1 times where the kubelet killed 0 (0 match)"
-    assert "no what-if is given where the model does not fit" in "\n".join(render(cf))
+    assert "no what-if is given where the model does not fit" in "\n".join(
+        render_counterfactual(cf)
+    )
 
 
 def test_longer_timeout_answers_are_inferred_and_still_time_out() -> None:

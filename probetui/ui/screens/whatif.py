@@ -29,7 +29,8 @@ from textual.widgets import Static
 
 from probetui.lint.live import Advice, ModelWhatIf, model_what_if
 from probetui.lint.model import Finding
-from probetui.simulate.counterfactual import Counterfactual, render
+from probetui.simulate.counterfactual import Counterfactual
+from probetui.simulate.report import render_counterfactual
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 
@@ -72,7 +73,7 @@ def result_text(finding: Finding, result: Result | None) -> Text:
     if isinstance(cf, str):
         text.append(f"  no counterfactual: {cf}\n", style=g.WARN)
     else:
-        for line in render(cf):
+        for line in render_counterfactual(cf):
             style = g.WARN if "FAILED" in line else ""
             text.append(f"  {line}\n", style=style)
     if isinstance(model, str):
