@@ -428,9 +428,7 @@ class Worker:
             log.exception("doProbe failed for %s", self.key)
             return
         if not step.probe:
-            # a record no one is told of is not made (`_emit`; a model run without listener)
-            if self._listener is not None:
-                self._emit(now, scheduled, trigger, skip=step.skip)
+            self._emit(now, scheduled, trigger, skip=step.skip)
             if step.keep_going:
                 self._wake()
             else:
@@ -448,8 +446,7 @@ class Worker:
                     self.finish(outcome)
                 except Exception:
                     log.exception("doProbe failed for %s", self.key)
-                if self._listener is not None:
-                    self._emit(now, scheduled, trigger, outcome=outcome, finished=self._clock.now())
+                self._emit(now, scheduled, trigger, outcome=outcome)
             self._wake()
 
         self._launch(self, step.status, done)
@@ -477,10 +474,12 @@ class Worker:
         *,
         skip: Skip | None = None,
         outcome: ProbeOutcome | None = None,
-        finished: float | None = None,
     ) -> None:
+        # a record no one is told of is not made, nor its finish read off the clock (a model
+        # run without listener, the counterfactual's); an attempt's record is made as it ends
         if self._listener is None:
             return
+        finished = self._clock.now() if outcome is not None else None
         self._listener(
             ProbeRecord(
                 key=self.key,
