@@ -120,20 +120,5 @@ class SummarySink:
             self.broken = True  # the reader went away: the event writer sees it too
         self._timer = loop.call_soon(self._slice)
 
-    def write(self, now: float) -> None:
-        """Every workload's line as of `now`."""
-        from probetui.triage.report import summary_lines
-
-        if self.broken:
-            return
-        try:
-            for line in summary_lines(self.store, now):
-                self.out.write(line + "\n")
-                self.lines += 1
-            self.out.flush()
-        except BrokenPipeError:
-            # the reader went away: the event writer sees it too and ends the run
-            self.broken = True
-
 
 __all__ = ["SummarySink", "add_summary_arguments", "summary_sink"]
