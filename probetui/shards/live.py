@@ -111,12 +111,11 @@ def choose(runtime: Runtime, requested: int | str, cores: int | None = None) -> 
 
 
 def shards_problem(runtime: Runtime, shards: int | str) -> str | None:
-    """Why `--shards N` cannot be used with this runtime, or None (`auto` always can)."""
+    """Why `--shards N` cannot be used with this runtime, or None (`auto` always can). N is
+    in range already: `parse_shards` took it."""
     if shards == AUTO:
         return None
     shards = int(shards)
-    if shards < 0 or shards > MAX_SHARDS:
-        return f"--shards {shards}: from 0 (the engine in this process) to {MAX_SHARDS}"
     from probetui.runtime.local.runtime import LocalRuntime
 
     if not shards or isinstance(runtime, LocalRuntime):
