@@ -1,33 +1,45 @@
-"""The lean handler's plain-response reader (`http_lean._plain_head` and `_PlainResponse`)
-against h11, the parser it stands in for.
+"""The lean handler's plain-response reader against the reference, through `probe()` on loopback.
 
-Each response below is handed to `http_lean._receive` twice, once as the handler reads it (the
-plain reader when it can, h11 otherwise) and once with h11 alone, and read to the end as the
-handler reads a body (`_read_at_most`, the 10 KiB cap). What comes out must be identical: the
-status, every header as bytes, the body, or the error text. Each response is also cut in two at
-every byte and fed one byte per read, since the plain reader only takes a head that arrived
-whole and must hand everything else to h11 unchanged. Some responses end in a reset instead of
-the peer's close. The network parts of the handler are covered by `test_http_lean.py`.
+The lean handler (`probetui.probe.http_lean`) reads the common response, a whole head in the
+first read framed by one Content-Length or by the close, without h11, and hands everything else
+to Go's head reading (`HeadGate`) and h11 from its first byte; the reference
+(`probetui.probe.http`, httpx over httpcore's h11) always takes the second way. Each response
+below is sent by a real server on 127.0.0.1, once whole, then cut in two at every byte (large
+ones: 150 cuts) and one byte per write, ending in the server's close or in a reset, and probed
+by both handlers: every field of the two Attempts must be identical (result, status code,
+output, body to the 10 KiB cap, error text; only the probe's own ephemeral port is masked). The
+plain reader only takes a head that arrived whole, so the cuts hold it to handing everything
+else over unchanged. Sent whole, the responses marked True must be read the plain way (no read
+reaches the head gate: the point of the plain reader, as h11's objects were a quarter of the
+engine's CPU per attempt) and the others the general way. The network parts of the handler are
+covered by `test_http_lean.py`.
 """
 
 from __future__ import annotations
 
-import errno
+import array
+import asyncio
+import contextlib
+import dataclasses
+import fcntl
+import re
+import socket
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from probetui.probe import http_lean
-from probetui.probe.base import MAX_OUTPUT_BYTES
+from probetui.probe import http, http_lean
+from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt
+from probetui.probe.response_head import HeadGate
+from tests.probe.http_servers import response, serve
 
-_TARGET: http_lean._Target = ("http", "127.0.0.1", 80, b"/healthz")
-_LINES = ((b"Host", b"127.0.0.1"), (b"User-Agent", b"kube-probe/1.32"))
+pytestmark = pytest.mark.timeout(60)
 
 OK = b"HTTP/1.1 200 OK\r\n"
 BIG = b"x" * (MAX_OUTPUT_BYTES + 5000)
 
-# (name, response bytes); the plain reader should take the ones marked True
+# (name, response bytes, read without h11 when sent whole)
 RESPONSES: list[tuple[str, bytes, bool]] = [
     ("content-length", OK + b"Content-Length: 2\r\nContent-Type: text/plain\r\n\r\nok", True),
     ("content-length zero", OK + b"Content-Length: 0\r\n\r\n", True),
@@ -43,6 +55,7 @@ RESPONSES: list[tuple[str, bytes, bool]] = [
     ("500", b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom", True),
     ("399", b"HTTP/1.1 399 Odd\r\nContent-Length: 0\r\n\r\n", True),
     ("999", b"HTTP/1.1 999 Odd\r\n\r\n", True),
+    # followed to /other, which answers a plain 200 (see _answer)
     ("redirect", b"HTTP/1.1 302 Found\r\nLocation: /other\r\nContent-Length: 3\r\n\r\nabc", True),
     ("ows around values", OK + b"A:   spaced   \r\nB:\tt\t\r\nContent-Length:  2 \r\n\r\nok", True),
     ("inner spaces", OK + b"X-Note: a  b c\r\n\r\n", True),
@@ -52,8 +65,9 @@ RESPONSES: list[tuple[str, bytes, bool]] = [
     ("token characters", OK + b"X!#$%&'*+.^_`|~9: v\r\n\r\n", True),
     ("large body", OK + b"Content-Length: %d\r\n\r\n" % len(BIG) + BIG, True),
     ("large body, no length", OK + b"\r\n" + BIG, True),
-    # never whole in one 64 KiB read; whole, h11 takes it too, and cut, Go's reading refuses it
-    ("huge head", OK + b"X-Big: " + b"y" * (150 * 1024) + b"\r\n\r\n", True),
+    # plain in form, but never whole in one 64 KiB read, so h11 reads it; whole, h11 takes it,
+    # and cut, Go's reading refuses it
+    ("huge head", OK + b"X-Big: " + b"y" * (150 * 1024) + b"\r\n\r\n", False),
     # h11's to judge: the plain reader must step aside
     ("chunked", OK + b"Transfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n", False),
     ("chunked, cut short", OK + b"Transfer-Encoding: chunked\r\n\r\n5\r\nok", False),
@@ -93,80 +107,147 @@ RESPONSES: list[tuple[str, bytes, bool]] = [
     ("control byte first", b"\x01garbage", False),
 ]
 
-
-@dataclass
-class FakeStream:
-    """Hands out the given reads one by one, then the peer's close (b"") or a reset."""
-
-    reads: list[bytes]
-    reset: bool = False
-
-    def __post_init__(self) -> None:
-        self._next = iter(self.reads)
-
-    async def recv(self) -> bytes:
-        try:
-            return next(self._next)
-        except StopIteration:
-            if self.reset:
-                raise ConnectionResetError(errno.ECONNRESET, "reset") from None
-            return b""
-
-    def addresses(self) -> str:
-        return "127.0.0.1:40000->127.0.0.1:80"
+# long enough that a probe never times out here: every response ends in a close or a reset
+TIMEOUT = 30.0
+# while a reset waits for the probe's kernel to have every byte (at most a second)
+PAUSE = 0.001
+# probes in flight at once (each a pair: lean, then the reference, on one delivery)
+PARALLEL = 8
+_LOCAL_PORT = re.compile(r"tcp (\S+?):\d+->")
 
 
-async def _outcome(reads: list[bytes], reset: bool, plain: bool) -> tuple[object, ...]:
-    stream = FakeStream(reads, reset)
-    try:
-        response = await http_lean._receive(stream, _TARGET, _LINES, plain=plain)  # type: ignore[arg-type]
-    except http_lean._Failed as exc:
-        return ("failed", exc.detail)
-    head = (
-        response.status_code,
-        [(bytes(k), bytes(v)) for k, v in response.headers],
-        response.header_values(b"location"),
-    )
-    body = bytearray()
-    try:
-        await http_lean._read_at_most(response, MAX_OUTPUT_BYTES, body)
-    except http_lean._BodyBroken as exc:
-        return ("broken", head, exc.text)
-    return ("ok", head, bytes(body), type(response) is http_lean._PlainResponse)
-
-
-def _splits(data: bytes) -> Iterator[list[bytes]]:
-    yield [data]
-    step = 1 if len(data) < 400 else max(97, len(data) // 150)  # large ones: 150 cuts will do
-    for i in range(1, len(data), step):
-        yield [data[:i], data[i:]]
+def _splits(data: bytes) -> list[list[bytes]]:
+    """Whole; cut in two at every byte (large ones: 150 cuts); one byte per write (small ones)."""
+    out = [[data]]
+    step = 1 if len(data) < 400 else max(97, len(data) // 150)
+    out += [[data[:i], data[i:]] for i in range(1, len(data), step)]
     if len(data) < 400:
-        yield [data[i : i + 1] for i in range(len(data))]
+        out.append([data[i : i + 1] for i in range(len(data))])
+    return out
+
+
+async def _let_the_probe_read() -> None:
+    """A few turns of the event loop the probe runs on too: its reader, waiting on the socket,
+    takes what was written before the next write comes (a write shares one loop turn with the
+    readers the kernel wakes, so one turn is not enough)."""
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+# Linux's SIOCOUTQNSD: bytes written but not yet sent. On loopback a segment sent is in the
+# peer's receive queue, which a reset leaves for it to read.
+_SIOCOUTQNSD = 0x894B
+
+
+def _unsent(sock: socket.socket) -> int:
+    buf = array.array("i", [0])
+    fcntl.ioctl(sock.fileno(), _SIOCOUTQNSD, buf)
+    return buf[0]
+
+
+@dataclasses.dataclass
+class Responder:
+    """Answers `/<n>` with the writes of delivery n, then closes (or resets, once the probe has
+    every byte: a reset must not throw away what was sent); `/other` with a plain 200."""
+
+    deliveries: list[list[bytes]]
+    reset: bool
+
+    async def __call__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        path = head.split(b" ", 2)[1].decode()
+        if path == "/other":
+            writer.write(response(200, "other"))
+            await writer.drain()
+            return
+        with contextlib.suppress(ConnectionError):
+            for i, piece in enumerate(self.deliveries[int(path[1:])]):
+                if i:
+                    await _let_the_probe_read()
+                writer.write(piece)
+                await writer.drain()
+        if self.reset:
+            sock = writer.get_extra_info("socket")
+            with contextlib.suppress(OSError):
+                for _ in range(1000):
+                    if not _unsent(sock):
+                        break
+                    await asyncio.sleep(PAUSE)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\0\0\0\0\0\0\0")
+            writer.transport.abort()
+
+
+def _exact(attempt: Attempt) -> dict[str, Any]:
+    fields = dataclasses.asdict(attempt)
+    del fields["latency"], fields["started_at"]
+    # the probe's own ephemeral port is the one thing two runs cannot share
+    fields["output"] = _LOCAL_PORT.sub(r"tcp \1:<local>->", fields["output"])
+    if fields["error"]:
+        fields["error"] = _LOCAL_PORT.sub(r"tcp \1:<local>->", fields["error"])
+    return fields
+
+
+async def _both(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The lean handler's Attempt and the reference's, on two deliveries of the same writes."""
+    lean = await http_lean.probe(url, (), TIMEOUT)
+    reference = await http.probe(url, (), TIMEOUT)
+    assert not lean.timed_out and not reference.timed_out, url
+    return _exact(lean), _exact(reference)
+
+
+@contextlib.contextmanager
+def _general_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Counts the reads fed to Go's head reading (`HeadGate`), which every response but the
+    plain one goes through on its way to h11, while the block runs."""
+    seen = [0]
+    feed = HeadGate.feed
+
+    def counting(self: HeadGate, data: bytes) -> bytes | None:
+        seen[0] += 1
+        return feed(self, data)
+
+    with monkeypatch.context() as m:
+        m.setattr(HeadGate, "feed", counting)
+        yield seen
 
 
 @pytest.mark.parametrize(("name", "data", "plain"), RESPONSES, ids=[r[0] for r in RESPONSES])
 @pytest.mark.parametrize("reset", [False, True], ids=["close", "reset"])
-async def test_plain_reader_reads_as_h11_does(
-    name: str, data: bytes, plain: bool, reset: bool
+async def test_lean_reads_as_the_reference_does(
+    name: str, data: bytes, plain: bool, reset: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the plain reader takes exactly the responses it is meant to, when they arrive whole
-    assert (http_lean._plain_head(data) is not None) == plain, name
-    for reads in _splits(data):
-        mine = await _outcome(reads, reset, plain=True)
-        theirs = await _outcome(reads, reset, plain=False)
-        # which reader read it is the one field allowed to differ
-        if mine[0] == "ok":
-            mine, theirs = mine[:-1], theirs[:-1]
-        assert mine == theirs, (name, [len(r) for r in reads])
+    deliveries = _splits(data)
+    async with serve(raw_handler=Responder(deliveries, reset)) as server:
+        # sent whole: the plain reader takes exactly the responses it is meant to
+        with _general_reads(monkeypatch) as general:
+            whole = await http_lean.probe(server.url("/0"), (), TIMEOUT)
+        assert (general[0] == 0) == plain, (name, whole)
+
+        limit = asyncio.Semaphore(PARALLEL)
+
+        async def compare(n: int) -> None:
+            async with limit:
+                lean, reference = await _both(server.url(f"/{n}"))
+            assert lean == reference, (name, [len(p) for p in deliveries[n]])
+
+        async with asyncio.TaskGroup() as group:
+            for n in range(len(deliveries)):
+                group.create_task(compare(n))
 
 
 async def test_nothing_before_the_close_is_eof() -> None:
-    """No byte before the peer's close: Go's `EOF`, the plain way as the h11 way."""
-    assert await _outcome([], False, plain=True) == ("failed", "EOF")
-    assert await _outcome([], False, plain=False) == ("failed", "EOF")
+    """No byte before the server's close: Go's `EOF`, from both handlers."""
+    async with serve(raw_handler=Responder([[]], reset=False)) as server:
+        url = server.url("/0")
+        lean, reference = await _both(url)
+    assert lean == reference
+    assert lean["output"] == f'Get "{url}": EOF', lean
 
 
 async def test_reset_before_any_byte_is_a_read_error() -> None:
-    text = "read tcp 127.0.0.1:40000->127.0.0.1:80: read: connection reset by peer"
-    assert await _outcome([], True, plain=True) == ("failed", text)
-    assert await _outcome([], True, plain=False) == ("failed", text)
+    async with serve(raw_handler=Responder([[]], reset=True)) as server:
+        url = server.url("/0")
+        lean, reference = await _both(url)
+    assert lean == reference
+    text = f"read tcp 127.0.0.1:<local>->127.0.0.1:{server.port}: read: connection reset by peer"
+    assert lean["output"] == f'Get "{url}": {text}', lean
