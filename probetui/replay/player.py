@@ -29,7 +29,6 @@ import asyncio
 import gc
 import heapq
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 
 from probetui.prober.prober import MAX_PROBE_RETRIES
@@ -54,11 +53,19 @@ MIN_WINDOW = 10.0
 # farther is a seek
 FEED_LIMIT = 600.0
 TICK = 0.1  # seconds between cursor steps while playing
-# while playing, a tick's feeding is cut into slices of about this many events with the loop
-# served between them, so a key waits one slice (some 30 ms), not a tick's feeding (15,000
-# probes at 100x: 15,000 events, 0.3-0.5 s)
+# while playing, what a wake must feed is cut into slices, the loop served between them, so a
+# key waits one slice, not a tick's feeding (15,000 probes at 100x: 15,000 events, 0.3-0.5 s);
+# a slice covers at most this many events' worth of recorded time
 SLICE_EVENTS = 1500
-# a tick moves the cursor by at most this much wall time at the speed: where feeding cannot
+# within that, a slice is sized to feed in about this much wall time, and never covers less
+# than MIN_SLICE recorded seconds
+SLICE_WALL = 0.015
+MIN_SLICE = 0.01
+# where playing is behind, feeding takes at most this share of the event loop; the rest is the
+# screen's (keys, frames, polls), with at least MIN_GAP between two slices
+FEED_SHARE = 0.5
+MIN_GAP = 0.002
+# a wake moves the cursor by at most this much wall time at the speed: where feeding cannot
 # keep up, playing goes slower (the top bar says how fast) instead of falling ever behind
 MAX_TICK = 2 * TICK
 SPEEDS = (1.0, 10.0, 100.0)
@@ -117,6 +124,7 @@ class Player:
         self._keys: list[ProbeKey] | None = None
         # recorded seconds per slice of playing
         self.slice = min(self.window, max(TICK, SLICE_EVENTS / rate)) if rate else self.window
+        self._span = self.slice  # the next slice's, fitted to how fast slices feed (`_fit`)
         self.reached: float | None = None  # the speed playing reached lately (x wall time)
         self.seek(self.last if start is None else start)
 
@@ -210,28 +218,46 @@ class Player:
 
     async def run(self) -> None:
         """Advance the cursor while playing, a slice at a time; stop at the recording's end.
-        A seek or a pause between slices ends the tick's advance."""
+
+        Each wake feeds one slice towards where the speed has taken the cursor since the last
+        wake (at most `MAX_TICK` of wall time: where feeding cannot keep up it plays slower
+        rather than falling ever behind). Where it is behind, the next slice follows after a
+        pause that leaves the screen `1 - FEED_SHARE` of the loop: a key's way to its repaint
+        is several hops through Textual's queues, a frame and a poll, and a bare yield between
+        slices gave it one hop a slice (1.4 s a key at 15,000 probes). A slice is sized to
+        take about `SLICE_WALL` (its recorded length follows how fast the last ones fed,
+        within `slice`), so that is what a key waits for."""
         last = self._clock()
+        pause = TICK
         while True:
-            await asyncio.sleep(TICK)
+            await asyncio.sleep(pause)
             now = self._clock()
+            pause = TICK
             if self.playing:
                 began = self.cursor
                 target = min(self.last, began + min(now - last, MAX_TICK) * self.speed)
-                while self.playing and self.cursor < target:
-                    at = min(target, self.cursor + self.slice)
+                if target > began:
+                    at = min(target, began + min(self._span, self.slice))
+                    fed = time.perf_counter()
                     self.seek(at)
+                    took = time.perf_counter() - fed
+                    self._fit(at - began, took)
                     if self.cursor < target:
-                        await asyncio.sleep(0)  # keys and repaints, between slices
-                        if self.cursor != at:
-                            break  # moved meanwhile: that move stands
+                        pause = max(MIN_GAP, took * (1.0 - FEED_SHARE) / FEED_SHARE)
                 if self.cursor >= self.last:
                     self.playing = False
                 done = self._clock()
                 if done > last and self.cursor >= began:
                     rate = (self.cursor - began) / (done - last)
-                    self.reached = rate if self.reached is None else 0.5 * (self.reached + rate)
+                    self.reached = rate if self.reached is None else 0.8 * self.reached + 0.2 * rate
             last = now
+
+    def _fit(self, span: float, took: float) -> None:
+        """The next slice's recorded length: what takes `SLICE_WALL` at the last one's pace."""
+        if span <= 0.0 or took <= 0.0:
+            return
+        wanted = span * SLICE_WALL / took
+        self._span = min(self.slice, max(MIN_SLICE, 0.5 * (self._span + wanted)))
 
     # -- Controls: nothing runs in a replay -----------------------------------------------
 
@@ -291,7 +317,13 @@ class Stream:
     before `after` (an attempt begun before and ended after it) to one past `until` (a result
     change is paired with its attempt, below). One stream serves every step of playing: each
     chunk is read and decoded once, where the last step left it, and an event is built only
-    when it is fed, so a step costs what it feeds, not the chunks of 15,000 probes again."""
+    when it is fed, so a step costs what it feeds, not the chunks of 15,000 probes again.
+
+    What is read and not yet fed waits in a heap by when it was published, each item's time
+    of publication worked out once, as it is read: a step takes what its span published off
+    the heap, so a short step (a slice of playing, some 15 ms) costs what it feeds, not a scan
+    of the lookbacks either side read ahead (12,000 items at 15,000 probes, 11-25 ms a step
+    whatever it fed)."""
 
     def __init__(
         self,
@@ -307,22 +339,46 @@ class Stream:
             if resumed is None
             else recording.pending_resumed(resumed)
         )
-        self._buf: deque[Pending] = deque()
+        self._read_to = -float("inf")  # the latest key read
+        self._seq = 0  # items in the order read: a step feeds in that order, as read
+        # (published, seq, item) of what is read and not fed
+        self._heap: list[tuple[float, int, Pending]] = []
+        # per probe, the result changes read since its last attempt: each is published with
+        # the attempt after it that caused it, or on its own where none comes in time
+        self._waiting: dict[tuple[str, str | None, str | None], list[tuple[int, Pending]]] = {}
         # the first step feeds the pods as they stood before it too, unless the store holds
         # them already (a stream going on from a rebuild)
         self._began = resumed is None
 
     def _pull(self, limit: float) -> None:
-        """Read on until an event keyed past `limit` (or the end) is in the buffer."""
-        buf, it = self._buf, self._it
-        if it is None:
+        """Read on until an event keyed past `limit` (or the end) is read."""
+        it = self._it
+        if it is None or self._read_to > limit:
             return
-        while not buf or buf[-1].key <= limit:
+        heap, waiting = self._heap, self._waiting
+        push = heapq.heappush
+        seq = self._seq
+        while True:
             p = next(it, None)
             if p is None:
                 self._it = None
-                return
-            buf.append(p)
+                break
+            seq += 1
+            type_ = p.type
+            if type_ == "ResultChanged":
+                waiting.setdefault(p.group, []).append((seq, p))
+            else:
+                if type_ == "ProbeAttempt":
+                    changes = waiting.pop(p.group, None)
+                    if changes is not None:
+                        w = p.published
+                        for n, rc in changes:
+                            push(heap, (w if p.t <= rc.t <= w + 1.0 else rc.published, n, rc))
+                push(heap, (p.published, seq, p))
+            if p.key > limit:
+                self._read_to = p.key
+                break
+        self._seq = seq
 
     def feed(self, store: Store, after: float, until: float) -> int:
         """Feed `store` what was published in (after, until]; `after` is where the last step
@@ -351,25 +407,30 @@ class Stream:
         # an event stamped up to hi is keyed (its chunk's latest time) at most an attempt's
         # length later: read that far, so every one of them is in
         self._pull(hi + back)
-        buf = self._buf
-        while buf and buf[0].key < lo:  # keyed before lo: stamped before it too
-            buf.popleft()
-        window = [p for p in buf if lo <= p.t <= hi]
-        when = [p.published for p in window]
-        # the attempt after each result change of the same probe
-        following: dict[tuple[str, str | None, str | None], int] = {}
-        for i in range(len(window) - 1, -1, -1):
-            p = window[i]
-            if p.type == "ResultChanged":
-                j = following.get(p.group)
-                if j is not None and window[j].t <= p.t <= when[j] + 1.0:
-                    when[i] = when[j]
-            elif p.type == "ProbeAttempt":
-                following[p.group] = i
+        heap = self._heap
+        pop = heapq.heappop
+        ready: list[tuple[int, Pending]] = []
+        # a change whose attempt has not come within what is read stands on its own
+        for group in [
+            g for g, changes in self._waiting.items() if changes[0][1].published <= until
+        ]:
+            changes = self._waiting[group]
+            keep = [(n, rc) for n, rc in changes if rc.published > until]
+            ready += ((n, rc) for n, rc in changes if rc.published <= until)
+            if keep:
+                self._waiting[group] = keep
+            else:
+                del self._waiting[group]
+        ready = [(n, rc) for n, rc in ready if after < rc.published and lo <= rc.t <= hi]
+        while heap and heap[0][0] <= until:
+            w, n, p = pop(heap)
+            if after < w and lo <= p.t <= hi:
+                ready.append((n, p))
+        ready.sort(key=_seq_of)
         in_force, self._began = self._began, False
         shots = self.recording.snapshots(_after(after), until, in_force=in_force)
         snaps = ((t, 0, (pod, st)) for t, pod, st in shots)
-        events = ((p.t, 1, p) for p, w in zip(window, when, strict=True) if after < w <= until)
+        events = ((p.t, 1, p) for _, p in ready)
         n = 0
         for _, kind, x in heapq.merge(snaps, events, key=lambda item: item[0]):
             if kind == 0:
@@ -448,6 +509,10 @@ def _fed_of(
         elif p.type == "ProbeAttempt":
             following = i
     return [x for x, w in zip(keyed, when, strict=True) if after < w <= until]
+
+
+def _seq_of(x: tuple[int, Pending]) -> int:
+    return x[0]
 
 
 def _merge_key(x: tuple[float, int, Pending]) -> tuple[float, int]:
