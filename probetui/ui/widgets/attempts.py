@@ -8,7 +8,6 @@ one line. In details mode every attempt gets a second line with the event text a
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 
 from probetui.prober.worker import ProbeKey, Trigger
 from probetui.redact import mask
@@ -19,6 +18,8 @@ from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import latency
+from probetui.ui.widgets.lines import LineCached
+from probetui.ui.widgets.pane import EdgeTitle
 
 SHOWN = 50  # entries read from the store per redraw
 
@@ -41,10 +42,14 @@ def fold_skips(views: list[AttemptView]) -> list[tuple[AttemptView, int, float]]
     return out
 
 
-class AttemptLog(Widget):
+class AttemptLog(LineCached):
     DEFAULT_CSS = """
     AttemptLog { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    # the totals in the subtitle change with every attempt: that border line, not the log
+    border_title = EdgeTitle(bottom=False)  # type: ignore[assignment]
+    border_subtitle = EdgeTitle(bottom=True)  # type: ignore[assignment]
 
     def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -116,9 +121,13 @@ class AttemptLog(Widget):
     # -- drawing --------------------------------------------------------------------------
 
     def update(self) -> None:
-        """New attempts: redraw, and the totals in the border."""
+        """New attempts: redraw, and the totals in the border. The container's history
+        changes with each of its probes' attempts; the log shows one probe: the lines that
+        changed, often none. (A new attempt moves every line down: their strips are kept.)"""
         self._title()
-        self.refresh()
+        if self._lines is None:
+            return  # drawn whole in the next frame anyway
+        self.show_lines(self.render())
 
     def render(self) -> Text:
         if self.output:

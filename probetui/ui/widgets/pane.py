@@ -4,7 +4,9 @@ Textual repaints a whole widget when its border title changes, and for a contain
 every line of its region, children composited again with it: the Workloads pane's title
 carries the filter ("/svc-4") and the subtitle the order, so each filter keystroke and each
 `S` redrew the pane's 43 lines at 160x45 (benchmarks/fleet). The title is on the top border
-line and the subtitle on the bottom one: those lines are what changes.
+line and the subtitle on the bottom one: those lines are what changes. The right-hand panes
+take the same titles: the attempt log sets its counts on every new attempt, and Textual
+repaints the whole widget on every set, changed or not.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 
-class _EdgeTitle:
+class EdgeTitle:
     """Widget.border_title's descriptor, refreshing only its own border line."""
 
     def __init__(self, bottom: bool) -> None:
@@ -48,8 +50,8 @@ class _EdgeTitle:
 
 
 class Pane(Vertical):
-    border_title = _EdgeTitle(bottom=False)  # type: ignore[assignment]
-    border_subtitle = _EdgeTitle(bottom=True)  # type: ignore[assignment]
+    border_title = EdgeTitle(bottom=False)  # type: ignore[assignment]
+    border_subtitle = EdgeTitle(bottom=True)  # type: ignore[assignment]
 
 
-__all__ = ["Pane"]
+__all__ = ["EdgeTitle", "Pane"]

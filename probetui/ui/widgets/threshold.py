@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
-from textual.widget import Widget
 
 from probetui.lint.live import Advice, Advisor
 from probetui.lint.model import Finding, Severity
@@ -36,6 +35,8 @@ from probetui.ui.describe import (
     settings_text,
     startup_budget,
 )
+from probetui.ui.widgets.lines import LineCached
+from probetui.ui.widgets.pane import EdgeTitle
 
 ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SPARK_N = 24
@@ -99,10 +100,14 @@ def gate_words(skip: Skip | None, reason: str) -> str:
     return reason
 
 
-class ThresholdPane(Widget):
+class ThresholdPane(LineCached):
     DEFAULT_CSS = """
     ThresholdPane { height: 11; text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    # the what-if hint comes and goes with the advice: its border line, not the pane
+    border_title = EdgeTitle(bottom=False)  # type: ignore[assignment]
+    border_subtitle = EdgeTitle(bottom=True)  # type: ignore[assignment]
 
     def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -110,6 +115,7 @@ class ThresholdPane(Widget):
         self.key: ContainerKey | None = None
         self.probe = ProbeType.READINESS
         self._last: Text | None = None
+        self._hint_for = self.probe  # the probe whose advice the subtitle's hint is about
         self.advisor = Advisor(ctx.store, ctx.now)
         self.advice: Advice | None = None  # the selected container's, as last drawn
         self.selected: ProbeType | None = None  # the probe the advice is for, as last drawn
@@ -119,13 +125,15 @@ class ThresholdPane(Widget):
         self.tick()
 
     def tick(self) -> None:
-        """Redraw when the words changed (the countdown moves). The height is fixed in CSS,
-        so a redraw never lays the screen out again."""
+        """Redraw the lines whose words changed (the countdown moves every poll: its line,
+        not the pane's nine). The height is fixed in CSS, so a redraw never lays the screen
+        out again."""
         text = self._text()
+        self._subtitle(self._hint_for)
         last = self._last
         if last is None or text.plain != last.plain or text.spans != last.spans:
             self._last = text
-            self.refresh()
+            self.show_lines(text)
 
     def on_mount(self) -> None:
         self.border_title = "Threshold state"
@@ -133,6 +141,7 @@ class ThresholdPane(Widget):
     def render(self) -> Text:
         if self._last is None:
             self._last = self._text()
+            self._subtitle(self._hint_for)
         return self._last
 
     # -- words ----------------------------------------------------------------------------
@@ -140,7 +149,7 @@ class ThresholdPane(Widget):
     def _text(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         self.advice = self.selected = None
-        self._subtitle(self.probe)  # no advice: no hint
+        self._hint_for = self.probe  # no advice: no hint
         if self.key is None:
             text.append("no container selected", style=g.DIM)
             return text
@@ -183,7 +192,7 @@ class ThresholdPane(Widget):
         for line in extra:
             text.append("\n")
             text.append_text(line)
-        self._subtitle(selected)
+        self._hint_for = selected
         return text
 
     def proposals(self) -> list[Finding]:

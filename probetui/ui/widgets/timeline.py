@@ -8,7 +8,6 @@ Ready changes, with a short label where there is room.
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
@@ -16,6 +15,8 @@ from probetui.timeline.store import ContainerHistory, ContainerKey, Mark
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
+from probetui.ui.widgets.lines import LineCached
+from probetui.ui.widgets.pane import EdgeTitle
 
 ZOOMS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 DEFAULT_ZOOM = 2  # 1 s a cell
@@ -60,12 +61,15 @@ def tick_step(scale: float, min_cells: int = 12) -> float:
     return float(TICKS[-1])
 
 
-class Timeline(Widget):
+class Timeline(LineCached):
     """Lanes for the selected container; follows now, or stays where the user scrolled."""
 
     DEFAULT_CSS = """
     Timeline { height: 7; text-wrap: nowrap; text-overflow: ellipsis; }
     """
+
+    border_title = EdgeTitle(bottom=False)  # type: ignore[assignment]
+    border_subtitle = EdgeTitle(bottom=True)  # type: ignore[assignment]
 
     def __init__(self, ctx: UIContext, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -121,13 +125,20 @@ class Timeline(Widget):
         self._title()
         self.refresh()
 
+    def update(self) -> None:
+        """The container's history changed: redraw the lanes that look different (an attempt
+        of one probe changes its lane, not the other three)."""
+        if self._lines is None:
+            return  # drawn whole in the next frame anyway
+        self.show_lines(self.render())
+
     def tick(self) -> None:
         """Called on the UI timer: in follow mode, redraw when time has moved a cell."""
         if not self.follow:
             return
         col = int(self.ctx.now() // self.scale)
         if col != self._drawn_col:
-            self.refresh()
+            self.update()
 
     def on_mount(self) -> None:
         self._title()
