@@ -77,6 +77,7 @@ class MainScreen(Screen[None]):
         self.threshold = ThresholdPane(ctx, id="threshold")
         self.attempts = AttemptLog(ctx, id="attempts")
         self.workload_view = WorkloadProbeView(ctx, id="workload-probes")
+        self.workloads.on_select = self._selected  # at once, in the key's own turn
 
     def compose(self) -> ComposeResult:
         yield self.topbar
