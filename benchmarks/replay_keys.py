@@ -8,7 +8,7 @@ at `--period` for `--minutes`, written through the real `Recorder` (or `--record
 written before, kept: writing 15,000 probes x 20 min takes about a minute). The real replay
 screen (`ProbeApp` with `ReplayScreen` over a `Player`, as `probetui replay` builds it) runs on
 `benchmarks.ui`'s null terminal (every frame encoded as for a real terminal, then dropped),
-plays at `--speed` from `--at` seconds after the recording's start, and `j` / `k` are pressed
+plays at `--speed` (0: stands paused, for comparison) from `--at` seconds after the recording's start, and `j` / `k` are pressed
 with a pause of 0.2-0.6 s between a repaint and the next press (someone moving through the
 list while it plays). Key press to repaint is measured as `benchmarks.ui` does: from handing
 the key to the app as a terminal driver does until the end of the first frame written in which
@@ -78,15 +78,16 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
             async with app.run_test(headless=False, size=(160, 45), message_hook=rec.on_message):
                 await asyncio.sleep(1.0)
                 screen = app.screen
-                player.set_speed(speed)
-                player.toggle()
-                await asyncio.sleep(1.0)  # playing settles: the stream reads on
+                if speed:
+                    player.set_speed(speed)
+                    player.toggle()
+                    await asyncio.sleep(1.0)  # playing settles: the stream reads on
                 n_frames = len(rec.frames)
                 slices.clear()
                 cursor0, wall0 = player.cursor, time.perf_counter()
                 end = wall0 + duration
                 i = 0
-                while time.perf_counter() < end and player.playing:
+                while time.perf_counter() < end and (player.playing or not speed):
                     key = KEYS[i % len(KEYS)]
                     i += 1
                     start = time.perf_counter()
@@ -115,7 +116,7 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
         "window_s": round(window, 2),
         "speed": speed,
         "speed_reached": round((cursor1 - cursor0) / window, 1),
-        "played_to_the_end": not still_playing,
+        "played_to_the_end": bool(speed) and not still_playing,
         "key_to_repaint": keys,
         "keys_without_repaint": [p.key for p in presses if p.t_done is None],
         "goal_p99_ms": GOAL_P99_MS,
@@ -126,14 +127,21 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
         "slice_seconds": player.slice,
         "frames_per_s": round(len([t for t in rec.frames[n_frames:] if t <= wall1]) / window, 1),
         "presses": [
-            {"key": p.key, "at_s": round(p.t0 - wall0, 3), "ms": _ms(p.t0, p.t_done)}
+            {
+                "key": p.key,
+                "at_s": round(p.t0 - wall0, 3),
+                "ms": _ms(p.t0, p.t_done),
+                "queued_ms": _ms(p.t0, p.t_dispatch),
+                "drawn_ms": _ms(p.t_dispatch, p.t_render),
+                "written_ms": _ms(p.t_render, p.t_done),
+            }
             for p in presses
         ],
     }
 
 
-def _ms(start: float, end: float | None) -> float | None:
-    return round((end - start) * 1000, 2) if end is not None else None
+def _ms(start: float | None, end: float | None) -> float | None:
+    return round((end - start) * 1000, 2) if start is not None and end is not None else None
 
 
 def compute(args: argparse.Namespace) -> dict[str, Any]:
@@ -189,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=positive(float, "--minutes"), default=20.0)
     p.add_argument("--period", type=positive(int, "--period"), default=10)
     p.add_argument("--duration", type=positive(float, "--duration"), default=30.0)
-    p.add_argument("--speed", type=positive(float, "--speed"), default=100.0)
+    p.add_argument(
+        "--speed", type=float, default=100.0, help="1, 10 or 100 (x); 0: paused, for comparison"
+    )
     p.add_argument("--at", type=float, default=60.0, help="where playing begins (s from start)")
     p.add_argument(
         "--recording", metavar="FILE", help="a steady recording to use (written there if absent)"

@@ -59,7 +59,7 @@ TICK = 0.1  # seconds between cursor steps while playing
 SLICE_EVENTS = 1500
 # within that, a slice is sized to feed in about this much wall time, and never covers less
 # than MIN_SLICE recorded seconds
-SLICE_WALL = 0.015
+SLICE_WALL = 0.005
 MIN_SLICE = 0.01
 # where playing is behind, feeding takes at most this share of the event loop; the rest is the
 # screen's (keys, frames, polls), with at least MIN_GAP between two slices
@@ -240,6 +240,12 @@ class Player:
                     at = min(target, began + min(self._span, self.slice))
                     fed = time.perf_counter()
                     self.seek(at)
+                    # what the slice read ahead and stored is alive for a while (15,000 probes:
+                    # some 40,000 objects a second at 100x): young, the collector walked it at
+                    # each pass, 10-20 ms a young pass and 50-100 ms a middle one, half of them
+                    # inside a frame. Frozen, it is freed by reference counting as it is fed;
+                    # the GC pacer's full passes unfreeze and collect (`ui/gcpace.py`)
+                    gc.freeze()
                     took = time.perf_counter() - fed
                     self._fit(at - began, took)
                     if self.cursor < target:
