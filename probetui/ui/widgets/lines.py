@@ -41,7 +41,7 @@ class LineCached(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED)
-        self._drawn_with: tuple = ()  # (width, style, ansi theme) the strips were made for
+        self._drawn_with: tuple = ()  # (ansi theme, native colours) the strips were made for
 
     def refresh(
         self,
@@ -82,12 +82,14 @@ class LineCached(Widget):
         style = self.visual_style
         if y >= len(lines) or width <= 0:
             return Strip.blank(width, style.rich_style)
-        context = (width, style, self.app.ansi_theme, self.app.native_ansi_color)
+        # the width in each line's key, not a reason to forget the others: `enter` switches
+        # the panes between two widths and back, the strips of both are kept
+        context = (self.app.ansi_theme, self.app.native_ansi_color)
         if context != self._drawn_with:
             self._strips.clear()
             self._drawn_with = context
         line = lines[y]
-        key = line_key(line)
+        key = (*line_key(line), width, style)
         strip = self._strips.get(key)
         if strip is None:
             strips = Visual.to_strips(self, visualize(self, line), width, 1, style)
