@@ -11,7 +11,8 @@ rules), so what Go refuses is refused in Go's words. The request's bytes are mad
 per probe and kept; the common response (a whole head in the first read, plain ASCII, framed by
 one Content-Length or by the close), which Go reads as it is, is read by `_plain_head` without
 h11's objects, and anything else goes through the gate to h11 from its first byte
-(`tests/probe/test_http_lean_plain.py` holds the two readings identical). The header map, the
+(`tests/probe/test_http_lean_plain.py` holds its answers to the httpx handler's, byte case by
+byte case). The header map, the
 wire header order, the head gate, the redirect loop, the body reading and the error texts come
 from the modules both handlers share (listed in `probetui.probe.http`); this one is the
 transport under them, and `probetui.probe.lean_conn` its connection.
@@ -216,7 +217,8 @@ def _plain_head(
 
     Why: h11's event objects and state machine were a quarter of the engine's CPU per HTTP
     attempt; the plain case is nearly every probe. `tests/probe/test_http_lean_plain.py` holds
-    the two readings identical, response by response and split at every byte.
+    this handler's attempts identical to the httpx handler's on the same bytes, response by
+    response and split at every byte.
     """
     end = data.find(_HEAD_END)
     if end < 0:
@@ -341,10 +343,9 @@ class _Hops:
 
 
 async def _receive(
-    stream: Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...], plain: bool = True
+    stream: Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...]
 ) -> _Response:
-    """The response head: read by `_plain_head` when it can, else by h11 from the first byte.
-    `plain=False` always uses h11 (the tests compare the two)."""
+    """The response head: read by `_plain_head` when it can, else by h11 from the first byte."""
     try:
         first = await stream.recv()
     except OSError as exc:
@@ -352,7 +353,7 @@ async def _receive(
     if not first:
         # httpcore: "Server disconnected without sending a response", which Go calls EOF
         raise _Failed("EOF")
-    head = _plain_head(first) if plain else None
+    head = _plain_head(first)
     if head is not None:
         return _PlainResponse(stream, *head)
     # Go reads the rest of this head its own way (see response_head.HeadGate); h11 gets it
