@@ -17,6 +17,8 @@
   bytes on disk per attempt with the 24 h x 15,000-probe projection.
 - `python -m benchmarks.replay`: the replay screen's first screen, seeks and a 100x playing tick
   on a 15,000-probe recording, and the counterfactual over 24 h of one pod.
+- `python -m benchmarks.replay_keys`: the real replay screen on that recording, playing at
+  100x while `j`/`k` are pressed: key press to repaint p50/p99 and the speed playing reaches.
 - `python -m benchmarks.shards`: the prober in 1, 2, 4 shard processes beside the in-process
   engine, HTTP and TCP: the largest attempt rate held with p99 tick lateness under 50 ms, and
   CPU per attempt including the stream (issue 19).
