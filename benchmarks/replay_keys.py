@@ -32,7 +32,15 @@ from typing import Any
 
 from benchmarks.common import Parser, add_output_args, format_table, positive, report, summary_ms
 from benchmarks.replay import _clean, write_steady
-from benchmarks.ui import _expect, _key_event, _null_terminal, _Press, _Recorder, _terminal_env
+from benchmarks.ui import (
+    _expect,
+    _key_event,
+    _null_terminal,
+    _Press,
+    _Recorder,
+    _terminal_env,
+    press_row,
+)
 
 GOAL_P99_MS = 100.0
 KEYS = ("j", "k")
@@ -126,22 +134,8 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
         "slices": summary_ms(fed),
         "slice_seconds": player.slice,
         "frames_per_s": round(len([t for t in rec.frames[n_frames:] if t <= wall1]) / window, 1),
-        "presses": [
-            {
-                "key": p.key,
-                "at_s": round(p.t0 - wall0, 3),
-                "ms": _ms(p.t0, p.t_done),
-                "queued_ms": _ms(p.t0, p.t_dispatch),
-                "drawn_ms": _ms(p.t_dispatch, p.t_render),
-                "written_ms": _ms(p.t_render, p.t_done),
-            }
-            for p in presses
-        ],
+        "presses": [press_row(p, wall0) for p in presses],
     }
-
-
-def _ms(start: float | None, end: float | None) -> float | None:
-    return round((end - start) * 1000, 2) if start is not None and end is not None else None
 
 
 def compute(args: argparse.Namespace) -> dict[str, Any]:

@@ -686,17 +686,7 @@ async def _measure(config: Config, rng: random.Random, port: int, target: Any) -
         "process_cores": round((cpu1 - cpu0) / window, 3),
         "target_cores": round(target_cpu / window, 3) if target is not None else None,
         "other_cores": round(other / window, 3),
-        "presses": [
-            {
-                "key": p.key,
-                "at_s": round(p.t0 - wall0, 3),
-                "ms": _ms(p.t0, p.t_done),
-                "queued_ms": _ms(p.t0, p.t_dispatch),
-                "drawn_ms": _ms(p.t_dispatch, p.t_render),
-                "written_ms": _ms(p.t_render, p.t_done),
-            }
-            for p in presses
-        ],
+        "presses": [press_row(p, wall0) for p in presses],
         "gc": gc_watch.summary(),
         "gc_pacer_passes": {"before_window": gc_passes0, "in_window": gc_passes1 - gc_passes0},
         "rss_mb": {"before_store": round(rss_before, 1), "peak": round(peak_rss_mb(), 1)},
@@ -706,6 +696,18 @@ async def _measure(config: Config, rng: random.Random, port: int, target: Any) -
 
 def _ms(start: float | None, end: float | None) -> float | None:
     return round((end - start) * 1000, 2) if start is not None and end is not None else None
+
+
+def press_row(p: _Press, wall0: float) -> dict[str, Any]:
+    """One press for the JSON: when in the window, its latency and its phases (ms)."""
+    return {
+        "key": p.key,
+        "at_s": round(p.t0 - wall0, 3),
+        "ms": _ms(p.t0, p.t_done),
+        "queued_ms": _ms(p.t0, p.t_dispatch),
+        "drawn_ms": _ms(p.t_dispatch, p.t_render),
+        "written_ms": _ms(p.t_render, p.t_done),
+    }
 
 
 def _key_event(key: str) -> Any:
