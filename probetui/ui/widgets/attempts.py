@@ -63,6 +63,9 @@ class AttemptLog(LineCached):
         self._tail: list[str] = []
 
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
+        if (key, probe) == (self.key, self.probe):
+            self.update()  # the same selection again: the lines that changed, if any
+            return
         self.key, self.probe = key, probe
         self._title()
         self.refresh()

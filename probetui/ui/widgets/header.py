@@ -158,6 +158,9 @@ class DetailHeader(LineCached):
         self.key: ContainerKey | None = None
 
     def show(self, key: ContainerKey | None) -> None:
+        if key == self.key:
+            self.update()  # the same container again: redrawn only if it reads differently
+            return
         self.key = key
         self.refresh()
 

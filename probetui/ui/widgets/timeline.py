@@ -95,6 +95,10 @@ class Timeline(LineCached):
         return self.ctx.now() if self.follow or self.end is None else self.end
 
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
+        if (key, probe) == (self.key, self.probe):
+            # the same selection again (a re-sort keeps the cursor's container): what changed
+            self.update()
+            return
         self.key, self.probe = key, probe
         self.refresh()
 
