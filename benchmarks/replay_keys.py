@@ -14,7 +14,9 @@ list while it plays). Key press to repaint is measured as `benchmarks.ui` does: 
 the key to the app as a terminal driver does until the end of the first frame written in which
 the timeline was drawn for the newly selected container.
 
-Also reported: the speed playing reached (recorded seconds per wall second), the slices the
+Before the keys: the first screen (from opening the file to the first frame written, the
+cursor at `--at`) and `SEEKS` seeks to random moments made as the go-to prompt makes them, each
+to the next frame written. Also reported: the speed playing reached (recorded seconds per wall second), the slices the
 player fed while the keys were pressed (each is what a key can wait for), and the frames.
 """
 
@@ -44,6 +46,7 @@ from benchmarks.ui import (
 
 GOAL_P99_MS = 100.0
 KEYS = ("j", "k")
+SEEKS = 5  # seeks to random moments before playing, each to its repaint
 PAUSE = (0.2, 0.6)
 
 
@@ -65,10 +68,11 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
 
     rng = random.Random(1)
     with open_recording(path) as recording:
+        span = recording.span()
+        assert span is not None, "an empty recording"
         t0 = time.perf_counter()
-        player = Player(recording, start=None)
+        player = Player(recording, start=span[0] + at)
         opened = time.perf_counter() - t0
-        player.seek(player.first + at)
         app = ProbeApp(
             player,
             player.store,
@@ -84,8 +88,21 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
         player_module.Player.seek = timed_seek  # type: ignore[method-assign]
         try:
             async with app.run_test(headless=False, size=(160, 45), message_hook=rec.on_message):
+                first_screen = await _frame_after(rec, 0) - t0
                 await asyncio.sleep(1.0)
                 screen = app.screen
+                # a seek as the go-to prompt makes one, to the next frame written after it
+                seeks = []
+                for _ in range(SEEKS):
+                    target = rng.uniform(player.first + at, player.last)
+                    n = len(rec.frames)
+                    start = time.perf_counter()
+                    player.seek(target)
+                    screen._moved()
+                    seeks.append(await _frame_after(rec, n) - start)
+                    await asyncio.sleep(0.5)
+                player.seek(player.first + at)  # playing begins where it was asked to
+                screen._moved()
                 if speed:
                     player.set_speed(speed)
                     player.toggle()
@@ -121,6 +138,9 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
     fed = [d for t, d in slices if t <= wall1]
     return {
         "open_s": round(opened, 3),
+        # from opening the file to the first frame written (the list, the panes, the top bar)
+        "first_screen_s": round(first_screen, 3),
+        "seek_to_repaint": summary_ms(seeks),
         "window_s": round(window, 2),
         "speed": speed,
         "speed_reached": round((cursor1 - cursor0) / window, 1),
@@ -136,6 +156,15 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
         "frames_per_s": round(len([t for t in rec.frames[n_frames:] if t <= wall1]) / window, 1),
         "presses": [press_row(p, wall0) for p in presses],
     }
+
+
+async def _frame_after(rec: _Recorder, n: int, timeout: float = 30.0) -> float:
+    """When frame number `n` (from 0) was written, waiting for it up to `timeout`."""
+    for _ in range(int(timeout / 0.001)):
+        if len(rec.frames) > n:
+            return rec.frames[n]
+        await asyncio.sleep(0.001)
+    raise TimeoutError(f"no frame written in {timeout:g} s")
 
 
 def compute(args: argparse.Namespace) -> dict[str, Any]:
@@ -160,7 +189,7 @@ def compute(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(result: dict[str, Any]) -> str:
-    k, s = result["key_to_repaint"], result["slices"]
+    k, s, sk = result["key_to_repaint"], result["slices"], result["seek_to_repaint"]
     rows = [
         ("recording", result["recording"]["path"]),
         (
@@ -170,6 +199,15 @@ def table(result: dict[str, Any]) -> str:
             f"{'met' if result['goal_met'] else 'NOT met'})",
         ),
         ("keys without repaint", ", ".join(result["keys_without_repaint"]) or "none"),
+        (
+            "first screen",
+            f"{result['first_screen_s']:.2f} s from opening the file to the first frame",
+        ),
+        (
+            "seek to repaint",
+            f"p50 {sk['p50_ms']} ms, max {sk['max_ms']} ms (n={sk['n']}; a seek back or on, "
+            "as the go-to prompt makes it, to the next frame)",
+        ),
         (
             "playing",
             f"at {result['speed']:g}x reached {result['speed_reached']:g}x over "
