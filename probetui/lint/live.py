@@ -88,6 +88,15 @@ class Advisor:
         self._cache[key] = (entry.pod, version, advice)
         return advice
 
+    def last(self, key: ContainerKey) -> Advice | None:
+        """The advice last worked out for the container, as it was, without working it out
+        again (None where there is none for its pod as it stands)."""
+        entry = self.store.pods.get(key.pod_uid)
+        cached = self._cache.get(key)
+        if entry is None or cached is None or cached[0] is not entry.pod:
+            return None
+        return cached[2]
+
     def _compute(self, key: ContainerKey, now: float) -> Advice:
         from probetui.lint.registry import run
 

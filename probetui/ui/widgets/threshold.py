@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
-from textual.cache import LRUCache
 
 from probetui.lint.live import Advice, Advisor
 from probetui.lint.model import Finding, Severity
@@ -41,7 +40,6 @@ from probetui.ui.widgets.pane import EdgeTitle
 
 ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SPARK_N = 24
-ADVISED = 16  # containers whose last drawn advice a key's frame may show again
 # the pane's height in app.tcss (11) less its border: three lines for each of three probes
 LINES = 9
 # an advice finding's mark: the screen's failure cross for an error, its warning mark (the
@@ -118,30 +116,23 @@ class ThresholdPane(LineCached):
         self.probe = ProbeType.READINESS
         self._last: Text | None = None
         self._hint_for = self.probe  # the probe whose advice the subtitle's hint is about
-        # the advice last drawn per container, for a key's frame (see show); the Advisor keeps
-        # the same objects in its own cache, so these few hold little of their own
-        self._advised: LRUCache[ContainerKey, Advice | None] = LRUCache(ADVISED)
-        self._fresh_advice = True
         self.advisor = Advisor(ctx.store, ctx.now)
         self.advice: Advice | None = None  # the selected container's, as last drawn
         self.selected: ProbeType | None = None  # the probe the advice is for, as last drawn
 
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
         self.key, self.probe = key, probe
-        # a key's own frame shows the advice last drawn for this container, if any: working it
-        # out again (every REFRESH seconds while its history moves, some 3-10 ms) is left to
-        # the next poll, a tenth of a second later, not put between the key and its frame
-        self.tick(fresh_advice=key not in self._advised)
+        # a key's own frame shows the advice last worked out for this container, if any:
+        # working it out again (every REFRESH seconds while its history moves, some 3-10 ms)
+        # is left to the next poll, a tenth of a second later, not put between the key and
+        # its frame
+        self.tick(fresh_advice=False)
 
     def tick(self, fresh_advice: bool = True) -> None:
         """Redraw the lines whose words changed (the countdown moves every poll: its line,
         not the pane's nine). The height is fixed in CSS, so a redraw never lays the screen
         out again."""
-        self._fresh_advice = fresh_advice
-        try:
-            text = self._text()
-        finally:
-            self._fresh_advice = True
+        text = self._text(fresh_advice)
         self._subtitle(self._hint_for)
         last = self._last
         if last is None or text.plain != last.plain or text.spans != last.spans:
@@ -159,7 +150,7 @@ class ThresholdPane(LineCached):
 
     # -- words ----------------------------------------------------------------------------
 
-    def _text(self) -> Text:
+    def _text(self, fresh_advice: bool = True) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         self.advice = self.selected = None
         self._hint_for = self.probe  # no advice: no hint
@@ -177,9 +168,8 @@ class ThresholdPane(LineCached):
             return text
         history = self.ctx.store.containers.get(self.key)
         secrets = self.ctx.secrets(self.key.pod_uid)
-        if self._fresh_advice or self.key not in self._advised:
-            self._advised[self.key] = self.advisor.advice(self.key)
-        self.advice = self._advised[self.key]
+        advice = None if fresh_advice else self.advisor.last(self.key)
+        self.advice = advice if advice is not None else self.advisor.advice(self.key)
         selected = self.probe if any(pt is self.probe for pt, _ in probes) else probes[0][0]
         self.selected = selected
         extra = self._extra_lines(history, selected, secrets)
