@@ -16,8 +16,9 @@ the timeline was drawn for the newly selected container.
 
 Before the keys: the first screen (from opening the file to the first frame written, the
 cursor at `--at`) and `SEEKS` seeks to random moments made as the go-to prompt makes them, each
-to the next frame written. Also reported: the speed playing reached (recorded seconds per wall second), the slices the
-player fed while the keys were pressed (each is what a key can wait for), and the frames.
+to the next frame written. Also reported: the speed playing reached (recorded seconds per wall
+second), the slices the player fed while the keys were pressed (each is what a key can wait
+for), and the frames.
 """
 
 from __future__ import annotations
