@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -210,22 +211,34 @@ async def test_a14_slow_probe_pending_tick_runs_next_at_once(kubelet: FakeKubele
 
 
 async def test_records_are_built_only_for_a_listener_and_a_late_one_gets_them(
-    kubelet: FakeKubelet,
+    kubelet: FakeKubelet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A manager no one listens to gives its workers no record listener (a model run read only
-    for the kubelet's doings builds no doProbe record); one added once workers run is told of
-    every record from then on, and the schedule is the same either way."""
+    """A manager no one listens to builds no doProbe record (a model run read only for the
+    kubelet's doings, the counterfactual's, pays nothing for them); one added once workers run
+    is told of every record from then on, and the schedule is the same either way."""
+    built: list[float] = []
+
+    class CountedRecord(ProbeRecord):
+        __slots__ = ()
+
+        def __init__(self, **fields: Any) -> None:
+            built.append(fields["t"])
+            super().__init__(**fields)
+
+    monkeypatch.setattr("probetui.prober.worker.ProbeRecord", CountedRecord)
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
     m = Manager(kubelet.clock, kubelet.statuses.get, kubelet.run_probe, start=-3600.0)
     m.add_pod(pod)
-    assert all(w._listener is None for w in m.workers.values())
     await kubelet.clock.advance(15.0)
+    assert kubelet.starts[:2] == [0.0, 10.0]
+    assert built == []
     records: list[ProbeRecord] = []
     m.add_listener(records.append)
     await kubelet.clock.advance(20.0)
     assert kubelet.starts[:4] == [0.0, 10.0, 20.0, 30.0]
     assert [r.t for r in records] == [20.0, 30.0]
+    assert built == [20.0, 30.0]
     await m.shutdown()
 
 
