@@ -6,6 +6,7 @@ The § items cited are those of docs/kubelet-behaviour.md.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,13 +222,27 @@ def test_exec_timeout_text_is_cri_client_exec_sync_v1_as_the_handler_writes_it()
     assert of(r, "Unhealthy")[0]["message"] == f"Liveness probe failed: {text}"
 
 
-def test_a_run_that_lists_no_probes_makes_the_same_kubelet_decisions() -> None:
+def test_a_run_that_lists_no_probes_makes_the_same_kubelet_decisions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`SimKubelet.lists_probes` off (the counterfactual's model runs) builds no attempt, result
     or prober event, and no doProbe record: the kubelet's own events (starts, exits, kills,
     back-offs, Started and Ready changes) are those of the listing run, in the same order, over
     a startup-gated app that flaps Ready and is killed and restarted by liveness twice."""
+    from probetui.prober.worker import ProbeRecord
     from probetui.simulate import SimKubelet, parse_scenario
     from tests.simulate.fixtures import pod
+
+    built: list[float] = []
+
+    class CountedRecord(ProbeRecord):
+        __slots__ = ()
+
+        def __init__(self, **fields: Any) -> None:
+            built.append(fields["t"])
+            super().__init__(**fields)
+
+    monkeypatch.setattr("probetui.prober.worker.ProbeRecord", CountedRecord)
 
     container = {
         "startupProbe": {**HTTP, "periodSeconds": 5, "failureThreshold": 6},
@@ -249,11 +264,13 @@ def test_a_run_that_lists_no_probes_makes_the_same_kubelet_decisions() -> None:
 
     listing, lean = SimKubelet(scenario), Lean(scenario)
     listing.run()
+    assert built  # the listing run builds its doProbe records through the counted class
+    built.clear()
     lean.run()
     prober = {"ProbeAttempt", "ResultChanged", "Unhealthy", "ProbeWarning"}
     assert {e.type for e in lean.events}.isdisjoint(prober)
     assert lean.manager.workers
-    assert all(w._listener is None for w in lean.manager.workers.values())
+    assert built == []
     kubelet = [(e.t, e.type, e.probe, e.fields) for e in listing.events if e.type not in prober]
     assert [(e.t, e.type, e.probe, e.fields) for e in lean.events] == kubelet
     assert [(t, p) for t, type_, p, _ in kubelet if type_ == "Killing"] == [
