@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -151,23 +152,48 @@ async def test_a_summary_tick_lets_the_event_loop_run_between_its_slices(
     from probetui.triage import report
     from tests.triage.test_triage import fleet_of
 
-    monkeypatch.setattr(report, "SLICE_SECONDS", 0.0)  # one workload a slice
-    out = io.StringIO()
-    sink = SummarySink(3600.0, out)
-    fleet_of(sink.store, 8, 2)
     loop = asyncio.get_running_loop()
-    seen: list[int] = []
-    sink._due = loop.time()  # as _start leaves it when the first tick comes
-    sink._tick()
-    loop.call_soon(lambda: seen.append(out.getvalue().count("\n")))
-    for _ in range(100):  # turns of the loop, a slice each
-        if sink._writing is None:
+    every = 0.1  # short, on the loop's real clock: the test takes two of them
+    seen: list[int] = []  # lines written when the loop ran a callback queued at a tick's first
+    second_tick = loop.create_future()
+
+    class Reader(io.StringIO):
+        """The sink's out: when each line came, on the loop's clock; a pipe closed after the
+        first line of the second tick."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.at: list[float] = []
+            self.gone = False
+
+        def write(self, s: str) -> int:
+            if self.gone:
+                raise BrokenPipeError
+            if s.endswith("\n"):
+                self.at.append(loop.time())
+                if len(self.at) == 1:  # the first tick begins: the loop has something to do
+                    loop.call_soon(lambda: seen.append(len(self.at)))
+                elif len(self.at) == 9:  # the reader goes away: the sink stops at its next write
+                    self.gone = True
+                    second_tick.set_result(None)
+            return super().write(s)
+
+    monkeypatch.setattr(report, "SLICE_SECONDS", 0.0)  # one workload a slice
+    out = Reader()
+    sink = SummarySink(every, out)
+    started = loop.time()
+    fleet_of(sink, 8, 2)  # as the engine calls it: the first call starts the sink's clock
+    await asyncio.wait_for(second_tick, 5.0)
+    for _ in range(100):  # turns of the loop
+        if sink.broken:
             break
         await asyncio.sleep(0)
-    assert sink._writing is None
+    assert sink.broken
     assert seen and 0 < seen[0] < 8  # the loop ran while the tick was being written
     lines = [json.loads(x) for x in out.getvalue().splitlines()]
-    assert [x["name"] for x in lines] == [f"svc-{w}" for w in range(8)]
-    assert sink.lines == 8 and isinstance(sink._timer, asyncio.TimerHandle)
-    assert sink._timer.when() >= loop.time() + 3500
-    sink._timer.cancel()
+    assert [x["name"] for x in lines] == [f"svc-{w}" for w in range(8)] + ["svc-0"]
+    assert sink.lines == 9
+    # a timer may run up to the clock's resolution before its time
+    early = time.get_clock_info("monotonic").resolution
+    assert out.at[0] >= started + every - early
+    assert out.at[8] >= started + 2 * every - early  # the next tick `every` later, not at once

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from probetui.engine import Sink
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.store import ContainerKey, Store
@@ -230,8 +231,8 @@ def test_where_nothing_is_probed_the_kubelet_s_not_ready_replica_differs() -> No
     assert line["worstReplica"] == "search-5b7c9-1"
 
 
-def fleet_of(store: Store, workloads_: int, replicas: int) -> Synth:
-    s = Synth(store)
+def fleet_of(sink: Sink, workloads_: int, replicas: int) -> Synth:
+    s = Synth(sink)
     for w in range(workloads_):
         for i in range(replicas):
             pod = s.add_pod(
