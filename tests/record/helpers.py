@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
 from probetui.record.recorder import Recorder
 from probetui.record.schema import SessionMeta
+from probetui.record.shapes import Template
 from probetui.runtime.demo import load_demo
 from probetui.runtime.local.runtime import LocalRuntime
 from probetui.spec.model import Container, HTTPGetAction, HTTPHeader, Pod, Probe, ProbeType
@@ -87,6 +91,17 @@ def attempt(
         attempt_fields(record, "loopback"),
         record,
     )
+
+
+def kinds_of(conn: sqlite3.Connection) -> Callable[[int], str]:
+    """The item kind of each shape id, as a file's shapes table says (what `codec`'s decoders
+    ask of a shape), read from the file itself rather than from the reader's own cache."""
+    strings: dict[int | None, str] = dict(conn.execute("SELECT id, text FROM strings"))
+    shapes = {
+        i: Template(json.loads(body), strings.get)
+        for i, body in conn.execute("SELECT id, body FROM shapes")
+    }
+    return lambda i: shapes[i].kind
 
 
 def clean(path: Path) -> None:

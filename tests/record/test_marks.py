@@ -14,8 +14,8 @@ from probetui.prober.worker import Trigger
 from probetui.record import codec
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
-from probetui.record.schema import CHUNK_ITEMS
-from tests.record.helpers import META, attempt, pod
+from probetui.record.schema import CHUNK_ITEMS, has_marks
+from tests.record.helpers import META, attempt, kinds_of, pod
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,6 +43,32 @@ def _write(path: Path, rounds: int = 90) -> None:
     rec.close()
 
 
+def _as_before_marks(path: Path) -> None:
+    """The file as an older probetui wrote it: no marks column, no time indexes."""
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE chunks DROP COLUMN marks")
+    conn.execute("DROP INDEX specs_t")
+    conn.execute("DROP INDEX statuses_t")
+    conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def from_mark(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each chunk the reader decodes part of, whether it began at a mark (else at the
+    chunk's start), as `codec.start_before` answered it."""
+    began: list[bool] = []
+    real = codec.start_before
+
+    def counted(marks: codec.Marks | None, lo: int) -> codec.ScanState | None:
+        start = real(marks, lo)
+        began.append(start is not None)
+        return start
+
+    monkeypatch.setattr(codec, "start_before", counted)
+    return began
+
+
 def _window(rec: object, since: float, until: float) -> list[tuple[object, ...]]:
     return [
         (e.type, e.t, e.pod_uid, e.record)
@@ -50,9 +76,13 @@ def _window(rec: object, since: float, until: float) -> list[tuple[object, ...]]
     ]
 
 
-def test_a_window_read_from_marks_equals_it_read_from_each_chunks_start(tmp_path: Path) -> None:
-    path = tmp_path / "r.db"
+def test_a_window_read_from_marks_equals_it_read_from_each_chunks_start(
+    tmp_path: Path, from_mark: list[bool]
+) -> None:
+    path, old = tmp_path / "r.db", tmp_path / "old.db"
     _write(path)
+    _write(old)  # the same recording, then as a file from before marks reads
+    _as_before_marks(old)
     with open_recording(path) as rec:
         # a mark before every MARK_EVERY-th item of a chunk
         counts = rec.conn.execute("SELECT n, marks FROM chunks").fetchall()
@@ -65,39 +95,39 @@ def test_a_window_read_from_marks_equals_it_read_from_each_chunks_start(tmp_path
         with_marks = {}
         for a in cuts:
             with_marks[a] = (_window(rec, a, a + 35.0), rec.probe_events(rec.probe_keys()[1], a))
-        rec._marks = "NULL"  # as a file from before marks reads
+    assert any(from_mark)  # those reads began chunks at their marks
+    from_mark.clear()
+    with open_recording(old) as rec:
         for a in cuts:
             got = (_window(rec, a, a + 35.0), rec.probe_events(rec.probe_keys()[1], a))
             assert got == with_marks[a], a
+    assert from_mark and not any(from_mark)  # these from each chunk's start
 
 
 def test_a_mark_is_the_decoders_state_before_its_item(tmp_path: Path) -> None:
     path = tmp_path / "r.db"
     _write(path)
     with open_recording(path) as rec:
+        kind_of = kinds_of(rec.conn)
         for t0, data, marks in rec.conn.execute("SELECT t0, data, marks FROM chunks"):
-            everything = list(codec.scan(data, rec._kind, -(1 << 62), 1 << 62, 1 << 62))
+            everything = list(codec.scan(data, kind_of, -(1 << 62), 1 << 62, 1 << 62))
             for k, (_, item) in enumerate(everything):
                 # from the last mark before each item's time: the same items from there on
                 start = codec.start_before((t0, marks) if marks else None, item.t)
-                tail = list(codec.scan(data, rec._kind, item.t, 1 << 62, 1 << 62, start))
+                tail = list(codec.scan(data, kind_of, item.t, 1 << 62, 1 << 62, start))
                 assert tail == [x for x in everything if x[1].t >= item.t], k
 
 
-def test_a_file_from_before_marks_is_read_and_then_added_to(tmp_path: Path) -> None:
+def test_a_file_from_before_marks_is_read_and_then_added_to(
+    tmp_path: Path, from_mark: list[bool]
+) -> None:
     path = tmp_path / "r.db"
     _write(path, rounds=40)
     with open_recording(path) as rec:
         want = _window(rec, float("-inf"), float("inf"))
-    # the file as an older probetui wrote it: no marks column, no time indexes
-    conn = sqlite3.connect(path)
-    conn.execute("ALTER TABLE chunks DROP COLUMN marks")
-    conn.execute("DROP INDEX specs_t")
-    conn.execute("DROP INDEX statuses_t")
-    conn.commit()
-    conn.close()
+    _as_before_marks(path)
     with open_recording(path) as rec:
-        assert rec._marks == "NULL"
+        assert not has_marks(rec.conn)
         assert _window(rec, float("-inf"), float("inf")) == want
     # a recorder adding to it adds the column and the indexes, and the old chunks still read
     rec2 = Recorder(path, META)
@@ -106,12 +136,18 @@ def test_a_file_from_before_marks_is_read_and_then_added_to(tmp_path: Path) -> N
         rec2.event(attempt(p, 5000.0 + 10 * i, i + 1))
     rec2.close()
     with open_recording(path) as rec:
-        assert rec._marks == "marks"
+        assert has_marks(rec.conn)
         indexes = {r[0] for r in rec.conn.execute("SELECT name FROM sqlite_master")}
         assert {"specs_t", "statuses_t"} <= indexes
         events = _window(rec, float("-inf"), float("inf"))
         assert events[: len(want)] == want
         assert len(events) == len(want) + 2 * CHUNK_ITEMS
+        # and the reader decodes the new chunks from their marks: past the first new chunk's
+        # second mark, the same events as read whole
+        from_mark.clear()
+        since = 5000.0 + 10 * (2 * codec.MARK_EVERY + 1)
+        assert _window(rec, since, float("inf")) == [e for e in events if e[1] >= since]
+        assert any(from_mark)
 
 
 def test_seeks_that_decode_from_marks_keep_each_probes_state(tmp_path: Path) -> None:

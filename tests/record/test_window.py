@@ -15,7 +15,7 @@ import pytest
 from probetui.record import codec
 from probetui.record.reader import open_recording
 from probetui.replay.player import lookback
-from tests.record.helpers import record_demo
+from tests.record.helpers import kinds_of, record_demo
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -55,7 +55,7 @@ def _chunks(path: Path) -> list[bytes]:
 def test_a_chunk_decoded_to_a_window_keeps_what_the_whole_decode_keeps(demo: Path) -> None:
     rng = random.Random(14)
     with open_recording(demo) as rec:
-        kind_of = rec._kind
+        kind_of = kinds_of(rec.conn)
         slack = round(lookback(rec) * codec.US)
         chunks = _chunks(demo)
         assert len(chunks) >= 10
