@@ -130,8 +130,10 @@ async def running(api: ApiEmulator, tmp_path: Path, **kwargs: Any) -> AsyncItera
     engine = Engine(runtime, [rec])
     task = asyncio.create_task(engine.run())
     try:
-        await until(lambda: runtime.pods_reflector is not None and engine._manager is not None)
+        # the runtime runs once the engine's manager does: the workers the tests probe through
+        await until(lambda: runtime.pods_reflector is not None)
         assert runtime.pods_reflector is not None
+        assert engine.manager is not None  # the property refuses while the engine is not running
         await asyncio.wait_for(runtime.pods_reflector.synced.wait(), 2)
         # both watches open: what the test changes from here on arrives as watch events
         await api.wait_for_watch("pods")
