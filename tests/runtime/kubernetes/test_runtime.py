@@ -25,6 +25,7 @@ from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ConnectOptions, resolve
 from probetui.runtime.kubernetes.pods import NOT_RUN
+from probetui.runtime.kubernetes.relist import AGAIN_AFTER
 from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
@@ -894,12 +895,35 @@ def _rs_pod(name: str, rs: str, hash_: str) -> dict[str, Any]:
     return obj
 
 
+class OwnersClock:
+    """The clock the runtime's ReplicaSet owners read (theirs to take: `ReplicaSetOwners(ns,
+    clock)`), moved by the test: a minute passes at once."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def owners_clock(monkeypatch: pytest.MonkeyPatch) -> OwnersClock:
+    from probetui.runtime.kubernetes import runtime
+    from probetui.runtime.kubernetes.owners import ReplicaSetOwners
+
+    clock = OwnersClock()
+    monkeypatch.setattr(
+        runtime, "ReplicaSetOwners", lambda namespace: ReplicaSetOwners(namespace, clock)
+    )
+    return clock
+
+
 def _owners(c: Cluster) -> dict[str, tuple[str, str]]:
     return {s.pod.name: (s.pod.owner_kind, s.pod.owner_name) for s in c.runtime.pods.values()}
 
 
 async def test_a_replicasets_own_owner_settles_what_its_pods_belong_to(
-    api: ApiEmulator, tmp_path: Path
+    api: ApiEmulator, tmp_path: Path, owners_clock: OwnersClock
 ) -> None:
     """From its name and the pods' hash, a ReplicaSet reads as a Deployment's; its own
     ownerReferences, read with one list (the view role may: a read), settle it. One made by
@@ -913,7 +937,7 @@ async def test_a_replicasets_own_owner_settles_what_its_pods_belong_to(
         await until(lambda: _owners(c).get("orphan-5c6b-a") == ("ReplicaSet", "orphan-5c6b"))
         assert _owners(c)["web-7d9f-a"] == ("Deployment", "web")
         # a new ReplicaSet (a rollout) is read when its first pod comes, at most once a minute
-        c.runtime.owners._read_at = None
+        owners_clock.t += AGAIN_AFTER
         api.add_replicaset("web-8e0a", owner=("Deployment", "web"))
         api.add_pod(_rs_pod("web-8e0a-a", "web-8e0a", "8e0a"))
         await until(lambda: ("default", "web-8e0a") in c.runtime.owners.owners)
@@ -923,7 +947,7 @@ async def test_a_replicasets_own_owner_settles_what_its_pods_belong_to(
 
 
 async def test_replicasets_that_cannot_be_read_leave_the_guess_from_the_name(
-    api: ApiEmulator, tmp_path: Path
+    api: ApiEmulator, tmp_path: Path, owners_clock: OwnersClock
 ) -> None:
     """A user who may read pods and events but not ReplicaSets: one refused list, remembered,
     never asked again; the pods keep the Deployment their names give, and nothing else moves."""
@@ -935,7 +959,7 @@ async def test_replicasets_that_cannot_be_read_leave_the_guess_from_the_name(
     api.add_pod(_rs_pod("orphan-5c6b-a", "orphan-5c6b", "5c6b"))
     async with running(api, tmp_path, via="direct", read_only=True) as c:
         await until(lambda: c.runtime.owners.unreadable is not None)
-        c.runtime.owners._read_at = None  # even when due again: not asked
+        owners_clock.t += AGAIN_AFTER  # even when due again: not asked
         api.edit_pod("orphan-5c6b-a", lambda p: p["metadata"]["labels"].update(x="1"))
         await until(lambda: "x" in c.runtime.pods[next(iter(c.runtime.pods))].pod.labels)
         assert _owners(c)["orphan-5c6b-a"] == ("Deployment", "orphan")
