@@ -116,17 +116,18 @@ def test_longer_timeout_answers_are_inferred_and_still_time_out() -> None:
 
 
 def _runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The model runs each counterfactual makes from here on (each what-if's pod settings)."""
-    from probetui.simulate import counterfactual as cf
+    """The model runs each counterfactual makes from here on (each what-if's pod settings): a
+    model run is a `SimKubelet` run."""
+    from probetui.simulate import SimKubelet
 
     made: list[str] = []
-    model = cf._model
+    run = SimKubelet.run
 
-    def counted(rec, pod, *rest):  # type: ignore[no-untyped-def]
-        made.append(str(pod.container("app").probe(ProbeType.LIVENESS)))
-        return model(rec, pod, *rest)
+    def counted(sim: SimKubelet) -> None:
+        made.append(str(sim.pod.container("app").probe(ProbeType.LIVENESS)))
+        run(sim)
 
-    monkeypatch.setattr(cf, "_model", counted)
+    monkeypatch.setattr(SimKubelet, "run", counted)
     return made
 
 
@@ -138,7 +139,7 @@ def test_a_timeout_every_asked_answer_beat_gives_the_run_with_the_recorded_setti
     attempt for attempt, and is not made a second time. It says what the full run says (the
     kill at 120.4, when the third failure answered, and its restart stay, the counts of answers and inferred ones too); another
     change with it (failureThreshold 5) makes the run."""
-    from probetui.simulate import counterfactual as cf
+    from probetui.simulate.recorded import AnswerBook
 
     slow = App(
         start_after=1.0,
@@ -150,7 +151,8 @@ def test_a_timeout_every_asked_answer_beat_gives_the_run_with_the_recorded_setti
     short = counterfactual(rec, "app", ["liveness.timeoutSeconds=2"])
     assert len(runs) == 1
     assert short.what_if is not None and short.what_if.kill_times == [120.4]
-    monkeypatch.setattr(cf, "_timeout_only", lambda *_: None)
+    # no answer taken to read the same under the new timeout: the what-if is run
+    monkeypatch.setattr(AnswerBook, "same_under", lambda *_: False)
     full = counterfactual(rec, "app", ["liveness.timeoutSeconds=2"])
     assert len(runs) == 3
     assert short.to_json() == full.to_json()
