@@ -153,7 +153,8 @@ def test_a_file_from_before_marks_is_read_and_then_added_to(
 def test_seeks_that_decode_from_marks_keep_each_probes_state(tmp_path: Path) -> None:
     """The replay's rebuild and the stream it plays on with both start at marks: each probe
     stands as with everything fed, after a seek and after steps on from it."""
-    from probetui.replay.player import Player, feed, lookback
+    from probetui.replay.feed import feed, lookback
+    from probetui.replay.player import Player
     from probetui.timeline.store import Store
 
     path = tmp_path / "r.db"

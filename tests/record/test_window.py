@@ -14,7 +14,7 @@ import pytest
 
 from probetui.record import codec
 from probetui.record.reader import open_recording
-from probetui.replay.player import lookback
+from probetui.replay.feed import lookback
 from tests.record.helpers import kinds_of, record_demo
 
 pytestmark = pytest.mark.timeout(60)

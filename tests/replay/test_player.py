@@ -17,7 +17,8 @@ from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
-from probetui.replay.player import NOTABLE, Player, feed, lookback, published
+from probetui.replay.feed import feed, lookback, published
+from probetui.replay.player import NOTABLE, Player
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.store import Store
 from tests.record.helpers import META, assert_same_store, record_demo
