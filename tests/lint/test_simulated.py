@@ -5,29 +5,52 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from probetui.lint import simulated
+from probetui.simulate import SimKubelet
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 
 
-def _pod(timeout: int) -> tuple[Pod, Container]:
+def _pod(timeout: int, grace: int | None = None) -> tuple[Pod, Container]:
     probe = Probe(
         exec=ExecAction(("check",)), period_seconds=10, timeout_seconds=timeout, failure_threshold=3
     )
     c = Container(name="app", command=("x",), liveness_probe=probe, readiness_probe=probe)
-    return Pod("web", containers=(c,)), c
+    return Pod("web", containers=(c,), termination_grace_period_seconds=grace), c
 
 
-def test_the_timeout_of_a_probe_answered_at_once_is_no_second_simulation() -> None:
-    simulated._run.cache_clear()
-    runs = [simulated.slow_start(*_pod(timeout), 45.0) for timeout in (1, 3, 5)]
-    assert simulated._run.cache_info().misses == 1
+def _simulations(monkeypatch: pytest.MonkeyPatch) -> list[Pod]:
+    """The simulations lint runs from here on (the pod of each): what its memo did not hold."""
+    made: list[Pod] = []
+
+    class Counted(SimKubelet):
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            made.append(self.pod)
+
+    monkeypatch.setattr(simulated, "SimKubelet", Counted)
+    return made
+
+
+# each test's pods have a grace period no other question has (it is part of what lint's memo
+# is keyed on, and changes none of these runs): the simulations counted are the test's own,
+# whatever the memo holds from the tests before
+
+
+def test_the_timeout_of_a_probe_answered_at_once_is_no_second_simulation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made = _simulations(monkeypatch)
+    runs = [simulated.slow_start(*_pod(timeout, grace=17), 45.0) for timeout in (1, 3, 5)]
+    assert len(made) == 1
     assert runs[0] == runs[1] == runs[2]
 
 
-def test_a_slow_answer_keeps_the_timeouts_apart() -> None:
-    simulated._run.cache_clear()
-    short, long = (simulated.hung(*_pod(t), ProbeType.LIVENESS) for t in (1, 5))
-    assert simulated._run.cache_info().misses == 2
+def test_a_slow_answer_keeps_the_timeouts_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = _simulations(monkeypatch)
+    short, long = (simulated.hung(*_pod(t, grace=19), ProbeType.LIVENESS) for t in (1, 5))
+    assert len(made) == 2
     assert short.kills[0][0] < long.kills[0][0]
 
 
