@@ -42,6 +42,7 @@ class _WorkerState:
     last_result: ResultValue = ResultValue.SUCCESS
     published: ResultValue | None = None
     on_hold: bool = False
+    published_for: int = -1  # the container instance (`_ContainerState.n`) it was published for
 
 
 @dataclass
@@ -181,10 +182,10 @@ class Synth:
     def _publish(self, pod: Pod, name: str, pt: ProbeType, value: ResultValue, t: float) -> None:
         st = self.containers[(pod.uid, name)]
         w = st.workers[pt]
-        if w.published is value and w.published is not None and st.n == getattr(w, "_n", -1):
+        if w.published is value and w.published is not None and st.n == w.published_for:
             return
         w.published = value
-        w._n = st.n  # type: ignore[attr-defined]
+        w.published_for = st.n
         self._send(
             Event(
                 "ResultChanged",
