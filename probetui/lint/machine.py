@@ -34,10 +34,12 @@ def _version() -> str:
     return __version__
 
 
-# json.dumps with an indent runs the pure-Python encoder; this writes the same text (indent 2,
-# ensure_ascii off) for the plain values the documents hold, in half the time for tens of
-# thousands of findings, and anything else is left to json.dumps
-def _dumps(doc: Any) -> str:
+def dumps(doc: Any) -> str:
+    """`json.dumps(doc, indent=2, ensure_ascii=False) + "\n"`, the same bytes for any value.
+
+    json.dumps with an indent runs the pure-Python encoder; this writes the same text for the
+    plain values the documents hold, in half the time for tens of thousands of findings, and
+    leaves anything else to json.dumps."""
     out: list[str] = []
     try:
         _encode(doc, out, "\n")
@@ -165,7 +167,7 @@ def to_json(
         "findings": [_finding(f) for f in findings],
         "problems": [_problem(p) for p in problems],
     }
-    return _dumps(doc)
+    return dumps(doc)
 
 
 def _uri(file: str) -> str:
@@ -255,4 +257,4 @@ def to_sarif(
             }
         ],
     }
-    return _dumps(doc)
+    return dumps(doc)

@@ -1,4 +1,4 @@
-"""lint's JSON text (machine._dumps): the same bytes json.dumps(indent=2, ensure_ascii=False)
+"""lint's JSON text (machine.dumps): the same bytes json.dumps(indent=2, ensure_ascii=False)
 writes, for every value the documents can hold and for those it leaves to json.dumps."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from enum import IntEnum
 
 import pytest
 
-from probetui.lint.machine import _dumps
+from probetui.lint.machine import dumps
 
 
 class _Code(IntEnum):
@@ -34,4 +34,4 @@ class _Code(IntEnum):
     ],
 )
 def test_dumps_writes_what_json_dumps_writes(doc: object) -> None:
-    assert _dumps(doc) == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    assert dumps(doc) == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
