@@ -1,5 +1,5 @@
 """The shards' verdict frames, read back as the divergence check reads the manager
-(`probetui.shards.verdicts`): the same `_verdicts` answers from frames as from workers."""
+(`probetui.shards.verdicts`): the same `divergence.verdicts` answers from frames as from workers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, Running
 from probetui.prober.worker import ProbeKey
-from probetui.runtime.kubernetes.divergence import _verdicts
+from probetui.runtime.kubernetes import divergence
 from probetui.shards.fed import ManagerProxy
 from probetui.shards.verdicts import Verdicts, gone_frame, verdict_frame
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
@@ -24,7 +24,7 @@ def _cs(cid: str, ready: bool) -> ContainerStatus:
 
 def _read(verdicts: Verdicts, cid: str, ready: bool) -> list[tuple[ProbeType, object, object]]:
     proxy = ManagerProxy(lambda pod, frame: None, verdicts)
-    return _verdicts(proxy, POD, POD.containers[0], _cs(cid, ready))
+    return divergence.verdicts(proxy, POD, POD.containers[0], _cs(cid, ready))
 
 
 def test_no_verdict_before_an_attempt_was_counted() -> None:

@@ -121,7 +121,7 @@ class Divergence:
             container = pod.container(cs.name)
             if container is None or cs.running is None or not cs.container_id:
                 continue
-            for probe_type, shadow, kubelet in _verdicts(manager, pod, container, cs):
+            for probe_type, shadow, kubelet in verdicts(manager, pod, container, cs):
                 if self.not_probed(pod, container, probe_type) is not None:
                     continue
                 key = (pod.uid, cs.name, probe_type.key)
@@ -229,10 +229,11 @@ class Divergence:
         return reasons
 
 
-def _verdicts(
+def verdicts(
     manager: Any, pod: Pod, container: Container, cs: ContainerStatus
 ) -> list[tuple[ProbeType, bool | None, bool | None]]:
-    """(probe type, shadow says yes, kubelet says yes) for the verdicts the API shows.
+    """(probe type, shadow says yes, kubelet says yes) for the verdicts the API shows, as the
+    divergence check reads them off `manager`: the engine's or the shards' (`ManagerProxy`).
 
     The shadow has a verdict only once its worker has reached a threshold against this very
     container instance. Until then its cache holds the initial value, however many attempts
@@ -255,4 +256,4 @@ def _verdicts(
     return out
 
 
-__all__ = ["DIVERGENCE_SLACK", "STATUS_SYNC_PERIOD", "Divergence"]
+__all__ = ["DIVERGENCE_SLACK", "STATUS_SYNC_PERIOD", "Divergence", "verdicts"]
