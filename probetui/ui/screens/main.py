@@ -68,7 +68,7 @@ class MainScreen(Screen[None]):
 
         # the parts the timer updates, kept at hand (no query on every tick)
         self.topbar = TopBar(ctx, id="topbar")
-        self.filter_box = FilterBox(placeholder="filter: pod, container, namespace", id="filter")
+        self.filter_box = FilterBox(placeholder="/ filter: pod, container, namespace", id="filter")
         self.workloads_pane = Pane(id="workloads-pane")
         self.workloads = WorkloadList(ctx, id="workloads")
         self.workloads_header = WorkloadHeader(self.workloads, id="workloads-header")
@@ -95,7 +95,6 @@ class MainScreen(Screen[None]):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.filter_box.display = False
         self.workloads.focus()
         self.poll()
 
@@ -120,6 +119,7 @@ class MainScreen(Screen[None]):
             else:
                 changed = store.changed_since(self._version)
                 wl.refresh_keys(changed)
+                wl.catch_up()
                 workload_dirty = bool(self.group) and self.workload_view.covers(changed)
             if self.selected is not None:
                 history = store.containers.get(self.selected)
@@ -325,8 +325,6 @@ class MainScreen(Screen[None]):
     @on(Input.Submitted, "#filter")
     def _filter_done(self, event: Input.Submitted) -> None:
         self._pending = None
-        if not event.value:
-            self.filter_box.display = False
         self.workloads.focus()
 
     def action_back(self) -> None:
@@ -334,7 +332,6 @@ class MainScreen(Screen[None]):
         box = self.filter_box
         if box.has_focus or box.value:
             box.value = ""
-            box.display = False
             self.workloads.set_filter("")
             self._pane_title()
             self.workloads.focus()
