@@ -165,6 +165,10 @@ def test_the_index_lists_what_a_walk_of_every_pod_lists_as_the_store_changes() -
             gid = group_id(pod)
             if gid:
                 collapsed ^= {gid}
+        if rng.randrange(3) == 0:
+            index.catch_up()  # a poll between two listings
+            if rng.randrange(2):
+                continue
         terms = rng.choice(FILTERS).split()
         sort = rng.choice(SORTS)
         same(index.listing(terms, sort, collapsed), oracle(store, terms, sort, collapsed))
@@ -262,3 +266,30 @@ def test_a_pod_that_changed_while_filtered_out_comes_back_in_its_new_place() -> 
         same(listing, oracle(store, [], sort))
     heads = [r.group for r in index.listing([], "problems").rows if r.group.startswith("shop/")]
     assert heads[0] == "shop/Deployment/svc-3"
+
+
+def test_a_poll_s_catch_up_leaves_the_next_sort_only_what_changed_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pods changed between two listings are looked at by the poll's catch-up: an `S`
+    then scores no pod again (it scored every changed one, in every order, before)."""
+    from probetui.ui.widgets import rows
+
+    store = Store()
+    s = fleet(store)
+    index = RowIndex(store)
+    index.listing([], "problems")
+    index.listing([], "name")
+    for i, uid in enumerate(["uid-svc-7", "uid-svc-8"]):
+        pod = store.pods[uid].pod
+        s.attempt(pod, "app", R, T0 + 20 + i, Result.FAILURE, latency=0.001)
+    index.catch_up()
+    scored: list[str] = []
+
+    def counted(entry, c, history):  # type: ignore[no-untyped-def]
+        scored.append(entry.pod.uid)
+        return problem_score(entry, c, history)
+
+    monkeypatch.setattr(rows, "problem_score", counted)
+    same(index.listing([], "problems"), oracle(store, [], "problems"))
+    assert scored == []
