@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.results import ResultsManager
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
-from probetui.prober.worker import Worker
+from probetui.prober.worker import ProbeRecord, Worker
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 
 POD_UID = "pOd_UiD"
@@ -91,3 +94,19 @@ def do_probe(w: Worker, status: PodStatus | None, code: str = "S", now: float = 
     if step.probe:
         w.finish(outcome(w.probe_type, code))
     return step.keep_going
+
+
+def count_records(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The time of every doProbe record the workers build from now on (a listener's or not):
+    what a run that lists nothing must leave empty."""
+    built: list[float] = []
+
+    class CountedRecord(ProbeRecord):
+        __slots__ = ()
+
+        def __init__(self, **fields: Any) -> None:
+            built.append(fields["t"])
+            super().__init__(**fields)
+
+    monkeypatch.setattr("probetui.prober.worker.ProbeRecord", CountedRecord)
+    return built

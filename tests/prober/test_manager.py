@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,15 @@ from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated
 from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger, Worker
 from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
-from tests.prober.fixtures import CONTAINER, CONTAINER_ID, outcome, pod_with, probe, running_status
+from tests.prober.fixtures import (
+    CONTAINER,
+    CONTAINER_ID,
+    count_records,
+    outcome,
+    pod_with,
+    probe,
+    running_status,
+)
 
 S, F = ResultValue.SUCCESS, ResultValue.FAILURE
 
@@ -216,16 +223,7 @@ async def test_records_are_built_only_for_a_listener_and_a_late_one_gets_them(
     """A manager no one listens to builds no doProbe record (a model run read only for the
     kubelet's doings, the counterfactual's, pays nothing for them); one added once workers run
     is told of every record from then on, and the schedule is the same either way."""
-    built: list[float] = []
-
-    class CountedRecord(ProbeRecord):
-        __slots__ = ()
-
-        def __init__(self, **fields: Any) -> None:
-            built.append(fields["t"])
-            super().__init__(**fields)
-
-    monkeypatch.setattr("probetui.prober.worker.ProbeRecord", CountedRecord)
+    built = count_records(monkeypatch)
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
     m = Manager(kubelet.clock, kubelet.statuses.get, kubelet.run_probe, start=-3600.0)

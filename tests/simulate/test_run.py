@@ -6,7 +6,6 @@ The § items cited are those of docs/kubelet-behaviour.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -229,20 +228,11 @@ def test_a_run_that_lists_no_probes_makes_the_same_kubelet_decisions(
     or prober event, and no doProbe record: the kubelet's own events (starts, exits, kills,
     back-offs, Started and Ready changes) are those of the listing run, in the same order, over
     a startup-gated app that flaps Ready and is killed and restarted by liveness twice."""
-    from probetui.prober.worker import ProbeRecord
     from probetui.simulate import SimKubelet, parse_scenario
+    from tests.prober.fixtures import count_records
     from tests.simulate.fixtures import pod
 
-    built: list[float] = []
-
-    class CountedRecord(ProbeRecord):
-        __slots__ = ()
-
-        def __init__(self, **fields: Any) -> None:
-            built.append(fields["t"])
-            super().__init__(**fields)
-
-    monkeypatch.setattr("probetui.prober.worker.ProbeRecord", CountedRecord)
+    built = count_records(monkeypatch)
 
     container = {
         "startupProbe": {**HTTP, "periodSeconds": 5, "failureThreshold": 6},
