@@ -209,40 +209,27 @@ def _closed_port() -> int:
 
 def _install(rec: Any, app: Any, first: dict[str, float], expected_pods: int) -> None:
     """benchmarks.ui's recorder, taught the Workloads list and the pods' first list."""
-    from benchmarks.ui import _Press
     from probetui.runtime.kubernetes.reflector import Reflector
     from probetui.ui.widgets.filter_box import FilterBox
     from probetui.ui.widgets.workloads import WorkloadList
 
     rec.install(app)
 
-    def render_line(original: Any) -> Any:
-        def wrapper(self: Any, y: int) -> Any:
-            out = original(self, y)
-            press: _Press | None = rec.press
-            if press is not None and not press.rendered and press.widget == "WorkloadList":
-                press.rendered = press.done(self)
-                if press.rendered:
-                    press.t_render = time.perf_counter()
-            return out
+    def drawn_by(widget: str) -> Any:
+        """A render_line that marks the press drawn once `widget` draws the key's effect."""
 
-        return wrapper
+        def make(original: Any) -> Any:
+            def wrapper(self: Any, y: int) -> Any:
+                out = original(self, y)
+                rec.drawn(widget, self)
+                return out
 
-    rec._patch(WorkloadList, "render_line", render_line)
+            return wrapper
 
-    def box_line(original: Any) -> Any:
-        def wrapper(self: Any, y: int) -> Any:
-            out = original(self, y)
-            press: _Press | None = rec.press
-            if press is not None and not press.rendered and press.widget == "FilterBox":
-                press.rendered = press.done(self)
-                if press.rendered:
-                    press.t_render = time.perf_counter()
-            return out
+        return make
 
-        return wrapper
-
-    rec._patch(FilterBox, "render_line", box_line)
+    rec._patch(WorkloadList, "render_line", drawn_by("WorkloadList"))
+    rec._patch(FilterBox, "render_line", drawn_by("FilterBox"))
 
     def display(original: Any) -> Any:
         def wrapper(screen: Any, renderable: Any) -> None:

@@ -409,16 +409,21 @@ class _Recorder:
         def make(original: Any) -> Any:
             def wrapper(self: Any) -> Any:
                 out = original(self)
-                press = rec.press
-                if press is not None and not press.rendered and press.widget == widget:
-                    press.rendered = press.done(self)
-                    if press.rendered:
-                        press.t_render = time.perf_counter()
+                rec.drawn(widget, self)
                 return out
 
             return wrapper
 
         return make
+
+    def drawn(self, widget: str, obj: Any) -> None:
+        """`obj`, of the class named `widget`, was just drawn: the press in flight is drawn
+        if that is its widget and it shows the key's effect."""
+        press = self.press
+        if press is not None and not press.rendered and press.widget == widget:
+            press.rendered = press.done(obj)
+            if press.rendered:
+                press.t_render = time.perf_counter()
 
     def on_message(self, message: Any) -> None:
         """Textual's message hook: the first pump to dispatch the key's event is the app."""
