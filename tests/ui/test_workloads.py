@@ -336,3 +336,20 @@ async def test_the_panes_titles_repaint_their_own_border_line() -> None:
         await pilot.pause()
         assert screen_lines()[1].startswith("╭─ Workloads (1 pod, 2 container")
         assert set(drawn) == {0}
+
+
+async def test_keys_that_come_in_one_read_after_slash_are_the_filter() -> None:
+    """ "/api" arriving at once (a fast typist, a paste, tmux send-keys): every key is handed to
+    the screen before "/"'s binding runs, and "api" is the filter, not three bindings' keys."""
+    from textual import events
+
+    app, _, _ = make_app(fleet=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        for key, char in (("slash", "/"), ("a", "a"), ("p", "p"), ("i", "i")):
+            app._driver.send_message(events.Key(key, char))  # type: ignore[union-attr]
+        await pilot.pause()
+        await pilot.pause()
+        screen = main(app)
+        assert screen.filter_box.value == "api" and screen.filter_box.has_focus
+        assert app.query_one(WorkloadList).filter == "api"

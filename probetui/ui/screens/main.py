@@ -296,14 +296,29 @@ class MainScreen(Screen[None]):
 
     def open_prompt(self, box: Input) -> None:
         box.display = True
-        box.focus()
-        # focus moves on the next turn of the loop; keys typed right after "/" must not reach
-        # the bindings meanwhile ("/flap" would toggle follow with its "f")
+        self.set_focus(box)
+        # keys typed right after "/" may be handled before the box has them: they must not
+        # reach the bindings meanwhile ("/flap" would toggle follow with its "f"; on_key)
         self._pending = box
+
+    def prompt_of(self, action: str) -> Input | None:
+        """The prompt a binding's action opens, if any."""
+        return self.filter_box if action == "filter" else None
+
+    def arm_prompt(self, box: Input) -> None:
+        """A prompt's key was seen, its action still to run: make it ready for what follows."""
 
     def on_key(self, event: events.Key) -> None:
         box = self._pending
         if box is None:
+            # keys that arrive together ("/web" in one read, a paste) are all handed to the
+            # screen before the first one's binding runs: the prompt's key is seen here, so
+            # that the ones after it go to the prompt, not to the list's bindings
+            found = self.active_bindings.get(event.key)
+            box = self.prompt_of(found.binding.action) if found is not None else None
+            if box is not None:
+                self._pending = box
+                self.arm_prompt(box)
             return
         if box.has_focus:
             self._pending = None

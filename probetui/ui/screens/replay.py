@@ -69,8 +69,16 @@ class ReplayScreen(MainScreen):
         self._moved(f"at {self.ctx.date_time(t)}")
 
     def action_goto(self) -> None:
-        self.goto_box.value = ""
+        if self._pending is not self.goto_box:
+            self.goto_box.value = ""  # else armed by its key, what followed it typed in
         self.open_prompt(self.goto_box)
+
+    def prompt_of(self, action: str) -> Input | None:
+        return self.goto_box if action == "goto" else super().prompt_of(action)
+
+    def arm_prompt(self, box: Input) -> None:
+        if box is self.goto_box:
+            box.value = ""
 
     @on(Input.Submitted, "#goto")
     def _goto_done(self, event: Input.Submitted) -> None:
