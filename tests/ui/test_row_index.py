@@ -132,6 +132,7 @@ def test_the_index_lists_what_a_walk_of_every_pod_lists_as_the_store_changes() -
     s = fleet(store)
     index = RowIndex(store)
     collapsed: set[str] = set()
+    polled = -1
     n, t = 1000, T0 + 10
     for _ in range(300):
         t += 1
@@ -166,7 +167,9 @@ def test_the_index_lists_what_a_walk_of_every_pod_lists_as_the_store_changes() -
             if gid:
                 collapsed ^= {gid}
         if rng.randrange(3) == 0:
-            index.catch_up()  # a poll between two listings
+            # a poll between two listings, with what it read of the store since the last one
+            index.catch_up(store.changed_since(polled), polled)
+            polled = store.version
             if rng.randrange(2):
                 continue
         terms = rng.choice(FILTERS).split()
@@ -280,10 +283,11 @@ def test_a_poll_s_catch_up_leaves_the_next_sort_only_what_changed_after_it(
     index = RowIndex(store)
     index.listing([], "problems")
     index.listing([], "name")
+    before = store.version
     for i, uid in enumerate(["uid-svc-7", "uid-svc-8"]):
         pod = store.pods[uid].pod
         s.attempt(pod, "app", R, T0 + 20 + i, Result.FAILURE, latency=0.001)
-    index.catch_up()
+    index.catch_up(store.changed_since(before), before)
     scored: list[str] = []
 
     def counted(entry, c, history):  # type: ignore[no-untyped-def]

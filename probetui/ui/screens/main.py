@@ -119,7 +119,7 @@ class MainScreen(Screen[None]):
             else:
                 changed = store.changed_since(self._version)
                 wl.refresh_keys(changed)
-                wl.catch_up()
+                wl.catch_up(changed, self._version)
                 workload_dirty = bool(self.group) and self.workload_view.covers(changed)
             if self.selected is not None:
                 history = store.containers.get(self.selected)

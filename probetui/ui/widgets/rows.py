@@ -231,20 +231,23 @@ class RowIndex:
         pods_shown = len(self._loose) + sum(map(len, self._groups.values()))
         return Listing(rows, members, pods_shown, self.containers)
 
-    def catch_up(self) -> None:
+    def catch_up(self, changed: list[ContainerKey], since: int) -> None:
         """Look at the pods changed since the last listing or catch-up now, so that the next
         listing has only what changes after this to look at. The screen calls it on each
         poll: at 2,000 pods each edited once per 10 s, the pods changed between two `S`
         presses (a thousand and more, their order in every sort computed again) were 20 ms
-        of the second's listing; a poll's share is the 20 pods of its 100 ms."""
-        self._renamed |= self._sync()
+        of the second's listing; a poll's share is the 20 pods of its 100 ms. `changed`: the
+        containers changed after version `since`, which the poll has read from the store
+        already (the store's scan of every container is not made twice)."""
+        self._renamed |= self._sync(changed if since <= self._version else None)
         self._reorder()
 
     # -- keeping up with the store ----------------------------------------------------------
 
-    def _sync(self) -> set[str]:
+    def _sync(self, changed: list[ContainerKey] | None = None) -> set[str]:
         """Bring the changed pods up to date; return those whose names changed (to be matched
-        again). Where pods came or went, everything anew: the store's order changed too."""
+        again). Where pods came or went, everything anew: the store's order changed too.
+        `changed`: at least the containers changed since the last sync, if known."""
         store = self.store
         if store.layout_version != self._layout:
             self._layout = store.layout_version
@@ -266,7 +269,9 @@ class RowIndex:
             return set()
         renamed: set[str] = set()
         pods = self._pods
-        for uid in {k.pod_uid for k in store.changed_since(self._version)}:
+        if changed is None:
+            changed = store.changed_since(self._version)
+        for uid in {k.pod_uid for k in changed}:
             e = pods.get(uid)
             if e is None:
                 continue  # a container's events about a pod not (yet) listed

@@ -220,9 +220,9 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             if row.group or row != view[y]:
                 self.refresh(Region(0, y, width, 1))
 
-    def catch_up(self) -> None:
+    def catch_up(self, changed: list[ContainerKey], since: int) -> None:
         """Keep the row index up with the store between listings (`RowIndex.catch_up`)."""
-        self._rows.catch_up()
+        self._rows.catch_up(changed, since)
 
     def refresh_keys(self, keys: list[ContainerKey]) -> None:
         """Redraw the visible lines of these containers (and their headings) whose look changed."""
