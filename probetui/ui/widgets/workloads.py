@@ -477,21 +477,18 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     # Textual's do but repaint that line alone.
     def _on_focus(self, event: events.Focus) -> None:
         event.prevent_default()
-        self.has_focus = True
-        self._cursor_line()
-        if self.parent is not None:
-            self.parent.post_message(events.DescendantFocus(self))
+        self._focus_moved(True, events.DescendantFocus(self))
 
     def _on_blur(self, event: events.Blur) -> None:
         event.prevent_default()
-        self.has_focus = False
-        self._cursor_line()
-        if self.parent is not None:
-            self.parent.post_message(events.DescendantBlur(self))
+        self._focus_moved(False, events.DescendantBlur(self))
 
-    def _cursor_line(self) -> None:
+    def _focus_moved(self, focused: bool, told: events.Message) -> None:
+        self.has_focus = focused
         if 0 <= self.cursor < len(self.rows):
             self.refresh_line(self.cursor)
+        if self.parent is not None:
+            self.parent.post_message(told)
 
     def on_resize(self) -> None:
         self.top = min(self.top, max(0, len(self.rows) - self.size.height))
