@@ -69,8 +69,8 @@ class ReplayScreen(MainScreen):
         self._moved(f"at {self.ctx.date_time(t)}")
 
     def action_goto(self) -> None:
-        if self._pending is not self.goto_box:
-            self.goto_box.value = ""  # else armed by its key, what followed it typed in
+        if self._pending is not self.goto_box:  # else armed by its key, what followed it typed in
+            self.arm_prompt(self.goto_box)
         self.open_prompt(self.goto_box)
 
     def prompt_of(self, action: str) -> Input | None:
