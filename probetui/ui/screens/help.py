@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from probetui.ui import glyphs as g
 from probetui.ui.keys import EXPLAIN, HELP, ORDER
+from probetui.ui.pacing import PacedScreen
 
 
 def key_rows(bindings: dict[str, ActiveBinding], display) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
@@ -65,7 +66,7 @@ def glyphs_text() -> Text:
     return text
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(PacedScreen, ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = HELP
 
     def __init__(self, rows: list[tuple[str, str]], read_only: bool) -> None:

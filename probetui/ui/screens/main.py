@@ -23,6 +23,7 @@ from probetui.timeline.store import ContainerKey
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
+from probetui.ui.pacing import PacedScreen
 from probetui.ui.widgets.attempts import AttemptLog
 from probetui.ui.widgets.filter_box import FilterBox
 from probetui.ui.widgets.footer import KeyFooter
@@ -44,7 +45,7 @@ RESORT_SHARE = 100.0
 WORKLOAD_EVERY = 1.0  # seconds between redraws of a workload's probe view as replicas change
 
 
-class MainScreen(Screen[None]):
+class MainScreen(PacedScreen, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.MAIN
 
     def __init__(self, ctx: UIContext) -> None:

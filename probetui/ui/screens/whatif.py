@@ -33,6 +33,7 @@ from probetui.simulate.counterfactual import Counterfactual
 from probetui.simulate.report import render_counterfactual
 from probetui.ui import glyphs as g
 from probetui.ui import keys
+from probetui.ui.pacing import PacedScreen
 
 if TYPE_CHECKING:
     from probetui.ui.screens.main import MainScreen
@@ -85,7 +86,7 @@ def result_text(finding: Finding, result: Result | None) -> Text:
     return text
 
 
-class WhatIfScreen(ModalScreen[None]):
+class WhatIfScreen(PacedScreen, ModalScreen[None]):
     CSS_PATH = str(Path(__file__).with_suffix(".tcss"))
     BINDINGS: ClassVar[list[BindingType]] = keys.WHAT_IF
 

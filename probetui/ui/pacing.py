@@ -1,0 +1,67 @@
+"""Screen updates paced from the last frame, not from a fixed grid of ticks.
+
+Textual draws a screen on a timer at most MAX_FPS times a second (`Screen._update_timer`).
+Its timer keeps a grid of ticks from when it started, and when a tick comes after a pause
+(a refresh asked for between grid points) it skips ahead to the grid point after the next
+one (`Timer._run`: `count = int(elapsed / interval + 1)`, then waits for `count + 1`). The
+frame after an unscheduled one therefore comes 17-33 ms later, not 17: every key whose
+repaint takes two frames (the filter box's character at once, the list re-filtered when its
+Changed message has gone round) waited about 33 ms for the second one, most of the filter
+figure of `benchmarks.fleet`. `PacedTimer` keeps the same ceiling on the rate, counted from
+the last frame: a frame asked for at least an interval after the last is drawn at once, one
+asked for sooner is drawn an interval after the last.
+"""
+
+from __future__ import annotations
+
+from textual import _time
+from textual.screen import UPDATE_PERIOD
+from textual.timer import EventTargetGone, Timer
+
+
+class PacedTimer(Timer):
+    """A repeating timer whose ticks are at least an interval apart, counted from the last
+    tick; paused, it waits for `resume` and ticks then, or an interval after the last."""
+
+    async def _run(self) -> None:
+        interval = self._interval
+        last = -interval
+        count = 0
+        while self._repeat is None or count < self._repeat:
+            await self._active.wait()
+            wait = last + interval - _time.get_time()
+            if wait > 0:
+                await _time.sleep(wait)
+                # paused meanwhile (the frame drawn by a layout's own refresh): wait again
+                await self._active.wait()
+            last = _time.get_time()
+            count += 1
+            try:
+                await self._tick(next_timer=last, count=count)
+            except EventTargetGone:
+                break
+
+
+class PacedScreen:
+    """A mixin for `Screen`: its update timer is a `PacedTimer` (same period and callback)."""
+
+    _paced: PacedTimer | None = None
+
+    @property
+    def _update_timer(self) -> Timer:
+        timer = self._paced
+        if timer is None:
+            screen = self  # the Screen this mixes into
+            timer = self._paced = PacedTimer(
+                screen,  # type: ignore[arg-type]
+                UPDATE_PERIOD,
+                name="screen_update",
+                callback=screen._on_timer_update,  # type: ignore[attr-defined]
+                pause=True,
+            )
+            timer._start()
+            screen._timers.add(timer)  # type: ignore[attr-defined]
+        return timer
+
+
+__all__ = ["PacedScreen", "PacedTimer"]

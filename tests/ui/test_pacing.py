@@ -1,0 +1,78 @@
+"""The screens' update timer: frames at most an interval apart from the last one, never a
+grid point skipped (probetui.ui.pacing; Textual's own timer skips to the grid point after the
+next when resumed between two)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual import _time
+from textual.app import App
+from textual.timer import Timer
+
+from probetui.ui.pacing import PacedTimer
+
+INTERVAL = 0.05
+
+
+async def _ticks_of(timer_class: type[Timer], resumes: list[float]) -> list[float]:
+    """Resume a paused timer after each delay of `resumes` (from the start, in seconds) and
+    return when it ticked, each tick pausing it again, as the screen's update does."""
+    ticks: list[float] = []
+    app = App[None]()
+    async with app.run_test():
+        timer: Timer
+
+        def tick() -> None:
+            ticks.append(_time.get_time())
+            timer.pause()
+
+        timer = timer_class(app, INTERVAL, callback=tick, pause=True)
+        timer._start()
+        start = _time.get_time()
+        try:
+            for at in resumes:
+                await asyncio.sleep(max(0.0, start + at - _time.get_time()))
+                timer.resume()
+            await asyncio.sleep(3 * INTERVAL)
+        finally:
+            timer.stop()
+    return [t - start for t in ticks]
+
+
+async def test_a_frame_asked_for_after_a_quiet_spell_is_drawn_at_once() -> None:
+    ticks = await _ticks_of(PacedTimer, [0.0, 0.12])
+    assert len(ticks) == 2
+    assert ticks[0] < 0.02
+    assert 0.12 <= ticks[1] < 0.14
+
+
+async def test_a_frame_asked_for_soon_after_one_waits_an_interval_from_it_not_two() -> None:
+    ticks = await _ticks_of(PacedTimer, [0.0, 0.01])
+    assert len(ticks) == 2
+    gap = ticks[1] - ticks[0]
+    assert INTERVAL <= gap < INTERVAL + 0.02
+
+
+async def test_textual_own_timer_is_the_one_that_skips_a_grid_point() -> None:
+    # why the module exists: resumed long after its last tick (as after any quiet spell of
+    # the screen), Textual's timer ticks at once, then skips to the grid point after the next
+    # one (6 intervals in, 1.5 after its tick); the paced one draws one interval after it
+    resumes = [0.0, 4.5 * INTERVAL, 4.6 * INTERVAL]
+    textual = await _ticks_of(Timer, resumes)
+    paced = await _ticks_of(PacedTimer, resumes)
+    assert len(textual) == len(paced) == 3
+    assert textual[2] - textual[1] > 1.3 * INTERVAL
+    assert paced[2] - paced[1] < 1.2 * INTERVAL
+
+
+def test_every_screen_of_the_app_draws_on_a_paced_timer() -> None:
+    from probetui.ui.pacing import PacedScreen
+    from probetui.ui.screens.help import HelpScreen
+    from probetui.ui.screens.main import MainScreen
+    from probetui.ui.screens.replay import ReplayScreen
+    from probetui.ui.screens.whatif import WhatIfScreen
+
+    for screen in (MainScreen, ReplayScreen, HelpScreen, WhatIfScreen):
+        owner = next(c for c in screen.__mro__ if "_update_timer" in c.__dict__)
+        assert owner is PacedScreen, screen.__name__
