@@ -16,3 +16,5 @@ class ContainerSelected(Message):
 
     key: ContainerKey | None
     group: str = ""
+    # moved by the list's rebuild (a filter, a re-sort), not by a key moving the cursor
+    rebuilt: bool = False

@@ -14,6 +14,8 @@ asked for sooner is drawn an interval after the last.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual import _time
 from textual.screen import UPDATE_PERIOD
 from textual.timer import EventTargetGone, Timer
@@ -43,9 +45,11 @@ class PacedTimer(Timer):
 
 
 class PacedScreen:
-    """A mixin for `Screen`: its update timer is a `PacedTimer` (same period and callback)."""
+    """A mixin for `Screen`: its update timer is a `PacedTimer` (same period and callback),
+    and work can wait for the next frame (`after_frame`)."""
 
     _paced: PacedTimer | None = None
+    _after: list[Callable[[], object]] | None = None
 
     @property
     def _update_timer(self) -> Timer:
@@ -56,12 +60,29 @@ class PacedScreen:
                 screen,  # type: ignore[arg-type]
                 UPDATE_PERIOD,
                 name="screen_update",
-                callback=screen._on_timer_update,  # type: ignore[attr-defined]
+                callback=screen._on_timer_update,
                 pause=True,
             )
             timer._start()
             screen._timers.add(timer)  # type: ignore[attr-defined]
         return timer
+
+    def after_frame(self, callback: Callable[[], object]) -> None:
+        """Call `callback` once the next frame is drawn, with what was asked for so far.
+        Textual's `call_after_refresh` runs at once where the screen has not yet heard of
+        its widgets' refreshes (each widget tells it from its own message queue), so it can
+        come before the frame it was meant to follow."""
+        if self._after is None:
+            self._after = []
+        self._after.append(callback)
+        # a frame, even where nothing else asks for one (after the messages queued now)
+        self.call_later(self._update_timer.resume)  # type: ignore[attr-defined]
+
+    def _on_timer_update(self) -> None:
+        after, self._after = self._after, None
+        super()._on_timer_update()  # type: ignore[misc]
+        for callback in after or ():
+            self.call_next(callback)  # type: ignore[attr-defined]
 
 
 __all__ = ["PacedScreen", "PacedTimer"]

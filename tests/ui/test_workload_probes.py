@@ -76,6 +76,42 @@ async def test_a_workload_s_line_shows_its_probes_across_replicas() -> None:
         assert screen.group == "" and not view.display and app.query_one("#timeline").display
 
 
+async def test_keys_faster_than_frames_leave_the_panes_as_the_last_line_wants() -> None:
+    # the swap between the view and a container's panes comes a frame after the list's (a
+    # layout, kept out of the key's frame): however many lines the keys crossed meanwhile,
+    # what shows is what the line the cursor ends on wants
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        screen = main(app)
+        view = app.query_one(WorkloadProbeView)
+        for keys, group in ((("j", "j", "k"), PAYMENTS), (("j", "k", "j"), "")):
+            await pilot.press(*keys)
+            await pilot.pause()
+            assert screen.group == group
+            assert view.display == bool(group)
+            assert app.query_one("#timeline").display != bool(group)
+
+
+async def test_a_filter_moves_the_selection_at_once_and_the_panes_a_frame_later() -> None:
+    # a filter's character draws the list first; the panes of the line the cursor lands on
+    # come with the next frame (they are most of that frame's cost at 2,000 pods)
+    app, _, _ = make_app(fleet=True, observes_kubelet=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        screen = main(app)
+        view = app.query_one(WorkloadProbeView)
+        await pilot.press("slash", *"payments")
+        assert screen.group == PAYMENTS  # what the keys act on: at once
+        await pilot.pause()
+        assert view.display and not app.query_one("#timeline").display
+        assert "deploy payments" in (view.border_title or "")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert view.display == bool(screen.group)
+        assert app.query_one("#timeline").display != bool(screen.group)
+
+
 async def test_a_replica_s_change_redraws_the_view() -> None:
     app, store, _ = make_app(fleet=True, observes_kubelet=True)
     async with app.run_test(size=(160, 45)) as pilot:

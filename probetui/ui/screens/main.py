@@ -53,6 +53,8 @@ class MainScreen(PacedScreen, Screen[None]):
         self.ctx = ctx
         self.selected: ContainerKey | None = None
         self.group = ""  # the workload whose line the cursor is on: its probe view shows
+        self._swap_due = False  # a swap of the workload view and the panes is asked for
+        self._panes_due = False  # the panes are to follow the list's next frame
         self._workload_stale = False  # a replica of the shown workload changed
         self._workload_at = 0.0
         self.probe = ProbeType.READINESS
@@ -184,20 +186,46 @@ class MainScreen(PacedScreen, Screen[None]):
     @on(ContainerSelected)
     def _selected(self, message: ContainerSelected) -> None:
         self.selected = message.key
-        if message.group or self.group:
-            # a workload's line: its probes across replicas take the place of one container's
-            self.group = message.group
-            self._show_workload_view(bool(message.group))
-            if message.group:
-                members = self.workloads.members.get(message.group, [])
-                self.workload_view.show(message.group, members)
-                self._workload_stale = False  # drawn from the store as it is now
+        # on a workload's line its probes across replicas take the place of one container's
+        self.group = message.group
         spec = self.ctx.container_spec(message.key) if message.key is not None else None
         if spec is not None and spec[1].probe(self.probe) is None:
             for pt in PREFERRED:
                 if spec[1].probe(pt) is not None:
                     self.probe = pt
                     break
+        if message.rebuilt:
+            # a filter, a re-sort or a clearing escape moved the cursor: the list is what is
+            # looked at, drawn first, and the panes come with the frame after it (at 2,000
+            # pods they are most of a filter character's frame: benchmarks.fleet, escape p50
+            # 35 ms with them in it); the selection itself is here at once, for the keys
+            if not self._panes_due:
+                self._panes_due = True
+                self.after_frame(self._panes_follow)
+            return
+        self._draw_selection(swap_now=False)
+
+    def _panes_follow(self) -> None:
+        self._panes_due = False
+        self._draw_selection(swap_now=True)
+
+    def _draw_selection(self, swap_now: bool) -> None:
+        """The panes for the selection as it stands."""
+        on = bool(self.group)
+        if self.workload_view.display != on:
+            if swap_now:
+                self._show_workload_view()
+            elif not self._swap_due:
+                # the swap is a layout of the whole screen (20-30 ms at 2,000 pods): after the
+                # frame that draws the list, so the list's new cursor is not held back by it
+                # (benchmarks.fleet: a filter character's p99 45 ms with it in the frame); the
+                # panes follow a frame later, as the selection then stands
+                self._swap_due = True
+                self.after_frame(self._show_workload_view)
+        if on:
+            members = self.workloads.members.get(self.group, [])
+            self.workload_view.show(self.group, members)
+            self._workload_stale = False  # drawn from the store as it is now
         self._show()
         if self.ctx.read_only:
             # only read-only mode hides actions per selection, and a footer redraw is not cheap
@@ -207,10 +235,13 @@ class MainScreen(PacedScreen, Screen[None]):
                 self._offered = offered
                 self.refresh_bindings()
 
-    def _show_workload_view(self, on: bool) -> None:
-        """The workload's probe view in place of one container's panes, or back. Each pane's
-        `display`, not a class on the screen: a screen class restyles every widget on it, a
-        whole-screen layout on each `n`/`N` between a workload's line and a container's."""
+    def _show_workload_view(self) -> None:
+        """The workload's probe view in place of one container's panes where a workload's
+        line is selected, or back. Each pane's `display`, not a class on the screen: a screen
+        class restyles every widget on it, a whole-screen layout on each `n`/`N` between a
+        workload's line and a container's."""
+        self._swap_due = False
+        on = bool(self.group)
         if self.workload_view.display == on:
             return
         self.workload_view.display = on

@@ -202,7 +202,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         # selection moved (the right pane's redraw is most of a key's cost at 2,000 pods)
         layout, group = store.layout_version, on.group if on is not None else ""
         moved = self._row_key(cursor) != keep or self._row_group(cursor) != group
-        self._set_cursor(cursor, announce=moved or layout != self._layout)
+        self._set_cursor(cursor, announce=moved or layout != self._layout, rebuilt=True)
         self._layout = layout
         self._repaint(before, view)
 
@@ -323,7 +323,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     def _row_group(self, i: int) -> str:
         return self.rows[i].group if 0 <= i < len(self.rows) else ""
 
-    def _set_cursor(self, cursor: int, announce: bool = False) -> None:
+    def _set_cursor(self, cursor: int, announce: bool = False, rebuilt: bool = False) -> None:
         old = self.cursor
         if cursor == -1 and self.rows:
             cursor = self._next_container(0, 1)
@@ -340,7 +340,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if cursor >= 0:
             self._scroll_to_cursor()
         if announce or changed != before or group != group_before:
-            message = ContainerSelected(changed, group)
+            message = ContainerSelected(changed, group, rebuilt)
             if self.on_select is not None:
                 self.on_select(message)
             else:
