@@ -5,6 +5,7 @@ line and timeline. Snapshots at 160x45 and 80x24, and in monochrome."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -52,6 +53,13 @@ def add_search(store: Store) -> None:
             s.attempt(pod, "proxy", R, t + 1, Result.SUCCESS, latency=0.0005)
 
 
+def panes_for(app: Any, group: str) -> None:
+    """The right side as a line wants it: a workload's probe view on a workload's line, one
+    container's panes on a container's."""
+    assert app.query_one(WorkloadProbeView).display == bool(group)
+    assert app.query_one("#timeline").display != bool(group)
+
+
 async def test_a_workload_s_line_shows_its_probes_across_replicas() -> None:
     app, _, _ = make_app(fleet=True, observes_kubelet=True)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -84,13 +92,11 @@ async def test_keys_faster_than_frames_leave_the_panes_as_the_last_line_wants() 
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         screen = main(app)
-        view = app.query_one(WorkloadProbeView)
         for keys, group in ((("j", "j", "k"), PAYMENTS), (("j", "k", "j"), "")):
             await pilot.press(*keys)
             await pilot.pause()
             assert screen.group == group
-            assert view.display == bool(group)
-            assert app.query_one("#timeline").display != bool(group)
+            panes_for(app, group)
 
 
 async def test_a_filter_moves_the_selection_at_once_and_the_panes_a_frame_later() -> None:
@@ -104,12 +110,11 @@ async def test_a_filter_moves_the_selection_at_once_and_the_panes_a_frame_later(
         await pilot.press("slash", *"payments")
         assert screen.group == PAYMENTS  # what the keys act on: at once
         await pilot.pause()
-        assert view.display and not app.query_one("#timeline").display
+        panes_for(app, PAYMENTS)
         assert "deploy payments" in (view.border_title or "")
         await pilot.press("escape")
         await pilot.pause()
-        assert view.display == bool(screen.group)
-        assert app.query_one("#timeline").display != bool(screen.group)
+        panes_for(app, screen.group)
 
 
 async def test_a_replica_s_change_redraws_the_view() -> None:
