@@ -110,7 +110,11 @@ class Divergence:
         live: set[Key] = set()
         for pod, status in pods:
             self.check_pod(host, pod, status, now, live)
-        for key in [k for k in self._disagree if k not in live]:
+        self.forget(lambda key: key in live)
+
+    def forget(self, keep: Callable[[Key], bool]) -> None:
+        """Drop the disagreements `keep` says no to (containers no longer there)."""
+        for key in [k for k in self._disagree if not keep(k)]:
             del self._disagree[key]
 
     def check_pod(

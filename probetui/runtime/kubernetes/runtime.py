@@ -310,7 +310,7 @@ class KubernetesRuntime(Runtime):
         # between observed changes, which check their own pod as they come
         while True:
             await asyncio.sleep(self.divergence_check)
-            self.cluster_pods.check_divergence(time.time())
+            await self.cluster_pods.check_divergence()
 
     # -- reaching pods (reach.py) -----------------------------------------------------------
 

@@ -1,0 +1,96 @@
+"""The once-a-second divergence walk over every observed pod (ClusterPods.check_divergence):
+cut into steps with the event loop served between them, each pod checked once as it stands
+when its step comes, and only the disagreements of containers no longer there forgotten."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from probetui.prober.status import PodSnapshot, PodStatus
+from probetui.runtime.kubernetes.divergence import Divergence
+from probetui.runtime.kubernetes.pods import DIVERGENCE_SLICE, ClusterPods
+from probetui.spec.model import Pod
+
+
+class Recorder(Divergence):
+    """The real Divergence, its per-pod check recorded (which pods, in which loop turn)."""
+
+    def __init__(self) -> None:
+        super().__init__(via="direct", not_probed=lambda *_: None)
+        self.checked: list[tuple[str, str, int]] = []
+        self.turn = 0
+        self.keep: Any = None
+
+    def check_pod(self, host: Any, pod: Pod, status: PodStatus, now: float, live: Any) -> None:
+        self.checked.append((pod.uid, status.phase, self.turn))
+        live.add((pod.uid, "app", "readiness"))
+
+    def forget(self, keep: Any) -> None:
+        self.keep = keep
+        super().forget(keep)
+
+
+def cluster(n: int, divergence: Recorder) -> ClusterPods:
+    pods = ClusterPods(
+        selector=None,
+        via="direct",
+        nodes=None,  # type: ignore[arg-type]
+        owners=None,  # type: ignore[arg-type]
+        divergence=divergence,
+        not_probed=lambda *_: None,
+    )
+    pods.host = object()  # type: ignore[assignment]
+    for i in range(n):
+        pod = Pod(name=f"p{i}", namespace="ns", uid=f"uid-{i}", containers=())
+        pods.pods[pod.uid] = PodSnapshot(pod, PodStatus())
+    return pods
+
+
+async def test_the_walk_serves_the_loop_between_steps_and_checks_each_pod_once() -> None:
+    div = Recorder()
+    n = 3 * DIVERGENCE_SLICE + 7
+    pods = cluster(n, div)
+
+    async def count_turns() -> None:
+        while True:
+            div.turn += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count_turns())
+    try:
+        await pods.check_divergence()
+    finally:
+        counter.cancel()
+    assert sorted(uid for uid, _, _ in div.checked) == sorted(pods.pods)
+    turns = sorted({turn for _, _, turn in div.checked})
+    assert len(turns) == 4  # one step per slice of pods, another task run between each
+
+
+async def test_a_pod_changed_during_the_walk_is_checked_as_it_is_then() -> None:
+    div = Recorder()
+    pods = cluster(2 * DIVERGENCE_SLICE, div)
+    last = f"uid-{2 * DIVERGENCE_SLICE - 1}"
+
+    async def change() -> None:
+        seen = pods.pods[last]
+        pods.pods[last] = PodSnapshot(seen.pod, PodStatus(phase="Failed"))
+
+    walk = asyncio.create_task(pods.check_divergence())
+    await asyncio.sleep(0)  # the first step has run
+    await change()
+    await walk
+    assert (last, "Failed", div.turn) in div.checked
+
+
+async def test_only_disagreements_of_pods_gone_are_forgotten() -> None:
+    div = Recorder()
+    pods = cluster(DIVERGENCE_SLICE + 2, div)  # two steps, the one gone aside
+    del pods.pods["uid-1"]  # gone before the walk
+    walk = asyncio.create_task(pods.check_divergence())
+    await asyncio.sleep(0)
+    pods.pods["uid-new"] = pods.pods["uid-0"]  # come during it
+    await walk
+    key = ("app", "readiness")
+    assert div.keep(("uid-0", *key)) and div.keep(("uid-new", *key))
+    assert not div.keep(("uid-1", *key)) and not div.keep(("uid-never", *key))
