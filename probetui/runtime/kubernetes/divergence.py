@@ -105,13 +105,6 @@ class Divergence:
         for key in [k for k in self._disagree if k[0] == uid]:
             del self._disagree[key]
 
-    def check(self, host: RuntimeHost, pods: list[tuple[Pod, PodStatus]], now: float) -> None:
-        """Every pod observed: disagreements about containers no longer there are dropped."""
-        live: set[Key] = set()
-        for pod, status in pods:
-            self.check_pod(host, pod, status, now, live)
-        self.forget(lambda key: key in live)
-
     def forget(self, keep: Callable[[Key], bool]) -> None:
         """Drop the disagreements `keep` says no to (containers no longer there)."""
         for key in [k for k in self._disagree if not keep(k)]:
