@@ -102,8 +102,7 @@ class Divergence:
 
     def forget_pod(self, uid: str) -> None:
         self._read_at.pop(uid, None)
-        for key in [k for k in self._disagree if k[0] == uid]:
-            del self._disagree[key]
+        self.forget(lambda key: key[0] != uid)
 
     def forget(self, keep: Callable[[Key], bool]) -> None:
         """Drop the disagreements `keep` says no to (containers no longer there)."""
