@@ -435,13 +435,7 @@ class Recording:
         if ref is None and not self._refs_loaded:
             # all at once on the first miss: a seek asks for every probe, one query each was
             # a sixth of a first screen at 15,000 probes
-            self._refs_loaded = True
-            for i, uid, ns, name, container, probe in self._q(
-                "SELECT probes.id, pods.uid, pods.namespace, pods.name, probes.container,"
-                " probes.probe FROM probes JOIN pods ON pods.id = probes.pod_id"
-            ):
-                key = ProbeKey(uid, container, ProbeType.parse(probe))
-                self._refs[i] = ProbeRef(key, ns, name, container, probe)
+            self._load_refs()
             ref = self._refs.get(probe_id)
         if ref is None:
             rows = self._q(
@@ -455,6 +449,15 @@ class Recording:
             key = ProbeKey(uid, container, ProbeType.parse(probe))
             ref = self._refs[probe_id] = ProbeRef(key, ns, name, container, probe)
         return ref
+
+    def _load_refs(self) -> None:
+        self._refs_loaded = True
+        for i, uid, ns, name, container, probe in self._q(
+            "SELECT probes.id, pods.uid, pods.namespace, pods.name, probes.container,"
+            " probes.probe FROM probes JOIN pods ON pods.id = probes.pod_id"
+        ):
+            key = ProbeKey(uid, container, ProbeType.parse(probe))
+            self._refs[i] = ProbeRef(key, ns, name, container, probe)
 
     def _pod_of(self, pod_id: int) -> tuple[str, str, str]:
         p = self._pods.get(pod_id)
@@ -864,6 +867,27 @@ class Recording:
         out: list[Event] = []
         for _, _, pid, data, marks in self._segments(lo, hi, {probe_id}):
             out.extend(e for _, e in self._segment_events(pid, data, lo, hi, None, marks=marks))
+        return out
+
+    def probes_events(
+        self, keys: Collection[ProbeKey], since: float, until: float
+    ) -> dict[ProbeKey, list[Event]]:
+        """`probe_events(key, since, until)` of each of `keys` (those with any), in one pass
+        over the chunks of the span: a lookup per probe scanned the span's index each time
+        (15,000 probes seeking into a gap between two sessions: 17 s)."""
+        wanted = set(keys)
+        ids = {i for i, ref in self._refs.items() if ref.key in wanted}
+        if len(ids) < len(wanted):
+            self._load_refs()  # probes recorded since the refs were read
+            ids = {i for i, ref in self._refs.items() if ref.key in wanted}
+        out: dict[ProbeKey, list[Event]] = {}
+        if not ids:
+            return out
+        for _, _, pid, data, marks in self._segments(since, until, ids):
+            key = self._refs[pid].key
+            got = [e for _, e in self._segment_events(pid, data, since, until, None, marks=marks)]
+            if got:
+                out.setdefault(key, []).extend(got)
         return out
 
     def attempts(

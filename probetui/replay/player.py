@@ -167,15 +167,17 @@ class Player:
         """A probe not attempted within the seek window (its period is longer than a dense
         recording's window) stands as it did at the window's start: its last chunk before
         it, fed up to there, gives its published result, run and hold, which every record
-        carries. One lookup per such probe; none where the window holds every probe."""
+        carries. One pass over the chunks before the window for all such probes; none where the
+        window holds every probe."""
         if self._keys is None:
             self._keys = self.recording.probe_keys()
         store = self.store
-        for key in self._keys:
-            if key in store.probes or key.pod_uid not in store.pods:
-                continue
-            events = self.recording.probe_events(key, since=lo - MAX_SPAN, until=lo)
-            for e in published_by(events, lo):
+        missing = [k for k in self._keys if k not in store.probes and k.pod_uid in store.pods]
+        if not missing:
+            return
+        found = self.recording.probes_events(missing, since=lo - MAX_SPAN, until=lo)
+        for key in missing:
+            for e in published_by(found.get(key, []), lo):
                 store.event(e)
 
     def notable(self, direction: int) -> float | None:
