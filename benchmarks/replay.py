@@ -60,7 +60,11 @@ def _steady_pods(n: int) -> list[Any]:
     return out
 
 
-def write_steady(path: Path, probes: int, minutes: float, period: int) -> dict[str, Any]:
+def write_steady(
+    path: Path, probes: int, minutes: float, period: int, end: float | None = None
+) -> dict[str, Any]:
+    """`probes` steady probes for `minutes`, ending `end` (default now), appended to `path`
+    as a session of their own."""
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
@@ -73,7 +77,7 @@ def write_steady(path: Path, probes: int, minutes: float, period: int) -> dict[s
 
     pods = _steady_pods(probes)
     rounds = int(minutes * 60 / period)
-    start = time.time() - rounds * period
+    start = (time.time() if end is None else end) - rounds * period
     rng = random.Random(7)
     t0 = time.perf_counter()
     # the pods seen before their first attempts, as live: a seek then feeds them too
@@ -173,6 +177,39 @@ def screen(probes: int, minutes: float, period: int, seeks: int) -> dict[str, An
         tmp.rmdir()
 
 
+GAP_HOURS = 6.0
+GAP_MINUTES = 1.0  # each session's
+
+
+def gap_seeks(probes: int, period: int, seeks: int) -> dict[str, Any]:
+    """Seeks into the gap between two sessions `GAP_HOURS` apart (the recorder stopped for a
+    night): no probe is attempted within the window, so every one is looked for before it."""
+    from probetui.record.reader import open_recording
+    from probetui.replay.player import Player
+
+    tmp = Path(tempfile.mkdtemp(prefix="probetui-replay-bench-"))
+    path = tmp / "gap.db"
+    try:
+        now = time.time()
+        write_steady(path, probes, GAP_MINUTES, period, end=now - GAP_HOURS * 3600)
+        write_steady(path, probes, GAP_MINUTES, period, end=now)
+        with open_recording(path) as rec:
+            player = Player(rec)
+            rng = random.Random(5)
+            lo, hi = player.first + GAP_MINUTES * 60 + 60, player.last - GAP_MINUTES * 60 - 60
+            times = []
+            for _ in range(seeks):
+                at = rng.uniform(lo, hi)
+                player.seek(player.last)
+                t = time.perf_counter()
+                player.seek(at)
+                times.append(time.perf_counter() - t)
+        return {"probes": probes, "gap_hours": GAP_HOURS, "seek_s": sorted(times)}
+    finally:
+        _clean(path)
+        tmp.rmdir()
+
+
 def what_if_day() -> dict[str, Any]:
     from probetui.prober.status import PodStatus
     from probetui.record.reader import open_recording
@@ -225,12 +262,13 @@ def what_if_day() -> dict[str, Any]:
 def compute(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "screen": screen(args.probes, args.minutes, args.period, args.seeks),
+        "gap": gap_seeks(args.probes, args.period, min(args.seeks, 5)),
         "what_if": what_if_day(),
     }
 
 
 def table(result: dict[str, Any]) -> str:
-    s, w = result["screen"], result["what_if"]
+    s, w, g = result["screen"], result["what_if"], result["gap"]
 
     def spread(values: list[float]) -> str:
         return f"median {statistics.median(values) * 1000:.0f} ms, max {max(values) * 1000:.0f} ms"
@@ -250,6 +288,11 @@ def table(result: dict[str, Any]) -> str:
             "seek back",
             f"{spread(s['seek_s'])}; CPU {spread(s['seek_cpu_s'])} "
             f"(goal < {GOAL_SEEK_S * 1000:.0f} ms)",
+        ),
+        (
+            "seek into a gap",
+            f"{spread(g['seek_s'])} (between two sessions {g['gap_hours']:g} h apart: every "
+            "probe looked for before the window)",
         ),
         (
             "first slice after a seek",

@@ -177,8 +177,10 @@ class Player:
             return
         found = self.recording.probes_events(missing, since=lo - MAX_SPAN, until=lo)
         for key in missing:
-            for e in published_by(found.get(key, []), lo):
-                store.event(e)
+            events = found.get(key)
+            if events:
+                for e in published_by(events, lo):
+                    store.event(e)
 
     def notable(self, direction: int) -> float | None:
         """The time of the next (1) or previous (-1) notable moment from the cursor."""
