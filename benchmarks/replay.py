@@ -83,7 +83,7 @@ def write_steady(
     # the pods seen before their first attempts, as live: a seek then feeds them too
     recorder = Recorder(
         path,
-        SessionMeta(start, "bench", "1.35", "benchmark", "kubernetes"),
+        SessionMeta(start - 1.0, "bench", "1.35", "benchmark", "kubernetes"),
         clock=lambda: start - 1.0,
     )
     running = ContainerStatus(

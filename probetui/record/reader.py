@@ -208,6 +208,34 @@ class Recording:
                 highs.append(row[1])
         return (min(lows), max(highs)) if lows else None
 
+    def gaps(self) -> list[tuple[float, float]]:
+        """(the last thing recorded, the next session's start) for each session begun after
+        the one before it had stopped: a stretch in which nothing was recorded because no
+        recorder ran, where the replay's state is only what was last seen before it."""
+        out = []
+        for session in self.meta.sessions[1:]:
+            last = self._last_before(session.started)
+            if last is not None and last < session.started:
+                out.append((last, session.started))
+        return out
+
+    def _last_before(self, t: float) -> float | None:
+        """The latest time anything recorded before `t` covers."""
+        highs = []
+        # a chunk spans at most MAX_SPAN: the latest end is among those begun that much
+        # before the last one begun, found on the index rather than by a scan of every chunk
+        began = self._q1("SELECT MAX(t0) FROM chunks WHERE t0 < ?", (t,))
+        if began is not None:
+            highs.append(
+                self._q1(
+                    "SELECT MAX(t1) FROM chunks WHERE t0 >= ? AND t0 < ?", (began - MAX_SPAN, t)
+                )
+            )
+        for table in ("recent", "events", "statuses"):
+            highs.append(self._q1(f"SELECT MAX(t) FROM {table} WHERE t < ?", (t,)))
+        found = [min(h, t) for h in highs if h is not None]
+        return max(found) if found else None
+
     def pods(self) -> list[PodInfo]:
         return [
             PodInfo(*r)

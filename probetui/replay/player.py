@@ -71,21 +71,30 @@ NOTABLE = ("ResultChanged", "Killing", "BackOff", "Divergence")
 NOTHING_RUNS = "this is a recording: nothing is probed or paused in a replay"
 # what the threshold pane says where a live one says when the next attempt is
 NOT_RUN = "replayed"
+# the same, where the cursor is between two sessions: no recorder ran, so nothing is known
+# after what was last seen
+NOT_RECORDED = "not recorded here"
 
 
 class ReplayRuntime(Runtime):
     """What the screen asks of a runtime, answered from the recording's first session."""
 
-    def __init__(self, path: str, session: SessionMeta | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        session: SessionMeta | None,
+        gap: Callable[[], tuple[float, float] | None] = lambda: None,
+    ) -> None:
         self.source = f"replay {path}" + (f"  ({session.source})" if session else "")
         self.via = session.via or "" if session else ""
         self.observes_kubelet = session is not None and session.runtime == "kubernetes"
+        self._gap = gap
 
     async def run(self, host: RuntimeHost) -> None:  # pragma: no cover - never run
         raise RuntimeError("a replay has no runtime to run")
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
-        return NOT_RUN
+        return NOT_RECORDED if self._gap() is not None else NOT_RUN
 
 
 class Player:
@@ -103,7 +112,8 @@ class Player:
         self.store = store if store is not None else Store()
         span = recording.span()
         self.first, self.last = span if span is not None else (0.0, 0.0)
-        self.runtime = ReplayRuntime(str(recording.path), recording.meta.first)
+        self.gaps = recording.gaps()
+        self.runtime = ReplayRuntime(str(recording.path), recording.meta.first, self.gap)
         self._clock = clock
         self.playing = False
         self.speed = SPEEDS[0]
@@ -159,6 +169,13 @@ class Player:
             if was:
                 gc.enable()
         self.cursor = self._fed = t
+
+    def gap(self) -> tuple[float, float] | None:
+        """The stretch between two sessions the cursor is in (nothing recorded), if any."""
+        for a, b in self.gaps:
+            if a < self.cursor < b:
+                return a, b
+        return None
 
     def step(self, seconds: float) -> None:
         self.seek(self.cursor + seconds)
@@ -216,12 +233,13 @@ class Player:
         self.reached = None
 
     def status(self) -> str:
-        """For the top bar: REPLAY, playing or paused, the speed, and the speed reached where
-        feeding cannot keep up with it."""
+        """For the top bar: REPLAY, playing or paused, the speed, the speed reached where
+        feeding cannot keep up with it, and whether the cursor is where nothing was recorded."""
+        gap = " · not recorded here" if self.gap() is not None else ""
         if not self.playing:
-            return "REPLAY ‖"
+            return "REPLAY ‖" + gap
         slow = self.reached is not None and self.reached < 0.8 * self.speed
-        return f"REPLAY ▶ {self.speed:g}x" + (f" (at {self.reached:.0f}x)" if slow else "")
+        return f"REPLAY ▶ {self.speed:g}x" + (f" (at {self.reached:.0f}x)" if slow else "") + gap
 
     async def run(self) -> None:
         """Advance the cursor while playing, a slice at a time; stop at the recording's end.

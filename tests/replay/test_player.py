@@ -18,7 +18,7 @@ from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
 from probetui.replay.feed import feed, lookback, published
-from probetui.replay.player import NOTABLE, Player
+from probetui.replay.player import NOT_RECORDED, NOTABLE, Player
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.store import Store
 from tests.record.helpers import META, assert_same_store, attempt, record_demo
@@ -141,12 +141,18 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
     for i in range(30):
         for j, p in enumerate(pods):
             rec.event(attempt(p, 1000.0 + i + j / 100, i + 1))
-    # the second stretch, an hour on: the first had left its probes at runs 30, 2 of them off
+    rec.close()
+    # the second session, an hour on: the first had left its probes at runs 30
+    rec = Recorder(path, replace(META, started=4599.0), clock=lambda: 4599.5)
+    for p in pods:
+        rec.pod(p, PodStatus(phase="Running"))
     for i in range(5):
         for j, p in enumerate(pods):
             rec.event(attempt(p, 4600.0 + i + j / 100, i + 1, ok=j % 20 != 0))
     rec.close()
     with open_recording(path) as r:
+        last = 1029.39  # the first session's last attempt was stamped then
+        assert r.gaps() == [(pytest.approx(last), 4599.0)]
         player = Player(r, start=4604.0)
         player.window = 10.0
         passes = 0
@@ -162,6 +168,19 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         assert passes <= 2
         assert _probe_state(player.store) == _probe_state(fed_up_to(path, player.now()))
         assert {h.result_run for h in player.store.probes.values()} == {30}
+        # the screen says that nothing was recorded there, not that the probes never ran
+        assert player.gap() == (pytest.approx(last), 4599.0)
+        assert player.status() == "REPLAY ‖ · not recorded here"
+        spec = pods[0].containers[0]
+        assert player.runtime.not_probed(pods[0], spec, ProbeType.READINESS) == NOT_RECORDED
+        player.seek(4604.0)
+        assert player.gap() is None and player.status() == "REPLAY ‖"
+        assert player.runtime.not_probed(pods[0], spec, ProbeType.READINESS) == "replayed"
+
+
+def test_one_session_has_no_gaps(demo: dict[str, Any]) -> None:
+    with open_recording(demo["path"]) as rec:
+        assert rec.gaps() == []
 
 
 def test_notable_moments_and_playing(demo: dict[str, Any]) -> None:

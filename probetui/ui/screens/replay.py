@@ -39,6 +39,12 @@ class ReplayScreen(MainScreen):
     def _moved(self, what: str = "") -> None:
         # the store was refilled or fed: the next poll redraws what changed
         self.poll()
+        gap = self.player.gap()
+        if gap is not None:
+            # the panes show what was last seen before the recorder stopped: say so
+            when = self.ctx.date_time
+            stopped = f"nothing recorded {when(gap[0])} to {when(gap[1])}: no recorder ran"
+            what = stopped  # the clock says where the cursor is
         if what:
             self.say(what)
 

@@ -303,19 +303,22 @@ class ThresholdPane(LineCached):
         if gate:
             text.append(" · ")
             text.append(gate, style=g.WARN)
-        text.append(" · ")
-        text.append(
-            run_words(
-                pt,
-                probe,
-                pod,
-                container,
-                published=published,
-                last_result=state[0],
-                result_run=state[1],
-                on_hold=state[2],
+        if h is not None or not_probed is None:
+            # a probe never run here has no run to put in words: the reason it is not run says
+            # why there is no result (not that the container was never created)
+            text.append(" · ")
+            text.append(
+                run_words(
+                    pt,
+                    probe,
+                    pod,
+                    container,
+                    published=published,
+                    last_result=state[0],
+                    result_run=state[1],
+                    on_hold=state[2],
+                )
             )
-        )
 
         # line 3: what the settings mean, latency against the timeout, the target dialled
         text.append("\n   ")
