@@ -41,10 +41,10 @@ class ReplayScreen(MainScreen):
         self.poll()
         gap = self.player.gap()
         if gap is not None:
-            # the panes show what was last seen before the recorder stopped: say so
+            # the panes show what was last seen before the recorder stopped: say so, in place
+            # of where the cursor is (the clock says that)
             when = self.ctx.date_time
-            stopped = f"nothing recorded {when(gap[0])} to {when(gap[1])}: no recorder ran"
-            what = stopped  # the clock says where the cursor is
+            what = f"nothing recorded {when(gap[0])} to {when(gap[1])}: no recorder ran"
         if what:
             self.say(what)
 
