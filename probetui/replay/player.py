@@ -113,6 +113,8 @@ class Player:
         span = recording.span()
         self.first, self.last = span if span is not None else (0.0, 0.0)
         self.gaps = recording.gaps()
+        # how the top bar words a time (the screen's zone); None: a gap is not given its ends
+        self.clock_words: Callable[[float], str] | None = None
         self.runtime = ReplayRuntime(str(recording.path), recording.meta.first, self.gap)
         self._clock = clock
         self.playing = False
@@ -235,7 +237,12 @@ class Player:
     def status(self) -> str:
         """For the top bar: REPLAY, playing or paused, the speed, the speed reached where
         feeding cannot keep up with it, and whether the cursor is where nothing was recorded."""
-        gap = " · not recorded here" if self.gap() is not None else ""
+        gap = ""
+        if (span := self.gap()) is not None:
+            words = self.clock_words
+            gap = " · not recorded " + (
+                f"{words(span[0])}-{words(span[1])}" if words is not None else "here"
+            )
         if not self.playing:
             return "REPLAY ‖" + gap
         slow = self.reached is not None and self.reached < 0.8 * self.speed

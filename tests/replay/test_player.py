@@ -171,6 +171,8 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         # the screen says that nothing was recorded there, not that the probes never ran
         assert player.gap() == (pytest.approx(last), 4599.0)
         assert player.status() == "REPLAY ‖ · not recorded here"
+        player.clock_words = lambda t: f"{t:.2f}"  # the screen's clock, on the replay screen
+        assert player.status() == "REPLAY ‖ · not recorded 1029.39-4599.00"
         spec = pods[0].containers[0]
         assert player.runtime.not_probed(pods[0], spec, ProbeType.READINESS) == NOT_RECORDED
         player.seek(4604.0)

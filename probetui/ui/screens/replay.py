@@ -26,6 +26,7 @@ class ReplayScreen(MainScreen):
     def __init__(self, ctx: UIContext, player: Player) -> None:
         super().__init__(ctx)
         self.player = player
+        player.clock_words = ctx.clock  # the top bar names a gap's ends in the screen's zone
         self.goto_box = Input(placeholder="go to: 03:10, -6h, +10m, 2026-03-01T03:10", id="goto")
 
     def compose(self) -> ComposeResult:
@@ -39,12 +40,6 @@ class ReplayScreen(MainScreen):
     def _moved(self, what: str = "") -> None:
         # the store was refilled or fed: the next poll redraws what changed
         self.poll()
-        gap = self.player.gap()
-        if gap is not None:
-            # the panes show what was last seen before the recorder stopped: say so, in place
-            # of where the cursor is (the clock says that)
-            when = self.ctx.date_time
-            what = f"nothing recorded {when(gap[0])} to {when(gap[1])}: no recorder ran"
         if what:
             self.say(what)
 
