@@ -128,13 +128,10 @@ def test_a_seek_with_a_short_window_keeps_each_probes_state(demo: dict[str, Any]
             assert got == full
 
 
-def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> None:
-    """The recorder was stopped for a while (a night; two sessions in one file): a seek into
-    the gap finds no probe attempted within the window, so every probe stands as its last
-    chunk before the window left it, as feeding everything up to there does. Those chunks
-    are read in one pass, not one lookup per probe (15,000 probes: 17 s a seek)."""
-    path = tmp_path / "gap.db"
-    pods = [steady_pod(i) for i in range(40)]
+def _two_sessions(path: Path, n: int) -> list[Pod]:
+    """`n` probes attempted for 30 s from 1000, then a second session from 4599 (an hour on,
+    the recorder stopped in between) for 5 s: the first left every probe at run 30."""
+    pods = [steady_pod(i) for i in range(n)]
     rec = Recorder(path, META, clock=lambda: 999.0)
     for p in pods:
         rec.pod(p, PodStatus(phase="Running"))
@@ -142,7 +139,6 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         for j, p in enumerate(pods):
             rec.event(attempt(p, 1000.0 + i + j / 100, i + 1))
     rec.close()
-    # the second session, an hour on: the first had left its probes at runs 30
     rec = Recorder(path, replace(META, started=4599.0), clock=lambda: 4599.5)
     for p in pods:
         rec.pod(p, PodStatus(phase="Running"))
@@ -150,6 +146,16 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         for j, p in enumerate(pods):
             rec.event(attempt(p, 4600.0 + i + j / 100, i + 1, ok=j % 20 != 0))
     rec.close()
+    return pods
+
+
+def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> None:
+    """The recorder was stopped for a while (a night; two sessions in one file): a seek into
+    the gap finds no probe attempted within the window, so every probe stands as its last
+    chunk before the window left it, as feeding everything up to there does. Those chunks
+    are read in one pass, not one lookup per probe (15,000 probes: 17 s a seek)."""
+    path = tmp_path / "gap.db"
+    pods = _two_sessions(path, 40)
     with open_recording(path) as r:
         last = 1029.39  # the first session's last attempt was stamped then
         assert r.gaps() == [(pytest.approx(last), 4599.0)]
@@ -340,6 +346,39 @@ async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
             assert player.speed == 100.0
             await pilot.press("x")
             assert not player.playing
+
+
+async def test_the_replay_screen_in_a_gap_says_nothing_was_recorded(tmp_path: Path) -> None:
+    """Between two sessions the top bar names the stretch nothing was recorded in, and the
+    threshold pane says the probe was not recorded there, not that its container was never
+    created (the store holds no attempt of it: the first session is over 10 minutes back)."""
+    from probetui.ui.app import ProbeApp
+    from probetui.ui.screens.replay import ReplayScreen
+    from probetui.ui.widgets.header import TopBar
+    from probetui.ui.widgets.threshold import ThresholdPane
+
+    path = tmp_path / "gap.db"
+    _two_sessions(path, 3)
+    with open_recording(path) as rec:
+        player = Player(rec, start=3000.0)
+        app = ProbeApp(
+            player,
+            player.store,
+            now=player.now,
+            pace_gc=False,
+            make_screen=lambda ctx: ReplayScreen(ctx, player),
+        )
+        async with app.run_test(size=(160, 45)) as pilot:
+            await pilot.pause()
+            ctx = app.ctx
+            bar = app.query_one(TopBar).render().plain
+            assert f"REPLAY ‖ · not recorded {ctx.clock(1029.39)}-{ctx.clock(4599.0)}" in bar
+            pane = app.query_one(ThresholdPane).render().plain  # type: ignore[attr-defined]
+            assert "not recorded here" in pane and "has not been created" not in pane
+            player.seek(4604.0)
+            app.screen._moved()  # type: ignore[attr-defined]
+            await pilot.pause()
+            assert "not recorded" not in app.query_one(TopBar).render().plain
 
 
 def _web_replica() -> Pod:
