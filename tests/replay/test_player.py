@@ -301,24 +301,30 @@ def test_nothing_runs_in_a_replay(demo: dict[str, Any]) -> None:
         assert player.runtime.not_probed(entry.pod, c, ProbeType.READINESS) == "replayed"
 
 
+def _replay_app(player: Player) -> Any:
+    """The replay screen over `player`, as `probetui replay` builds it."""
+    from probetui.ui.app import ProbeApp
+    from probetui.ui.screens.replay import ReplayScreen
+
+    return ProbeApp(
+        player,
+        player.store,
+        now=player.now,
+        pace_gc=False,
+        make_screen=lambda ctx: ReplayScreen(ctx, player),
+    )
+
+
 async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
     """The top bar says REPLAY and the cursor's day and time; `]` and `[` move to notable
     moments, `,` and `.` by ten seconds, `@` takes a typed time; `t` and space say why they
     do nothing; `x` plays."""
-    from probetui.ui.app import ProbeApp
-    from probetui.ui.screens.replay import ReplayScreen
     from probetui.ui.widgets.header import TopBar
 
     with open_recording(demo["path"]) as rec:
         player = Player(rec, start=rec.span()[0])  # type: ignore[index]
         notable = [e.t for e in rec.events(types=NOTABLE)]
-        app = ProbeApp(
-            player,
-            player.store,
-            now=player.now,
-            pace_gc=False,
-            make_screen=lambda ctx: ReplayScreen(ctx, player),
-        )
+        app = _replay_app(player)
         async with app.run_test(size=(160, 45)) as pilot:
             await pilot.pause()
             bar = app.query_one(TopBar)
@@ -352,8 +358,6 @@ async def test_the_replay_screen_in_a_gap_says_nothing_was_recorded(tmp_path: Pa
     """Between two sessions the top bar names the stretch nothing was recorded in, and the
     threshold pane says the probe was not recorded there, not that its container was never
     created (the store holds no attempt of it: the first session is over 10 minutes back)."""
-    from probetui.ui.app import ProbeApp
-    from probetui.ui.screens.replay import ReplayScreen
     from probetui.ui.widgets.header import TopBar
     from probetui.ui.widgets.threshold import ThresholdPane
 
@@ -361,13 +365,7 @@ async def test_the_replay_screen_in_a_gap_says_nothing_was_recorded(tmp_path: Pa
     _two_sessions(path, 3)
     with open_recording(path) as rec:
         player = Player(rec, start=3000.0)
-        app = ProbeApp(
-            player,
-            player.store,
-            now=player.now,
-            pace_gc=False,
-            make_screen=lambda ctx: ReplayScreen(ctx, player),
-        )
+        app = _replay_app(player)
         async with app.run_test(size=(160, 45)) as pilot:
             await pilot.pause()
             ctx = app.ctx
