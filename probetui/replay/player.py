@@ -202,7 +202,18 @@ class Player:
                     store.event(e)
 
     def notable(self, direction: int) -> float | None:
-        """The time of the next (1) or previous (-1) notable moment from the cursor."""
+        """The time of the next (1) or previous (-1) notable moment from the cursor: an event
+        of `NOTABLE`, or either end of a gap between sessions (a night without a recorder
+        would otherwise be crossed only by playing through it)."""
+        found = self._notable_event(direction)
+        ends = [t for gap in self.gaps for t in gap]
+        if direction > 0:
+            ends = [t for t in ends if t >= just_after(self.cursor)]
+            return min([*ends, found] if found is not None else ends, default=None)
+        ends = [t for t in ends if t < self.cursor - 1e-6]
+        return max([*ends, found] if found is not None else ends, default=None)
+
+    def _notable_event(self, direction: int) -> float | None:
         if direction > 0:
             for e in self.recording.events(since=just_after(self.cursor), types=NOTABLE):
                 return e.t

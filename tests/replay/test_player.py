@@ -186,6 +186,24 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         assert player.runtime.not_probed(pods[0], spec, ProbeType.READINESS) == "replayed"
 
 
+def test_the_notable_moments_take_in_a_gaps_ends(tmp_path: Path) -> None:
+    """`]` and `[` stop where the recorder stopped and where it began again, so that a night
+    without a recorder is crossed in two keys rather than by playing through it."""
+    path = tmp_path / "gap.db"
+    _two_sessions(path, 3)
+    with open_recording(path) as r:
+        player = Player(r, start=1010.0)
+        moments = []
+        while (t := player.jump(1)) is not None:
+            moments.append(t)
+        last = 1029.02  # the first session's last attempt: the third probe's at 29 s
+        assert moments == [pytest.approx(last), 4599.0]
+        player.seek(4604.0)
+        assert player.jump(-1) == 4599.0
+        assert player.jump(-1) == pytest.approx(last)
+        assert player.jump(-1) is None
+
+
 def test_one_session_has_no_gaps(demo: dict[str, Any]) -> None:
     with open_recording(demo["path"]) as rec:
         assert rec.gaps() == []
@@ -370,7 +388,7 @@ async def test_the_replay_screen_in_a_gap_says_nothing_was_recorded(tmp_path: Pa
             await pilot.pause()
             ctx = app.ctx
             bar = app.query_one(TopBar).render().plain
-            assert f"REPLAY ‖ · not recorded {ctx.clock(1029.39)}-{ctx.clock(4599.0)}" in bar
+            assert f"REPLAY ‖ · not recorded {ctx.clock(1029.02)}-{ctx.clock(4599.0)}" in bar
             pane = app.query_one(ThresholdPane).render().plain  # type: ignore[attr-defined]
             assert "not recorded here" in pane and "has not been created" not in pane
             player.seek(4604.0)
