@@ -883,19 +883,9 @@ class Recording:
         self, key: ProbeKey, since: float | None = None, until: float | None = None
     ) -> list[Event]:
         """One probe's items (attempts, skips, result changes, worker states), in order."""
-        probe_id = self._q1(
-            "SELECT probes.id FROM probes JOIN pods ON pods.id = probes.pod_id"
-            " WHERE pods.uid = ? AND probes.container = ? AND probes.probe = ?",
-            (key.pod_uid, key.container, key.probe_type.key),
-        )
-        if probe_id is None:
-            return []
         lo = -math.inf if since is None else since
         hi = math.inf if until is None else until
-        out: list[Event] = []
-        for _, _, pid, data, marks in self._segments(lo, hi, {probe_id}):
-            out.extend(e for _, e in self._segment_events(pid, data, lo, hi, None, marks=marks))
-        return out
+        return self.probes_events([key], lo, hi).get(key, [])
 
     def probes_events(
         self, keys: Collection[ProbeKey], since: float, until: float

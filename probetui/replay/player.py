@@ -83,7 +83,7 @@ class ReplayRuntime(Runtime):
         self,
         path: str,
         session: SessionMeta | None,
-        gap: Callable[[], tuple[float, float] | None] = lambda: None,
+        gap: Callable[[], tuple[float, float] | None],
     ) -> None:
         self.source = f"replay {path}" + (f"  ({session.source})" if session else "")
         self.via = session.via or "" if session else ""
