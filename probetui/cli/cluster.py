@@ -129,7 +129,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=parse_shards,
         default=None,  # auto; None so that flags_given sees it only when given
         metavar="N|auto",
-        help="probe in N shard processes fed by one watch (--via direct); default auto: in "
+        help="probe in N shard processes fed by one watch; default auto: in "
         "this process, the pods being unknown before the first list",
     )
     add_summary_arguments(g, prefix="k8s_")

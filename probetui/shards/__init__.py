@@ -16,6 +16,7 @@ Two ways a shard gets its pods:
   shard that probes it: the shard runs `LocalRuntime` over its own pods.
 - fed (`fed.py`): the source runs once in the parent and each pod snapshot and manager call
   goes to the owning shard, which never reaches the source itself: the cluster view
-  (`cluster.py`: one list/watch, `--via direct`; the divergence check reads the shards'
-  verdicts, `verdicts.py`) and the benchmark's synthetic source.
+  (`cluster.py`: one list/watch; the divergence check reads the shards' verdicts,
+  `verdicts.py`; exec, port-forward and proxy attempts on the shard's own API clients) and the
+  benchmark's synthetic source.
 """

@@ -14,8 +14,8 @@ from a `Verdicts` (`verdicts.py`), the same shapes the in-process manager has.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from probetui.prober.clock import Clock, LoopClock
 from probetui.prober.status import PodStatus
@@ -25,6 +25,9 @@ from probetui.shards.verdicts import Verdicts
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.stream.codec import PodReader
 from probetui.stream.protocol import MGR, POD
+
+if TYPE_CHECKING:
+    from probetui.probe.exec import ExecRunner
 
 # -- the parent's side ------------------------------------------------------------------------
 
@@ -115,9 +118,9 @@ class RouterHost:
 
 class FedRuntime(Runtime):
     """A shard's runtime in fed mode: the parent's frames, applied in order. Probes dial what
-    the pod names (the pod IP): only a source whose pods are reachable directly can be fed.
-    `reach` (the cluster's settings, `cluster.reach_settings`): which probes run follows the
-    parent's rules (read-only, exec), and the attempts are labelled with its path."""
+    the pod names (the pod IP); `reach` (the cluster's settings, `cluster.reach_settings`):
+    which probes run follows the parent's rules (read-only, exec), the attempts are labelled
+    with its path, and those that go through the API server go on the shard's own clients."""
 
     via = "direct"
 
@@ -156,12 +159,38 @@ class FedRuntime(Runtime):
             return self.via
         return self._reach.attempt_via(container, probe_type)
 
+    # the paths through the API server (exec, port-forward, proxy) are the shard's own
+    def reach(  # type: ignore[override]
+        self, pod: Pod, container: Container, host: str, port: int
+    ) -> Coroutine[Any, Any, tuple[str, int]]:
+        if self._reach is None:
+            return super().reach(pod, container, host, port)
+        return self._reach.reach(pod, container, host, port)
+
+    @property  # type: ignore[override]
+    def close_linger(self) -> float:
+        return self._reach.close_linger if self._reach is not None else 0.0
+
+    def reach_lingered(self, dialled: str) -> float:
+        return self._reach.reach_lingered(dialled) if self._reach is not None else 0.0
+
+    def reach_refused(self, dialled: str) -> str | None:
+        return self._reach.reach_refused(dialled) if self._reach is not None else None
+
+    def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
+        return self._reach.exec_runner(pod, container) if self._reach is not None else None
+
     def feed(self, frame: dict[str, Any]) -> None:
         self._frames.put_nowait(frame)
 
     async def run(self, host: RuntimeHost) -> None:
-        while True:
-            self.apply(host, await self._frames.get())
+        try:
+            while True:
+                self.apply(host, await self._frames.get())
+        finally:
+            # cancelled after the workers have stopped (Engine.run): nothing is in flight
+            if self._reach is not None:
+                await self._reach.close()
 
     def apply(self, host: RuntimeHost, frame: dict[str, Any]) -> None:
         if frame["k"] == POD:

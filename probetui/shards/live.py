@@ -121,9 +121,7 @@ def shards_problem(runtime: Runtime, shards: int | str) -> str | None:
     if not shards or isinstance(runtime, LocalRuntime):
         return None
     if _is_cluster(runtime):
-        from probetui.shards.cluster import via_problem
-
-        return via_problem(runtime, shards)
+        return None
     return f"--shards {shards}: this source does not run sharded; drop --shards"
 
 
@@ -180,7 +178,7 @@ def _cluster_pool(
     headless: bool,
 ) -> Any:
     """The cluster view in fed mode: the watch runs here once, the shards probe (cluster.py)."""
-    from probetui.shards.cluster import EXEC_NOT_RUN, is_exec, reach_settings
+    from probetui.shards.cluster import reach_settings
     from probetui.shards.pool import ShardPool
 
     pool = ShardPool(
@@ -193,14 +191,7 @@ def _cluster_pool(
         say=say,
         reach=reach_settings(runtime),
     )
-    # the parent says once per probe what the shards will not run (its ProbeNotRun line)
-    runtime.unrunnable = lambda pod, container, probe_type: (
-        EXEC_NOT_RUN if is_exec(container, probe_type) else None
-    )
-    say(
-        f"the prober runs in {shards} shard process(es) fed by one watch (--shards {shards}); "
-        "exec probes are not run sharded"
-    )
+    say(f"the prober runs in {shards} shard process(es) fed by one watch (--shards {shards})")
     pool.runtime.label = f" · {shards} shards"
     return pool
 

@@ -5,6 +5,10 @@ namespace), `--via port-forward` (pods/portforward: apiserver, kubelet, containe
 inside the pod's namespace) and `--via proxy` (pods/proxy: the apiserver dials the pod). Exec
 probes go through pods/exec on every path. For each probe the set of (outcome, output, error)
 must be the same as direct; proxy carries HTTP only, and says so for the others.
+
+Then the same three again with `--shards 1`: the watch in probetui's process, the attempts in
+a shard process, which opens its own API clients for pods/exec, pods/portforward and
+pods/proxy from the same kubeconfig; the answers must be the direct ones still.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 
 NS = "paths"
 VIAS = ("direct", "port-forward", "proxy")
+SHARDED = " sharded"
 SECONDS = 25
 
 
@@ -32,15 +37,22 @@ def runs(cluster: Cluster) -> Iterator[dict[str, Run]]:
     cluster.apply(path_pod_set(NS))
     cluster.wait_running(NS, 60)
     tmp = cluster.workdir("paths")
-    started = {via: start(cluster, tmp, "-n", NS, "--via", via, name=via) for via in VIAS}
-    try:
-        for run in started.values():
-            wait_listed(run, 60)
-        time.sleep(SECONDS)
-    finally:
-        for run in started.values():
-            stop(run)
-    yield started
+    done: dict[str, Run] = {}
+    # one batch at a time: six shadows and three shards at once would starve the 2 cores
+    for suffix, extra in (("", ()), (SHARDED, ("--shards", "1"))):
+        started = {
+            via + suffix: start(cluster, tmp, "-n", NS, "--via", via, *extra, name=via + suffix)
+            for via in VIAS
+        }
+        try:
+            for run in started.values():
+                wait_listed(run, 60)
+            time.sleep(SECONDS)
+        finally:
+            for run in started.values():
+                stop(run)
+        done.update(started)
+    yield done
 
 
 def _answers(run: Run, pod: str) -> set[tuple[Any, ...]]:
@@ -60,19 +72,27 @@ def test_every_path_ran_cleanly(runs: dict[str, Run]) -> None:
         assert "Traceback" not in run.stderr, (via, run.stderr[-3000:])
 
 
-@pytest.mark.parametrize("via", ["port-forward", "proxy"])
+@pytest.mark.parametrize(
+    "via", ["port-forward", "proxy", *(via + SHARDED for via in VIAS)], ids=lambda v: v.strip()
+)
 @pytest.mark.parametrize("pod", PODS)
 def test_a_path_answers_as_a_direct_attempt(runs: dict[str, Run], via: str, pod: str) -> None:
     direct = _answers(runs["direct"], pod)
     assert len(direct) == 1, direct  # stable targets: one answer, every time
-    if via == "proxy" and pod in ("tcp-open", "tcp-closed", "grpc"):
+    path = via.removesuffix(SHARDED)
+    if path == "proxy" and pod in ("tcp-open", "tcp-closed", "grpc"):
         (skip,) = runs[via].of("ProbeNotRun", pod=pod)
         assert "HTTP probes only" in skip["reason"]
         return
     assert _answers(runs[via], pod) == direct
     assert {a["via"] for a in runs[via].of("ProbeAttempt", pod=pod)} == {
-        "pods/exec" if pod.startswith("exec") else via
+        "pods/exec" if pod.startswith("exec") else path
     }
+
+
+def test_the_sharded_runs_ran_in_a_shard(runs: dict[str, Run]) -> None:
+    for via in VIAS:
+        assert "the prober runs in 1 shard process(es)" in runs[via + SHARDED].stderr
 
 
 def test_the_direct_answers_are_the_kubelets(runs: dict[str, Run]) -> None:

@@ -23,11 +23,13 @@ from typing import Any
 import pytest
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION
+from probetui.probe.util import ReachError
 from probetui.prober.worker import ProbeKey
-from probetui.shards.cluster import EXEC_NOT_RUN
+from probetui.shards.cluster import ShardReach, reach_settings
 from probetui.shards.live import make_engine, shards_problem
 from probetui.shards.pool import ShardPool
 from probetui.spec.model import ProbeType
+from probetui.spec.parse import pod_from_object
 from tests.cli.test_cluster import _env, run_probetui
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import HttpTarget, api, http_target
@@ -102,11 +104,9 @@ async def sharded(api: ApiEmulator, tmp_path: Path, shards: int = 2) -> AsyncIte
             await task
 
 
-def test_only_direct_runs_sharded(api: ApiEmulator, tmp_path: Path) -> None:
-    assert shards_problem(make_runtime(api, tmp_path, via="direct"), 2) is None
-    for via in ("port-forward", "proxy"):
-        problem = shards_problem(make_runtime(api, tmp_path, via=via), 2)
-        assert problem is not None and "--via direct" in problem and "drop --shards" in problem
+def test_every_via_runs_sharded(api: ApiEmulator, tmp_path: Path) -> None:
+    for via in ("direct", "port-forward", "proxy"):
+        assert shards_problem(make_runtime(api, tmp_path, via=via), 2) is None
 
 
 async def test_sharded_divergence_is_marked_and_cleared(
@@ -167,20 +167,107 @@ async def test_sharded_run_prints_the_same_event_kinds_per_pod(
     assert api.count_requests(verb="watch") - watches == watches
 
 
-async def test_sharded_exec_probes_are_not_run_and_say_why(
+async def test_sharded_exec_probes_run_in_the_shard_through_pods_exec(
     api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
 ) -> None:
+    """Each shard opens its own API clients for pods/exec, from the same kubeconfig; the
+    parent's list and watch stay the only ones (the shards neither list nor watch)."""
     _pods(api, http_target.port, count=2, exec_liveness=True)
     config = api.kubeconfig(tmp_path / "kubeconfig")
     args = ("-n", "default", "--via", "direct", "--no-ui", "--output", "jsonl", "--shards", "2")
-    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), "--duration", "3")
+    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), "--duration", "4")
     assert code == 0, err
-    not_run = [x for x in lines if x["type"] == "ProbeNotRun"]
-    assert {(x["pod"], x["probe"]) for x in not_run} == {("web0", "liveness"), ("web1", "liveness")}
-    assert all(x["reason"] == EXEC_NOT_RUN for x in not_run)
-    assert not [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "liveness"]
-    assert [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "readiness"]
-    assert api.count_requests(subresource="exec") == 0
+    assert not [x for x in lines if x["type"] == "ProbeNotRun"]
+    live = [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "liveness"]
+    assert {x["pod"] for x in live} == {"web0", "web1"}
+    assert {x["outcome"] for x in live} == {"success"}
+    assert {x["via"] for x in live} == {"pods/exec"}
+    assert api.count_requests(subresource="exec") >= len(live)
+    assert api.count_requests(verb="list", resource="pods") == 1
+    assert api.count_requests(verb="watch", resource="pods") == 1
+
+
+@pytest.mark.parametrize("via", ["port-forward", "proxy"])
+async def test_port_forward_and_proxy_run_sharded_and_answer_as_direct(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget, via: str
+) -> None:
+    _pods(api, http_target.port, count=2)
+    for i in range(2):
+        api.map_port(f"web{i}", http_target.port, http_target.port)
+    config = api.kubeconfig(tmp_path / "kubeconfig")
+    args = ("-n", "default", "--via", via, "--no-ui", "--output", "jsonl", "--shards", "2")
+    code, lines, err = await run_probetui(*args, "--kubeconfig", str(config), "--duration", "4")
+    assert code == 0, err
+    attempts = [x for x in lines if x["type"] == "ProbeAttempt"]
+    assert {(x["pod"], x["probe"]) for x in attempts} == {
+        (f"web{i}", p) for i in range(2) for p in ("readiness", "liveness")
+    }
+    assert {(x["outcome"], x.get("statusCode")) for x in attempts} == {("success", 200)}
+    assert {x["via"] for x in attempts} == {via}
+    sub = "portforward" if via == "port-forward" else "proxy"
+    assert api.count_requests(subresource=sub) >= len(attempts)
+
+
+def test_a_shard_that_cannot_resolve_the_cluster_says_why_on_its_attempts(
+    tmp_path: Path,
+) -> None:
+    """The kubeconfig gone since the start: the shard's exec and port-forward attempts are
+    errors naming it (errors, not failures: a path that fails never kills a container)."""
+
+    settings = {
+        "via": "port-forward",
+        "read_only": False,
+        "in_cluster": False,
+        "files": [str(tmp_path / "gone")],
+        "context": "c",
+        "namespace": "default",
+        "server": "https://127.0.0.1:1",
+    }
+    reach = ShardReach(settings)
+    p = pod_from_object(make_pod("web0", containers=[container("app", ports=(80,))]), "test")
+    c = p.containers[0]
+
+    async def attempts() -> tuple[Any, BaseException | None]:
+        out = await reach.exec_runner(p, c)(["true"], 1.0)
+        try:
+            await reach.reach(p, c, "10.0.0.1", 80)
+        except ReachError as e:
+            return out, e
+        return out, None
+
+    out, err = asyncio.run(attempts())
+    assert out.exit_code is None and out.error is not None
+    assert out.error.startswith("the shard cannot reach the API server: ")
+    assert "kubeconfig" in out.error
+    assert err is not None and str(err) == out.error
+    assert not reach.connected
+
+
+async def test_attempts_that_meet_an_unconnected_shard_together_share_its_connect(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """Found on the real cluster: the second of two attempts at a shard's start went on before
+    the first had handed the clients to the reacher."""
+    _pods(api, http_target.port, count=1)
+    api.map_port("web0", http_target.port, http_target.port)
+    runtime = make_runtime(api, tmp_path, via="port-forward")
+    reach = ShardReach(reach_settings(runtime))
+    p = pod_from_object(api.store.get("pods", "default", "web0"), "test")
+    c = p.containers[0]
+    try:
+        first = asyncio.ensure_future(reach.reach(p, c, "10.0.0.1", http_target.port))
+        # the moment of the bug: one client made, the other not yet
+        async with asyncio.timeout(10):
+            while len(reach._clients) != 1:  # noqa: ASYNC110 - every turn of the loop
+                await asyncio.sleep(0)
+        # awaited here, not in a task: it asks at once, while the connect is half done
+        second = await reach.reach(p, c, "10.0.0.1", http_target.port)
+        got = [await first, second, await reach.exec_runner(p, c)(["true"], 2.0)]
+    finally:
+        await reach.close()
+    assert [host for host, _ in got[:2]] == ["127.0.0.1", "127.0.0.1"]
+    assert got[2].exit_code == 0
+    assert api.count_requests(subresource="portforward") == 2
 
 
 async def test_read_only_sharded_run_sends_only_gets(
@@ -200,18 +287,6 @@ async def test_read_only_sharded_run_sends_only_gets(
     assert [x for x in lines if x["type"] == "ProbeAttempt" and x["probe"] == "readiness"]
     not_run = {x["pod"]: x["reason"] for x in lines if x["type"] == "ProbeNotRun"}
     assert set(not_run) == {"web0", "web1"} and all("read-only" in r for r in not_run.values())
-
-
-def test_port_forward_with_shards_is_refused_in_one_line(
-    api: ApiEmulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from probetui.cli import main
-
-    config = api.kubeconfig(tmp_path / "kubeconfig")
-    code = main(["-n", "default", "--no-ui", "--shards", "2", "--kubeconfig", str(config)])
-    assert code == 2
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "--via port-forward" in line and "--via direct" in line
 
 
 def _children(pid: int) -> list[int]:

@@ -109,8 +109,6 @@ class KubernetesRuntime(Runtime):
         self.on_note: Callable[[str], None] | None = None
         self.pods_reflector: Reflector | None = None
         self.events_reflector: Reflector | None = None
-        # probes the engine cannot run where it runs (in shards: exec), and why; None: all
-        self.unrunnable: Callable[[Pod, Container, ProbeType], str | None] | None = None
 
     @property
     def pods(self) -> dict[str, PodSnapshot]:
@@ -315,10 +313,7 @@ class KubernetesRuntime(Runtime):
     # -- reaching pods (reach.py) -----------------------------------------------------------
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
-        reason = self.reacher.not_probed(pod, container, probe_type)
-        if reason is None and self.unrunnable is not None:
-            return self.unrunnable(pod, container, probe_type)
-        return reason
+        return self.reacher.not_probed(pod, container, probe_type)
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
         """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`."""
