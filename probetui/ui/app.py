@@ -31,6 +31,7 @@ from probetui.ui.controls import Controls
 from probetui.ui.gcpace import GcPacer
 from probetui.ui.screens.help import HelpScreen, key_rows
 from probetui.ui.screens.main import MainScreen
+from probetui.ui.strips import install as install_strips
 from probetui.ui.themes import DEFAULT_THEME, PROBETUI_THEMES
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class ProbeApp(App[None]):
         archive: HistoryArchive | None = None,
     ) -> None:
         super().__init__()
+        # every line drawn would otherwise be freed only by the cyclic collector (ui/strips.py)
+        install_strips()
         self.make_screen = make_screen or MainScreen
         # polled with the store: a line to show once (the recorder's full disk, say)
         self.notices = list(notices or [])

@@ -15,11 +15,13 @@ live as long as the process, so they are frozen out of the collector's way (`gc.
   have come or gone and every 20 s given a quiet moment; and, so that memory stays bounded
   when keys never stop, every `force` seconds (two minutes) whatever the keys do. In
   benchmarks/fleet the collector's own full passes free 5,000-10,000 objects of cyclic garbage
-  every few seconds (Textual's segments, strips and caches, mostly); what of that dies frozen
-  waits for the next full pass, and the longer the wait the longer the pass: with keys every
-  0.2-0.5 s for 150 s, peak RSS went 194 -> 269 MB and the forced pass at 2 min took 952 ms.
-  Frequent quiet passes keep each one short; a key stream that never pauses for 2 s still
-  pays that forced pass.
+  every few seconds; what of that dies frozen waits for the next full pass, and the longer the
+  wait the longer the pass: with keys every 0.2-0.5 s for 150 s, peak RSS went 194 -> 269 MB
+  and the forced pass at 2 min took 952 ms. Nearly all of it was Textual's strips holding
+  themselves in their own caches, which `ui/strips.py` stops (benchmarks/ui, the pass forced
+  every 60 s: 10,000-23,000 objects and 104-139 ms a pass, from 191,000-394,000 and
+  265-438 ms). Frequent quiet passes keep each one short; a key stream that never pauses for
+  2 s still pays the forced pass, now about the walk of the live heap.
 
 Frozen objects are still freed by reference counting; only cycles among them wait for the
 next full pass.
