@@ -59,6 +59,7 @@ from probetui.record.snapshot import status_from_json
 from probetui.spec.encode import decode, owner_of
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
+from probetui.timeline.store import Store
 
 # a filter of more ids than this is applied in Python rather than in an SQL IN (...)
 _SQL_IN_LIMIT = 500
@@ -107,6 +108,12 @@ class Pending:
             template, ref, item = b
             b = self._build = template.event(ref, item)
         return b  # type: ignore[no-any-return]
+
+    def feed(self, store: Store) -> None:
+        """`store.event(self.event())`, a recorded doProbe fed without building its event."""
+        b = self._build
+        if type(b) is not tuple or not b[0].feed(store, b[1], b[2]):
+            store.event(self.event())
 
 
 # seconds of chunk starts (and of kubelet rows) a stream reads per query: no query stays open

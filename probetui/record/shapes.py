@@ -23,6 +23,7 @@ from probetui.timeline.events import (
     result_fields,
     skipped_fields,
 )
+from probetui.timeline.store import RecordShape, Store, record_shape
 
 # which event type each item kind is
 EVENT_TYPE = {
@@ -51,7 +52,7 @@ def _result(value: int | None) -> ResultValue | None:
 
 
 class Template:
-    __slots__ = ("_fields", "attempt", "head", "kind", "outcome", "state", "via")
+    __slots__ = ("_fields", "_shape", "attempt", "head", "kind", "outcome", "state", "via")
 
     def __init__(self, body: list[Any], text: Callable[[int | None], str | None]) -> None:
         self.kind: str = body[0]
@@ -63,6 +64,8 @@ class Template:
         # an attempt's fields but its result run and latency, the same for every item of the
         # shape: built from the first item, copied for the next (a seek builds 20,000)
         self._fields: dict[str, Any] | None = None
+        # what a record of the shape adds to a store's history (`Store.shaped`), built once
+        self._shape: RecordShape | None = None
         kind = self.kind
         if kind in ("A", "S"):
             trigger, cid, last, published, on_hold, paused = body[1:7]
@@ -139,6 +142,19 @@ class Template:
             None,
             paused,
         )
+
+    def feed(self, store: Store, ref: ProbeRef, item: Item) -> bool:
+        """Feed `store` the item as `store.event(self.event(ref, item))` would, without
+        building the event where it is a doProbe record; False where it is not."""
+        kind = self.kind
+        if kind != "A" and kind != "S":
+            return False
+        shape = self._shape
+        if shape is None:
+            shape = self._shape = record_shape(self.record(ref.key, item))
+        latency = item.latency / US if self.attempt is not None else 0.0
+        store.shaped(ref.key, item.t / US, latency, item.run, shape)
+        return True
 
     def event(self, ref: ProbeRef, item: Item, records: bool = True) -> Event:
         """The item's event; without `records`, an attempt's fields alone (its ProbeRecord

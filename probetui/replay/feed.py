@@ -183,7 +183,7 @@ class Stream:
             if kind == 0:
                 store.pod(*x)  # type: ignore[misc]
             else:
-                store.event(x.event())  # type: ignore[union-attr]
+                x.feed(store)  # type: ignore[union-attr]
                 n += 1
         return n
 
@@ -222,7 +222,7 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
             # the common case: the pod as it stood, then what its probes did
             store.pod(shots[0][1], shots[0][2])
             for _, _, p in events:
-                store.event(p.event())
+                p.feed(store)
             continue
         merged = heapq.merge(
             ((t, 0, (pod, st)) for t, pod, st in shots),
@@ -233,7 +233,7 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
             if kind == 0:
                 store.pod(*x)  # type: ignore[misc]
             else:
-                store.event(x.event())  # type: ignore[union-attr]
+                x.feed(store)  # type: ignore[union-attr]
     return Stream(recording, until, back, resumed)
 
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, WorkerState
+from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import WORKER_STATE, Event
 from probetui.timeline.history import (
@@ -146,6 +146,15 @@ class Store:
         else:
             self._mark(event)
 
+    def shaped(self, key: ProbeKey, t: float, latency: float, run: int, shape: RecordShape) -> None:
+        """`event()` of a recorded doProbe given as what it shares with the other records of
+        its shape and what is its own (no next tick: a recording has none): a replay's seek
+        feeds 15,000 of them, and building each record, its outcome, attempt and event was a
+        third of the feeding."""
+        self.events += 1
+        self.version += 1
+        self._apply(key, t, latency, run, None, shape)
+
     def reset(self) -> None:
         """Forget everything held (a replay seeking): the versions go on rising, so every
         reader redraws from scratch."""
@@ -208,48 +217,39 @@ class Store:
                 self._state(h, event.state)
             self._touch(h)
             return
-        key = record.key
+        attempt = record.outcome.attempt if record.outcome is not None else None
+        self._apply(
+            record.key,
+            record.t,
+            attempt.latency if attempt is not None else 0.0,
+            record.result_run,
+            record.next_tick,
+            record_shape(record),
+        )
+
+    def _apply(
+        self,
+        key: ProbeKey,
+        t: float,
+        latency: float,
+        run: int,
+        next_tick: float | None,
+        shape: RecordShape,
+    ) -> None:
+        kind, trig, skip, status, output, detail, cid, last, pub, on_hold, paused = shape
         h = self._probe(key)
-        if record.container_id and record.container_id not in self._by_cid:
-            self._by_cid[record.container_id] = ContainerKey(key.pod_uid, key.container)
-        h.result_run = record.result_run
-        h.on_hold = record.on_hold
-        h.published = record.published
-        h.next_tick = record.next_tick
-        h.paused = record.paused
-        pub = record.published
-        trig = TRIGGER_CODE[record.trigger]
-        outcome = record.outcome
-        if outcome is None:
-            skip = SKIP_CODE.get(record.skip, OTHER_SKIP) if record.skip else OTHER_SKIP
-            h.append(record.t, Kind.SKIP, trig, skip, 0.0, 0, record.result_run, pub, None)
-        else:
-            kind = kind_of(record)
-            if kind != Kind.ERROR:
-                h.last_result = record.last_result
-            attempt = outcome.attempt
-            if attempt is None:
-                seq = h.append(record.t, kind, trig, 0, 0.0, 0, record.result_run, pub, None)
-            else:
-                seq = h.append(
-                    record.t,
-                    kind,
-                    trig,
-                    0,
-                    attempt.latency,
-                    attempt.status_code or 0,
-                    record.result_run,
-                    pub,
-                    attempt.output or attempt.error,
-                )
-                h.set_detail(
-                    seq,
-                    attempt.target,
-                    attempt.body,
-                    outcome.error,
-                    outcome.event.message if outcome.event is not None else None,
-                    len(outcome.attempts),
-                )
+        if cid and cid not in self._by_cid:
+            self._by_cid[cid] = ContainerKey(key.pod_uid, key.container)
+        h.result_run = run
+        h.on_hold = on_hold
+        h.published = pub
+        h.next_tick = next_tick
+        h.paused = paused
+        if last is not None:
+            h.last_result = last
+        seq = h.append(t, kind, trig, skip, latency, status, run, pub, output)
+        if detail is not None:
+            h.set_detail(seq, *detail)
         self._touch(h)
 
     @staticmethod
@@ -329,11 +329,73 @@ class Store:
         return sum(len(h) for h in self.probes.values())
 
 
+# what a doProbe record adds to its probe's history but its time, latency, result run and next
+# tick: kind, trigger, skip, HTTP status, output, the attempt log's detail (target, body, error,
+# event message, tries; None for a skip or an error without an attempt), container ID, last
+# result (None: unchanged, as after an error), published, on hold, paused. A steady probe's
+# records share one, so a replay builds it once per recorded shape
+RecordShape = tuple[
+    int,
+    int,
+    int,
+    int,
+    str | None,
+    tuple[str, str | None, str | None, str | None, int] | None,
+    str,
+    ResultValue | None,
+    ResultValue | None,
+    bool,
+    bool,
+]
+
+
+def record_shape(record: ProbeRecord) -> RecordShape:
+    trig = TRIGGER_CODE[record.trigger]
+    outcome = record.outcome
+    last: ResultValue | None = None
+    detail = None
+    if outcome is None:
+        kind = Kind.SKIP
+        skip = SKIP_CODE.get(record.skip, OTHER_SKIP) if record.skip else OTHER_SKIP
+        status, output = 0, None
+    else:
+        kind, skip = kind_of(record), 0
+        if kind != Kind.ERROR:
+            last = record.last_result
+        attempt = outcome.attempt
+        if attempt is None:
+            status, output = 0, None
+        else:
+            status, output = attempt.status_code or 0, attempt.output or attempt.error
+            detail = (
+                attempt.target,
+                attempt.body,
+                outcome.error,
+                outcome.event.message if outcome.event is not None else None,
+                len(outcome.attempts),
+            )
+    return (
+        kind,
+        trig,
+        skip,
+        status,
+        output,
+        detail,
+        record.container_id,
+        last,
+        record.published,
+        record.on_hold,
+        record.paused,
+    )
+
+
 _RESULT_BY_LABEL = {r.label: r for r in ResultValue}
 
 __all__ = [
     "ContainerHistory",
     "ContainerKey",
     "Mark",
+    "RecordShape",
     "Store",
+    "record_shape",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,30 @@ def test_replayed_store_equals_the_live_store(demo_run: dict[str, Any]) -> None:
     assert live.probes and live.containers
     assert_same_store(live, replayed)
     assert replayed.events == live.events
+
+
+def test_records_fed_by_their_shapes_leave_the_store_the_events_leave(
+    demo_run: dict[str, Any],
+) -> None:
+    # a seek feeds recorded doProbes as their shape and their own numbers (`Store.shaped`),
+    # without building each record and event: the store must end as the events leave it
+    live: Store = demo_run["store"]
+    by_shape, by_event = Store(), Store()
+    with open_recording(demo_run["path"]) as rec:
+        snaps = [(t, -1, (pod, status)) for t, pod, status in rec.snapshots()]
+        pending = [(p.t, 0, p) for p in rec.pending(-math.inf)]
+    kinds = Counter()
+    for _, kind, x in sorted(snaps + pending, key=lambda x: (x[0], x[1])):
+        if kind < 0:
+            by_shape.pod(*x)
+            by_event.pod(*x)
+        else:
+            kinds[x.type] += 1
+            x.feed(by_shape)
+            by_event.event(x.event())
+    assert kinds["ProbeAttempt"] > 0 and kinds["ResultChanged"] > 0
+    assert_same_store(by_event, by_shape)
+    assert by_shape.events == by_event.events == live.events
 
 
 def test_export_equals_the_live_jsonl(demo_run: dict[str, Any]) -> None:
