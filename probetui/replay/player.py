@@ -156,11 +156,16 @@ class Player:
                     # what was published in between, on top of what the store holds
                     self._stream.feed(self.store, self._fed, t)
             else:
-                self.store.reset()
+                # the store's objects taken back as they are fed: where the pods are the same,
+                # the list keeps its layout and sorts again only what lists otherwise now
+                self.store.rebase()
                 lo = max(self.first, t - self.window) - 1e-6
-                # playing on reads on from where the rebuild stopped reading
-                self._stream = rebuild(self.store, self.recording, lo, t, self.lookback)
-                self._keyframes(lo)
+                try:
+                    # playing on reads on from where the rebuild stopped reading
+                    self._stream = rebuild(self.store, self.recording, lo, t, self.lookback)
+                    self._keyframes(lo)
+                finally:
+                    self.store.settle()
                 if was:
                     # the store made anew (15,000 probes: some 200,000 objects) out of the
                     # collector's way, as the engine settles after a first list: the screen's

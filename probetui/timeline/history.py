@@ -182,6 +182,10 @@ class ProbeHistory:
 
     def __init__(self, key: ProbeKey, texts: Texts, capacity: int, detail: int) -> None:
         self.key = key
+        self.renew(texts, capacity, detail)
+
+    def renew(self, texts: Texts, capacity: int, detail: int) -> None:
+        """Empty, as made anew: a replay's seek refills the histories it had (`Store.rebase`)."""
         self.owner: ContainerHistory | None = None  # set by the store
         self._texts = texts
         self.capacity = max(1, capacity)

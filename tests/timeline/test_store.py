@@ -15,6 +15,7 @@ from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event
 from probetui.timeline.history import Kind
 from probetui.timeline.store import ContainerKey, Store
+from tests.record.helpers import assert_same_store
 from tests.timeline.synth import T0, Synth
 
 R, L = ProbeType.READINESS, ProbeType.LIVENESS
@@ -218,3 +219,102 @@ def test_bytes_per_attempt(capsys) -> None:  # type: ignore[no-untyped-def]
         print(f"\nstore: {per:.1f} bytes per attempt (100 probes x 1,000 attempts, all included)")
     assert store.attempts() == 100_000
     assert per < 40
+
+
+class Tape:
+    """A sink that keeps what it is fed, to feed it again to a store."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def pod(self, *args: object) -> None:
+        self.calls.append(("pod", args))
+
+    def event(self, *args: object) -> None:
+        self.calls.append(("event", args))
+
+    def into(self, store: Store) -> None:
+        for name, args in self.calls:
+            getattr(store, name)(*args)
+
+
+def _two_moments() -> tuple[Tape, Tape, list[Pod]]:
+    """Three pods as a replay's seek finds them at two moments: all passing at the first; at
+    the second, b's readiness has failed its threshold and a and c pass as before."""
+    pods = [web_pod(n, f"uid-{n}") for n in "abc"]
+    first, second = Tape(), Tape()
+    for tape, t, failing in ((first, T0, ""), (second, T0 + 100, "b")):
+        synth = Synth(tape)
+        for p in pods:
+            synth.add_pod(p, T0)
+            synth.start(p, "app", T0)  # the same container instance at both
+            for i in range(4):
+                bad = p.name == failing and i > 0
+                synth.attempt(p, "app", R, t + 1 + i, Result.FAILURE if bad else Result.SUCCESS)
+    return first, second, pods
+
+
+def test_a_refill_takes_the_objects_back_and_says_what_lists_as_before() -> None:
+    """A replay's seek refills the store (`rebase` ... `settle`): it ends as a store fed only
+    what was fed since, the layout stays where the pods are the same, and a container whose
+    listed state is as before is marked so, and is not sorted again by the list."""
+    from probetui.ui.widgets import rows
+
+    first, second, _ = _two_moments()
+    store = Store()
+    first.into(store)
+    index = rows.RowIndex(store)
+    assert [r.pod_uid for r in index.listing([], "problems").rows] == ["uid-a", "uid-b", "uid-c"]
+    held = store.container(ContainerKey("uid-a", "app"))
+    layout, before = store.layout_version, store.version
+    store.rebase()
+    assert not store.pods and not store.probes
+    second.into(store)
+    store.settle()
+    fresh = Store()
+    second.into(fresh)
+    assert_same_store(fresh, store)
+    assert store.layout_version == layout
+    assert store.container(ContainerKey("uid-a", "app")) is held  # taken back, refilled
+    since = {k.pod_uid: c.listed_since() for k, c in store.containers.items()}
+    assert since["uid-a"] <= before and since["uid-c"] <= before
+    assert since["uid-b"] > before
+    scored: list[str] = []
+    score = rows.problem_score
+
+    def counting(entry, c, history):  # type: ignore[no-untyped-def]
+        scored.append(entry.pod.uid)
+        return score(entry, c, history)
+
+    rows.problem_score = counting  # type: ignore[assignment]
+    try:
+        listed = index.listing([], "problems").rows
+    finally:
+        rows.problem_score = score  # type: ignore[assignment]
+    assert [r.pod_uid for r in listed] == ["uid-b", "uid-a", "uid-c"]
+    assert scored == ["uid-b"]  # a and c listed as before: not scored again
+
+
+def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> None:
+    first, second, pods = _two_moments()
+    store = Store()
+    first.into(store)
+    layout = store.layout_version
+    store.rebase()
+    # the seek's moment before pod c was created, and b's liveness never attempted
+    for name, args in second.calls:
+        if name == "pod" and args[0] is pods[2]:
+            continue
+        if name == "event" and args[0].pod_uid == "uid-c":  # type: ignore[attr-defined]
+            continue
+        if name == "event" and args[0].probe == "liveness":  # type: ignore[attr-defined]
+            continue
+        getattr(store, name)(*args)
+    store.settle()
+    assert "uid-c" not in store.pods
+    assert ContainerKey("uid-c", "app") not in store.containers
+    assert not any(k.pod_uid == "uid-c" for k in store.probes)
+    assert store.layout_version > layout
+    b = store.container(ContainerKey("uid-b", "app"))
+    assert b is not None and L not in b.probes
+    assert ProbeKey("uid-b", "app", L) not in store.probes

@@ -271,7 +271,13 @@ class RowIndex:
         pods = self._pods
         if changed is None:
             changed = store.changed_since(self._version)
-        for uid in {k.pod_uid for k in changed}:
+        containers, since = store.containers, self._version
+        # a container a replay's seek refilled as it listed before is not sorted again
+        for uid in {
+            k.pod_uid
+            for k in changed
+            if (c := containers.get(k)) is None or c.listed_since() > since
+        }:
             e = pods.get(uid)
             if e is None:
                 continue  # a container's events about a pod not (yet) listed
