@@ -29,6 +29,7 @@ from probetui.ui.commands import ProbeCommands
 from probetui.ui.context import UIContext
 from probetui.ui.controls import Controls
 from probetui.ui.gcpace import GcPacer
+from probetui.ui.pacing import PacedScreen
 from probetui.ui.screens.help import HelpScreen, key_rows
 from probetui.ui.screens.main import MainScreen
 from probetui.ui.strips import install as install_strips
@@ -116,8 +117,12 @@ class ProbeApp(App[None]):
                 self.notify(text, severity="error", timeout=30)
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key) and self.gc_pacer is not None:
-            self.gc_pacer.key_pressed()
+        if isinstance(event, events.Key):
+            if self.gc_pacer is not None:
+                self.gc_pacer.key_pressed()
+            screen = self.screen if self._screen_stack else None
+            if isinstance(screen, PacedScreen):
+                screen.hasten()
         await super().on_event(event)
 
     async def _run_engine(self) -> None:

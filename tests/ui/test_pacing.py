@@ -5,12 +5,13 @@ next when resumed between two)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from textual import _time
 from textual.app import App
 from textual.timer import Timer
 
-from probetui.ui.pacing import PacedTimer
+from probetui.ui.pacing import HASTE, MIN_GAP, PacedTimer
 
 INTERVAL = 0.1  # long enough that a loaded machine's late wake-ups (some ms) do not blur it
 
@@ -77,3 +78,36 @@ def test_every_screen_of_the_app_draws_on_a_paced_timer() -> None:
     for screen in (MainScreen, ReplayScreen, HelpScreen, WhatIfScreen):
         owner = next(c for c in screen.__mro__ if "_update_timer" in c.__dict__)
         assert owner is PacedScreen, screen.__name__
+
+
+async def test_frames_asked_for_just_after_a_key_press_are_drawn_at_once() -> None:
+    # a key's repaint (its own frame, then the one its work asks for) does not wait behind
+    # the ceiling that a poll's frame drawn just before it set; later frames do again
+    ticks: list[float] = []
+    app = App[None]()
+    async with app.run_test():
+        timer: PacedTimer
+
+        def tick() -> None:
+            ticks.append(_time.get_time())
+            timer.pause()
+
+        timer = PacedTimer(app, INTERVAL, callback=tick, pause=True)
+        timer._start()
+        try:
+            timer.resume()  # a poll's frame
+            await asyncio.sleep(0.1 * INTERVAL)
+            timer.hasten()  # a key press
+            timer.resume()
+            await asyncio.sleep(0.1 * INTERVAL)
+            timer.resume()  # the key's second frame
+            await asyncio.sleep(HASTE + 0.1 * INTERVAL)
+            timer.resume()  # after the haste: an interval after the last again
+            await asyncio.sleep(1.5 * INTERVAL)
+        finally:
+            timer.stop()
+    assert len(ticks) == 4
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert gaps[0] < 0.5 * INTERVAL and gaps[1] < 0.5 * INTERVAL
+    assert gaps[1] >= 0.9 * MIN_GAP
+    assert gaps[2] >= 0.9 * INTERVAL

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import BindingType
@@ -114,6 +115,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         # strips by what a line shows (not by store version: most events change nothing shown)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._shown: dict[ContainerKey | str, tuple] = {}
+        # (the widget's, the scrollbar's) while a pass draws its lines (`render_lines`)
+        self._styles: tuple[Style, Style] | None = None
         self._layout = -1  # the store's layout_version at the last rebuild
         self._rows = RowIndex(ctx.store)
         self._namespaces: tuple[int, set[str]] = (-1, set())  # by the store's layout_version
@@ -497,14 +500,27 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     # -- drawing --------------------------------------------------------------------------
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # the styles every line is drawn with, worked out once for the lines of this pass:
+        # `rich_style` walks the widget's ancestors, and each line asked for it and for the
+        # scrollbar's (a third of a line's cost where the line itself came from the cache)
+        self._styles = (self.rich_style, self.get_component_rich_style("workloads--scrollbar"))
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._styles = None
+
     def render_line(self, y: int) -> Strip:
-        base = self.rich_style
+        styles = self._styles
+        if styles is None:
+            styles = (self.rich_style, self.get_component_rich_style("workloads--scrollbar"))
+        base = styles[0]
         i = y + self.top
         if i >= len(self.rows) or self.size.width <= 1:
             return Strip.blank(self.size.width, base)
         # the last column is the scrollbar's, drawn or not, so columns line up either way
         width = self.size.width - 1
-        bar = self._scrollbar(y) or Segment(" ", base)
+        bar = self._scrollbar(y, styles[1]) or Segment(" ", base)
         row = self.rows[i]
         entry = self.ctx.store.pods.get(row.pod_uid)
         if entry is None and not row.group:
@@ -534,14 +550,13 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
             self._cache[cache_key] = strip
         return Strip.join([strip, Strip([bar], 1)])
 
-    def _scrollbar(self, y: int) -> Segment | None:
+    def _scrollbar(self, y: int, style: Style) -> Segment | None:
         """The last column, where the rows do not fit: a thumb shows where the view is."""
         height, total = self.size.height, len(self.rows)
         if total <= height or height <= 0:
             return None
         size = max(1, height * height // total)
         start = (height - size) * self.top // max(1, total - height)
-        style = self.get_component_rich_style("workloads--scrollbar")
         return Segment("┃" if start <= y < start + size else "│", style)
 
     def _container_text(self, entry: PodSnapshot, row: Row, cols: Columns, selected: bool) -> Text:
