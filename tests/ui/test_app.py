@@ -369,3 +369,33 @@ async def test_a_runtime_that_fails_ends_the_app_with_its_one_line() -> None:
         await pilot.pause(0.1)
     assert app.exit_code == 1 and app.return_code == 1
     assert app.failure == "port 18080 is taken: stop what listens there, or pick another"
+
+
+async def test_a_focus_move_repaints_what_it_restyles_not_the_whole_screen() -> None:
+    # Textual's own `focused` repainted every widget of the screen on each focus move (the
+    # frame of `/` and of escape); the filter box and the list restyle and repaint themselves
+    from textual._compositor import Compositor
+
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        full = 0
+        render = Compositor.render_full_update
+
+        def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            nonlocal full
+            full += 1
+            return render(self, *args, **kwargs)
+
+        Compositor.render_full_update = counted  # type: ignore[method-assign]
+        try:
+            await pilot.press("slash")
+            await pilot.pause()
+            box = main(app).filter_box
+            assert box.has_focus
+            await pilot.press("escape")
+            await pilot.pause()
+        finally:
+            Compositor.render_full_update = render  # type: ignore[method-assign]
+        assert app.query_one(WorkloadList).has_focus
+        assert full == 0
