@@ -166,7 +166,8 @@ class Store:
             if self._refill is not None:
                 self._refill.added = True
         else:
-            if entry.pod.probed_containers() != pod.probed_containers():
+            # the same spec (a replay's seek: decoded once per recording) has the same lines
+            if entry.pod is not pod and entry.pod.probed_containers() != pod.probed_containers():
                 self.layout_version = self.version
             entry.pod, entry.status, entry.version = pod, status, self.version
         for c in pod.probed_containers():
