@@ -16,9 +16,12 @@ from probetui.ui.pacing import HASTE, MIN_GAP, PacedTimer
 INTERVAL = 0.1  # long enough that a loaded machine's late wake-ups (some ms) do not blur it
 
 
-async def _ticks_of(timer_class: type[Timer], resumes: list[float]) -> list[float]:
+async def _ticks_of(
+    timer_class: type[Timer], resumes: list[float], hastened: frozenset[int] = frozenset()
+) -> list[float]:
     """Resume a paused timer after each delay of `resumes` (from the start, in seconds) and
-    return when it ticked, each tick pausing it again, as the screen's update does."""
+    return when it ticked, each tick pausing it again, as the screen's update does; before
+    the resumes numbered in `hastened`, a key press (`PacedTimer.hasten`)."""
     ticks: list[float] = []
     app = App[None]()
     async with app.run_test():
@@ -32,8 +35,10 @@ async def _ticks_of(timer_class: type[Timer], resumes: list[float]) -> list[floa
         timer._start()
         start = _time.get_time()
         try:
-            for at in resumes:
+            for i, at in enumerate(resumes):
                 await asyncio.sleep(max(0.0, start + at - _time.get_time()))
+                if i in hastened:
+                    timer.hasten()  # type: ignore[attr-defined]
                 timer.resume()
             await asyncio.sleep(3 * INTERVAL)
         finally:
@@ -83,29 +88,8 @@ def test_every_screen_of_the_app_draws_on_a_paced_timer() -> None:
 async def test_frames_asked_for_just_after_a_key_press_are_drawn_at_once() -> None:
     # a key's repaint (its own frame, then the one its work asks for) does not wait behind
     # the ceiling that a poll's frame drawn just before it set; later frames do again
-    ticks: list[float] = []
-    app = App[None]()
-    async with app.run_test():
-        timer: PacedTimer
-
-        def tick() -> None:
-            ticks.append(_time.get_time())
-            timer.pause()
-
-        timer = PacedTimer(app, INTERVAL, callback=tick, pause=True)
-        timer._start()
-        try:
-            timer.resume()  # a poll's frame
-            await asyncio.sleep(0.1 * INTERVAL)
-            timer.hasten()  # a key press
-            timer.resume()
-            await asyncio.sleep(0.1 * INTERVAL)
-            timer.resume()  # the key's second frame
-            await asyncio.sleep(HASTE + 0.1 * INTERVAL)
-            timer.resume()  # after the haste: an interval after the last again
-            await asyncio.sleep(1.5 * INTERVAL)
-        finally:
-            timer.stop()
+    resumes = [0.0, 0.1 * INTERVAL, 0.2 * INTERVAL, 0.3 * INTERVAL + HASTE]
+    ticks = await _ticks_of(PacedTimer, resumes, hastened=frozenset({1}))
     assert len(ticks) == 4
     gaps = [b - a for a, b in itertools.pairwise(ticks)]
     assert gaps[0] < 0.5 * INTERVAL and gaps[1] < 0.5 * INTERVAL
