@@ -134,7 +134,7 @@ class Stream:
         The cyclic collector is held off meanwhile: a seek at 15,000 probes makes some 200,000
         objects that live (the store) or die by reference count (the events read), and the
         collections it set off walked the store each time, 40% of the seek. What it holds is
-        acyclic (a reset cuts the store's one cycle), so nothing waits for the collector."""
+        acyclic (a refill cuts the store's one cycle), so nothing waits for the collector."""
         was = gc.isenabled()
         gc.disable()
         try:

@@ -170,7 +170,7 @@ class Player:
                     # the store made anew (15,000 probes: some 200,000 objects) out of the
                     # collector's way, as the engine settles after a first list: the screen's
                     # relisting right after set off passes that walked all of it (0.3 s of a
-                    # 0.45 s listing); freed by reference counting at the next reset
+                    # 0.45 s listing); freed by reference counting at the next refill
                     gc.freeze()
         finally:
             if was:

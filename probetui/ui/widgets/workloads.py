@@ -504,16 +504,17 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         # the styles every line is drawn with, worked out once for the lines of this pass:
         # `rich_style` walks the widget's ancestors, and each line asked for it and for the
         # scrollbar's (a third of a line's cost where the line itself came from the cache)
-        self._styles = (self.rich_style, self.get_component_rich_style("workloads--scrollbar"))
+        self._styles = self._line_styles()
         try:
             return super().render_lines(crop)
         finally:
             self._styles = None
 
+    def _line_styles(self) -> tuple[Style, Style]:
+        return self.rich_style, self.get_component_rich_style("workloads--scrollbar")
+
     def render_line(self, y: int) -> Strip:
-        styles = self._styles
-        if styles is None:
-            styles = (self.rich_style, self.get_component_rich_style("workloads--scrollbar"))
+        styles = self._styles or self._line_styles()
         base = styles[0]
         i = y + self.top
         if i >= len(self.rows) or self.size.width <= 1:
