@@ -153,6 +153,22 @@ def _disagreements(
     return spans
 
 
+def _first_verdict(
+    attempts: list[dict[str, Any]], p: dict[str, Any], container: str
+) -> float | None:
+    """When the shadow's readiness worker first reached a threshold: the first attempt whose
+    result run is as long as its threshold (worker.go doProbe publishes nothing before)."""
+    probe = next(c for c in p["spec"]["containers"] if c["name"] == container)["readinessProbe"]
+    needed = {
+        "Success": probe.get("successThreshold", 1),
+        "Failure": probe.get("failureThreshold", 3),
+    }
+    for a in attempts:
+        if a["result"] in needed and a["resultRun"] >= needed[a["result"]]:
+            return _t(a)
+    return None
+
+
 def _t(e: dict[str, Any]) -> float:
     import datetime
 
@@ -181,7 +197,7 @@ READINESS_PODS = [
 def test_readiness_flips_as_the_kubelet_reports_them(
     shadow_run: tuple[Run, dict], name: str
 ) -> None:
-    """The shadow's readiness follows the kubelet's: from the first moment the two agree, they
+    """The shadow's readiness follows the kubelet's: from the shadow's first verdict on, they
     never disagree for longer than one period plus 1.5 s, the same slack the runtime gives a
     disagreement before it calls it a Divergence.
 
@@ -197,16 +213,20 @@ def test_readiness_flips_as_the_kubelet_reports_them(
     shadow = _ready_series(
         run.of("ResultChanged", pod=name, container=container, probe="readiness"), "result"
     )
-    # compared from the first moment both sides agree once the shadow is probing. Before it,
-    # the kubelet may already have a success behind it (its first attempt can come before the
-    # watch brings the container here) while the shadow holds its initial Failure
+    # compared from the shadow's first verdict, as the runtime's Divergence does: until a worker
+    # has reached a threshold it holds its initial Failure, which is no verdict. Meanwhile the
+    # kubelet may have a success behind it that the shadow never saw (its first attempt came
+    # before the watch brought the container here, or just before the app flipped) and holds
+    # it until it has counted failureThreshold failures
     attempts = run.of("ProbeAttempt", pod=name, container=container, probe="readiness")
     assert attempts, name
-    agreed = _first_agreement(kubelet, shadow, _t(attempts[0]))
+    verdict = _first_verdict(attempts, ctx["pods"][name], container)
+    assert verdict is not None, (name, attempts[:5])
+    agreed = _first_agreement(kubelet, shadow, verdict)
     assert agreed is not None, (name, shadow, kubelet)
     grace = period + 1.5
     end = max(_t(e) for e in run.events)
-    apart = [(a, b) for a, b in _disagreements(kubelet, shadow, agreed, end) if b - a > grace]
+    apart = [(a, b) for a, b in _disagreements(kubelet, shadow, verdict, end) if b - a > grace]
     assert not apart, (name, apart, shadow, kubelet)
     # not vacuous: the flapping pods flip on both sides
     flips = [t for t, _ in kubelet if t > agreed]
