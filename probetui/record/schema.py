@@ -17,7 +17,10 @@ APPLICATION_ID = 0x50524254
 # Still 1 with `chunks.marks` (where a chunk can be decoded from, `codec.close_marks`): a column
 # added, not a meaning changed. A reader without it never selects it and decodes each chunk
 # from its start, as it always did; this one reads a file without it (NULL, or no column:
-# `has_marks`) the same way; a recorder adding to an older file adds the column first
+# `has_marks`) the same way; a recorder adding to an older file adds the column first.
+# `chunks.steady` the same: the shape every item of the chunk has where they all have one and a
+# run under way, NULL otherwise (a replay's seek gives such a probe its state without decoding
+# it); a file or chunk without it is decoded
 FORMAT_VERSION = 1
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -54,9 +57,10 @@ CREATE INDEX recent_seg ON recent (seg);
 CREATE INDEX recent_probe ON recent (probe_id);
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY, probe_id INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
-    n INTEGER NOT NULL, data BLOB NOT NULL, marks BLOB);
+    n INTEGER NOT NULL, data BLOB NOT NULL, marks BLOB, steady INTEGER);
 CREATE INDEX chunks_t0 ON chunks (t0);
 CREATE INDEX chunks_probe_t0 ON chunks (probe_id, t0);
+CREATE INDEX chunks_t0_steady ON chunks (t0, probe_id, steady);
 """
 
 # a chunk closes at this many items or this span, whichever comes first; readers rely on the
@@ -131,21 +135,35 @@ def check_identity(conn: sqlite3.Connection, path: Path) -> None:
 LATER_INDEXES = (
     "CREATE INDEX IF NOT EXISTS specs_t ON specs (t)",
     "CREATE INDEX IF NOT EXISTS statuses_t ON statuses (t)",
+    # what a seek asks of 15,000 chunks (`Recording.steady_probes`) without visiting their rows
+    "CREATE INDEX IF NOT EXISTS chunks_t0_steady ON chunks (t0, probe_id, steady)",
 )
 
 
 def upgrade(conn: sqlite3.Connection) -> None:
-    """What a file written before marks and the time indexes lacks, added in place (a column
-    and indexes: the format stays 1, an older reader reads the file as before)."""
-    if not has_marks(conn):
+    """What a file written before marks, steady chunks and the time indexes lacks, added in
+    place (columns and indexes: the format stays 1, an older reader reads the file as before)."""
+    columns = _chunk_columns(conn)
+    if "marks" not in columns:
         conn.execute("ALTER TABLE chunks ADD COLUMN marks BLOB")
+    if "steady" not in columns:
+        conn.execute("ALTER TABLE chunks ADD COLUMN steady INTEGER")
     for statement in LATER_INDEXES:
         conn.execute(statement)
 
 
 def has_marks(conn: sqlite3.Connection) -> bool:
     """Whether the file's chunks carry marks (files written before them have no column)."""
-    return any(row[1] == "marks" for row in conn.execute("PRAGMA table_info(chunks)"))
+    return "marks" in _chunk_columns(conn)
+
+
+def has_steady(conn: sqlite3.Connection) -> bool:
+    """Whether the file's chunks say which are steady (files written before have no column)."""
+    return "steady" in _chunk_columns(conn)
+
+
+def _chunk_columns(conn: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
 
 
 def check_size(conn: sqlite3.Connection, path: Path) -> None:

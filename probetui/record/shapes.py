@@ -143,6 +143,18 @@ class Template:
             paused,
         )
 
+    def steady(self, key: ProbeKey) -> RecordShape | None:
+        """What every record of this shape leaves a history at (`Store.defer`'s state): an
+        attempt's whose result counts; None for a skip or an error, which leave the last
+        result as the record before them had it (the shape does not say it)."""
+        if self.kind != "A":
+            return None
+        shape = self._shape
+        if shape is None:
+            # the shape of a record is the same whatever the item: none of its times or run
+            shape = self._shape = record_shape(self.record(key, Item(0, 0, 0, 1, 0)))
+        return shape if shape[7] is not None else None
+
     def feed(self, store: Store, ref: ProbeRef, item: Item) -> bool:
         """Feed `store` the item as `store.event(self.event(ref, item))` would, without
         building the event where it is a doProbe record; False where it is not."""

@@ -61,16 +61,17 @@ _SQL = {
     "events": "INSERT INTO events (t, pod_id, type, container, probe, source, fields) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)",
     "recent": "INSERT INTO recent (seg, probe_id, t, data) VALUES (?, ?, ?, ?)",
-    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data, marks) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data, marks, steady) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "closed": "DELETE FROM recent WHERE seg = ?",
 }
 
 
 # an open segment: (its bytes so far, its chain, id, n, t0, t1, its marks so far or None, the
-# latest item time in µs), replaced by a new tuple with every item; the collector tracks
-# neither a bytearray nor a tuple of ints and floats
-Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int]
+# latest item time in µs, the shape of all its items while they are records of one shape with
+# a run under way, else -1: `chunks.steady`), replaced by a new tuple with every item; the
+# collector tracks neither a bytearray nor a tuple of ints and floats
+Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int, int]
 
 # an item as the recorder's sink queues it (`item_of`): tag, pod uid, namespace, pod name,
 # container, probe, t, raw key, then for records t / tick / result run / latency in µs
@@ -437,8 +438,11 @@ class Writer:
                 t,
             )
             marks, key = None, -(1 << 62)
+            steady = shape
         else:
-            data, chain, seg_id, n, t0, t1, marks, key = seg
+            data, chain, seg_id, n, t0, t1, marks, key, steady = seg
+        if steady != shape or run < 1 or kind not in codec.RECORD_KINDS:
+            steady = -1
         start = len(data)
         if n and not n % codec.MARK_EVERY:
             if marks is None:
@@ -451,15 +455,26 @@ class Writer:
         n += 1
         if chain[4] > key:
             key = chain[4]
-        self._open[probe_id] = (data, chain, seg_id, n, min(t0, t), max(t1, t), marks, key)
+        self._open[probe_id] = (
+            data,
+            chain,
+            seg_id,
+            n,
+            min(t0, t),
+            max(t1, t),
+            marks,
+            key,
+            steady,
+        )
         self._row("recent", (seg_id, probe_id, t, bytes(data[start:])))
         if n >= self.chunk_items:
             self._close(probe_id)
 
     def _close(self, probe_id: int) -> None:
-        data, _, seg_id, n, t0, t1, marks, _ = self._open.pop(probe_id)
+        data, _, seg_id, n, t0, t1, marks, _, steady = self._open.pop(probe_id)
         stored = codec.close_marks(marks, t0) if marks else None
-        self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data), stored))
+        kept = steady if steady >= 0 else None
+        self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data), stored, kept))
         self._row("closed", (seg_id,))
 
     def _close_idle(self) -> None:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import gc
 import heapq
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
+from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Pending, Recording, Resumed
+from probetui.record.schema import MAX_SPAN
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
-from probetui.timeline.store import Store
+from probetui.timeline.store import RecordShape, Store
 
 
 def lookback(recording: Recording) -> float:
@@ -188,7 +191,27 @@ class Stream:
         return n
 
 
-def rebuild(store: Store, recording: Recording, after: float, until: float, back: float) -> Stream:
+@dataclass(slots=True)
+class Rebuilt:
+    """What a rebuild hands on: the stream that goes on from its end, and the probes it
+    deferred (`Store.defer`) by key, with their ids, for `fill`."""
+
+    stream: Stream
+    resumed: Resumed
+    deferred: dict[ProbeKey, int]
+    after: float
+    until: float
+    back: float
+
+
+def rebuild(
+    store: Store,
+    recording: Recording,
+    after: float,
+    until: float,
+    back: float,
+    steady: dict[int, tuple[ProbeKey, str, RecordShape]] | None = None,
+) -> Rebuilt:
     """Feed an empty `store` what was published in (after, until] and the pods as they stood
     then, as a `Stream` begun at `after` feeds it in one step, each pod on its own; returns
     the stream that goes on from `until`, reading on where this stopped.
@@ -196,15 +219,14 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
     The stream merges 15,000 probes' events by time and feeds them in that order, a heap
     step per event; the store's state of one pod depends only on the order of that pod's
     own events and snapshots, so a seek feeds pod after pod: the pod's snapshots, then its
-    events, merged by time as the stream does."""
+    events, merged by time as the stream does.
+
+    `steady` (`Recording.steady_probes(until, after - back)`): probes that did one thing all
+    through the span read, so whatever their records there, they leave the state their shape
+    says with a run under way. Those of a pod that stood as one snapshot all through are
+    not read: the store is given their state (`Store.defer`) and `fill` feeds their entries
+    when something reads them."""
     lo, hi = after - back, until + back
-    groups, resumed = recording.pending_groups(lo, hi, hi + back, until - back)
-    assert resumed is not None
-    by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
-    for group, keyed in groups.items():
-        fed = _fed_of(keyed, after, until)
-        if fed:
-            by_pod.setdefault(group[0], []).append(fed)
     snaps: dict[str, list[tuple[float, Pod, PodStatus | None]]] = {}
     order: list[str] = []
     for t, pod, status in recording.snapshots(just_after(after), until):
@@ -213,16 +235,47 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
             s = snaps[pod.uid] = []
             order.append(pod.uid)
         s.append((t, pod, status))
+    later: dict[str, list[tuple[ProbeKey, str, RecordShape]]] = {}
+    deferred: dict[ProbeKey, int] = {}
+    for probe_id, (key, cid, shape) in (steady or {}).items():
+        shots = snaps.get(key.pod_uid)
+        if shots is not None and len(shots) == 1 and shots[0][2] is not None:
+            later.setdefault(key.pod_uid, []).append((key, cid, shape))
+            deferred[key] = probe_id
+    groups, resumed = recording.pending_groups(
+        lo, hi, hi + back, until - back, skip=set(deferred.values())
+    )
+    assert resumed is not None
+    by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
+    for group, keyed in groups.items():
+        fed = _fed_of(keyed, after, until)
+        if fed:
+            by_pod.setdefault(group[0], []).append(fed)
     order.extend(uid for uid in by_pod if uid not in snaps)
+    feed_pod, defer, deferred_of = store.pod, store.defer, later.get
     for uid in order:
-        lists = by_pod.get(uid, ())
-        events = lists[0] if len(lists) == 1 else list(heapq.merge(*lists, key=_merge_key))
+        lists = by_pod.get(uid)
+        if lists is None:
+            shots = snaps.get(uid, ())
+            if len(shots) == 1:
+                # most pods of a seek in a steady stretch: the pod, then its probes' states
+                feed_pod(shots[0][1], shots[0][2])
+                for key, cid, shape in deferred_of(uid, ()):
+                    defer(key, cid, shape[7], shape[8], shape[9], shape[10])  # type: ignore[arg-type]
+                continue
+            lists = []
+        if len(lists) == 1:
+            events = lists[0]
+        else:
+            events = list(heapq.merge(*lists, key=_merge_key)) if lists else []
         shots = snaps.get(uid, ())
         if len(shots) == 1 and (not events or shots[0][0] <= events[0][2].t):
             # the common case: the pod as it stood, then what its probes did
             store.pod(shots[0][1], shots[0][2])
             for _, _, p in events:
                 p.feed(store)
+            for key, cid, shape in later.get(uid, ()):
+                store.defer(key, cid, shape[7], shape[8], shape[9], shape[10])  # type: ignore[arg-type]
             continue
         merged = heapq.merge(
             ((t, 0, (pod, st)) for t, pod, st in shots),
@@ -234,7 +287,49 @@ def rebuild(store: Store, recording: Recording, after: float, until: float, back
                 store.pod(*x)  # type: ignore[misc]
             else:
                 x.feed(store)  # type: ignore[union-attr]
-    return Stream(recording, until, back, resumed)
+    return Rebuilt(Stream(recording, until, back, resumed), resumed, deferred, after, until, back)
+
+
+def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
+    """Feed deferred histories (emptied, `Store.materialize`) what `rebuild` would have fed
+    them: their events of the same span, or a keyframe where the span holds none. What was
+    read for playing on goes to the rebuilt stream (it has not begun: `Store.materialize`
+    of all comes before its first step)."""
+    ids = {rebuilt.deferred[k] for k in keys if k in rebuilt.deferred}
+    after, until, back = rebuilt.after, rebuilt.until, rebuilt.back
+    lo, hi = after - back, until + back
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        groups, got = recording.pending_groups(
+            lo, hi, hi + back, until - back, only=ids, rows=False
+        )
+        for keyed in groups.values():
+            for _, _, p in _fed_of(keyed, after, until):
+                p.feed(store)
+        if got is not None:
+            rebuilt.resumed.items.extend(got.items)
+            rebuilt.resumed.stopped.extend(got.stopped)
+        empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
+        keyframes(store, recording, empty, after)
+    finally:
+        if was:
+            gc.enable()
+
+
+def keyframes(store: Store, recording: Recording, keys: list[ProbeKey], lo: float) -> None:
+    """Probes fed nothing within a seek's window (their period is longer than a dense
+    recording's window) stand as they did at its start: the last chunk before it, fed up
+    to there, gives the published result, run and hold, which every record carries. One
+    pass over the chunks before the window for all of them."""
+    if not keys:
+        return
+    found = recording.probes_events(keys, since=lo - MAX_SPAN, until=lo)
+    for key in keys:
+        events = found.get(key)
+        if events:
+            for e in published_by(events, lo):
+                store.event(e)
 
 
 def _fed_of(
@@ -292,9 +387,12 @@ def just_after(t: float) -> float:
 
 
 __all__ = [
+    "Rebuilt",
     "Stream",
     "feed",
+    "fill",
     "just_after",
+    "keyframes",
     "lookback",
     "probing",
     "published",

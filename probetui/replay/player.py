@@ -32,8 +32,8 @@ from collections.abc import Callable
 
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Recording
-from probetui.record.schema import MAX_SPAN, SessionMeta
-from probetui.replay.feed import Stream, just_after, probing, published_by, rebuild
+from probetui.record.schema import SessionMeta
+from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, probing, rebuild
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.store import Store
@@ -58,6 +58,11 @@ SLICE_EVENTS = 1500
 # than MIN_SLICE recorded seconds
 SLICE_WALL = 0.005
 MIN_SLICE = 0.01
+# deferred histories filled per wake of the player's task while idle (some 25 µs each; up to
+# 500 are read by their ids, more by reading every chunk of the window)
+FILL_BATCH = 500
+# and not before this long after the seek: its repaint comes first
+FILL_DELAY = 0.3
 # where playing is behind, feeding takes at most this share of the event loop; the rest is the
 # screen's (keys, frames, polls), with at least MIN_GAP between two slices
 FEED_SHARE = 0.5
@@ -131,6 +136,10 @@ class Player:
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._stream: Stream | None = None
         self._keys: list[ProbeKey] | None = None
+        # the last rebuild, whose deferred histories `_fill` feeds
+        self._rebuilt: Rebuilt | None = None
+        self._fill_from = 0.0  # the player's clock from which its task fills them
+        self.store.loader = self._fill
         # recorded seconds per slice of playing
         self.slice = min(self.window, max(TICK, SLICE_EVENTS / rate)) if rate else self.window
         self._span = self.slice  # the next slice's, fitted to how fast slices feed (`_fit`)
@@ -153,6 +162,9 @@ class Player:
         try:
             if self._stream is not None and self._fed <= t <= self._fed + limit:
                 if t > self._fed:
+                    # what comes after a deferred history's entries needs them before it,
+                    # and the stream's first step the rest of what the rebuild read
+                    self.store.materialize()
                     # what was published in between, on top of what the store holds
                     self._stream.feed(self.store, self._fed, t)
             else:
@@ -161,8 +173,14 @@ class Player:
                 self.store.rebase()
                 lo = max(self.first, t - self.window) - 1e-6
                 try:
+                    # probes that did one thing all through what is read are given their
+                    # state, and their entries when something reads them
+                    steady = self.recording.steady_probes(t, t - self.lookback)
+                    rebuilt = rebuild(self.store, self.recording, lo, t, self.lookback, steady)
+                    self._rebuilt = rebuilt
+                    self._fill_from = self._clock() + FILL_DELAY
                     # playing on reads on from where the rebuild stopped reading
-                    self._stream = rebuild(self.store, self.recording, lo, t, self.lookback)
+                    self._stream = rebuilt.stream
                     self._keyframes(lo)
                 finally:
                     self.store.settle()
@@ -197,14 +215,20 @@ class Player:
             self._keys = self.recording.probe_keys()
         store = self.store
         missing = [k for k in self._keys if k not in store.probes and k.pod_uid in store.pods]
-        if not missing:
-            return
-        found = self.recording.probes_events(missing, since=lo - MAX_SPAN, until=lo)
-        for key in missing:
-            events = found.get(key)
-            if events:
-                for e in published_by(events, lo):
-                    store.event(e)
+        keyframes(store, self.recording, missing, lo)
+
+    def _fill(self, keys: list[ProbeKey]) -> None:
+        """The store's loader: deferred histories fed what the last rebuild deferred."""
+        if self._rebuilt is not None:
+            fill(self.store, self.recording, self._rebuilt, keys)
+
+    def fill_some(self, n: int = FILL_BATCH) -> bool:
+        """Fill up to `n` deferred histories (the player's task does it while idle, so that
+        playing on from a seek finds them filled); whether any are left."""
+        left = self.store.deferred_keys(n)
+        if left:
+            self.store.materialize(left)
+        return self.store.deferred() > 0
 
     def notable(self, direction: int) -> float | None:
         """The time of the next (1) or previous (-1) notable moment from the cursor: an event
@@ -281,6 +305,12 @@ class Player:
             await asyncio.sleep(pause)
             now = self._clock()
             pause = TICK
+            if not self.playing and self.store.deferred() and now >= self._fill_from:
+                # a seek's deferred histories, a batch a wake with the loop served between
+                if self.fill_some():
+                    pause = MIN_GAP
+                last = now
+                continue
             if self.playing:
                 began = self.cursor
                 target = min(self.last, began + min(now - last, MAX_TICK) * self.speed)

@@ -18,6 +18,10 @@ class ProbeType(Enum):
     READINESS = "Readiness"
     STARTUP = "Startup"
 
+    # by identity, in C: members are singletons and equal only to themselves, and Enum's own
+    # hash (of the name, in Python) was a tenth of a replay's seek, three per ProbeKey looked up
+    __hash__ = object.__hash__
+
     @property
     def key(self) -> str:
         """Lower-case name used on the command line and in JSON: liveness, readiness, startup."""
@@ -212,4 +216,6 @@ class Pod:
     def probed_containers(self) -> tuple[Container, ...]:
         """Containers the probe manager walks: regular ones, then sidecars, in spec order
         (§3.1)."""
+        if not self.init_containers:
+            return self.containers  # most pods: no generator (a seek asks 15,000 of them)
         return (*self.containers, *(c for c in self.init_containers if c.is_restartable_init))

@@ -17,7 +17,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
 from probetui.prober.results import ResultValue
@@ -25,6 +25,15 @@ from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
 
 if TYPE_CHECKING:
     from probetui.timeline.store import ContainerHistory
+
+
+class Materializer(Protocol):
+    """What fills deferred histories (`Store`): their entries fed as an eager seek would."""
+
+    def fill_read(self, key: ProbeKey) -> None:
+        """Fill the deferred history of `key`, which is being read (and maybe others)."""
+        ...
+
 
 # -- codes stored in the columns ----------------------------------------------------------
 
@@ -160,24 +169,26 @@ class ProbeHistory:
     __slots__ = (
         "_base",
         "_changes",
+        "_counts",
         "_d",
         "_d_head",
         "_detail",
         "_head",
+        "_last_t",
+        "_lazy",
         "_rec",
+        "_run",
+        "_seq",
         "_texts",
         "capacity",
-        "counts",
+        "in_run",
         "key",
         "last_result",
-        "last_t",
         "next_tick",
         "on_hold",
         "owner",
         "paused",
         "published",
-        "result_run",
-        "seq",
     )
 
     def __init__(self, key: ProbeKey, texts: Texts, capacity: int, detail: int) -> None:
@@ -187,6 +198,11 @@ class ProbeHistory:
     def renew(self, texts: Texts, capacity: int, detail: int) -> None:
         """Empty, as made anew: a replay's seek refills the histories it had (`Store.rebase`)."""
         self.owner: ContainerHistory | None = None  # set by the store
+        self._lazy: Materializer | None = None
+        self.refill(texts, capacity, detail)
+
+    def refill(self, texts: Texts, capacity: int, detail: int) -> None:
+        """The ring and totals emptied, the owner kept (a deferred history being filled)."""
         self._texts = texts
         self.capacity = max(1, capacity)
         self._detail = max(0, min(detail, self.capacity))
@@ -194,14 +210,14 @@ class ProbeHistory:
         # grows with use up to capacity entries, then wraps at _head
         self._rec = array("I")
         self._head = 0
-        self.seq = 0  # entries ever appended
         # the detail ring, over attempts only, allocated on the first attempt
         self._d = array("I")
         self._d_head = 0
         # published result changes: (t, ResultValue int), bounded
         self._changes: deque[tuple[float, int]] | None = None
         # what the last record said, and totals since the worker began
-        self.result_run = 0
+        self._run = 0
+        self.in_run = False  # result_run > 0, read without filling a deferred history
         self.last_result: ResultValue | None = None
         self.published: ResultValue | None = None
         self.on_hold = False
@@ -209,8 +225,66 @@ class ProbeHistory:
         # e.g. a recorded session or a stopped worker) and whether the user paused it
         self.next_tick: float | None = None
         self.paused = False
-        self.last_t: float | None = None
-        self.counts = [0] * 7  # by Kind
+        self._last_t: float | None = None
+        self._counts = [0] * 7  # by Kind
+        self._seq = 0  # entries ever appended
+
+    # -- a deferred history ---------------------------------------------------------------
+    #
+    # A replay's seek may give a probe its state (published and last result, whether a run
+    # is under way, hold, pause) without its entries (`Store.defer`): what the list shows of
+    # 15,000 probes needs no more. Whatever reads the entries, the exact run or the totals
+    # fills it first (`Materializer.fill_read`), so it reads what an eager seek left.
+
+    def defer(self, lazy: Materializer) -> None:
+        self._lazy = lazy
+
+    @property
+    def deferred(self) -> bool:
+        return self._lazy is not None
+
+    def _ensure(self) -> None:
+        lazy = self._lazy
+        if lazy is not None:
+            lazy.fill_read(self.key)
+
+    def filled(self) -> None:
+        """Called by the materializer before it feeds the entries."""
+        self._lazy = None
+
+    @property
+    def result_run(self) -> int:
+        self._ensure()
+        return self._run
+
+    @result_run.setter
+    def result_run(self, run: int) -> None:
+        self._run = run
+        self.in_run = run > 0
+
+    @property
+    def counts(self) -> list[int]:
+        """Entries by Kind since the worker began (a replay: since the store was filled)."""
+        self._ensure()
+        return self._counts
+
+    @property
+    def last_t(self) -> float | None:
+        self._ensure()
+        return self._last_t
+
+    @property
+    def seq(self) -> int:
+        """Entries ever appended."""
+        self._ensure()
+        return self._seq
+
+    def attempted(self) -> bool:
+        """Whether any entry is an attempt (a deferred history is given one by its state)."""
+        if self._lazy is not None:
+            return True
+        c = self._counts
+        return any(c[kind] for kind in Kind.ATTEMPTS)
 
     # -- writing ----------------------------------------------------------------------
 
@@ -256,10 +330,10 @@ class ProbeHistory:
             rec[i + 3] = status & 0xFFFF
             rec[i + 4] = out
             self._head = (self._head + 1) % self.capacity
-        self.counts[kind] += 1
-        self.last_t = t
-        seq = self.seq
-        self.seq += 1
+        self._counts[kind] += 1
+        self._last_t = t
+        seq = self._seq
+        self._seq = seq + 1
         return seq
 
     def set_detail(
@@ -309,6 +383,7 @@ class ProbeHistory:
     # -- reading ----------------------------------------------------------------------
 
     def __len__(self) -> int:
+        self._ensure()
         return len(self._rec) // REC
 
     def _time(self, ms: int) -> float:
@@ -317,6 +392,7 @@ class ProbeHistory:
 
     @property
     def oldest_t(self) -> float | None:
+        self._ensure()
         n = len(self)
         if n == 0:
             return None
@@ -335,6 +411,7 @@ class ProbeHistory:
 
     def window(self, start: float, end: float) -> list[tuple[float, int]]:
         """(t, kind) of the entries with start <= t < end, newest first."""
+        self._ensure()
         out: list[tuple[float, int]] = []
         if self._base is None:
             return out
@@ -351,12 +428,14 @@ class ProbeHistory:
         return out
 
     def changes(self, start: float, end: float) -> list[tuple[float, ResultValue]]:
+        self._ensure()
         if not self._changes:
             return []
         return [(t, _RESULTS[r]) for t, r in self._changes if start <= t < end]
 
     def latencies(self, n: int) -> list[tuple[float, int]]:
         """(latency s, kind) of the last `n` attempts (skips left out), oldest first."""
+        self._ensure()
         out: list[tuple[float, int]] = []
         rec = self._rec
         for i in self.indices_back():
@@ -370,6 +449,7 @@ class ProbeHistory:
         return out
 
     def last_attempt_t(self) -> float | None:
+        self._ensure()
         rec = self._rec
         for i in self.indices_back():
             if rec[i + F_CODE] & 7 != Kind.SKIP:
@@ -378,6 +458,7 @@ class ProbeHistory:
 
     def last_skip(self) -> AttemptView | None:
         """The newest entry when it is a skip (why the probe is not running now)."""
+        self._ensure()
         for i in self.indices_back():
             return self._view(i, {}) if self._rec[i + F_CODE] & 7 == Kind.SKIP else None
         return None
@@ -385,10 +466,11 @@ class ProbeHistory:
     def recent(self, n: int, until: float | None = None) -> list[AttemptView]:
         """The newest `n` entries (at or before `until`, when given), newest first, with detail
         where it is still kept."""
+        self._ensure()
         d = self._d
         details = {d[j] - 1: j for j in range(0, len(d), DREC) if d[j]}
         out: list[AttemptView] = []
-        seq = self.seq
+        seq = self._seq
         rec = self._rec
         last_ms = None if until is None or self._base is None else (until - self._base) * 1000.0
         for i in self.indices_back():

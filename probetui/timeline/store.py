@@ -14,7 +14,9 @@ version of their last change, so a UI repaints only what changed since it last l
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -44,6 +46,8 @@ HISTORY_SLACK = 1.5
 MIN_CAPACITY = 64
 DEFAULT_DETAIL = 50  # per probe: attempts whose body, target and event text are kept
 DEFAULT_MARKS = 256  # per container: starts, exits, kills, back-offs, Ready changes ...
+# deferred histories filled with one that is read (`Store.materialize`)
+FILL_AROUND = 63
 
 
 # -- containers and pods ------------------------------------------------------------------
@@ -98,15 +102,20 @@ def _listed(c: ContainerHistory, entry: PodSnapshot | None) -> tuple[object, ...
     """What the list shows of a container and sorts it by (`triage.groups.problem_score`,
     the rows' cells): its pod's spec and status, divergences, and per probe the published and
     last result, whether a run is under way, the hold and the pause."""
-    return (
-        entry.pod if entry is not None else None,
-        entry.status if entry is not None else None,
-        c.divergences,
-        *(
-            (pt, h.published, h.last_result, h.result_run > 0, h.on_hold, h.paused)
-            for pt, h in c.probes.items()
-        ),
-    )
+    probes = c.probes
+    if entry is None:
+        head: tuple[object, ...] = (None, None, c.divergences)
+    else:
+        head = (entry.pod, entry.status, c.divergences)
+    if len(probes) == 1:
+        # most containers have one probe: the same, without a generator (two passes over
+        # 15,000 of them in a seek)
+        for pt, h in probes.items():
+            return (*head, pt, h.published, h.last_result, h.in_run, h.on_hold, h.paused)
+    out = list(head)
+    for pt, h in probes.items():
+        out += (pt, h.published, h.last_result, h.in_run, h.on_hold, h.paused)
+    return tuple(out)
 
 
 @dataclass(slots=True)
@@ -146,6 +155,10 @@ class Store:
         self.layout_version = 0  # pods or containers added or removed
         self.events = 0
         self._refill: _Refill | None = None
+        # histories given their state and not yet their entries (`defer`), and what feeds
+        # them their entries (a replay's player: the same feeding an eager seek does)
+        self._deferred: dict[ProbeKey, ProbeHistory] = {}
+        self.loader: Callable[[list[ProbeKey]], None] | None = None
 
     # -- Sink -------------------------------------------------------------------------
 
@@ -199,6 +212,91 @@ class Store:
         self.version += 1
         self._apply(key, t, latency, run, None, shape)
 
+    def defer(
+        self,
+        key: ProbeKey,
+        cid: str,
+        last: ResultValue,
+        published: ResultValue | None,
+        on_hold: bool,
+        paused: bool,
+    ) -> None:
+        """A probe's state without its entries (a replay's seek into a stretch where the probe
+        did the same thing every time: what its records would leave, with a run under way).
+        Whatever reads its entries, exact run or totals has `materialize` feed them first
+        through `loader`, so it reads what feeding them at once would have left; the list
+        reads the state alone, and 15,000 probes cost a seek no decoding."""
+        h = self.probes.get(key)
+        # its pod was fed first: the container is there (a plain tuple finds it)
+        owner = self.containers.get(key[:2]) or self._container(ContainerKey(*key[:2]))
+        if h is None:
+            r = self._refill
+            h = r.probes.pop(key, None) if r is not None else None
+            if h is None:
+                h = ProbeHistory(key, self.texts, self._capacity_for(key), self.detail)
+            self.probes[key] = h
+            owner.probes[key.probe_type] = h
+            h.owner = owner
+            # a history taken back keeps its old entries until it is filled: every reader
+            # of them fills it first
+            h.next_tick = None
+        elif not h.deferred:
+            raise ValueError(f"{key}: already fed, cannot be deferred")
+        if cid and cid not in self._by_cid:
+            self._by_cid[cid] = owner.key
+        h.last_result, h.published, h.on_hold, h.paused = last, published, on_hold, paused
+        h.in_run = True
+        h.defer(self)
+        self._deferred[key] = h
+        owner.version = self.version
+
+    def materialize(self, keys: Iterable[ProbeKey] | None = None) -> None:
+        """Fill deferred histories (all of them without `keys`): each emptied and fed by the
+        loader. Their state comes back as it was, so no reader's version moves: the entries
+        are what was always there to read."""
+        deferred = self._deferred
+        if not deferred:
+            return
+        if keys is None:
+            chosen = list(deferred.values())
+            deferred.clear()
+        else:
+            chosen = [h for k in keys if (h := deferred.pop(k, None)) is not None]
+        if not chosen:
+            return
+        loader = self.loader
+        if loader is None:
+            raise RuntimeError("deferred histories and nothing to fill them")
+        version, events = self.version, self.events
+        kept = []
+        for h in chosen:
+            h.filled()
+            kept.append((h, h.owner.version if h.owner is not None else 0, _state_of(h)))
+            h.refill(self.texts, self._capacity_for(h.key), self.detail)
+        loader([h.key for h in chosen])
+        self.version, self.events = version, events
+        for h, owner_version, state in kept:
+            if h.owner is not None:
+                h.owner.version = owner_version
+            if not len(h):
+                # nothing fed (its pod went in between): it stands as it was given
+                h.last_result, h.published, h.on_hold, h.paused, h.in_run = state
+
+    def fill_read(self, key: ProbeKey) -> None:
+        """`materialize` of a deferred history being read, and of some more: a reader of one
+        often reads its neighbours next (a pane, a workload, a loop over all), and filling
+        some at once costs one read of the recording, not one each."""
+        if key in self._deferred:
+            self.materialize([key, *itertools.islice(self._deferred, FILL_AROUND)])
+
+    def deferred(self) -> int:
+        """Histories given their state and not yet their entries."""
+        return len(self._deferred)
+
+    def deferred_keys(self, n: int) -> list[ProbeKey]:
+        """Up to `n` of the deferred histories' keys, in the order they were deferred."""
+        return list(itertools.islice(self._deferred, n))
+
     def rebase(self) -> None:
         """Begin a refill (a replay's seek): the store is empty (the versions go on rising, so
         every reader redraws), and what is fed until `settle` takes back the objects of the
@@ -208,6 +306,9 @@ class Store:
         (`ContainerHistory.same_as`): the list does not sort it again."""
         if self._refill is not None:
             self.settle()
+        for h in self._deferred.values():
+            h.filled()  # refilled or gone with the rest: never filled from an old seek
+        self._deferred.clear()
         pods = self.pods
         listed = {
             k: (c.listed_since(), _listed(c, pods.get(k.pod_uid)))
@@ -263,7 +364,10 @@ class Store:
 
     def _probe(self, key: ProbeKey) -> ProbeHistory:
         h = self.probes.get(key)
-        if h is None:
+        if h is not None and h.deferred:
+            # what comes after a deferred history's entries needs them before it
+            self.materialize((key,))
+        elif h is None:
             r = self._refill
             h = r.probes.pop(key, None) if r is not None else None
             if h is not None:
@@ -388,6 +492,8 @@ class Store:
         for ckey in [k for k in self.containers if k.pod_uid == uid]:
             c = self.containers.pop(ckey)
             for h in c.probes.values():
+                if self._deferred.pop(h.key, None) is not None:
+                    h.filled()
                 h.release()
                 h.owner = None  # no cycle left: freed at once, also where gc is frozen
                 self.probes.pop(h.key, None)
@@ -470,6 +576,12 @@ def record_shape(record: ProbeRecord) -> RecordShape:
         record.on_hold,
         record.paused,
     )
+
+
+def _state_of(
+    h: ProbeHistory,
+) -> tuple[ResultValue | None, ResultValue | None, bool, bool, bool]:
+    return h.last_result, h.published, h.on_hold, h.paused, h.in_run
 
 
 _RESULT_BY_LABEL = {r.label: r for r in ResultValue}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from probetui.prober.outcome import Kind
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod, ProbeType
@@ -53,7 +52,7 @@ def workloads(store: Store) -> dict[str, list[str]]:
 
 def attempted(h: ProbeHistory | None) -> bool:
     """Whether the probe has had an attempt: before one it has only its initial value."""
-    return h is not None and any(h.counts[kind] for kind in Kind.ATTEMPTS)
+    return h is not None and h.attempted()
 
 
 def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:

@@ -14,7 +14,7 @@ from probetui.prober.worker import Trigger
 from probetui.record import codec
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
-from probetui.record.schema import CHUNK_ITEMS, has_marks
+from probetui.record.schema import CHUNK_ITEMS, has_marks, has_steady
 from tests.record.helpers import META, attempt, kinds_of, pod
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,8 +44,10 @@ def _write(path: Path, rounds: int = 90) -> None:
 
 
 def _as_before_marks(path: Path) -> None:
-    """The file as an older probetui wrote it: no marks column, no time indexes."""
+    """The file as an older probetui wrote it: no marks or steady column, no time indexes."""
     conn = sqlite3.connect(path)
+    conn.execute("DROP INDEX chunks_t0_steady")
+    conn.execute("ALTER TABLE chunks DROP COLUMN steady")
     conn.execute("ALTER TABLE chunks DROP COLUMN marks")
     conn.execute("DROP INDEX specs_t")
     conn.execute("DROP INDEX statuses_t")
@@ -136,9 +138,12 @@ def test_a_file_from_before_marks_is_read_and_then_added_to(
         rec2.event(attempt(p, 5000.0 + 10 * i, i + 1))
     rec2.close()
     with open_recording(path) as rec:
-        assert has_marks(rec.conn)
+        assert has_marks(rec.conn) and has_steady(rec.conn)
         indexes = {r[0] for r in rec.conn.execute("SELECT name FROM sqlite_master")}
-        assert {"specs_t", "statuses_t"} <= indexes
+        assert {"specs_t", "statuses_t", "chunks_t0_steady"} <= indexes
+        # the old chunks say nothing of being steady (they are decoded), the new ones do
+        steady = dict(rec.conn.execute("SELECT t0 >= 5000.0, COUNT(steady) FROM chunks GROUP BY 1"))
+        assert steady == {0: 0, 1: 2}
         events = _window(rec, float("-inf"), float("inf"))
         assert events[: len(want)] == want
         assert len(events) == len(want) + 2 * CHUNK_ITEMS
