@@ -64,6 +64,10 @@ from probetui.timeline.store import RecordShape, Store
 
 # a filter of more ids than this is applied in Python rather than in an SQL IN (...)
 _SQL_IN_LIMIT = 500
+# probes whose latest chunk is too new to say alone that they were steady, from which their
+# chunk before it is looked at too (a second pass over the chunk index, some 15 ms)
+STEADY_RECHECK = 200
+IN_FORCE_KEPT = 3  # moments whose pods in force `snapshots` keeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,10 +162,11 @@ class Recording:
         self._statuses: dict[int, PodStatus] = {}  # and statuses (15,000 at every seek)
         self._refs_loaded = False
         self._by_spec: dict[str, Pod] = {}  # by the spec part alone, shared by replicas
-        # what `snapshots` found in force at a moment: (the moment, `_table_ends` then, pods
-        # and statuses by pod id, the (time, pod id) of each in force, in time order)
-        self._in_force_at: tuple[float, Any, dict[int, Pod], dict[int, Any], list[Any]] | None
-        self._in_force_at = None
+        # what `snapshots` found in force at a few moments, newest first: (the moment,
+        # `_table_ends` then, pods and statuses by pod id, the (time, pod id) of each in force,
+        # in time order)
+        self._in_force_at: list[tuple[float, Any, dict[int, Pod], dict[int, Any], list[Any]]]
+        self._in_force_at = []
         # where chunks can be decoded from (files from before marks: from their starts)
         try:
             self._marks = "marks" if has_marks(conn) else "NULL"
@@ -334,8 +339,8 @@ class Recording:
         # in force at lo, for every pod at once where they are all fed (SQLite gives the other
         # columns of the row with the MAX); a step forward looks up only the pods that change
         if in_force:
-            cached = self._in_force_at
-            if cached is not None and self._same_before(cached[0], lo, cached[1]):
+            cached = next((c for c in self._in_force_at if self._same_before(c[0], lo, c[1])), None)
+            if cached is not None:
                 _, _, kept_pods, kept_statuses, before = cached
             else:
                 ends = self._table_ends()
@@ -353,7 +358,11 @@ class Recording:
                     for i in kept_pods
                     if i in kept_statuses and kept_statuses[i] is not None
                 )
-                self._in_force_at = (lo, ends, kept_pods, kept_statuses, before)
+                # a few moments kept: seeks go back and forth (the end, then a moment before)
+                self._in_force_at = [
+                    (lo, ends, kept_pods, kept_statuses, before),
+                    *self._in_force_at[: IN_FORCE_KEPT - 1],
+                ]
             # what the rows after `lo` change is a copy: the kept ones serve the next seek
             pods, statuses = dict(kept_pods), dict(kept_statuses)
             for t, pod_id in before:
@@ -778,10 +787,33 @@ class Recording:
             (at - MAX_SPAN, at),
         )
         busy = {i for (i,) in self._q("SELECT DISTINCT probe_id FROM recent WHERE t <= ?", (at,))}
+        # a chunk begun after `began_by` holds the probe's latest items; where the one before
+        # it was steady with the same shape, the probe did one thing all the same (many
+        # probes close their chunks together: a seek just after that would read them all)
+        fresh = {i: steady for i, t0, steady in rows if steady is not None and t0 > began_by}
+        if len(fresh) > STEADY_RECHECK:
+            # every chunk begun since `began_by` of that one shape (a fast probe with a long
+            # timeout may have begun several), and the one before them too
+            for probe_id, n, known, low, high in self._q(
+                "SELECT probe_id, COUNT(*), COUNT(steady), MIN(steady), MAX(steady) FROM chunks"
+                " WHERE t0 > ? AND t0 <= ? GROUP BY probe_id",
+                (began_by, at),
+            ):
+                if n != known or low != high:
+                    fresh.pop(probe_id, None)
+            for probe_id, _, steady in self._q(
+                "SELECT probe_id, MAX(t0), steady FROM chunks WHERE t0 > ? AND t0 <= ?"
+                " GROUP BY probe_id",
+                (at - MAX_SPAN, began_by),
+            ):
+                if fresh.get(probe_id) != steady:
+                    fresh.pop(probe_id, None)
+        else:
+            fresh.clear()
         out: dict[int, tuple[ProbeKey, str, RecordShape]] = {}
         shapes: dict[int, RecordShape | None] = {}
         for probe_id, t0, steady in rows:
-            if steady is None or t0 > began_by or probe_id in busy:
+            if steady is None or probe_id in busy or (t0 > began_by and probe_id not in fresh):
                 continue
             key = self._ref(probe_id).key
             if steady in shapes:

@@ -305,8 +305,9 @@ class Player:
             await asyncio.sleep(pause)
             now = self._clock()
             pause = TICK
-            if not self.playing and self.store.deferred() and now >= self._fill_from:
-                # a seek's deferred histories, a batch a wake with the loop served between
+            if self.store.deferred() and (self.playing or now >= self._fill_from):
+                # a seek's deferred histories, a batch a wake with the loop served between;
+                # playing begins once they are filled, so a key waits a batch, not all of them
                 if self.fill_some():
                     pause = MIN_GAP
                 last = now

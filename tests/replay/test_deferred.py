@@ -17,6 +17,7 @@ import pytest
 
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
+from probetui.record import reader
 from probetui.record.reader import Recording, open_recording
 from probetui.record.recorder import Recorder
 from probetui.replay.feed import feed, lookback
@@ -126,7 +127,12 @@ def test_a_seek_defers_the_steady_probes_and_reads_as_one_that_fed_them(steady: 
                 assert _listed(player) == _listed(eager), t
                 assert_same_store(eager.store, player.store)
                 assert player.store.deferred() == 0
-                assert _state(player.store) == _state(_fed_up_to(steady, t))
+                full = _fed_up_to(steady, t)
+                assert _state(player.store) == _state(full)
+                # the pods as they stood (what was in force is kept across seeks: not past the
+                # respec at 1150 or the deletion at 1100.5)
+                pods = {u: (e.pod, e.status) for u, e in player.store.pods.items()}
+                assert pods == {u: (e.pod, e.status) for u, e in full.pods.items()}
 
 
 def test_the_deferred_are_the_steady_probes_of_pods_that_stood_still(steady: Path) -> None:
@@ -254,3 +260,25 @@ def test_a_chunk_is_steady_when_all_its_items_are_one_counting_shape(tmp_path: P
     assert by[("uid-0", 1000.0)] is not None
     assert by[("uid-0", 1032.0)] is None  # the result change
     assert by[("uid-1", 1000.5)] is None  # the failure
+
+
+def test_just_after_a_chunk_began_the_one_before_says_it(
+    steady: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probes close their chunks together (32 attempts each): just after they began new ones
+    the latest says too little alone, so the chunk before it is asked too. Deferred where
+    both are one shape; not a flapping probe whose new chunk follows failures."""
+    monkeypatch.setattr(reader, "STEADY_RECHECK", 0)
+    with open_recording(steady) as rec, open_recording(steady) as ref:
+        player, eager = Player(rec), _eager(ref)
+        for t in (1161.0, 1130.0):  # chunks began at 1160 and 1128, lookback 4 s
+            player.seek(player.last)
+            eager.seek(eager.last)
+            player.seek(t)
+            eager.seek(t)
+            deferred = {k.pod_uid for k in player.store.deferred_keys(10**6)}
+            assert len(deferred) >= PODS - len(FLAPPING) - 2, t
+            if t == 1161.0:  # 3 and 11 failed until 1160
+                assert not {f"uid-{j}" for j in FLAPPING} & deferred
+            assert _listed(player) == _listed(eager), t
+            assert_same_store(eager.store, player.store)
