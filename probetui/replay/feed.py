@@ -2,7 +2,8 @@
 
 `Stream` reads the recording forward from a moment and feeds a store a step at a time (each
 chunk decoded once, each event built when it is fed); `rebuild` fills an empty store up to a
-moment pod after pod, as a seek does, and hands on the stream that goes on from there. The
+moment pod after pod, as a seek does (deferring the probes that did one thing all through:
+`fill` feeds them later), and hands on the stream that goes on from there. The
 moment an event counts from is when the engine published it (`published`): an attempt when
 it ended, a result change with the attempt that caused it. `replay.player` moves the cursor.
 """

@@ -9,8 +9,11 @@ timeline shows at its widest default zoom; shorter on a dense recording, so that
 about 15,000 events, never under 10 s), which is what a seek costs; a probe not attempted
 within the window is fed its last chunk before it (a keyframe: every record carries the
 probe's state). A rebuild feeds pod after pod (`rebuild`: a pod's state depends only on the
-order of its own events), not 15,000 probes merged by time. Moving forward reads on one
-stream (`Stream`, begun where the cursor stands when first asked): each chunk is decoded once.
+order of its own events), not 15,000 probes merged by time; a probe that did one thing all
+through is not read at all: the store is given its state and fills its entries from the
+recording when something reads them (`Store.defer`), or the player's task does after the
+repaint. Moving forward reads on one stream (`Stream`, begun where the cursor stands when
+first asked): each chunk is decoded once.
 
 The state at a moment is what had been *published* by then, as the live store had it: an
 attempt counts from when it ended (it is stamped with when it began), so one still in flight
