@@ -158,6 +158,17 @@ def store_state(store: Store) -> dict[str, Any]:
     return {"probes": probes, "containers": containers, "pods": pods}
 
 
+def probe_state(store: Store) -> dict[ProbeKey, tuple[Any, ...]]:
+    """What the list and the threshold pane read of each probe at the cursor: a seek's window
+    holds less history than everything fed from the start, the same last entry and state."""
+    out = {}
+    for key, h in store.probes.items():
+        last = h.recent(1)
+        entry = (last[0].kind, last[0].result_run, last[0].published) if last else None
+        out[key] = (h.published, h.result_run, h.last_result, h.on_hold, h.paused, entry)
+    return out
+
+
 def assert_same_store(live: Store, replayed: Store) -> None:
     a, b = store_state(live), store_state(replayed)
     assert a["pods"] == b["pods"]

@@ -25,7 +25,7 @@ from probetui.replay.player import Player
 from probetui.spec.model import ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import Store
-from tests.record.helpers import META, assert_same_store, attempt
+from tests.record.helpers import META, assert_same_store, attempt, probe_state
 from tests.record.helpers import pod as steady_pod
 
 pytestmark = pytest.mark.timeout(120)
@@ -93,17 +93,6 @@ def _fed_up_to(path: Path, t: float) -> Store:
     return store
 
 
-def _state(store: Store) -> dict[ProbeKey, tuple[Any, ...]]:
-    """Each probe as the threshold pane reads it: the seek's window holds less history than
-    everything fed from the start, the same last entry and state."""
-    out = {}
-    for key, h in store.probes.items():
-        last = h.recent(1)
-        entry = (last[0].kind, last[0].result_run, last[0].published) if last else None
-        out[key] = (h.published, h.result_run, h.last_result, h.on_hold, h.paused, entry)
-    return out
-
-
 def test_a_seek_defers_the_steady_probes_and_reads_as_one_that_fed_them(steady: Path) -> None:
     """Random seeks: most probes are deferred, what the list reads of them equals the eager
     seek's before anything is filled, and every reader after equals it and feeding
@@ -128,7 +117,7 @@ def test_a_seek_defers_the_steady_probes_and_reads_as_one_that_fed_them(steady: 
                 assert_same_store(eager.store, player.store)
                 assert player.store.deferred() == 0
                 full = _fed_up_to(steady, t)
-                assert _state(player.store) == _state(full)
+                assert probe_state(player.store) == probe_state(full)
                 # the pods as they stood (what was in force is kept across seeks: not past the
                 # respec at 1150 or the deletion at 1100.5)
                 pods = {u: (e.pod, e.status) for u, e in player.store.pods.items()}
@@ -187,7 +176,7 @@ def test_playing_on_after_a_seek_feeds_the_deferred_ones_on(steady: Path) -> Non
         for _ in range(6):
             player.step(7.5)
             assert player.store.deferred() == 0
-            assert _state(player.store) == _state(_fed_up_to(steady, player.now()))
+            assert probe_state(player.store) == probe_state(_fed_up_to(steady, player.now()))
 
 
 def test_the_players_task_fills_them_a_batch_at_a_time(steady: Path) -> None:
@@ -201,7 +190,7 @@ def test_the_players_task_fills_them_a_batch_at_a_time(steady: Path) -> None:
         while player.fill_some(10):
             pass
         assert player.store.deferred() == 0
-        assert _state(player.store) == _state(_fed_up_to(steady, 1200.0))
+        assert probe_state(player.store) == probe_state(_fed_up_to(steady, 1200.0))
 
 
 def test_a_recording_without_the_column_is_read_in_full(steady: Path, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from probetui.replay.feed import feed, lookback, published
 from probetui.replay.player import NOT_RECORDED, NOTABLE, Player
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.store import Store
-from tests.record.helpers import META, assert_same_store, attempt, record_demo
+from tests.record.helpers import META, assert_same_store, attempt, probe_state, record_demo
 from tests.record.helpers import pod as steady_pod
 
 pytestmark = pytest.mark.timeout(60)
@@ -71,16 +71,6 @@ def test_the_store_at_the_cursor_does_not_depend_on_the_way_there(demo: dict[str
         assert_same_store(fed_up_to(demo["path"], instants[1]), player.store)
 
 
-def _probe_state(store: Store) -> dict[ProbeKey, tuple[Any, ...]]:
-    """What the list and the threshold pane read of each probe at the cursor."""
-    out = {}
-    for key, h in store.probes.items():
-        last = h.recent(1)
-        entry = (last[0].kind, last[0].result_run, last[0].published) if last else None
-        out[key] = (h.published, h.result_run, h.last_result, h.on_hold, h.paused, entry)
-    return out
-
-
 def test_a_seek_to_random_cursors_equals_feeding_from_the_start(demo: dict[str, Any]) -> None:
     """Seeks back and forth to cursors on recorded instants (stamps and ends of attempts, a
     microsecond either side) and between them: the store equals everything fed up to there."""
@@ -122,8 +112,8 @@ def test_a_seek_with_a_short_window_keeps_each_probes_state(demo: dict[str, Any]
             t = rng.uniform(player.first + 3.0, player.last)
             player.seek(player.first)
             player.seek(t)
-            full = _probe_state(fed_up_to(demo["path"], player.now()))
-            got = _probe_state(player.store)
+            full = probe_state(fed_up_to(demo["path"], player.now()))
+            got = probe_state(player.store)
             # those not attempted within it too, from their last chunk before it
             assert got == full
 
@@ -172,7 +162,7 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         r._segments = counted  # type: ignore[method-assign]
         player.seek(1100.0)  # 70 s into the gap: nothing within the window
         assert passes <= 2
-        assert _probe_state(player.store) == _probe_state(fed_up_to(path, player.now()))
+        assert probe_state(player.store) == probe_state(fed_up_to(path, player.now()))
         assert {h.result_run for h in player.store.probes.values()} == {30}
         # the screen says that nothing was recorded there, not that the probes never ran
         assert player.gap() == (pytest.approx(last), 4599.0)
