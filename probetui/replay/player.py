@@ -142,6 +142,8 @@ class Player:
         # the last rebuild, whose deferred histories `_fill` feeds
         self._rebuilt: Rebuilt | None = None
         self._fill_from = 0.0  # the player's clock from which its task fills them
+        # the gaps whose pods in force the player's task has yet to decode (`warm`)
+        self._cold = [a for a, _ in self.gaps]
         self.store.loader = self._fill
         # recorded seconds per slice of playing
         self.slice = min(self.window, max(TICK, SLICE_EVENTS / rate)) if rate else self.window
@@ -224,6 +226,17 @@ class Player:
         """The store's loader: deferred histories fed what the last rebuild deferred."""
         if self._rebuilt is not None:
             fill(self.store, self.recording, self._rebuilt, keys)
+
+    def warm(self) -> bool:
+        """Decode the pods as they stood where one gap between sessions begins (its specs and
+        statuses, kept by the recording): a seek into the gap then reads them decoded, not
+        15,000 statuses for the first time (0.1-0.15 s of such a seek). The player's task
+        does one gap a wake while idle; whether any are left."""
+        if self._cold:
+            at = just_after(self._cold.pop())
+            for _ in self.recording.snapshots(at, at):
+                break
+        return bool(self._cold)
 
     def fill_some(self, n: int = FILL_BATCH) -> bool:
         """Fill up to `n` deferred histories (the player's task does it while idle, so that
@@ -315,6 +328,8 @@ class Player:
                     pause = MIN_GAP
                 last = now
                 continue
+            if self._cold and not self.playing and now >= self._fill_from:
+                self.warm()
             if self.playing:
                 began = self.cursor
                 target = min(self.last, began + min(now - last, MAX_TICK) * self.speed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from probetui.prober.worker import ProbeKey
 from probetui.record import reader
 from probetui.record.reader import Recording, open_recording
 from probetui.record.recorder import Recorder
+from probetui.replay import player as player_module
 from probetui.replay.feed import feed, lookback
 from probetui.replay.player import Player
 from probetui.spec.model import ProbeType
@@ -271,3 +273,37 @@ def test_just_after_a_chunk_began_the_one_before_says_it(
                 assert not {f"uid-{j}" for j in FLAPPING} & deferred
             assert _listed(player) == _listed(eager), t
             assert_same_store(eager.store, player.store)
+
+
+def test_the_idle_task_decodes_the_pods_where_a_gap_begins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions an hour apart, each recording its pods' statuses: the first screen (at the
+    end) decodes the second's; `warm` decodes those in force where the gap begins, so a seek
+    into the gap decodes none for the first time."""
+    path = tmp_path / "two.db"
+    pods = [steady_pod(i) for i in range(20)]
+    for start in (1000.0, 5000.0):
+        rec = Recorder(path, replace(META, started=start - 1), clock=lambda s=start: s - 1)
+        for p in pods:
+            rec.pod(p, PodStatus(phase="Running", pod_ip=f"10.0.{int(start) % 7}.1"))
+        for i in range(60):
+            for j, p in enumerate(pods):
+                rec.event(attempt(p, start + i + j / 100, i + 1))
+        rec.close()
+    decoded: list[object] = []
+    real = reader.status_from_json
+    monkeypatch.setattr(reader, "status_from_json", lambda d: decoded.append(d) or real(d))
+    # a dense recording's window (10 s), which holds nothing of the first session's statuses
+    monkeypatch.setattr(player_module, "SEEK_EVENTS", 20)
+    with open_recording(path) as rec:
+        player = Player(rec)
+        assert player.window == 10.0
+        assert player.gaps and len(decoded) == len(pods)  # the second session's
+        decoded.clear()
+        assert not player.warm()  # one gap: none left
+        assert len(decoded) == len(pods)
+        decoded.clear()
+        player.seek(3000.0)
+        assert not decoded
+        assert {e.status.pod_ip for e in player.store.pods.values()} == {"10.0.6.1"}
