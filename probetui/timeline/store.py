@@ -10,6 +10,9 @@ beyond the output.
 
 Readers poll: `version` bumps on every change, each container and the pods table carry the
 version of their last change, so a UI repaints only what changed since it last looked.
+
+A replay's seek may give a probe its state without its entries (`defer`); the history then
+fills itself from the recording, through `loader`, before anything reads its entries.
 """
 
 from __future__ import annotations
