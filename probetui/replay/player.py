@@ -326,6 +326,9 @@ class Player:
                 # playing begins once they are filled, so a key waits a batch, not all of them
                 if self.fill_some():
                     pause = MIN_GAP
+                # what the batch made lives on in the store: out of the collector's way, as
+                # what a slice of playing leaves (young passes walked it inside frames)
+                gc.freeze()
                 last = now
                 continue
             if self._cold and not self.playing and now >= self._fill_from:
