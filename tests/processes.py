@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
+
+
+def free_port() -> int:
+    """A loopback port the OS picked and let go (for a manifest that names its port)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def alive(pid: int) -> bool:

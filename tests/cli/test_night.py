@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from probetui.record.reader import open_recording
 from probetui.record.timespec import parse_time
 from probetui.replay.player import Player
 from probetui.spec.model import ProbeType
+from tests.processes import free_port
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -46,16 +46,10 @@ APP = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def night(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("night")
-    port = _free_port()
+    port = free_port()
     probe = {"httpGet": {"path": "/healthz", "port": port}, "periodSeconds": 1}
     manifest = {
         "apiVersion": "v1",

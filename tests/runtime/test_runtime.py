@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -32,7 +31,7 @@ from probetui.runtime.local.runtime import (
 from probetui.spec.model import Pod, ProbeType
 from probetui.spec.parse import parse_pods
 from probetui.timeline.events import Event
-from tests.processes import alive, wait_gone
+from tests.processes import alive, free_port, wait_gone
 
 PY = sys.executable
 
@@ -49,12 +48,6 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def manifest(*containers: dict[str, Any], policy: str = "Always", **spec: Any) -> list[Pod]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from pathlib import Path
+
+from tests.processes import free_port
 
 PY = sys.executable
 
@@ -18,12 +19,6 @@ SERVER = (
     "while True:\n"
     "    c, _ = s.accept(); c.close()\n"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pods_manifest(tmp_path: Path, count: int = 4) -> tuple[Path, Path]:
