@@ -75,9 +75,15 @@ def test_the_shadow_ran_cleanly(shadow_run: tuple[Run, dict]) -> None:
 
 
 def test_zero_divergences_between_the_shadow_and_the_kubelet(shadow_run: tuple[Run, dict]) -> None:
-    """The runtime already waits out one period of disagreement before it says Divergence."""
+    """The runtime already waits out one period of disagreement before it says Divergence.
+    Not kubelet-first, whose app answers the two sides differently by design: held to what
+    such a difference may show in the test below."""
     run, _ = shadow_run
-    divergences = [(e["pod"], e["probe"], e.get("message")) for e in run.of("Divergence")]
+    divergences = [
+        (e["pod"], e["probe"], e.get("message"))
+        for e in run.of("Divergence")
+        if e["pod"] != "kubelet-first"
+    ]
     assert divergences == []
 
 
@@ -87,7 +93,12 @@ def test_a_success_only_the_kubelet_saw_is_no_divergence(shadow_run: tuple[Run, 
     The kubelet is Ready on that success until it has counted failureThreshold failures; the
     shadow, whose attempts all fail, holds its initial Failure meanwhile, which is no verdict
     (worker.go doProbe leaves the cache as it was below the threshold). The two part ways only
-    between the shadow's third failure and the kubelet's: no Divergence."""
+    between the shadow's third failure and the kubelet's: the kubelet's comes a period later
+    (its first attempt was the success), give or take the phase between the two workers (up to
+    a period: the kubelet's start-up jitter), and reaches the API through the status manager.
+    That can outlast the runtime's slack (a period and 1.5 s), and then the runtime says so:
+    the kubelet did see an answer the shadow did not. So no Divergence before the shadow's
+    verdict, and any after it is cleared once the kubelet's Ready goes false."""
     run, ctx = shadow_run
     seen = applog.parse(ctx["logs"]["kubelet-first"])
     kubelet = applog.from_peer(seen, POD_GATEWAY)
@@ -98,7 +109,17 @@ def test_a_success_only_the_kubelet_saw_is_no_divergence(shadow_run: tuple[Run, 
     assert [v for _, v in ready][:2] == [True, False], ready
     results = run.of("ResultChanged", pod="kubelet-first", probe="readiness")
     assert results and {e["result"] for e in results} == {"Failure"}
-    assert not run.of("Divergence", pod="kubelet-first")
+    attempts = run.of("ProbeAttempt", pod="kubelet-first", probe="readiness")
+    verdict = _first_verdict(attempts, ctx["pods"]["kubelet-first"], "web")
+    assert verdict is not None
+    unready = next(t for t, v in ready if not v)
+    period = _probe_period(ctx["pods"]["kubelet-first"], "web", "readiness")
+    for d in run.of("Divergence", pod="kubelet-first"):
+        # due only once the slack has passed since the shadow's verdict
+        assert _t(d) >= verdict + period + 1.5 - 0.1, (d["ts"], verdict)
+        cleared = [c for c in run.of("DivergenceCleared", pod="kubelet-first") if _t(c) > _t(d)]
+        assert cleared and _t(cleared[0]) >= unready - 0.5, (d["ts"], unready)
+        assert _t(cleared[0]) <= unready + 2 * period, (cleared[0]["ts"], unready)
 
 
 def _ready_series(events: list[dict[str, Any]], key: str) -> list[tuple[float, bool]]:
