@@ -339,11 +339,14 @@ class Recording:
         # in force at lo, for every pod at once where they are all fed (SQLite gives the other
         # columns of the row with the MAX); a step forward looks up only the pods that change
         if in_force:
-            cached = next((c for c in self._in_force_at if self._same_before(c[0], lo, c[1])), None)
+            ends = self._table_ends()
+            cached = next(
+                (c for c in self._in_force_at if c[1] == ends and self._none_between(c[0], lo)),
+                None,
+            )
             if cached is not None:
                 _, _, kept_pods, kept_statuses, before = cached
             else:
-                ends = self._table_ends()
                 kept_pods, kept_statuses = {}, {}
                 for pod_id, (t, spec) in self._latest_before(
                     "specs", "source, manifest", lo
@@ -387,23 +390,23 @@ class Recording:
                 continue
             yield t, pod, statuses[pod_id]
 
-    def _table_ends(self) -> tuple[Any, Any]:
-        return (
-            self._q1("SELECT MAX(id) FROM specs"),
-            self._q1("SELECT MAX(id) FROM statuses"),
+    def _table_ends(self) -> tuple[Any, ...]:
+        """The newest spec and status rows: what was in force at a moment, kept, still is
+        while these are the same (a live recording adds rows) and `_none_between`."""
+        return tuple(
+            self._q("SELECT (SELECT MAX(id) FROM specs), (SELECT MAX(id) FROM statuses)")[0]
         )
 
-    def _same_before(self, was: float, lo: float, ends: tuple[Any, Any]) -> bool:
-        """Whether what was in force before `was` is what is in force before `lo`: no spec or
-        status between the two, and none added since (a live recording). A seek in a long
-        steady stretch then reads 15,000 pods' rows once, not at every seek (30 ms each)."""
+    def _none_between(self, was: float, lo: float) -> bool:
+        """Whether no spec or status lies between `was` and `lo`, so that what was in force
+        before one is what is in force before the other. A seek in a long steady stretch then
+        reads 15,000 pods' rows once, not at every seek (30 ms each)."""
         a, b = min(was, lo), max(was, lo)
-        between = self._q1(
+        return not self._q1(
             "SELECT (SELECT COUNT(*) FROM specs WHERE t >= ? AND t < ?)"
             " + (SELECT COUNT(*) FROM statuses WHERE t >= ? AND t < ?)",
             (a, b, a, b),
         )
-        return not between and self._table_ends() == ends
 
     def _latest_before(self, table: str, columns: str, lo: float) -> dict[int, tuple[float, Any]]:
         """Each pod's latest row of `table` ("specs" or "statuses") before `lo`: (its time, the
@@ -770,22 +773,15 @@ class Recording:
 
         yield from heapq.merge(closed(), opened)
 
-    def steady_probes(
-        self, at: float, began_by: float
-    ) -> dict[int, tuple[ProbeKey, str, RecordShape]]:
+    def steady_probes(self, at: float, began_by: float) -> dict[int, tuple[ProbeKey, RecordShape]]:
         """The probes that did the same thing every time from `began_by` to `at`: their
         latest chunk begun by `at` began by `began_by`, is closed and steady (every item a
         record of one shape that counts, with a run under way), and no open segment of theirs
-        began by `at`. By probe id: (key, container ID, the shape's `RecordShape`). None from a
-        file without the column; a chunk from before it is not steady."""
+        began by `at`. By probe id: (key, the shape's `RecordShape`). Empty from a file without
+        the column; a chunk from before it is not steady."""
         if not self._has_steady:
             return {}
-        rows = self._q(
-            # SQLite takes the bare column from the row holding the MAX
-            "SELECT probe_id, MAX(t0), steady FROM chunks WHERE t0 > ? AND t0 <= ?"
-            " GROUP BY probe_id",
-            (at - MAX_SPAN, at),
-        )
+        rows = self._latest_chunks(at)
         busy = {i for (i,) in self._q("SELECT DISTINCT probe_id FROM recent WHERE t <= ?", (at,))}
         # a chunk begun after `began_by` holds the probe's latest items; where the one before
         # it was steady with the same shape, the probe did one thing all the same (many
@@ -801,16 +797,12 @@ class Recording:
             ):
                 if n != known or low != high:
                     fresh.pop(probe_id, None)
-            for probe_id, _, steady in self._q(
-                "SELECT probe_id, MAX(t0), steady FROM chunks WHERE t0 > ? AND t0 <= ?"
-                " GROUP BY probe_id",
-                (at - MAX_SPAN, began_by),
-            ):
+            for probe_id, _, steady in self._latest_chunks(began_by):
                 if fresh.get(probe_id) != steady:
                     fresh.pop(probe_id, None)
         else:
             fresh.clear()
-        out: dict[int, tuple[ProbeKey, str, RecordShape]] = {}
+        out: dict[int, tuple[ProbeKey, RecordShape]] = {}
         shapes: dict[int, RecordShape | None] = {}
         for probe_id, t0, steady in rows:
             if steady is None or probe_id in busy or (t0 > began_by and probe_id not in fresh):
@@ -821,8 +813,18 @@ class Recording:
             else:
                 shape = shapes[steady] = self._steady_shape(steady, key)
             if shape is not None:
-                out[probe_id] = (key, shape[6], shape)
+                out[probe_id] = (key, shape)
         return out
+
+    def _latest_chunks(self, at: float) -> list[tuple[int, float, int | None]]:
+        """(probe id, t0, steady) of each probe's latest chunk begun by `at` (within a chunk's
+        longest span before it)."""
+        return self._q(
+            # SQLite takes the bare column from the row holding the MAX
+            "SELECT probe_id, MAX(t0), steady FROM chunks WHERE t0 > ? AND t0 <= ?"
+            " GROUP BY probe_id",
+            (at - MAX_SPAN, at),
+        )
 
     def _steady_shape(self, shape_id: int, key: ProbeKey) -> RecordShape | None:
         try:

@@ -211,7 +211,7 @@ def rebuild(
     after: float,
     until: float,
     back: float,
-    steady: dict[int, tuple[ProbeKey, str, RecordShape]] | None = None,
+    steady: dict[int, tuple[ProbeKey, RecordShape]] | None = None,
 ) -> Rebuilt:
     """Feed an empty `store` what was published in (after, until] and the pods as they stood
     then, as a `Stream` begun at `after` feeds it in one step, each pod on its own; returns
@@ -222,7 +222,7 @@ def rebuild(
     own events and snapshots, so a seek feeds pod after pod: the pod's snapshots, then its
     events, merged by time as the stream does.
 
-    `steady` (`Recording.steady_probes(until, after - back)`): probes that did one thing all
+    `steady` (`Recording.steady_probes(until, until - back)`): probes that did one thing all
     through the span read, so whatever their records there, they leave the state their shape
     says with a run under way. Those of a pod that stood as one snapshot all through are
     not read: the store is given their state (`Store.defer`) and `fill` feeds their entries
@@ -236,12 +236,12 @@ def rebuild(
             s = snaps[pod.uid] = []
             order.append(pod.uid)
         s.append((t, pod, status))
-    later: dict[str, list[tuple[ProbeKey, str, RecordShape]]] = {}
+    later: dict[str, list[tuple[ProbeKey, RecordShape]]] = {}
     deferred: dict[ProbeKey, int] = {}
-    for probe_id, (key, cid, shape) in (steady or {}).items():
+    for probe_id, (key, shape) in (steady or {}).items():
         shots = snaps.get(key.pod_uid)
         if shots is not None and len(shots) == 1 and shots[0][2] is not None:
-            later.setdefault(key.pod_uid, []).append((key, cid, shape))
+            later.setdefault(key.pod_uid, []).append((key, shape))
             deferred[key] = probe_id
     groups, resumed = recording.pending_groups(
         lo, hi, hi + back, until - back, skip=set(deferred.values())
@@ -253,30 +253,25 @@ def rebuild(
         if fed:
             by_pod.setdefault(group[0], []).append(fed)
     order.extend(uid for uid in by_pod if uid not in snaps)
+    # bound once: a seek in a steady stretch runs this for 15,000 pods with nothing to feed
     feed_pod, defer, deferred_of = store.pod, store.defer, later.get
     for uid in order:
         lists = by_pod.get(uid)
         if lists is None:
-            shots = snaps.get(uid, ())
-            if len(shots) == 1:
-                # most pods of a seek in a steady stretch: the pod, then its probes' states
-                feed_pod(shots[0][1], shots[0][2])
-                for key, cid, shape in deferred_of(uid, ()):
-                    defer(key, cid, shape[7], shape[8], shape[9], shape[10])  # type: ignore[arg-type]
-                continue
-            lists = []
-        if len(lists) == 1:
+            events: list[tuple[float, int, Pending]] = []
+        elif len(lists) == 1:
             events = lists[0]
         else:
-            events = list(heapq.merge(*lists, key=_merge_key)) if lists else []
+            events = list(heapq.merge(*lists, key=_merge_key))
         shots = snaps.get(uid, ())
         if len(shots) == 1 and (not events or shots[0][0] <= events[0][2].t):
-            # the common case: the pod as it stood, then what its probes did
-            store.pod(shots[0][1], shots[0][2])
+            # the common case: the pod as it stood, then what its probes did or the states
+            # of those deferred
+            feed_pod(shots[0][1], shots[0][2])
             for _, _, p in events:
                 p.feed(store)
-            for key, cid, shape in later.get(uid, ()):
-                store.defer(key, cid, shape[7], shape[8], shape[9], shape[10])  # type: ignore[arg-type]
+            for key, shape in deferred_of(uid, ()):
+                defer(key, shape)
             continue
         merged = heapq.merge(
             ((t, 0, (pod, st)) for t, pod, st in shots),

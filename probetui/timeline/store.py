@@ -215,17 +215,10 @@ class Store:
         self.version += 1
         self._apply(key, t, latency, run, None, shape)
 
-    def defer(
-        self,
-        key: ProbeKey,
-        cid: str,
-        last: ResultValue,
-        published: ResultValue | None,
-        on_hold: bool,
-        paused: bool,
-    ) -> None:
+    def defer(self, key: ProbeKey, shape: RecordShape) -> None:
         """A probe's state without its entries (a replay's seek into a stretch where the probe
-        did the same thing every time: what its records would leave, with a run under way).
+        did the same thing every time: what its records, all of `shape`, would leave, with a
+        run under way).
         Whatever reads its entries, exact run or totals has `materialize` feed them first
         through `loader`, so it reads what feeding them at once would have left; the list
         reads the state alone, and 15,000 probes cost a seek no decoding."""
@@ -245,9 +238,10 @@ class Store:
             h.next_tick = None
         elif not h.deferred:
             raise ValueError(f"{key}: already fed, cannot be deferred")
+        cid = shape[6]
         if cid and cid not in self._by_cid:
             self._by_cid[cid] = owner.key
-        h.last_result, h.published, h.on_hold, h.paused = last, published, on_hold, paused
+        h.last_result, h.published, h.on_hold, h.paused = shape[7:]
         h.in_run = True
         h.defer(self)
         self._deferred[key] = h
