@@ -77,3 +77,54 @@ def wait_gone(pids: set[int], seconds: float) -> set[int]:
         time.sleep(0.02)
         left = {pid for pid in left if alive(pid)}
     return left
+
+
+def in_a_terminal(
+    argv: list[str], *, cwd: Path, keys: bytes = b"", keys_after: float = 0.0, seconds: float = 60.0
+) -> tuple[int, str]:
+    """Run `argv` on a pseudo-terminal of its own (stdin, stdout and stderr, as in a shell),
+    typing `keys` once `keys_after` seconds have passed; its exit status and the text it left on
+    the terminal outside its full screen (what a user sees before it starts and after it ends)."""
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    out = bytearray()
+    try:
+        env = {**os.environ, "PYTHONPATH": str(cwd), "TERM": "xterm-256color"}
+        proc = subprocess.Popen(
+            argv, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd
+        )
+        os.close(follower)
+        follower = -1
+        # the screen's output must be read, or a full pty blocks the app
+        os.set_blocking(leader, False)
+        started = time.monotonic()
+        typed = not keys
+        while time.monotonic() - started < seconds:
+            if not typed and time.monotonic() - started >= keys_after:
+                os.write(leader, keys)
+                typed = True
+            try:
+                chunk = os.read(leader, 65536)
+            except BlockingIOError:
+                chunk = b""
+            except OSError:  # EIO: every writer has gone
+                break
+            out += chunk
+            if not chunk:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+        if proc.poll() is None:
+            proc.kill()
+        status = proc.wait(timeout=10)
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    text = out.decode(errors="replace")
+    # the alternate screen is entered with CSI ?1049h and left with CSI ?1049l
+    before, _, rest = text.partition("\x1b[?1049h")
+    after = rest.rpartition("\x1b[?1049l")[2] if rest else ""
+    return status, before + after

@@ -132,7 +132,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # a subcommand's stray argument reaches the top parser: name the subcommand's help
+            prog = "probetui" if args.command is None else f"probetui {args.command}"
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} (see '{prog} --help')")
         if args.command is None:
             return cluster.run(args)
         given = cluster.flags_given(args)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNKNOWN, UsageError
+from probetui.durations import duration_arg
 
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
@@ -27,20 +28,58 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
         "--exec", dest="exec_", action="store_true", help="exec probe: the command follows --"
     )
     target.add_argument("-f", "--filename", metavar="MANIFEST", help="run a probe from a manifest")
-    c.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'")
+    c.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="HTTP request header, as httpGet.httpHeaders (repeatable)",
+    )
     c.add_argument("--service", default="", help="gRPC service name (default: the server)")
     c.add_argument("--tls", action="store_true", help="gRPC over TLS without verification")
-    c.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS")
-    c.add_argument("-c", "--container", help="container in the manifest (default: first probed)")
-    c.add_argument("--pod", help="pod or workload name when the manifest holds several")
+    c.add_argument(
+        "--timeout",
+        type=duration_arg,
+        default=1.0,
+        metavar="DURATION",
+        help="the probe's timeoutSeconds (e.g. 1s, 500ms; a bare number is seconds; default 1s)",
+    )
+    c.add_argument(
+        "-c",
+        "--container",
+        metavar="CONTAINER",
+        help="container in the manifest (default: first probed)",
+    )
+    c.add_argument(
+        "--pod", metavar="POD", help="pod or workload name when the manifest holds several"
+    )
     c.add_argument(
         "--probe",
         choices=("liveness", "readiness", "startup"),
         help="which probe; with -f default the first of liveness, readiness, startup",
     )
-    c.add_argument("--host", default="127.0.0.1", help="pod IP to use with -f (default 127.0.0.1)")
-    c.add_argument("--kube-version", default=None, help="version in User-Agent kube-probe/X.Y")
-    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="pod IP to use with -f (default 127.0.0.1)",
+    )
+    c.add_argument(
+        "--kubelet-version",
+        "--kube-version",
+        dest="kube_version",
+        default=None,
+        metavar="X.Y",
+        help="the kubelet version the request names (User-Agent kube-probe/X.Y); default 1.35",
+    )
+    c.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default=None,
+        help="text (default) or json: one JSON object",
+    )
+    c.add_argument("--json", action="store_true", help="the same as --output json")
     c.add_argument("command_argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
@@ -97,7 +136,7 @@ def _manifest_probe(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
             probe = container.probe(probe_type)
             if probe is not None:
                 return pod, container, probe_type, probe
-    what = f"a {args.probe} probe" if args.probe else "a probe"
+    what = f"{args.probe} probe" if args.probe else "probe"
     where = f"container {args.container!r}" if args.container else f"pod {pod.name}"
     raise UsageError(f"{args.filename}: {where} has no {what}")
 
@@ -173,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         result, EXIT_UNKNOWN
     )
     event = outcome.event
-    if args.json:
+    if args.json or args.output == "json":
         doc = {
             "result": result,
             "handler": attempt.handler,

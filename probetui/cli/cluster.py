@@ -8,8 +8,7 @@ It connects to a cluster as kubectl would (`--kubeconfig`, `KUBECONFIG`, `--cont
 `-n`/`-A`, `-l`, in-cluster config). A bad kubeconfig or context is one line and exit 2 before
 anything connects. The first list of pods must succeed: when it does not (refused credentials,
 missing permissions, an API server that cannot be reached or keeps failing after three tries),
-the run stops with one line naming the problem: exit 2 headless; the UI prints the same line
-and exits 1, as for any runtime that cannot go on. After that first list, API faults are
+the run stops with one line naming the problem and exit 2, with a screen or without. After that first list, API faults are
 retried with back-off for as long as probetui runs: headless prints each change of the
 connection state on stderr, and the UI header shows "[reconnecting: ...]" beside the context.
 
@@ -24,8 +23,15 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import UsageError
-from probetui.cli.live import add_record_arguments, headless_requested, note, run_live
+from probetui.cli.live import (
+    DURATION_HELP,
+    add_record_arguments,
+    headless_requested,
+    note,
+    run_live,
+)
 from probetui.cli.summary import add_summary_arguments
+from probetui.durations import duration_arg
 
 if TYPE_CHECKING:
     from probetui.config import Config, Sourced
@@ -44,7 +50,7 @@ CLUSTER_DESTS = {
     "k8s_write": "--write",
     "k8s_kubelet_version": "--kubelet-version",
     "k8s_no_ui": "--no-ui",
-    "k8s_output": "--output",
+    "k8s_output": "-o/--output",
     "k8s_duration": "--duration",
     "k8s_shards": "--shards",
     "k8s_summary": "--summary",
@@ -109,6 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-ui", dest="k8s_no_ui", action="store_true", help="no screen: JSON lines on stdout"
     )
     g.add_argument(
+        "-o",
         "--output",
         dest="k8s_output",
         choices=("jsonl",),
@@ -117,9 +124,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--duration",
         dest="k8s_duration",
-        type=float,
-        metavar="SECONDS",
-        help="stop by itself after SECONDS",
+        type=duration_arg,
+        metavar="DURATION",
+        help=DURATION_HELP,
     )
     from probetui.shards.live import parse_shards
 

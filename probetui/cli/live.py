@@ -25,6 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import EXIT_OK, EXIT_SIGNAL_BASE, UsageError
 from probetui.cli.summary import add_summary_arguments, summary_sink
+from probetui.durations import duration_arg
+
+DURATION_HELP = "stop by itself after DURATION (e.g. 90s, 5m, 1h30m; a bare number is seconds)"
 
 if TYPE_CHECKING:
     from probetui.runtime.base import Runtime
@@ -33,11 +36,12 @@ if TYPE_CHECKING:
 def add_live_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ui", action="store_true", help="no screen: print events as JSON lines")
     p.add_argument(
+        "-o",
         "--output",
         choices=("jsonl",),
         help="headless output format (implies --no-ui): one JSON object per line",
     )
-    p.add_argument("--duration", type=float, metavar="SECONDS", help="stop by itself after SECONDS")
+    p.add_argument("--duration", type=duration_arg, metavar="DURATION", help=DURATION_HELP)
     from probetui.shards.live import AUTO, parse_shards
 
     p.add_argument(
@@ -194,6 +198,7 @@ def run_live(
     """`ui`: the screen's keymap and theme (`probetui.ui.app.run`'s keywords); `kube_version`:
     the kubelet version the shadow's requests name (default the engine's)."""
     from probetui.probe.base import DEFAULT_KUBE_VERSION
+    from probetui.runtime.base import RuntimeFailure
 
     kube_version = kube_version or DEFAULT_KUBE_VERSION
     duration = args.duration
@@ -212,8 +217,11 @@ def run_live(
     recorder = open_recorder(
         runtime, getattr(args, "record", None), getattr(args, "retain", None), kube_version
     )
+    # headless says it on stderr; a screen shows it, so the terminal holds nothing of it after
+    shown: list[str] = []
+    say = note if headless else shown.append
     for text in getattr(runtime, "notes", ()):
-        note(f"note: {text}")
+        say(f"note: {text}")
     from probetui.runtime.local.groups import REGISTRY
 
     sinks: list[Any] = [s for s in (recorder, summary) if s is not None]
@@ -230,7 +238,7 @@ def run_live(
                 sinks,
                 shards=shards,
                 kube_version=kube_version,
-                say=note,
+                say=say,
                 headless=False,
                 choice=choice,
             )
@@ -241,7 +249,10 @@ def run_live(
                 from probetui.record.archive import HistoryArchive
 
                 archive = HistoryArchive(recorder.path)
-            result = run_ui(engine, notices=notices, archive=archive, **(ui or {}))
+            try:
+                result = run_ui(engine, notices=notices, archive=archive, notes=shown, **(ui or {}))
+            except RuntimeFailure as e:
+                raise UsageError(str(e)) from None
             return result if isinstance(result, int) else EXIT_OK
         if recorder is not None:
             recorder.on_failure = lambda text: note(text)

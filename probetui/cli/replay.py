@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="a recording written by --record")
     p.add_argument("--no-ui", action="store_true", help="no screen: print events as JSON lines")
     p.add_argument(
+        "-o",
         "--output",
         choices=("jsonl",),
         help="output format (implies --no-ui): one JSON object a line",

@@ -22,7 +22,14 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         '--set overrides ("would failureThreshold 5 have saved us?").'
     )
     s.add_argument("scenario", metavar="SCENARIO", nargs="?", help="scenario YAML file")
-    s.add_argument("--json", action="store_true", help="print events and summary as JSON")
+    s.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default=None,
+        help="text (default) or json: the events and the summary as one JSON document",
+    )
+    s.add_argument("--json", action="store_true", help="the same as --output json")
     s.add_argument(
         "--set",
         action="append",
@@ -36,12 +43,18 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     r = s.add_argument_group("from a recording (probetui ... --record FILE)")
     r.add_argument("--recording", metavar="FILE", help="a recording instead of a scenario")
     r.add_argument("--pod", metavar="NS/NAME", help="the recorded pod to replay")
-    r.add_argument("-c", "--container", help="its container (default: the first probed one)")
+    r.add_argument(
+        "-c",
+        "--container",
+        metavar="CONTAINER",
+        help="its container (default: the first probed one)",
+    )
     r.add_argument("--since", metavar="T", help="from T: 03:10, -6h, or an ISO time")
     r.add_argument("--until", metavar="T", help="to T (default: the recording's end)")
 
 
 def run(args: argparse.Namespace) -> int:
+    args.json = args.json or args.output == "json"
     if args.recording is not None:
         return _run_recorded(args)
     for flag in ("pod", "container", "since", "until"):
@@ -55,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
         base = sim.load_scenario(args.scenario)
         scenario = sim.apply_overrides(base, args.set) if args.set else base
     except sim.ScenarioError as e:
-        raise UsageError(f"{args.scenario}: {e}") from None
+        # a message that names the file already (it could not be read) is not prefixed again
+        text = str(e)
+        raise UsageError(
+            text if text.startswith(f"{args.scenario}:") else f"{args.scenario}: {text}"
+        ) from None
     result = sim.simulate(scenario)
     baseline = sim.simulate(base)["summary"] if args.set else None
     if args.json:

@@ -17,9 +17,8 @@ import re
 from datetime import datetime, timedelta, tzinfo
 from datetime import time as clock_time
 
-_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)([dhms]))+$")
-_PART = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+from probetui import durations
+
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(\.\d+)?)?$")
 
 
@@ -29,18 +28,18 @@ class TimeSpecError(ValueError):
 
 def parse_duration(text: str) -> float:
     """Seconds, from `24h`, `30m`, `90s`, `2d`, `1h30m` or a plain number of seconds."""
-    t = text.strip().lower()
     try:
-        value = float(t)
-    except ValueError:
-        if not _DURATION.match(t):
-            raise TimeSpecError(
-                f"{text!r}: not a duration; give e.g. 24h, 30m, 90s, 1h30m or seconds"
-            ) from None
-        value = sum(float(n) * _UNITS[u] for n, u in _PART.findall(t))
-    if not value > 0:
-        raise TimeSpecError(f"{text!r}: must be more than 0 seconds")
-    return value
+        return durations.parse_duration(text)
+    except durations.DurationError as e:
+        raise TimeSpecError(str(e)) from None
+
+
+def _is_duration(text: str) -> bool:
+    try:
+        durations.parse_duration(text)
+    except durations.DurationError:
+        return False
+    return not text.strip().replace(".", "", 1).isdigit()
 
 
 def parse_time(text: str, span: tuple[float, float] | None, tz: tzinfo | None = None) -> float:
@@ -49,7 +48,7 @@ def parse_time(text: str, span: tuple[float, float] | None, tz: tzinfo | None = 
     t = text.strip()
     if not t:
         raise TimeSpecError("empty time; give e.g. 03:10, -6h or 2026-03-01T03:10:00Z")
-    if t[0] in "+-" and _DURATION.match(t[1:].lower()):
+    if t[0] in "+-" and _is_duration(t[1:]):
         if span is None:
             raise TimeSpecError(f"{text!r}: the recording is empty: no end to count from")
         seconds = parse_duration(t[1:])

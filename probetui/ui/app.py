@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -67,6 +67,7 @@ class ProbeApp(App[None]):
         notices: list[Callable[[], str | None]] | None = None,
         make_screen: Callable[[UIContext], MainScreen] | None = None,
         archive: HistoryArchive | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         super().__init__()
         # every line drawn would otherwise be freed only by the cyclic collector (ui/strips.py)
@@ -74,6 +75,8 @@ class ProbeApp(App[None]):
         self.make_screen = make_screen or MainScreen
         # polled with the store: a line to show once (the recorder's full disk, say)
         self.notices = list(notices or [])
+        # what headless says on stderr at the start, shown on the screen instead
+        self.notes = tuple(notes)
         self.controls = controls
         self.store = store
         self.ctx = UIContext(store, controls, now or time.time, tz, archive=archive)
@@ -81,6 +84,7 @@ class ProbeApp(App[None]):
         self.run_engine = run_engine
         self.poll_seconds = poll_seconds
         self.failure: str | None = None
+        self.runtime_failure: RuntimeFailure | None = None
         self.exit_code = 0
         self._engine_task: asyncio.Task[None] | None = None
         self._main: MainScreen | None = None
@@ -101,6 +105,8 @@ class ProbeApp(App[None]):
         return self._main
 
     def on_mount(self) -> None:
+        for text in self.notes:
+            self.notify(text, timeout=10)
         if self.run_engine:
             self._engine_task = asyncio.create_task(self._run_engine(), name="probetui-engine")
         self.set_interval(self.poll_seconds, self._poll, name="probetui-poll")
@@ -131,6 +137,8 @@ class ProbeApp(App[None]):
         except asyncio.CancelledError:
             raise
         except RuntimeFailure as exc:
+            # the command line reports it as headless does (bad input, one line): `run` raises it
+            self.runtime_failure = exc
             self._fail(str(exc))
         except (
             Exception
@@ -195,6 +203,7 @@ def run(
     screenshot_dir: str | Path | None = None,
     notices: list[Callable[[], str | None]] | None = None,
     archive: HistoryArchive | None = None,
+    notes: Sequence[str] = (),
 ) -> int:
     """Run the UI over `engine` until the user quits; returns the process exit code.
     `archive`: the recording being written, for the timeline's history past the rings."""
@@ -210,12 +219,15 @@ def run(
         screenshot_dir=screenshot_dir,
         notices=notices,
         archive=archive,
+        notes=notes,
     )
     try:
         app.run()
     finally:
         if archive is not None:
             archive.close()
+    if app.runtime_failure is not None:
+        raise app.runtime_failure
     if app.failure:
         print(app.failure, file=sys.stderr)
     return app.exit_code if app.return_code is None else max(app.exit_code, app.return_code)

@@ -20,6 +20,7 @@ import pytest
 from probetui.cli import main
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import HttpTarget, http_target
+from tests.processes import in_a_terminal
 
 __all__ = ["http_target"]  # a fixture, used by name
 
@@ -187,6 +188,16 @@ def test_unreachable_api_server(api_config: Path, capsys: pytest.CaptureFixture[
     # api_config points at an emulator that has stopped: nothing listens there any more
     assert main(["--kubeconfig", str(api_config), "--no-ui", "--duration", "5"]) == 2
     err = _one_error_line(capsys)
+    assert "cannot list pods" in err and "is the API server up" in err
+
+
+@pytest.mark.slow
+def test_unreachable_api_server_with_a_screen_exits_as_headless(api_config: Path) -> None:
+    # the screen and headless report the same bad input the same way: one line, exit 2
+    status, err = in_a_terminal(
+        [sys.executable, "-m", "probetui", "--kubeconfig", str(api_config)], cwd=ROOT
+    )
+    assert status == 2, err
     assert "cannot list pods" in err and "is the API server up" in err
 
 
