@@ -9,10 +9,13 @@ side.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
+from typing import Any
 
 from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, UsageError
+from probetui.durations import duration_arg
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -21,7 +24,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         "--recording, replay a recorded pod's probe answers through the same model with the "
         '--set overrides ("would failureThreshold 5 have saved us?").'
     )
-    s.add_argument("scenario", metavar="SCENARIO", nargs="?", help="scenario YAML file")
+    s.add_argument(
+        "scenario",
+        metavar="SCENARIO|MANIFEST",
+        nargs="?",
+        help="a scenario YAML file, or a plain manifest (a Pod or any workload kind) run with "
+        "the default app model",
+    )
     s.add_argument(
         "-o",
         "--output",
@@ -40,9 +49,41 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     from probetui.cli.replay import allow_relative_times
 
     allow_relative_times(s)
+    m = s.add_argument_group(
+        "the app, without a scenario file (a manifest, or over a scenario's own app)"
+    )
+    m.add_argument(
+        "--duration",
+        type=duration_arg,
+        metavar="DURATION",
+        help="virtual time to simulate (e.g. 10m, 1h; a bare number is seconds; default 10m)",
+    )
+    m.add_argument(
+        "--ready-after",
+        type=duration_arg,
+        metavar="DURATION",
+        help="probes fail until this long after each container start (a slow start)",
+    )
+    m.add_argument(
+        "--fail-between",
+        action="append",
+        default=[],
+        metavar="START-END",
+        help="probes fail in this window of virtual time, e.g. 2m-3m (repeatable)",
+    )
+    m.add_argument(
+        "--latency",
+        type=duration_arg,
+        metavar="DURATION",
+        help="how long each answer takes, e.g. 20ms (above timeoutSeconds it times out)",
+    )
     r = s.add_argument_group("from a recording (probetui ... --record FILE)")
     r.add_argument("--recording", metavar="FILE", help="a recording instead of a scenario")
-    r.add_argument("--pod", metavar="NS/NAME", help="the recorded pod to replay")
+    r.add_argument(
+        "--pod",
+        metavar="NS/NAME",
+        help="the recorded pod to replay; with a manifest, the pod or workload NAME to run",
+    )
     r.add_argument(
         "-c",
         "--container",
@@ -53,29 +94,43 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     r.add_argument("--until", metavar="T", help="to T (default: the recording's end)")
 
 
+_APP_FLAGS = ("duration", "ready_after", "fail_between", "latency")
+
+
 def run(args: argparse.Namespace) -> int:
     args.json = args.json or args.output == "json"
     if args.recording is not None:
+        given = [f"--{f.replace('_', '-')}" for f in _APP_FLAGS if getattr(args, f)]
+        if given:
+            raise UsageError(f"{given[0]} goes with a scenario or a manifest, not --recording")
         return _run_recorded(args)
-    for flag in ("pod", "container", "since", "until"):
+    if args.scenario is None:
+        raise UsageError(
+            "give a scenario file or a manifest, or --recording FILE --pod NS/NAME "
+            "(see 'probetui simulate --help')"
+        )
+    from probetui import simulate as sim
+    from probetui.simulate import manifest
+
+    plain = manifest.looks_like_manifest(args.scenario)
+    refused = ("since", "until") if plain else ("pod", "container", "since", "until")
+    for flag in refused:
         if getattr(args, flag) is not None:
             raise UsageError(f"--{flag} goes with --recording FILE; a scenario file names its pod")
-    if args.scenario is None:
-        raise UsageError("give a scenario file, or --recording FILE --pod NS/NAME")
-    from probetui import simulate as sim
-
     try:
-        base = sim.load_scenario(args.scenario)
+        base = _scenario(args, plain)
         scenario = sim.apply_overrides(base, args.set) if args.set else base
     except sim.ScenarioError as e:
         # a message that names the file already (it could not be read) is not prefixed again
         text = str(e)
-        raise UsageError(
-            text if text.startswith(f"{args.scenario}:") else f"{args.scenario}: {text}"
-        ) from None
+        if not text.startswith(str(args.scenario)):
+            text = f"{args.scenario}: {text}"
+        raise UsageError(text) from None
     result = sim.simulate(scenario)
     baseline = sim.simulate(base)["summary"] if args.set else None
     if args.json:
+        if plain:
+            result["app"] = {"model": "default", "words": manifest.describe_app(scenario.app)}
         sys.stdout.write(sim.to_json(result, baseline, args.set) + "\n")
         return EXIT_OK
     out = [
@@ -83,12 +138,40 @@ def run(args: argparse.Namespace) -> int:
     ]
     if args.set:
         out[0] += f" with {', '.join(args.set)}"
+    if plain:
+        out.append(
+            f"app model (no scenario file): {manifest.describe_app(scenario.app)}; "
+            "change it with --ready-after, --fail-between, --latency or a scenario file"
+        )
     out += sim.render_timeline(result["events"])
     out.append("")
     out.append("summary:")
     out += sim.render_summary(result["summary"], baseline)
     print("\n".join(out))
     return EXIT_OK
+
+
+def _scenario(args: argparse.Namespace, plain: bool) -> Any:
+    """The scenario file's, or a plain manifest's with the default app, and the flags' changes
+    to its duration and app."""
+    from probetui import simulate as sim
+    from probetui.simulate import manifest
+
+    windows = [manifest.fail_window(w) for w in args.fail_between]
+    if plain:
+        base = manifest.manifest_scenario(
+            args.scenario, pod=args.pod, container=args.container, duration=args.duration
+        )
+    else:
+        base = sim.load_scenario(args.scenario)
+        if args.duration is not None:
+            base = dataclasses.replace(base, duration=args.duration)
+    if not base.duration > 0:
+        raise sim.ScenarioError(f"--duration {base.duration:g}: must be more than 0 seconds")
+    app = manifest.app_model(
+        base.app, ready_after=args.ready_after, fail_between=windows, latency=args.latency
+    )
+    return dataclasses.replace(base, app=app)
 
 
 def _run_recorded(args: argparse.Namespace) -> int:
