@@ -167,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
     except KubeconfigError as e:
         raise UsageError(str(e)) from None
     target, settings = configured_target(config, target, args)
+    try:
+        target.check_read_only()
+    except KubeconfigError as e:
+        raise UsageError(str(e)) from None
     # the first list must succeed in both modes (module docstring)
     runtime = KubernetesRuntime(target, via=settings["via"].value, fail_fast=True)
     runtime.read_only_reason = settings["read_only"].reason

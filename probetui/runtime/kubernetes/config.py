@@ -46,7 +46,7 @@ from probetui.runtime.kubernetes.credentials import (
     TokenSource,
     refresh_hook,
 )
-from probetui.runtime.kubernetes.guard import install_read_only_guard
+from probetui.runtime.kubernetes.guard import install_read_only_guard, server_path_problem
 from probetui.runtime.kubernetes.kubeconfig import (
     FIX_VIEW,
     KubeconfigError,
@@ -196,12 +196,30 @@ class ClusterTarget:
             source = self._auth.source = FileTokenSource(path, fallback=token)
         configuration.refresh_api_key_hook = refresh_hook(source)
 
+    def check_read_only(self) -> None:
+        """Refuse, before anything connects, a read-only target whose server URL's path names
+        an API path (the guard's `server_path_problem`): no request to it could be read-only.
+
+        Not refused without read-only: kubectl takes such a URL (a cluster reached through
+        another's service proxy), and probetui then sends exec and proxy requests anyway.
+        """
+        if not self.read_only:
+            return
+        problem = server_path_problem(self.server)
+        if problem is not None:
+            raise KubeconfigError(
+                f"{self._what()}: read-only: {problem} (set the cluster's server to the API "
+                "server's own https://HOST:PORT, or to a proxy's path prefix that has no /api "
+                f"or /apis segment; {FIX_VIEW})"
+            )
+
     async def api_client(self, *, websocket: bool = False) -> ApiClient:
         """A client for this target; with `--read-only` the guard is installed before return.
 
         Every API client of the cluster source comes from here, so none escapes the guard.
         `websocket` gives the `WsApiClient` that exec and port-forward use.
         """
+        self.check_read_only()
         configuration = await self.client_configuration()
         proxy = transport.proxy_for(configuration.host, configuration.proxy, self.proxy_env)
         if proxy is not None and urlsplit(proxy).scheme.lower() not in ("http", "https"):
