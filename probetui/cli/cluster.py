@@ -195,8 +195,8 @@ def configured_target(
 ) -> tuple[ClusterTarget, dict[str, Sourced]]:
     """The target with what the configuration says for its context (flags first), and those
     settings by name. Resolving happens first because a context rule needs the context's name,
-    which may be the kubeconfig's current one."""
-    from probetui.cli.config import read_only
+    which may be the kubeconfig's current one, and a lock the cluster's identity."""
+    from probetui.cli.config import cluster_kin, read_only
     from probetui.config import IN_CLUSTER, ConfigError
 
     context = target.context or IN_CLUSTER
@@ -210,7 +210,8 @@ def configured_target(
         settings = config.context_settings(context, flags)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    settings["read_only"] = read_only(config, context, args.k8s_read_only, args.k8s_write)
+    kin = cluster_kin(target.clusters, target.context)
+    settings["read_only"] = read_only(config, context, args.k8s_read_only, args.k8s_write, kin)
     changes: dict[str, Any] = {"read_only": settings["read_only"].value}
     namespace = settings["namespace"]
     if namespace.value and not args.k8s_namespace and not target.all_namespaces:

@@ -184,10 +184,11 @@ def proxy_for(server: str, proxy_url: str | None, environ: Mapping[str, str]) ->
 
 def server_address(url: Any) -> str:
     """`scheme://host:port` of a URL, as the one server it names: ws and wss as http and https,
-    the default port written out, the host lower-case (an IPv6 address in its short form)."""
+    the default port written out, the host lower-case without a final dot (an IPv6 address in
+    its short form)."""
     parts = URL(str(url))
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme.lower(), parts.scheme.lower())
-    host = (parts.host or "").lower()
+    host = (parts.host or "").lower().rstrip(".")
     with contextlib.suppress(ValueError):
         host = str(ipaddress.ip_address(host))
     port = parts.port or (443 if scheme == "https" else 80)
