@@ -186,7 +186,7 @@ def server_address(url: Any) -> str:
     """`scheme://host:port` of a URL, as the one server it names: ws and wss as http and https,
     the default port written out, the host lower-case without a final dot (an IPv6 address in
     its short form)."""
-    parts = URL(str(url))
+    parts = url if isinstance(url, URL) else URL(str(url))
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme.lower(), parts.scheme.lower())
     host = (parts.host or "").lower().rstrip(".")
     with contextlib.suppress(ValueError):

@@ -145,6 +145,9 @@ async def test_no_client_follows_a_redirect_to_another_port(
                 await clients.forward(8080)
             # the pods/proxy relay asks for no redirect itself: the 307 comes back to the probe
             assert await clients.relay(8080) == 307
+            # the upgrades did reach the server (wss is https's server), only not beyond it
+            for sub in ("/exec", "/portforward", "/proxy/"):
+                assert any(sub in p for p in redirector.seen), (sub, redirector.seen)
     assert redirector.seen, "the API server saw nothing: the test proves nothing"
     assert elsewhere.connections == 0
 
