@@ -1,6 +1,7 @@
 """`probetui check`: one probe attempt of one handler, exactly as the kubelet runs it.
 
-Only the handler that runs is imported, so a script can call `check` in a loop.
+Only the handler that runs is imported, so a script can call `check` in a loop. An exec probe
+(`--exec`, or a manifest's) runs a command: a shell locked read-only refuses it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from probetui.cli.config import refuse_under_lock
 from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNKNOWN, UsageError
 from probetui.durations import duration_arg
 
@@ -155,6 +157,8 @@ async def _check(args: argparse.Namespace) -> tuple[Any, str]:
         from probetui.prober.status import PodStatus
 
         pod, container, probe_type, probe = _manifest_probe(args)
+        if probe.handler_name == "exec":
+            refuse_under_lock(f"check -f {args.filename}: an exec probe")
         runner = HandlerRunner(kube_version=kube_version)
         outcome = await run_probe_with_retries(
             runner, probe_type, probe, pod, container, PodStatus(pod_ip=args.host)
@@ -195,6 +199,7 @@ async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version:
             argv = argv[1:]
         if not argv:
             raise UsageError("--exec needs a command after --, e.g. --exec -- cat /tmp/healthy")
+        refuse_under_lock("check --exec")
         return await exec_probe.probe(argv, timeout)
     raise UsageError(
         "check needs one of --http-get URL, --tcp HOST:PORT, --grpc HOST:PORT, "

@@ -174,6 +174,10 @@ def run(args: argparse.Namespace) -> int:
     except KubeconfigError as e:
         raise UsageError(str(e)) from None
     target, settings = configured_target(config, target, args)
+    try:
+        target.check_read_only()
+    except KubeconfigError as e:
+        raise UsageError(str(e)) from None
     # the first list must succeed in both modes (module docstring)
     runtime = KubernetesRuntime(target, via=settings["via"].value, fail_fast=True)
     runtime.read_only_reason = settings["read_only"].reason
@@ -198,8 +202,8 @@ def configured_target(
 ) -> tuple[ClusterTarget, dict[str, Sourced]]:
     """The target with what the configuration says for its context (flags first), and those
     settings by name. Resolving happens first because a context rule needs the context's name,
-    which may be the kubeconfig's current one."""
-    from probetui.cli.config import read_only
+    which may be the kubeconfig's current one, and a lock the cluster's identity."""
+    from probetui.cli.config import cluster_kin, read_only
     from probetui.config import IN_CLUSTER, ConfigError
 
     context = target.context or IN_CLUSTER
@@ -213,7 +217,8 @@ def configured_target(
         settings = config.context_settings(context, flags)
     except ConfigError as e:
         raise UsageError(str(e)) from None
-    settings["read_only"] = read_only(config, context, args.k8s_read_only, args.k8s_write)
+    kin = cluster_kin(target.clusters, target.context)
+    settings["read_only"] = read_only(config, context, args.k8s_read_only, args.k8s_write, kin)
     changes: dict[str, Any] = {"read_only": settings["read_only"].value}
     namespace = settings["namespace"]
     if namespace.value and not args.k8s_namespace and not target.all_namespaces:

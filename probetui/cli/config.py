@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
-    from probetui.config import Config, Sourced
+    from probetui.config import ClusterKin, Config, Sourced
+    from probetui.runtime.kubernetes.kubeconfig import ClusterIdentity
 
 
 def add_config_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup, top: bool) -> None:
@@ -54,13 +56,55 @@ def ui_settings(config: Config, args: argparse.Namespace) -> dict[str, Any]:
     return {"keymap": keymap or None, "theme": theme}
 
 
-def read_only(config: Config, context: str | None, read_only: bool, write: bool) -> Sourced:
+def read_only(
+    config: Config,
+    context: str | None,
+    read_only: bool,
+    write: bool,
+    kin: ClusterKin | None = None,
+) -> Sourced:
     from probetui.config import ConfigError
 
     try:
-        return config.read_only(context, flag_read_only=read_only, flag_write=write)
+        return config.read_only(context, flag_read_only=read_only, flag_write=write, kin=kin)
     except ConfigError as e:
         raise UsageError(str(e)) from None
+
+
+def refuse_under_lock(what: str, lock: Sourced | None = None) -> None:
+    """Refuse, in one line, what would start a process where the shell is locked read-only.
+
+    `lock` is the lock already found; without it the environment and the system file are
+    read (`shell_lock`), the user file not at all.
+    """
+    from probetui.config import ConfigError, shell_lock
+
+    if lock is None:
+        try:
+            lock = shell_lock()
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
+    if lock is not None and lock.locked:
+        raise UsageError(
+            f"{what}: read-only is locked by {lock.source.removeprefix('environment ')}; "
+            "this shell starts no process (ask whoever set the lock)"
+        )
+
+
+def cluster_kin(clusters: Mapping[str | None, ClusterIdentity], context: str | None) -> ClusterKin:
+    """What the kubeconfig's cluster identities tell of `context`'s cluster (None: the
+    in-cluster config), for the lock; a cluster that cannot be identified has no CA."""
+    from probetui.config import IN_CLUSTER, ClusterKin
+
+    mine = clusters.get(context)
+    if mine is None:
+        return ClusterKin(has_ca=False)
+    same = tuple(
+        IN_CLUSTER if name is None else name
+        for name, identity in clusters.items()
+        if name != context and identity.same_cluster(mine)
+    )
+    return ClusterKin(same, mine.has_ca)
 
 
 # -- the command --------------------------------------------------------------------------------
@@ -106,9 +150,10 @@ def run(args: argparse.Namespace) -> int:
     if args.init:
         return _init(getattr(args, "config", None))
     config = load_config(args)
-    context, why = _context(args)
+    context, why, clusters = _context(args)
+    kin = cluster_kin(clusters, context) if context in clusters else None
     # every answer before the first line: bad input is one line, not a table cut short
-    ro = read_only(config, context, args.cfg_read_only, args.cfg_write)
+    ro = read_only(config, context, args.cfg_read_only, args.cfg_write, kin)
     theme = ui_settings(config, args)["theme"]
     rows: list[tuple[str, str, str]] = [
         ("readOnly", _word(ro.value) + (" (locked)" if ro.locked else ""), ro.source),
@@ -181,18 +226,29 @@ def _init(flag: str | None) -> int:
     return EXIT_OK
 
 
-def _context(args: argparse.Namespace) -> tuple[str | None, str]:
-    if args.context:
-        return args.context, "--context"
-    from probetui.runtime.kubernetes.kubeconfig import KubeconfigError, kubeconfig_files, merge
+def _context(
+    args: argparse.Namespace,
+) -> tuple[str | None, str, Mapping[str | None, ClusterIdentity]]:
+    """The context to show, why that one, and the kubeconfig's clusters by context."""
+    from probetui.runtime.kubernetes.kubeconfig import (
+        KubeconfigError,
+        identity_of,
+        kubeconfig_files,
+        merge,
+    )
 
     try:
-        current = merge(kubeconfig_files(args.kubeconfig, os.environ)).current_context
+        merged = merge(kubeconfig_files(args.kubeconfig, os.environ))
     except KubeconfigError as e:
+        if args.context:
+            return args.context, "--context", {}
         raise UsageError(str(e)) from None
-    if current:
-        return current, "the kubeconfig's current context"
-    return None, "no current context: pass --context NAME to see a context's rules"
+    clusters: dict[str | None, ClusterIdentity] = dict(identity_of(merged))
+    if args.context:
+        return args.context, "--context", clusters
+    if merged.current_context:
+        return merged.current_context, "the kubeconfig's current context", clusters
+    return None, "no current context: pass --context NAME to see a context's rules", clusters
 
 
 def _word(value: bool) -> str:

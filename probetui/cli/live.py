@@ -157,7 +157,7 @@ def run_local(args: argparse.Namespace) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from probetui.cli.config import load_config, ui_settings
+    from probetui.cli.config import load_config, read_only, refuse_under_lock, ui_settings
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.demo import demo_manifest_text, load_demo
     from probetui.runtime.local.runtime import LocalRuntime
@@ -167,7 +167,10 @@ def run_demo(args: argparse.Namespace) -> int:
         # a manifest to read or to run with 'probetui local' (the ports are free right now)
         sys.stdout.write(demo_manifest_text())
         return EXIT_OK
-    ui = ui_settings(load_config(args), args)
+    config = load_config(args)
+    # a locked shell starts no process, and the demo is nothing but processes
+    refuse_under_lock("demo", read_only(config, None, False, False))
+    ui = ui_settings(config, args)
     try:
         runtime = LocalRuntime(load_demo(), source="demo")
     except (RuntimeFailure, ManifestError, OSError, ValueError) as e:

@@ -9,7 +9,17 @@ What the settings do is the caller's: the cluster view installs the read-only gu
 
 from probetui.config.errors import ConfigError
 from probetui.config.files import ConfigFile
-from probetui.config.resolve import IN_CLUSTER, Config, Sourced, load
+from probetui.config.resolve import IN_CLUSTER, ClusterKin, Config, Sourced, load, shell_lock
 from probetui.config.schema import VERSION
 
-__all__ = ["IN_CLUSTER", "VERSION", "Config", "ConfigError", "ConfigFile", "Sourced", "load"]
+__all__ = [
+    "IN_CLUSTER",
+    "VERSION",
+    "ClusterKin",
+    "Config",
+    "ConfigError",
+    "ConfigFile",
+    "Sourced",
+    "load",
+    "shell_lock",
+]

@@ -12,10 +12,25 @@ environment < flag, for every setting that layer can hold.
 | kubelet version |                  | kubeletVersion     | PROBETUI_KUBELET_VERSION | --kubelet-version |
 
 Inside one file a context rule beats the file's top level, an exact context name beats a glob,
-and of two globs the one with more literal characters wins. Read-only has one rule above all
-of this: `PROBETUI_READ_ONLY=locked`, or `lock: true` in the system file where that file makes
-a context read-only, cannot be lifted by a user file, the environment or `--write` (refused
-with one line).
+and of two globs the one with more literal characters wins.
+
+Read-only has one rule above all of this, the lock, which no user file, variable or `--write`
+lifts (`--write` is refused with one line). A context is locked when:
+
+1. `PROBETUI_READ_ONLY=locked` is set (everything is locked); or the system file says
+   `lock: true` and
+2. makes the context read-only itself (its top level, or its most specific context rule); or
+3. makes read-only another context of the kubeconfig (or the in-cluster config) whose cluster
+   is this context's: a CA certificate in common, or the same server `scheme://host:port`
+   (`ClusterKin`, from the kubeconfig's cluster identities); or
+4. makes anything read-only, and the context's cluster has no CA of its own
+   (`certificate-authority(-data)` absent, `insecure-skip-tls-verify`, an http server): such a
+   cluster cannot be told from a locked one.
+
+What has no context (`local`, `demo`, `check --exec`) is locked by 1, or by 2 through the
+system file's top level (`shell_lock`). A lock is a guard-rail for the shell's own probetui,
+not a security boundary: whoever can run another binary, or edit the kubeconfig, is held only
+by the API server's RBAC.
 """
 
 from __future__ import annotations
@@ -37,7 +52,7 @@ from probetui.config.schema import (
     check_via,
 )
 
-__all__ = ["ENV", "FLAGS", "IN_CLUSTER", "Config", "Sourced", "load"]
+__all__ = ["ENV", "FLAGS", "IN_CLUSTER", "ClusterKin", "Config", "Sourced", "load", "shell_lock"]
 
 ENV = {
     "read_only": "PROBETUI_READ_ONLY",
@@ -91,6 +106,16 @@ def _specificity(pattern: str, context: str) -> tuple[bool, int]:
     exact = pattern == context
     literal = sum(c not in "*?[]" for c in pattern)
     return exact, literal
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterKin:
+    """What the kubeconfig tells of a context's cluster, for a lock that holds for a cluster
+    whatever its context is called: the other contexts whose cluster is the same (the same CA
+    certificate or server address), and whether it has a CA of its own to tell it apart."""
+
+    same_cluster: tuple[str, ...] = ()
+    has_ca: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,26 +208,66 @@ class Config:
         flags = flags or {}
         return {s: self.setting(s, context, flags.get(s)) for s in CONTEXT_SETTINGS}
 
+    def _system_read_only(self, context: str | None) -> Sourced | None:
+        """What the system file alone says of `context`'s read-only, where it says true."""
+        layers = [x for x in self._layers("read_only", context) if x.source.startswith("system ")]
+        return layers[-1] if layers and layers[-1].value else None
+
+    def _system_locks(self) -> bool:
+        """The system file says `lock: true` and makes something read-only."""
+        settings = self.system.settings
+        if settings is None or not settings.lock:
+            return False
+        return settings.read_only is True or any(
+            rule.values.get("read_only") is True for rule in settings.contexts
+        )
+
+    def lock(self, context: str | None, kin: ClusterKin | None = None) -> Sourced | None:
+        """The lock that holds `context` read-only, or None (the module docstring says when).
+
+        `kin` is what the kubeconfig tells of the context's cluster; without it (no kubeconfig,
+        or no context at all: local, demo, check) only the environment and the names count.
+        """
+        env = self.env("read_only")
+        if env is not None and env.locked:
+            return env
+        if not self._system_locks():
+            return None
+        named = self._system_read_only(context)
+        if named is not None:
+            return Sourced(True, named.source, f"locked: {named.reason}", True)
+        for other in kin.same_cluster if kin is not None else ():
+            by = self._system_read_only(other)
+            if by is not None:
+                return Sourced(
+                    True,
+                    f'{by.source}, the cluster of context "{other}"',
+                    f"locked: {by.reason} (the cluster of {other})",
+                    True,
+                )
+        if kin is not None and not kin.has_ca:
+            return Sourced(
+                True,
+                f"system file {self.system.path} (lock: true; a cluster without a CA of its own "
+                "cannot be told from a locked one)",
+                "locked: system lock (a cluster without a CA)",
+                True,
+            )
+        return None
+
     def read_only(
-        self, context: str | None, *, flag_read_only: bool = False, flag_write: bool = False
+        self,
+        context: str | None,
+        *,
+        flag_read_only: bool = False,
+        flag_write: bool = False,
+        kin: ClusterKin | None = None,
     ) -> Sourced:
         """Whether read-only is on, why, and whether it is locked; raises ConfigError for a
         `--write` the lock refuses."""
         if flag_read_only and flag_write:
             raise ConfigError("--read-only and --write: pick one")
-        layers = self._layers("read_only", context)
-        system = [x for x in layers if x.source.startswith("system ")]
-        env = self.env("read_only")
-        lock: Sourced | None = None
-        if env is not None and env.locked:
-            lock = env
-        elif (
-            self.system.settings is not None
-            and self.system.settings.lock
-            and system
-            and system[-1].value
-        ):
-            lock = Sourced(True, system[-1].source, f"locked: {system[-1].reason}", True)
+        lock = self.lock(context, kin)
         if lock is not None:
             if flag_write:
                 raise ConfigError(
@@ -214,12 +279,23 @@ class Config:
             return Sourced(False, "flag --write", "--write")
         if flag_read_only:
             return Sourced(True, "flag --read-only", "--read-only")
+        env = self.env("read_only")
         if env is not None:
             return env
+        layers = self._layers("read_only", context)
         if layers:
             last = layers[-1]
             return last if last.value else Sourced(False, last.source)
         return Sourced(False)
+
+
+def shell_lock(environ: Mapping[str, str] | None = None) -> Sourced | None:
+    """The lock over what has no context (`local`, `demo`, `check --exec`), or None: only the
+    environment and the system file can lock, so the user file is not read. Raises
+    ConfigError."""
+    env = dict(os.environ if environ is None else environ)
+    nobody = ConfigFile("user", "", "not read", None)
+    return Config(read_system(env), nobody, env).lock(None)
 
 
 def load(config_flag: str | None = None, environ: Mapping[str, str] | None = None) -> Config:

@@ -34,8 +34,14 @@ version: {VERSION}
 
 # Read-only: send only get, list and watch to the API server (no exec, port-forward or
 # proxy), and start no process under `probetui local`. Also: PROBETUI_READ_ONLY=1,
-# --read-only; --write lifts it for one run unless PROBETUI_READ_ONLY=locked or the system
-# file's `lock: true` holds it.
+# --read-only; --write lifts it for one run unless a lock holds it.
+# A lock (PROBETUI_READ_ONLY=locked, or `lock: true` in /etc/probetui/config.yaml) holds a
+# cluster, not a name: a context whose cluster has a CA certificate or the server address of
+# a locked context's is locked too, and so is every cluster without a CA of its own. A lock
+# of everything (the variable, or the system file's top-level readOnly) also refuses `probetui
+# demo` and `check --exec`. A lock is a guard-rail for this shell's probetui, not a security
+# boundary against someone who can run another program: RBAC is (the view ClusterRole is all
+# that read-only needs).
 # readOnly: false
 
 {themes}

@@ -230,3 +230,22 @@ async def test_refused_credentials(api: ApiEmulator, tmp_path: Path) -> None:
     code, lines, err = await run_probetui("--kubeconfig", str(config), "--no-ui")
     assert code == 2 and lines == []
     assert err.count("\n") == 1 and "credentials were refused" in err
+
+
+async def test_read_only_refuses_a_server_url_into_a_pods_proxy(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    """A kubeconfig's server `.../pods/web/proxy` would make every request a pods/proxy one:
+    one line, exit 2, nothing sent."""
+    api.add_pod(_pod(8080))
+    doc = api.kubeconfig_dict(namespace="default")
+    doc["clusters"][0]["cluster"]["server"] = api.url + "/api/v1/namespaces/default/pods/web/proxy"
+    config = tmp_path / "kubeconfig"
+    config.write_text(json.dumps(doc))
+    code, lines, err = await run_probetui(
+        "--read-only", "--no-ui", "--duration", "2", "--kubeconfig", str(config)
+    )
+    assert code == 2 and lines == []
+    assert err.count("\n") == 1 and err.startswith("probetui: error: ")
+    assert "names an API path" in err and "/api/v1/namespaces/default/pods/web/proxy" in err
+    assert not api.requests

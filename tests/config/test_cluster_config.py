@@ -12,7 +12,7 @@ import pytest
 
 from probetui.cli import main
 from tests.cli.test_cluster import _PROXY_VARS, _play_the_kubelet, _pod, run_probetui
-from tests.config.helpers import user_file, write
+from tests.config.helpers import system_file, user_file, write
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import HttpTarget, api, http_target
 
@@ -156,3 +156,148 @@ def test_context_defaults_reach_the_target(tmp_path: Path) -> None:
     configured, settings = configured_target(load(), target, Namespace(**flags))
     assert (configured.namespace, configured.selector, configured.read_only) == ("ns", "a=b", False)
     assert configured.namespace_from == "--namespace" and settings["via"].value == "proxy"
+
+
+# --- a system lock holds for a cluster, whatever its context is called ------------------------
+
+LOCK_PROD = {"lock": True, "contexts": {"prod-*": {"readOnly": True}}}
+
+
+@pytest.mark.slow
+async def test_a_renamed_context_of_a_locked_cluster_sends_only_get_list_watch(
+    tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """The system file locks prod-*; the same cluster, with the same token, under a context
+    called dev-laptop (its server spelled localhost, its CA a file of the same certificate)
+    is locked too: no pods/exec, no pods/portforward."""
+    write(system_file(), LOCK_PROD)
+    async with ApiEmulator(tls=True) as emulator:
+        emulator.role = "view"
+        emulator.add_pod(_pod(http_target.port))
+        emulator.map_port("web", http_target.port, http_target.port)
+        doc = emulator.kubeconfig_dict(context="prod-eu", cluster="prod", namespace="default")
+        assert emulator.ca_file is not None
+        ca_copy = tmp_path / "laptop-ca.crt"
+        ca_copy.write_bytes(emulator.ca_file.read_bytes())
+        doc["clusters"].append(
+            {
+                "name": "laptop",
+                "cluster": {
+                    "server": f"https://localhost:{emulator.port}",
+                    "certificate-authority": str(ca_copy),
+                },
+            }
+        )
+        doc["contexts"].append(
+            {
+                "name": "dev-laptop",
+                "context": {"cluster": "laptop", "user": "emulator-user", "namespace": "default"},
+            }
+        )
+        config = tmp_path / "kubeconfig"
+        write(config, doc)
+        run = asyncio.create_task(
+            run_probetui(
+                *HEADLESS,
+                "--via",
+                "port-forward",
+                "--context",
+                "dev-laptop",
+                "--kubeconfig",
+                str(config),
+            )
+        )
+        await _play_the_kubelet(emulator)
+        code, lines, err = await run
+        assert code == 0, err
+        _only_reads(emulator, http_target)
+        assert "locked: system context rule prod-* (the cluster of prod-eu)" in err
+        assert {"ReadyChanged", "Unhealthy"} <= {x["type"] for x in lines}
+
+
+def _locked(tmp_path: Path, context: str) -> bool:
+    from argparse import Namespace
+
+    from probetui.cli.cluster import configured_target
+    from probetui.config import load
+    from probetui.runtime.kubernetes.config import ConnectOptions, resolve
+
+    flags = {
+        "k8s_via": None,
+        "k8s_namespace": None,
+        "k8s_selector": None,
+        "k8s_kubelet_version": None,
+        "k8s_read_only": False,
+        "k8s_write": False,
+    }
+    options = ConnectOptions(kubeconfig=str(tmp_path / "kubeconfig"), context=context)
+    target = resolve(options, environ={"HOME": str(tmp_path)})
+    configured, settings = configured_target(load(), target, Namespace(**flags))
+    assert configured.read_only is settings["read_only"].locked
+    return bool(settings["read_only"].locked)
+
+
+def test_which_contexts_a_system_lock_holds(tmp_path: Path) -> None:
+    import base64
+
+    import trustme
+
+    prod_ca, other_ca = trustme.CA().cert_pem.bytes(), trustme.CA().cert_pem.bytes()
+    (tmp_path / "prod-ca.crt").write_bytes(prod_ca)
+
+    def cluster(server: str, ca: bytes | None = None) -> dict[str, object]:
+        entry: dict[str, object] = {"server": server}
+        if ca is not None:
+            entry["certificate-authority-data"] = base64.b64encode(ca).decode()
+        return entry
+
+    clusters = {
+        "prod": cluster("https://10.0.0.1:6443", prod_ca),
+        # the same CA, read from a file, the server spelled by name
+        "prod-by-name": {
+            "server": "https://kube.prod:6443",
+            "certificate-authority": "prod-ca.crt",
+        },
+        # the same address, another CA
+        "prod-other-ca": cluster("https://10.0.0.1:6443/", other_ca),
+        "kind": cluster("https://127.0.0.1:40000", other_ca),
+        "roots": cluster("https://kube.example:443"),
+    }
+    clusters["insecure"] = cluster("https://10.9.9.9:6443")
+    clusters["insecure"]["insecure-skip-tls-verify"] = True
+    contexts = {
+        "prod-eu": "prod",
+        "dev-laptop": "prod",
+        "by-name": "prod-by-name",
+        "other-ca": "prod-other-ca",
+        "kind-kind": "kind",
+        "roots": "roots",
+        "insecure": "insecure",
+    }
+    doc = {
+        "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [
+            {"name": n, "context": {"cluster": c, "user": "u"}} for n, c in contexts.items()
+        ],
+        "current-context": "prod-eu",
+    }
+    write(tmp_path / "kubeconfig", doc)
+    write(system_file(), LOCK_PROD)
+    locked = {name: _locked(tmp_path, name) for name in contexts}
+    assert locked == {
+        "prod-eu": True,  # by name
+        "dev-laptop": True,  # the same cluster entry
+        "by-name": True,  # the same CA
+        "other-ca": True,  # the same server address
+        "kind-kind": False,  # a cluster of its own, with a CA of its own
+        "roots": True,  # no CA of its own: cannot be told from prod
+        "insecure": True,
+    }
+    # without the locked context in the kubeconfig nothing is known of prod's cluster: only
+    # the clusters without a CA stay locked
+    doc["contexts"] = [c for c in doc["contexts"] if c["name"] != "prod-eu"]
+    doc["current-context"] = "dev-laptop"
+    write(tmp_path / "kubeconfig", doc)
+    assert not _locked(tmp_path, "dev-laptop")
+    assert _locked(tmp_path, "roots")

@@ -162,6 +162,38 @@ def test_probetui_config_takes_a_run_s_flags(
     assert _error(capsys).startswith("--kubelet-version: expected a version")
 
 
+def test_probetui_config_shows_the_lock_a_context_s_cluster_is_under(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import base64
+
+    import trustme
+
+    ca = base64.b64encode(trustme.CA().cert_pem.bytes()).decode()
+    cluster = {"server": "https://10.0.0.1:6443", "certificate-authority-data": ca}
+    kubeconfig = write(
+        tmp_path / "kubeconfig",
+        {
+            "clusters": [{"name": "c", "cluster": cluster}],
+            "users": [{"name": "u", "user": {}}],
+            "contexts": [
+                {"name": n, "context": {"cluster": "c", "user": "u"}}
+                for n in ("prod-eu", "dev-laptop")
+            ],
+            "current-context": "dev-laptop",
+        },
+    )
+    write(system_file(), {"lock": True, "contexts": {"prod-*": {"readOnly": True}}})
+    assert main(["config", "--kubeconfig", str(kubeconfig)]) == 0
+    lines = [" ".join(line.split()) for line in capsys.readouterr().out.splitlines()]
+    assert (
+        f"readOnly true (locked) system file {system_file()} (contexts prod-*), the cluster of "
+        'context "prod-eu"'
+    ) in lines
+    assert main(["config", "--kubeconfig", str(kubeconfig), "--write"]) == 2
+    assert _error(capsys).startswith(f"--write: read-only is locked by system file {system_file()}")
+
+
 def test_the_current_context_comes_from_the_kubeconfig(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

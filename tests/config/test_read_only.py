@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from probetui.config import IN_CLUSTER, ConfigError, files
-from tests.config.helpers import config, write
+from probetui.config import IN_CLUSTER, ClusterKin, ConfigError, files
+from tests.config.helpers import config, system_file, write
 
 RULES = {
     "contexts": {
@@ -123,3 +124,70 @@ def test_the_system_file_s_lock_holds_wherever_the_variable_points(
     cfg = config(env=env)
     assert (cfg.system.path, cfg.system.chosen_by) == (str(elsewhere), "PROBETUI_SYSTEM_CONFIG")
     assert cfg.read_only("dev").value is False
+
+
+# --- a lock holds for a cluster, not for a name -------------------------------------------------
+
+LOCK_PROD = {"lock": True, "contexts": {"prod-*": {"readOnly": True}}}
+
+
+def test_a_lock_holds_for_every_context_of_a_locked_cluster() -> None:
+    """A context renamed (dev-laptop) whose cluster is a locked context's (prod-eu) is locked
+    as that one is, whatever the user file, the environment or --write say."""
+    cfg = config(system=LOCK_PROD, user={"readOnly": False}, env={"PROBETUI_READ_ONLY": "0"})
+    kin = ClusterKin(same_cluster=("kind-kind", "prod-eu"))
+    got = cfg.read_only("dev-laptop", kin=kin)
+    assert got.value and got.locked
+    assert got.reason == "locked: system context rule prod-* (the cluster of prod-eu)"
+    assert 'the cluster of context "prod-eu"' in got.source
+    with pytest.raises(ConfigError, match="--write: read-only is locked by system file"):
+        cfg.read_only("dev-laptop", flag_write=True, kin=kin)
+    # a cluster of its own, with a CA of its own: the lock holds nothing
+    assert (
+        cfg.read_only("dev-laptop", flag_write=True, kin=ClusterKin(("kind-kind",))).value is False
+    )
+
+
+def test_a_cluster_without_a_ca_under_a_lock_is_locked() -> None:
+    cfg = config(system=LOCK_PROD)
+    got = cfg.read_only("kubectl-proxy", kin=ClusterKin(has_ca=False))
+    assert got.value and got.locked and got.reason == "locked: system lock (a cluster without a CA)"
+    with pytest.raises(ConfigError, match="--write: read-only is locked"):
+        cfg.read_only("kubectl-proxy", flag_write=True, kin=ClusterKin(has_ca=False))
+    # a system file that locks nothing read-only holds nothing, with or without a CA
+    idle = config(system={"lock": True, "contexts": {"prod-*": {"via": "direct"}}})
+    assert idle.read_only("kubectl-proxy", kin=ClusterKin(has_ca=False)).value is False
+    # nor does a system file without lock: true, or a lock only of the environment's
+    unlocked = config(system={"contexts": {"prod-*": {"readOnly": True}}})
+    assert (
+        unlocked.read_only("x", flag_write=True, kin=ClusterKin(("prod-eu",), False)).value is False
+    )
+
+
+def test_a_name_the_lock_exempts_is_still_locked_for_a_locked_cluster() -> None:
+    """An exemption by name is a name: it holds for a cluster of its own with a CA of its own."""
+    system = {"lock": True, "readOnly": True, "contexts": {"dev-laptop": {"readOnly": False}}}
+    cfg = config(system=system)
+    assert cfg.read_only("dev-laptop", kin=ClusterKin()).value is False
+    assert cfg.read_only("dev-laptop", kin=ClusterKin(("prod-eu",))).locked
+    assert cfg.read_only("dev-laptop", kin=ClusterKin(has_ca=False)).locked
+
+
+def test_what_has_no_context_is_locked_by_the_environment_or_the_system_top_level(
+    tmp_path: Path,
+) -> None:
+    from probetui.config import shell_lock
+
+    env = dict(os.environ)
+    assert shell_lock(env) is None
+    lock = shell_lock({**env, "PROBETUI_READ_ONLY": "locked"})
+    assert lock is not None and lock.reason == "locked by PROBETUI_READ_ONLY"
+    assert shell_lock({**env, "PROBETUI_READ_ONLY": "1"}) is None  # read-only, not a lock
+    write(system_file(), LOCK_PROD)
+    assert shell_lock(env) is None  # it locks contexts by name only
+    write(system_file(), {"lock": True, "readOnly": True})
+    lock = shell_lock(env)
+    assert lock is not None and lock.locked and lock.reason == "locked: system config"
+    # the user file is not read: a broken one does not stop the answer
+    write(tmp_path / "xdg" / "probetui" / "config.yaml", "readOnly: [")
+    assert shell_lock({**env, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}) is not None

@@ -1,6 +1,7 @@
 """Read-only, proven by the apiserver itself: its audit log (policy: every request at Metadata
 level) holds what the `view` user asked for while probetui ran with `--read-only`, exec and
-port-forward probes configured. Only get, list and watch may be there, and no subresource that
+port-forward probes configured, and while a system file's lock held the same cluster under a
+context of another name. Only get, list and watch may be there, and no subresource that
 reaches into a pod (exec, attach, portforward, proxy)."""
 
 from __future__ import annotations
@@ -37,9 +38,24 @@ def _audit(cluster: Cluster, user: str, since: float) -> list[dict]:
     return out
 
 
-def test_read_only_as_the_view_user_leaves_only_get_list_watch_in_the_audit_log(
-    cluster: Cluster,
-) -> None:
+def _only_get_list_watch(entries: list[dict]) -> None:
+    verbs = Counter(e["verb"] for e in entries)
+    assert verbs["list"] >= 2 and verbs["watch"] >= 2, verbs  # pods and events, at least
+    assert set(verbs) <= {"get", "list", "watch"}, verbs
+    reaching = [
+        e["requestURI"]
+        for e in entries
+        if e.get("objectRef", {}).get("subresource") in ("exec", "attach", "portforward", "proxy")
+    ]
+    assert reaching == []
+    # nothing was even refused: the guard stopped every other request before a byte was sent
+    assert not [
+        e["requestURI"] for e in entries if e.get("responseStatus", {}).get("code", 200) >= 400
+    ]
+
+
+def _pods(cluster: Cluster) -> None:
+    """A web pod (HTTP readiness, TCP liveness) and a worker (exec readiness), running."""
     cluster.namespace(NS)
     cluster.apply(
         [
@@ -70,6 +86,12 @@ def test_read_only_as_the_view_user_leaves_only_get_list_watch_in_the_audit_log(
         ]
     )
     cluster.wait_running(NS, 60)
+
+
+def test_read_only_as_the_view_user_leaves_only_get_list_watch_in_the_audit_log(
+    cluster: Cluster,
+) -> None:
+    _pods(cluster)
     since = time.time()
     run = start(
         cluster,
@@ -88,20 +110,7 @@ def test_read_only_as_the_view_user_leaves_only_get_list_watch_in_the_audit_log(
     finally:
         stop(run)
     assert run.returncode == 130, run.stderr[-2000:]
-    entries = _audit(cluster, VIEW_USER, since)
-    verbs = Counter(e["verb"] for e in entries)
-    assert verbs["list"] >= 2 and verbs["watch"] >= 2, verbs  # pods and events, at least
-    assert set(verbs) <= {"get", "list", "watch"}, verbs
-    reaching = [
-        e["requestURI"]
-        for e in entries
-        if e.get("objectRef", {}).get("subresource") in ("exec", "attach", "portforward", "proxy")
-    ]
-    assert reaching == []
-    # nothing was even refused: the guard stopped every other request before a byte was sent
-    assert not [
-        e["requestURI"] for e in entries if e.get("responseStatus", {}).get("code", 200) >= 400
-    ]
+    _only_get_list_watch(_audit(cluster, VIEW_USER, since))
     # and the shadow says, per probe, why it only observes
     reasons = {(e["pod"], e["probe"]): e["reason"] for e in run.of("ProbeNotRun")}
     assert set(reasons) == {("web", "readiness"), ("web", "liveness"), ("worker", "readiness")}, (
@@ -111,3 +120,34 @@ def test_read_only_as_the_view_user_leaves_only_get_list_watch_in_the_audit_log(
     assert run.of("ProbeAttempt") == []
     # the kubelet's side is still shown
     assert run.of("ContainerStarted", pod="web") and run.of("ContainerStarted", pod="worker")
+
+
+def test_a_system_lock_holds_the_cluster_under_a_renamed_context(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system file locks the view user's context by name; the same cluster and
+    credentials under a context called dev-laptop, run without --read-only and with
+    port-forward probes, still leave only get, list and watch in the audit log."""
+    _pods(cluster)
+    work = cluster.workdir("readonly-renamed")
+    doc = json.loads(cluster.paths.view_kubeconfig.read_text())
+    (locked,) = doc["contexts"]
+    renamed = {"name": "dev-laptop", "context": {**locked["context"], "namespace": NS}}
+    doc["contexts"].append(renamed)
+    doc["current-context"] = "dev-laptop"
+    kubeconfig = work / "renamed.kubeconfig"
+    kubeconfig.write_text(json.dumps(doc))
+    system = work / "system.yaml"
+    system.write_text(json.dumps({"lock": True, "contexts": {locked["name"]: {"readOnly": True}}}))
+    monkeypatch.setenv("PROBETUI_SYSTEM_CONFIG", str(system))
+    since = time.time()
+    run = start(cluster, work, "--via", "port-forward", kubeconfig=kubeconfig, name="renamed")
+    try:
+        wait_listed(run, 60)
+        time.sleep(15)
+    finally:
+        stop(run)
+    assert run.returncode == 130, run.stderr[-2000:]
+    assert f"the cluster of {locked['name']}" in run.stderr
+    _only_get_list_watch(_audit(cluster, VIEW_USER, since))
+    assert run.of("ProbeAttempt") == []

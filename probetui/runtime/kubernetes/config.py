@@ -46,10 +46,13 @@ from probetui.runtime.kubernetes.credentials import (
     TokenSource,
     refresh_hook,
 )
-from probetui.runtime.kubernetes.guard import install_read_only_guard
+from probetui.runtime.kubernetes.guard import install_read_only_guard, server_path_problem
 from probetui.runtime.kubernetes.kubeconfig import (
     FIX_VIEW,
+    ClusterIdentity,
     KubeconfigError,
+    cluster_identity,
+    identity_of,
     kubeconfig_files,
     merge,
     one_line,
@@ -109,6 +112,9 @@ class ClusterTarget:
     service_env: Mapping[str, str] = field(default_factory=dict, repr=False)
     # HTTPS_PROXY, NO_PROXY, ... as seen at resolve time
     proxy_env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # every context the kubeconfig files define, by name, to its cluster's identity, and the
+    # in-cluster config's under None where it is possible: for a lock that holds for a cluster
+    clusters: Mapping[str | None, ClusterIdentity] = field(default_factory=dict, repr=False)
     # the one token source every client of this target shares (client-go caches its
     # authenticators per user the same way): one plugin run serves list, watch and streams
     _auth: _AuthCache = field(default_factory=lambda: _AuthCache(), repr=False, compare=False)
@@ -196,12 +202,30 @@ class ClusterTarget:
             source = self._auth.source = FileTokenSource(path, fallback=token)
         configuration.refresh_api_key_hook = refresh_hook(source)
 
+    def check_read_only(self) -> None:
+        """Refuse, before anything connects, a read-only target whose server URL's path names
+        an API path (the guard's `server_path_problem`): no request to it could be read-only.
+
+        Not refused without read-only: kubectl takes such a URL (a cluster reached through
+        another's service proxy), and probetui then sends exec and proxy requests anyway.
+        """
+        if not self.read_only:
+            return
+        problem = server_path_problem(self.server)
+        if problem is not None:
+            raise KubeconfigError(
+                f"{self._what()}: read-only: {problem} (set the cluster's server to the API "
+                "server's own https://HOST:PORT, or to a proxy's path prefix that has no /api "
+                f"or /apis segment; {FIX_VIEW})"
+            )
+
     async def api_client(self, *, websocket: bool = False) -> ApiClient:
         """A client for this target; with `--read-only` the guard is installed before return.
 
         Every API client of the cluster source comes from here, so none escapes the guard.
         `websocket` gives the `WsApiClient` that exec and port-forward use.
         """
+        self.check_read_only()
         configuration = await self.client_configuration()
         proxy = transport.proxy_for(configuration.host, configuration.proxy, self.proxy_env)
         if proxy is not None and urlsplit(proxy).scheme.lower() not in ("http", "https"):
@@ -274,19 +298,35 @@ def _proxy_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: environ[name] for name in _PROXY_ENV if name in environ}
 
 
+def _in_cluster_server(environ: Mapping[str, str]) -> str:
+    # rest.InClusterConfig's net.JoinHostPort, which brackets only a host with a colon
+    # (kubernetes-asyncio's copy of it also brackets a "%", where Go does not)
+    host = environ["KUBERNETES_SERVICE_HOST"]
+    port = environ["KUBERNETES_SERVICE_PORT"]
+    return f"https://{join_host_port(host, port)}"
+
+
+def _in_cluster_identity(environ: Mapping[str, str], sa_dir: Path) -> ClusterIdentity | None:
+    return cluster_identity(
+        {
+            "server": _in_cluster_server(environ),
+            "certificate-authority": str(sa_dir / "ca.crt"),
+        }
+    )
+
+
 def _in_cluster_target(
     options: ConnectOptions, environ: Mapping[str, str], sa_dir: Path
 ) -> ClusterTarget:
     host = environ["KUBERNETES_SERVICE_HOST"]
     port = environ["KUBERNETES_SERVICE_PORT"]
+    identity = _in_cluster_identity(environ, sa_dir)
     if options.namespace:
         namespace, namespace_from = options.namespace, "--namespace"
     else:
         namespace, namespace_from = _in_cluster_namespace(environ, sa_dir)
     return ClusterTarget(
-        # rest.InClusterConfig's net.JoinHostPort, which brackets only a host with a colon
-        # (kubernetes-asyncio's copy of it also brackets a "%", where Go does not)
-        server=f"https://{join_host_port(host, port)}",
+        server=_in_cluster_server(environ),
         namespace=namespace,
         namespace_from=namespace_from,
         in_cluster=True,
@@ -296,6 +336,7 @@ def _in_cluster_target(
         service_account_dir=sa_dir,
         service_env={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
         proxy_env=_proxy_env(environ),
+        clusters={None: identity} if identity is not None else {},
     )
 
 
@@ -381,6 +422,11 @@ def resolve(
         "clusters": [{"name": cluster_name, "cluster": cluster}],
         "users": [{"name": lib_user, "user": user if user is not None else {}}],
     }
+    clusters: dict[str | None, ClusterIdentity] = dict(identity_of(merged))
+    if in_cluster:
+        in_cluster_identity = _in_cluster_identity(env, service_account_dir)
+        if in_cluster_identity is not None:
+            clusters[None] = in_cluster_identity
     return ClusterTarget(
         server=server.rstrip("/"),
         namespace=namespace,
@@ -396,4 +442,5 @@ def resolve(
         kubeconfig=single,
         service_account_dir=service_account_dir,
         proxy_env=_proxy_env(env),
+        clusters=clusters,
     )

@@ -18,15 +18,19 @@ What passes: GET only, without any `Upgrade` (a websocket or SPDY upgrade is how
 port-forward work; read-only never needs one), and not to an `exec`, `attach`, `portforward`
 or `proxy` subresource (nor the legacy `/api/v1/proxy/...` form). That is get, list and watch
 of resources, plus discovery (`/api`, `/apis`, `/version`). The path is decoded and split the
-way the API server's `RequestInfoFactory` does it, so a namespace or pod that happens to be
-called "proxy" is still readable, while `pods/NAME/proxy/...` is not. Paths with empty or dot
-segments are refused rather than second-guessed.
+way the API server's `RequestInfoFactory` does it (`api_path`), so a namespace or pod that
+happens to be called "proxy" is still readable, while `pods/NAME/proxy/...` is not. Paths with
+empty or dot segments are refused rather than second-guessed.
 
-A server URL may carry a path before the API (Rancher's `https://host/k8s/clusters/ID`, other
-authenticating proxies likewise): the API server, behind it, sees the path without it. So that
-prefix, taken from the client's own `host`, is stripped before the path is classified; without
-that `/k8s/...` would look like a non-resource URL and every subresource would pass. A path
-outside the prefix does not reach this cluster's API at all and is refused.
+A server URL may carry a path before the API (Rancher's `https://host/k8s/clusters/ID`, a
+gateway's `/api-gw`): the API server, behind it, sees the path without it. So that prefix, taken
+from the client's own `host`, is stripped before the path is classified; without that `/k8s/...`
+would look like a non-resource URL and every subresource would pass. A path outside the prefix
+does not reach this cluster's API at all and is refused. A prefix that itself reaches into an API
+(`server_path_problem`: a segment `api` or `apis` anywhere in it, or an empty or dot segment)
+cannot be stripped safely: `https://host/api/v1/namespaces/NS/pods/web/proxy` makes every request
+a pods/proxy request to that API server, whatever follows. With such a server URL every request
+is refused, and `ClusterTarget` refuses the target before a client is made.
 
 Every API client of the cluster source is made by `ClusterTarget.api_client`, which installs
 this guard when `--read-only` is set; a test asserts from a recording server that refused calls
@@ -44,16 +48,22 @@ from urllib.parse import unquote, urlsplit
 from kubernetes_asyncio.client import ApiClient
 
 __all__ = [
+    "ApiPath",
     "ReadOnlyGuard",
     "ReadOnlyViolation",
+    "api_path",
     "install_read_only_guard",
+    "prefix_problem",
     "refusal",
+    "server_path_problem",
     "server_prefix",
 ]
 
 FORBIDDEN_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 # `/api/v1/namespaces/NAME/status` is the namespace's own subresource, not a resource "status"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+# where the API server's RequestInfoFactory starts a resource path
+_API_PREFIXES = frozenset({"api", "apis"})
 _MARK = "_probetui_read_only_guard"
 
 
@@ -89,6 +99,85 @@ def server_prefix(server: str) -> str:
     return path if path.strip("/") else ""
 
 
+def server_path_problem(server: str) -> str | None:
+    """Why read-only cannot take a server URL's path as a mere prefix, or None when it can."""
+    return prefix_problem(server_prefix(server))
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """`server_path_problem` for a decoded prefix.
+
+    The API server parses a path from its first `api` or `apis` segment, and a proxy in front
+    may strip any prefix before passing a request on. So a segment `api` or `apis` anywhere (in
+    any case) may be where the API server's parse begins, and what follows it the resource and
+    subresource of every request.
+    """
+    if not prefix.strip("/"):
+        return None
+    segments = prefix.strip("/").split("/")
+    if any(s in ("", ".", "..") for s in segments):
+        return f"the server URL's path {prefix} has empty or dot segments"
+    for i, segment in enumerate(segments):
+        if segment.lower() in _API_PREFIXES:
+            reaches = "/" + "/".join(segments[i:])
+            return (
+                f"the server URL's path {prefix} names an API path ({reaches}): every request "
+                "would go to what that path names, not to the API itself"
+            )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ApiPath:
+    """A request path as the API server's `RequestInfoFactory` splits it."""
+
+    resource_request: bool = False  # under /api/VERSION or /apis/GROUP/VERSION
+    legacy_proxy: bool = False  # /api/v1/proxy/...
+    namespace: str = ""
+    resource: str = ""
+    name: str = ""
+    subresource: str = ""
+
+
+def api_path(path: str) -> ApiPath:
+    """Split a decoded path (server prefix already stripped); ValueError for empty or dot
+    segments, which read-only refuses rather than second-guesses."""
+    trimmed = path.strip("/")
+    if not trimmed:
+        return ApiPath()
+    parts = trimmed.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise ValueError("path has empty or dot segments")
+    if parts[0] == "api":
+        rest = parts[2:]  # api, version
+    elif parts[0] == "apis":
+        rest = parts[3:]  # apis, group, version
+    else:
+        return ApiPath()  # non-resource URLs: /version, /healthz, /openapi/v2, ...
+    if not rest:
+        return ApiPath()  # discovery
+    if rest[0] == "proxy":
+        return ApiPath(resource_request=True, legacy_proxy=True)
+    if rest[0] == "watch":
+        rest = rest[1:]  # the deprecated /watch/ prefix: still a watch
+    namespace = ""
+    if len(rest) > 1 and rest[0] == "namespaces":
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]  # namespaces/NS/RESOURCE/...
+    rest += [""] * (3 - len(rest))
+    return ApiPath(True, False, namespace, rest[0], rest[1], rest[2])
+
+
+def _forbidden(info: ApiPath) -> str | None:
+    """Why a GET of this API path is not read-only, or None."""
+    if info.legacy_proxy:
+        return "proxy reaches into pods, services and nodes"
+    if info.subresource in FORBIDDEN_SUBRESOURCES:
+        return f"the {info.subresource} subresource is not read-only"
+    return None
+
+
 def refusal(
     method: str, raw_path: str, headers: Mapping[str, str] | None = None, prefix: str = ""
 ) -> str | None:
@@ -101,34 +190,20 @@ def refusal(
         return f"method {method.upper()} changes state; only GET is allowed"
     if headers is not None and _has_upgrade(headers):
         return "connection upgrades (websocket, SPDY) are how exec, attach and port-forward work"
+    if prefix:
+        problem = prefix_problem(prefix)
+        if problem is not None:
+            return problem
     path = unquote(raw_path)
     if prefix:
         if path != prefix and not path.startswith(prefix + "/"):
             return f"the path is outside the server's {prefix}"
         path = path[len(prefix) :]
-    trimmed = path.strip("/")
-    if not trimmed:
-        return None
-    parts = trimmed.split("/")
-    if any(p in ("", ".", "..") for p in parts):
-        return "path has empty or dot segments"
-    if parts[0] == "api":
-        rest = parts[2:]  # api, version
-    elif parts[0] == "apis":
-        rest = parts[3:]  # apis, group, version
-    else:
-        return None  # non-resource URLs: /version, /healthz, /openapi/v2, ...
-    if not rest:
-        return None  # discovery
-    if rest[0] == "proxy":
-        return "proxy reaches into pods, services and nodes"
-    if rest[0] == "watch":
-        rest = rest[1:]  # the deprecated /watch/ prefix: still a watch
-    if len(rest) > 2 and rest[0] == "namespaces" and rest[2] not in _NAMESPACE_SUBRESOURCES:
-        rest = rest[2:]  # namespaces/NS/RESOURCE/...
-    if len(rest) >= 3 and rest[2] in FORBIDDEN_SUBRESOURCES:
-        return f"the {rest[2]} subresource is not read-only"
-    return None
+    try:
+        info = api_path(path)
+    except ValueError as e:
+        return str(e)
+    return _forbidden(info)
 
 
 @dataclass(frozen=True, slots=True)

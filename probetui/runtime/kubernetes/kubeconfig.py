@@ -13,12 +13,19 @@
 
 kubernetes-asyncio's own merger differs: it lets the *last* file set `current-context`, and
 resolves relative paths against the first file; hence this one.
+
+A cluster's identity (`ClusterIdentity`), for a lock that must hold for a cluster whatever its
+context is called: the certificates its CA data or CA file holds, and its server's
+`scheme://host:port`. No network is touched: nothing is resolved through DNS.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,12 +34,29 @@ from typing import Any
 import yaml
 
 from probetui.runtime.base import RuntimeFailure
+from probetui.runtime.kubernetes.transport import server_address
 
-__all__ = ["FIX_VIEW", "KubeconfigError", "Merged", "kubeconfig_files", "merge", "one_line"]
+__all__ = [
+    "FIX_VIEW",
+    "ClusterIdentity",
+    "KubeconfigError",
+    "Merged",
+    "cluster_identity",
+    "identity_of",
+    "kubeconfig_files",
+    "merge",
+    "one_line",
+]
 
 _SECTIONS = (("clusters", "cluster"), ("users", "user"), ("contexts", "context"))
 # the advice that ends an error about what a kubeconfig says
 FIX_VIEW = "`kubectl config view` shows what kubectl makes of it"
+# Go's pem.Decode as x509.CertPool.AppendCertsFromPEM uses it: CERTIFICATE blocks only
+_PEM_CERTIFICATE = re.compile(
+    rb"-----BEGIN CERTIFICATE-----\s*(.*?)\s*-----END CERTIFICATE-----", re.DOTALL
+)
+# a CA file larger than this is read only this far (a system bundle is a few hundred KiB)
+MAX_CA_BYTES = 4 * 1024 * 1024
 
 
 class KubeconfigError(RuntimeFailure):
@@ -187,3 +211,82 @@ def merge(paths: list[str]) -> Merged:
         if not merged.current_context and isinstance(current, str) and current:
             merged.current_context = current
     return merged
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterIdentity:
+    """What tells one cluster from another where a context's name cannot.
+
+    `anchors`: the DER bytes of each certificate of the cluster's CA data or CA file, empty
+    where the cluster has none of its own: no `certificate-authority(-data)` (the system's
+    roots), `insecure-skip-tls-verify`, an http server, or a CA that cannot be read.
+    `address`: the server's `scheme://host:port`, the default port written out.
+    """
+
+    address: str
+    anchors: frozenset[bytes] = frozenset()
+
+    @property
+    def has_ca(self) -> bool:
+        return bool(self.anchors)
+
+    def same_cluster(self, other: ClusterIdentity) -> bool:
+        """The same server address, or a CA certificate in common: trust in one is trust in
+        the other."""
+        return self.address == other.address or bool(self.anchors & other.anchors)
+
+
+def _certificates(pem: bytes) -> frozenset[bytes]:
+    out = set()
+    for block in _PEM_CERTIFICATE.findall(pem):
+        try:
+            out.add(base64.b64decode(b"".join(block.split()), validate=True))
+        except (binascii.Error, ValueError):
+            continue
+    return frozenset(out)
+
+
+def _ca_bytes(cluster: Mapping[str, Any]) -> bytes:
+    data = cluster.get("certificate-authority-data")
+    if isinstance(data, str) and data:
+        try:
+            return base64.b64decode(data)
+        except (binascii.Error, ValueError):
+            return b""
+    path = cluster.get("certificate-authority")
+    if isinstance(path, str) and path:
+        try:
+            with open(path, "rb") as f:
+                return f.read(MAX_CA_BYTES)
+        except OSError:
+            return b""
+    return b""
+
+
+def cluster_identity(cluster: Mapping[str, Any]) -> ClusterIdentity | None:
+    """The identity of one `cluster` entry (paths already resolved); None without a server."""
+    server = cluster.get("server")
+    if not isinstance(server, str) or not server:
+        return None
+    try:
+        address = server_address(server)
+    except ValueError:
+        return None
+    verified = (
+        address.startswith("https://") and cluster.get("insecure-skip-tls-verify") is not True
+    )
+    anchors = _certificates(_ca_bytes(cluster)) if verified else frozenset()
+    return ClusterIdentity(address, anchors)
+
+
+def identity_of(merged: Merged) -> dict[str, ClusterIdentity]:
+    """Every context of the merged files, by name, to its cluster's identity (contexts whose
+    cluster is missing or has no server are left out)."""
+    out: dict[str, ClusterIdentity] = {}
+    for name, context in merged.contexts.items():
+        cluster_name = context.get("cluster")
+        cluster = merged.clusters.get(cluster_name) if isinstance(cluster_name, str) else None
+        identity = cluster_identity(cluster) if cluster is not None else None
+        if identity is not None:
+            out[name] = identity
+    return out

@@ -20,10 +20,19 @@ TLS (Go's crypto/x509 verifier, which kubectl uses): Python 3.13 turns on
 CA without keyUsage, a basicConstraints not marked critical); it is turned off here. Go takes
 every certificate in the CA pool as a trust anchor, a non-self-signed intermediate too: that is
 OpenSSL's `VERIFY_X509_PARTIAL_CHAIN`, turned on here (3.13 does too; 3.11 does not).
+
+One server: a client connects to the scheme, host and port of its server URL and nowhere else.
+aiohttp follows redirects (`request` and `ws_connect` alike) and, like Go's http.Client, drops
+`Authorization` when one leaves the host, but the TLS context would still present the client
+certificate there, and the request itself would reach a server nobody named. So the connector,
+which every request and every redirect hop asks for a connection, refuses any other address
+with `RedirectRefused` before a socket is opened: no credential reaches another host or port.
+A redirect to the same server is followed, as client-go follows it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import ssl
 import time
@@ -33,13 +42,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+from yarl import URL
+
+from probetui.probe.gotext import join_host_port
 
 __all__ = [
     "ClusterSession",
+    "RedirectRefused",
+    "ServerConnector",
     "go_ssl_context",
     "install",
     "proxy_for",
     "proxy_from_environment",
+    "server_address",
 ]
 
 # watch events can carry large objects (the API server caps one at ~1.5 MiB)
@@ -167,12 +182,60 @@ def proxy_for(server: str, proxy_url: str | None, environ: Mapping[str, str]) ->
     return proxy_from_environment(server, environ)
 
 
+def server_address(url: Any) -> str:
+    """`scheme://host:port` of a URL, as the one server it names: ws and wss as http and https,
+    the default port written out, the host lower-case without a final dot (an IPv6 address in
+    its short form)."""
+    parts = url if isinstance(url, URL) else URL(str(url))
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme.lower(), parts.scheme.lower())
+    host = (parts.host or "").lower().rstrip(".")
+    with contextlib.suppress(ValueError):
+        host = str(ipaddress.ip_address(host))
+    port = parts.port or (443 if scheme == "https" else 80)
+    return f"{scheme}://{join_host_port(host, str(port))}"
+
+
+class RedirectRefused(aiohttp.ClientConnectionError):
+    """A connection to anywhere but the API server, refused before a socket was opened.
+
+    A connection error, so the reflectors retry it and a probe attempt reports it as its error:
+    the server may stop redirecting.
+    """
+
+    def __init__(self, server: str, elsewhere: str) -> None:
+        self.server = server
+        self.elsewhere = elsewhere
+        super().__init__(
+            f"refused to follow the API server's redirect to {elsewhere}: probetui connects "
+            f"only to {server} and follows no redirect off it (point the kubeconfig's server "
+            "at the API server itself)"
+        )
+
+
+class ServerConnector(aiohttp.TCPConnector):
+    """A connector that opens connections to one server only (module docstring).
+
+    Only the scheme, host and port are compared: a server URL's path prefix is the read-only
+    guard's business, not the connection's.
+    """
+
+    def __init__(self, server: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.server = server_address(server)
+
+    async def connect(self, req: Any, *args: Any, **kwargs: Any) -> Any:
+        target = server_address(req.url)
+        if target != self.server:
+            raise RedirectRefused(self.server, target)
+        return await super().connect(req, *args, **kwargs)
+
+
 class ClusterSession:
     """The aiohttp session of one API client, with the cluster's proxy and TLS server name.
 
     It stands in for the library's `rest_client.pool_manager`: `request` (list, watch, get, the
     pods/proxy relay) and `ws_connect` (exec, port-forward) get `proxy` and `server_hostname`
-    unless the caller gave them. Every 401 answer, websocket handshakes included, is told to
+    unless the caller gave them; its connector opens connections to `server` only. Every 401 answer, websocket handshakes included, is told to
     `on_unauthorized` with the credentials it was sent, so they can be refreshed as client-go's
     exec and token-file authenticators do.
     """
@@ -180,6 +243,7 @@ class ClusterSession:
     def __init__(
         self,
         *,
+        server: str,
         ssl_context: ssl.SSLContext,
         proxy: str | None,
         server_hostname: str | None,
@@ -194,7 +258,7 @@ class ClusterSession:
         trace.on_request_start.append(self._started)
         trace.on_request_end.append(self._ended)
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=limit, ssl=ssl_context),
+            connector=ServerConnector(server, limit=limit, ssl=ssl_context),
             # the proxy is chosen above, by Go's rules; aiohttp's would differ (and read ~/.netrc)
             trust_env=False,
             read_bufsize=READ_BUFSIZE,
@@ -257,6 +321,7 @@ def install(
     rest = client.rest_client
     old = rest.pool_manager
     rest.pool_manager = ClusterSession(
+        server=client.configuration.host,
         ssl_context=ssl_context,
         proxy=proxy,
         server_hostname=server_hostname,

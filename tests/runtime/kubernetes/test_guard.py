@@ -338,3 +338,70 @@ async def test_every_forbidden_call_under_a_prefixed_server_raises_before_a_byte
             )
         assert "reached" in out
         assert emulator.non_read_requests()[-1].subresource == "exec"
+
+
+# --- a server URL whose path names an API path ------------------------------------------------
+
+POD_PROXY = f"/api/v1/namespaces/{NS}/pods/{POD}/proxy"
+
+
+@pytest.mark.parametrize(
+    ("server", "problem"),
+    [
+        ("https://10.0.0.1:6443", None),
+        ("https://10.0.0.1:6443/", None),
+        (f"https://rancher.example{PREFIX}", None),
+        ("https://gw.example/api-gw", None),
+        ("https://gw.example/apis-v2/kube", None),
+        (f"https://10.0.0.1:6443{POD_PROXY}", POD_PROXY),
+        ("https://10.0.0.1:6443/api/v1/namespaces/vc/services/https:vc:443/proxy", "/api/v1"),
+        ("https://10.0.0.1:6443/api/v1/nodes/node-a/proxy", "/api/v1/nodes"),
+        ("https://10.0.0.1:6443/api/v1/proxy/namespaces/shop/pods/web", "/api/v1/proxy"),
+        ("https://10.0.0.1:6443/apis/example.io/v1/namespaces/shop/things/x/proxy", "/apis/"),
+        (f"https://rancher.example{PREFIX}{POD_PROXY}", POD_PROXY),  # behind a prefix too
+        ("https://10.0.0.1:6443/%61pi/v1/namespaces/shop/pods/web/proxy", "/api/v1"),  # encoded
+        ("https://10.0.0.1:6443/k8s%2Fapi%2Fv1/nodes/n/proxy", "/api/v1"),  # an encoded slash
+        ("https://10.0.0.1:6443/API/v1/nodes/n/proxy", "/API/v1"),  # a proxy may fold case
+        ("https://10.0.0.1:6443/k8s/../api/v1/nodes/n/proxy", "dot"),
+        ("https://10.0.0.1:6443/k8s//clusters", "empty"),
+    ],
+)
+def test_a_server_path_that_names_an_api_path_is_no_prefix(
+    server: str, problem: str | None
+) -> None:
+    from probetui.runtime.kubernetes.guard import server_path_problem
+
+    got = server_path_problem(server)
+    if problem is None:
+        assert got is None
+    else:
+        assert got is not None and problem in got
+
+
+async def test_a_server_url_into_a_pods_proxy_sends_nothing_read_only(tmp_path: Any) -> None:
+    """The API server would take `GET .../pods/web/proxy/api/v1/...` as a pods/proxy request:
+    read-only refuses the target before a client is made, and the guard on a client made
+    without the target refuses every request, a plain list included."""
+    from probetui.runtime.kubernetes.config import KubeconfigError
+    from tests.kube.emulator import ApiEmulator, make_pod
+    from tests.runtime.kubernetes.paths import target_for
+
+    async with ApiEmulator() as emulator:
+        emulator.add_pod(make_pod("web"))
+        server = emulator.url + "/api/v1/namespaces/default/pods/web/proxy"
+        target = target_for(emulator, tmp_path, cluster={"server": server}, read_only=True)
+        with pytest.raises(KubeconfigError) as refused:
+            target.check_read_only()
+        message = str(refused.value)
+        assert "\n" not in message
+        assert "/api/v1/namespaces/default/pods/web/proxy" in message and "server" in message
+        with pytest.raises(KubeconfigError):
+            await target.api_client()
+        # the floor, for a client made some other way
+        async with ApiClient(_configuration(server)) as api:
+            install_read_only_guard(api)
+            with pytest.raises(ReadOnlyViolation, match="names an API path"):
+                await CoreV1Api(api).list_namespaced_pod("default")
+        assert not emulator.requests
+        # without read-only the URL is taken, as kubectl takes it
+        target_for(emulator, tmp_path / "open", cluster={"server": server}).check_read_only()
