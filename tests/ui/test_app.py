@@ -399,3 +399,31 @@ async def test_a_focus_move_repaints_what_it_restyles_not_the_whole_screen() -> 
             Compositor.render_full_update = render  # type: ignore[method-assign]
         assert app.query_one(WorkloadList).has_focus
         assert full == 0
+
+
+async def test_closing_a_screen_over_details_leaves_no_focus_in_the_hidden_filter() -> None:
+    # Textual's auto focus gave the focus back to the first focusable widget, the filter's
+    # box, hidden with the list in details mode: the next `q` was typed into it
+    from probetui.ui.screens.whatif import WhatIfScreen
+
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        main(app).workloads.select(CRASHY)  # its advice proposes a setting: `a` opens
+        await pilot.pause()
+        await pilot.press("enter", "a")
+        await pilot.pause()
+        assert isinstance(app.screen, WhatIfScreen)
+        await app.workers.wait_for_complete()
+        await pilot.press("escape")
+        await pilot.pause()
+        screen = main(app)
+        assert app.focused is not screen.filter_box and screen.filter_box.value == ""
+        await pilot.press("question_mark", "escape", "escape")  # help, then details off
+        await pilot.pause()
+        assert app.query_one(WorkloadList).has_focus
+        await pilot.press("question_mark", "escape")
+        await pilot.pause()
+        assert app.query_one(WorkloadList).has_focus  # where it was
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0

@@ -53,6 +53,10 @@ class MainScreen(PacedScreen, Screen[None]):
     # they refresh), not the whole screen as Textual's own `focused` does: that drew every
     # widget anew in the frame of escape and of `/` (about 10 ms at 2,000 pods)
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+    # no auto focus: Textual's gives the focus back, when a screen over this one closes, to
+    # the first focusable widget, which is the filter's box even where details hide it (and
+    # the next `q` was typed into it); `on_screen_resume` puts it where it belongs
+    AUTO_FOCUS = ""
 
     def __init__(self, ctx: UIContext) -> None:
         super().__init__()
@@ -106,6 +110,26 @@ class MainScreen(PacedScreen, Screen[None]):
     def on_mount(self) -> None:
         self.workloads.focus()
         self.poll()
+
+    def on_screen_resume(self) -> None:
+        """A screen over this one closed: the focus goes back where it was if that is shown,
+        else to the list where it is shown, else nowhere (the screen's keys still work)."""
+        focused = self.focused
+        if focused is not None and self._shown(focused):
+            return
+        if self.workloads_pane.display:
+            self.workloads.focus()
+        else:
+            self.set_focus(None)
+
+    def _shown(self, widget: Widget) -> bool:
+        """Whether `widget` and every container it is in are displayed."""
+        node: object = widget
+        while isinstance(node, Widget) and node is not self:
+            if not node.display:
+                return False
+            node = node.parent
+        return True
 
     # -- the timer --------------------------------------------------------------------------
 
