@@ -427,3 +427,44 @@ async def test_closing_a_screen_over_details_leaves_no_focus_in_the_hidden_filte
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
+
+
+async def test_f_stays_put_where_it_was_pressed_as_left_does() -> None:
+    # `f` said "stay put" and the title named the moment, but the edge went on with now: new
+    # cells kept arriving. Staying put shows what was published by the moment `f` was pressed
+    from datetime import UTC
+
+    from probetui.probe.base import Result
+    from probetui.timeline.store import Store
+    from probetui.ui.app import ProbeApp
+    from tests.ui.fakes import T_END, FakeControls, FakeRuntime, build
+
+    store = Store()
+    synth = build(store)
+    clock = [T_END]
+    app = ProbeApp(
+        FakeControls(FakeRuntime()), store, now=lambda: clock[0], tz=UTC, run_engine=False
+    )
+    api = synth.pods["uid-api"]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tl, log = app.query_one(Timeline), app.query_one(AttemptLog)
+        # an attempt under way when `f` is pressed, published after it
+        clock[0] = T_END + 0.8
+        await pilot.press("f")
+        await pilot.pause()
+        assert not tl.follow and tl.border_title.startswith("Timeline (at 08:58:20, f: follow)")
+        # the lanes, not the axis: its labels say how long ago, relative to now
+        lanes, lines = plain(tl).splitlines()[1:], plain(log)
+        synth.attempt(api, "api", R, T_END + 0.5, Result.FAILURE, latency=0.6)
+        for step in range(1, 6):
+            clock[0] = T_END + 0.8 + 2 * step
+            synth.attempt(api, "api", R, clock[0] - 0.1, Result.FAILURE, latency=0.01)
+            await pilot.pause(0.15)  # a poll of the store
+        assert plain(tl).splitlines()[1:] == lanes and plain(log) == lines
+        assert tl.border_title.startswith("Timeline (at 08:58:20, f: follow)")
+        assert log.border_title.endswith("· up to 08:58:20")
+        await pilot.press("f")  # following again: the failures come in
+        await pilot.pause()
+        assert tl.follow and log.until is None
+        assert "✖" in plain(tl).splitlines()[2] and plain(log).splitlines()[0][10:19] == "✖ failure"

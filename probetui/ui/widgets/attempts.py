@@ -152,7 +152,8 @@ class AttemptLog(LineCached):
         secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
         lines = 0
-        views = h.recent(SHOWN, self.until)
+        # up to the timeline's edge: what was published by then, as the timeline draws it
+        views = h.recent(SHOWN, self.until, published=True)
         if not views:
             text.append(f"no attempts up to {self.ctx.clock(self.until or 0)}", style=g.DIM)
             return text
