@@ -7,6 +7,7 @@ timer it asks the store what changed since it last looked and redraws only that.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import ClassVar
 
@@ -19,9 +20,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
 
+from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey
-from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerKey
+from probetui.spec.model import Container, ProbeType
+from probetui.timeline.history import ProbeHistory
+from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
@@ -36,8 +39,9 @@ from probetui.ui.widgets.timeline import Timeline
 from probetui.ui.widgets.workload_probes import WorkloadProbeView
 from probetui.ui.widgets.workloads import SORTS, WorkloadHeader, WorkloadList
 
-# the probe shown first when a container is selected: the one most often in trouble first
+# the probe shown first for a container doing no harm: the one most often in trouble first
 PREFERRED = (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP)
+KILLERS = (ProbeType.LIVENESS.key, ProbeType.STARTUP.key)  # a Killing mark's probe
 CYCLE = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 # wall seconds between re-sorts when the order depends on live state; where a re-sort costs
 # more than a 1/RESORT_SHARE share of that, they come that much further apart (a replay of
@@ -45,6 +49,44 @@ CYCLE = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 RESORT_EVERY = 2.0
 RESORT_SHARE = 100.0
 WORKLOAD_EVERY = 1.0  # seconds between redraws of a workload's probe view as replicas change
+
+
+def harmful_probe(container: Container, history: ContainerHistory | None) -> ProbeType | None:
+    """The probe doing the container harm, to be shown first (docs/screen.md, Threshold
+    state): a liveness or startup probe that killed it (a kill of its kept, or its Failure
+    published and held for the kill), the latest kill first; else a failing readiness
+    probe; else a liveness or startup probe in a run of failures short of its threshold.
+    None where no probe does harm."""
+    if history is None:
+        return None
+    probes = {pt: h for pt, h in history.probes.items() if container.probe(pt) is not None}
+    killed: dict[ProbeType, float] = {}
+    for m in history.marks:
+        if m.type == "Killing" and m.probe in KILLERS:
+            killed[ProbeType.parse(m.probe)] = m.t
+    for pt, h in probes.items():
+        if pt is not ProbeType.READINESS and h.on_hold and h.published is ResultValue.FAILURE:
+            killed[pt] = math.inf  # the kill is pending now
+    killed = {pt: t for pt, t in killed.items() if pt in probes}
+    if killed:
+        return max(killed, key=killed.__getitem__)
+    readiness = probes.get(ProbeType.READINESS)
+    if (
+        readiness is not None
+        and readiness.attempted()
+        and (readiness.published is ResultValue.FAILURE or _failing(readiness))
+    ):
+        return ProbeType.READINESS
+    for pt in (ProbeType.LIVENESS, ProbeType.STARTUP):
+        h = probes.get(pt)
+        if h is not None and _failing(h):
+            return pt
+    return None
+
+
+def _failing(h: ProbeHistory) -> bool:
+    """In a run of failures, published or not yet."""
+    return h.last_result is ResultValue.FAILURE and h.in_run
 
 
 class MainScreen(PacedScreen, Screen[None]):
@@ -215,11 +257,18 @@ class MainScreen(PacedScreen, Screen[None]):
 
     @on(ContainerSelected)
     def _selected(self, message: ContainerSelected) -> None:
-        self.selected = message.key
+        before, self.selected = self.selected, message.key
         # on a workload's line its probes across replicas take the place of one container's
         self.group = message.group
         spec = self.ctx.container_spec(message.key) if message.key is not None else None
-        if spec is not None and spec[1].probe(self.probe) is None:
+        harm = None
+        if spec is not None and message.key != before:
+            # another container: the probe doing it harm first; the same one announced
+            # again (a re-sort, a filter) keeps the probe the user chose with p
+            harm = harmful_probe(spec[1], self.ctx.store.containers.get(message.key))
+        if harm is not None:
+            self.probe = harm
+        elif spec is not None and spec[1].probe(self.probe) is None:
             for pt in PREFERRED:
                 if spec[1].probe(pt) is not None:
                     self.probe = pt

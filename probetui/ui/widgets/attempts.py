@@ -11,7 +11,7 @@ from rich.text import Text
 
 from probetui.prober.worker import ProbeKey, Trigger
 from probetui.redact import mask
-from probetui.spec.model import ProbeType
+from probetui.spec.model import Probe, ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
 from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
@@ -27,6 +27,24 @@ SHOWN = 50  # entries read from the store per redraw
 def excerpt(text: str, limit: int = 120) -> str:
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def run_words(v: AttemptView, probe_type: ProbeType, probe: Probe | None) -> str:
+    """`run 2 of 3` for an attempt of a run short of its threshold or reaching it, `run 7`
+    past it. The record's run is the worker's after the attempt: a liveness failure or any
+    startup result that reaches the threshold zeroes it as the kubelet holds the worker
+    (worker.go doProbe, docs/kubelet-behaviour.md §5.16), so that attempt says the count
+    that reached the threshold, not 0."""
+    run = v.result_run
+    counted = v.kind in (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
+    if probe is None or not counted:
+        return f"run {run}"
+    failed = v.kind in (Kind.FAILURE, Kind.TIMEOUT)
+    threshold = probe.failure_threshold if failed else probe.success_threshold
+    holds = probe_type is ProbeType.STARTUP or (probe_type is ProbeType.LIVENESS and failed)
+    if run == 0 and holds:
+        run = threshold  # the run that reached the threshold, zeroed by the hold
+    return f"run {run} of {threshold}" if run <= threshold else f"run {run}"
 
 
 def fold_skips(views: list[AttemptView]) -> list[tuple[AttemptView, int, float]]:
@@ -222,9 +240,15 @@ class AttemptLog(LineCached):
             parts.append(f"error (discarded, not counted): {mask(v.error, secrets)}")
         if v.tries > 1:
             parts.append(f"{v.tries} tries")
-        parts.append(f"run {v.result_run}")
+        parts.append(self._run(v))
         parts.append(v.trigger.value)
         text.append("  ·  ".join(parts), style=g.DIM)
+
+    def _run(self, v: AttemptView) -> str:
+        """The attempt's run as the kubelet counted it against the threshold it heads for."""
+        spec = self.ctx.container_spec(self.key) if self.key is not None else None
+        probe = spec[1].probe(self.probe) if spec is not None else None
+        return run_words(v, self.probe, probe)
 
     def _output_text(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
