@@ -11,12 +11,15 @@ from textual.widget import Widget
 from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
 from probetui.timeline.store import ContainerHistory, ContainerKey
-from probetui.triage.groups import Fleet, fleet
+from probetui.triage.groups import RESTARTING_SECONDS, Fleet, fleet
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
 from probetui.ui.widgets.lines import LineCached
+
+# the fleet's "restarting": pods restarted within the window, or waiting to start again
+RESTARTED = f"restarted in {duration(RESTARTING_SECONDS)}"
 
 
 class TopBar(Widget):
@@ -95,7 +98,7 @@ class TopBar(Widget):
         return left + Text(" " * gap) + right
 
     def _fleet_text(self) -> Text:
-        """ "63 pods · 6 not ready · 6 ≠ · 0 restarting": whether anything is wrong, and how
+        """ "63 pods · 6 not ready · 6 ≠ · 0 restarted in 10m": whether anything is wrong, and how
         much, before any line of the list is read."""
         now = self.ctx.now()
         stamp = (self.ctx.store.version, int(now))
@@ -112,8 +115,9 @@ class TopBar(Widget):
         text.append(" · ")
         text.append(f"{f.divergent} {g.DIVERGE}", style="magenta" if f.divergent else "")
         text.append(" · ")
-        # an 80-column bar has no room for the word (the help's legend says what ↺ is)
-        word = "restarting" if self.size.width >= 100 else g.RESTARTS
+        # the words say the window the count is over; an 80-column bar has no room for them
+        # (the help's legend says what ↺ is)
+        word = RESTARTED if self.size.width >= 100 else g.RESTARTS
         text.append(f"{f.restarting} {word}", style=g.WARN if f.restarting else "")
         return text
 
