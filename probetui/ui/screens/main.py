@@ -481,6 +481,7 @@ class MainScreen(PacedScreen, Screen[None]):
         self.set_class(self.details, "-details", update=False)
         self.workloads_pane.display = not self.details
         self.attempts.set_mode(details=self.details)
+        self.threshold.set_whole(self.details)
         if not self.details:
             self.workloads.focus()
 

@@ -18,10 +18,12 @@ from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import latency
-from probetui.ui.widgets.lines import LineCached
+from probetui.ui.widgets.lines import LineCached, join_rows, wrap_line
 from probetui.ui.widgets.pane import EdgeTitle
 
 SHOWN = 50  # entries read from the store per redraw
+TIME_W = 10  # the time column and its gap: where a wrapped attempt's rows begin
+DETAIL_BODY = 400  # characters of the body a details line shows (the store keeps more)
 
 
 def excerpt(text: str, limit: int = 120) -> str:
@@ -169,24 +171,33 @@ class AttemptLog(LineCached):
             return text
         secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
-        lines = 0
         # up to the timeline's edge: what was published by then, as the timeline draws it
         views = h.recent(SHOWN, self.until, published=True)
         if not views:
             text.append(f"no attempts up to {self.ctx.clock(self.until or 0)}", style=g.DIM)
             return text
+        width = self.content_size.width if self.is_mounted else 0
+        rows: list[Text] = []
         for view, n, oldest in fold_skips(views):
-            if lines >= height:
+            if len(rows) >= height:
                 break
-            if lines:
-                text.append("\n")
-            lines += 1
-            self._line(text, view, n, oldest, secrets)
-            if self.details and view.is_attempt and lines < height:
-                text.append("\n")
-                lines += 1
-                self._detail_line(text, view, secrets)
-        return text
+            line = Text(no_wrap=True, overflow="ellipsis")
+            self._line(line, view, n, oldest, secrets)
+            lines = [line]
+            if self.details and view.is_attempt:
+                detail = Text(no_wrap=True, overflow="ellipsis")
+                self._detail_line(detail, view, secrets)
+                lines.append(detail)
+            if self.details and width > 0:
+                # details: every text whole, wrapped past the attempt's time
+                console = self.app.console
+                lines = [
+                    row
+                    for i, one in enumerate(lines)
+                    for row in wrap_line(one, width, console, TIME_W if i == 0 else 2)
+                ]
+            rows += lines
+        return join_rows(rows[:height])
 
     def _line(
         self,
@@ -216,13 +227,16 @@ class AttemptLog(LineCached):
             text.append("kubelet-triggered ", style=g.INFO)
         elif v.trigger is Trigger.FIRST:
             text.append("first ", style=g.DIM)
+        # details show the output whole and more of the body, wrapped; a line a row cuts them
+        whole = self.details
         output = v.error if v.kind == Kind.ERROR and v.error else v.output
         if output:
-            text.append(excerpt(mask(output, secrets), 90))
+            text.append(excerpt(mask(output, secrets), len(output) if whole else 90))
         if v.body and v.body.strip() != (v.output or "").strip():
             # the body the kubelet leaves out of its event (where it differs from the output)
             text.append("  body: ", style=g.DIM)
-            text.append(repr(excerpt(mask(v.body, secrets), 60)), style=g.DIM)
+            body = excerpt(mask(v.body, secrets), DETAIL_BODY if whole else 60)
+            text.append(repr(body), style=g.DIM)
         if v.target:
             text.append(f"  → {mask(v.target, secrets)}", style=g.DIM)
 

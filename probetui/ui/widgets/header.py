@@ -45,10 +45,18 @@ class TopBar(Widget):
         self._fleet_at = 0.0  # when the summary may be counted again (monotonic)
 
     def flash(self, message: str, style: str = "") -> None:
-        """Say something for a few seconds (cheaper than a toast: no widget, no layout)."""
+        """Say something for a few seconds (cheaper than a toast: no widget, no layout). What
+        does not fit the bar's room is also said whole in a toast, which wraps."""
         self.message, self._message_style = message, style or g.INFO
         self._message_until = time.monotonic() + self.FLASH_SECONDS
+        if self.is_mounted and self.size.width > 0 and len(message) > self._room():
+            severity = "information" if self._message_style == g.INFO else "warning"
+            self.app.notify(message, severity=severity, timeout=self.FLASH_SECONDS + 3)
         self.refresh()
+
+    def _room(self) -> int:
+        """The cells the bar has left for a message, between the fleet and the right side."""
+        return self.size.width - self._left().cell_len - self._right().cell_len - 4
 
     def tick(self) -> None:
         second = int(self.ctx.now())
@@ -60,6 +68,21 @@ class TopBar(Widget):
             self.refresh()
 
     def render(self) -> Text:
+        left, right = self._left(), self._right()
+        if self.message:
+            # cut to its room, so the right side stays; said whole in a toast (`flash`)
+            room = self.size.width - left.cell_len - right.cell_len - 4
+            message = self.message
+            if len(message) > room:
+                message = message[: max(0, room - 1)] + "…" if room > 1 else ""
+            left.append("   ")
+            left.append(message, style=self._message_style)
+        width = self.size.width
+        gap = max(1, width - left.cell_len - right.cell_len)
+        return left + Text(" " * gap) + right
+
+    def _left(self) -> Text:
+        """Where, when, and the fleet summed up."""
         runtime = self.ctx.controls.runtime
         left = Text(no_wrap=True, overflow="ellipsis")
         left.append(" probetui ", style="bold reverse")
@@ -76,9 +99,10 @@ class TopBar(Widget):
             left.append(f"  {self.ctx.clock(self.ctx.now())}")
         left.append("   ")
         left.append_text(self._fleet_text())
-        if self.message:
-            left.append("   ")
-            left.append(self.message, style=self._message_style)
+        return left
+
+    def _right(self) -> Text:
+        """The badges and the help key."""
         right = Text(no_wrap=True)
         late = self.ctx.controls.lateness()
         if late >= BEHIND:
@@ -93,9 +117,7 @@ class TopBar(Widget):
                 right.append(f" {reason}", style=g.WARN)
             right.append("  ")
         right.append(f"{keys.shown(self.app, 'probetui.help')} help ", style=g.DIM)
-        width = self.size.width
-        gap = max(1, width - left.cell_len - right.cell_len)
-        return left + Text(" " * gap) + right
+        return right
 
     def _fleet_text(self) -> Text:
         """ "63 pods · 6 not ready · 6 ≠ · 0 restarted in 10m": whether anything is wrong, and how
