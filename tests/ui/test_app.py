@@ -468,3 +468,23 @@ async def test_f_stays_put_where_it_was_pressed_as_left_does() -> None:
         await pilot.pause()
         assert tl.follow and log.until is None
         assert "✖" in plain(tl).splitlines()[2] and plain(log).splitlines()[0][10:19] == "✖ failure"
+
+
+async def test_a_new_attempt_of_the_selected_container_reaches_its_panes_at_the_next_poll() -> None:
+    from probetui.probe.base import Result
+    from probetui.timeline.store import Store
+    from probetui.ui.app import ProbeApp
+    from tests.ui.fakes import T_END, FakeControls, FakeRuntime, build
+
+    store = Store()
+    synth = build(store)
+    app = ProbeApp(FakeControls(FakeRuntime()), store, now=lambda: T_END + 1, run_engine=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.25)  # the panes drawn
+        log = app.query_one(AttemptLog)
+        assert main(app).selected == API and log.render_line(0).text.startswith("08:58:15")
+        synth.attempt(synth.pods["uid-api"], "api", R, T_END + 0.5, Result.FAILURE)
+        await pilot.pause(0.25)  # a poll of the store, no key
+        # what is drawn, not what render() would say now
+        assert "✖ failure" in log.render_line(0).text
+        assert app.query_one(Timeline).render_line(2).text.rstrip().endswith("✖")

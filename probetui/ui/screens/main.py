@@ -196,14 +196,14 @@ class MainScreen(PacedScreen, Screen[None]):
                 wl.refresh_keys(changed)
                 wl.catch_up(changed, self._version)
                 workload_dirty = bool(self.group) and self.workload_view.covers(changed)
+            if self.selected is not None:
+                history = store.containers.get(self.selected)
+                details_dirty = history is not None and history.version > self._version
         elif wl.sort != "name" and time.monotonic() >= self._resort_at and wl.out_of_order():
             # changes caught up while a re-sort was not yet due moved a pod: sorted now, not
             # only when some later change comes (a quiet cluster left it out of order for good)
             self._rebuild()
             workload_dirty = True
-            if self.selected is not None:
-                history = store.containers.get(self.selected)
-                details_dirty = history is not None and history.version > self._version
         self._version = store.version
         archive = self.ctx.archive
         if archive is not None and archive.version != self._archive_version:
