@@ -172,3 +172,50 @@ async def test_the_attempt_that_triggers_a_kill_says_the_run_that_reached_the_th
         # the record keeps the worker's run after the attempt, as JSON's resultRun does
         history = store.containers[WARMUP].probes[L]
         assert history.recent(1)[0].result_run == 0
+
+
+async def test_the_probe_shown_follows_the_harm_as_it_comes_until_p_chooses() -> None:
+    # the first screen is drawn before liveness kills anything: readiness, failing through
+    # the warm-up, was shown, and stayed while liveness killed the container
+    from datetime import UTC
+
+    from probetui.timeline.store import Store
+    from probetui.ui.app import ProbeApp
+    from tests.ui.fakes import FakeControls, FakeRuntime
+
+    for choose in (False, True):
+        store = Store()
+        s = Synth(store)
+        pod = s.add_pod(
+            Pod(
+                name="warmup",
+                namespace="demo",
+                uid=WARMUP.pod_uid,
+                containers=(
+                    Container(
+                        name="app",
+                        readiness_probe=http(18200, "/ready", period_seconds=2),
+                        liveness_probe=http(18200, "/", period_seconds=3, failure_threshold=3),
+                    ),
+                ),
+            ),
+            T_END - 30,
+        )
+        s.start(pod, "app", T_END - 29)
+        s.attempt(pod, "app", R, T_END - 28, Result.FAILURE)
+        app = ProbeApp(
+            FakeControls(FakeRuntime()), store, now=lambda: T_END, tz=UTC, run_engine=False
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            main = screen(app)
+            assert main.selected == WARMUP and main.probe is R
+            if choose:
+                await pilot.press("p", "P")  # readiness again, chosen
+            for i in range(3):
+                s.attempt(pod, "app", L, T_END - 27 + 3 * i, Result.FAILURE)
+            s.kubelet(pod, "app", "Killing", T_END - 20.5, probe="liveness", message="")
+            await pilot.pause(0.25)  # a poll
+            assert main.probe is (R if choose else L)
+            lanes = app.query_one(Timeline).render_line(3).text
+            assert lanes.startswith(" liveness" if choose else "▶liveness")

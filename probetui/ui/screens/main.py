@@ -110,6 +110,8 @@ class MainScreen(PacedScreen, Screen[None]):
         self._workload_stale = False  # a replica of the shown workload changed
         self._workload_at = 0.0
         self.probe = ProbeType.READINESS
+        # the container whose probe the user chose with p / P: it is not moved to the harm
+        self._chosen: ContainerKey | None = None
         self.details = False
         self._version = -1
         self._layout = -1
@@ -237,6 +239,8 @@ class MainScreen(PacedScreen, Screen[None]):
         self._resort_at = done + max(RESORT_EVERY, RESORT_SHARE * (done - start))
 
     def _refresh_details(self) -> None:
+        if self._follow_harm():
+            return  # shown anew, with the probe doing harm
         # each redraws only the lines that read differently now: most of a container's
         # changes show in one lane and one probe's lines (and a poll's frame then leaves a
         # key's frame little to wait for)
@@ -263,6 +267,8 @@ class MainScreen(PacedScreen, Screen[None]):
     @on(ContainerSelected)
     def _selected(self, message: ContainerSelected) -> None:
         before, self.selected = self.selected, message.key
+        if message.key != before:
+            self._chosen = None
         # on a workload's line its probes across replicas take the place of one container's
         self.group = message.group
         spec = self.ctx.container_spec(message.key) if message.key is not None else None
@@ -288,6 +294,21 @@ class MainScreen(PacedScreen, Screen[None]):
                 self.after_frame(self._panes_follow)
             return
         self._draw_selection(swap_now=False)
+
+    def _follow_harm(self) -> bool:
+        """The selected container changed: where a probe now does it harm and the user has
+        not chosen one with p, show that one (the first screen was drawn before liveness
+        killed anything). True where the probe shown changed."""
+        key = self.selected
+        if key is None or key == self._chosen or self.group:
+            return False
+        spec = self.ctx.container_spec(key)
+        harm = harmful_probe(spec[1], self.ctx.store.containers.get(key)) if spec else None
+        if harm is None or harm is self.probe:
+            return False
+        self.probe = harm
+        self._show()
+        return True
 
     def _panes_follow(self) -> None:
         self._panes_due = False
@@ -491,6 +512,7 @@ class MainScreen(PacedScreen, Screen[None]):
             return
         i = types.index(self.probe) if self.probe in types else -1
         self.probe = types[(i + step) % len(types)]
+        self._chosen = self.selected  # the user's choice holds on this container
         self._show()
         if self.ctx.read_only:
             self.refresh_bindings()
