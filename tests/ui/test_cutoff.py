@@ -93,3 +93,18 @@ async def test_what_the_top_bar_cannot_hold_is_said_whole(size: tuple[int, int])
         await pilot.pause()
         assert "paused" in app.query_one(TopBar).render().plain
         assert len(app.screen.query("Toast")) == 1
+
+
+async def test_the_bar_gives_the_restart_words_way_before_its_right_side() -> None:
+    # a replay's file name is long: "restarted in 10m" pushed "? help" off a 120-column bar
+    app, _, controls = make_app()
+    controls.runtime.source = "replay /srv/recordings/tuesday-night.db  (demo)"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        bar = app.query_one(TopBar).render().plain
+        assert len(bar) <= 120 and bar.rstrip().endswith("? help")
+        assert bar.split(" · ")[-1].startswith("1 ↺")
+    app, _, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "1 restarted in 10m" in app.query_one(TopBar).render().plain

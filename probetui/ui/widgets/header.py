@@ -98,7 +98,8 @@ class TopBar(Widget):
         else:
             left.append(f"  {self.ctx.clock(self.ctx.now())}")
         left.append("   ")
-        left.append_text(self._fleet_text())
+        room = self.size.width - left.cell_len - self._right().cell_len - 1
+        left.append_text(self._fleet_text(room))
         return left
 
     def _right(self) -> Text:
@@ -119,7 +120,7 @@ class TopBar(Widget):
         right.append(f"{keys.shown(self.app, 'probetui.help')} help ", style=g.DIM)
         return right
 
-    def _fleet_text(self) -> Text:
+    def _fleet_text(self, room: int) -> Text:
         """ "63 pods · 6 not ready · 6 ≠ · 0 restarted in 10m": whether anything is wrong, and how
         much, before any line of the list is read."""
         now = self.ctx.now()
@@ -137,10 +138,11 @@ class TopBar(Widget):
         text.append(" · ")
         text.append(f"{f.divergent} {g.DIVERGE}", style="magenta" if f.divergent else "")
         text.append(" · ")
-        # the words say the window the count is over; an 80-column bar has no room for them
-        # (the help's legend says what ↺ is)
-        word = RESTARTED if self.size.width >= 100 else g.RESTARTS
-        text.append(f"{f.restarting} {word}", style=g.WARN if f.restarting else "")
+        # the words say the window the count is over; a bar without room for them (80
+        # columns, a replay's long file name) has the glyph (the help's legend says what ↺ is)
+        count = str(f.restarting)
+        word = RESTARTED if text.cell_len + len(count) + 1 + len(RESTARTED) <= room else g.RESTARTS
+        text.append(f"{count} {word}", style=g.WARN if f.restarting else "")
         return text
 
 
