@@ -52,8 +52,8 @@ WORKLOAD_EVERY = 1.0  # seconds between redraws of a workload's probe view as re
 
 
 def harmful_probe(container: Container, history: ContainerHistory | None) -> ProbeType | None:
-    """The probe doing the container harm, to be shown first (docs/screen.md, Threshold
-    state): a liveness or startup probe that killed it (a kill of its kept, or its Failure
+    """The probe doing the container harm, to be shown first (docs/screen.md, The probe
+    shown first): a liveness or startup probe that killed it (a kill of its kept, or its Failure
     published and held for the kill), the latest kill first; else a failing readiness
     probe; else a liveness or startup probe in a run of failures short of its threshold.
     None where no probe does harm."""
