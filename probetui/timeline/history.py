@@ -409,14 +409,19 @@ class ProbeHistory:
         yield from range((head - 1) * REC, -1, -REC)
         yield from range((n - 1) * REC, head * REC - 1, -REC)
 
-    def window(self, start: float, end: float) -> list[tuple[float, int]]:
-        """(t, kind) of the entries with start <= t < end, newest first."""
+    def window(
+        self, start: float, end: float, published_by: float | None = None
+    ) -> list[tuple[float, int]]:
+        """(t, kind) of the entries with start <= t < end, newest first; with `published_by`,
+        only those finished by then (an attempt is stamped with its start, known at its end)."""
         self._ensure()
         out: list[tuple[float, int]] = []
         if self._base is None:
             return out
         base = self._base
         lo, hi = (start - base) * 1000.0, (end - base) * 1000.0
+        # in the fields' units: ms for the time, µs for the latency
+        by = None if published_by is None else (published_by - base) * 1000.0
         rec = self._rec
         for i in self.indices_back():
             ms = rec[i]
@@ -424,6 +429,8 @@ class ProbeHistory:
                 continue
             if ms < lo:
                 break
+            if by is not None and ms + rec[i + F_LAT] / 1000.0 > by:
+                continue
             out.append((base + ms / 1000.0, rec[i + F_CODE] & 7))
         return out
 
@@ -463,9 +470,11 @@ class ProbeHistory:
             return self._view(i, {}) if self._rec[i + F_CODE] & 7 == Kind.SKIP else None
         return None
 
-    def recent(self, n: int, until: float | None = None) -> list[AttemptView]:
-        """The newest `n` entries (at or before `until`, when given), newest first, with detail
-        where it is still kept."""
+    def recent(
+        self, n: int, until: float | None = None, *, published: bool = False
+    ) -> list[AttemptView]:
+        """The newest `n` entries (begun at or before `until`, when given; with `published`,
+        finished by then too), newest first, with detail where it is still kept."""
         self._ensure()
         d = self._d
         details = {d[j] - 1: j for j in range(0, len(d), DREC) if d[j]}
@@ -475,7 +484,9 @@ class ProbeHistory:
         last_ms = None if until is None or self._base is None else (until - self._base) * 1000.0
         for i in self.indices_back():
             seq -= 1
-            if last_ms is not None and rec[i] > last_ms:
+            if last_ms is not None and (
+                rec[i] > last_ms or (published and rec[i] + rec[i + F_LAT] / 1000.0 > last_ms)
+            ):
                 continue
             out.append(self._view(i, details, seq & 0xFFFFFFFF))
             if len(out) >= n:

@@ -323,6 +323,12 @@ def _replay_app(player: Player) -> Any:
     )
 
 
+def said(app: Any, bar: Any) -> str:
+    """What the top bar and the toasts on the screen say, a toast's rows joined."""
+    toasts = [" ".join(str(t.render()).split()) for t in app.screen.query("Toast")]
+    return " ".join([bar.render().plain, *toasts])
+
+
 async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
     """The top bar says REPLAY and the cursor's day and time; `]` and `[` move to notable
     moments, `,` and `.` by ten seconds, `@` takes a typed time; `t` and space say why they
@@ -333,7 +339,7 @@ async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
         player = Player(rec, start=rec.span()[0])  # type: ignore[index]
         notable = [e.t for e in rec.events(types=NOTABLE)]
         app = _replay_app(player)
-        async with app.run_test(size=(160, 45)) as pilot:
+        async with app.run_test(size=(160, 45), notifications=True) as pilot:
             await pilot.pause()
             bar = app.query_one(TopBar)
             text = bar.render().plain
@@ -350,10 +356,16 @@ async def test_the_replay_screen_keys(demo: dict[str, Any]) -> None:
             await pilot.press("plus", "3", "s", "enter")
             await pilot.pause()
             assert player.now() == pytest.approx(player.first + 3)
+            # what the bar has no room for is said whole in a toast, and its right side stays
             await pilot.press("t")
-            assert "not probed: replayed" in bar.render().plain
+            await pilot.pause()
+            assert "not probed: replayed" in said(app, bar)
             await pilot.press("space")
-            assert "nothing is probed or paused in a replay" in bar.render().plain
+            await pilot.pause()
+            assert "pause: this is a recording: nothing is probed or paused in a replay" in said(
+                app, bar
+            )
+            assert bar.render().plain.rstrip().endswith("? help")
             await pilot.press("x")
             assert player.playing and player.speed == 1.0
             await pilot.press("3")

@@ -399,3 +399,92 @@ async def test_a_focus_move_repaints_what_it_restyles_not_the_whole_screen() -> 
             Compositor.render_full_update = render  # type: ignore[method-assign]
         assert app.query_one(WorkloadList).has_focus
         assert full == 0
+
+
+async def test_closing_a_screen_over_details_leaves_no_focus_in_the_hidden_filter() -> None:
+    # Textual's auto focus gave the focus back to the first focusable widget, the filter's
+    # box, hidden with the list in details mode: the next `q` was typed into it
+    from probetui.ui.screens.whatif import WhatIfScreen
+
+    app, _, _ = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        main(app).workloads.select(CRASHY)  # its advice proposes a setting: `a` opens
+        await pilot.pause()
+        await pilot.press("enter", "a")
+        await pilot.pause()
+        assert isinstance(app.screen, WhatIfScreen)
+        await app.workers.wait_for_complete()
+        await pilot.press("escape")
+        await pilot.pause()
+        screen = main(app)
+        assert app.focused is not screen.filter_box and screen.filter_box.value == ""
+        await pilot.press("question_mark", "escape", "escape")  # help, then details off
+        await pilot.pause()
+        assert app.query_one(WorkloadList).has_focus
+        await pilot.press("question_mark", "escape")
+        await pilot.pause()
+        assert app.query_one(WorkloadList).has_focus  # where it was
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_f_stays_put_where_it_was_pressed_as_left_does() -> None:
+    # `f` said "stay put" and the title named the moment, but the edge went on with now: new
+    # cells kept arriving. Staying put shows what was published by the moment `f` was pressed
+    from datetime import UTC
+
+    from probetui.probe.base import Result
+    from probetui.timeline.store import Store
+    from probetui.ui.app import ProbeApp
+    from tests.ui.fakes import T_END, FakeControls, FakeRuntime, build
+
+    store = Store()
+    synth = build(store)
+    clock = [T_END]
+    app = ProbeApp(
+        FakeControls(FakeRuntime()), store, now=lambda: clock[0], tz=UTC, run_engine=False
+    )
+    api = synth.pods["uid-api"]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tl, log = app.query_one(Timeline), app.query_one(AttemptLog)
+        # an attempt under way when `f` is pressed, published after it
+        clock[0] = T_END + 0.8
+        await pilot.press("f")
+        await pilot.pause()
+        assert not tl.follow and tl.border_title.startswith("Timeline (at 08:58:20, f: follow)")
+        # the lanes, not the axis: its labels say how long ago, relative to now
+        lanes, lines = plain(tl).splitlines()[1:], plain(log)
+        synth.attempt(api, "api", R, T_END + 0.5, Result.FAILURE, latency=0.6)
+        for step in range(1, 6):
+            clock[0] = T_END + 0.8 + 2 * step
+            synth.attempt(api, "api", R, clock[0] - 0.1, Result.FAILURE, latency=0.01)
+            await pilot.pause(0.15)  # a poll of the store
+        assert plain(tl).splitlines()[1:] == lanes and plain(log) == lines
+        assert tl.border_title.startswith("Timeline (at 08:58:20, f: follow)")
+        assert log.border_title.endswith("· up to 08:58:20")
+        await pilot.press("f")  # following again: the failures come in
+        await pilot.pause()
+        assert tl.follow and log.until is None
+        assert "✖" in plain(tl).splitlines()[2] and plain(log).splitlines()[0][10:19] == "✖ failure"
+
+
+async def test_a_new_attempt_of_the_selected_container_reaches_its_panes_at_the_next_poll() -> None:
+    from probetui.probe.base import Result
+    from probetui.timeline.store import Store
+    from probetui.ui.app import ProbeApp
+    from tests.ui.fakes import T_END, FakeControls, FakeRuntime, build
+
+    store = Store()
+    synth = build(store)
+    app = ProbeApp(FakeControls(FakeRuntime()), store, now=lambda: T_END + 1, run_engine=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.25)  # the panes drawn
+        log = app.query_one(AttemptLog)
+        assert main(app).selected == API and log.render_line(0).text.startswith("08:58:15")
+        synth.attempt(synth.pods["uid-api"], "api", R, T_END + 0.5, Result.FAILURE)
+        await pilot.pause(0.25)  # a poll of the store, no key
+        # what is drawn, not what render() would say now
+        assert "✖ failure" in log.render_line(0).text
+        assert app.query_one(Timeline).render_line(2).text.rstrip().endswith("✖")

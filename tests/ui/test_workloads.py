@@ -94,7 +94,7 @@ async def test_the_top_bar_carries_the_fleet_summary() -> None:
     async with app.run_test(size=(160, 45)) as pilot:
         await pilot.pause()
         bar = plain(app.query_one(TopBar))
-        assert "5 pods · 1 not ready · 1 ≠ · 1 restarting" in bar
+        assert "5 pods · 1 not ready · 1 ≠ · 1 restarted in 10m" in bar
 
 
 def test_names_shorten_in_the_middle_and_keep_the_container() -> None:

@@ -7,6 +7,7 @@ timer it asks the store what changed since it last looked and redraws only that.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import ClassVar
 
@@ -19,9 +20,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
 
+from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey
-from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerKey
+from probetui.spec.model import Container, ProbeType
+from probetui.timeline.history import ProbeHistory
+from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
@@ -36,8 +39,9 @@ from probetui.ui.widgets.timeline import Timeline
 from probetui.ui.widgets.workload_probes import WorkloadProbeView
 from probetui.ui.widgets.workloads import SORTS, WorkloadHeader, WorkloadList
 
-# the probe shown first when a container is selected: the one most often in trouble first
+# the probe shown first for a container doing no harm: the one most often in trouble first
 PREFERRED = (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP)
+KILLERS = (ProbeType.LIVENESS.key, ProbeType.STARTUP.key)  # a Killing mark's probe
 CYCLE = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 # wall seconds between re-sorts when the order depends on live state; where a re-sort costs
 # more than a 1/RESORT_SHARE share of that, they come that much further apart (a replay of
@@ -47,12 +51,54 @@ RESORT_SHARE = 100.0
 WORKLOAD_EVERY = 1.0  # seconds between redraws of a workload's probe view as replicas change
 
 
+def harmful_probe(container: Container, history: ContainerHistory | None) -> ProbeType | None:
+    """The probe doing the container harm, to be shown first (docs/screen.md, The probe
+    shown first): a liveness or startup probe that killed it (a kill of its kept, or its Failure
+    published and held for the kill), the latest kill first; else a failing readiness
+    probe; else a liveness or startup probe in a run of failures short of its threshold.
+    None where no probe does harm."""
+    if history is None:
+        return None
+    probes = {pt: h for pt, h in history.probes.items() if container.probe(pt) is not None}
+    killed: dict[ProbeType, float] = {}
+    for m in history.marks:
+        if m.type == "Killing" and m.probe in KILLERS:
+            killed[ProbeType.parse(m.probe)] = m.t
+    for pt, h in probes.items():
+        if pt is not ProbeType.READINESS and h.on_hold and h.published is ResultValue.FAILURE:
+            killed[pt] = math.inf  # the kill is pending now
+    killed = {pt: t for pt, t in killed.items() if pt in probes}
+    if killed:
+        return max(killed, key=killed.__getitem__)
+    readiness = probes.get(ProbeType.READINESS)
+    if (
+        readiness is not None
+        and readiness.attempted()
+        and (readiness.published is ResultValue.FAILURE or _failing(readiness))
+    ):
+        return ProbeType.READINESS
+    for pt in (ProbeType.LIVENESS, ProbeType.STARTUP):
+        h = probes.get(pt)
+        if h is not None and _failing(h):
+            return pt
+    return None
+
+
+def _failing(h: ProbeHistory) -> bool:
+    """In a run of failures, published or not yet."""
+    return h.last_result is ResultValue.FAILURE and h.in_run
+
+
 class MainScreen(PacedScreen, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.MAIN
     # a focus move repaints the widgets whose styles it changes (Textual restyles them, and
     # they refresh), not the whole screen as Textual's own `focused` does: that drew every
     # widget anew in the frame of escape and of `/` (about 10 ms at 2,000 pods)
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
+    # no auto focus: Textual's gives the focus back, when a screen over this one closes, to
+    # the first focusable widget, which is the filter's box even where details hide it (and
+    # the next `q` was typed into it); `on_screen_resume` puts it where it belongs
+    AUTO_FOCUS = ""
 
     def __init__(self, ctx: UIContext) -> None:
         super().__init__()
@@ -64,6 +110,8 @@ class MainScreen(PacedScreen, Screen[None]):
         self._workload_stale = False  # a replica of the shown workload changed
         self._workload_at = 0.0
         self.probe = ProbeType.READINESS
+        # the container whose probe the user chose with p / P: it is not moved to the harm
+        self._chosen: ContainerKey | None = None
         self.details = False
         self._version = -1
         self._layout = -1
@@ -107,6 +155,26 @@ class MainScreen(PacedScreen, Screen[None]):
         self.workloads.focus()
         self.poll()
 
+    def on_screen_resume(self) -> None:
+        """A screen over this one closed: the focus goes back where it was if that is shown,
+        else to the list where it is shown, else nowhere (the screen's keys still work)."""
+        focused = self.focused
+        if focused is not None and self._shown(focused):
+            return
+        if self.workloads_pane.display:
+            self.workloads.focus()
+        else:
+            self.set_focus(None)
+
+    def _shown(self, widget: Widget) -> bool:
+        """Whether `widget` and every container it is in are displayed."""
+        node: object = widget
+        while isinstance(node, Widget) and node is not self:
+            if not node.display:
+                return False
+            node = node.parent
+        return True
+
     # -- the timer --------------------------------------------------------------------------
 
     def poll(self) -> None:
@@ -133,6 +201,11 @@ class MainScreen(PacedScreen, Screen[None]):
             if self.selected is not None:
                 history = store.containers.get(self.selected)
                 details_dirty = history is not None and history.version > self._version
+        elif wl.sort != "name" and time.monotonic() >= self._resort_at and wl.out_of_order():
+            # changes caught up while a re-sort was not yet due moved a pod: sorted now, not
+            # only when some later change comes (a quiet cluster left it out of order for good)
+            self._rebuild()
+            workload_dirty = True
         self._version = store.version
         archive = self.ctx.archive
         if archive is not None and archive.version != self._archive_version:
@@ -166,6 +239,8 @@ class MainScreen(PacedScreen, Screen[None]):
         self._resort_at = done + max(RESORT_EVERY, RESORT_SHARE * (done - start))
 
     def _refresh_details(self) -> None:
+        if self._follow_harm():
+            return  # shown anew, with the probe doing harm
         # each redraws only the lines that read differently now: most of a container's
         # changes show in one lane and one probe's lines (and a poll's frame then leaves a
         # key's frame little to wait for)
@@ -191,11 +266,20 @@ class MainScreen(PacedScreen, Screen[None]):
 
     @on(ContainerSelected)
     def _selected(self, message: ContainerSelected) -> None:
-        self.selected = message.key
+        before, self.selected = self.selected, message.key
+        if message.key != before:
+            self._chosen = None
         # on a workload's line its probes across replicas take the place of one container's
         self.group = message.group
         spec = self.ctx.container_spec(message.key) if message.key is not None else None
-        if spec is not None and spec[1].probe(self.probe) is None:
+        harm = None
+        if spec is not None and message.key != before:
+            # another container: the probe doing it harm first; the same one announced
+            # again (a re-sort, a filter) keeps the probe the user chose with p
+            harm = harmful_probe(spec[1], self.ctx.store.containers.get(message.key))
+        if harm is not None:
+            self.probe = harm
+        elif spec is not None and spec[1].probe(self.probe) is None:
             for pt in PREFERRED:
                 if spec[1].probe(pt) is not None:
                     self.probe = pt
@@ -210,6 +294,21 @@ class MainScreen(PacedScreen, Screen[None]):
                 self.after_frame(self._panes_follow)
             return
         self._draw_selection(swap_now=False)
+
+    def _follow_harm(self) -> bool:
+        """The selected container changed: where a probe now does it harm and the user has
+        not chosen one with p, show that one (the first screen was drawn before liveness
+        killed anything). True where the probe shown changed."""
+        key = self.selected
+        if key is None or key == self._chosen or self.group:
+            return False
+        spec = self.ctx.container_spec(key)
+        harm = harmful_probe(spec[1], self.ctx.store.containers.get(key)) if spec else None
+        if harm is None or harm is self.probe:
+            return False
+        self.probe = harm
+        self._show()
+        return True
 
     def _panes_follow(self) -> None:
         self._panes_due = False
@@ -403,6 +502,7 @@ class MainScreen(PacedScreen, Screen[None]):
         self.set_class(self.details, "-details", update=False)
         self.workloads_pane.display = not self.details
         self.attempts.set_mode(details=self.details)
+        self.threshold.set_whole(self.details)
         if not self.details:
             self.workloads.focus()
 
@@ -412,6 +512,7 @@ class MainScreen(PacedScreen, Screen[None]):
             return
         i = types.index(self.probe) if self.probe in types else -1
         self.probe = types[(i + step) % len(types)]
+        self._chosen = self.selected  # the user's choice holds on this container
         self._show()
         if self.ctx.read_only:
             self.refresh_bindings()

@@ -11,22 +11,42 @@ from rich.text import Text
 
 from probetui.prober.worker import ProbeKey, Trigger
 from probetui.redact import mask
-from probetui.spec.model import ProbeType
+from probetui.spec.model import Probe, ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
 from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import latency
-from probetui.ui.widgets.lines import LineCached
+from probetui.ui.widgets.lines import LineCached, join_rows, wrap_line
 from probetui.ui.widgets.pane import EdgeTitle
 
 SHOWN = 50  # entries read from the store per redraw
+TIME_W = 10  # the time column and its gap: where a wrapped attempt's rows begin
+DETAIL_BODY = 400  # characters of the body a details line shows (the store keeps more)
 
 
 def excerpt(text: str, limit: int = 120) -> str:
     one = " ".join(text.split())
     return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def run_words(v: AttemptView, probe_type: ProbeType, probe: Probe | None) -> str:
+    """`run 2 of 3` for an attempt of a run short of its threshold or reaching it, `run 7`
+    past it. The record's run is the worker's after the attempt: a liveness failure or any
+    startup result that reaches the threshold zeroes it as the kubelet holds the worker
+    (worker.go doProbe, docs/kubelet-behaviour.md §5.16), so that attempt says the count
+    that reached the threshold, not 0."""
+    run = v.result_run
+    counted = v.kind in (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
+    if probe is None or not counted:
+        return f"run {run}"
+    failed = v.kind in (Kind.FAILURE, Kind.TIMEOUT)
+    threshold = probe.failure_threshold if failed else probe.success_threshold
+    holds = probe_type is ProbeType.STARTUP or (probe_type is ProbeType.LIVENESS and failed)
+    if run == 0 and holds:
+        run = threshold  # the run that reached the threshold, zeroed by the hold
+    return f"run {run} of {threshold}" if run <= threshold else f"run {run}"
 
 
 def fold_skips(views: list[AttemptView]) -> list[tuple[AttemptView, int, float]]:
@@ -151,23 +171,33 @@ class AttemptLog(LineCached):
             return text
         secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
-        lines = 0
-        views = h.recent(SHOWN, self.until)
+        # up to the timeline's edge: what was published by then, as the timeline draws it
+        views = h.recent(SHOWN, self.until, published=True)
         if not views:
             text.append(f"no attempts up to {self.ctx.clock(self.until or 0)}", style=g.DIM)
             return text
+        width = self.content_size.width if self.is_mounted else 0
+        rows: list[Text] = []
         for view, n, oldest in fold_skips(views):
-            if lines >= height:
+            if len(rows) >= height:
                 break
-            if lines:
-                text.append("\n")
-            lines += 1
-            self._line(text, view, n, oldest, secrets)
-            if self.details and view.is_attempt and lines < height:
-                text.append("\n")
-                lines += 1
-                self._detail_line(text, view, secrets)
-        return text
+            line = Text(no_wrap=True, overflow="ellipsis")
+            self._line(line, view, n, oldest, secrets)
+            lines = [line]
+            if self.details and view.is_attempt:
+                detail = Text(no_wrap=True, overflow="ellipsis")
+                self._detail_line(detail, view, secrets)
+                lines.append(detail)
+            if self.details and width > 0:
+                # details: every text whole, wrapped past the attempt's time
+                console = self.app.console
+                lines = [
+                    row
+                    for i, one in enumerate(lines)
+                    for row in wrap_line(one, width, console, TIME_W if i == 0 else 2)
+                ]
+            rows += lines
+        return join_rows(rows[:height])
 
     def _line(
         self,
@@ -197,13 +227,16 @@ class AttemptLog(LineCached):
             text.append("kubelet-triggered ", style=g.INFO)
         elif v.trigger is Trigger.FIRST:
             text.append("first ", style=g.DIM)
+        # details show the output whole and more of the body, wrapped; a line a row cuts them
+        whole = self.details
         output = v.error if v.kind == Kind.ERROR and v.error else v.output
         if output:
-            text.append(excerpt(mask(output, secrets), 90))
+            text.append(excerpt(mask(output, secrets), len(output) if whole else 90))
         if v.body and v.body.strip() != (v.output or "").strip():
             # the body the kubelet leaves out of its event (where it differs from the output)
             text.append("  body: ", style=g.DIM)
-            text.append(repr(excerpt(mask(v.body, secrets), 60)), style=g.DIM)
+            body = excerpt(mask(v.body, secrets), DETAIL_BODY if whole else 60)
+            text.append(repr(body), style=g.DIM)
         if v.target:
             text.append(f"  → {mask(v.target, secrets)}", style=g.DIM)
 
@@ -221,9 +254,15 @@ class AttemptLog(LineCached):
             parts.append(f"error (discarded, not counted): {mask(v.error, secrets)}")
         if v.tries > 1:
             parts.append(f"{v.tries} tries")
-        parts.append(f"run {v.result_run}")
+        parts.append(self._run(v))
         parts.append(v.trigger.value)
         text.append("  ·  ".join(parts), style=g.DIM)
+
+    def _run(self, v: AttemptView) -> str:
+        """The attempt's run as the kubelet counted it against the threshold it heads for."""
+        spec = self.ctx.container_spec(self.key) if self.key is not None else None
+        probe = spec[1].probe(self.probe) if spec is not None else None
+        return run_words(v, self.probe, probe)
 
     def _output_text(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")

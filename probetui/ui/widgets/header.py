@@ -11,12 +11,15 @@ from textual.widget import Widget
 from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
 from probetui.timeline.store import ContainerHistory, ContainerKey
-from probetui.triage.groups import Fleet, fleet
+from probetui.triage.groups import RESTARTING_SECONDS, Fleet, fleet
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
 from probetui.ui.widgets.lines import LineCached
+
+# the fleet's "restarting": pods restarted within the window, or waiting to start again
+RESTARTED = f"restarted in {duration(RESTARTING_SECONDS)}"
 
 
 class TopBar(Widget):
@@ -42,10 +45,18 @@ class TopBar(Widget):
         self._fleet_at = 0.0  # when the summary may be counted again (monotonic)
 
     def flash(self, message: str, style: str = "") -> None:
-        """Say something for a few seconds (cheaper than a toast: no widget, no layout)."""
+        """Say something for a few seconds (cheaper than a toast: no widget, no layout). What
+        does not fit the bar's room is also said whole in a toast, which wraps."""
         self.message, self._message_style = message, style or g.INFO
         self._message_until = time.monotonic() + self.FLASH_SECONDS
+        if self.is_mounted and self.size.width > 0 and len(message) > self._room():
+            severity = "information" if self._message_style == g.INFO else "warning"
+            self.app.notify(message, severity=severity, timeout=self.FLASH_SECONDS + 3)
         self.refresh()
+
+    def _room(self) -> int:
+        """The cells the bar has left for a message, between the fleet and the right side."""
+        return self.size.width - self._left().cell_len - self._right().cell_len - 4
 
     def tick(self) -> None:
         second = int(self.ctx.now())
@@ -57,6 +68,21 @@ class TopBar(Widget):
             self.refresh()
 
     def render(self) -> Text:
+        left, right = self._left(), self._right()
+        if self.message:
+            # cut to its room, so the right side stays; said whole in a toast (`flash`)
+            room = self.size.width - left.cell_len - right.cell_len - 4
+            message = self.message
+            if len(message) > room:
+                message = message[: max(0, room - 1)] + "…" if room > 1 else ""
+            left.append("   ")
+            left.append(message, style=self._message_style)
+        width = self.size.width
+        gap = max(1, width - left.cell_len - right.cell_len)
+        return left + Text(" " * gap) + right
+
+    def _left(self) -> Text:
+        """Where, when, and the fleet summed up."""
         runtime = self.ctx.controls.runtime
         left = Text(no_wrap=True, overflow="ellipsis")
         left.append(" probetui ", style="bold reverse")
@@ -72,10 +98,12 @@ class TopBar(Widget):
         else:
             left.append(f"  {self.ctx.clock(self.ctx.now())}")
         left.append("   ")
-        left.append_text(self._fleet_text())
-        if self.message:
-            left.append("   ")
-            left.append(self.message, style=self._message_style)
+        room = self.size.width - left.cell_len - self._right().cell_len - 1
+        left.append_text(self._fleet_text(room))
+        return left
+
+    def _right(self) -> Text:
+        """The badges and the help key."""
         right = Text(no_wrap=True)
         late = self.ctx.controls.lateness()
         if late >= BEHIND:
@@ -90,12 +118,10 @@ class TopBar(Widget):
                 right.append(f" {reason}", style=g.WARN)
             right.append("  ")
         right.append(f"{keys.shown(self.app, 'probetui.help')} help ", style=g.DIM)
-        width = self.size.width
-        gap = max(1, width - left.cell_len - right.cell_len)
-        return left + Text(" " * gap) + right
+        return right
 
-    def _fleet_text(self) -> Text:
-        """ "63 pods · 6 not ready · 6 ≠ · 0 restarting": whether anything is wrong, and how
+    def _fleet_text(self, room: int) -> Text:
+        """ "63 pods · 6 not ready · 6 ≠ · 0 restarted in 10m": whether anything is wrong, and how
         much, before any line of the list is read."""
         now = self.ctx.now()
         stamp = (self.ctx.store.version, int(now))
@@ -112,9 +138,11 @@ class TopBar(Widget):
         text.append(" · ")
         text.append(f"{f.divergent} {g.DIVERGE}", style="magenta" if f.divergent else "")
         text.append(" · ")
-        # an 80-column bar has no room for the word (the help's legend says what ↺ is)
-        word = "restarting" if self.size.width >= 100 else g.RESTARTS
-        text.append(f"{f.restarting} {word}", style=g.WARN if f.restarting else "")
+        # the words say the window the count is over; a bar without room for them (80
+        # columns, a replay's long file name) has the glyph (the help's legend says what ↺ is)
+        count = str(f.restarting)
+        word = RESTARTED if text.cell_len + len(count) + 1 + len(RESTARTED) <= room else g.RESTARTS
+        text.append(f"{count} {word}", style=g.WARN if f.restarting else "")
         return text
 
 

@@ -16,6 +16,7 @@ with the widget's style, so the strips are those Textual would draw: the screen 
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.text import Text
 from textual.cache import LRUCache
 from textual.geometry import Region
@@ -98,6 +99,37 @@ class LineCached(Widget):
         return strip
 
 
+def wrap_line(line: Text, width: int, console: Console, indent: int = 2) -> list[Text]:
+    """`line` in rows of at most `width` cells, broken between words where it can be, the
+    rows after the first indented `indent` more than the line's own leading spaces: a text
+    that does not fit its pane is shown whole."""
+    if width <= 0 or line.cell_len <= width:
+        return [line]
+    plain = line.plain
+    pad = min(len(plain) - len(plain.lstrip(" ")) + indent, width // 2)
+    rows: list[Text] = []
+    rest, room = line, width
+    while rest.cell_len > room:
+        wrappable = rest.copy()
+        wrappable.no_wrap = False  # the line's own no_wrap would make wrap() cut it at once
+        n = len(wrappable.wrap(console, room, overflow="fold")[0].plain)
+        if n <= 0:
+            break
+        head = rest[:n]
+        head.rstrip()
+        rows.append(head if not rows else Text(" " * pad) + head)
+        rest = rest[n:]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+        room = width - pad
+    rows.append(rest if not rows else Text(" " * pad) + rest)
+    return rows
+
+
+def join_rows(rows: list[Text]) -> Text:
+    """One Text of `rows`, a line each (what `render()` returns)."""
+    return Text("\n", no_wrap=True, overflow="ellipsis").join(rows)
+
+
 def split_lines(text: Text) -> list[Text]:
     """The Text's lines, as Textual splits it when it draws the whole (blank lines kept)."""
     if "\n" not in text.plain:
@@ -105,4 +137,4 @@ def split_lines(text: Text) -> list[Text]:
     return list(text.split("\n", allow_blank=True))
 
 
-__all__ = ["LineCached", "line_key", "split_lines"]
+__all__ = ["LineCached", "join_rows", "line_key", "split_lines", "wrap_line"]

@@ -194,6 +194,9 @@ class RowIndex:
         self._blocks: dict[str, dict[str, _Block]] = {s: {} for s in SORTS}
         self._stale: set[str] = set()  # pods whose order may have moved since the last listing
         self._renamed: set[str] = set()  # pods renamed since, by a catch_up, to match again
+        # the sorts in which a pod's order moved since that sort was last listed: a catch-up
+        # that moved one leaves a listing due even where nothing changes after it
+        self._moved: set[str] = set()
         self.containers = 0  # lines the filter lets through, in every pod
 
     def listing(
@@ -205,6 +208,7 @@ class RowIndex:
         self._renamed = set()
         self._match(tuple(terms), renamed)
         self._reorder()
+        self._moved.discard(sort)
         blocks = self._blocks[sort]
         pods = self._pods
         order: list[tuple] = []
@@ -241,6 +245,11 @@ class RowIndex:
         already (the store's scan of every container is not made twice)."""
         self._renamed |= self._sync(changed if since <= self._version else None)
         self._reorder()
+
+    def moved(self, sort: str) -> bool:
+        """Whether a pod's order in `sort` moved, or a pod was renamed, since that sort was
+        last listed: the list shown in it is out of order until it is listed again."""
+        return sort in self._moved or bool(self._renamed)
 
     # -- keeping up with the store ----------------------------------------------------------
 
@@ -372,8 +381,11 @@ class RowIndex:
             gid = e.facts[1]
             for sort in _LIVE_SORTS:
                 before = e.keys.pop(sort, None)
-                # filtered out too: the block kept may come back with it
-                if gid and before is not None and self._key(e, sort) != before:
+                if before is None or self._key(e, sort) == before:
+                    continue  # not ordered in it yet (the next listing does), or in place
+                self._moved.add(sort)
+                if gid:
+                    # filtered out too: the block kept may come back with it
                     self._blocks[sort].pop(gid, None)
         self._stale.clear()
 

@@ -35,13 +35,18 @@ from probetui.ui.describe import (
     settings_text,
     startup_budget,
 )
-from probetui.ui.widgets.lines import LineCached
+from probetui.ui.widgets.lines import LineCached, join_rows, split_lines, wrap_line
 from probetui.ui.widgets.pane import EdgeTitle
 
 ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SPARK_N = 24
 # the pane's height in app.tcss (11) less its border: three lines for each of three probes
-LINES = 9
+HEIGHT = 11
+LINES = HEIGHT - 2
+# in details mode, what the right side keeps beside this pane: the container's line and the
+# timeline above (app.tcss), the attempts' least height below
+FIXED_ABOVE = 1 + 7
+ATTEMPTS_LEAST = 4
 # an advice finding's mark: the screen's failure cross for an error, its warning mark (the
 # kubelet lane's Unhealthy) for a warning
 SEVERITY_GLYPH = {
@@ -119,6 +124,8 @@ class ThresholdPane(LineCached):
         self.advisor = Advisor(ctx.store, ctx.now)
         self.advice: Advice | None = None  # the selected container's, as last drawn
         self.selected: ProbeType | None = None  # the probe the advice is for, as last drawn
+        self.whole = False  # details mode: every line whole, wrapped
+        self._wanted = 0  # the rows the lines need, wrapped whole
 
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
         self.key, self.probe = key, probe
@@ -138,6 +145,7 @@ class ThresholdPane(LineCached):
         if last is None or text.plain != last.plain or text.spans != last.spans:
             self._last = text
             self.show_lines(text)
+        self.fit()
 
     def on_mount(self) -> None:
         self.border_title = "Threshold state"
@@ -173,32 +181,72 @@ class ThresholdPane(LineCached):
         selected = self.probe if any(pt is self.probe for pt, _ in probes) else probes[0][0]
         self.selected = selected
         extra = self._extra_lines(history, selected, secrets)
-        first = True
+        # each probe's lines, and whether the line wraps where rows are free: its state (the
+        # run in words) does; the probe as written and its settings' meaning are cut first
+        lines: list[tuple[Text, bool]] = []
         for pt, probe in probes:
             assert probe is not None
-            if not first:
-                text.append("\n")
-            first = False
             h = history.probes.get(pt) if history is not None else None
-            if extra and pt is not selected:
-                self._probe_line(text, pt, probe, h, secrets)
+            block = Text(no_wrap=True, overflow="ellipsis")
+            if extra and pt is not selected and not self.whole:
+                self._probe_line(block, pt, probe, h, secrets)
+                lines.append((block, False))
             else:
-                self._probe_block(text, pod, container, pt, probe, h, secrets)
-        height = self.content_size.height if self.is_mounted else 0
-        room = max(LINES, height) - 3 - (len(probes) - 1)
+                self._probe_block(block, pod, container, pt, probe, h, secrets)
+                lines += [(line, i == 1) for i, line in enumerate(split_lines(block))]
+        self._hint_for = selected
+        width = self.content_size.width if self.is_mounted else 0
+        cap = max(LINES, self.content_size.height if self.is_mounted else 0)
+        blocks = [line for line, _ in lines]
+        if width > 0 and self.whole:
+            # details: every line whole, the pane as high as they need (`fit`)
+            console = self.app.console
+            rows = [row for line in blocks + extra for row in wrap_line(line, width, console)]
+            self._wanted = len(rows)
+            return join_rows(rows)
+        if width > 0:
+            # a state that does not fit wraps while the rows last; past them it is cut, and
+            # details (enter) show it whole
+            console = self.app.console
+            wrapped = [
+                row
+                for line, wraps in lines
+                for row in (wrap_line(line, width, console) if wraps else [line])
+            ]
+            if len(wrapped) + len(extra) <= cap:
+                blocks = wrapped
+        room = cap - len(blocks)
         if len(extra) > room:
             more = len(extra) - room + 1
             extra = [
-                *extra[: room - 1],
-                Text(f"… {more} more: enter shows the details wider", style=g.DIM),
+                *extra[: max(0, room - 1)],
+                Text(f"… {more} more: enter shows them whole", style=g.DIM),
             ]
-        elif self.is_mounted and self.content_size.width > 0:
-            extra = fill_rows(extra, room, self.content_size.width, self.app.console)
-        for line in extra:
-            text.append("\n")
-            text.append_text(line)
-        self._hint_for = selected
-        return text
+        elif width > 0:
+            extra = fill_rows(extra, room, width, self.app.console)
+        return join_rows(blocks + extra)
+
+    def set_whole(self, whole: bool) -> None:
+        """Details mode: every line whole, wrapped, the pane as high as they need."""
+        if whole == self.whole:
+            return
+        self.whole = whole
+        self._wanted = 0
+        self._last = None
+        if not whole:
+            self.styles.height = None  # the stylesheet's fixed height again
+        self.refresh()
+        self.call_after_refresh(self.fit)
+
+    def fit(self) -> None:
+        """In details mode, the pane's height to the rows its lines need, leaving the attempts
+        below their least (a layout only where that height changes)."""
+        if not self.whole or not self._wanted or self.parent is None:
+            return
+        free = self.parent.size.height - FIXED_ABOVE - ATTEMPTS_LEAST
+        height = max(HEIGHT, min(self._wanted + 2, free))
+        if self.styles.height is None or self.styles.height.value != height:
+            self.styles.height = height
 
     def proposals(self) -> list[Finding]:
         """The findings for the selected probe that propose a setting, worst first."""

@@ -103,11 +103,17 @@ class Timeline(LineCached):
         self.refresh()
 
     def set_follow(self, follow: bool) -> None:
+        # staying put pins the right edge to this moment, as scrolling back pins it earlier:
+        # an edge left unset went on moving with now while the title said where it stopped
+        self.end = None if follow else self.right_edge()
         self.follow = follow
-        if follow:
-            self.end = None
         self._title()
         self.refresh()
+
+    @property
+    def frozen_at(self) -> float | None:
+        """The moment the view shows, when it stays put: what was published by then."""
+        return None if self.follow else self.end
 
     def scroll_by(self, cells: int) -> None:
         """Move the window `cells` cells later (positive) or earlier; reaching now follows."""
@@ -176,9 +182,12 @@ class Timeline(LineCached):
         lines = [self._axis(start, end, now, cells, scale)]
         history = self._history()
         spec = self.ctx.container_spec(self.key) if self.key is not None else None
+        # staying put, nothing published after the moment shown comes in: the cell of that
+        # moment reaches past it, and an attempt begun before it may end after
+        cut = self.frozen_at
         for pt in LANES:
-            lines.append(self._lane(pt, history, spec, start, cells, scale))
-        lines.append(self._kubelet_lane(history, start, cells, scale))
+            lines.append(self._lane(pt, history, spec, start, cells, scale, cut))
+        lines.append(self._kubelet_lane(history, start, cells, scale, cut))
         return Text("\n").join(lines)
 
     def _axis(self, start: float, end: float, now: float, cells: int, scale: float) -> Text:
@@ -211,6 +220,7 @@ class Timeline(LineCached):
         start: float,
         cells: int,
         scale: float,
+        cut: float | None = None,
     ) -> Text:
         selected = pt is self.probe
         text = Text(no_wrap=True)
@@ -227,12 +237,15 @@ class Timeline(LineCached):
             return text
         end = start + cells * scale
         kinds: list[int | None] = [None] * cells
-        entries = h.window(start, end)
+        entries = h.window(start, end, published_by=cut)
         oldest = h.oldest_t
         archive = self.ctx.archive
         if archive is not None and oldest is not None and start < oldest:
             # past the ring: what the recording holds (read in the background, drawn when in)
-            entries = archive.window(h.key, start, oldest) + entries
+            older = archive.window(h.key, start, oldest)
+            if cut is not None:
+                older = [e for e in older if e[0] <= cut]
+            entries = older + entries
         for t, kind in entries:
             c = int((t - start) / scale)
             if 0 <= c < cells:
@@ -240,7 +253,8 @@ class Timeline(LineCached):
                 if cur is None or g.KIND_RANK[kind] > g.KIND_RANK[cur]:
                     kinds[c] = kind
         marks: dict[int, ResultValue] = {}
-        for t, result in h.changes(start, end + scale):
+        stop = end + scale if cut is None else min(end + scale, cut + 1e-6)
+        for t, result in h.changes(start, stop):
             c = min(int((t - start) / scale), cells - 1)
             # a change is published as its attempt finishes: draw it on that attempt's cell
             if c > 0 and kinds[c] is None and kinds[c - 1] is not None:
@@ -260,13 +274,20 @@ class Timeline(LineCached):
         return text
 
     def _kubelet_lane(
-        self, history: ContainerHistory | None, start: float, cells: int, scale: float
+        self,
+        history: ContainerHistory | None,
+        start: float,
+        cells: int,
+        scale: float,
+        cut: float | None = None,
     ) -> Text:
         text = Text(no_wrap=True)
         text.append(f" {'kubelet':<{LABEL_W - 1}}")
         if history is None:
             return text
         end = start + cells * scale
+        if cut is not None:
+            end = min(end, cut + 1e-6)
         row: list[tuple[str, str] | None] = [None] * cells
         labels: list[tuple[int, str]] = []
         marks = [m for m in history.marks if start <= m.t < end]

@@ -227,6 +227,10 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         """Keep the row index up with the store between listings (`RowIndex.catch_up`)."""
         self._rows.catch_up(changed, since)
 
+    def out_of_order(self) -> bool:
+        """Whether what was caught up since the last rebuild moved a pod in the list's order."""
+        return self._rows.moved(self.sort)
+
     def refresh_keys(self, keys: list[ContainerKey]) -> None:
         """Redraw the visible lines of these containers (and their headings) whose look changed."""
         top = self.top
