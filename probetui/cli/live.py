@@ -112,7 +112,7 @@ def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
 
 
 def run_local(args: argparse.Namespace) -> int:
-    from probetui.cli.config import load_config, read_only, ui_settings
+    from probetui.cli.config import load_config, read_only, redaction, ui_settings
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.local.runtime import LocalRuntime
     from probetui.spec.errors import ManifestError
@@ -143,6 +143,7 @@ def run_local(args: argparse.Namespace) -> int:
         )
     except RuntimeFailure as e:
         raise UsageError(f"{args.manifest}: {e}") from None
+    runtime.redaction = redaction(config)
     if decided.value:
         runtime.read_only_reason = decided.reason
         note(
@@ -153,7 +154,7 @@ def run_local(args: argparse.Namespace) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from probetui.cli.config import load_config, ui_settings
+    from probetui.cli.config import load_config, redaction, ui_settings
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.demo import demo_manifest_text, load_demo
     from probetui.runtime.local.runtime import LocalRuntime
@@ -163,12 +164,14 @@ def run_demo(args: argparse.Namespace) -> int:
         # a manifest to read or to run with 'probetui local' (the ports are free right now)
         sys.stdout.write(demo_manifest_text())
         return EXIT_OK
-    ui = ui_settings(load_config(args), args)
+    config = load_config(args)
+    ui = ui_settings(config, args)
     try:
         runtime = LocalRuntime(load_demo(), source="demo")
     except (RuntimeFailure, ManifestError, OSError, ValueError) as e:
         # e.g. a port the demo needs is taken: one line, not a traceback
         raise UsageError(f"demo: {e}") from None
+    runtime.redaction = redaction(config)
     return run_live(runtime, args, headless_requested(args), ui=ui)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from rich.text import Text
 
 from probetui.prober.worker import ProbeKey, Trigger
-from probetui.redact import mask
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
 from probetui.timeline.store import ContainerKey
@@ -149,7 +148,6 @@ class AttemptLog(LineCached):
             reason = self.ctx.not_probed(ProbeKey(self.key.pod_uid, self.key.container, self.probe))
             text.append(reason or "no attempts yet", style=g.DIM)
             return text
-        secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
         lines = 0
         views = h.recent(SHOWN, self.until)
@@ -162,21 +160,14 @@ class AttemptLog(LineCached):
             if lines:
                 text.append("\n")
             lines += 1
-            self._line(text, view, n, oldest, secrets)
+            self._line(text, view, n, oldest)
             if self.details and view.is_attempt and lines < height:
                 text.append("\n")
                 lines += 1
-                self._detail_line(text, view, secrets)
+                self._detail_line(text, view)
         return text
 
-    def _line(
-        self,
-        text: Text,
-        v: AttemptView,
-        n: int,
-        oldest: float,
-        secrets: tuple[str, ...],
-    ) -> None:
+    def _line(self, text: Text, v: AttemptView, n: int, oldest: float) -> None:
         text.append(self.ctx.clock(v.t), style=g.DIM)
         text.append("  ")
         style = g.KIND_STYLE[v.kind]
@@ -199,26 +190,26 @@ class AttemptLog(LineCached):
             text.append("first ", style=g.DIM)
         output = v.error if v.kind == Kind.ERROR and v.error else v.output
         if output:
-            text.append(excerpt(mask(output, secrets), 90))
+            text.append(excerpt(output, 90))
         if v.body and v.body.strip() != (v.output or "").strip():
             # the body the kubelet leaves out of its event (where it differs from the output)
             text.append("  body: ", style=g.DIM)
-            text.append(repr(excerpt(mask(v.body, secrets), 60)), style=g.DIM)
+            text.append(repr(excerpt(v.body, 60)), style=g.DIM)
         if v.target:
-            text.append(f"  → {mask(v.target, secrets)}", style=g.DIM)
+            text.append(f"  → {v.target}", style=g.DIM)
 
-    def _detail_line(self, text: Text, v: AttemptView, secrets: tuple[str, ...]) -> None:
+    def _detail_line(self, text: Text, v: AttemptView) -> None:
         text.append(" " * 10)
         if not v.detail:
             text.append("(older attempt: only the outcome and output are kept)", style=g.DIM)
             return
         parts = []
         if v.event:
-            parts.append(f"event: {mask(v.event, secrets)}")
+            parts.append(f"event: {v.event}")
         elif v.kind in (Kind.SUCCESS,):
             parts.append("no event")
         if v.error:
-            parts.append(f"error (discarded, not counted): {mask(v.error, secrets)}")
+            parts.append(f"error (discarded, not counted): {v.error}")
         if v.tries > 1:
             parts.append(f"{v.tries} tries")
         parts.append(f"run {v.result_run}")
@@ -236,7 +227,6 @@ class AttemptLog(LineCached):
         if not lines:
             text.append("no output kept for this container by this runtime", style=g.DIM)
             return text
-        secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
-        text.append("\n".join(mask(line, secrets) for line in lines[-height:]))
+        text.append("\n".join(lines[-height:]))
         return text
