@@ -43,6 +43,7 @@ from probetui.timeline.events import (
     runtime_event,
     worker_state_event,
 )
+from probetui.timeline.history import BODY_EXCERPT
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ class Engine:
         self.pods: dict[str, PodSnapshot] = {}
         self._task: asyncio.Task[None] | None = None
         self._lateness = Lateness()
-        self.redactor = Redactor(runtime.redaction)
+        self.redactor = Redactor(runtime.redaction, body_limit=BODY_EXCERPT)
 
     # -- RuntimeHost ----------------------------------------------------------------------
 

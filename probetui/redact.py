@@ -67,9 +67,18 @@ BUILTIN_ALLOW_HEADERS = frozenset(
     )
 )
 
-# a name that says its value is a credential (headers, env, flags, name=value pairs)
-_SECRET_NAME = re.compile(
-    r"authorization|auth|cookie|token|secret|key|passw|pwd|credential|session|signature", re.I
+# a name holding one of these says its value is a credential ("auth" finds "Authorization")
+SECRET_WORDS = (
+    "auth",
+    "cookie",
+    "token",
+    "secret",
+    "key",
+    "passw",
+    "pwd",
+    "credential",
+    "session",
+    "signature",
 )
 
 
@@ -103,7 +112,10 @@ class Policy:
 
     def name_shown(self, name: str) -> bool:
         """A `name=value` pair in free text whose name an allow-list names stays as it is."""
-        return self.env_shown(name) or self.query_shown(name) or self.header_shown(name)
+        if name in self.allow_env or name in self.allow_query:
+            return True
+        low = name.lower()
+        return low in BUILTIN_ALLOW_HEADERS or low in self.allow_headers
 
     def to_json(self) -> dict[str, list[str]]:
         return {
@@ -125,7 +137,8 @@ DEFAULT = Policy()
 
 def is_secret_name(name: str) -> bool:
     """Whether a header, env var, flag or pair name says its value is a credential."""
-    return bool(_SECRET_NAME.search(name))
+    low = name.lower()
+    return any(word in low for word in SECRET_WORDS)
 
 
 # -- the rules on text ------------------------------------------------------------------------
@@ -147,7 +160,7 @@ _USERINFO = re.compile(
 )
 # `Authorization: Bearer X` once the name is gone (an echo of the value alone)
 _SCHEME_TOKEN = re.compile(r"\b(?:bearer|basic)\s+(?P<v>[A-Za-z0-9._~+/=-]{6,})", re.I)
-# name=value, name: value, "name": "value" (the name is judged by `_SECRET_NAME`)
+# name=value, name: value, "name": "value" (the name is judged by `SECRET_WORDS`)
 _PAIR = re.compile(
     r"(?<![\w.-])(?P<name>[\w.-]+)[\"']?[ \t]*[=:][ \t]*(?P<q>[\"'])?"
     r"(?P<value>(?(q)[^\"'\n]+|(?:(?:bearer|basic)[ \t]+)?[^\s\"'&;,`]+))",
@@ -197,6 +210,17 @@ TOOL_FLAGS: dict[str, dict[str, str]] = {
     "mongosh": {"-p": "next"},
     "sshpass": {"-p": "next"},
 }
+
+
+# a text the argument rules may find something in names a credential or one of these
+_TOOL_WORDS = ("mysql", "mariadb", "curl", "redis-cli", "mongo", "sshpass")
+
+
+def _name_start(text: str, at: int) -> int:
+    """Where the name (`[\\w.-]` characters) that holds position `at` begins."""
+    while at > 0 and (text[at - 1].isalnum() or text[at - 1] in "_.-"):
+        at -= 1
+    return at
 
 
 def _unquoted(word: str, start: int) -> tuple[str, int]:
@@ -261,28 +285,47 @@ def _command_spans(text: str) -> list[Span]:
 
 def text_spans(text: str, policy: Policy = DEFAULT) -> list[Span]:
     """Every stretch of `text` the rules mask, in order, overlaps merged."""
+    return _merged(text, _rule_spans(text, policy))
+
+
+def _rule_spans(text: str, policy: Policy) -> list[Span]:
+    """The stretches each rule masks, unsorted.
+
+    Each rule runs only where the text holds what it needs (a `?`, an `@`, a credential word,
+    a tool's name): a 10 KiB body costs a few scans, not a rule's walk through every word.
+    """
     spans: list[Span] = []
-    for m in _QUERY.finditer(text):
-        base = m.start("q")
-        for p in _QUERY_PAIR.finditer(m.group("q")):
-            if p.group("value") and not policy.query_shown(p.group("name")):
-                spans.append((base + p.start("value"), base + p.end("value")))
-    spans.extend(m.span("pw") for m in _USERINFO.finditer(text))
-    for m in _HEADER_ARG.finditer(text):
-        if m.group("value") and not policy.header_shown(m.group("name")):
+    if "?" in text:
+        for m in _QUERY.finditer(text):
+            base = m.start("q")
+            for p in _QUERY_PAIR.finditer(m.group("q")):
+                if p.group("value") and not policy.query_shown(p.group("name")):
+                    spans.append((base + p.start("value"), base + p.end("value")))
+    if "@" in text:
+        spans.extend(m.span("pw") for m in _USERINFO.finditer(text))
+    if "-H" in text or "--header" in text:
+        for m in _HEADER_ARG.finditer(text):
+            if m.group("value") and not policy.header_shown(m.group("name")):
+                spans.append(m.span("value"))
+    # the case-insensitive regexes cost a tenth of a microsecond a character in Python: each
+    # runs only where a plain search of the lower-cased text found what it needs
+    low = text.lower()
+    starts: set[int] = set()
+    for word in SECRET_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            starts.add(_name_start(text, at))
+            at = low.find(word, at + len(word))
+    for start in sorted(starts):
+        m = _PAIR.match(text, start)
+        if m is not None and not policy.name_shown(m.group("name").lstrip("-")):
             spans.append(m.span("value"))
-    at = 0
-    while (m := _PAIR.search(text, at)) is not None:
-        name = m.group("name")
-        if is_secret_name(name) and not policy.name_shown(name.lstrip("-")):
-            spans.append(m.span("value"))
-            at = m.end()
-        else:
-            # "failed: Authorization: Bearer X": the value of one pair may name the next
-            at = m.start("value")
-    spans.extend(m.span("v") for m in _SCHEME_TOKEN.finditer(text))
-    spans.extend(_command_spans(text))
-    return _merged(text, spans)
+    if "bearer" in low or "basic" in low:
+        spans.extend(m.span("v") for m in _SCHEME_TOKEN.finditer(text))
+    # a credential flag (--password X) or a tool of TOOL_FLAGS: the argument rules
+    if any(text[i] == "-" for i in starts) or any(tool in low for tool in _TOOL_WORDS):
+        spans.extend(_command_spans(text))
+    return spans
 
 
 def _merged(text: str, spans: list[Span]) -> list[Span]:
@@ -297,27 +340,46 @@ def _merged(text: str, spans: list[Span]) -> list[Span]:
     return out
 
 
-def _apply(text: str, spans: Sequence[Span]) -> str:
-    if not spans:
+def _apply(text: str, spans: Sequence[Span], stop: int | None = None) -> str:
+    """`text` with each span replaced by MASK, cut at `stop` (a span across it masked whole)."""
+    if not spans and stop is None:
         return text
     parts: list[str] = []
     last = 0
     for start, end in spans:
+        if stop is not None and start >= stop:
+            break
         parts.append(text[last:start])
         parts.append(MASK)
         last = end
-    parts.append(text[last:])
+    parts.append(text[last:stop] if stop is None or last < stop else "")
     return "".join(parts)
 
 
-def mask(text: str, secrets: Iterable[str] = (), policy: Policy = DEFAULT) -> str:
-    """`text` with the known `secrets` (longest first) and whatever the rules find masked."""
+# characters read past a cut: a value whose name stands before the cut is found whole
+_CUT_PAD = 64
+
+
+def mask(
+    text: str, secrets: Iterable[str] = (), policy: Policy = DEFAULT, limit: int | None = None
+) -> str:
+    """`text` with the known `secrets` and whatever the rules find masked; with `limit`, only
+    its first `limit` characters are kept, read far enough past them that a secret begun
+    before the cut is masked whole rather than cut in two (so a 10 KiB body costs 2 KiB)."""
     if not text:
         return text
+    secrets = tuple(secrets)
+    stop: int | None = None
+    if limit is not None and len(text) > limit:
+        stop = limit
+        text = text[: limit + max((len(s) for s in secrets), default=0) + _CUT_PAD]
+    spans = _rule_spans(text, policy)
     for s in secrets:
-        if s in text:
-            text = text.replace(s, MASK)
-    return _apply(text, text_spans(text, policy))
+        at = text.find(s)
+        while at >= 0:
+            spans.append((at, at + len(s)))
+            at = text.find(s, at + len(s))
+    return _apply(text, _merged(text, spans), stop)
 
 
 # -- a pod's redacted copy ------------------------------------------------------------------
@@ -495,11 +557,13 @@ class Redactor:
     Masked texts are cached by pod secrets and text: a steady probe says the same each time.
     """
 
-    def __init__(self, policy: Policy = DEFAULT) -> None:
+    def __init__(self, policy: Policy = DEFAULT, body_limit: int | None = None) -> None:
         self.policy = policy
+        # what of an HTTP body any sink keeps: the rest is neither masked nor handed on
+        self.body_limit = body_limit
         self._shown: dict[str, Shown] = {}
         self._sids: dict[tuple[str, ...], int] = {}
-        self._cache: dict[tuple[int, str], str | None] = {}
+        self._cache: dict[tuple[int, int | None, str], str | None] = {}
         self._cache_chars = 0
 
     def pod(self, pod: Pod) -> Shown:
@@ -531,14 +595,15 @@ class Redactor:
     def secrets_of(self, pod_uid: str) -> Shown | None:
         return self._shown.get(pod_uid)
 
-    def text(self, shown: Shown | None, text: str) -> str:
-        """`text` masked with the pod's secrets and the rules (the same text, when clean)."""
+    def text(self, shown: Shown | None, text: str, limit: int | None = None) -> str:
+        """`text` masked with the pod's secrets and the rules (the same text, when clean), its
+        first `limit` characters only where given."""
         if not text:
             return text
-        key = (shown.sid if shown is not None else -1, text)
+        key = (shown.sid if shown is not None else -1, limit, text)
         out = self._cache.get(key, _MISSING)
         if out is _MISSING:
-            masked = mask(text, shown.secrets if shown is not None else (), self.policy)
+            masked = mask(text, shown.secrets if shown is not None else (), self.policy, limit)
             out = None if masked == text else masked  # None: clean, hand back `text` itself
             if self._cache_chars > CACHE_CHARS:
                 self._cache.clear()
@@ -565,7 +630,8 @@ class Redactor:
 
     def attempt(self, shown: Shown | None, a: Attempt) -> Attempt:
         target, output = self.text(shown, a.target), self.text(shown, a.output)
-        error, body = self.optional(shown, a.error), self.optional(shown, a.body)
+        error = self.optional(shown, a.error)
+        body = None if a.body is None else self.text(shown, a.body, self.body_limit)
         if target is a.target and output is a.output and error is a.error and body is a.body:
             return a
         return replace(a, target=target, output=output, error=error, body=body)
