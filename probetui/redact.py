@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from probetui.probe.base import Attempt
+from probetui.prober.prober import ProbeOutcome
 from probetui.prober.status import ContainerStatus, PodStatus, Terminated, Waiting
 from probetui.prober.worker import ProbeRecord
 from probetui.spec.model import Container, EnvVar, ExecAction, HTTPHeader, Pod, Probe
@@ -641,6 +642,11 @@ class Redactor:
         o = record.outcome
         if o is None:
             return record
+        masked = self.outcome(shown, o)
+        return record if masked is o else replace(record, outcome=masked)
+
+    def outcome(self, shown: Shown | None, o: ProbeOutcome) -> ProbeOutcome:
+        """A prober's outcome with the texts of its attempts, error and event masked."""
         attempts = tuple(self.attempt(shown, a) for a in o.attempts)
         error = self.optional(shown, o.error)
         event = o.event
@@ -650,8 +656,8 @@ class Redactor:
                 event = replace(event, message=message)
         same = all(a is b for a, b in zip(attempts, o.attempts, strict=True))
         if same and error is o.error and event is o.event:
-            return record
-        return replace(record, outcome=replace(o, attempts=attempts, error=error, event=event))
+            return o
+        return replace(o, attempts=attempts, error=error, event=event)
 
     def status(self, shown: Shown | None, status: PodStatus) -> PodStatus:
         """A pod status with its containers' waiting messages and reasons masked."""

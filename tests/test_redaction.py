@@ -672,3 +672,52 @@ def test_probetui_config_shows_the_allow_lists(
     out = capsys.readouterr().out
     assert "redact.allowQuery" in out and "verbose, format" in out
     assert "redact.allowEnv" in out and "every value masked" in out
+
+
+# -- the other commands ----------------------------------------------------------------------
+
+
+def test_lint_findings_quote_the_probe_masked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from probetui.cli import main
+
+    probes = {
+        "app": {"httpGet": {"path": f"/h?token={TOKEN}", "port": 8080}, "timeoutSeconds": 2},
+        "db": {"exec": {"command": ["sh", "-c", f"mysql -uroot -p{ARG}"]}, "timeoutSeconds": 2},
+    }
+    containers = [
+        {"name": name, "image": "x", "livenessProbe": p, "readinessProbe": p}
+        for name, p in probes.items()
+    ]
+    path = tmp_path / "pod.json"
+    path.write_text(
+        json.dumps({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}})
+    )
+    for output in ("human", "json", "sarif"):
+        main(["lint", str(path), "--output", output, "--fail-on", "never"])
+        out = capsys.readouterr().out
+        _assert_clean(out, f"lint --output {output}")
+        assert f"token={MASK}" in out and f"-p{MASK}" in out
+
+
+@pytest.mark.slow
+def test_check_prints_the_probe_masked_and_sends_it_whole(
+    echo_server: tuple[int, list[tuple[str, str]]],
+) -> None:
+    port, seen = echo_server
+    url = f"http://127.0.0.1:{port}/echo?token={TOKEN}"
+    for json_flag in ((), ("--json",)):
+        done = _probetui(
+            "check", "--http-get", url, "--header", f"X-Session: {SESSION}", *json_flag
+        )
+        assert done.returncode == 1, done.stderr
+        _assert_clean(done.stdout, "check")
+        target = json.loads(done.stdout)["target"] if json_flag else done.stdout
+        assert f"token={MASK}" in target
+    assert (f"/echo?token={TOKEN}", SESSION) in seen
+    script = 'echo "got $1"; exit 1'
+    done = _probetui("check", "--exec", "--", "sh", "-c", script, "probe", f"--password={ARG}")
+    assert done.returncode == 1, done.stderr
+    _assert_clean(done.stdout, "check --exec")
+    assert f"--password={MASK}" in done.stdout and f"got --password={MASK}" in done.stdout
