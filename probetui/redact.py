@@ -1,4 +1,4 @@
-"""The one redaction policy: what of a pod's secrets may be shown or kept, applied once where data
+"""Decides what of a pod's secrets may be shown or kept, and masks the rest once, where data
 enters, so that no output and no file ever holds a secret (docs/architecture.md, Redaction).
 
 What is masked (`MASK`), in the pod specs every sink receives:
@@ -85,7 +85,7 @@ SECRET_WORDS = (
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """The allow-lists: names whose values are shown in the clear (config `redact:`).
+    """Holds the allow-lists: the names whose values are shown in the clear (config `redact:`).
 
     Env and query names are compared exactly (both are case-sensitive), header names without
     regard to case; `allow_headers` adds to `BUILTIN_ALLOW_HEADERS`.
@@ -137,7 +137,7 @@ DEFAULT = Policy()
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a header, env var, flag or pair name says its value is a credential."""
+    """Tells whether a header, env var, flag or pair name says its value is a credential."""
     low = name.lower()
     return any(word in low for word in SECRET_WORDS)
 
@@ -218,14 +218,14 @@ _TOOL_WORDS = ("mysql", "mariadb", "curl", "redis-cli", "mongo", "sshpass")
 
 
 def _name_start(text: str, at: int) -> int:
-    """Where the name (`[\\w.-]` characters) that holds position `at` begins."""
+    """Finds where the name (`[\\w.-]` characters) that holds position `at` begins."""
     while at > 0 and (text[at - 1].isalnum() or text[at - 1] in "_.-"):
         at -= 1
     return at
 
 
 def _unquoted(word: str, start: int) -> tuple[str, int]:
-    """A word without the quotes a script put around it, and where what is left starts."""
+    """Takes off the quotes a script put around a word; returns it and where it now starts."""
     lead = len(word) - len(word.lstrip("'\""))
     core = word[lead:].rstrip("'\"")
     return core, start + lead
@@ -239,7 +239,8 @@ def _value_span(core: str, at: int, how: str) -> Span | None:
 
 
 def _command_spans(text: str) -> list[Span]:
-    """What the argument rules find in a command line or a script (split at `;`, `&&`, `|`)."""
+    """Finds what the argument rules mask in a command line or a script (split at `;`, `&&`,
+    `|`)."""
     spans: list[Span] = []
     flags: dict[str, str] = {}
     pending: str | None = None  # how the next word is a value
@@ -285,12 +286,12 @@ def _command_spans(text: str) -> list[Span]:
 
 
 def text_spans(text: str, policy: Policy = DEFAULT) -> list[Span]:
-    """Every stretch of `text` the rules mask, in order, overlaps merged."""
+    """Lists every stretch of `text` the rules mask, in order, overlaps merged."""
     return _merged(text, _rule_spans(text, policy))
 
 
 def _rule_spans(text: str, policy: Policy) -> list[Span]:
-    """The stretches each rule masks, unsorted.
+    """Collects the stretches each rule masks, unsorted.
 
     Each rule runs only where the text holds what it needs (a `?`, an `@`, a credential word,
     a tool's name): a 10 KiB body costs a few scans, not a rule's walk through every word.
@@ -342,7 +343,7 @@ def _merged(text: str, spans: list[Span]) -> list[Span]:
 
 
 def _apply(text: str, spans: Sequence[Span], stop: int | None = None) -> str:
-    """`text` with each span replaced by MASK, cut at `stop` (a span across it masked whole)."""
+    """Replaces each span of `text` by MASK and cuts at `stop` (a span across it masked whole)."""
     if not spans and stop is None:
         return text
     parts: list[str] = []
@@ -364,7 +365,7 @@ _CUT_PAD = 64
 def mask(
     text: str, secrets: Iterable[str] = (), policy: Policy = DEFAULT, limit: int | None = None
 ) -> str:
-    """`text` with the known `secrets` and whatever the rules find masked; with `limit`, only
+    """Masks the known `secrets` in `text` and whatever the rules find; with `limit`, keeps only
     its first `limit` characters are kept, read far enough past them that a secret begun
     before the cut is masked whole rather than cut in two (so a 10 KiB body costs 2 KiB)."""
     if not text:
@@ -388,7 +389,7 @@ def mask(
 
 @dataclass(slots=True)
 class _Found:
-    """The secret values met while redacting one pod, to mask wherever they reappear."""
+    """Gathers the secret values met while redacting one pod, to mask wherever they reappear."""
 
     values: set[str] = field(default_factory=set)
 
@@ -405,7 +406,7 @@ class _Found:
 
 
 def argv_spans(argv: Sequence[str], policy: Policy = DEFAULT) -> list[list[Span]]:
-    """Per argument, the stretches the rules mask; read as one command line, so that `-u
+    """Finds, per argument, the stretches the rules mask; reads them as one command line, so `-u
     user:pw` and `mysql ... -pX` are seen across arguments, and a `sh -c` script inside one."""
     joined = " ".join(argv)
     out: list[list[Span]] = [[] for _ in argv]
@@ -440,16 +441,30 @@ def _path(path: str, policy: Policy, found: _Found) -> str:
     return _apply(path, spans)
 
 
+def _allowed(value: str, policy: Policy, found: _Found) -> str:
+    # a value an allow-list shows still goes through the rules: DB_URL=postgres://u:pw@db
+    spans = text_spans(value, policy)
+    for start, end in spans:
+        found.add(value[start:end], True)
+    return _apply(value, spans)
+
+
 def _header(h: HTTPHeader, policy: Policy, found: _Found) -> HTTPHeader:
-    if policy.header_shown(h.name) or not h.value:
+    if not h.value:
         return h
+    if policy.header_shown(h.name):
+        value = _allowed(h.value, policy, found)
+        return h if value == h.value else HTTPHeader(h.name, value)
     found.add(h.value, is_secret_name(h.name))
     return HTTPHeader(h.name, MASK)
 
 
 def _env(e: EnvVar, policy: Policy, found: _Found) -> EnvVar:
-    if e.value is None or not e.value or policy.env_shown(e.name):
+    if e.value is None or not e.value:
         return e
+    if policy.env_shown(e.name):
+        value = _allowed(e.value, policy, found)
+        return e if value == e.value else replace(e, value=value)
     found.add(e.value, is_secret_name(e.name))
     return replace(e, value=MASK)
 
@@ -488,8 +503,8 @@ def _container(c: Container, policy: Policy, found: _Found) -> Container:
 
 
 def _literal_pass(c: Container, secrets: tuple[str, ...]) -> Container:
-    """A secret met in one place and written out in another (an env value repeated in an
-    argument or a path) is masked there too."""
+    """Masks a secret met in one place where it is written out in another (an env value
+    repeated in an argument or a path)."""
 
     def lit(text: str) -> str:
         for s in secrets:
@@ -519,8 +534,8 @@ def _literal_pass(c: Container, secrets: tuple[str, ...]) -> Container:
 
 
 def redact_pod(pod: Pod, policy: Policy = DEFAULT) -> tuple[Pod, tuple[str, ...]]:
-    """The pod as it may be shown and kept, and its secret values to mask wherever they
-    reappear (longest first). The pod itself where nothing in it is secret."""
+    """Returns the pod as it may be shown and kept, and its secret values to mask wherever they
+    reappear (longest first); the pod itself where nothing in it is secret."""
     found = _Found()
     containers = tuple(_container(c, policy, found) for c in pod.containers)
     inits = tuple(_container(c, policy, found) for c in pod.init_containers)
@@ -538,7 +553,8 @@ def redact_pod(pod: Pod, policy: Policy = DEFAULT) -> tuple[Pod, tuple[str, ...]
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """A pod as received (`real`, what the prober uses), its redacted copy and its secrets."""
+    """Pairs a pod as received (`real`, what the prober uses) with its redacted copy and its
+    secrets."""
 
     real: Pod
     pod: Pod
@@ -568,7 +584,7 @@ class Redactor:
         self._cache_chars = 0
 
     def pod(self, pod: Pod) -> Shown:
-        """The redacted copy of `pod`, made again only when its spec changed."""
+        """Gives the redacted copy of `pod`, made again only when its spec changed."""
         s = self._shown.get(pod.uid)
         if s is not None and s.real is pod:
             return s
@@ -593,12 +609,9 @@ class Redactor:
     def forget(self, pod_uid: str) -> None:
         self._shown.pop(pod_uid, None)
 
-    def secrets_of(self, pod_uid: str) -> Shown | None:
-        return self._shown.get(pod_uid)
-
     def text(self, shown: Shown | None, text: str, limit: int | None = None) -> str:
-        """`text` masked with the pod's secrets and the rules (the same text, when clean), its
-        first `limit` characters only where given."""
+        """Masks `text` with the pod's secrets and the rules (returns the same text when clean),
+        keeping its first `limit` characters only where given."""
         if not text:
             return text
         key = (shown.sid if shown is not None else -1, limit, text)
@@ -617,7 +630,7 @@ class Redactor:
         return None if text is None else self.text(shown, text)
 
     def fields(self, shown: Shown | None, value: Any) -> Any:
-        """A JSON-like value (an event's fields) with every string in it masked."""
+        """Masks every string in a JSON-like value (an event's fields)."""
         if isinstance(value, str):
             return self.text(shown, value)
         if isinstance(value, dict):
@@ -638,7 +651,7 @@ class Redactor:
         return replace(a, target=target, output=output, error=error, body=body)
 
     def record(self, shown: Shown | None, record: ProbeRecord) -> ProbeRecord:
-        """A doProbe record with every text of its attempts, error and event masked."""
+        """Masks every text of a doProbe record's attempts, error and event."""
         o = record.outcome
         if o is None:
             return record
@@ -646,7 +659,7 @@ class Redactor:
         return record if masked is o else replace(record, outcome=masked)
 
     def outcome(self, shown: Shown | None, o: ProbeOutcome) -> ProbeOutcome:
-        """A prober's outcome with the texts of its attempts, error and event masked."""
+        """Masks the texts of a prober outcome's attempts, error and event."""
         attempts = tuple(self.attempt(shown, a) for a in o.attempts)
         error = self.optional(shown, o.error)
         event = o.event
@@ -660,7 +673,7 @@ class Redactor:
         return replace(o, attempts=attempts, error=error, event=event)
 
     def status(self, shown: Shown | None, status: PodStatus) -> PodStatus:
-        """A pod status with its containers' waiting messages and reasons masked."""
+        """Masks the waiting messages and reasons of a pod status's containers."""
         regular = self._statuses(shown, status.container_statuses)
         init = self._statuses(shown, status.init_container_statuses)
         if regular is status.container_statuses and init is status.init_container_statuses:

@@ -172,6 +172,14 @@ def test_known_values_are_masked_where_they_reappear_from_a_minimum_length() -> 
     assert out == f"user {MASK} on port 8080 in {MASK}"
 
 
+def test_an_allow_listed_value_still_goes_through_the_rules() -> None:
+    env = (EnvVar("DB_URL", "postgres://app:pw-1234@db/x"), EnvVar("LOG_LEVEL", "debug"))
+    shown, secrets = redact_pod(_pod(env=env), Policy.of(env=["DB_URL", "LOG_LEVEL"]))
+    values = [e.value for e in shown.containers[0].env]
+    assert values == [f"postgres://app:{MASK}@db/x", "debug"]
+    assert secrets == ("pw-1234",)
+
+
 def test_allow_listed_names_stay_clear_in_text_and_credentials_do_not() -> None:
     policy = Policy.of(env=["KEYCLOAK_URL"])
     assert mask("KEYCLOAK_URL=http://kc:8080", (), policy) == "KEYCLOAK_URL=http://kc:8080"
