@@ -565,6 +565,8 @@ class Shown:
 _MISSING: Any = object()
 # the redactor's cache of masked texts holds at most this many characters, then starts anew
 CACHE_CHARS = 4_000_000
+# pods (and distinct sets of secrets) the redactor remembers before it starts anew
+MAX_PODS = 100_000
 
 
 class Redactor:
@@ -579,7 +581,10 @@ class Redactor:
         # what of an HTTP body any sink keeps: the rest is neither masked nor handed on
         self.body_limit = body_limit
         self._shown: dict[str, Shown] = {}
+        # each distinct set of secrets gets a number for the cache's keys, never reused: a
+        # number standing for another pod's secrets would hand back a text not masked for these
         self._sids: dict[tuple[str, ...], int] = {}
+        self._next_sid = 0
         self._cache: dict[tuple[int, int | None, str], str | None] = {}
         self._cache_chars = 0
 
@@ -601,8 +606,16 @@ class Redactor:
             s = Shown(pod, shown, s.secrets, s.sid)
         else:
             shown, secrets = redact_pod(pod, self.policy)
-            sid = self._sids.setdefault(secrets, len(self._sids))
+            sid = self._sids.get(secrets)
+            if sid is None:
+                if len(self._sids) > MAX_PODS:
+                    self._sids.clear()
+                sid = self._sids[secrets] = self._next_sid
+                self._next_sid += 1
             s = Shown(pod, shown, secrets, sid)
+        if len(self._shown) > MAX_PODS:
+            # a deleted pod's late events (Killing, after the delete) bring it back: bounded
+            self._shown.clear()
         self._shown[pod.uid] = s
         return s
 

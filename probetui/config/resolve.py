@@ -10,14 +10,15 @@ environment < flag, for every setting that layer can hold.
 | namespace       |                  | namespace          |                          | -n                |
 | selector        |                  | selector           |                          | -l                |
 | kubelet version |                  | kubeletVersion     | PROBETUI_KUBELET_VERSION | --kubelet-version |
-| redact lists    | redact.allowEnv, .allowQuery, .allowHeaders |  |                   |                   |
+| redact lists    | redact           |                    |                          |                   |
 
 Inside one file a context rule beats the file's top level, an exact context name beats a glob,
-and of two globs the one with more literal characters wins. Each `redact` list is the user file's
-where it gives one, else the system file's, else empty (what is masked: `probetui.redact`). Read-only has one rule above all
-of this: `PROBETUI_READ_ONLY=locked`, or `lock: true` in the system file where that file makes
-a context read-only, cannot be lifted by a user file, the environment or `--write` (refused
-with one line).
+and of two globs the one with more literal characters wins. Each `redact` list (allowEnv,
+allowQuery, allowHeaders) is the user file's where it gives one, else the system file's, else
+empty (what is masked: `probetui.redact`). Read-only has one rule above all of this:
+`PROBETUI_READ_ONLY=locked`, or `lock: true` in the system file where that file makes a context
+read-only, cannot be lifted by a user file, the environment or `--write` (refused with one
+line).
 """
 
 from __future__ import annotations

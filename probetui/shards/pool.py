@@ -516,6 +516,7 @@ class ShardPool:
         elif frame["op"] == "remove":
             shard.added.pop(pod.uid, None)
             self.verdicts.forget_pod(pod.uid)
+            self.redactor.forget(pod.uid)
         shard.send(frame)
 
     def _report(self, event: RuntimeEvent) -> None:
