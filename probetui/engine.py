@@ -4,7 +4,11 @@ The engine is the `RuntimeHost` a runtime drives. It owns the clock, the prober'
 and the handler runner (which asks the runtime how to reach a container), keeps the latest
 snapshot of every pod (the status the workers read), and turns worker records, results
 changes and kubelet events into `Event`s for its sinks: the timeline store behind the UI, the
-headless JSONL writer, tests.
+headless JSONL writer, the recorder, tests.
+
+Every sink receives only redacted data (`probetui.redact`, the runtime's `redaction`): each
+pod's masked copy, made once per spec, its statuses, and every record and kubelet event with
+the pod's secrets masked. The workers keep the real pod: what they send is unchanged.
 
 User commands (probe now, pause) go through here to the manager, never to a handler.
 """
@@ -26,6 +30,7 @@ from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodSnapshot, PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
+from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import (
@@ -38,6 +43,7 @@ from probetui.timeline.events import (
     runtime_event,
     worker_state_event,
 )
+from probetui.timeline.history import BODY_EXCERPT
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,7 @@ class Engine:
         self.pods: dict[str, PodSnapshot] = {}
         self._task: asyncio.Task[None] | None = None
         self._lateness = Lateness()
+        self.redactor = Redactor(runtime.redaction, body_limit=BODY_EXCERPT)
 
     # -- RuntimeHost ----------------------------------------------------------------------
 
@@ -84,18 +91,25 @@ class Engine:
 
     def pod_snapshot(self, pod: Pod, status: PodStatus) -> None:
         self.pods[pod.uid] = PodSnapshot(pod, status)
+        shown = self.redactor.pod(pod)
+        masked = self.redactor.status(shown, status)
         for sink in self.sinks:
-            sink.pod(pod, status)
+            sink.pod(shown.pod, masked)
 
     def pod_deleted(self, pod_uid: str) -> None:
         entry = self.pods.pop(pod_uid, None)
         if entry is None:
             return
+        shown = self.redactor.pod(entry.pod).pod
         for sink in self.sinks:
-            sink.pod(entry.pod, None)
+            sink.pod(shown, None)
+        self.redactor.forget(pod_uid)
 
     def report(self, event: RuntimeEvent) -> None:
-        self._publish(runtime_event(event))
+        # the kubelet's texts quote what it ran and what came back: masked as they enter
+        out = runtime_event(event)
+        out.fields = self.redactor.fields(self.redactor.pod(event.pod), out.fields)
+        self._publish(out)
 
     def settle_memory(self) -> None:
         """Take what is alive now out of the cyclic garbage collector's sight (gc.freeze).
@@ -192,7 +206,8 @@ class Engine:
                 if container is not None
                 else self.runtime.via
             )
-        self._publish(record_event(pod, record, via))
+        shown = self.redactor.pod(pod)
+        self._publish(record_event(shown.pod, self.redactor.record(shown, record), via))
 
     def _on_state(self, worker: Worker) -> None:
         """A worker's state changed without a record (paused, resumed, exited): tell the sinks,

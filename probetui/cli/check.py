@@ -143,7 +143,7 @@ def _manifest_probe(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     raise UsageError(f"{args.filename}: {where} has no {what}")
 
 
-async def _check(args: argparse.Namespace) -> tuple[Any, str]:
+async def _check(args: argparse.Namespace) -> tuple[Any, str, Any]:
     from probetui.probe.base import DEFAULT_KUBE_VERSION
     from probetui.prober.prober import retry_on_error, run_probe_with_retries
     from probetui.spec.model import ProbeType
@@ -163,10 +163,28 @@ async def _check(args: argparse.Namespace) -> tuple[Any, str]:
         outcome = await run_probe_with_retries(
             runner, probe_type, probe, pod, container, PodStatus(pod_ip=args.host)
         )
-        return outcome, probe_type.key
+        return outcome, probe_type.key, pod
     probe_type = ProbeType.parse(args.probe or "liveness")
     outcome = await retry_on_error(probe_type, lambda: _adhoc_attempt(args, timeout, kube_version))
-    return outcome, probe_type.key
+    return outcome, probe_type.key, _adhoc_pod(args)
+
+
+def _adhoc_pod(args: argparse.Namespace) -> Any:
+    """The probe given by flags as a pod, for the redaction to know its secrets."""
+    from urllib.parse import urlsplit
+
+    from probetui.spec.model import Container, ExecAction, HTTPGetAction, HTTPHeader, Pod, Probe
+
+    probe = None
+    if args.http_get:
+        url = urlsplit(args.http_get)
+        path = url.path + (f"?{url.query}" if url.query else "")
+        headers = tuple(HTTPHeader(n, v) for n, v in _headers(args.header))
+        probe = Probe(http_get=HTTPGetAction(port=0, path=path, http_headers=headers))
+    elif args.exec_:
+        argv = list(args.command_argv)
+        probe = Probe(exec=ExecAction(tuple(argv[1:] if argv[:1] == ["--"] else argv)))
+    return Pod(name="check", containers=(Container(name="check", liveness_probe=probe),))
 
 
 async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version: str) -> Any:
@@ -210,7 +228,14 @@ async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version:
 def run(args: argparse.Namespace) -> int:
     if args.command_argv and not args.exec_:
         raise UsageError(f"unexpected arguments: {' '.join(args.command_argv)}")
-    outcome, probe = asyncio.run(_check(args))
+    from probetui.cli.config import load_config, redaction
+    from probetui.redact import Redactor
+
+    policy = redaction(load_config(args))
+    outcome, probe, pod = asyncio.run(_check(args))
+    # what is printed is masked as every other output is (the probe itself ran as given)
+    redactor = Redactor(policy)
+    outcome = redactor.outcome(redactor.pod(pod), outcome)
     attempt = outcome.attempt
     result = "unknown" if outcome.error is not None else attempt.result.value
     code = {"success": EXIT_OK, "warning": EXIT_OK, "failure": EXIT_FAILURE}.get(

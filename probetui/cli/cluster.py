@@ -144,7 +144,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from probetui.cli.config import load_config, read_only, ui_settings
+    from probetui.cli.config import load_config, read_only, redaction, ui_settings
     from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
     from probetui.runtime.kubernetes.runtime import KubernetesRuntime
     from probetui.shards.live import AUTO
@@ -181,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
     # the first list must succeed in both modes (module docstring)
     runtime = KubernetesRuntime(target, via=settings["via"].value, fail_fast=True)
     runtime.read_only_reason = settings["read_only"].reason
+    runtime.redaction = redaction(config)
     live = argparse.Namespace(
         no_ui=args.k8s_no_ui,
         output=args.k8s_output,

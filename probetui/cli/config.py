@@ -18,6 +18,7 @@ from probetui.cli.errors import EXIT_OK, UsageError
 
 if TYPE_CHECKING:
     from probetui.config import ClusterKin, Config, Sourced
+    from probetui.redact import Policy
     from probetui.runtime.kubernetes.kubeconfig import ClusterIdentity
 
 
@@ -54,6 +55,14 @@ def ui_settings(config: Config, args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(str(e)) from None
     keymap = {binding_id: s.value for binding_id, s in config.keymap().items()}
     return {"keymap": keymap or None, "theme": theme}
+
+
+def redaction(config: Config) -> Policy:
+    """What of the pods' secrets may be shown or kept: the `redact:` allow-lists in force."""
+    from probetui.redact import Policy
+
+    lists = {key: s.value for key, s in config.redaction().items()}
+    return Policy.from_json(lists)
 
 
 def read_only(
@@ -161,6 +170,11 @@ def run(args: argparse.Namespace) -> int:
     ]
     for name, sourced in config.context_settings(context, _run_flags(args)).items():
         rows.append((_yaml_name(name), _context_word(name, sourced.value), sourced.source))
+    for key, sourced in config.redaction().items():
+        shown = ", ".join(sourced.value) if sourced.value else "(none: every value masked)"
+        if key == "allowHeaders":
+            shown = "the harmless ones" + (f", {shown}" if sourced.value else "")
+        rows.append((f"redact.{key}", shown, sourced.source))
     out = sys.stdout
     out.write("files\n")
     for file in config.files:

@@ -139,10 +139,11 @@ def run(args: argparse.Namespace) -> int:
 def _report(
     args: argparse.Namespace, loaded: Loaded, rules: list[Rule], evidence: Any, unreadable: bool
 ) -> int:
+    from probetui.cli.config import load_config, redaction
     from probetui.lint import human, machine, registry
     from probetui.lint.model import Severity
 
-    findings = registry.run(loaded.objects, rules, evidence)
+    findings = registry.run(loaded.objects, rules, evidence, redaction(load_config(args)))
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     failed = bool(registry.at_or_above(findings, fail_on))
     if args.output == "json":

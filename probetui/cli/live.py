@@ -116,7 +116,7 @@ def add_demo_arguments(demo: argparse.ArgumentParser) -> None:
 
 
 def run_local(args: argparse.Namespace) -> int:
-    from probetui.cli.config import load_config, read_only, ui_settings
+    from probetui.cli.config import load_config, read_only, redaction, ui_settings
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.local.runtime import LocalRuntime
     from probetui.spec.errors import ManifestError
@@ -147,6 +147,7 @@ def run_local(args: argparse.Namespace) -> int:
         )
     except RuntimeFailure as e:
         raise UsageError(f"{args.manifest}: {e}") from None
+    runtime.redaction = redaction(config)
     if decided.value:
         runtime.read_only_reason = decided.reason
         note(
@@ -157,7 +158,13 @@ def run_local(args: argparse.Namespace) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from probetui.cli.config import load_config, read_only, refuse_under_lock, ui_settings
+    from probetui.cli.config import (
+        load_config,
+        read_only,
+        redaction,
+        refuse_under_lock,
+        ui_settings,
+    )
     from probetui.runtime.base import RuntimeFailure
     from probetui.runtime.demo import demo_manifest_text, load_demo
     from probetui.runtime.local.runtime import LocalRuntime
@@ -176,6 +183,7 @@ def run_demo(args: argparse.Namespace) -> int:
     except (RuntimeFailure, ManifestError, OSError, ValueError) as e:
         # e.g. a port the demo needs is taken: one line, not a traceback
         raise UsageError(f"demo: {e}") from None
+    runtime.redaction = redaction(config)
     return run_live(runtime, args, headless_requested(args), ui=ui)
 
 

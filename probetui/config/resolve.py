@@ -10,9 +10,12 @@ environment < flag, for every setting that layer can hold.
 | namespace       |                  | namespace          |                          | -n                |
 | selector        |                  | selector           |                          | -l                |
 | kubelet version |                  | kubeletVersion     | PROBETUI_KUBELET_VERSION | --kubelet-version |
+| redact lists    | redact           |                    |                          |                   |
 
 Inside one file a context rule beats the file's top level, an exact context name beats a glob,
-and of two globs the one with more literal characters wins.
+and of two globs the one with more literal characters wins. Each `redact` list (allowEnv,
+allowQuery, allowHeaders) is the user file's where it gives one, else the system file's, else
+empty (what is masked: `probetui.redact`).
 
 Read-only has one rule above all of this, the lock, which no user file, variable or `--write`
 lifts (`--write` is refused with one line). A context is locked when:
@@ -45,6 +48,7 @@ from probetui.config.errors import ConfigError
 from probetui.config.files import ConfigFile, read, read_system, user_path
 from probetui.config.keymap import check_clashes
 from probetui.config.schema import (
+    REDACT_KEYS,
     ContextRule,
     Expected,
     check_kubelet_version,
@@ -200,6 +204,18 @@ class Config:
             if file.settings is not None:
                 for binding_id, keys in file.settings.keys.items():
                     out[binding_id] = Sourced(keys, f"{file.kind} file {file.path}")
+        return out
+
+    def redaction(self) -> dict[str, Sourced]:
+        """The `redact:` allow-lists in force, by YAML key (`REDACT_KEYS`): each the last
+        file's that gives it, else empty."""
+        out: dict[str, Sourced] = {}
+        for key, name in REDACT_KEYS.items():
+            out[key] = Sourced(())
+            for file in self.files:
+                names = getattr(file.settings.redact, name) if file.settings is not None else None
+                if names is not None:
+                    out[key] = Sourced(names, f"{file.kind} file {file.path}")
         return out
 
     def context_settings(

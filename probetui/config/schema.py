@@ -14,6 +14,10 @@ contexts:                  # kubeconfig context name or glob (fnmatch: * ? [...]
     selector: app=web
     kubeletVersion: "1.33" # the User-Agent's kube-probe/X.Y
 lock: true                 # the system file only: its read-only cannot be lifted
+redact:                    # names whose values are shown in the clear (probetui.redact)
+  allowEnv: [LOG_LEVEL]    # container env vars (exact, case-sensitive)
+  allowQuery: [verbose]    # HTTP probe query parameters (exact)
+  allowHeaders: [X-Tenant] # HTTP probe headers, beside the built-in harmless ones (any case)
 ```
 
 Every problem is one `ConfigError` naming the file, the key path and what was expected. Keys
@@ -33,11 +37,13 @@ from probetui.config.errors import ConfigError, key_path
 
 __all__ = [
     "CONTEXT_KEYS",
+    "REDACT_KEYS",
     "VERSION",
     "VIAS",
     "ContextRule",
     "Expected",
     "FileSettings",
+    "RedactSettings",
     "check_bool",
     "check_kubelet_version",
     "check_theme",
@@ -59,6 +65,15 @@ class ContextRule:
 
 
 @dataclass(frozen=True, slots=True)
+class RedactSettings:
+    """One file's `redact:` allow-lists; None where the file gives no list."""
+
+    allow_env: tuple[str, ...] | None = None
+    allow_query: tuple[str, ...] | None = None
+    allow_headers: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class FileSettings:
     """One config file, validated. None (or empty) where the file says nothing."""
 
@@ -69,6 +84,7 @@ class FileSettings:
     keys: Mapping[str, str] = field(default_factory=dict)  # canonical binding id -> keys
     contexts: tuple[ContextRule, ...] = ()
     lock: bool = False
+    redact: RedactSettings = RedactSettings()
 
 
 class Expected(Exception):
@@ -132,7 +148,13 @@ CONTEXT_KEYS: dict[str, tuple[str, Callable[[object], Any]]] = {
     "selector": ("selector", _check_text),
     "kubeletVersion": ("kubelet_version", check_kubelet_version),
 }
-_TOP_KEYS = ("version", "readOnly", "theme", "keys", "contexts", "lock")
+_TOP_KEYS = ("version", "readOnly", "theme", "keys", "contexts", "lock", "redact")
+# the keys of `redact:`: YAML key -> RedactSettings field
+REDACT_KEYS = {
+    "allowEnv": "allow_env",
+    "allowQuery": "allow_query",
+    "allowHeaders": "allow_headers",
+}
 
 
 def _mapping(path: str, where: tuple[str, ...], value: object) -> Mapping[Any, Any]:
@@ -177,6 +199,21 @@ def _contexts(path: str, raw: object) -> tuple[ContextRule, ...]:
     return tuple(rules)
 
 
+def _names(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise Expected("a list of names")
+    return tuple(v.strip() for v in value)
+
+
+def _redact(path: str, raw: object) -> RedactSettings:
+    lists: dict[str, tuple[str, ...]] = {}
+    for key, value in _mapping(path, ("redact",), raw or {}).items():
+        if key not in REDACT_KEYS:
+            _unknown(path, ("redact",), key, tuple(REDACT_KEYS))
+        lists[REDACT_KEYS[key]] = _checked(path, ("redact", key), value, _names)
+    return RedactSettings(**lists)
+
+
 def parse_file(path: str, kind: str, raw: object) -> FileSettings:
     """Validate one file's YAML document (None for an empty file)."""
     if raw is None:
@@ -211,4 +248,5 @@ def parse_file(path: str, kind: str, raw: object) -> FileSettings:
         keys=keys,
         contexts=_contexts(path, raw["contexts"]) if raw.get("contexts") is not None else (),
         lock=_checked(path, ("lock",), raw["lock"], check_bool) if "lock" in raw else False,
+        redact=_redact(path, raw["redact"]) if "redact" in raw else RedactSettings(),
     )

@@ -21,6 +21,15 @@ def template() -> str:
         subsequent_indent="#   ",
         break_on_hyphens=False,
     )
+    from probetui.redact import BUILTIN_ALLOW_HEADERS, MASK
+
+    headers = textwrap.fill(
+        ", ".join(sorted(_title(h) for h in BUILTIN_ALLOW_HEADERS)) + ".",
+        width=94,
+        initial_indent="# clear: the headers ",
+        subsequent_indent="#   ",
+        break_on_hyphens=False,
+    )
     keys = default_keys()
     width = max(len(k) for k in keys) + 1
     key_lines = "\n".join(
@@ -64,4 +73,19 @@ version: {VERSION}
 #     namespace: default
 #     selector: app=web
 #     kubeletVersion: "1.35"    # kube-probe/X.Y in the User-Agent, where the node cannot tell
+
+# Secrets never reach the screen, the JSONL output or a recording: every container env value,
+# every HTTP probe query parameter value and every probe header value is masked ({MASK}),
+# but for the names listed here (the names themselves always show). Built in, shown in the
+{headers}
+# Credential-looking arguments of exec probes and commands (--password=X, -pX for mysql,
+# -u user:pw for curl, user:pw@host) are masked too (docs/architecture.md, Redaction).
+# redact:
+#   allowEnv: [LOG_LEVEL, PORT]      # env var names, exact
+#   allowQuery: [verbose, format]    # query parameter names, exact
+#   allowHeaders: [X-Tenant]         # header names, any case
 """
+
+
+def _title(header: str) -> str:
+    return "-".join(part.capitalize() for part in header.split("-"))

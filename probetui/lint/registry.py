@@ -9,11 +9,13 @@ run only then.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
-from probetui.lint.model import Evidence, Finding, LintObject, Rule, Severity
+from probetui.lint.model import Evidence, Finding, Hit, LintObject, Rule, Severity
 from probetui.lint.rules_evidence import RULES as EVIDENCE_RULES
 from probetui.lint.rules_model import RULES as MODEL_RULES
 from probetui.lint.rules_static import RULES as STATIC_RULES
+from probetui.redact import DEFAULT, Policy, Redactor
 
 DISABLE_ANNOTATION = "probetui.io/lint-disable"
 ALL = "all"
@@ -63,8 +65,13 @@ def silenced(obj: LintObject) -> set[str]:
 
 
 def run(
-    objects: Iterable[LintObject], rules: Sequence[Rule], evidence: Evidence | None = None
+    objects: Iterable[LintObject],
+    rules: Sequence[Rule],
+    evidence: Evidence | None = None,
+    policy: Policy = DEFAULT,
 ) -> list[Finding]:
+    """The findings of `rules` on `objects`, their texts masked by the redaction `policy`."""
+    redactor = Redactor(policy)
     findings: list[Finding] = []
     for obj in objects:
         quiet = silenced(obj)
@@ -73,8 +80,19 @@ def run(
         for r in rules:
             if r.id in quiet or (r.needs_evidence and evidence is None):
                 continue
-            findings.extend(Finding(r, obj, hit) for hit in r.check(obj, evidence))
+            findings.extend(
+                Finding(r, obj, _masked(redactor, hit)) for hit in r.check(obj, evidence)
+            )
     return findings
+
+
+def _masked(redactor: Redactor, hit: Hit) -> Hit:
+    # a finding quotes the probe as written (its path, its command), where the rules find
+    # what is secret; no finding quotes an env or header value, so no pod is redacted whole
+    message, fix = redactor.text(None, hit.message), redactor.optional(None, hit.fix)
+    if message is hit.message and fix is hit.fix:
+        return hit
+    return replace(hit, message=message, fix=fix)
 
 
 def at_or_above(findings: Iterable[Finding], threshold: Severity | None) -> list[Finding]:

@@ -7,8 +7,8 @@ format). Tables:
                via, context, namespace, selector, read-only
     pods       uid, namespace, name, first and last seen, deleted
     probes     (pod, container, probe type): the id chunks are filed under
-    specs      a pod's spec as first seen and on each change: `spec.encode` JSON (header
-               secrets masked), indexed by (pod, t)
+    specs      a pod's spec as first seen and on each change: `spec.encode` JSON (the
+               engine's redacted copy, `probetui.redact`), indexed by (pod, t)
     statuses   a pod's status on each change, NULL when deleted, indexed by (pod, t)
     events     every event that is not a per-probe item (the kubelet's, Divergence, ...):
                t, pod, type, container, probe, source and its fields as an interned string

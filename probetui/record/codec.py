@@ -130,9 +130,9 @@ def _int(value: Any) -> int | None:
 
 
 def shape_body(key: tuple[Any, ...], text: Text, excerpt: Text) -> list[Any]:
-    """The stored shape for a raw key: texts through `text` (masked, interned), the HTTP body
-    through `excerpt` (masked whole, then cut to what the store keeps: a secret cut in two
-    would escape the mask)."""
+    """The stored shape for a raw key: texts through `text` (interned), the HTTP body through
+    `excerpt` (cut to what the store keeps; the engine masked it whole before: a secret cut in
+    two would escape the mask)."""
     kind = key[0]
     if kind in RECORD_KINDS:
         head = [kind, *key[1:7]]

@@ -34,7 +34,6 @@ from probetui.prober.status import PodStatus
 from probetui.record import codec
 from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN, upgrade
 from probetui.record.snapshot import status_json
-from probetui.redact import MASK, is_secret_header, mask, secret_values
 from probetui.spec.encode import encode
 from probetui.spec.model import Pod
 from probetui.timeline.events import Event
@@ -134,19 +133,17 @@ class Writer:
         self._shape_used: dict[int, float] = {}
         self._dirty_shapes: set[int] = set()
         self._dirty_strings: set[int] = set()
-        self._raw: dict[tuple[tuple[str, ...], tuple[Any, ...]], int] = {}  # (secrets, raw key)
+        self._raw: dict[tuple[Any, ...], int] = {}  # raw key -> shape id
         # pods by uid, one dict per attribute (of atomics, but for the last Pod and status
         # seen: two dicts of references, not 15,000 objects)
         self._pod_ids: dict[str, int] = {}
         self._pod_last: dict[str, float] = {}
-        self._secrets: dict[str, tuple[str, ...]] = {}
         self._pod_seen: dict[str, Pod] = {}
         self._manifests: dict[str, str] = {}
         self._statuses: dict[str, PodStatus] = {}
         self._status_texts: dict[str, str] = {}
         self._probes: dict[tuple[str, str, str], int] = {}
         self._open: dict[int, Segment] = {}  # by probe id
-        self._masked: dict[tuple[tuple[str, ...], str], str] = {}
         self._rows: dict[str, list[tuple[Any, ...]]] = {}
         self._touched_pods: set[str] = set()
         self._load()
@@ -299,32 +296,19 @@ class Writer:
         self._string_used[i] = t
         return i
 
-    def _masker(self, secrets: tuple[str, ...], t: float, cut: int | None = None) -> codec.Text:
+    def _texts(self, t: float, cut: int | None = None) -> codec.Text:
+        # the engine masked every text already (probetui.redact): stored as given
         def text(value: str | None) -> int | None:
             if value is None:
                 return None
-            masked = self._mask(secrets, value)
-            return self._string(masked[:cut] if cut is not None else masked, t)
+            return self._string(value[:cut] if cut is not None else value, t)
 
         return text
 
-    def _mask(self, secrets: tuple[str, ...], value: str) -> str:
-        key = (secrets, value)
-        out = self._masked.get(key)
-        if out is None:
-            if len(self._masked) > MAX_RAW_KEYS:
-                self._masked.clear()
-            out = self._masked[key] = mask(value, secrets)
-        return out
-
-    def _shape(self, raw: tuple[Any, ...], secrets: tuple[str, ...], t: float) -> int:
-        # the secrets are part of the key: a pod whose secret headers changed masks anew
-        key = (secrets, raw)
-        i = self._raw.get(key)
+    def _shape(self, raw: tuple[Any, ...], t: float) -> int:
+        i = self._raw.get(raw)
         if i is None:
-            body = codec.shape_body(
-                raw, self._masker(secrets, t), self._masker(secrets, t, BODY_EXCERPT)
-            )
+            body = codec.shape_body(raw, self._texts(t), self._texts(t, BODY_EXCERPT))
             text = json.dumps(body, separators=(",", ":"))
             i = self._shapes.get(text)
             if i is None:
@@ -333,7 +317,7 @@ class Writer:
                 self._row("shapes", (i, text, t))
             if len(self._raw) > MAX_RAW_KEYS:
                 self._raw.clear()
-            self._raw[key] = i
+            self._raw[raw] = i
         if self._shape_used.get(i) != t:
             self._shape_used[i] = t
             self._dirty_shapes.add(i)
@@ -366,25 +350,15 @@ class Writer:
         last = self._pod_seen.get(uid)
         if last is None or last != pod or last.labels != pod.labels:
             self._pod_seen[uid] = pod
-            secrets = secret_values(pod.probed_containers())
-            if secrets:
-                self._secrets[uid] = secrets
-            else:
-                self._secrets.pop(uid, None)
-            manifest = json.dumps(
-                encode(pod, lambda name, value: MASK if is_secret_header(name) else value),
-                separators=(",", ":"),
-            )
+            # the engine's redacted copy (probetui.redact): the file never holds the real spec
+            manifest = json.dumps(encode(pod), separators=(",", ":"))
             if manifest != self._manifests.get(uid, ""):
                 self._manifests[uid] = manifest
                 self._row("specs", (pod_id, t, pod.source, manifest))
         before = self._statuses.get(uid)
         if status is not before and status != before:
             self._statuses[uid] = status
-            secrets = self._secrets.get(uid, ())
-            text = json.dumps(
-                status_json(status, lambda s: self._mask(secrets, s)), separators=(",", ":")
-            )
+            text = json.dumps(status_json(status), separators=(",", ":"))
             if text != self._status_texts.get(uid):
                 self._status_texts[uid] = text
                 self._row("statuses", (pod_id, t, text))
@@ -397,9 +371,7 @@ class Writer:
             self._item(*item[1:])
             return
         pod_id = self._pod(e.pod_uid, e.namespace, e.pod, e.t)
-        secrets = self._secrets.get(e.pod_uid, ())
-        fields = _mask_fields(e.fields, lambda s: self._mask(secrets, s))
-        sid = self._string(json.dumps(fields, separators=(",", ":"), default=str), e.t)
+        sid = self._string(json.dumps(e.fields, separators=(",", ":"), default=str), e.t)
         self._row("events", (e.t, pod_id, e.type, e.container, e.probe, e.source, sid))
 
     def _item(
@@ -423,7 +395,7 @@ class Writer:
             probe_id = self._probes[pkey] = self._id("probes")
             self._row("probes", (probe_id, pod_id, container, probe, t))
         kind = raw[0]
-        shape = self._shape(raw, self._secrets.get(uid, ()), t)
+        shape = self._shape(raw, t)
         seg = self._open.get(probe_id)
         if seg is not None and max(seg[5], t) - min(seg[4], t) > self.chunk_span:
             self._close(probe_id)
@@ -543,7 +515,6 @@ class Writer:
             for table in (
                 self._pod_ids,
                 self._pod_last,
-                self._secrets,
                 self._pod_seen,
                 self._manifests,
                 self._statuses,
@@ -575,16 +546,6 @@ class Writer:
                 del self._string_used[i]
         if old_shapes or old_strings:
             self._raw.clear()
-
-
-def _mask_fields(value: Any, mask_text: Any) -> Any:
-    if isinstance(value, str):
-        return mask_text(value)
-    if isinstance(value, dict):
-        return {k: _mask_fields(v, mask_text) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_mask_fields(v, mask_text) for v in value]
-    return value
 
 
 __all__ = ["ITEM", "Segment", "Writer", "item_of"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from probetui.prober.status import PodStatus
+from probetui.redact import DEFAULT, Policy
 from probetui.spec.model import Container, Pod, ProbeType
 
 if TYPE_CHECKING:
@@ -108,6 +109,9 @@ class Runtime(ABC):
     all_namespaces: bool = False
     # how shadow probes reach containers, for labels: "loopback", "direct", "port-forward", ...
     via: str = "loopback"
+    # what of the pods' secrets may be shown or kept (config `redact:`): the engine masks every
+    # pod, status, record and event it hands its sinks by it, where the data enters
+    redaction: Policy = DEFAULT
 
     @abstractmethod
     async def run(self, host: RuntimeHost) -> None:
@@ -153,7 +157,8 @@ class Runtime(ABC):
         return None
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
-        """The container's recent stdout/stderr lines, where the runtime keeps them."""
+        """The container's recent stdout/stderr lines, where the runtime keeps them, with the
+        pod's secrets masked (`redaction`)."""
         return []
 
 

@@ -86,6 +86,7 @@ async def _frame(reader: asyncio.StreamReader) -> dict[str, Any] | None:
 
 async def serve() -> int:
     from probetui.engine import Engine
+    from probetui.redact import Policy
     from probetui.stream.codec import PodReader
     from probetui.stream.sender import Sender, StreamSink
 
@@ -120,6 +121,7 @@ async def serve() -> int:
         else:
             held.append(frame)
     runtime = _runtime(setup, mode, pods, sender)
+    runtime.redaction = Policy.from_json(setup.get("redact"))
     if mode == "fed":
         for frame in held:
             runtime.feed(frame)  # type: ignore[attr-defined]

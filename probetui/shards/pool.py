@@ -28,6 +28,7 @@ from typing import Any
 
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
+from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure
 from probetui.shards.child import PARENT_ENV
 from probetui.shards.placement import shard_of
@@ -121,6 +122,9 @@ class ShardPool:
             raise ValueError(f"unknown shard mode {mode!r}")
         self.runtime: Any = RuntimeView(runtime, self)
         self.sinks: list[Any] = list(sinks or [])
+        # the kubelet's events the source reports here, masked as the shards' engines mask
+        # theirs (the shards are told the same policy in their hello)
+        self.redactor = Redactor(runtime.redaction)
         self.mode = mode
         self.kube_version = kube_version
         self.http_impl = http_impl
@@ -334,6 +338,8 @@ class ShardPool:
             # attempts as compact rows, many a frame (docs/stream.md, "rows"): a shard that
             # does not know them sends event frames, which are read as ever
             rows=self.rows,
+            # what of the pods' secrets the shards' engines may show (probetui.redact)
+            redact=rt.redaction.to_json(),
         )
 
     async def _read(self, shard: Shard, proc: asyncio.subprocess.Process) -> None:
@@ -510,10 +516,12 @@ class ShardPool:
         elif frame["op"] == "remove":
             shard.added.pop(pod.uid, None)
             self.verdicts.forget_pod(pod.uid)
+            self.redactor.forget(pod.uid)
         shard.send(frame)
 
     def _report(self, event: RuntimeEvent) -> None:
         ev = runtime_event(event)
+        ev.fields = self.redactor.fields(self.redactor.pod(event.pod), ev.fields)
         for sink in self.sinks:
             sink.event(ev)
 

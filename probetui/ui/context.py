@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
 from probetui.prober.status import PodSnapshot
 from probetui.prober.worker import ProbeKey
-from probetui.redact import secret_values
 from probetui.spec.model import Container, Pod
 from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.controls import Controls
@@ -27,10 +25,6 @@ class UIContext:
     tz: tzinfo | None = None  # None: the local time zone
     # the recording being written or replayed: history older than the store's rings
     archive: HistoryArchive | None = None
-    _secrets: dict[str, tuple[Pod, tuple[str, ...]]] = field(default_factory=dict)
-    _all_secrets: tuple[str, ...] = ()
-    _all_secrets_at: tuple[int, ...] = ()
-    _all_secrets_until: float = 0.0
 
     @property
     def read_only(self) -> bool:
@@ -53,25 +47,6 @@ class UIContext:
             return None
         c = entry.pod.container(key.container)
         return (entry.pod, c) if c is not None else None
-
-    def secrets(self, pod_uid: str = "") -> tuple[str, ...]:
-        """Every secret header value of every pod's probes: masked wherever it would be drawn
-        (one pod's token may show up in another's output). Recomputed when the pods change,
-        and at most once a second otherwise."""
-        now = time.monotonic()
-        if self._all_secrets_at == (self.store.layout_version,) and now < self._all_secrets_until:
-            return self._all_secrets
-        values: set[str] = set()
-        for uid, entry in self.store.pods.items():
-            cached = self._secrets.get(uid)
-            if cached is None or cached[0] is not entry.pod:
-                cached = (entry.pod, secret_values(entry.pod.probed_containers()))
-                self._secrets[uid] = cached
-            values.update(cached[1])
-        self._all_secrets = tuple(sorted(values, key=len, reverse=True))
-        self._all_secrets_at = (self.store.layout_version,)
-        self._all_secrets_until = now + 1.0
-        return self._all_secrets
 
     def not_probed(self, key: ProbeKey) -> str | None:
         """Why the shadow does not run this probe (e.g. "not run: read-only"), or None."""

@@ -13,7 +13,6 @@ import shlex
 
 from probetui.kubelet.kuberuntime import restart_after_probe_kill
 from probetui.prober.results import ResultValue
-from probetui.redact import header_text, mask
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 
 
@@ -44,16 +43,17 @@ def latency(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def handler_text(probe: Probe, secrets: tuple[str, ...] = ()) -> str:
-    """The handler as written, with the pod IP left symbolic and secrets masked."""
+def handler_text(probe: Probe) -> str:
+    """The handler as the pod's redacted copy has it (`probetui.redact`: the store holds no
+    other), with the pod IP left symbolic."""
     if probe.exec is not None:
-        return "exec " + mask(shlex.join(probe.exec.command), secrets)
+        return "exec " + shlex.join(probe.exec.command)
     if probe.http_get is not None:
         h = probe.http_get
         host = h.host or "<pod IP>"
-        text = f"GET {h.scheme.lower()}://{host}:{h.port}{mask(h.path, secrets)}"
+        text = f"GET {h.scheme.lower()}://{host}:{h.port}{h.path}"
         for header in h.http_headers:
-            text += f"  [{header_text(header)}]"
+            text += f"  [{header.name}: {header.value}]"
         return text
     if probe.tcp_socket is not None:
         t = probe.tcp_socket

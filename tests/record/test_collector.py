@@ -29,6 +29,7 @@ import pytest
 
 from probetui.prober.status import PodStatus
 from probetui.record.recorder import Recorder
+from probetui.redact import redact_pod
 from probetui.spec.model import Pod
 from tests.record.helpers import META, SECRET, attempt, pod
 from tests.record.test_faults import _status
@@ -53,7 +54,8 @@ def _collector_off() -> Iterator[None]:
 
 
 def _pods(n: int) -> list[tuple[Pod, PodStatus]]:
-    return [(pod(i, secret=SECRET if i % 2 else None), _status()) for i in range(n)]
+    # as the engine hands them to its sinks: redacted (tests/test_redaction.py)
+    return [(redact_pod(pod(i, secret=SECRET if i % 2 else None))[0], _status()) for i in range(n)]
 
 
 def _attempts(rec: Recorder, pods: list[tuple[Pod, PodStatus]], rounds: int) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from probetui.probe.base import Result
 from probetui.prober.worker import ProbeKey, Skip
+from probetui.redact import MASK, redact_pod
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import (
     Container,
@@ -51,10 +52,11 @@ class FakeRuntime(Runtime):
         return None
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
+        # as a runtime gives it: masked (tests/test_redaction.py drives the local runtime's)
         return [
             f"{container}: listening on 127.0.0.1:8080",
             f"{container}: GET /ready -> 503 (db connection refused)",
-            f"{container}: Authorization was {TOKEN}",
+            f"{container}: Authorization was {MASK}",
         ]
 
 
@@ -91,13 +93,19 @@ def http(port: int, path: str, **kw: Any) -> Probe:
     return Probe(http_get=HTTPGetAction(port=port, path=path, http_headers=headers), **kw)
 
 
+def redacted(**kw: Any) -> Pod:
+    """A pod as the engine hands it to the store: its redacted copy (`probetui.redact`)."""
+    return redact_pod(Pod(**kw))[0]
+
+
 def build(store: Store, read_only: bool = False) -> Synth:
     """Five pods over five minutes (T0 .. T_END); read-only: the exec probe is never run."""
     s = Synth(store)
 
-    # web: readiness flaps (a 30 s outage at T0+200), liveness steady, a secret header
+    # web: readiness flaps (a 30 s outage at T0+200), liveness steady, a secret header (the
+    # store holds the redacted copy the engine hands it)
     web = s.add_pod(
-        Pod(
+        redacted(
             name="web-flap",
             namespace="demo",
             uid="uid-web",

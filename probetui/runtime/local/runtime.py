@@ -46,6 +46,7 @@ from probetui.kubelet.pod import PodKubelet
 from probetui.probe.exec import ExecOutput, ExecRunner, GroupTracker, run_local
 from probetui.probe.util import ReachError
 from probetui.prober.status import ContainerStatus, PodStatus, Waiting
+from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.local.backend import ProcessBackend
 from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry
@@ -160,6 +161,7 @@ class LocalRuntime(Runtime):
         self._backends: dict[str, ProcessBackend] = {}
         self._runners: dict[tuple[str, str], ExecRunner] = {}
         self._all_done: asyncio.Event | None = None
+        self._redactor: Redactor | None = None
 
     def _specs(self, pod: Pod, base_env: Mapping[str, str] | None) -> dict[str, ProcessSpec]:
         specs: dict[str, ProcessSpec] = {}
@@ -211,7 +213,15 @@ class LocalRuntime(Runtime):
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
         backend = self._backends.get(pod_uid)
-        return [line.text for line in backend.output_tail(container)] if backend else []
+        if backend is None:
+            return []
+        # a container's output may print its own env (a password it was given): masked here,
+        # where it leaves the process, as the engine masks what the probes bring back
+        if self._redactor is None or self._redactor.policy is not self.redaction:
+            self._redactor = Redactor(self.redaction)
+        pod = self._by_uid.get(pod_uid)
+        shown = self._redactor.pod(pod) if pod is not None else None
+        return self._redactor.lines(shown, [line.text for line in backend.output_tail(container)])
 
     # -- running ------------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from rich.text import Text
 
 from probetui.prober.worker import ProbeKey, Trigger
-from probetui.redact import mask
 from probetui.spec.model import Probe, ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
 from probetui.timeline.store import ContainerKey
@@ -169,7 +168,6 @@ class AttemptLog(LineCached):
             reason = self.ctx.not_probed(ProbeKey(self.key.pod_uid, self.key.container, self.probe))
             text.append(reason or "no attempts yet", style=g.DIM)
             return text
-        secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
         # up to the timeline's edge: what was published by then, as the timeline draws it
         views = h.recent(SHOWN, self.until, published=True)
@@ -182,11 +180,11 @@ class AttemptLog(LineCached):
             if len(rows) >= height:
                 break
             line = Text(no_wrap=True, overflow="ellipsis")
-            self._line(line, view, n, oldest, secrets)
+            self._line(line, view, n, oldest)
             lines = [line]
             if self.details and view.is_attempt:
                 detail = Text(no_wrap=True, overflow="ellipsis")
-                self._detail_line(detail, view, secrets)
+                self._detail_line(detail, view)
                 lines.append(detail)
             if self.details and width > 0:
                 # details: every text whole, wrapped past the attempt's time
@@ -199,14 +197,7 @@ class AttemptLog(LineCached):
             rows += lines
         return join_rows(rows[:height])
 
-    def _line(
-        self,
-        text: Text,
-        v: AttemptView,
-        n: int,
-        oldest: float,
-        secrets: tuple[str, ...],
-    ) -> None:
+    def _line(self, text: Text, v: AttemptView, n: int, oldest: float) -> None:
         text.append(self.ctx.clock(v.t), style=g.DIM)
         text.append("  ")
         style = g.KIND_STYLE[v.kind]
@@ -231,27 +222,27 @@ class AttemptLog(LineCached):
         whole = self.details
         output = v.error if v.kind == Kind.ERROR and v.error else v.output
         if output:
-            text.append(excerpt(mask(output, secrets), len(output) if whole else 90))
+            text.append(excerpt(output, len(output) if whole else 90))
         if v.body and v.body.strip() != (v.output or "").strip():
             # the body the kubelet leaves out of its event (where it differs from the output)
             text.append("  body: ", style=g.DIM)
-            body = excerpt(mask(v.body, secrets), DETAIL_BODY if whole else 60)
+            body = excerpt(v.body, DETAIL_BODY if whole else 60)
             text.append(repr(body), style=g.DIM)
         if v.target:
-            text.append(f"  → {mask(v.target, secrets)}", style=g.DIM)
+            text.append(f"  → {v.target}", style=g.DIM)
 
-    def _detail_line(self, text: Text, v: AttemptView, secrets: tuple[str, ...]) -> None:
+    def _detail_line(self, text: Text, v: AttemptView) -> None:
         text.append(" " * 10)
         if not v.detail:
             text.append("(older attempt: only the outcome and output are kept)", style=g.DIM)
             return
         parts = []
         if v.event:
-            parts.append(f"event: {mask(v.event, secrets)}")
+            parts.append(f"event: {v.event}")
         elif v.kind in (Kind.SUCCESS,):
             parts.append("no event")
         if v.error:
-            parts.append(f"error (discarded, not counted): {mask(v.error, secrets)}")
+            parts.append(f"error (discarded, not counted): {v.error}")
         if v.tries > 1:
             parts.append(f"{v.tries} tries")
         parts.append(self._run(v))
@@ -275,7 +266,6 @@ class AttemptLog(LineCached):
         if not lines:
             text.append("no output kept for this container by this runtime", style=g.DIM)
             return text
-        secrets = self.ctx.secrets(self.key.pod_uid)
         height = max(1, self.size.height)
-        text.append("\n".join(mask(line, secrets) for line in lines[-height:]))
+        text.append("\n".join(lines[-height:]))
         return text

@@ -18,7 +18,6 @@ from probetui.lint.live import Advice, Advisor
 from probetui.lint.model import Finding, Severity
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, Skip
-from probetui.redact import mask
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.history import Kind, ProbeHistory
 from probetui.timeline.store import ContainerHistory, ContainerKey
@@ -175,12 +174,11 @@ class ThresholdPane(LineCached):
             text.append("this container has no probes: it is Ready once it runs", style=g.DIM)
             return text
         history = self.ctx.store.containers.get(self.key)
-        secrets = self.ctx.secrets(self.key.pod_uid)
         advice = None if fresh_advice else self.advisor.last(self.key)
         self.advice = advice if advice is not None else self.advisor.advice(self.key)
         selected = self.probe if any(pt is self.probe for pt, _ in probes) else probes[0][0]
         self.selected = selected
-        extra = self._extra_lines(history, selected, secrets)
+        extra = self._extra_lines(history, selected)
         # each probe's lines, and whether the line wraps where rows are free: its state (the
         # run in words) does; the probe as written and its settings' meaning are cut first
         lines: list[tuple[Text, bool]] = []
@@ -189,10 +187,10 @@ class ThresholdPane(LineCached):
             h = history.probes.get(pt) if history is not None else None
             block = Text(no_wrap=True, overflow="ellipsis")
             if extra and pt is not selected and not self.whole:
-                self._probe_line(block, pt, probe, h, secrets)
+                self._probe_line(block, pt, probe, h)
                 lines.append((block, False))
             else:
-                self._probe_block(block, pod, container, pt, probe, h, secrets)
+                self._probe_block(block, pod, container, pt, probe, h)
                 lines += [(line, i == 1) for i, line in enumerate(split_lines(block))]
         self._hint_for = selected
         width = self.content_size.width if self.is_mounted else 0
@@ -262,9 +260,7 @@ class ThresholdPane(LineCached):
         if self.border_subtitle != hint:
             self.border_subtitle = hint
 
-    def _extra_lines(
-        self, history: ContainerHistory | None, probe: ProbeType, secrets: tuple[str, ...]
-    ) -> list[Text]:
+    def _extra_lines(self, history: ContainerHistory | None, probe: ProbeType) -> list[Text]:
         """The divergence and the advice for the selected probe, a Text a line."""
         lines: list[Text] = []
         div = last_divergence(history, probe)
@@ -275,11 +271,11 @@ class ThresholdPane(LineCached):
             for i, words in enumerate(divergence_lines(fields, cleared, clock)):
                 line = Text(no_wrap=True, overflow="ellipsis")
                 line.append(f"{g.DIVERGE} " if i == 0 else "  ", style="magenta")
-                line.append(mask(words, secrets), style="magenta" if i == 0 and not cleared else "")
+                line.append(words, style="magenta" if i == 0 and not cleared else "")
                 lines.append(line)
         findings = self.advice.for_probe(probe) if self.advice is not None else []
         for f in findings:
-            lines.append(finding_line(f, secrets))
+            lines.append(finding_line(f))
         return lines
 
     def _probe_line(
@@ -288,7 +284,6 @@ class ThresholdPane(LineCached):
         pt: ProbeType,
         probe: Probe,
         h: ProbeHistory | None,
-        secrets: tuple[str, ...],
     ) -> None:
         """A probe that is not selected, in one line, while the selected one's advice shows."""
         text.append(" ")
@@ -300,7 +295,7 @@ class ThresholdPane(LineCached):
             text.append(
                 f"{g.RESULT_GLYPH[published]} {published.label}", style=g.RESULT_STYLE[published]
             )
-        text.append("  " + handler_text(probe, secrets), style=g.DIM)
+        text.append("  " + handler_text(probe), style=g.DIM)
 
     def _probe_block(
         self,
@@ -310,7 +305,6 @@ class ThresholdPane(LineCached):
         pt: ProbeType,
         probe: Probe,
         h: ProbeHistory | None,
-        secrets: tuple[str, ...],
     ) -> None:
         assert self.key is not None
         key = ProbeKey(self.key.pod_uid, self.key.container, pt)
@@ -318,7 +312,7 @@ class ThresholdPane(LineCached):
         now = self.ctx.now()
         text.append("▶" if selected else " ", style="bold")
         text.append(f"{pt.key:<10} ", style="bold")
-        text.append(handler_text(probe, secrets))
+        text.append(handler_text(probe))
         text.append("  " + settings_text(probe), style=g.DIM)
 
         # line 2: published result, the run in words, the next attempt
@@ -396,7 +390,7 @@ class ThresholdPane(LineCached):
                 text.append(f" max {latency(worst)} of {probe.timeout_seconds}s", style=g.DIM)
             target = _last_target(h)
             if target:
-                text.append(f" · dials {mask(target, secrets)}", style=g.DIM)
+                text.append(f" · dials {target}", style=g.DIM)
 
     def _delay_left(self, probe: Probe, now: float) -> str:
         assert self.key is not None
@@ -430,14 +424,14 @@ def fill_rows(lines: list[Text], room: int, width: int, console: Console) -> lis
     return out
 
 
-def finding_line(f: Finding, secrets: tuple[str, ...] = ()) -> Text:
+def finding_line(f: Finding) -> Text:
     """One finding: severity glyph, rule id, the message, the fix."""
     glyph, style = SEVERITY_GLYPH[f.severity]
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{glyph} ", style=style + " bold")
     line.append(f"{f.rule.id}: ", style=style)
-    line.append(mask(f.hit.message, secrets))
-    line.append(f" · fix: {mask(f.fix, secrets)}", style=g.DIM)
+    line.append(f.hit.message)
+    line.append(f" · fix: {f.fix}", style=g.DIM)
     return line
 
 
