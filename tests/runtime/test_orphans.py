@@ -20,17 +20,26 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.processes import alive, cmdline, descendants, wait_gone
+from tests.processes import (
+    DAEMONIZING,
+    alive,
+    cmdline,
+    descendants,
+    wait_gone,
+    wait_pid_file,
+    wait_reaped,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # SIGTERM to the group, SIGKILL 2 s later (ORPHAN_GRACE), plus the kernel's and a loaded
 # machine's time
 GONE_WITHIN = 6.0
+# a container that stops on SIGTERM at once: what it left behind goes with it
+DAEMON_GONE_WITHIN = 2.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -90,18 +99,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-@pytest.fixture
-def reaper() -> Iterator[set[int]]:
-    """PIDs the test saw; whatever of them is still alive at the end is SIGKILLed."""
-    pids: set[int] = set()
-    try:
-        yield pids
-    finally:
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def _end_and_check(
@@ -226,6 +223,54 @@ def test_closing_the_terminal_of_the_demo_ui_leaves_nothing_behind(
     left = wait_gone(family, GONE_WITHIN)
     assert not left, {pid: cmdline(pid) for pid in left}
     assert not {port for port in ports if not _port_free(port)}
+
+
+@pytest.mark.parametrize(
+    ("sig", "status"),
+    [
+        (signal.SIGINT, 130),
+        (signal.SIGTERM, 143),
+        (signal.SIGHUP, -signal.SIGHUP),
+        (signal.SIGKILL, -signal.SIGKILL),
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"],
+)
+def test_local_leaves_no_daemon_behind(
+    sig: signal.Signals, status: int, tmp_path: Path, reaper: set[int]
+) -> None:
+    """A container that daemonizes (forks, setsid(), forks again: its daemon is in no group or
+    session of the container's) does not outlive `probetui local --no-ui`, however that ends:
+    the daemon is gone within seconds, reaped (no zombie left), and so is every process of the
+    run. SIGINT and SIGTERM stop the run as `q` in the UI does (the engine's task cancelled)."""
+    pid_file = tmp_path / "daemon.pid"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "daemon"},
+        "spec": {
+            "containers": [
+                {"name": "app", "command": [sys.executable, "-c", DAEMONIZING, str(pid_file)]}
+            ]
+        },
+    }
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(json.dumps(pod))
+    proc = _probetui("local", str(manifest), stderr=tmp_path / "stderr")
+    reaper.add(proc.pid)
+    try:
+        assert len(_started(proc, 1, seconds=30)) == 1, (tmp_path / "stderr").read_text()[-2000:]
+        daemon = wait_pid_file(pid_file, 10)
+        reaper.add(daemon)
+        family = descendants(proc.pid) | {daemon}
+        reaper.update(family)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == status
+        assert not wait_reaped({daemon}, DAEMON_GONE_WITHIN), cmdline(daemon)
+        left = wait_gone(family, DAEMON_GONE_WITHIN)
+        assert not left, {pid: cmdline(pid) for pid in left}
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 EXEC_MANIFEST = """\

@@ -7,7 +7,8 @@ a normal exit, an unhandled exception); the per-container supervisors (`supervis
 exec probes' watchdog (`watchdog.py`) cover the endings that cannot. A group is registered once
 its supervisor has reported the start; a catchable ending in between misses that group here,
 and its supervisor takes it down when probetui is gone. What a container's process moves to
-another group or session (a daemon that calls setsid) escapes both.
+another group or session (a daemon that calls setsid) is not in the group: the container's
+supervisor kills it once the group's leader is gone.
 """
 
 from __future__ import annotations

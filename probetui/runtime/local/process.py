@@ -2,10 +2,11 @@
 
 Choices, and their limits:
 
-- Each container is the leader of a process group of its own; a stop
-  signals the whole group, and once the leader has exited whatever is left of the group is
-  killed with SIGKILL, as the kernel does to a PID namespace when the container's PID 1 exits.
-  A process that moves itself to another group or session (a daemon that calls setsid) escapes.
+- Each container is the leader of a process group of its own; a stop signals the whole group,
+  and once the leader has exited every process the container started is killed with SIGKILL, as
+  the kernel does to a PID namespace when the container's PID 1 exits: what is left of the group,
+  and what moved to another group or session (a daemon that forked twice and called setsid),
+  which the supervisor, a child subreaper, has adopted.
 - A command that cannot be started (missing executable, not executable, bad workingDir) raises
   `ContainerStartError` with exit code 128 and reason "StartError": what containerd's CRI plugin
   records in the container's terminated state when the task fails to start (Docker used to report

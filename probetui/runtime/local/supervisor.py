@@ -1,6 +1,6 @@
-"""The per-container supervisor: one small process between probetui and a container's process
-group, so that the group dies with probetui however probetui dies (SIGKILL and the OOM killer
-included, when no handler of probetui's runs).
+"""The per-container supervisor: one small process between probetui and a container, so that
+everything the container starts dies with it, and the container with probetui however probetui
+dies (SIGKILL and the OOM killer included, when no handler of probetui's runs).
 
     python -I -S .../supervisor.py PARENT_PID SPEC_FD STATUS_FD GRACE
 
@@ -9,7 +9,10 @@ of a bare interpreter and never reads the container's PYTHON* variables. `Contai
 it; nothing else should. What it does, in order:
 
 1. Arms `PR_SET_PDEATHSIG` (SIGUSR2, its own signal) and re-checks `getppid()` against PARENT_PID,
-   so a parent that died before the prctl is not missed.
+   so a parent that died before the prctl is not missed. Becomes a child subreaper
+   (`PR_SET_CHILD_SUBREAPER`, no privilege needed): a process of the container whose parent
+   exits, a daemon that forked twice and called setsid() included, is reparented to the
+   supervisor rather than to init, so it stays below the supervisor and is reaped by it.
 2. Reads the container from SPEC_FD (a memfd: argv, working directory, the exact environment;
    the environment does not pass through this interpreter's own, which Python may change at
    start-up, e.g. the C-locale coercion that sets LC_CTYPE).
@@ -19,15 +22,25 @@ it; nothing else should. What it does, in order:
    the supervisor knows before anything else whether the container started, and reports
    `E chdir|exec ERRNO` or `S PID` on STATUS_FD; the runtime treats the container as started only
    on `S`.
-4. Forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the container's group.
+4. Forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the container's group, and reaps the orphans
+   it adopted as they exit, so none lingers as a zombie while the container runs.
 5. When its parent dies: SIGTERM to the group, SIGKILL GRACE seconds later unless the leader has
-   exited by then, then exits.
+   exited by then.
 6. When the leader exits: SIGKILL to what is left of the group (while the leader is still a
-   zombie, so its group id cannot have been reused), reaps it, and exits the way it did: the same
-   code, or killed by the same signal (no core file of its own), so the runtime's 128+N holds.
+   zombie, so its group id cannot have been reused), then to every process below the supervisor
+   (read from /proc, again until none is left: what left the group or the session too), as the
+   kernel does to a PID namespace when its init exits; reaps them all, and exits the way the
+   leader did: the same code, or killed by the same signal (no core file of its own), so the
+   runtime's 128+N holds.
 
 "Parent" for PR_SET_PDEATHSIG is the thread that forked: probetui spawns from its event loop's
-thread. SIGUSR2 from anyone while the parent is alive is ignored.
+thread. SIGUSR2 from anyone while the parent is alive is ignored. What the subreaper cannot hold:
+a process that something outside the container starts on its behalf (a service manager, `at`);
+and if the supervisor itself is SIGKILLed, the leader goes by its own death signal and probetui
+kills what is left of its group, but what had left the group is reparented to init. No cgroup:
+one would hold the same processes (and those of a SIGKILLed supervisor, with no one left to kill
+them), but needs root or a delegated cgroup v2 subtree, and leaves a directory to remove;
+the subreaper needs no privilege and holds every descendant.
 """
 
 from __future__ import annotations
@@ -42,19 +55,29 @@ import sys
 import time
 
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
 DEATH_SIGNAL = signal.SIGUSR2
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT)
 # exit status of the supervisor when it cannot do its job (bad arguments, parent already gone)
 EXIT_SUPERVISOR = 125
+# how long the end keeps killing and reaping what is below it (a process in uninterruptible
+# sleep dies only when it wakes); past it the supervisor exits and init inherits the rest
+END_LIMIT = 5.0
+# between two passes of the end's kills, the longest it waits for a SIGCHLD
+END_PASS = 0.05
 
 
-def _prctl_pdeathsig(sig: int) -> None:
+def _prctl(option: int, value: int) -> None:
     import ctypes  # here: the runtime imports this module for encode_spec alone
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0) != 0:
+    if libc.prctl(option, value, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def _prctl_pdeathsig(sig: int) -> None:
+    _prctl(PR_SET_PDEATHSIG, int(sig))
 
 
 def encode_spec(argv: list[str], env: dict[str, str], cwd: str | None) -> bytes:
@@ -89,6 +112,89 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:  # noqa: SIM105
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` now (zombies included), parents before their children, read
+    from /proc in one pass."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            stat = os.read(fd, 1024)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        # "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses, not after the last )
+        fields = stat[stat.rfind(b")") + 2 :].split(b" ", 2)
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+def _reap(leader: int) -> bool:
+    """Reap every child that has exited but the leader; True once the leader has exited (it is
+    left a zombie: its group id stays ours until the group is killed)."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return False
+        if info is None:
+            return False
+        if info.si_pid == leader:
+            return True
+        try:  # noqa: SIM105
+            os.waitpid(info.si_pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _end(leader: int, wake_r: int) -> int:
+    """SIGKILL the leader's group and every process below this one, again until none is left,
+    and reap them all; returns the leader's wait status."""
+    _killpg(leader, signal.SIGKILL)
+    _, status = os.waitpid(leader, 0)
+    # the leader's children were ours before it became a zombie: a process is left below us
+    # only while we have a child, and the usual end (nothing left) reads no /proc
+    me = os.getpid()
+    deadline = time.monotonic() + END_LIMIT
+    while True:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            break
+        if time.monotonic() >= deadline:
+            break
+        # a PID read here is freed only once its process is reaped, by us or by its parent,
+        # which this pass kills first (parents come first): reusing it would take the PID
+        # space wrapping around within the pass
+        for pid in descendants(me):
+            _kill(pid, signal.SIGKILL)
+        ready, _, _ = select.select([wake_r], [], [], END_PASS)
+        if ready:
+            os.read(wake_r, 512)
+    return status
 
 
 def _child(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, err_w: int, sup: int):
@@ -160,6 +266,7 @@ def main(args: list[str]) -> int:
     _prctl_pdeathsig(DEATH_SIGNAL)
     if os.getppid() != parent:
         return EXIT_SUPERVISOR
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
     with os.fdopen(spec_fd, "rb") as spec:
         argv, env, cwd = decode_spec(spec.read())
@@ -190,10 +297,8 @@ def main(args: list[str]) -> int:
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
         ready, _, _ = select.select([wake_r], [], [], timeout)
         received = os.read(wake_r, 512) if ready else b""
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            _killpg(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            _mirror(status)
+        if _reap(pid):
+            _mirror(_end(pid, wake_r))
         for signum in received:
             if signum in FORWARDED:
                 _killpg(pid, signum)
