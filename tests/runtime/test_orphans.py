@@ -225,7 +225,7 @@ def test_closing_the_terminal_of_the_demo_ui_leaves_nothing_behind(
     assert not {port for port in ports if not _port_free(port)}
 
 
-@pytest.mark.parametrize(
+ENDINGS = pytest.mark.parametrize(
     ("sig", "status"),
     [
         (signal.SIGINT, 130),
@@ -235,23 +235,24 @@ def test_closing_the_terminal_of_the_demo_ui_leaves_nothing_behind(
     ],
     ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"],
 )
-def test_local_leaves_no_daemon_behind(
-    sig: signal.Signals, status: int, tmp_path: Path, reaper: set[int]
+
+
+def _no_daemon_left(
+    container: dict[str, object],
+    pid_file: Path,
+    sig: signal.Signals,
+    status: int,
+    tmp_path: Path,
+    reaper: set[int],
 ) -> None:
-    """A container that daemonizes (forks, setsid(), forks again: its daemon is in no group or
-    session of the container's) does not outlive `probetui local --no-ui`, however that ends:
-    the daemon is gone within seconds, reaped (no zombie left), and so is every process of the
-    run. SIGINT and SIGTERM stop the run as `q` in the UI does (the engine's task cancelled)."""
-    pid_file = tmp_path / "daemon.pid"
+    """Run `container` alone in a pod under `probetui local --no-ui`, wait for the PID of the
+    daemon it starts, end probetui with `sig`: the daemon must be reaped within seconds, and
+    every process of the run gone."""
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "daemon"},
-        "spec": {
-            "containers": [
-                {"name": "app", "command": [sys.executable, "-c", DAEMONIZING, str(pid_file)]}
-            ]
-        },
+        "spec": {"containers": [{"name": "app", **container}]},
     }
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(json.dumps(pod))
@@ -273,6 +274,39 @@ def test_local_leaves_no_daemon_behind(
         proc.wait()
 
 
+@ENDINGS
+def test_local_leaves_no_daemon_behind(
+    sig: signal.Signals, status: int, tmp_path: Path, reaper: set[int]
+) -> None:
+    """A container that daemonizes (forks, setsid(), forks again: its daemon is in no group or
+    session of the container's) does not outlive `probetui local --no-ui`, however that ends:
+    the daemon is gone within seconds, reaped (no zombie left), and so is every process of the
+    run. SIGINT and SIGTERM stop the run as `q` in the UI does (the engine's task cancelled)."""
+    pid_file = tmp_path / "daemon.pid"
+    command = [sys.executable, "-c", DAEMONIZING, str(pid_file)]
+    _no_daemon_left({"command": command}, pid_file, sig, status, tmp_path, reaper)
+
+
+@ENDINGS
+def test_local_leaves_no_daemon_of_an_exec_probe_behind(
+    sig: signal.Signals, status: int, tmp_path: Path, reaper: set[int]
+) -> None:
+    """An exec probe whose command daemonizes: the daemon is the container's (as in a real
+    container) and goes with it, however probetui ends."""
+    pid_file = tmp_path / "daemon.pid"
+    daemonize = shlex.join([sys.executable, "-c", DAEMONIZING, str(pid_file), "exit"])
+    once = f"test -e {shlex.quote(str(pid_file))} || {daemonize}"
+    container = {
+        "command": ["sleep", "300"],
+        "readinessProbe": {
+            # the first attempt starts the daemon, the next ones leave it be
+            "exec": {"command": ["sh", "-c", once]},
+            "periodSeconds": 1,
+        },
+    }
+    _no_daemon_left(container, pid_file, sig, status, tmp_path, reaper)
+
+
 EXEC_MANIFEST = """\
 apiVersion: v1
 kind: Pod
@@ -290,8 +324,8 @@ spec:
 
 
 def test_kill_9_leaves_no_exec_probe_running(tmp_path: Path, reaper: set[int]) -> None:
-    """An exec probe attempt running when probetui is killed outright is killed by the
-    watchdog, not left to run out its 100 s timeout."""
+    """An exec probe attempt running when probetui is killed outright is killed with its
+    container (its supervisor started it), not left to run out its 100 s timeout."""
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(EXEC_MANIFEST)
     proc = _probetui("local", str(manifest), stderr=tmp_path / "stderr")
@@ -306,10 +340,6 @@ def test_kill_9_leaves_no_exec_probe_running(tmp_path: Path, reaper: set[int]) -
             attempt = [pid for pid in family if cmdline(pid) == ["sleep", "301"]]
             time.sleep(0.02)
         assert attempt, {pid: cmdline(pid) for pid in family}
-        # the attempt is listed with the watchdog a few event-loop steps after its spawn (a
-        # kill -9 inside that window is the documented miss); on a loaded machine that is more
-        # than the shell's own fork of sleep takes
-        time.sleep(0.2)
         _end_and_check(proc, signal.SIGKILL, family, reaper)
     finally:
         proc.kill()

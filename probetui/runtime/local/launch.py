@@ -12,8 +12,9 @@ of CPU, against 1 ms for a direct spawn) and about 3.6 MiB of private memory per
 container (`python -m benchmarks.supervisor`).
 
 The container is handed over in a memfd (`spec_memfd`: argv, working directory, the exact
-environment). The supervisor answers one line on a pipe (`read_status`): `S PID` once the
-container's exec worked, `E chdir|exec ERRNO` when it did not. Only `S` counts as started; for
+environment), with one end of a socket pair on which the container's exec probe attempts are
+asked for (`execs.py`). The supervisor answers one line on a pipe (`read_status`): `S PID` once
+the container's exec worked, `E chdir|exec ERRNO` when it did not. Only `S` counts as started; for
 an `E`, `start_failure` builds the message from the errno exactly as for a direct spawn, in
 runc's wording, which is what ends up in the container status message.
 """
@@ -35,9 +36,11 @@ SUPERVISOR_PATH = str(Path(__file__).with_name("supervisor.py"))
 ORPHAN_GRACE = 2.0
 
 
-def supervisor_argv(spec_fd: int, status_fd: int, orphan_grace: float) -> list[str]:
+def supervisor_argv(
+    spec_fd: int, status_fd: int, orphan_grace: float, control_fd: int | None = None
+) -> list[str]:
     """How probetui runs a container's supervisor: by path, isolated, without site-packages."""
-    return [
+    argv = [
         sys.executable,
         "-I",
         "-S",
@@ -47,6 +50,7 @@ def supervisor_argv(spec_fd: int, status_fd: int, orphan_grace: float) -> list[s
         str(status_fd),
         repr(float(orphan_grace)),
     ]
+    return argv if control_fd is None else [*argv, str(control_fd)]
 
 
 def spec_memfd(spec: ProcessSpec) -> int:

@@ -2,7 +2,7 @@
 everything the container starts dies with it, and the container with probetui however probetui
 dies (SIGKILL and the OOM killer included, when no handler of probetui's runs).
 
-    python -I -S .../supervisor.py PARENT_PID SPEC_FD STATUS_FD GRACE
+    python -I -S .../supervisor.py PARENT_PID SPEC_FD STATUS_FD GRACE [CONTROL_FD]
 
 It is run by path with `-I -S` and imports the standard library only: it starts in about the time
 of a bare interpreter and never reads the container's PYTHON* variables. `ContainerProcess` starts
@@ -23,7 +23,9 @@ it; nothing else should. What it does, in order:
    `E chdir|exec ERRNO` or `S PID` on STATUS_FD; the runtime treats the container as started only
    on `S`.
 4. Forwards SIGTERM, SIGINT, SIGHUP and SIGQUIT to the container's group, and reaps the orphans
-   it adopted as they exit, so none lingers as a zombie while the container runs.
+   it adopted as they exit, so none lingers as a zombie while the container runs. Runs the exec
+   probe attempts probetui asks for on CONTROL_FD (`_Control`) as its own children, as a
+   runtime runs them in the container: what an attempt leaves running is the container's.
 5. When its parent dies: SIGTERM to the group, SIGKILL GRACE seconds later unless the leader has
    exited by then.
 6. When the leader exits: SIGKILL to what is left of the group (while the leader is still a
@@ -151,7 +153,83 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-def _reap(leader: int) -> bool:
+class _Control:
+    """probetui's exec probe attempts, run in the container's stead: asked for on the control
+    socket (SOCK_SEQPACKET), one message each.
+
+    A request is `X ID` with three descriptors: a spec memfd (as SPEC_FD, for the command), the
+    attempt's stdout and its stderr. The answers: `S ID PID` once it runs, `E ID chdir|exec
+    ERRNO` when it cannot start, `Z ID CODE` once it has exited and been reaped (CODE as
+    os.waitstatus_to_exitcode gives it, -N for signal N). An answer that does not fit is
+    dropped: probetui's side bounds every wait. Each attempt is the leader of a session of its
+    own below this subreaper, so what it leaves running stays in the container and ends with it.
+    """
+
+    def __init__(self, fd: int) -> None:
+        os.set_inheritable(fd, False)
+        self.fd = fd
+        self.open = True
+        self.attempts: dict[int, bytes] = {}  # PID -> request ID
+        self.sock = None
+
+    def serve(self) -> None:
+        """Start every attempt asked for so far; stop listening once probetui closed its end."""
+        if self.sock is None:
+            # at the first request, not at start-up: a container without exec probes never
+            # loads the module (not socket: its enums are an import this process does without)
+            import _socket
+
+            self.sock = _socket.socket(fileno=self.fd)
+            self.sock.setblocking(False)
+            self._ancillary = _socket.CMSG_SPACE(3 * 4)
+            self._flags = _socket.MSG_CMSG_CLOEXEC
+            self._rights = (_socket.SOL_SOCKET, _socket.SCM_RIGHTS)
+        while self.open:
+            try:
+                data, ancillary, _, _ = self.sock.recvmsg(64, self._ancillary, self._flags)
+            except BlockingIOError:
+                return
+            except OSError:
+                data, ancillary = b"", []
+            fds: list[int] = []
+            for level, kind, payload in ancillary:
+                if (level, kind) == self._rights:
+                    fds.extend(memoryview(payload[: len(payload) - len(payload) % 4]).cast("i"))
+            try:
+                if not data:
+                    self.open = False
+                elif data[:1] == b"X" and data[1:].isdigit() and len(fds) == 3:
+                    self._start(data[1:], fds)
+            finally:
+                for fd in fds:
+                    try:  # noqa: SIM105
+                        os.close(fd)
+                    except OSError:
+                        pass
+
+    def _start(self, rid: bytes, fds: list[int]) -> None:
+        os.lseek(fds[0], 0, os.SEEK_SET)
+        argv, env, cwd = decode_spec(_read_all(fds[0]))
+        pid, failure = _spawn(argv, env, cwd, (fds[1], fds[2]))
+        if failure:
+            self._send(b"E " + rid + b" " + failure)
+        else:
+            self.attempts[pid] = rid
+            self._send(b"S %s %d" % (rid, pid))
+
+    def reaped(self, pid: int, status: int) -> None:
+        rid = self.attempts.pop(pid, None)
+        if rid is not None:
+            self._send(b"Z %s %d" % (rid, os.waitstatus_to_exitcode(status)))
+
+    def _send(self, line: bytes) -> None:
+        try:  # noqa: SIM105
+            self.sock.send(line)
+        except OSError:
+            pass
+
+
+def _reap(leader: int, control: _Control | None) -> bool:
     """Reap every child that has exited but the leader; True once the leader has exited (it is
     left a zombie: its group id stays ours until the group is killed)."""
     while True:
@@ -163,13 +241,15 @@ def _reap(leader: int) -> bool:
             return False
         if info.si_pid == leader:
             return True
-        try:  # noqa: SIM105
-            os.waitpid(info.si_pid, 0)
+        try:
+            _, status = os.waitpid(info.si_pid, 0)
         except ChildProcessError:
-            pass
+            continue
+        if control is not None:
+            control.reaped(info.si_pid, status)
 
 
-def _end(leader: int, wake_r: int) -> int:
+def _end(leader: int, wake_r: int, control: _Control | None) -> int:
     """SIGKILL the leader's group and every process below this one, again until none is left,
     and reap them all; returns the leader's wait status."""
     _killpg(leader, signal.SIGKILL)
@@ -180,8 +260,12 @@ def _end(leader: int, wake_r: int) -> int:
     deadline = time.monotonic() + END_LIMIT
     while True:
         try:
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
+            while True:
+                pid, code = os.waitpid(-1, os.WNOHANG)
+                if not pid:
+                    break
+                if control is not None:
+                    control.reaped(pid, code)
         except ChildProcessError:
             break
         if time.monotonic() >= deadline:
@@ -197,10 +281,24 @@ def _end(leader: int, wake_r: int) -> int:
     return status
 
 
-def _child(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, err_w: int, sup: int):
-    """Between fork and exec, in the (single-threaded) supervisor's child: never returns."""
+def _child(
+    argv: list[bytes],
+    env: dict[bytes, bytes],
+    cwd: bytes | None,
+    err_w: int,
+    sup: int,
+    stdio: tuple[int, int] | None,
+):
+    """Between fork and exec, in the (single-threaded) supervisor's child: never returns. The
+    container leads a process group of its own; an exec attempt (`stdio` given: its stdout and
+    stderr) a session of its own, as a process started with start_new_session."""
     try:
-        os.setpgid(0, 0)
+        if stdio is None:
+            os.setpgid(0, 0)
+        else:
+            os.setsid()
+            os.dup2(stdio[0], 1)
+            os.dup2(stdio[1], 2)
         # exec keeps ignored signals ignored and the mask as it is: give the container what a
         # process started by a runtime has (Python ignores SIGPIPE and SIGXFSZ for itself)
         signal.set_wakeup_fd(-1)
@@ -223,6 +321,35 @@ def _child(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, err_w:
     except BaseException:
         os.write(err_w, b"exec %d" % errno.EINVAL)
     os._exit(127)
+
+
+def _spawn(
+    argv: list[bytes],
+    env: dict[bytes, bytes],
+    cwd: bytes | None,
+    stdio: tuple[int, int] | None = None,
+) -> tuple[int, bytes]:
+    """Fork and exec; the child's PID and, when its chdir or exec failed, `chdir|exec ERRNO`
+    (the child is then reaped). Returns once the exec has happened or failed."""
+    err_r, err_w = os.pipe()
+    me = os.getpid()
+    # no signal may run a handler in the child before it has reset them
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    pid = os.fork()
+    if pid == 0:
+        _child(argv, env, cwd, err_w, me, stdio)
+    if stdio is None:
+        try:  # noqa: SIM105
+            os.setpgid(pid, pid)
+        except OSError:
+            pass  # the child did it first, or has already exec'd (EACCES)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    os.close(err_w)
+    failure = _read_all(err_r)
+    os.close(err_r)
+    if failure:
+        os.waitpid(pid, 0)
+    return pid, failure
 
 
 def _report(fd: int, line: bytes) -> None:
@@ -252,10 +379,12 @@ def main(args: list[str]) -> int:
     try:
         parent, spec_fd, status_fd = int(args[0]), int(args[1]), int(args[2])
         grace = float(args[3])
+        control_fd = int(args[4]) if len(args) > 4 else -1
     except (IndexError, ValueError):
-        print("supervisor: usage: PARENT_PID SPEC_FD STATUS_FD GRACE", file=sys.stderr)
+        print("supervisor: usage: PARENT_PID SPEC_FD STATUS_FD GRACE [CONTROL_FD]", file=sys.stderr)
         return EXIT_SUPERVISOR
     os.set_inheritable(status_fd, False)
+    control = _Control(control_fd) if control_fd >= 0 else None
 
     # every signal of interest becomes one byte on a pipe that the loop below reads
     wake_r, wake_w = os.pipe()
@@ -271,23 +400,9 @@ def main(args: list[str]) -> int:
     with os.fdopen(spec_fd, "rb") as spec:
         argv, env, cwd = decode_spec(spec.read())
 
-    err_r, err_w = os.pipe()
-    # no signal may run a handler in the child before it has reset them
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-    pid = os.fork()
-    if pid == 0:
-        _child(argv, env, cwd, err_w, os.getppid())
-    try:  # noqa: SIM105
-        os.setpgid(pid, pid)
-    except OSError:
-        pass  # the child did it first, or has already exec'd (EACCES)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    os.close(err_w)
-    failure = _read_all(err_r)
-    os.close(err_r)
+    pid, failure = _spawn(argv, env, cwd)
     if failure:
         _report(status_fd, b"E " + failure + b"\n")
-        os.waitpid(pid, 0)
         return 127
     _report(status_fd, b"S %d\n" % pid)
 
@@ -295,10 +410,13 @@ def main(args: list[str]) -> int:
     deadline: float | None = None  # when the group gets SIGKILL, once orphaned
     while True:
         timeout = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-        ready, _, _ = select.select([wake_r], [], [], timeout)
-        received = os.read(wake_r, 512) if ready else b""
-        if _reap(pid):
-            _mirror(_end(pid, wake_r))
+        watched = [wake_r, control.fd] if control is not None and control.open else [wake_r]
+        ready, _, _ = select.select(watched, [], [], timeout)
+        received = os.read(wake_r, 512) if wake_r in ready else b""
+        if _reap(pid, control):
+            _mirror(_end(pid, wake_r, control))
+        if control is not None and control.fd in ready:
+            control.serve()
         for signum in received:
             if signum in FORWARDED:
                 _killpg(pid, signum)
