@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
+import shlex
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -21,7 +22,15 @@ from probetui.runtime.local.execs import NOT_RUNNING
 from probetui.runtime.local.groups import ProcessGroupRegistry
 from probetui.runtime.local.process import ContainerProcess
 from probetui.runtime.local.procspec import ProcessSpec
-from tests.processes import alive, cmdline, descendants, parent_of, reaped, wait_reaped
+from tests.processes import (
+    DAEMONIZING,
+    alive,
+    cmdline,
+    descendants,
+    parent_of,
+    reaped,
+    wait_pid_file,
+)
 
 
 @pytest.fixture
@@ -89,6 +98,7 @@ async def test_a_timed_out_attempt_is_killed_with_its_group(
 
 
 async def test_a_cancelled_attempt_is_killed(container: Callable[..., object]) -> None:
+    """Cancelled at any point, while it starts or while it runs, the attempt is killed."""
     proc: ContainerProcess = await container()  # type: ignore[misc]
     assert proc.supervisor_pid is not None
     attempt = asyncio.ensure_future(proc.exec(["sleep", "31"], 10.0))
@@ -96,27 +106,30 @@ async def test_a_cancelled_attempt_is_killed(container: Callable[..., object]) -
     attempt.cancel()
     with pytest.raises(asyncio.CancelledError):
         await attempt
-    assert not wait_reaped({pid}, 1.0)
+    # polled on the event loop: an attempt cancelled before its start was answered is killed
+    # when the answer is read, on this loop
+    async with asyncio.timeout(1):
+        while not reaped(pid):  # noqa: ASYNC110 - a real process being reaped
+            await asyncio.sleep(0.01)
 
 
 async def test_a_daemon_an_attempt_leaves_is_the_containers(
-    container: Callable[..., object],
+    container: Callable[..., object], tmp_path: Path, reaper: set[int]
 ) -> None:
-    """What an attempt leaves running (setsid, in no group of the attempt's) outlives the
-    attempt, below the container's supervisor, as it would in the container; it is killed and
-    reaped when the container stops."""
+    """What an attempt leaves running (a daemon: two forks and setsid, in no group of the
+    attempt's) outlives the attempt, below the container's supervisor, as it would in the
+    container; it is killed and reaped when the container stops."""
     proc: ContainerProcess = await container()  # type: ignore[misc]
-    daemonize = "setsid sleep 33 </dev/null >/dev/null 2>&1 & echo $!"
-    out = await proc.exec(["sh", "-c", daemonize], 2.0)
-    assert out.exit_code == 0
-    daemon = int(out.output)
-    try:
-        assert alive(daemon) and parent_of(daemon) == proc.supervisor_pid
-        assert await asyncio.wait_for(proc.stop(1.0), 2) == 143
-        assert reaped(daemon)
-    finally:
-        if alive(daemon):
-            os.kill(daemon, signal.SIGKILL)
+    pid_file = tmp_path / "daemon.pid"
+    # its launcher returns once the daemon is up; the daemon's output goes nowhere
+    daemonize = shlex.join([sys.executable, "-c", DAEMONIZING, str(pid_file), "exit"])
+    out = await proc.exec(["sh", "-c", f"{daemonize} >/dev/null 2>&1"], 5.0)
+    assert out.exit_code == 0, out
+    daemon = wait_pid_file(pid_file, 0)
+    reaper.add(daemon)
+    assert alive(daemon) and parent_of(daemon) == proc.supervisor_pid
+    assert await asyncio.wait_for(proc.stop(1.0), 2) == 143
+    assert reaped(daemon)
 
 
 async def test_an_attempt_running_when_the_container_ends_reads_as_killed(

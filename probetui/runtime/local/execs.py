@@ -90,6 +90,7 @@ class ExecChannel:
         err_r, err_w = os.pipe()
         readable = [out_r, err_r]
         transports: list[asyncio.BaseTransport] = []
+        collecting = False
         try:
             spec_fd = spec_memfd(ProcessSpec(tuple(argv), self._spec.env, self._spec.cwd))
             try:
@@ -111,16 +112,30 @@ class ExecChannel:
             readers = []
             for fd in (out_r, err_r):
                 reader = asyncio.StreamReader()
-                transport, _ = await self._loop.connect_read_pipe(
-                    lambda reader=reader: asyncio.StreamReaderProtocol(reader),
-                    os.fdopen(fd, "rb", buffering=0),
-                )
+                # the file object owns the descriptor from here: closed by the transport, or by
+                # the file object itself when the connection is cancelled before the transport
+                pipe = os.fdopen(fd, "rb", buffering=0)
                 readable.remove(fd)
+                try:
+                    transport, _ = await self._loop.connect_read_pipe(
+                        lambda reader=reader: asyncio.StreamReaderProtocol(reader), pipe
+                    )
+                except BaseException:
+                    pipe.close()
+                    raise
                 transports.append(transport)
                 readers.append(reader)
             attempt = _Attempt(pid, exited, readers[0], readers[1])
+            collecting = True
             return await collect(attempt, max(deadline - self._loop.time(), 0.0))
         finally:
+            # cancelled or timed out before `collect` (which kills the attempt's group itself):
+            # an attempt that started meanwhile, and is not yet reaped, is nobody's
+            if not collecting and started.done() and not started.cancelled() and not exited.done():
+                started_pid = started.result()[0]
+                if started_pid is not None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(started_pid, signal.SIGKILL)
             self._starts.pop(rid, None)
             self._exits.pop(rid, None)
             for transport in transports:
