@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ from tests.processes import (
     descendants,
     parent_of,
     reaped,
+    wait_gone,
     wait_pid_file,
 )
 
@@ -156,3 +158,19 @@ async def _below(supervisor: int, argv: list[str]) -> int:
                 if cmdline(pid) == argv:
                     return pid
             await asyncio.sleep(0.01)
+
+
+async def test_an_attempt_outliving_a_killed_supervisor_is_killed(
+    container: Callable[..., object],
+) -> None:
+    """Should the supervisor itself be SIGKILLed (no death signal reaches an attempt it started),
+    probetui kills the attempt's group as the control socket closes: it does not run on to its
+    timeout."""
+    proc: ContainerProcess = await container()  # type: ignore[misc]
+    assert proc.supervisor_pid is not None
+    attempt = asyncio.ensure_future(proc.exec(["sleep", "31"], 10.0))
+    pid = await _below(proc.supervisor_pid, ["sleep", "31"])
+    os.kill(proc.supervisor_pid, signal.SIGKILL)
+    out = await asyncio.wait_for(attempt, 2)
+    assert out.exit_code == 137
+    assert not wait_gone({pid}, 1.0)

@@ -86,6 +86,21 @@ async def test_container_is_a_group_leader_below_its_supervisor(
     assert os.getpgid(proc.supervisor_pid) != proc.pid
 
 
+async def test_the_container_and_its_exec_attempts_inherit_only_their_stdio(
+    start: Callable[..., object],
+) -> None:
+    """No descriptor of the supervisor's (its compiled code's memfd, the control socket, the
+    status pipe, its wake-up pipe) reaches the container or an exec attempt: they have 0, 1, 2."""
+    listing = "ls /proc/$$/fd"
+    proc: ContainerProcess = await start(("sh", "-c", f"{listing}; sleep 30"))  # type: ignore[misc]
+    out = await proc.exec(["sh", "-c", listing], 2.0)
+    assert out.output.split() == [b"0", b"1", b"2"]
+    async with asyncio.timeout(2):
+        while len(proc.output_tail("stdout")) < 3:  # noqa: ASYNC110 - a real process printing
+            await asyncio.sleep(0.01)
+    assert [line.text for line in proc.output_tail("stdout")] == ["0", "1", "2"]
+
+
 async def test_a_stop_signal_to_the_supervisor_reaches_the_group(
     start: Callable[..., object],
 ) -> None:

@@ -73,6 +73,8 @@ class ExecChannel:
         self._starts: dict[int, asyncio.Future[tuple[int | None, bytes]]] = {}
         # request ID -> exit code as asyncio gives it (-N for signal N)
         self._exits: dict[int, asyncio.Future[int]] = {}
+        # request ID -> PID, from its start to its exit
+        self._running: dict[int, int] = {}
         self.closed = False
         self._loop.add_reader(sock.fileno(), self._readable)
 
@@ -170,6 +172,7 @@ class ExecChannel:
         kind, rid = parts[0], int(parts[1])
         if kind == b"S" and parts[2].isdigit():
             pid = int(parts[2])
+            self._running[rid] = pid
             started = self._starts.pop(rid, None)
             if started is None or started.done():
                 # nobody waits for it any more (timed out or cancelled while starting)
@@ -182,6 +185,7 @@ class ExecChannel:
             if failed is not None and not failed.done():
                 failed.set_result((None, b" ".join(parts[2:])))
         elif kind == b"Z":
+            self._running.pop(rid, None)
             exited = self._exits.pop(rid, None)
             with contextlib.suppress(ValueError):
                 code = int(parts[2])
@@ -190,7 +194,8 @@ class ExecChannel:
 
     def close(self) -> None:
         """The supervisor is gone: take its last answers, then answer every attempt still
-        waiting (it was killed with the container)."""
+        waiting (it was killed with the container). An attempt it did not answer for was not
+        reaped by it (it was SIGKILLed itself): that attempt's group is killed here."""
         if self.closed:
             return
         self.closed = True
@@ -199,6 +204,10 @@ class ExecChannel:
             while data := self._sock.recv(_ANSWER_BYTES):
                 self._answer(data.split())
         self._sock.close()
+        for pid in self._running.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        self._running.clear()
         for started in self._starts.values():
             if not started.done():
                 started.set_result((None, b""))

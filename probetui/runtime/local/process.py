@@ -46,6 +46,7 @@ from probetui.runtime.local.launch import (
     spec_memfd,
     start_failure,
     supervisor_argv,
+    supervisor_code,
 )
 from probetui.runtime.local.output import (
     DEFAULT_MAX_LINE_BYTES,
@@ -163,6 +164,7 @@ class ContainerProcess:
             raise ContainerStartError("exec: no command")
         loop = asyncio.get_running_loop()
         protocol = _Protocol(self._tails, loop)
+        code_fd = supervisor_code()
         spec_fd = spec_memfd(self.spec)
         status_r, status_w = os.pipe()
         control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -171,12 +173,12 @@ class ContainerProcess:
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: protocol,
-                *supervisor_argv(spec_fd, status_w, self.orphan_grace, theirs.fileno()),
+                *supervisor_argv(spec_fd, status_w, self.orphan_grace, theirs.fileno(), code_fd),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                pass_fds=(spec_fd, status_w, theirs.fileno()),
+                pass_fds=(spec_fd, status_w, theirs.fileno(), code_fd),
                 # the container's environment travels in the spec; the supervisor needs none
                 env={},
             )

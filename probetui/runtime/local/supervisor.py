@@ -157,12 +157,13 @@ class _Control:
     """probetui's exec probe attempts, run in the container's stead: asked for on the control
     socket (SOCK_SEQPACKET), one message each.
 
-    A request is `X ID` with three descriptors: a spec memfd (as SPEC_FD, for the command), the
-    attempt's stdout and its stderr. The answers: `S ID PID` once it runs, `E ID chdir|exec
-    ERRNO` when it cannot start, `Z ID CODE` once it has exited and been reaped (CODE as
-    os.waitstatus_to_exitcode gives it, -N for signal N). An answer that does not fit is
-    dropped: probetui's side bounds every wait. Each attempt is the leader of a session of its
-    own below this subreaper, so what it leaves running stays in the container and ends with it.
+    A request is `X ID` with three descriptors: a spec memfd (as SPEC_FD: the command, the
+    container's environment and working directory), the attempt's stdout and its stderr. The
+    answers: `S ID PID` once it runs, `E ID chdir|exec ERRNO` when it cannot start, `Z ID CODE`
+    once it has exited and been reaped (CODE as os.waitstatus_to_exitcode gives it, -N for
+    signal N). An answer that does not fit is dropped: probetui's side bounds every wait. Each
+    attempt is the leader of a session of its own below this subreaper (`_spawn_attempt`), so
+    what it leaves running stays in the container and ends with it.
     """
 
     def __init__(self, fd: int) -> None:
@@ -210,7 +211,7 @@ class _Control:
     def _start(self, rid: bytes, fds: list[int]) -> None:
         os.lseek(fds[0], 0, os.SEEK_SET)
         argv, env, cwd = decode_spec(_read_all(fds[0]))
-        pid, failure = _spawn(argv, env, cwd, (fds[1], fds[2]))
+        pid, failure = _spawn_attempt(argv, env, cwd, (fds[1], fds[2]))
         if failure:
             self._send(b"E " + rid + b" " + failure)
         else:
@@ -281,24 +282,10 @@ def _end(leader: int, wake_r: int, control: _Control | None) -> int:
     return status
 
 
-def _child(
-    argv: list[bytes],
-    env: dict[bytes, bytes],
-    cwd: bytes | None,
-    err_w: int,
-    sup: int,
-    stdio: tuple[int, int] | None,
-):
-    """Between fork and exec, in the (single-threaded) supervisor's child: never returns. The
-    container leads a process group of its own; an exec attempt (`stdio` given: its stdout and
-    stderr) a session of its own, as a process started with start_new_session."""
+def _child(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, err_w: int, sup: int):
+    """Between fork and exec, in the (single-threaded) supervisor's child: never returns."""
     try:
-        if stdio is None:
-            os.setpgid(0, 0)
-        else:
-            os.setsid()
-            os.dup2(stdio[0], 1)
-            os.dup2(stdio[1], 2)
+        os.setpgid(0, 0)
         # exec keeps ignored signals ignored and the mask as it is: give the container what a
         # process started by a runtime has (Python ignores SIGPIPE and SIGXFSZ for itself)
         signal.set_wakeup_fd(-1)
@@ -323,26 +310,20 @@ def _child(
     os._exit(127)
 
 
-def _spawn(
-    argv: list[bytes],
-    env: dict[bytes, bytes],
-    cwd: bytes | None,
-    stdio: tuple[int, int] | None = None,
-) -> tuple[int, bytes]:
-    """Fork and exec; the child's PID and, when its chdir or exec failed, `chdir|exec ERRNO`
-    (the child is then reaped). Returns once the exec has happened or failed."""
+def _spawn(argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None) -> tuple[int, bytes]:
+    """Fork and exec the container; its PID and, when its chdir or exec failed,
+    `chdir|exec ERRNO` (it is then reaped). Returns once the exec has happened or failed."""
     err_r, err_w = os.pipe()
     me = os.getpid()
     # no signal may run a handler in the child before it has reset them
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     pid = os.fork()
     if pid == 0:
-        _child(argv, env, cwd, err_w, me, stdio)
-    if stdio is None:
-        try:  # noqa: SIM105
-            os.setpgid(pid, pid)
-        except OSError:
-            pass  # the child did it first, or has already exec'd (EACCES)
+        _child(argv, env, cwd, err_w, me)
+    try:  # noqa: SIM105
+        os.setpgid(pid, pid)
+    except OSError:
+        pass  # the child did it first, or has already exec'd (EACCES)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     os.close(err_w)
     failure = _read_all(err_r)
@@ -350,6 +331,54 @@ def _spawn(
     if failure:
         os.waitpid(pid, 0)
     return pid, failure
+
+
+# what an exec attempt must not inherit: the dispositions this process set (its handlers end at
+# exec anyway; the signals Python ignores stay ignored across it)
+_DEFAULTED = (*FORWARDED, DEATH_SIGNAL, signal.SIGCHLD, signal.SIGPIPE, signal.SIGXFSZ)
+
+
+def _spawn_attempt(
+    argv: list[bytes], env: dict[bytes, bytes], cwd: bytes | None, stdio: tuple[int, int]
+) -> tuple[int, bytes]:
+    """Start an exec attempt as the leader of a session of its own, stdout and stderr on
+    `stdio`, the command looked up in the attempt's PATH as execvpe does; its PID, or 0 and
+    `chdir|exec ERRNO`.
+
+    posix_spawn, not fork: an attempt is frequent, and a fork of this interpreter costs about a
+    millisecond of CPU more (the copied page tables, and Python between fork and exec). It
+    cannot arm a death signal: should this process be SIGKILLed, probetui kills the attempt's
+    group when the control socket closes (`execs.ExecChannel.close`). It cannot change
+    directory either: this process does, its own working directory being of no other use.
+    """
+    if cwd is not None:
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            return 0, b"chdir %d" % (exc.errno or errno.EINVAL)
+    program = argv[0] if argv else b""
+    if b"/" in program:
+        candidates = [program]
+    else:
+        # os.get_exec_path's reading of PATH, without the warnings module it imports
+        dirs = env.get(b"PATH", os.fsencode(os.defpath)).split(b":")
+        candidates = [os.path.join(d, program) for d in dirs]
+    actions = [(os.POSIX_SPAWN_DUP2, stdio[0], 1), (os.POSIX_SPAWN_DUP2, stdio[1], 2)]
+    saved: OSError | None = None
+    last: OSError = FileNotFoundError(errno.ENOENT, "")
+    for path in candidates:
+        try:
+            if len(candidates) > 1:
+                os.stat(path)  # a directory of PATH without it: no spawn to find that out
+            return os.posix_spawn(
+                path, argv, env, file_actions=actions, setsid=True, setsigdef=_DEFAULTED
+            ), b""
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            last = exc
+        except OSError as exc:
+            last = exc
+            saved = saved or exc
+    return 0, b"exec %d" % ((saved or last).errno or errno.EINVAL)
 
 
 def _report(fd: int, line: bytes) -> None:
@@ -385,6 +414,11 @@ def main(args: list[str]) -> int:
         return EXIT_SUPERVISOR
     os.set_inheritable(status_fd, False)
     control = _Control(control_fd) if control_fd >= 0 else None
+    # run from its compiled code's memfd (launch.supervisor_code): the container must not
+    # inherit that descriptor
+    fd_path = "/proc/self/fd/"
+    if sys.argv[0].startswith(fd_path) and sys.argv[0][len(fd_path) :].isdigit():
+        os.close(int(sys.argv[0][len(fd_path) :]))
 
     # every signal of interest becomes one byte on a pipe that the loop below reads
     wake_r, wake_w = os.pipe()
