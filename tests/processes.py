@@ -128,3 +128,52 @@ def in_a_terminal(
     before, _, rest = text.partition("\x1b[?1049h")
     after = rest.rpartition("\x1b[?1049l")[2] if rest else ""
     return status, before + after
+
+
+def reaped(pid: int) -> bool:
+    """Gone from /proc: exited and waited for by its parent, not left a zombie."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+def wait_reaped(pids: set[int], seconds: float) -> set[int]:
+    """Wait until every one of `pids` is reaped, at most `seconds`; the ones still there then."""
+    deadline = time.monotonic() + seconds
+    left = {pid for pid in pids if not reaped(pid)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        left = {pid for pid in left if not reaped(pid)}
+    return left
+
+
+def wait_pid_file(path: Path, seconds: float) -> int:
+    """The PID a process wrote to `path` (written whole: to a temporary name, then renamed)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no PID in {path} after {seconds} s")
+        time.sleep(0.01)
+    return int(path.read_text())
+
+
+# A container that daemonizes as the textbook says: it forks, the child calls setsid() and forks
+# again, and the grandchild (now in a session and a process group of its own, its parent gone)
+# writes its PID to argv[1] and sleeps. The container's own process sleeps too, unless argv[2]
+# is "exit": then it exits 0 once the daemon is up, as a daemon's launcher does.
+DAEMONIZING = """\
+import os, sys, time
+path = sys.argv[1]
+child = os.fork()
+if child == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(path + ".tmp", "w") as out:
+            out.write(str(os.getpid()))
+        os.rename(path + ".tmp", path)
+        time.sleep(300)
+    os._exit(0)
+os.waitpid(child, 0)
+while not os.path.exists(path):
+    time.sleep(0.01)
+if sys.argv[2:] != ["exit"]:
+    time.sleep(300)
+"""

@@ -41,6 +41,25 @@ class ExecOutput:
 ExecRunner = Callable[[Sequence[str], float], Awaitable[ExecOutput]]
 
 
+class ExecProcess(Protocol):
+    """A running exec command as `collect` reads it: asyncio's Process, or one that the local
+    runtime's container supervisor started (`runtime/local/execs.py`)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
+
+    @property
+    def stderr(self) -> asyncio.StreamReader | None: ...
+
+    async def wait(self) -> int: ...
+
+
 class GroupTracker(Protocol):
     """Told of each live process group (the local runtime's registry, which kills them all
     when probetui ends)."""
@@ -131,8 +150,7 @@ async def run_local(
     has exited and both pipes are at EOF, or at `timeout`; either way, and on cancellation, every
     process still in the group is killed with SIGKILL and the child is reaped, so nothing it
     started outlives the call. Output is all of stdout then all of stderr, at most 10 KiB.
-    `groups`, when given, holds the group while it lives, so that probetui's end kills it too
-    (the local runtime's registry and watchdog).
+    `groups`, when given, holds the group while it lives, so that probetui's end kills it too.
     """
     if not argv:
         return ExecOutput(b"", None, error="exec: no command")
@@ -148,8 +166,15 @@ async def run_local(
         )
     except OSError as exc:
         return ExecOutput(b"", None, error=exec_start_error(argv[0], exc))
+    return await collect(proc, timeout, groups)
 
-    # start_new_session makes the child the leader of a group whose id is its pid
+
+async def collect(
+    proc: ExecProcess, timeout: float, groups: GroupTracker | None = None
+) -> ExecOutput:
+    """Wait for a started exec command, the leader of a session of its own, as `run_local`
+    says: its output and exit code, or a timeout; its group killed and it reaped either way."""
+    # a session's leader leads a process group whose id is its pid
     pgid = proc.pid
     if groups is not None:
         groups.add(pgid)
@@ -238,8 +263,10 @@ async def probe(argv: Sequence[str], timeout: float, runner: ExecRunner | None =
 
 __all__ = [
     "ExecOutput",
+    "ExecProcess",
     "ExecRunner",
     "GroupTracker",
+    "collect",
     "expand_command",
     "probe",
     "run_local",

@@ -20,17 +20,26 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.processes import alive, cmdline, descendants, wait_gone
+from tests.processes import (
+    DAEMONIZING,
+    alive,
+    cmdline,
+    descendants,
+    wait_gone,
+    wait_pid_file,
+    wait_reaped,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 # SIGTERM to the group, SIGKILL 2 s later (ORPHAN_GRACE), plus the kernel's and a loaded
 # machine's time
 GONE_WITHIN = 6.0
+# a container that stops on SIGTERM at once: what it left behind goes with it
+DAEMON_GONE_WITHIN = 2.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -90,18 +99,6 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-@pytest.fixture
-def reaper() -> Iterator[set[int]]:
-    """PIDs the test saw; whatever of them is still alive at the end is SIGKILLed."""
-    pids: set[int] = set()
-    try:
-        yield pids
-    finally:
-        for pid in pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def _end_and_check(
@@ -228,6 +225,88 @@ def test_closing_the_terminal_of_the_demo_ui_leaves_nothing_behind(
     assert not {port for port in ports if not _port_free(port)}
 
 
+ENDINGS = pytest.mark.parametrize(
+    ("sig", "status"),
+    [
+        (signal.SIGINT, 130),
+        (signal.SIGTERM, 143),
+        (signal.SIGHUP, -signal.SIGHUP),
+        (signal.SIGKILL, -signal.SIGKILL),
+    ],
+    ids=["SIGINT", "SIGTERM", "SIGHUP", "SIGKILL"],
+)
+
+
+def _no_daemon_left(
+    container: dict[str, object],
+    pid_file: Path,
+    sig: signal.Signals,
+    status: int,
+    tmp_path: Path,
+    reaper: set[int],
+) -> None:
+    """Run `container` alone in a pod under `probetui local --no-ui`, wait for the PID of the
+    daemon it starts, end probetui with `sig`: the daemon must be reaped within seconds, and
+    every process of the run gone."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "daemon"},
+        "spec": {"containers": [{"name": "app", **container}]},
+    }
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(json.dumps(pod))
+    proc = _probetui("local", str(manifest), stderr=tmp_path / "stderr")
+    reaper.add(proc.pid)
+    try:
+        assert len(_started(proc, 1, seconds=30)) == 1, (tmp_path / "stderr").read_text()[-2000:]
+        daemon = wait_pid_file(pid_file, 10)
+        reaper.add(daemon)
+        family = descendants(proc.pid) | {daemon}
+        reaper.update(family)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=10) == status
+        assert not wait_reaped({daemon}, DAEMON_GONE_WITHIN), cmdline(daemon)
+        left = wait_gone(family, DAEMON_GONE_WITHIN)
+        assert not left, {pid: cmdline(pid) for pid in left}
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@ENDINGS
+def test_local_leaves_no_daemon_behind(
+    sig: signal.Signals, status: int, tmp_path: Path, reaper: set[int]
+) -> None:
+    """A container that daemonizes (forks, setsid(), forks again: its daemon is in no group or
+    session of the container's) does not outlive `probetui local --no-ui`, however that ends:
+    the daemon is gone within seconds, reaped (no zombie left), and so is every process of the
+    run. SIGINT and SIGTERM stop the run as `q` in the UI does (the engine's task cancelled)."""
+    pid_file = tmp_path / "daemon.pid"
+    command = [sys.executable, "-c", DAEMONIZING, str(pid_file)]
+    _no_daemon_left({"command": command}, pid_file, sig, status, tmp_path, reaper)
+
+
+@ENDINGS
+def test_local_leaves_no_daemon_of_an_exec_probe_behind(
+    sig: signal.Signals, status: int, tmp_path: Path, reaper: set[int]
+) -> None:
+    """An exec probe whose command daemonizes: the daemon is the container's (as in a real
+    container) and goes with it, however probetui ends."""
+    pid_file = tmp_path / "daemon.pid"
+    daemonize = shlex.join([sys.executable, "-c", DAEMONIZING, str(pid_file), "exit"])
+    once = f"test -e {shlex.quote(str(pid_file))} || {daemonize}"
+    container = {
+        "command": ["sleep", "300"],
+        "readinessProbe": {
+            # the first attempt starts the daemon, the next ones leave it be
+            "exec": {"command": ["sh", "-c", once]},
+            "periodSeconds": 1,
+        },
+    }
+    _no_daemon_left(container, pid_file, sig, status, tmp_path, reaper)
+
+
 EXEC_MANIFEST = """\
 apiVersion: v1
 kind: Pod
@@ -245,8 +324,8 @@ spec:
 
 
 def test_kill_9_leaves_no_exec_probe_running(tmp_path: Path, reaper: set[int]) -> None:
-    """An exec probe attempt running when probetui is killed outright is killed by the
-    watchdog, not left to run out its 100 s timeout."""
+    """An exec probe attempt running when probetui is killed outright is killed with its
+    container (its supervisor started it), not left to run out its 100 s timeout."""
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(EXEC_MANIFEST)
     proc = _probetui("local", str(manifest), stderr=tmp_path / "stderr")
@@ -261,10 +340,6 @@ def test_kill_9_leaves_no_exec_probe_running(tmp_path: Path, reaper: set[int]) -
             attempt = [pid for pid in family if cmdline(pid) == ["sleep", "301"]]
             time.sleep(0.02)
         assert attempt, {pid: cmdline(pid) for pid in family}
-        # the attempt is listed with the watchdog a few event-loop steps after its spawn (a
-        # kill -9 inside that window is the documented miss); on a loaded machine that is more
-        # than the shell's own fork of sleep takes
-        time.sleep(0.2)
         _end_and_check(proc, signal.SIGKILL, family, reaper)
     finally:
         proc.kill()

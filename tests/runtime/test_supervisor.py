@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +20,15 @@ from probetui.runtime.local.groups import ProcessGroupRegistry
 from probetui.runtime.local.process import ContainerProcess
 from probetui.runtime.local.procspec import ProcessSpec
 from probetui.runtime.local.supervisor import decode_spec, encode_spec
-from tests.processes import alive, parent_of, wait_gone
+from tests.processes import (
+    DAEMONIZING,
+    alive,
+    parent_of,
+    reaped,
+    wait_gone,
+    wait_pid_file,
+    wait_reaped,
+)
 
 
 @pytest.fixture
@@ -76,6 +86,21 @@ async def test_container_is_a_group_leader_below_its_supervisor(
     assert os.getpgid(proc.supervisor_pid) != proc.pid
 
 
+async def test_the_container_and_its_exec_attempts_inherit_only_their_stdio(
+    start: Callable[..., object],
+) -> None:
+    """No descriptor of the supervisor's (its compiled code's memfd, the control socket, the
+    status pipe, its wake-up pipe) reaches the container or an exec attempt: they have 0, 1, 2."""
+    listing = "ls /proc/$$/fd"
+    proc: ContainerProcess = await start(("sh", "-c", f"{listing}; sleep 30"))  # type: ignore[misc]
+    out = await proc.exec(["sh", "-c", listing], 2.0)
+    assert out.output.split() == [b"0", b"1", b"2"]
+    async with asyncio.timeout(2):
+        while len(proc.output_tail("stdout")) < 3:  # noqa: ASYNC110 - a real process printing
+            await asyncio.sleep(0.01)
+    assert [line.text for line in proc.output_tail("stdout")] == ["0", "1", "2"]
+
+
 async def test_a_stop_signal_to_the_supervisor_reaches_the_group(
     start: Callable[..., object],
 ) -> None:
@@ -117,3 +142,74 @@ async def test_container_signals_are_default_not_inherited_from_python(
     proc: ContainerProcess = await start(("sh", "-c", "yes | head -n 1"))  # type: ignore[misc]
     assert await asyncio.wait_for(proc.wait(), 2) == 0
     assert [line.text for line in proc.output_tail("stdout")] == ["y"]
+
+
+# -- what leaves the container's group: the supervisor is a child subreaper ---------------------
+
+
+async def test_a_stop_takes_down_what_left_the_group(
+    start: Callable[..., object], tmp_path: Path, reaper: set[int]
+) -> None:
+    """The runtime's stop (`ContainerProcess.stop`, also what probetui's own end runs: SIGINT or
+    SIGTERM of the headless run, `q` in the UI) reaches a daemon that forked twice and called
+    setsid(): it was reparented to the supervisor, which kills and reaps it once the leader is
+    gone, as the kernel ends a PID namespace."""
+    pid_file = tmp_path / "daemon.pid"
+    proc: ContainerProcess = await start((sys.executable, "-c", DAEMONIZING, str(pid_file)))  # type: ignore[misc]
+    daemon = wait_pid_file(pid_file, 2.0)
+    reaper.add(daemon)
+    assert proc.pid is not None
+    assert os.getsid(daemon) != os.getsid(proc.pid)
+    assert os.getpgid(daemon) != proc.pid
+    assert parent_of(daemon) == proc.supervisor_pid
+    assert await asyncio.wait_for(proc.stop(1.0), 2) == 143
+    assert reaped(daemon)
+
+
+async def test_a_leader_that_exits_takes_its_daemon_along(
+    start: Callable[..., object], tmp_path: Path, reaper: set[int]
+) -> None:
+    """A container whose process starts a daemon and exits 0 has exited: the daemon goes with
+    it (a container is over when its first process is) and is reaped, not left a zombie."""
+    pid_file = tmp_path / "daemon.pid"
+    argv = (sys.executable, "-c", DAEMONIZING, str(pid_file), "exit")
+    proc: ContainerProcess = await start(argv)  # type: ignore[misc]
+    assert await asyncio.wait_for(proc.wait(), 2) == 0
+    daemon = wait_pid_file(pid_file, 0)
+    reaper.add(daemon)
+    assert reaped(daemon)
+
+
+# forks 20 children that each start a grandchild living 0.3 s and exit at once: 20 orphans,
+# their PIDs on stdout, then "forked" once every child is gone, then sleeps
+_SHORT_ORPHANS = """import os, time
+for _ in range(20):
+    child = os.fork()
+    if child == 0:
+        grandchild = os.fork()
+        if grandchild == 0:
+            time.sleep(0.3)
+            os._exit(0)
+        print(grandchild, flush=True)
+        os._exit(0)
+    os.waitpid(child, 0)
+print("forked", flush=True)
+time.sleep(300)
+"""
+
+
+async def test_orphans_are_reaped_while_the_container_runs(
+    start: Callable[..., object], reaper: set[int]
+) -> None:
+    """Orphans of a running container are the supervisor's to reap: each short-lived one is
+    gone from /proc once it exits, and none is left a zombie while the container runs on."""
+    proc: ContainerProcess = await start((sys.executable, "-c", _SHORT_ORPHANS))  # type: ignore[misc]
+    async with asyncio.timeout(2):
+        while len(proc.output_tail("stdout")) < 21:  # noqa: ASYNC110 - a real process printing
+            await asyncio.sleep(0.01)
+    orphans = {int(line.text) for line in proc.output_tail("stdout")[:-1]}
+    reaper.update(orphans)
+    parents = {parent_of(pid) for pid in orphans if not reaped(pid)}
+    assert parents <= {proc.supervisor_pid}
+    assert not wait_reaped(orphans, 2.0)
+    assert proc.running

@@ -1,13 +1,15 @@
 """The local runtime's process groups: signalling one, and the registry that kills them all.
 
 Every container and every exec probe attempt is the leader of a process group of its own, so a
-stop or a kill reaches the whole group. `ProcessGroupRegistry` holds the groups still live and
-kills every one at once on the endings of probetui that can be caught (SIGINT, SIGTERM, SIGHUP,
-a normal exit, an unhandled exception); the per-container supervisors (`supervisor.py`) and the
-exec probes' watchdog (`watchdog.py`) cover the endings that cannot. A group is registered once
+stop or a kill reaches the whole group. `ProcessGroupRegistry` holds the containers' groups still
+live and kills every one at once on the endings of probetui that can be caught (SIGINT, SIGTERM,
+SIGHUP, a normal exit, an unhandled exception); the per-container supervisors (`supervisor.py`)
+cover the endings that cannot, and the exec probe attempts, which they start and end with the
+container (`execs.py`). A group is registered once
 its supervisor has reported the start; a catchable ending in between misses that group here,
 and its supervisor takes it down when probetui is gone. What a container's process moves to
-another group or session (a daemon that calls setsid) escapes both.
+another group or session (a daemon that calls setsid) is not in the group: the container's
+supervisor kills it once the group's leader is gone.
 """
 
 from __future__ import annotations

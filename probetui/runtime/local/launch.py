@@ -7,13 +7,16 @@ The supervisor arms PR_SET_PDEATHSIG on itself (no code runs in probetui's child
 exec: `preexec_fn` is unsafe once other threads exist, and grpc starts some), forks the container
 as the leader of its own group and, when probetui dies, sends the group SIGTERM and SIGKILL
 `ORPHAN_GRACE` (2 s) later. The container's leader is armed too (SIGKILL), should the supervisor
-itself be killed. It costs one bare interpreter start per container start (about 16 ms and 12 ms
-of CPU, against 1 ms for a direct spawn) and about 3.6 MiB of private memory per running
-container (`python -m benchmarks.supervisor`).
+itself be killed. It costs one bare interpreter start per container start and its memory per
+running container (`python -m benchmarks.supervisor` measures both). The supervisor runs from
+its code compiled once per probetui process (`supervisor_code`, a memfd run as
+/proc/self/fd/N): compiling its source at each start would cost a fifth of its CPU and some of
+its memory.
 
 The container is handed over in a memfd (`spec_memfd`: argv, working directory, the exact
-environment). The supervisor answers one line on a pipe (`read_status`): `S PID` once the
-container's exec worked, `E chdir|exec ERRNO` when it did not. Only `S` counts as started; for
+environment), with one end of a socket pair on which the container's exec probe attempts are
+asked for (`execs.py`). The supervisor answers one line on a pipe (`read_status`): `S PID` once
+the container's exec worked, `E chdir|exec ERRNO` when it did not. Only `S` counts as started; for
 an `E`, `start_failure` builds the message from the errno exactly as for a direct spawn, in
 runc's wording, which is what ends up in the container status message.
 """
@@ -21,6 +24,8 @@ runc's wording, which is what ends up in the container status message.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import marshal
 import os
 import sys
 from pathlib import Path
@@ -29,24 +34,56 @@ from probetui.probe.gotext import exec_start_error
 from probetui.runtime.local.procspec import ProcessSpec
 from probetui.runtime.local.supervisor import encode_spec
 
-# the supervisor, run by path (it imports the standard library only)
+# the supervisor's source (it imports the standard library only)
 SUPERVISOR_PATH = str(Path(__file__).with_name("supervisor.py"))
 # once probetui is gone, how long a container has between SIGTERM and SIGKILL
 ORPHAN_GRACE = 2.0
 
+_code_fd: int | None = None
 
-def supervisor_argv(spec_fd: int, status_fd: int, orphan_grace: float) -> list[str]:
-    """How probetui runs a container's supervisor: by path, isolated, without site-packages."""
-    return [
+
+def supervisor_code() -> int:
+    """A memfd holding the supervisor compiled, as a .pyc file: the interpreter runs a file by
+    its magic number, so `python /proc/self/fd/N` runs it without compiling. Made once per
+    probetui process, from the source as it is now; every supervisor reads it anew."""
+    global _code_fd
+    if _code_fd is None:
+        source = Path(SUPERVISOR_PATH).read_bytes()
+        code = compile(source, SUPERVISOR_PATH, "exec", dont_inherit=True)
+        # magic, flags (0: the header's next 8 bytes are a source time and size, unchecked here)
+        data = importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(code)
+        fd = os.memfd_create("probetui-supervisor", os.MFD_CLOEXEC)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            os.close(fd)
+            raise
+        _code_fd = fd
+    return _code_fd
+
+
+def supervisor_argv(
+    spec_fd: int,
+    status_fd: int,
+    orphan_grace: float,
+    control_fd: int | None = None,
+    code_fd: int | None = None,
+) -> list[str]:
+    """How probetui runs a container's supervisor: isolated, without site-packages, from its
+    compiled code's memfd (`supervisor_code`) when given, else from its source."""
+    argv = [
         sys.executable,
         "-I",
         "-S",
-        SUPERVISOR_PATH,
+        SUPERVISOR_PATH if code_fd is None else f"/proc/self/fd/{code_fd}",
         str(os.getpid()),
         str(spec_fd),
         str(status_fd),
         repr(float(orphan_grace)),
     ]
+    return argv if control_fd is None else [*argv, str(control_fd)]
 
 
 def spec_memfd(spec: ProcessSpec) -> int:
@@ -117,4 +154,5 @@ __all__ = [
     "spec_memfd",
     "start_failure",
     "supervisor_argv",
+    "supervisor_code",
 ]

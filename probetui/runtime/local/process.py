@@ -2,10 +2,11 @@
 
 Choices, and their limits:
 
-- Each container is the leader of a process group of its own; a stop
-  signals the whole group, and once the leader has exited whatever is left of the group is
-  killed with SIGKILL, as the kernel does to a PID namespace when the container's PID 1 exits.
-  A process that moves itself to another group or session (a daemon that calls setsid) escapes.
+- Each container is the leader of a process group of its own; a stop signals the whole group,
+  and once the leader has exited every process the container started is killed with SIGKILL, as
+  the kernel does to a PID namespace when the container's PID 1 exits: what is left of the group,
+  and what moved to another group or session (a daemon that forked twice and called setsid),
+  which the supervisor, a child subreaper, has adopted.
 - A command that cannot be started (missing executable, not executable, bad workingDir) raises
   `ContainerStartError` with exit code 128 and reason "StartError": what containerd's CRI plugin
   records in the container's terminated state when the task fails to start (Docker used to report
@@ -30,11 +31,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from probetui.kubelet.pod import START_ERROR_EXIT_CODE, START_ERROR_REASON
+from probetui.probe.exec import ExecOutput
+from probetui.runtime.local.execs import NOT_RUNNING, ExecChannel
 from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry, signal_group
 from probetui.runtime.local.launch import (
     ORPHAN_GRACE,
@@ -42,6 +46,7 @@ from probetui.runtime.local.launch import (
     spec_memfd,
     start_failure,
     supervisor_argv,
+    supervisor_code,
 )
 from probetui.runtime.local.output import (
     DEFAULT_MAX_LINE_BYTES,
@@ -114,6 +119,7 @@ class ContainerProcess:
         self._supervisor_pid: int | None = None
         self._exit: asyncio.Task[int] | None = None
         self._exit_code: int | None = None
+        self._execs: ExecChannel | None = None
         self._tails = {
             "stdout": Tail("stdout", tail_bytes, max_line_bytes),
             "stderr": Tail("stderr", tail_bytes, max_line_bytes),
@@ -158,28 +164,32 @@ class ContainerProcess:
             raise ContainerStartError("exec: no command")
         loop = asyncio.get_running_loop()
         protocol = _Protocol(self._tails, loop)
+        code_fd = supervisor_code()
         spec_fd = spec_memfd(self.spec)
         status_r, status_w = os.pipe()
+        control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # taken before the spawn: output can arrive while subprocess_exec is still connecting
         started_at = time.time()
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: protocol,
-                *supervisor_argv(spec_fd, status_w, self.orphan_grace),
+                *supervisor_argv(spec_fd, status_w, self.orphan_grace, theirs.fileno(), code_fd),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                pass_fds=(spec_fd, status_w),
+                pass_fds=(spec_fd, status_w, theirs.fileno(), code_fd),
                 # the container's environment travels in the spec; the supervisor needs none
                 env={},
             )
         except OSError as exc:
             os.close(status_r)
+            control.close()
             raise ContainerStartError(f"cannot start the container's supervisor: {exc}") from exc
         finally:
             os.close(spec_fd)
             os.close(status_w)
+            theirs.close()
         try:
             status = await read_status(status_r, loop)
         except BaseException:
@@ -187,15 +197,18 @@ class ContainerProcess:
             # with it (the child's own death signal)
             signal_group(transport.get_pid(), signal.SIGKILL)
             transport.close()
+            control.close()
             raise
         finally:
             os.close(status_r)
         if not status.startswith(b"S "):
+            control.close()
             await protocol.exited
             code = transport.get_returncode()
             transport.close()
             raise ContainerStartError(start_failure(self.spec, status, code))
         pid = int(status[2:])
+        self._execs = ExecChannel(control, self.spec)
         self.registry.add(pid)
         self._pid = pid
         self._supervisor_pid = transport.get_pid()
@@ -211,6 +224,8 @@ class ContainerProcess:
             # the leader is gone (or we are being torn down): the rest of the container goes too
             signal_group(pid, signal.SIGKILL)
             self.registry.discard(pid)
+            if self._execs is not None:
+                self._execs.close()
         code = transport.get_returncode()
         assert code is not None
         self._exit_code = code if code >= 0 else 128 - code
@@ -256,6 +271,13 @@ class ContainerProcess:
         finally:
             if not task.done():
                 self.kill_now()
+
+    async def exec(self, argv: Sequence[str], timeout: float) -> ExecOutput:
+        """Run an exec probe attempt in the container, as `probe.exec.run_local` runs one: its
+        supervisor starts it, so what it leaves running ends with the container."""
+        if self._execs is None or not self.running:
+            return ExecOutput(b"", None, error=NOT_RUNNING)
+        return await self._execs.run(argv, timeout)
 
     def kill_now(self) -> None:
         """SIGKILL the whole group now, synchronously; reaping happens on the event loop."""

@@ -10,9 +10,9 @@ Choices:
   host is refused, never dialled: the attempt errors (Unknown, discarded like a port that does
   not resolve) and says why.
 - Exec probes run as local processes with the container's environment and working directory,
-  each group held while it runs by the registry (killed with probetui on SIGHUP or a crash) and
-  by `watchdog.WATCHDOG`, one small process per probetui that kills them when probetui is killed
-  outright (an attempt is too short and too frequent for a supervisor of its own).
+  started by the running container's supervisor (`execs.py`), so that what an attempt leaves
+  running ends with the container, and with probetui however it ends, as the container does.
+  An attempt on a container that is not running errors as containerd's ExecSync does.
 - `-c NAME` (repeatable) runs only the named containers; the others are left out of the pod and
   listed in `notes`. A pod left with no container is dropped.
 - What the manifest asks for and the local runtime cannot do is listed in `notes`, one line
@@ -43,15 +43,15 @@ from typing import Any
 
 from probetui.kubelet import backoff as bo
 from probetui.kubelet.pod import PodKubelet
-from probetui.probe.exec import ExecOutput, ExecRunner, GroupTracker, run_local
+from probetui.probe.exec import ExecOutput, ExecRunner
 from probetui.probe.util import ReachError
 from probetui.prober.status import ContainerStatus, PodStatus, Waiting
 from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure, RuntimeHost
 from probetui.runtime.local.backend import ProcessBackend
-from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry
+from probetui.runtime.local.execs import NOT_RUNNING
+from probetui.runtime.local.groups import ProcessGroupRegistry
 from probetui.runtime.local.procspec import LocalRuntimeError, ProcessSpec, process_spec
-from probetui.runtime.local.watchdog import Watchdog
 from probetui.spec.model import Container, Pod, ProbeType
 
 POD_IP = "127.0.0.1"
@@ -59,26 +59,6 @@ POD_IP = "127.0.0.1"
 STOP_CAP = 2.0
 READ_ONLY_REASON = "ReadOnly"
 READ_ONLY_NOTE = "read-only: the local runtime starts no process"
-
-
-# one per probetui process: kills the exec probes still running if probetui is killed outright
-WATCHDOG = Watchdog()
-
-
-class _Groups:
-    """Both places an exec probe's group is held: the registry (catchable endings) and the
-    watchdog (the rest)."""
-
-    def __init__(self, *trackers: GroupTracker) -> None:
-        self.trackers = trackers
-
-    def add(self, pgid: int) -> None:
-        for tracker in self.trackers:
-            tracker.add(pgid)
-
-    def discard(self, pgid: int) -> None:
-        for tracker in self.trackers:
-            tracker.discard(pgid)
 
 
 class NotLoopback(ReachError):
@@ -196,14 +176,15 @@ class LocalRuntime(Runtime):
         key = (pod.uid, container.name)
         runner = self._runners.get(key)
         if runner is None:
-            spec = self.specs.get(pod.uid, {}).get(container.name)
-            if spec is None:
+            if container.name not in self.specs.get(pod.uid, {}):
                 return None
 
-            groups = _Groups(self.registry if self.registry is not None else REGISTRY, WATCHDOG)
-
             async def runner(argv: Sequence[str], timeout: float) -> ExecOutput:
-                return await run_local(argv, timeout, env=spec.env, cwd=spec.cwd, groups=groups)
+                backend = self._backends.get(pod.uid)
+                proc = backend.latest.get(container.name) if backend is not None else None
+                if proc is None:
+                    return ExecOutput(b"", None, error=NOT_RUNNING)
+                return await proc.exec(argv, timeout)
 
             self._runners[key] = runner
         return runner
@@ -232,10 +213,6 @@ class LocalRuntime(Runtime):
         clock = host.clock
         manager = host.manager
         self._all_done = asyncio.Event()
-        if self._has_exec_probes():
-            # now, not at the first attempt: an interpreter start is a window in which a
-            # kill -9 would miss that attempt
-            WATCHDOG.start()
         try:
             for pod in self.pods:
                 backend = ProcessBackend(self.specs[pod.uid], registry=self.registry)
@@ -257,14 +234,6 @@ class LocalRuntime(Runtime):
             await self._all_done.wait()
         finally:
             await self._close()
-
-    def _has_exec_probes(self) -> bool:
-        return any(
-            probe is not None and probe.exec is not None
-            for pod in self.pods
-            for container in (*pod.init_containers, *pod.containers)
-            for probe in (container.probe(t) for t in ProbeType)
-        )
 
     def _check_all_done(self) -> None:
         if self._all_done is not None and all(k.finished for k in self._kubelets.values()):
