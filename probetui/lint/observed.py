@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from probetui.lint.budget import Starts
 from probetui.lint.model import LintObject
 from probetui.prober.outcome import KIND_NAMES, Kind
 from probetui.prober.status import PodStatus
@@ -111,6 +112,20 @@ class Seen:
             if inst.start >= since and inst.startup_end is not None
         ]
 
+    def survivals(self) -> list[float]:
+        """Seconds each start seen in the window lived before a kill ended it unfinished (a
+        lower bound of that start's length)."""
+        since = self.history.rec.since
+        out = []
+        for inst in self.container.instances:
+            if inst.start < since or inst.startup_end is not None:
+                continue
+            end = inst.end if inst.end is not None else inst.start
+            kill = next((t for t, _ in self.container.kills if inst.start <= t <= end), None)
+            if kill is not None:
+                out.append(kill - inst.start)
+        return out
+
     def never_started(self) -> int:
         """Instances started in the window that never got through start-up and were killed."""
         since = self.history.rec.since
@@ -167,6 +182,16 @@ class Observed:
     def start_seconds(self, obj: LintObject, container: str) -> float | None:
         times = [t for s in self.seen(obj, container) for t in s.start_times()]
         return max(times) if times else None
+
+    def starts(self, obj: LintObject, container: str) -> Starts | None:
+        seen = self.seen(obj, container)
+        finished = [t for s in seen for t in s.start_times()]
+        survived = [t for s in seen for t in s.survivals()]
+        if not finished and not survived:
+            return None
+        return Starts(
+            max(finished, default=None), len(finished), max(survived, default=None), len(survived)
+        )
 
     # -- what a setting would have changed ---------------------------------------------------
 

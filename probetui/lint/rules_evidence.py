@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
-from probetui.lint import simulated
+from probetui.lint import budget, simulated
 from probetui.lint.model import PROBE_FIELD, Evidence, Hit, LintObject, Rule, Severity, Slot
 from probetui.lint.observed import ANSWERED, Observed, PodHistory, Seen
 from probetui.lint.rules_static import seconds
@@ -29,6 +29,7 @@ from probetui.spec.model import ProbeType
 MIN_ATTEMPTS = 20  # fewer answers than this say nothing about a p99
 TIMEOUT_SHARE = 0.01  # 1% of attempts at or past the timeout
 HEADROOM = 0.8  # a p99 (or a start) at 80% of its limit leaves too little room
+START_MARGIN = 1.5  # the start-up budget proposed, against the slowest start seen
 FLAPS_MIN = 3  # Ready lost at least this often ...
 FLAPS_PER_HOUR = 6.0  # ... and at least this often an hour
 ERRORS_MIN = 3
@@ -203,46 +204,70 @@ def observed_start_near_budget(obj: LintObject, evidence: Evidence | None) -> It
         return
     for slot in obj.slots():
         c = slot.container
-        budget = simulated.budget_seconds(c)
+        limits = simulated.budget_seconds(c)
         seen = observed.seen(obj, c.name)
-        if budget is None or not seen:
+        starts = observed.starts(obj, c.name)
+        if limits is None or not seen or starts is None:
             continue
-        limit, pt = budget
+        limit, pt = limits
         probe = c.probe(pt)
         assert probe is not None
-        starts = [t for s in seen for t in s.start_times()]
-        killed = sum(s.never_started() for s in seen)
-        worst = max(starts, default=0.0)
-        if not killed and (not starts or worst < HEADROOM * limit):
+        if not starts.killed and (starts.finished or 0.0) < HEADROOM * limit:
             continue
-        # a start killed before it ended took longer than the budget: at least that much more
-        wanted = max(1.5 * worst, 2.0 * limit if killed else 0.0)
-        threshold = max(
-            probe.failure_threshold + 1,
-            math.ceil(max(0.0, wanted - probe.initial_delay_seconds) / probe.period_seconds),
-        )
-        parts = []
-        if starts:
-            parts.append(
-                f"took up to {seconds(round(worst, 1))} to start ({len(starts)} start"
-                f"{'s' if len(starts) != 1 else ''} seen)"
-            )
-        if killed:
-            parts.append(f"{killed} start{'s' if killed != 1 else ''} killed before they ended")
         field_ = PROBE_FIELD[pt]
+        against = (
+            f"a budget of {seconds(limit)} ({pt.key}: delay {probe.initial_delay_seconds} + "
+            f"failureThreshold {probe.failure_threshold} x periodSeconds {probe.period_seconds})"
+        )
+        if starts.guess:
+            said = f"{c.name!r} is killed before it has started, against {against}: "
+            said += f"{starts.words()} ({_pods(seen)})"
+        else:
+            said = f"{c.name!r} {starts.words()} against {against} ({_pods(seen)})"
+        wanted = budget.wanted_seconds(starts, START_MARGIN)
+        assert wanted is not None
+        proposal = budget.propose(obj.pod, c, starts, wanted)
+        if isinstance(proposal, str):
+            yield Hit(
+                path=f"{slot.path}.{field_}",
+                container=c.name,
+                probe=pt,
+                message=f"{said}; {proposal}",
+                fix=f"find what fails {c.name!r}'s {pt.key} probe after it has started",
+            )
+            continue
+        threshold = proposal.failure_threshold
         overrides = (f"{pt.key}.failureThreshold={threshold}",)
-        s = _worst(seen, lambda s: (s.never_started(), len(s.container.kills)))
+        if proposal.guess:
+            verdict = (
+                f"; a budget of {seconds(proposal.seconds)} (failureThreshold {threshold}) is a "
+                "guess above it"
+            )
+        else:
+            verdict = f"; simulate: {proposal.model_words()}"
+        unreplayable = ""
+        if starts.killed:
+            # a start killed unfinished has no recorded answer past its kill: a replay would
+            # answer the rest of it with its last failure, whatever the budget
+            unreplayable = (
+                f"no start killed before it finished has answers past its kill (the longest "
+                f"lived {seconds(round(starts.survived or 0.0, 1))}): a replay would repeat its "
+                "last failure, whatever the budget"
+            )
+            replayed = f"; no counterfactual: {unreplayable}" if observed.replay else ""
+        else:
+            s = _worst(seen, lambda s: (s.never_started(), len(s.container.kills)))
+            replayed = what_if_words(observed, s, overrides, _last_start_trouble)
         yield Hit(
             path=f"{slot.path}.{field_}.failureThreshold",
             container=c.name,
             probe=pt,
-            message=f"{c.name!r} {' and '.join(parts)} against a budget of {seconds(limit)} "
-            f"({pt.key}: delay {probe.initial_delay_seconds} + failureThreshold "
-            f"{probe.failure_threshold} x periodSeconds {probe.period_seconds}) ({_pods(seen)})"
-            + what_if_words(observed, s, overrides, _last_start_trouble),
+            message=said + verdict + replayed,
             fix=f"{field_}.failureThreshold: {threshold}"
             + ("" if pt is ProbeType.STARTUP else ", or add a startupProbe with that budget"),
             overrides=overrides,
+            verified=proposal.model_words(),
+            unreplayable=unreplayable,
         )
 
 
@@ -395,8 +420,13 @@ RULES = (
         "the startup probe, else liveness) is how long a container may take to start before it "
         "is killed (§6.2, §6.3). Fires when an observed start took "
         f"{HEADROOM:.0%} of the budget or more, or a start was killed before it ended; "
-        "proposes a budget of 1.5 x the slowest start. A start is measured from the container's "
-        f"start to its gate probe's first success. {_EVIDENCE}",
+        f"proposes a budget of {START_MARGIN:g} x the slowest start (or the longest a killed "
+        "start lived, if longer), as failureThreshold, and only once the kubelet's model shows "
+        "a start that long no longer killed (else the threshold is raised until it is). Where "
+        "no start has finished yet, all the kills prove is that a start takes longer than it "
+        f"lived: the proposal is then a guess, {budget.GUESS_FACTOR:g} x the longest survival "
+        f"and at least {budget.GUESS_EXTRA:.0f} s more, and says so. A start is measured from "
+        f"the container's start to its gate probe's first success. {_EVIDENCE}",
         credit="probetui (observed starts; the model's startup-budget-too-short uses a declared "
         "start)",
         check=observed_start_near_budget,

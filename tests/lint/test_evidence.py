@@ -100,11 +100,20 @@ def test_start_hit_measures_the_start_and_proposes_a_budget() -> None:
 
 
 def test_start_hit_when_starts_are_killed_before_they_end() -> None:
+    """Every start is killed at 20 s (startup 4 x 5 s), none finishes: all the kills prove is
+    that a start takes longer than 20 s. The proposal is a guess above that, said to be one
+    (twice it, and at least 30 s more: 50 s, failureThreshold 10), and no replay is offered:
+    the recording has no answer past 20 s into any start."""
     pod = web(startup=probe(period=5, failure=4), readiness=probe(period=5))
     app = App(start_after=0.0, default=Behaviour(ready_after=60.0))
     (f,), _ = findings(pod, simulate(pod, app, 300), 300, "observed-start-near-budget")
-    assert "killed before they ended" in f.hit.message
-    assert f.hit.overrides == ("startup.failureThreshold=8",)
+    assert "'app' is killed before it has started, against a budget of 20 s" in f.hit.message
+    assert "no start has finished yet" in f.hit.message
+    assert "the longest survived 20 s before its kill" in f.hit.message
+    assert "a budget of 50 s (failureThreshold 10) is a guess above it" in f.hit.message
+    assert f.hit.overrides == ("startup.failureThreshold=10",)
+    assert f.fix == "startupProbe.failureThreshold: 10"
+    assert "no counterfactual: no start killed before it finished" in f.hit.message
 
 
 def test_start_near_miss_at_half_the_budget() -> None:
