@@ -23,18 +23,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from probetui.probe.base import Attempt
+from probetui.prober.outcome import Kind
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import Worker
 from probetui.simulate.recorded import AnswerBook, RecordedContainer, RecordedPod
 from probetui.simulate.run import SimKubelet
 from probetui.simulate.scenario import App, Scenario, apply_overrides
+from probetui.simulate.selfcheck import MATCH_SLACK, Lives, SelfCheck, self_check
 from probetui.spec.model import Container, Pod, ProbeType
 
-# a recorded event and the model's are the same one when this close, beyond one probe period
-MATCH_SLACK = 2.0
-# the share of recorded Ready changes the model must reproduce (flaps near a threshold edge
-# can split one way or the other by a tick)
-READY_MATCH = 0.9
 DEFAULT_START_AFTER = 1.0
 
 
@@ -55,6 +52,10 @@ class RunSummary:
     ready_changes: list[tuple[float, bool]] = field(default_factory=list)
     answered: int = 0
     inferred: int = 0
+    # the container's instances, and the kills the self-check leaves out as unseen by the
+    # model (`selfcheck.py`)
+    lives: Lives = field(default_factory=Lives)
+    unseen_kills: set[float] = field(default_factory=set)
 
     @property
     def inferred_share(self) -> float:
@@ -71,28 +72,6 @@ class RunSummary:
             "answers": self.answered,
             "inferred": self.inferred,
             "inferred_share": round(self.inferred_share, 4),
-        }
-
-
-@dataclass(slots=True)
-class SelfCheck:
-    kills: tuple[int, int, int]  # (matched, recorded, modelled)
-    restarts: tuple[int, int, int]
-    ready: tuple[int, int, int]
-    worst_offset: float  # seconds between a recorded event and the model's, at most
-    passed: bool
-    why: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kills": dict(zip(("matched", "recorded", "modelled"), self.kills, strict=True)),
-            "restarts": dict(zip(("matched", "recorded", "modelled"), self.restarts, strict=True)),
-            "ready_changes": dict(
-                zip(("matched", "recorded", "modelled"), self.ready, strict=True)
-            ),
-            "worst_offset_seconds": round(self.worst_offset, 3),
-            "passed": self.passed,
-            "why": self.why,
         }
 
 
@@ -138,7 +117,7 @@ class _Did(NamedTuple):
 
 
 # what the comparison reads of the kubelet's doings (`_summarize_model`)
-_READ = frozenset({"Killing", "ContainerStarted", "ReadyChanged"})
+_READ = frozenset({"Killing", "ContainerStarted", "ContainerExited", "ReadyChanged"})
 
 
 class _RecordedApp(SimKubelet):
@@ -274,6 +253,7 @@ def _summarize_model(
     restart_times: list[float] = []
     starts: list[float] = []
     ready: list[tuple[float, bool]] = []
+    lives = Lives()
     for e in events:
         if e.container != name:
             continue
@@ -283,12 +263,18 @@ def _summarize_model(
                 kill_times.append(e.t)
         elif e.type == "ContainerStarted":
             starts.append(e.t)
+            lives.starts.append(e.t)
+            lives.ends.append(float("inf"))
             if e.fields.get("restartCount", 0) and e.t >= since:
                 restart_times.append(e.t)
+        elif e.type == "ContainerExited":
+            if lives.ends and lives.ends[-1] == float("inf"):
+                lives.ends[-1] = e.t
         elif e.type == "ReadyChanged":
             ready.append((e.t, bool(e.fields.get("ready"))))
     summary = _readiness(kills, kill_times, restart_times, starts, ready, since, until)
     summary.answered, summary.inferred = book.answered, book.inferred
+    summary.lives = lives
     return summary
 
 
@@ -328,7 +314,11 @@ def _readiness(
     )
 
 
-def _summarize_recorded(rc: RecordedContainer, since: float, until: float) -> RunSummary:
+def _summarize_recorded(
+    rc: RecordedContainer, since: float, until: float, opened: float | None = None
+) -> RunSummary:
+    """The recording's side over [since, until]; `opened` is when the window opened (an
+    instance started before it was carried in)."""
     kills: dict[str, int] = {pt.key: 0 for pt in ProbeType}
     kill_times = []
     for t, probe in rc.kills:
@@ -339,64 +329,38 @@ def _summarize_recorded(rc: RecordedContainer, since: float, until: float) -> Ru
     ready = list(rc.ready)
     if rc.ready_at_since:
         ready.insert(0, (rc.instances[0].start if rc.instances else since, True))
-    return _readiness(kills, kill_times, restarts, [t for t, _ in rc.starts], ready, since, until)
-
-
-def _match(
-    recorded: list[float], modelled: list[float], tolerance: float, until: float | None = None
-) -> tuple[int, float, int, int]:
-    """Pairs of a recorded and a modelled time within `tolerance`, greedily in time order: how
-    many, the largest offset among them, and how many recorded and modelled times count. An
-    unpaired time within `tolerance` of `until` (the window's end) does not count: its
-    counterpart may fall just past the window (a kill the model makes a second before the
-    recording stopped, the kubelet's a second after)."""
-    used = [False] * len(modelled)
-    paired = [False] * len(recorded)
-    matched, worst = 0, 0.0
-    for j, t in enumerate(recorded):
-        best, best_d = -1, tolerance
-        for i, m in enumerate(modelled):
-            d = abs(m - t)
-            if not used[i] and d <= best_d:
-                best, best_d = i, d
-        if best >= 0:
-            used[best] = paired[j] = True
-            matched += 1
-            worst = max(worst, best_d)
-    edge = float("inf") if until is None else until - tolerance
-
-    def counted(times: list[float], done: list[bool]) -> int:
-        return sum(1 for t, d in zip(times, done, strict=True) if d or t <= edge)
-
-    return matched, worst, counted(recorded, paired), counted(modelled, used)
-
-
-def self_check(
-    recorded: RunSummary, model: RunSummary, tolerance: float, until: float | None = None
-) -> SelfCheck:
-    k, wk, nk_rec, nk_mod = _match(recorded.kill_times, model.kill_times, tolerance, until)
-    r, wr, nr_rec, nr_mod = _match(
-        recorded.restart_times, model.restart_times, tolerance + MATCH_SLACK, until
+    summary = _readiness(
+        kills, kill_times, restarts, [t for t, _ in rc.starts], ready, since, until
     )
-    rec_ready = [t for t, _ in recorded.ready_changes]
-    mod_ready = [t for t, _ in model.ready_changes]
-    y, wy, ny_rec, ny_mod = _match(rec_ready, mod_ready, tolerance, until)
-    kills = (k, nk_rec, nk_mod)
-    restarts = (r, nr_rec, nr_mod)
-    ready = (y, ny_rec, ny_mod)
-    why = ""
-    if k != kills[1] or k != kills[2]:
-        why = f"the model kills {kills[2]} times where the kubelet killed {kills[1]} ({k} match)"
-    elif r != restarts[1] or r != restarts[2]:
-        why = (
-            f"the model restarts {restarts[2]} times where the container restarted "
-            f"{restarts[1]} ({r} match)"
-        )
-    elif ready[1] and (y < READY_MATCH * ready[1] or y < READY_MATCH * ready[2]):
-        why = (
-            f"the model changes Ready {ready[2]} times where the kubelet did {ready[1]} ({y} match)"
-        )
-    return SelfCheck(kills, restarts, ready, max(wk, wr, wy), not why, why)
+    first = rc.instances[0] if rc.instances else None
+    summary.lives = Lives(
+        [i.start for i in rc.instances],
+        [i.end if i.end is not None else until for i in rc.instances],
+        carried=first is not None and opened is not None and first.start < opened,
+        restarted_before=first is not None and first.restart_count > 0,
+    )
+    return summary
+
+
+def _carried_kill(rc: RecordedContainer, spec: Container, opened: float) -> float | None:
+    """The kill of the instance carried into the window, where the failures that made it
+    began before the window's first attempt of its probe (fewer than failureThreshold of them
+    recorded, no success before them): the kubelet counted failures the model never saw."""
+    if not rc.instances or rc.instances[0].start >= opened:
+        return None
+    inst = rc.instances[0]
+    end = inst.end if inst.end is not None else float("inf")
+    kill = next(((t, p) for t, p in rc.kills if inst.start <= t <= end), None)
+    if kill is None:
+        return None
+    t, key = kill
+    pt = ProbeType.parse(key)
+    probe = spec.probe(pt)
+    answers = [a for a in inst.answers.get(pt, ()) if a.t <= t]
+    if probe is None or any(a.kind in (Kind.SUCCESS, Kind.WARNING) for a in answers):
+        return None
+    failures = sum(1 for a in answers if a.kind in (Kind.FAILURE, Kind.TIMEOUT))
+    return t if failures < probe.failure_threshold else None
 
 
 def counterfactual(
@@ -420,10 +384,17 @@ def counterfactual(
     what_if_pod = apply_overrides(base, overrides).pod if overrides else None
     # up to the first stop that no probe caused: what follows it is not the probes' doing
     compared_until = min([rec.until, *(t for t in rc.stops if t > compared_from)])
-    recorded = _summarize_recorded(rc, compared_from, compared_until)
+    recorded = _summarize_recorded(rc, compared_from, compared_until, rec.since)
     attempts: dict[tuple[int, float, str], Attempt] = {}
     events, books = _model(rec, rec.pod, container, origin, app, attempts)
     baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
+    carried = _carried_kill(rc, spec, rec.since)
+    if carried is not None:
+        # and the model's kill that ends its own first instance: the same failures, counted
+        # from the window's start
+        recorded.unseen_kills.add(carried)
+        first = [t for t in baseline.kill_times if baseline.lives.where(t) == 0]
+        baseline.unseen_kills.update(first[:1])
     periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
     check = self_check(
         recorded, baseline, max(periods, default=10) + MATCH_SLACK, until=compared_until
