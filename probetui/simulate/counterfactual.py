@@ -87,6 +87,9 @@ class Counterfactual:
     baseline: RunSummary
     check: SelfCheck
     what_if: RunSummary | None
+    # starts in the window killed before their start-up ended: past each kill the recording
+    # has no answer, and the replay repeats the last one (a failure), whatever the budget
+    unfinished_starts: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +103,7 @@ class Counterfactual:
             "model_recorded_settings": self.baseline.to_json(),
             "self_check": self.check.to_json(),
             "what_if": self.what_if.to_json() if self.what_if is not None else None,
+            "unfinished_starts": self.unfinished_starts,
         }
 
 
@@ -425,6 +429,18 @@ def counterfactual(
         baseline,
         check,
         what_if,
+        _unfinished(rc, rec.since),
+    )
+
+
+def _unfinished(rc: RecordedContainer, opened: float) -> int:
+    """The starts in the window that a kill ended before their start-up did."""
+    return sum(
+        1
+        for inst in rc.instances
+        if inst.start >= opened
+        and inst.startup_end is None
+        and any(inst.start <= t <= (inst.end if inst.end is not None else t) for t, _ in rc.kills)
     )
 
 

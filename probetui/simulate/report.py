@@ -202,4 +202,13 @@ def render_counterfactual(cf: Counterfactual) -> list[str]:
             f"({cf.what_if.inferred} of {cf.what_if.answered}); the model with the recorded "
             f"settings inferred {cf.baseline.inferred_share:.1%}"
         )
+        if cf.unfinished_starts:
+            n = cf.unfinished_starts
+            lines.append(
+                f"{n} start{'s' if n != 1 else ''} killed before {'they' if n != 1 else 'it'} "
+                "finished: past each kill the recording has no answer and the replay repeats "
+                "the last failure, so it cannot say whether a longer start-up budget lets a "
+                "start finish (probetui lint --recording proposes one the kubelet's model "
+                "proves)"
+            )
     return lines

@@ -88,6 +88,9 @@ def test_a_back_off_at_its_windows_edge_and_a_kill_past_the_end_are_left_out(
     assert "left out 1 kill" in text and "the model could not have seen" in text
     assert "1 restart at a back-off window's edge" in text
     assert cf.what_if is not None
+    # none of its starts finished: the replay says it cannot judge a start-up budget
+    assert cf.unfinished_starts == 3 and cf.to_json()["unfinished_starts"] == 3
+    assert "3 starts killed before they finished" in text
     # the same through a recording file and the command line
     path = tmp_path / "demo.db"
     write_recording(path, pod, events)
