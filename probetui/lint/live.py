@@ -126,6 +126,7 @@ class ModelSide:
     exits: int
     not_ready_seconds: float
     first_ready: float | None
+    losses: int = 0  # Ready lost (true to false)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +137,15 @@ class ModelWhatIf:
 
 
 def _side(run: simulated.Run, duration: float) -> ModelSide:
-    ready, last, not_ready = False, 0.0, 0.0
+    ready, last, not_ready, losses = False, 0.0, 0.0, 0
     for t, value in run.ready:
         if not ready:
             not_ready += t - last
+        losses += ready and not value
         ready, last = value, t
     if not ready:
         not_ready += duration - last
-    return ModelSide(len(run.kills), len(run.exits), not_ready, run.first_ready())
+    return ModelSide(len(run.kills), len(run.exits), not_ready, run.first_ready(), losses)
 
 
 def model_what_if(

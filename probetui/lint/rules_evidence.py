@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
-from probetui.lint import budget, simulated
+from probetui.lint import budget, prove, simulated
 from probetui.lint.model import PROBE_FIELD, Evidence, Hit, LintObject, Rule, Severity, Slot
 from probetui.lint.observed import ANSWERED, Observed, PodHistory, Seen
 from probetui.lint.rules_static import seconds
@@ -30,6 +30,7 @@ MIN_ATTEMPTS = 20  # fewer answers than this say nothing about a p99
 TIMEOUT_SHARE = 0.01  # 1% of attempts at or past the timeout
 HEADROOM = 0.8  # a p99 (or a start) at 80% of its limit leaves too little room
 START_MARGIN = 1.5  # the start-up budget proposed, against the slowest start seen
+STEPS = 4  # settings a proposal is tried at (it, and the next ones up) before giving up
 FLAPS_MIN = 3  # Ready lost at least this often ...
 FLAPS_PER_HOUR = 6.0  # ... and at least this often an hour
 ERRORS_MIN = 3
@@ -110,6 +111,13 @@ def counterfactual_words(cf: Counterfactual | str, history: PodHistory) -> str:
     )
 
 
+def _proven_words(proven: prove.Proven, s: Seen | None) -> str:
+    """How the proposal fared on the model, or why it could not be tried."""
+    if s is None:
+        return "; not proven: no shadow attempts were recorded to try the proposal against"
+    return proven.words
+
+
 def _last(times: Iterable[float]) -> float | None:
     return max(times, default=None)
 
@@ -175,12 +183,21 @@ def observed_latency_near_timeout(obj: LintObject, evidence: Evidence | None) ->
         if proposed >= probe.period_seconds:
             said += f"; a timeout of {proposed} s reaches periodSeconds {probe.period_seconds}"
         overrides = (f"{pt.key}.timeoutSeconds={proposed}",)
+        # a timed-out answer's latency is known only to be past the old timeout: the replay
+        # lets it time out at the new one too, so it cannot show the proposal ending those
+        timed_out = sum(1 for v in latencies if v >= timeout)
+        caveat = (
+            f"; {proposed} s is unproven for the {timed_out} that timed out (no answer past a "
+            "timeout is recorded: a replay times them out again)"
+            if timed_out
+            else ""
+        )
         s = _worst(seen, lambda s, pt=pt: sum(1 for _, k, _ in s.answers(pt) if k == Kind.TIMEOUT))
         yield Hit(
             path=f"{slot.path}.{PROBE_FIELD[pt]}.timeoutSeconds",
             container=c.name,
             probe=pt,
-            message=f"{c.name!r} {pt.key}: {said} ({_pods(seen)})"
+            message=f"{c.name!r} {pt.key}: {said} ({_pods(seen)}){caveat}"
             + what_if_words(
                 observed,
                 s,
@@ -294,8 +311,18 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
         if flaps < FLAPS_MIN or rate < FLAPS_PER_HOUR:
             continue
         threshold = max(3, probe.failure_threshold + 2)
-        overrides = (f"readiness.failureThreshold={threshold}",)
         s = _worst(seen, _flaps)
+        proven = prove.prove(
+            observed,
+            s,
+            [(f"readiness.failureThreshold={threshold + i}",) for i in range(STEPS)],
+            prove.Problem.LOSSES,
+            ProbeType.READINESS,
+            lambda s: _last(t for t, r in s.container.ready if not r),
+            counterfactual_words,
+        )
+        if proven.overrides:
+            threshold = int(proven.overrides[0].rpartition("=")[2])
         yield Hit(
             path=f"{slot.path}.readinessProbe.failureThreshold",
             container=c.name,
@@ -303,11 +330,11 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
             message=f"{c.name!r} lost Ready {flaps} times ({rate:.0f} an hour, {_pods(seen)}) "
             f"with readiness failureThreshold {probe.failure_threshold} x periodSeconds "
             f"{probe.period_seconds}: each loss takes the pod out of its Services"
-            + what_if_words(
-                observed, s, overrides, lambda s: _last(t for t, r in s.container.ready if not r)
-            ),
-            fix=f"readinessProbe.failureThreshold: {threshold}, or find what makes it fail",
-            overrides=overrides,
+            + _proven_words(proven, s),
+            fix=f"readinessProbe.failureThreshold: {threshold}, or find what makes it fail"
+            if proven.overrides
+            else "find what makes readiness fail: its outages outlast any threshold tried",
+            overrides=proven.overrides,
         )
 
 

@@ -140,6 +140,33 @@ def test_flapping_hit_counts_ready_losses_and_proposes_a_threshold() -> None:
     assert "not ready 20 s -> 0 s" in f.hit.message, f.hit.message
 
 
+def test_flapping_proposal_is_tried_and_says_when_it_does_not_end_the_losses() -> None:
+    """Ten 8 s blips and then a 100 s outage (ending 100 s before the history does): in the
+    replay of the 4 min around the last loss, no failureThreshold from 3 to 6 (15 to 30 s)
+    rides out the outage, so the losses do not end; 3 leaves the fewest (the blip's goes) and
+    is proposed, saying it does not end them."""
+    pod = web(readiness=probe(period=5, failure=1))
+    fails = (*((100.0 + 150.0 * i, 108.0 + 150.0 * i) for i in range(10)), (1600.0, 1700.0))
+    app = App(probes={ProbeType.READINESS: Behaviour(fail_between=fails)})
+    (f,), _ = findings(pod, simulate(pod, app, 1800), 1800, "readiness-flapping")
+    assert f.hit.overrides == ("readiness.failureThreshold=3",)
+    assert "none of readiness.failureThreshold=3 to 6 ends the Ready losses" in f.hit.message
+
+
+def test_flapping_that_no_threshold_helps_proposes_none() -> None:
+    """Four 100 s outages: Ready is lost at each whatever the threshold (3 to 6 periods of 5 s
+    are all shorter): nothing is proposed, and the finding says no such setting fixes it."""
+    pod = web(readiness=probe(period=5, failure=1))
+    fails = tuple((100.0 + 400.0 * i, 200.0 + 400.0 * i) for i in range(4))
+    app = App(probes={ProbeType.READINESS: Behaviour(fail_between=fails)})
+    (f,), _ = findings(pod, simulate(pod, app, 1800), 1800, "readiness-flapping")
+    assert f.hit.overrides == ()
+    assert "changes the Ready losses in the replay (1 -> 1): no such setting fixes it" in (
+        f.hit.message
+    )
+    assert f.fix.startswith("find what makes readiness fail")
+
+
 def test_flapping_near_miss_two_losses() -> None:
     pod = web(readiness=probe(period=5, failure=1))
     assert findings(pod, simulate(pod, _flapping(2), 1800), 1800, "readiness-flapping")[0] == []
