@@ -14,6 +14,7 @@ The § items cited are docs/kubelet-behaviour.md's.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +32,7 @@ TIMEOUT_SHARE = 0.01  # 1% of attempts at or past the timeout
 HEADROOM = 0.8  # a p99 (or a start) at 80% of its limit leaves too little room
 START_MARGIN = 1.5  # the start-up budget proposed, against the slowest start seen
 STEPS = 4  # settings a proposal is tried at (it, and the next ones up) before giving up
+OUTAGE_SECONDS = 60.0  # failing this long is an outage to report, not a flap to ride out
 FLAPS_MIN = 3  # Ready lost at least this often ...
 FLAPS_PER_HOUR = 6.0  # ... and at least this often an hour
 ERRORS_MIN = 3
@@ -295,6 +297,27 @@ def _flaps(s: Seen) -> int:
     return sum(1 for _, ready in s.container.ready if not ready)
 
 
+def _failure_run(s: Seen, at: float, period: float) -> int:
+    """The readiness failures in a row around the Ready loss at `at` (errors are dropped by
+    the kubelet, §5.11: they neither count nor break the run). An attempt within half a period
+    of the one before is the kubelet's own re-probe after the Ready change (a manual trigger)
+    and is not counted: with a higher threshold there is no such change to trigger it."""
+    answers: list[tuple[float, int]] = []
+    for t, k, _ in s.answers(ProbeType.READINESS):
+        if k == Kind.ERROR or (answers and t - answers[-1][0] < period / 2):
+            continue
+        answers.append((t, k))
+    i = bisect.bisect_right([t for t, _ in answers], at) - 1
+    if i < 0 or answers[i][1] not in (Kind.FAILURE, Kind.TIMEOUT):
+        return 0
+    lo = hi = i
+    while lo > 0 and answers[lo - 1][1] in (Kind.FAILURE, Kind.TIMEOUT):
+        lo -= 1
+    while hi + 1 < len(answers) and answers[hi + 1][1] in (Kind.FAILURE, Kind.TIMEOUT):
+        hi += 1
+    return hi - lo + 1
+
+
 def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[Hit]:
     observed = _observed(evidence)
     if observed is None:
@@ -312,6 +335,27 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
             continue
         threshold = max(3, probe.failure_threshold + 2)
         s = _worst(seen, _flaps)
+        # a threshold one above the longest run of failures behind a loss rides them all out;
+        # past OUTAGE_SECONDS that would hide a real outage as long, so it is not proposed
+        runs = max(
+            (
+                _failure_run(s, t, probe.period_seconds)
+                for s in seen
+                for t, r in s.container.ready
+                if not r
+            ),
+            default=0,
+        )
+        longest = ""
+        if runs + 1 > threshold:
+            if (runs + 1) * probe.period_seconds <= OUTAGE_SECONDS:
+                threshold = runs + 1
+            else:
+                longest = (
+                    f"; the longest run of failures behind a loss was {runs} "
+                    f"({seconds(runs * probe.period_seconds)}): a threshold that rides it out "
+                    "would hide an outage that long"
+                )
         proven = prove.prove(
             observed,
             s,
@@ -330,7 +374,8 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
             message=f"{c.name!r} lost Ready {flaps} times ({rate:.0f} an hour, {_pods(seen)}) "
             f"with readiness failureThreshold {probe.failure_threshold} x periodSeconds "
             f"{probe.period_seconds}: each loss takes the pod out of its Services"
-            + _proven_words(proven, s),
+            + _proven_words(proven, s)
+            + longest,
             fix=f"readinessProbe.failureThreshold: {threshold}, or find what makes it fail"
             if proven.overrides
             else "find what makes readiness fail: its outages outlast any threshold tried",

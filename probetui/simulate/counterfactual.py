@@ -367,70 +367,102 @@ def _carried_kill(rc: RecordedContainer, spec: Container, opened: float) -> floa
     return t if failures < probe.failure_threshold else None
 
 
+class Replay:
+    """One container's recorded history made ready for what-ifs: the model with the recorded
+    settings run once and checked against the recording, then each what-if on demand (a
+    finding tries a proposal and the next few over the same history)."""
+
+    def __init__(self, rec: RecordedPod, container: str) -> None:
+        spec = rec.pod.container(container)
+        rc = rec.containers.get(container)
+        if spec is None or rc is None:
+            names = ", ".join(rec.containers) or "none"
+            raise CounterfactualError(
+                f"no probed container {container!r} in the pod (it has {names})"
+            )
+        if not rc.instances:
+            raise CounterfactualError(
+                f"container {container!r} did not run in the window: nothing was recorded to replay"
+            )
+        self.rec, self.container = rec, container
+        start_after = _start_after(rc)
+        self.app = App(start_after=start_after, stop_seconds=_stop_seconds(rc), exit_after=None)
+        first = rc.instances[0].start
+        self.origin = max(first, rec.since) - start_after
+        self.compared_from = max(rec.since, first) + _warm_up(spec, start_after)
+        self.base = Scenario(
+            pod=rec.pod, container=container, duration=rec.until - self.origin, app=self.app
+        )
+        # up to the first stop that no probe caused: what follows it is not the probes' doing
+        self.compared_until = min([rec.until, *(t for t in rc.stops if t > self.compared_from)])
+        self.recorded = _summarize_recorded(rc, self.compared_from, self.compared_until, rec.since)
+        self.attempts: dict[tuple[int, float, str], Attempt] = {}
+        self.events, self.books = _model(
+            rec, rec.pod, container, self.origin, self.app, self.attempts
+        )
+        self.baseline = self._summary(self.events, self.books)
+        carried = _carried_kill(rc, spec, rec.since)
+        if carried is not None:
+            # and the model's kill that ends its own first instance: the same failures,
+            # counted from the window's start
+            self.recorded.unseen_kills.add(carried)
+            first_kills = [t for t in self.baseline.kill_times if self.baseline.lives.where(t) == 0]
+            self.baseline.unseen_kills.update(first_kills[:1])
+        periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
+        self.check = self_check(
+            self.recorded,
+            self.baseline,
+            max(periods, default=10) + MATCH_SLACK,
+            until=self.compared_until,
+        )
+        self.unfinished = _unfinished(rc, rec.since)
+
+    def _summary(self, events: list[_Did], books: dict[str, AnswerBook]) -> RunSummary:
+        return _summarize_model(
+            events, self.container, self.compared_from, self.compared_until, books[self.container]
+        )
+
+    def counterfactual(self, overrides: list[str] | tuple[str, ...]) -> Counterfactual:
+        """The what-if of `overrides` beside the recording and the model with its settings
+        (none where the self-check refused the model)."""
+        rec, container = self.rec, self.container
+        what_if_pod = apply_overrides(self.base, overrides).pod if overrides else None
+        what_if = None
+        if what_if_pod is not None and self.check.passed:
+            changed = _timeout_only(rec.pod, what_if_pod, container)
+            book = self.books[container]
+            if changed is not None and book.same_under(*changed):
+                # the model's run is a function of the settings it reads; timeoutSeconds is
+                # read only where an answer becomes an attempt, and every answer the run with
+                # the recorded settings asked for becomes the same attempt under the new
+                # timeout: the what-if is that same run, made again attempt for attempt
+                # (inferred counts too)
+                what_if = self._summary(self.events, self.books)
+            else:
+                events, books = _model(
+                    rec, what_if_pod, container, self.origin, self.app, self.attempts
+                )
+                what_if = self._summary(events, books)
+        return Counterfactual(
+            container,
+            rec.since,
+            rec.until,
+            self.compared_from,
+            self.compared_until,
+            tuple(overrides),
+            self.recorded,
+            self.baseline,
+            self.check,
+            what_if,
+            self.unfinished,
+        )
+
+
 def counterfactual(
     rec: RecordedPod, container: str, overrides: list[str] | tuple[str, ...]
 ) -> Counterfactual:
-    spec = rec.pod.container(container)
-    rc = rec.containers.get(container)
-    if spec is None or rc is None:
-        names = ", ".join(rec.containers) or "none"
-        raise CounterfactualError(f"no probed container {container!r} in the pod (it has {names})")
-    if not rc.instances:
-        raise CounterfactualError(
-            f"container {container!r} did not run in the window: nothing was recorded to replay"
-        )
-    start_after = _start_after(rc)
-    app = App(start_after=start_after, stop_seconds=_stop_seconds(rc), exit_after=None)
-    first = rc.instances[0].start
-    origin = max(first, rec.since) - start_after
-    compared_from = max(rec.since, first) + _warm_up(spec, start_after)
-    base = Scenario(pod=rec.pod, container=container, duration=rec.until - origin, app=app)
-    what_if_pod = apply_overrides(base, overrides).pod if overrides else None
-    # up to the first stop that no probe caused: what follows it is not the probes' doing
-    compared_until = min([rec.until, *(t for t in rc.stops if t > compared_from)])
-    recorded = _summarize_recorded(rc, compared_from, compared_until, rec.since)
-    attempts: dict[tuple[int, float, str], Attempt] = {}
-    events, books = _model(rec, rec.pod, container, origin, app, attempts)
-    baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
-    carried = _carried_kill(rc, spec, rec.since)
-    if carried is not None:
-        # and the model's kill that ends its own first instance: the same failures, counted
-        # from the window's start
-        recorded.unseen_kills.add(carried)
-        first = [t for t in baseline.kill_times if baseline.lives.where(t) == 0]
-        baseline.unseen_kills.update(first[:1])
-    periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
-    check = self_check(
-        recorded, baseline, max(periods, default=10) + MATCH_SLACK, until=compared_until
-    )
-    what_if = None
-    if what_if_pod is not None and check.passed:
-        changed = _timeout_only(rec.pod, what_if_pod, container)
-        book = books[container]
-        if changed is not None and book.same_under(*changed):
-            # the model's run is a function of the settings it reads; timeoutSeconds is read
-            # only where an answer becomes an attempt, and every answer the run with the
-            # recorded settings asked for becomes the same attempt under the new timeout: the
-            # what-if is that same run, made again attempt for attempt (inferred counts too)
-            what_if = _summarize_model(events, container, compared_from, compared_until, book)
-        else:
-            events, books = _model(rec, what_if_pod, container, origin, app, attempts)
-            what_if = _summarize_model(
-                events, container, compared_from, compared_until, books[container]
-            )
-    return Counterfactual(
-        container,
-        rec.since,
-        rec.until,
-        compared_from,
-        compared_until,
-        tuple(overrides),
-        recorded,
-        baseline,
-        check,
-        what_if,
-        _unfinished(rc, rec.since),
-    )
+    """The recorded settings' self-check and the what-if of `overrides` (module docstring)."""
+    return Replay(rec, container).counterfactual(overrides)
 
 
 def _unfinished(rc: RecordedContainer, opened: float) -> int:
@@ -447,6 +479,7 @@ def _unfinished(rc: RecordedContainer, opened: float) -> int:
 __all__ = [
     "Counterfactual",
     "CounterfactualError",
+    "Replay",
     "RunSummary",
     "SelfCheck",
     "counterfactual",

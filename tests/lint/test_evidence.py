@@ -151,6 +151,19 @@ def test_flapping_proposal_is_tried_and_says_when_it_does_not_end_the_losses() -
     (f,), _ = findings(pod, simulate(pod, app, 1800), 1800, "readiness-flapping")
     assert f.hit.overrides == ("readiness.failureThreshold=3",)
     assert "none of readiness.failureThreshold=3 to 6 ends the Ready losses" in f.hit.message
+    # riding the outage out would take a threshold of 21: an outage to see, not a flap
+    assert "the longest run of failures behind a loss was 20 (100 s)" in f.hit.message
+
+
+def test_flapping_threshold_rides_out_the_longest_run_of_failures() -> None:
+    """8 s blips under a 1 s period: eight failures in a row behind each loss (the kubelet's
+    own re-probe after the Ready change not counted), so failureThreshold 3 would still lose
+    Ready at each; 9 rides them out, and the replay shows the losses end."""
+    pod = web(readiness=probe(period=1, failure=1))
+    (f,), _ = findings(pod, simulate(pod, _flapping(6), 1200), 1200, "readiness-flapping")
+    assert f.hit.overrides == ("readiness.failureThreshold=9",)
+    assert "with readiness.failureThreshold=9:" in f.hit.message
+    assert "not ready 16 s -> 0 s" in f.hit.message, f.hit.message
 
 
 def test_flapping_that_no_threshold_helps_proposes_none() -> None:
