@@ -12,6 +12,8 @@
   store (item 2), with the counterfactual of a proposed setting over it.
 - `rules_evidence.py`: the rules that read it (latency against the timeout, starts against the
   budget, Ready flaps, errored attempts, divergence from the kubelet).
+- `budget.py`: the start-up budget a container needs, from its starts seen or declared,
+  proven on the kubelet's model; `prove.py`: an evidence rule's proposal tried in the replay.
 - `registry.py`: every rule by id, `--disable`/`--enable`, the silencing annotation, the run.
 - `human.py`, `machine.py`: the outputs (text; JSON and SARIF).
 """

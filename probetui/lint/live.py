@@ -5,9 +5,10 @@ model rules on the pod's spec as it is now, and the evidence rules on the store'
 the pod (`observed.from_store`'s reading). It is asked from the UI's poll, never from a
 render: it reads the store (which is only safe where the store is fed, the event loop) and
 caches each container's answer until the pod's spec changes or, while its history moves on,
-for `REFRESH` seconds. The evidence rules here leave the counterfactual out of their messages
-(`replay=False`): replaying an hour of history is the what-if screen's work, in a
-worker thread, when asked for.
+for `REFRESH` seconds. The evidence rules here prove their proposals on the kubelet's model as
+lint does (a few minutes of history around the problem, the replays kept across refreshes),
+but leave the counterfactual's numbers out of their messages (`replay=False`): replaying the
+whole history side by side is the what-if screen's work, when asked for.
 
 Findings are ordered worst first: severity, then evidence before manifest-only (what was seen
 beats what may happen), then rule id.
@@ -24,6 +25,7 @@ from probetui.lint.model import Finding, Rule
 from probetui.lint.observed import (
     Observed,
     PodHistory,
+    Replays,
     pod_history,
     recorded_objects,
     store_events,
@@ -68,6 +70,9 @@ class Advisor:
         self.now = now
         self.rules = list(rules) if rules is not None else select()
         self._cache: dict[ContainerKey, tuple[object, int, Advice]] = {}
+        # the proposals' replays, kept across refreshes: while the stretch of history around
+        # a problem stays the same, trying a proposal again costs nothing
+        self._replays = Replays()
 
     def advice(self, key: ContainerKey) -> Advice | None:
         """The container's advice, from the cache while it stands (module docstring)."""
@@ -103,7 +108,7 @@ class Advisor:
         entry = self.store.pods[key.pod_uid]
         events, oldest = store_events(self.store, key.pod_uid, ATTEMPTS)
         history = pod_history(entry.pod, entry.status, events, now, oldest)
-        observed = Observed([history], "live session", replay=False)
+        observed = Observed([history], "live session", replay=False, replays=self._replays)
         objects = recorded_objects(observed, "live")
         found = [
             f
@@ -126,6 +131,7 @@ class ModelSide:
     exits: int
     not_ready_seconds: float
     first_ready: float | None
+    losses: int = 0  # Ready lost (true to false)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +142,15 @@ class ModelWhatIf:
 
 
 def _side(run: simulated.Run, duration: float) -> ModelSide:
-    ready, last, not_ready = False, 0.0, 0.0
+    ready, last, not_ready, losses = False, 0.0, 0.0, 0
     for t, value in run.ready:
         if not ready:
             not_ready += t - last
+        losses += ready and not value
         ready, last = value, t
     if not ready:
         not_ready += duration - last
-    return ModelSide(len(run.kills), len(run.exits), not_ready, run.first_ready())
+    return ModelSide(len(run.kills), len(run.exits), not_ready, run.first_ready(), losses)
 
 
 def model_what_if(

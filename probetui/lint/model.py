@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.spec.validate import FieldError
+
+if TYPE_CHECKING:
+    from probetui.lint.budget import Starts
 
 
 class Severity(Enum):
@@ -133,6 +136,11 @@ class Evidence(Protocol):
         """How long the container was seen to take from start to answering its probes."""
         ...
 
+    def starts(self, obj: LintObject, container: str) -> Starts | None:
+        """What was seen of the container's starts: those that finished, and those killed
+        before they did (how long they lived)."""
+        ...
+
     # the evidence rules read the full observations (`lint/observed.py`'s `Observed` is the
     # one implementation); a rule with `needs_evidence` checks for them with isinstance
 
@@ -149,6 +157,12 @@ class Hit:
     # the proposed setting as `simulate --set` items ("readiness.timeoutSeconds=3"): what the
     # UI's what-if and the counterfactual try
     overrides: tuple[str, ...] = ()
+    # what the kubelet's model showed of the proposal before it was made ("a 20 s start: now 3
+    # kills in 60 s, never Ready; with failureThreshold 13 no kill, Ready at 21 s")
+    verified: str = ""
+    # why replaying the history cannot judge the proposal, where it cannot (the UI's what-if
+    # says so instead of showing a replay that would mislead)
+    unreplayable: str = ""
 
 
 Check = Callable[[LintObject, "Evidence | None"], Iterable[Hit]]

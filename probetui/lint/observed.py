@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from probetui.lint.budget import Starts
 from probetui.lint.model import LintObject
 from probetui.prober.outcome import KIND_NAMES, Kind
 from probetui.prober.status import PodStatus
-from probetui.simulate.counterfactual import Counterfactual, CounterfactualError, counterfactual
+from probetui.simulate.counterfactual import Counterfactual, CounterfactualError, Replay
 from probetui.simulate.recorded import RecordedContainer, RecordedPod, recorded_pod
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from probetui.timeline.history import ProbeHistory
     from probetui.timeline.store import Store
 
+T = TypeVar("T")
 # attempts kinds that carry a latency the app took (an error never reached it)
 ANSWERED = (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
 # the counterfactual's cache: a UI asks the same what-if on every repaint of its screen
@@ -111,6 +113,20 @@ class Seen:
             if inst.start >= since and inst.startup_end is not None
         ]
 
+    def survivals(self) -> list[float]:
+        """Seconds each start seen in the window lived before a kill ended it unfinished (a
+        lower bound of that start's length)."""
+        since = self.history.rec.since
+        out = []
+        for inst in self.container.instances:
+            if inst.start < since or inst.startup_end is not None:
+                continue
+            end = inst.end if inst.end is not None else inst.start
+            kill = next((t for t, _ in self.container.kills if inst.start <= t <= end), None)
+            if kill is not None:
+                out.append(kill - inst.start)
+        return out
+
     def never_started(self) -> int:
         """Instances started in the window that never got through start-up and were killed."""
         since = self.history.rec.since
@@ -128,14 +144,40 @@ class Seen:
         return [e for e in self.history.divergences if e.container == name]
 
 
+class Replays:
+    """What-ifs already worked out, by pod spec, container and window: a finding tries a
+    proposal and the next few over the same stretch of history, and the UI's advice asks again
+    each time it is refreshed while that stretch stays the same. Bounded, oldest out first."""
+
+    def __init__(self, size: int = _WHAT_IF_CACHE) -> None:
+        self.size = size
+        self.prepared: dict[tuple[object, ...], Replay | str] = {}
+        # counterfactuals, and (keyed "model", ...) the coarser model's what-ifs
+        self.answers: dict[tuple[object, ...], Any] = {}
+
+    @staticmethod
+    def _put(
+        into: dict[tuple[object, ...], object], key: tuple[object, ...], value: object, size: int
+    ) -> None:
+        if len(into) >= size:
+            into.pop(next(iter(into)))
+        into[key] = value
+
+
 class Observed:
     """lint's `Evidence` over a set of pod histories (see the module docstring)."""
 
     def __init__(
-        self, histories: Iterable[PodHistory], source: str, *, replay: bool = True
+        self,
+        histories: Iterable[PodHistory],
+        source: str,
+        *,
+        replay: bool = True,
+        replays: Replays | None = None,
     ) -> None:
         self.source = source  # "recording night.db", "cluster default for 2m", "live session"
-        # whether findings replay their proposals (the UI's pane leaves that to its what-if)
+        # whether findings say the counterfactual's numbers (the UI's pane leaves them to its
+        # what-if, and says only how a proposal fared)
         self.replay = replay
         self.histories = list(histories)
         self._by_object: dict[tuple[str, str, str], list[PodHistory]] = defaultdict(list)
@@ -144,9 +186,7 @@ class Observed:
             self._by_object[(pod.namespace, "Pod", pod.name)].append(h)
             if pod.owner_kind and pod.owner_name:
                 self._by_object[(pod.namespace, pod.owner_kind, pod.owner_name)].append(h)
-        self._what_if: dict[
-            tuple[str, str, tuple[str, ...], float | None], Counterfactual | str
-        ] = {}
+        self.replays = replays if replays is not None else Replays()
 
     def __len__(self) -> int:
         return len(self.histories)
@@ -168,6 +208,16 @@ class Observed:
         times = [t for s in self.seen(obj, container) for t in s.start_times()]
         return max(times) if times else None
 
+    def starts(self, obj: LintObject, container: str) -> Starts | None:
+        seen = self.seen(obj, container)
+        finished = [t for s in seen for t in s.start_times()]
+        survived = [t for s in seen for t in s.survivals()]
+        if not finished and not survived:
+            return None
+        return Starts(
+            max(finished, default=None), len(finished), max(survived, default=None), len(survived)
+        )
+
     # -- what a setting would have changed ---------------------------------------------------
 
     def what_if(
@@ -180,23 +230,41 @@ class Observed:
         """The counterfactual of `overrides` over the pod's history, or why there is none.
         With `focus` (the time of the problem), over the REPLAY_SECONDS up to REPLAY_AFTER
         past it; without, over the whole history."""
-        key = (history.rec.pod.uid, container, overrides, focus)
-        cached = self._what_if.get(key)
-        if cached is None:
-            rec = history.rec
-            if focus is not None:
-                until = min(rec.until, focus + REPLAY_AFTER)
-                rec = history.window(until - REPLAY_SECONDS, until)
-            try:
-                cached = counterfactual(rec, container, list(overrides))
-            except (CounterfactualError, ValueError) as e:
-                cached = str(e)
-            except Exception as e:  # one odd history must not stop a lint run
-                cached = f"the counterfactual could not run: {e}"
-            if len(self._what_if) >= _WHAT_IF_CACHE:
-                self._what_if.pop(next(iter(self._what_if)))
-            self._what_if[key] = cached
-        return cached
+        rec = history.rec
+        since, until = rec.since, rec.until
+        if focus is not None:
+            until = min(rec.until, focus + REPLAY_AFTER)
+            since = until - REPLAY_SECONDS
+        where = (rec.pod, container, max(since, rec.since), until)
+        key = (*where, tuple(overrides))
+        cached = self.replays.answers.get(key)
+        if cached is not None:
+            return cached
+        prepared = self.replays.prepared.get(where)
+        if prepared is None:
+            window = history.window(since, until) if focus is not None else rec
+            prepared = _prepare(window, container)
+            Replays._put(self.replays.prepared, where, prepared, self.replays.size)
+        if isinstance(prepared, str):
+            answer: Counterfactual | str = prepared
+        else:
+            answer = _guarded(lambda: prepared.counterfactual(list(overrides)))
+        Replays._put(self.replays.answers, key, answer, self.replays.size)
+        return answer
+
+
+def _guarded(make: Callable[[], T]) -> T | str:
+    """`make()`, or why it failed: one odd history must not stop a lint run."""
+    try:
+        return make()
+    except (CounterfactualError, ValueError) as e:
+        return str(e)
+    except Exception as e:
+        return f"the counterfactual could not run: {e}"
+
+
+def _prepare(rec: RecordedPod, container: str) -> Replay | str:
+    return _guarded(lambda: Replay(rec, container))
 
 
 # -- from a recording ------------------------------------------------------------------------
@@ -423,6 +491,7 @@ __all__ = [
     "ANSWERED",
     "Observed",
     "PodHistory",
+    "Replays",
     "Seen",
     "from_recording",
     "from_store",

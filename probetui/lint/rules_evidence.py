@@ -14,11 +14,12 @@ The § items cited are docs/kubelet-behaviour.md's.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
-from probetui.lint import simulated
+from probetui.lint import budget, prove, simulated
 from probetui.lint.model import PROBE_FIELD, Evidence, Hit, LintObject, Rule, Severity, Slot
 from probetui.lint.observed import ANSWERED, Observed, PodHistory, Seen
 from probetui.lint.rules_static import seconds
@@ -29,6 +30,9 @@ from probetui.spec.model import ProbeType
 MIN_ATTEMPTS = 20  # fewer answers than this say nothing about a p99
 TIMEOUT_SHARE = 0.01  # 1% of attempts at or past the timeout
 HEADROOM = 0.8  # a p99 (or a start) at 80% of its limit leaves too little room
+START_MARGIN = 1.5  # the start-up budget proposed, against the slowest start seen
+STEPS = 4  # settings a proposal is tried at (it, and the next ones up) before giving up
+OUTAGE_SECONDS = 60.0  # failing this long is an outage to report, not a flap to ride out
 FLAPS_MIN = 3  # Ready lost at least this often ...
 FLAPS_PER_HOUR = 6.0  # ... and at least this often an hour
 ERRORS_MIN = 3
@@ -109,6 +113,13 @@ def counterfactual_words(cf: Counterfactual | str, history: PodHistory) -> str:
     )
 
 
+def _proven_words(proven: prove.Proven, s: Seen | None) -> str:
+    """How the proposal fared on the model, or why it could not be tried."""
+    if s is None:
+        return "; not proven: no shadow attempts were recorded to try the proposal against"
+    return proven.words
+
+
 def _last(times: Iterable[float]) -> float | None:
     return max(times, default=None)
 
@@ -174,12 +185,21 @@ def observed_latency_near_timeout(obj: LintObject, evidence: Evidence | None) ->
         if proposed >= probe.period_seconds:
             said += f"; a timeout of {proposed} s reaches periodSeconds {probe.period_seconds}"
         overrides = (f"{pt.key}.timeoutSeconds={proposed}",)
+        # a timed-out answer's latency is known only to be past the old timeout: the replay
+        # lets it time out at the new one too, so it cannot show the proposal ending those
+        timed_out = sum(1 for v in latencies if v >= timeout)
+        caveat = (
+            f"; {proposed} s is unproven for the {timed_out} that timed out (no answer past a "
+            "timeout is recorded: a replay times them out again)"
+            if timed_out
+            else ""
+        )
         s = _worst(seen, lambda s, pt=pt: sum(1 for _, k, _ in s.answers(pt) if k == Kind.TIMEOUT))
         yield Hit(
             path=f"{slot.path}.{PROBE_FIELD[pt]}.timeoutSeconds",
             container=c.name,
             probe=pt,
-            message=f"{c.name!r} {pt.key}: {said} ({_pods(seen)})"
+            message=f"{c.name!r} {pt.key}: {said} ({_pods(seen)}){caveat}"
             + what_if_words(
                 observed,
                 s,
@@ -203,46 +223,70 @@ def observed_start_near_budget(obj: LintObject, evidence: Evidence | None) -> It
         return
     for slot in obj.slots():
         c = slot.container
-        budget = simulated.budget_seconds(c)
+        limits = simulated.budget_seconds(c)
         seen = observed.seen(obj, c.name)
-        if budget is None or not seen:
+        starts = observed.starts(obj, c.name)
+        if limits is None or not seen or starts is None:
             continue
-        limit, pt = budget
+        limit, pt = limits
         probe = c.probe(pt)
         assert probe is not None
-        starts = [t for s in seen for t in s.start_times()]
-        killed = sum(s.never_started() for s in seen)
-        worst = max(starts, default=0.0)
-        if not killed and (not starts or worst < HEADROOM * limit):
+        if not starts.killed and (starts.finished or 0.0) < HEADROOM * limit:
             continue
-        # a start killed before it ended took longer than the budget: at least that much more
-        wanted = max(1.5 * worst, 2.0 * limit if killed else 0.0)
-        threshold = max(
-            probe.failure_threshold + 1,
-            math.ceil(max(0.0, wanted - probe.initial_delay_seconds) / probe.period_seconds),
-        )
-        parts = []
-        if starts:
-            parts.append(
-                f"took up to {seconds(round(worst, 1))} to start ({len(starts)} start"
-                f"{'s' if len(starts) != 1 else ''} seen)"
-            )
-        if killed:
-            parts.append(f"{killed} start{'s' if killed != 1 else ''} killed before they ended")
         field_ = PROBE_FIELD[pt]
+        against = (
+            f"a budget of {seconds(limit)} ({pt.key}: delay {probe.initial_delay_seconds} + "
+            f"failureThreshold {probe.failure_threshold} x periodSeconds {probe.period_seconds})"
+        )
+        if starts.guess:
+            said = f"{c.name!r} is killed before it has started, against {against}: "
+            said += f"{starts.words()} ({_pods(seen)})"
+        else:
+            said = f"{c.name!r} {starts.words()} against {against} ({_pods(seen)})"
+        wanted = budget.wanted_seconds(starts, START_MARGIN)
+        assert wanted is not None
+        proposal = budget.propose(obj.pod, c, starts, wanted)
+        if isinstance(proposal, str):
+            yield Hit(
+                path=f"{slot.path}.{field_}",
+                container=c.name,
+                probe=pt,
+                message=f"{said}; {proposal}",
+                fix=f"find what fails {c.name!r}'s {pt.key} probe after it has started",
+            )
+            continue
+        threshold = proposal.failure_threshold
         overrides = (f"{pt.key}.failureThreshold={threshold}",)
-        s = _worst(seen, lambda s: (s.never_started(), len(s.container.kills)))
+        if proposal.guess:
+            verdict = (
+                f"; a budget of {seconds(proposal.seconds)} (failureThreshold {threshold}) is a "
+                "guess above it"
+            )
+        else:
+            verdict = f"; simulate: {proposal.model_words()}"
+        unreplayable = ""
+        if starts.killed:
+            # a start killed unfinished has no recorded answer past its kill: a replay would
+            # answer the rest of it with its last failure, whatever the budget
+            unreplayable = (
+                f"no start killed before it finished has answers past its kill (the longest "
+                f"lived {seconds(round(starts.survived or 0.0, 1))}): a replay would repeat its "
+                "last failure, whatever the budget"
+            )
+            replayed = f"; no counterfactual: {unreplayable}" if observed.replay else ""
+        else:
+            s = _worst(seen, lambda s: (s.never_started(), len(s.container.kills)))
+            replayed = what_if_words(observed, s, overrides, _last_start_trouble)
         yield Hit(
             path=f"{slot.path}.{field_}.failureThreshold",
             container=c.name,
             probe=pt,
-            message=f"{c.name!r} {' and '.join(parts)} against a budget of {seconds(limit)} "
-            f"({pt.key}: delay {probe.initial_delay_seconds} + failureThreshold "
-            f"{probe.failure_threshold} x periodSeconds {probe.period_seconds}) ({_pods(seen)})"
-            + what_if_words(observed, s, overrides, _last_start_trouble),
+            message=said + verdict + replayed,
             fix=f"{field_}.failureThreshold: {threshold}"
             + ("" if pt is ProbeType.STARTUP else ", or add a startupProbe with that budget"),
             overrides=overrides,
+            verified=proposal.model_words(),
+            unreplayable=unreplayable,
         )
 
 
@@ -251,6 +295,27 @@ def observed_start_near_budget(obj: LintObject, evidence: Evidence | None) -> It
 
 def _flaps(s: Seen) -> int:
     return sum(1 for _, ready in s.container.ready if not ready)
+
+
+def _failure_run(s: Seen, at: float, period: float) -> int:
+    """The readiness failures in a row around the Ready loss at `at` (errors are dropped by
+    the kubelet, §5.11: they neither count nor break the run). An attempt within half a period
+    of the one before is the kubelet's own re-probe after the Ready change (a manual trigger)
+    and is not counted: with a higher threshold there is no such change to trigger it."""
+    answers: list[tuple[float, int]] = []
+    for t, k, _ in s.answers(ProbeType.READINESS):
+        if k == Kind.ERROR or (answers and t - answers[-1][0] < period / 2):
+            continue
+        answers.append((t, k))
+    i = bisect.bisect_right([t for t, _ in answers], at) - 1
+    if i < 0 or answers[i][1] not in (Kind.FAILURE, Kind.TIMEOUT):
+        return 0
+    lo = hi = i
+    while lo > 0 and answers[lo - 1][1] in (Kind.FAILURE, Kind.TIMEOUT):
+        lo -= 1
+    while hi + 1 < len(answers) and answers[hi + 1][1] in (Kind.FAILURE, Kind.TIMEOUT):
+        hi += 1
+    return hi - lo + 1
 
 
 def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[Hit]:
@@ -269,8 +334,39 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
         if flaps < FLAPS_MIN or rate < FLAPS_PER_HOUR:
             continue
         threshold = max(3, probe.failure_threshold + 2)
-        overrides = (f"readiness.failureThreshold={threshold}",)
         s = _worst(seen, _flaps)
+        # a threshold one above the longest run of failures behind a loss rides them all out;
+        # past OUTAGE_SECONDS that would hide a real outage as long, so it is not proposed
+        runs = max(
+            (
+                _failure_run(s, t, probe.period_seconds)
+                for s in seen
+                for t, r in s.container.ready
+                if not r
+            ),
+            default=0,
+        )
+        longest = ""
+        if runs + 1 > threshold:
+            if (runs + 1) * probe.period_seconds <= OUTAGE_SECONDS:
+                threshold = runs + 1
+            else:
+                longest = (
+                    f"; the longest run of failures behind a loss was {runs} "
+                    f"({seconds(runs * probe.period_seconds)}): a threshold that rides it out "
+                    "would hide an outage that long"
+                )
+        proven = prove.prove(
+            observed,
+            s,
+            [(f"readiness.failureThreshold={threshold + i}",) for i in range(STEPS)],
+            prove.Problem.LOSSES,
+            ProbeType.READINESS,
+            lambda s: _last(t for t, r in s.container.ready if not r),
+            counterfactual_words,
+        )
+        if proven.overrides:
+            threshold = int(proven.overrides[0].rpartition("=")[2])
         yield Hit(
             path=f"{slot.path}.readinessProbe.failureThreshold",
             container=c.name,
@@ -278,11 +374,12 @@ def readiness_flapping(obj: LintObject, evidence: Evidence | None) -> Iterator[H
             message=f"{c.name!r} lost Ready {flaps} times ({rate:.0f} an hour, {_pods(seen)}) "
             f"with readiness failureThreshold {probe.failure_threshold} x periodSeconds "
             f"{probe.period_seconds}: each loss takes the pod out of its Services"
-            + what_if_words(
-                observed, s, overrides, lambda s: _last(t for t, r in s.container.ready if not r)
-            ),
-            fix=f"readinessProbe.failureThreshold: {threshold}, or find what makes it fail",
-            overrides=overrides,
+            + _proven_words(proven, s)
+            + longest,
+            fix=f"readinessProbe.failureThreshold: {threshold}, or find what makes it fail"
+            if proven.overrides
+            else "find what makes readiness fail: its outages outlast any threshold tried",
+            overrides=proven.overrides,
         )
 
 
@@ -395,8 +492,13 @@ RULES = (
         "the startup probe, else liveness) is how long a container may take to start before it "
         "is killed (§6.2, §6.3). Fires when an observed start took "
         f"{HEADROOM:.0%} of the budget or more, or a start was killed before it ended; "
-        "proposes a budget of 1.5 x the slowest start. A start is measured from the container's "
-        f"start to its gate probe's first success. {_EVIDENCE}",
+        f"proposes a budget of {START_MARGIN:g} x the slowest start (or the longest a killed "
+        "start lived, if longer), as failureThreshold, and only once the kubelet's model shows "
+        "a start that long no longer killed (else the threshold is raised until it is). Where "
+        "no start has finished yet, all the kills prove is that a start takes longer than it "
+        f"lived: the proposal is then a guess, {budget.GUESS_FACTOR:g} x the longest survival "
+        f"and at least {budget.GUESS_EXTRA:.0f} s more, and says so. A start is measured from "
+        f"the container's start to its gate probe's first success. {_EVIDENCE}",
         credit="probetui (observed starts; the model's startup-budget-too-short uses a declared "
         "start)",
         check=observed_start_near_budget,

@@ -7,12 +7,13 @@ docs/kubelet-behaviour.md's, as in the rest of the code.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import TypeVar
 
-from probetui.lint import simulated
+from probetui.lint import budget, simulated
+from probetui.lint.budget import Starts, kills_words
 from probetui.lint.model import PROBE_FIELD, Evidence, Hit, LintObject, Rule, Severity, Slot
 from probetui.lint.rules_static import seconds, target
 from probetui.spec.model import (
@@ -68,57 +69,140 @@ def declared_start(obj: LintObject, container: str) -> float | None:
         return None
 
 
+def known_starts(obj: LintObject, container: str, evidence: Evidence | None) -> Starts | None:
+    """What lint knows of the container's starts: those observed (a start seen to finish
+    overrides the annotation; one killed unfinished is a lower bound), else the annotation."""
+    seen: Starts | None = None
+    if evidence is not None:
+        starts = getattr(evidence, "starts", None)
+        if starts is not None:
+            seen = starts(obj, container)
+        else:
+            measured = evidence.start_seconds(obj, container)
+            seen = Starts(measured, 1) if measured is not None else None
+    declared = declared_start(obj, container)
+    if seen is not None and seen.finished is not None:
+        return seen
+    if seen is not None:
+        return replace(seen, declared=declared)
+    return Starts(declared=declared) if declared is not None else None
+
+
 def startup_budget_too_short(obj: LintObject, evidence: Evidence | None) -> Iterator[Hit]:
     for slot in obj.slots():
         c = slot.container
-        start = evidence.start_seconds(obj, c.name) if evidence is not None else None
-        said = "measured"
-        if start is None:
-            start, said = declared_start(obj, c.name), f"declared in {START_ANNOTATION}"
-        budget = simulated.budget_seconds(c)
-        if start is None or budget is None:
+        starts = known_starts(obj, c.name, evidence)
+        limits = simulated.budget_seconds(c)
+        start = starts.need if starts is not None else None
+        if starts is None or start is None or limits is None:
             continue
-        seconds_left, pt = budget
+        seconds_left, pt = limits
         probe = c.probe(pt)
         assert probe is not None
-        if start < seconds_left - 2 * probe.period_seconds:
+        if not starts.killed and start < seconds_left - 2 * probe.period_seconds:
             continue  # clearly within budget: no need to ask the model
-        run = _evidence(lambda c=c, start=start: simulated.slow_start(obj.pod, c, start))
+        run = _evidence(lambda c=c, start=start: budget.start_run(obj.pod, c, start))
         if isinstance(run, str):
-            yield _budget_hit(slot, pt, probe, start, said, None, run)
-        elif run.kills:
-            yield _budget_hit(slot, pt, probe, start, said, run, "")
+            yield _budget_hit(obj, slot, pt, probe, starts, None, run)
+        elif run.kills or starts.killed:
+            yield _budget_hit(obj, slot, pt, probe, starts, run, "")
 
 
 def _budget_hit(
+    obj: LintObject,
     slot: Slot,
     pt: ProbeType,
     probe: Probe,
-    start: float,
-    said: str,
+    starts: Starts,
     run: simulated.Run | None,
     note: str,
 ) -> Hit:
     c = slot.container
-    killed = f"is killed at {seconds(run.kills[0][0])}" if run else "is killed before that"
-    needed = math.ceil(max(0.0, start - probe.initial_delay_seconds) / probe.period_seconds) + 1
-    if pt is ProbeType.STARTUP:
-        fix = f"raise startupProbe.failureThreshold to {needed} or more"
-    else:
-        fix = (
-            f"add a startupProbe with periodSeconds {probe.period_seconds} and "
-            f"failureThreshold {needed} or more"
+    start = starts.need
+    assert start is not None
+    # the fix as the kubelet's model proves it: one period above the start, or the guess
+    wanted = budget.wanted_seconds(starts, extra=probe.period_seconds)
+    assert wanted is not None
+    proposal = _evidence(
+        lambda: budget.propose(obj.pod, c, starts, wanted, add_startup=pt is ProbeType.LIVENESS)
+    )
+    verified = ""
+    if isinstance(proposal, budget.Proposal):
+        needed = proposal.failure_threshold
+        verified = proposal.model_words()
+        if pt is ProbeType.STARTUP:
+            fix = f"raise startupProbe.failureThreshold to {needed} or more"
+        else:
+            fix = (
+                f"add a startupProbe with periodSeconds {proposal.period} and "
+                f"failureThreshold {needed} or more"
+            )
+        checked = (
+            f"; a budget of {seconds(proposal.seconds)} is a guess above it"
+            if proposal.guess
+            else f"; the fix simulated: {proposal.then_words()}"
         )
-    evidence = f"; simulate: {_kills(run)}" if run else note
+    else:
+        fix = None  # the rule's own words; the message says why there are no numbers
+        checked = f"; {proposal.strip(' ;()')}" if proposal else ""
+    settings = f"failureThreshold {probe.failure_threshold} x periodSeconds {probe.period_seconds}"
+    if starts.guess:
+        message = (
+            f"{c.name!r} is killed by its {pt.key} probe ({settings}) before it has started: "
+            f"{starts.words()}{checked}"
+        )
+    else:
+        said = (
+            "measured"
+            if starts.finished is not None and start == starts.finished
+            else f"declared in {START_ANNOTATION}"
+            if start == starts.declared
+            else "a start killed unfinished lived that long"
+        )
+        killed = (
+            f"is killed at {seconds(run.kills[0][0])}"
+            if run and run.kills
+            else ("is killed before that" if not run else "was killed before it started")
+        )
+        evidence = f"; simulate: {kills_words(run, budget.gated(c))}" if run else note
+        message = (
+            f"{c.name!r} needs {seconds(start)} to start ({said}) and {killed} by its "
+            f"{pt.key} probe ({settings}){evidence}{checked}"
+        )
     return Hit(
         path=f"{slot.path}.{PROBE_FIELD[pt]}",
         container=c.name,
         probe=pt,
-        message=f"{c.name!r} needs {seconds(start)} to start ({said}) and {killed} by its "
-        f"{pt.key} probe (failureThreshold {probe.failure_threshold} x periodSeconds "
-        f"{probe.period_seconds}){evidence}",
+        message=message,
         fix=fix,
+        verified=verified,
     )
+
+
+def start_time_undeclared(obj: LintObject, evidence: Evidence | None) -> Iterator[Hit]:
+    for slot in obj.slots():
+        c = slot.container
+        live = c.liveness_probe
+        if live is None or c.startup_probe is not None:
+            continue  # a startup probe's budget was written for the start, on purpose
+        if known_starts(obj, c.name, evidence) is not None:
+            continue  # startup-budget-too-short checks the budget against it
+        seen = getattr(evidence, "seen", None)
+        if seen is not None and seen(obj, c.name):
+            continue  # observed: a start will be measured when one happens
+        budget_s = live.initial_delay_seconds + live.failure_threshold * live.period_seconds
+        yield Hit(
+            path=f"{slot.path}.livenessProbe",
+            container=c.name,
+            probe=ProbeType.LIVENESS,
+            message=f"liveness kills {c.name!r} when it has not answered {seconds(budget_s)} "
+            f"after it starts (delay {live.initial_delay_seconds} + failureThreshold "
+            f"{live.failure_threshold} x periodSeconds {live.period_seconds}), and no start time "
+            "is known to check that against (a slower start is killed every time): declare "
+            f'one ({START_ANNOTATION}: "SECONDS") or lint with --recording or --cluster',
+            fix=f'declare the start on the pod template: {START_ANNOTATION}: "SECONDS" (or '
+            f'"{c.name}=SECONDS"), or add a startupProbe',
+        )
 
 
 # -- liveness failureThreshold 1 -----------------------------------------------------------
@@ -384,6 +468,21 @@ RULES = (
         credit="probetui (the kubelet's model)",
         check=startup_budget_too_short,
         simulated=True,
+    ),
+    Rule(
+        id="start-time-undeclared",
+        severity=Severity.INFO,
+        summary="liveness guards the start of a container whose start time lint cannot know",
+        fix=f'declare the start time: {START_ANNOTATION}: "SECONDS", or add a startupProbe',
+        explain="Without a startup probe, liveness is what a slow start must beat: a container "
+        "still starting after initialDelaySeconds + failureThreshold x periodSeconds is killed, "
+        "and its next start is killed the same way (§6.2, §11.6). lint can check that budget "
+        "only against a start it knows: one observed (--recording, --cluster, the UI's "
+        f"session) or declared ({START_ANNOTATION} on the object or its pod template). Fires "
+        "on a container with a liveness probe, no startup probe and no start known, and says "
+        "how to declare one.",
+        credit="probetui (the kubelet's model)",
+        check=start_time_undeclared,
     ),
     Rule(
         id="liveness-failure-threshold-one",

@@ -23,18 +23,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from probetui.probe.base import Attempt
+from probetui.prober.outcome import Kind
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import Worker
 from probetui.simulate.recorded import AnswerBook, RecordedContainer, RecordedPod
 from probetui.simulate.run import SimKubelet
 from probetui.simulate.scenario import App, Scenario, apply_overrides
+from probetui.simulate.selfcheck import MATCH_SLACK, Lives, SelfCheck, self_check
 from probetui.spec.model import Container, Pod, ProbeType
 
-# a recorded event and the model's are the same one when this close, beyond one probe period
-MATCH_SLACK = 2.0
-# the share of recorded Ready changes the model must reproduce (flaps near a threshold edge
-# can split one way or the other by a tick)
-READY_MATCH = 0.9
 DEFAULT_START_AFTER = 1.0
 
 
@@ -55,6 +52,10 @@ class RunSummary:
     ready_changes: list[tuple[float, bool]] = field(default_factory=list)
     answered: int = 0
     inferred: int = 0
+    # the container's instances, and the kills the self-check leaves out as unseen by the
+    # model (`selfcheck.py`)
+    lives: Lives = field(default_factory=Lives)
+    unseen_kills: set[float] = field(default_factory=set)
 
     @property
     def inferred_share(self) -> float:
@@ -75,28 +76,6 @@ class RunSummary:
 
 
 @dataclass(slots=True)
-class SelfCheck:
-    kills: tuple[int, int, int]  # (matched, recorded, modelled)
-    restarts: tuple[int, int, int]
-    ready: tuple[int, int, int]
-    worst_offset: float  # seconds between a recorded event and the model's, at most
-    passed: bool
-    why: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kills": dict(zip(("matched", "recorded", "modelled"), self.kills, strict=True)),
-            "restarts": dict(zip(("matched", "recorded", "modelled"), self.restarts, strict=True)),
-            "ready_changes": dict(
-                zip(("matched", "recorded", "modelled"), self.ready, strict=True)
-            ),
-            "worst_offset_seconds": round(self.worst_offset, 3),
-            "passed": self.passed,
-            "why": self.why,
-        }
-
-
-@dataclass(slots=True)
 class Counterfactual:
     container: str
     since: float
@@ -108,6 +87,9 @@ class Counterfactual:
     baseline: RunSummary
     check: SelfCheck
     what_if: RunSummary | None
+    # starts in the window killed before their start-up ended: past each kill the recording
+    # has no answer, and the replay repeats the last one (a failure), whatever the budget
+    unfinished_starts: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +103,7 @@ class Counterfactual:
             "model_recorded_settings": self.baseline.to_json(),
             "self_check": self.check.to_json(),
             "what_if": self.what_if.to_json() if self.what_if is not None else None,
+            "unfinished_starts": self.unfinished_starts,
         }
 
 
@@ -138,7 +121,7 @@ class _Did(NamedTuple):
 
 
 # what the comparison reads of the kubelet's doings (`_summarize_model`)
-_READ = frozenset({"Killing", "ContainerStarted", "ReadyChanged"})
+_READ = frozenset({"Killing", "ContainerStarted", "ContainerExited", "ReadyChanged"})
 
 
 class _RecordedApp(SimKubelet):
@@ -274,6 +257,7 @@ def _summarize_model(
     restart_times: list[float] = []
     starts: list[float] = []
     ready: list[tuple[float, bool]] = []
+    lives = Lives()
     for e in events:
         if e.container != name:
             continue
@@ -283,12 +267,18 @@ def _summarize_model(
                 kill_times.append(e.t)
         elif e.type == "ContainerStarted":
             starts.append(e.t)
+            lives.starts.append(e.t)
+            lives.ends.append(float("inf"))
             if e.fields.get("restartCount", 0) and e.t >= since:
                 restart_times.append(e.t)
+        elif e.type == "ContainerExited":
+            if lives.ends and lives.ends[-1] == float("inf"):
+                lives.ends[-1] = e.t
         elif e.type == "ReadyChanged":
             ready.append((e.t, bool(e.fields.get("ready"))))
     summary = _readiness(kills, kill_times, restart_times, starts, ready, since, until)
     summary.answered, summary.inferred = book.answered, book.inferred
+    summary.lives = lives
     return summary
 
 
@@ -328,7 +318,11 @@ def _readiness(
     )
 
 
-def _summarize_recorded(rc: RecordedContainer, since: float, until: float) -> RunSummary:
+def _summarize_recorded(
+    rc: RecordedContainer, since: float, until: float, opened: float | None = None
+) -> RunSummary:
+    """The recording's side over [since, until]; `opened` is when the window opened (an
+    instance started before it was carried in)."""
     kills: dict[str, int] = {pt.key: 0 for pt in ProbeType}
     kill_times = []
     for t, probe in rc.kills:
@@ -339,127 +333,153 @@ def _summarize_recorded(rc: RecordedContainer, since: float, until: float) -> Ru
     ready = list(rc.ready)
     if rc.ready_at_since:
         ready.insert(0, (rc.instances[0].start if rc.instances else since, True))
-    return _readiness(kills, kill_times, restarts, [t for t, _ in rc.starts], ready, since, until)
-
-
-def _match(
-    recorded: list[float], modelled: list[float], tolerance: float, until: float | None = None
-) -> tuple[int, float, int, int]:
-    """Pairs of a recorded and a modelled time within `tolerance`, greedily in time order: how
-    many, the largest offset among them, and how many recorded and modelled times count. An
-    unpaired time within `tolerance` of `until` (the window's end) does not count: its
-    counterpart may fall just past the window (a kill the model makes a second before the
-    recording stopped, the kubelet's a second after)."""
-    used = [False] * len(modelled)
-    paired = [False] * len(recorded)
-    matched, worst = 0, 0.0
-    for j, t in enumerate(recorded):
-        best, best_d = -1, tolerance
-        for i, m in enumerate(modelled):
-            d = abs(m - t)
-            if not used[i] and d <= best_d:
-                best, best_d = i, d
-        if best >= 0:
-            used[best] = paired[j] = True
-            matched += 1
-            worst = max(worst, best_d)
-    edge = float("inf") if until is None else until - tolerance
-
-    def counted(times: list[float], done: list[bool]) -> int:
-        return sum(1 for t, d in zip(times, done, strict=True) if d or t <= edge)
-
-    return matched, worst, counted(recorded, paired), counted(modelled, used)
-
-
-def self_check(
-    recorded: RunSummary, model: RunSummary, tolerance: float, until: float | None = None
-) -> SelfCheck:
-    k, wk, nk_rec, nk_mod = _match(recorded.kill_times, model.kill_times, tolerance, until)
-    r, wr, nr_rec, nr_mod = _match(
-        recorded.restart_times, model.restart_times, tolerance + MATCH_SLACK, until
+    summary = _readiness(
+        kills, kill_times, restarts, [t for t, _ in rc.starts], ready, since, until
     )
-    rec_ready = [t for t, _ in recorded.ready_changes]
-    mod_ready = [t for t, _ in model.ready_changes]
-    y, wy, ny_rec, ny_mod = _match(rec_ready, mod_ready, tolerance, until)
-    kills = (k, nk_rec, nk_mod)
-    restarts = (r, nr_rec, nr_mod)
-    ready = (y, ny_rec, ny_mod)
-    why = ""
-    if k != kills[1] or k != kills[2]:
-        why = f"the model kills {kills[2]} times where the kubelet killed {kills[1]} ({k} match)"
-    elif r != restarts[1] or r != restarts[2]:
-        why = (
-            f"the model restarts {restarts[2]} times where the container restarted "
-            f"{restarts[1]} ({r} match)"
+    first = rc.instances[0] if rc.instances else None
+    summary.lives = Lives(
+        [i.start for i in rc.instances],
+        [i.end if i.end is not None else until for i in rc.instances],
+        carried=first is not None and opened is not None and first.start < opened,
+        restarted_before=first is not None and first.restart_count > 0,
+    )
+    return summary
+
+
+def _carried_kill(rc: RecordedContainer, spec: Container, opened: float) -> float | None:
+    """The kill of the instance carried into the window, where the failures that made it
+    began before the window's first attempt of its probe (fewer than failureThreshold of them
+    recorded, no success before them): the kubelet counted failures the model never saw."""
+    if not rc.instances or rc.instances[0].start >= opened:
+        return None
+    inst = rc.instances[0]
+    end = inst.end if inst.end is not None else float("inf")
+    kill = next(((t, p) for t, p in rc.kills if inst.start <= t <= end), None)
+    if kill is None:
+        return None
+    t, key = kill
+    pt = ProbeType.parse(key)
+    probe = spec.probe(pt)
+    answers = [a for a in inst.answers.get(pt, ()) if a.t <= t]
+    if probe is None or any(a.kind in (Kind.SUCCESS, Kind.WARNING) for a in answers):
+        return None
+    failures = sum(1 for a in answers if a.kind in (Kind.FAILURE, Kind.TIMEOUT))
+    return t if failures < probe.failure_threshold else None
+
+
+class Replay:
+    """One container's recorded history made ready for what-ifs: the model with the recorded
+    settings run once and checked against the recording, then each what-if on demand (a
+    finding tries a proposal and the next few over the same history)."""
+
+    def __init__(self, rec: RecordedPod, container: str) -> None:
+        spec = rec.pod.container(container)
+        rc = rec.containers.get(container)
+        if spec is None or rc is None:
+            names = ", ".join(rec.containers) or "none"
+            raise CounterfactualError(
+                f"no probed container {container!r} in the pod (it has {names})"
+            )
+        if not rc.instances:
+            raise CounterfactualError(
+                f"container {container!r} did not run in the window: nothing was recorded to replay"
+            )
+        self.rec, self.container = rec, container
+        start_after = _start_after(rc)
+        self.app = App(start_after=start_after, stop_seconds=_stop_seconds(rc), exit_after=None)
+        first = rc.instances[0].start
+        self.origin = max(first, rec.since) - start_after
+        self.compared_from = max(rec.since, first) + _warm_up(spec, start_after)
+        self.base = Scenario(
+            pod=rec.pod, container=container, duration=rec.until - self.origin, app=self.app
         )
-    elif ready[1] and (y < READY_MATCH * ready[1] or y < READY_MATCH * ready[2]):
-        why = (
-            f"the model changes Ready {ready[2]} times where the kubelet did {ready[1]} ({y} match)"
+        # up to the first stop that no probe caused: what follows it is not the probes' doing
+        self.compared_until = min([rec.until, *(t for t in rc.stops if t > self.compared_from)])
+        self.recorded = _summarize_recorded(rc, self.compared_from, self.compared_until, rec.since)
+        self.attempts: dict[tuple[int, float, str], Attempt] = {}
+        self.events, self.books = _model(
+            rec, rec.pod, container, self.origin, self.app, self.attempts
         )
-    return SelfCheck(kills, restarts, ready, max(wk, wr, wy), not why, why)
+        self.baseline = self._summary(self.events, self.books)
+        carried = _carried_kill(rc, spec, rec.since)
+        if carried is not None:
+            # and the model's kill that ends its own first instance: the same failures,
+            # counted from the window's start
+            self.recorded.unseen_kills.add(carried)
+            first_kills = [t for t in self.baseline.kill_times if self.baseline.lives.where(t) == 0]
+            self.baseline.unseen_kills.update(first_kills[:1])
+        periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
+        self.check = self_check(
+            self.recorded,
+            self.baseline,
+            max(periods, default=10) + MATCH_SLACK,
+            until=self.compared_until,
+        )
+        self.unfinished = _unfinished(rc, rec.since)
+
+    def _summary(self, events: list[_Did], books: dict[str, AnswerBook]) -> RunSummary:
+        return _summarize_model(
+            events, self.container, self.compared_from, self.compared_until, books[self.container]
+        )
+
+    def counterfactual(self, overrides: list[str] | tuple[str, ...]) -> Counterfactual:
+        """The what-if of `overrides` beside the recording and the model with its settings
+        (none where the self-check refused the model)."""
+        rec, container = self.rec, self.container
+        what_if_pod = apply_overrides(self.base, overrides).pod if overrides else None
+        what_if = None
+        if what_if_pod is not None and self.check.passed:
+            changed = _timeout_only(rec.pod, what_if_pod, container)
+            book = self.books[container]
+            if changed is not None and book.same_under(*changed):
+                # the model's run is a function of the settings it reads; timeoutSeconds is
+                # read only where an answer becomes an attempt, and every answer the run with
+                # the recorded settings asked for becomes the same attempt under the new
+                # timeout: the what-if is that same run, made again attempt for attempt
+                # (inferred counts too)
+                what_if = self._summary(self.events, self.books)
+            else:
+                events, books = _model(
+                    rec, what_if_pod, container, self.origin, self.app, self.attempts
+                )
+                what_if = self._summary(events, books)
+        return Counterfactual(
+            container,
+            rec.since,
+            rec.until,
+            self.compared_from,
+            self.compared_until,
+            tuple(overrides),
+            self.recorded,
+            self.baseline,
+            self.check,
+            what_if,
+            self.unfinished,
+        )
 
 
 def counterfactual(
     rec: RecordedPod, container: str, overrides: list[str] | tuple[str, ...]
 ) -> Counterfactual:
-    spec = rec.pod.container(container)
-    rc = rec.containers.get(container)
-    if spec is None or rc is None:
-        names = ", ".join(rec.containers) or "none"
-        raise CounterfactualError(f"no probed container {container!r} in the pod (it has {names})")
-    if not rc.instances:
-        raise CounterfactualError(
-            f"container {container!r} did not run in the window: nothing was recorded to replay"
-        )
-    start_after = _start_after(rc)
-    app = App(start_after=start_after, stop_seconds=_stop_seconds(rc), exit_after=None)
-    first = rc.instances[0].start
-    origin = max(first, rec.since) - start_after
-    compared_from = max(rec.since, first) + _warm_up(spec, start_after)
-    base = Scenario(pod=rec.pod, container=container, duration=rec.until - origin, app=app)
-    what_if_pod = apply_overrides(base, overrides).pod if overrides else None
-    # up to the first stop that no probe caused: what follows it is not the probes' doing
-    compared_until = min([rec.until, *(t for t in rc.stops if t > compared_from)])
-    recorded = _summarize_recorded(rc, compared_from, compared_until)
-    attempts: dict[tuple[int, float, str], Attempt] = {}
-    events, books = _model(rec, rec.pod, container, origin, app, attempts)
-    baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
-    periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
-    check = self_check(
-        recorded, baseline, max(periods, default=10) + MATCH_SLACK, until=compared_until
-    )
-    what_if = None
-    if what_if_pod is not None and check.passed:
-        changed = _timeout_only(rec.pod, what_if_pod, container)
-        book = books[container]
-        if changed is not None and book.same_under(*changed):
-            # the model's run is a function of the settings it reads; timeoutSeconds is read
-            # only where an answer becomes an attempt, and every answer the run with the
-            # recorded settings asked for becomes the same attempt under the new timeout: the
-            # what-if is that same run, made again attempt for attempt (inferred counts too)
-            what_if = _summarize_model(events, container, compared_from, compared_until, book)
-        else:
-            events, books = _model(rec, what_if_pod, container, origin, app, attempts)
-            what_if = _summarize_model(
-                events, container, compared_from, compared_until, books[container]
-            )
-    return Counterfactual(
-        container,
-        rec.since,
-        rec.until,
-        compared_from,
-        compared_until,
-        tuple(overrides),
-        recorded,
-        baseline,
-        check,
-        what_if,
+    """The recorded settings' self-check and the what-if of `overrides` (module docstring)."""
+    return Replay(rec, container).counterfactual(overrides)
+
+
+def _unfinished(rc: RecordedContainer, opened: float) -> int:
+    """The starts in the window that a kill ended before their start-up did."""
+    return sum(
+        1
+        for inst in rc.instances
+        if inst.start >= opened
+        and inst.startup_end is None
+        and any(inst.start <= t <= (inst.end if inst.end is not None else t) for t, _ in rc.kills)
     )
 
 
 __all__ = [
     "Counterfactual",
     "CounterfactualError",
+    "Replay",
     "RunSummary",
     "SelfCheck",
     "counterfactual",

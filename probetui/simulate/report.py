@@ -160,6 +160,15 @@ def render_counterfactual(cf: Counterfactual) -> list[str]:
         f"  kills {c.kills[0]}/{c.kills[1]} matched, restarts {c.restarts[0]}/{c.restarts[1]}, "
         f"Ready changes {c.ready[0]}/{c.ready[1]}; worst offset {c.worst_offset:.1f}s",
     ]
+    notes = [c.left_out_words()] if c.left_out_words() else []
+    if c.tied_restarts:
+        n = c.tied_restarts
+        notes.append(
+            f"{n} restart{'s' if n != 1 else ''} at a back-off window's edge, where the kubelet "
+            "goes either way"
+        )
+    if notes:
+        lines.append("  " + "; ".join(notes))
     if not c.passed:
         lines.append(f"  FAILED: {c.why}; no what-if is given where the model does not fit")
         return lines
@@ -193,4 +202,13 @@ def render_counterfactual(cf: Counterfactual) -> list[str]:
             f"({cf.what_if.inferred} of {cf.what_if.answered}); the model with the recorded "
             f"settings inferred {cf.baseline.inferred_share:.1%}"
         )
+        if cf.unfinished_starts:
+            n = cf.unfinished_starts
+            lines.append(
+                f"{n} start{'s' if n != 1 else ''} killed before {'they' if n != 1 else 'it'} "
+                "finished: past each kill the recording has no answer and the replay repeats "
+                "the last failure, so it cannot say whether a longer start-up budget lets a "
+                "start finish (probetui lint --recording proposes one the kubelet's model "
+                "proves)"
+            )
     return lines

@@ -100,11 +100,20 @@ def test_start_hit_measures_the_start_and_proposes_a_budget() -> None:
 
 
 def test_start_hit_when_starts_are_killed_before_they_end() -> None:
+    """Every start is killed at 20 s (startup 4 x 5 s), none finishes: all the kills prove is
+    that a start takes longer than 20 s. The proposal is a guess above that, said to be one
+    (twice it, and at least 30 s more: 50 s, failureThreshold 10), and no replay is offered:
+    the recording has no answer past 20 s into any start."""
     pod = web(startup=probe(period=5, failure=4), readiness=probe(period=5))
     app = App(start_after=0.0, default=Behaviour(ready_after=60.0))
     (f,), _ = findings(pod, simulate(pod, app, 300), 300, "observed-start-near-budget")
-    assert "killed before they ended" in f.hit.message
-    assert f.hit.overrides == ("startup.failureThreshold=8",)
+    assert "'app' is killed before it has started, against a budget of 20 s" in f.hit.message
+    assert "no start has finished yet" in f.hit.message
+    assert "the longest survived 20 s before its kill" in f.hit.message
+    assert "a budget of 50 s (failureThreshold 10) is a guess above it" in f.hit.message
+    assert f.hit.overrides == ("startup.failureThreshold=10",)
+    assert f.fix == "startupProbe.failureThreshold: 10"
+    assert "no counterfactual: no start killed before it finished" in f.hit.message
 
 
 def test_start_near_miss_at_half_the_budget() -> None:
@@ -129,6 +138,46 @@ def test_flapping_hit_counts_ready_losses_and_proposes_a_threshold() -> None:
     # two failures in a row at most: with three needed, no loss at all (the last 4 min of it:
     # two losses of 10 s each)
     assert "not ready 20 s -> 0 s" in f.hit.message, f.hit.message
+
+
+def test_flapping_proposal_is_tried_and_says_when_it_does_not_end_the_losses() -> None:
+    """Ten 8 s blips and then a 100 s outage (ending 100 s before the history does): in the
+    replay of the 4 min around the last loss, no failureThreshold from 3 to 6 (15 to 30 s)
+    rides out the outage, so the losses do not end; 3 leaves the fewest (the blip's goes) and
+    is proposed, saying it does not end them."""
+    pod = web(readiness=probe(period=5, failure=1))
+    fails = (*((100.0 + 150.0 * i, 108.0 + 150.0 * i) for i in range(10)), (1600.0, 1700.0))
+    app = App(probes={ProbeType.READINESS: Behaviour(fail_between=fails)})
+    (f,), _ = findings(pod, simulate(pod, app, 1800), 1800, "readiness-flapping")
+    assert f.hit.overrides == ("readiness.failureThreshold=3",)
+    assert "none of readiness.failureThreshold=3 to 6 ends the Ready losses" in f.hit.message
+    # riding the outage out would take a threshold of 21: an outage to see, not a flap
+    assert "the longest run of failures behind a loss was 20 (100 s)" in f.hit.message
+
+
+def test_flapping_threshold_rides_out_the_longest_run_of_failures() -> None:
+    """8 s blips under a 1 s period: eight failures in a row behind each loss (the kubelet's
+    own re-probe after the Ready change not counted), so failureThreshold 3 would still lose
+    Ready at each; 9 rides them out, and the replay shows the losses end."""
+    pod = web(readiness=probe(period=1, failure=1))
+    (f,), _ = findings(pod, simulate(pod, _flapping(6), 1200), 1200, "readiness-flapping")
+    assert f.hit.overrides == ("readiness.failureThreshold=9",)
+    assert "with readiness.failureThreshold=9:" in f.hit.message
+    assert "not ready 16 s -> 0 s" in f.hit.message, f.hit.message
+
+
+def test_flapping_that_no_threshold_helps_proposes_none() -> None:
+    """Four 100 s outages: Ready is lost at each whatever the threshold (3 to 6 periods of 5 s
+    are all shorter): nothing is proposed, and the finding says no such setting fixes it."""
+    pod = web(readiness=probe(period=5, failure=1))
+    fails = tuple((100.0 + 400.0 * i, 200.0 + 400.0 * i) for i in range(4))
+    app = App(probes={ProbeType.READINESS: Behaviour(fail_between=fails)})
+    (f,), _ = findings(pod, simulate(pod, app, 1800), 1800, "readiness-flapping")
+    assert f.hit.overrides == ()
+    assert "changes the Ready losses in the replay (1 -> 1): no such setting fixes it" in (
+        f.hit.message
+    )
+    assert f.fix.startswith("find what makes readiness fail")
 
 
 def test_flapping_near_miss_two_losses() -> None:

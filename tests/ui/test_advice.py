@@ -228,3 +228,57 @@ async def test_the_what_if_replays_the_sessions_history_through_the_counterfactu
         assert "readiness-flapping  propose readiness.failureThreshold=3" in body
         assert "  passed" in body and "what-if" in body
         assert "settings now" not in body  # no fallback: the counterfactual answered
+
+
+async def test_the_pane_proposes_a_start_budget_that_ends_the_kills_when_simulated() -> None:
+    """The threshold pane over a session that saw a 20 s start killed at 9 s every time
+    (liveness 3 x 3 s, no startup probe, the kubelet model's history in the store): it says no
+    start has finished yet, proposes a guess above the longest survival, and that proposal,
+    simulated with the real 20 s start (`probetui simulate`'s model, `--set` as the what-if
+    would), kills no more. The what-if screen shows the model's run and no replay (one could
+    only repeat the last failure of a start it never saw finish)."""
+    import re
+    from datetime import UTC
+
+    from probetui.prober.status import PodStatus
+    from probetui.simulate import apply_overrides, simulate
+    from probetui.simulate.scenario import App, Behaviour, Scenario
+    from probetui.ui.app import ProbeApp
+    from tests.lint.histories import probe, web
+    from tests.lint.histories import simulate as history
+    from tests.ui.fakes import FakeControls, FakeRuntime
+
+    pod = web(liveness=probe(period=3, failure=3))
+    slow = App(start_after=1.0, default=Behaviour(ready_after=20.0))
+    store = Store()
+    store.pod(pod, PodStatus(phase="Running"))
+    for e in history(pod, slow, 120):
+        store.event(e)
+    app = ProbeApp(FakeControls(FakeRuntime()), store, now=lambda: 120.0, tz=UTC, run_engine=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        text = " ".join(findings_in(pane_text(app)))
+        assert "no start has finished yet" in text
+        assert "the longest survived 9 s before its kill" in text
+        # the pane's fix, either form (the error's startupProbe comes first, worst first)
+        match = re.search(
+            r"fix: (?:livenessProbe\.failureThreshold: |add a startupProbe with periodSeconds "
+            r"\d+ and failureThreshold )(\d+)",
+            text,
+        )
+        assert match is not None, text
+        threshold = int(match.group(1))
+        await pilot.press("a")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        body = str(app.screen.query_one("#whatif-body", Static).render())
+        proposed = f"liveness.failureThreshold={threshold}"
+        assert f"observed-start-near-budget  propose {proposed}" in body
+        assert f"with failureThreshold {threshold} no kill" in body
+        assert "no counterfactual: no start killed before it finished has answers" in body
+    scenario = Scenario(pod=pod, container="app", duration=300.0, app=slow)
+    before = simulate(scenario)["summary"]
+    after = simulate(apply_overrides(scenario, [proposed]))["summary"]
+    assert before["kills"]["liveness"] >= 3
+    assert after["kills"]["liveness"] == 0 and after["restarts"] == 0

@@ -8,7 +8,11 @@ makes): the recorded kills, restarts, seconds not ready and slowest start beside
 the recorded settings and the model with the proposal, side by side. The model is trusted only
 when its self-check passes (it reproduces what the kubelet did); otherwise the screen says why
 there is no what-if, and falls back to `probetui simulate`'s model over the probe's recent
-attempts (`lint.live.model_what_if`): settings now against the proposal. The replay runs on
+attempts (`lint.live.model_what_if`): settings now against the proposal. A proposal the rule
+already ran through the kubelet's model (`Hit.verified`: a start-up budget against the starts
+seen) shows that run instead of the fallback, and one a replay cannot judge (`Hit.unreplayable`:
+a start killed before it finished has no answers past its kill) is not replayed: the screen
+says why. The replay runs on
 the event loop in an async worker, one proposal at a time with a repaint between: it is bounded
 by one pod's ring-buffered history (tens of milliseconds an hour), and nothing here reads the
 store or does I/O.
@@ -67,6 +71,8 @@ def result_text(finding: Finding, result: Result | None) -> Text:
     text.append(f"{finding.rule.id}", style="bold")
     text.append(f"  propose {', '.join(finding.hit.overrides)}\n", style="bold " + g.INFO)
     text.append(f"  {finding.hit.message}\n", style=g.DIM)
+    if finding.hit.verified:
+        text.append(f"  the kubelet's model, {finding.hit.verified}\n")
     if result is None:
         text.append("  replaying the history through the kubelet's model ...\n", style=g.DIM)
         return text
@@ -132,9 +138,13 @@ class WhatIfScreen(PacedScreen, ModalScreen[None]):
         for i, finding in enumerate(self.proposals):
             await asyncio.sleep(0)  # the previous answer is drawn before the next is worked
             overrides = finding.hit.overrides
+            if finding.hit.unreplayable:
+                # a replay would mislead (the finding says why); its model run stands alone
+                self._got(i, (finding.hit.unreplayable, None))
+                continue
             cf = observed.what_if(history, self.container, overrides)
             model = None
-            if isinstance(cf, str) or cf.what_if is None:
+            if (isinstance(cf, str) or cf.what_if is None) and not finding.hit.verified:
                 # no counterfactual to trust: the coarser model over the recent attempts
                 model = model_what_if(history, self.container, overrides)
             self._got(i, (cf, model))
