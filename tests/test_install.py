@@ -85,9 +85,7 @@ def test_the_installed_check_probes_a_real_tcp_port(installed: Path, tmp_path: P
 
 
 def test_the_installed_demo_runs_headless(installed: Path, tmp_path: Path) -> None:
-    done = _run(
-        installed, "demo", "--no-ui", "--output", "jsonl", "--duration", "4", cwd=tmp_path
-    )
+    done = _run(installed, "demo", "--no-ui", "--output", "jsonl", "--duration", "4", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert any(line["type"] == "ProbeAttempt" for line in lines)
