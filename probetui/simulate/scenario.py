@@ -154,17 +154,24 @@ def _app(raw: object) -> App:
 def load_scenario(path: str | Path) -> Scenario:
     import yaml
 
+    from probetui.spec import yaml_safe
+
+    # the command line names the file before each of these
     path = Path(path)
     try:
-        text = path.read_text()
+        text = yaml_safe.read_text(path)
     except OSError as e:
-        raise ScenarioError(f"{path}: cannot read the scenario file ({e.strerror})") from None
+        raise ScenarioError(f"cannot read the scenario file ({e.strerror})") from None
+    except yaml_safe.TextError as e:
+        raise ScenarioError(str(e)) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_safe.load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{path}:{where} not valid YAML") from None
+        where = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(e, "problem", None)
+        said = f": {' '.join(str(problem).split())}" if problem else ""
+        raise ScenarioError(f"{where}not valid YAML{said}") from None
     return parse_scenario(raw, base_dir=path.parent, source=str(path))
 
 
