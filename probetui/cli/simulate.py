@@ -56,21 +56,27 @@ def run(args: argparse.Namespace) -> int:
         scenario = sim.apply_overrides(base, args.set) if args.set else base
     except sim.ScenarioError as e:
         raise UsageError(f"{args.scenario}: {e}") from None
-    result = sim.simulate(scenario)
-    baseline = sim.simulate(base)["summary"] if args.set else None
+    # the events are written as the run makes them final, never all held: a week of virtual
+    # time at a 1 s period is millions of them
+    baseline = sim.simulate_stream(base, lambda e: None) if args.set else None
+    out = sys.stdout
     if args.json:
-        sys.stdout.write(sim.to_json(result, baseline, args.set) + "\n")
+        writer = sim.JsonWriter(out)
+        writer.close(sim.simulate_stream(scenario, writer.add), baseline, args.set)
         return EXIT_OK
-    out = [
-        f"simulated {scenario.duration:g}s of pod {scenario.pod.name}, container {scenario.container}"
-    ]
+    head = f"simulated {scenario.duration:g}s of pod {scenario.pod.name}, container {scenario.container}"
     if args.set:
-        out[0] += f" with {', '.join(args.set)}"
-    out += sim.render_timeline(result["events"])
-    out.append("")
-    out.append("summary:")
-    out += sim.render_summary(result["summary"], baseline)
-    print("\n".join(out))
+        head += f" with {', '.join(args.set)}"
+    out.write(head + "\n")
+    timeline = sim.Timeline()
+
+    def lines(e: dict[str, object]) -> None:
+        for line in timeline.add(e):
+            out.write(line + "\n")
+
+    summary = sim.simulate_stream(scenario, lines)
+    tail = [*timeline.close(), "", "summary:", *sim.render_summary(summary, baseline)]
+    out.write("\n".join(tail) + "\n")
     return EXIT_OK
 
 

@@ -75,6 +75,20 @@ def _number(value: object, key: str, *, minimum: float = 0.0) -> float:
     return float(value)
 
 
+# the longest scenario: a run's memory does not grow with it (the events are written as they
+# come), its time does, and past a month the question is better asked of a shorter window
+MAX_DURATION = 30 * 86400.0
+
+
+def _duration(value: object) -> float:
+    seconds = _number(value, "duration")
+    if not math.isfinite(seconds) or seconds > MAX_DURATION:
+        raise ScenarioError(
+            f"duration: at most {MAX_DURATION:.0f} s (30 days) of virtual time, got {value!r}"
+        )
+    return seconds
+
+
 def _windows(value: object, key: str) -> tuple[tuple[float, float], ...]:
     if value is None:
         return ()
@@ -205,7 +219,7 @@ def parse_scenario(
     if pod.container(str(name)) is None:
         names = ", ".join(c.name for c in pod.probed_containers())
         raise ScenarioError(f"container: no container {name!r} in pod {pod.name} (has: {names})")
-    duration = _number(raw.get("duration", 600), "duration")
+    duration = _duration(raw.get("duration", 600))
     if not pod.uid:
         pod = replace(pod, uid=f"sim-{pod.name}")
     return Scenario(pod=pod, container=str(name), duration=duration, app=_app(raw.get("app")))
