@@ -70,9 +70,13 @@ _TOP_KEYS = {"pod", "container", "duration", "app"}
 def _number(value: object, key: str, *, minimum: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScenarioError(f"{key}: expected a number of seconds, got {value!r}")
-    if value < minimum or math.isnan(value):
+    if value != value or value < minimum:
         raise ScenarioError(f"{key}: must be >= {minimum:g}, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        # an integer past a float's range: seconds no run reaches, as inf is
+        return math.inf
 
 
 # the longest scenario: a run's memory does not grow with it (the events are written as they
@@ -84,7 +88,8 @@ def _duration(value: object) -> float:
     seconds = _number(value, "duration")
     if not math.isfinite(seconds) or seconds > MAX_DURATION:
         raise ScenarioError(
-            f"duration: at most {MAX_DURATION:.0f} s (30 days) of virtual time, got {value!r}"
+            f"duration: at most {MAX_DURATION:.0f} s ({MAX_DURATION / 86400:g} days) of "
+            f"virtual time, got {value!r}"
         )
     return seconds
 
@@ -183,9 +188,8 @@ def load_scenario(path: str | Path) -> Scenario:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
-        problem = getattr(e, "problem", None)
-        said = f": {' '.join(str(problem).split())}" if problem else ""
-        raise ScenarioError(f"{where}not valid YAML{said}") from None
+        problem = getattr(e, "problem", None) or e
+        raise ScenarioError(f"{where}not valid YAML: {' '.join(str(problem).split())}") from None
     return parse_scenario(raw, base_dir=path.parent, source=str(path))
 
 

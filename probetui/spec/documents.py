@@ -202,7 +202,7 @@ def _document(loader: _Loader, node: yaml.Node) -> Any:
         # refuses it with its own message, once the whole graph is within the bounds
         bounds.repeated = before
         bounds.check(node)
-        return loader.construct_document(node)
+        return yaml_safe.construct(loader, node)
 
 
 def _yaml_fix(text: str, line: int | None) -> str | None:
@@ -215,10 +215,15 @@ def _yaml_fix(text: str, line: int | None) -> str | None:
     return None
 
 
-def _yaml_documents(text: str, source: str, bounds: yaml_safe.Bounds) -> list[Any]:
+def _yaml_documents(
+    text: str, source: str, bounds: yaml_safe.Bounds, shallow: bool = False
+) -> list[Any]:
+    """The documents of a YAML stream; `shallow`: the text is known to nest no deeper than
+    libyaml's composer can take (it was read as JSON), so it need not be checked first."""
     docs: list[Any] = []
     try:
-        yaml_safe.check_text(text)
+        if not shallow:
+            yaml_safe.check_text(text)
     except yaml_safe.LimitError as e:
         raise _limit(e, source, docs) from None
     loader = _Loader(text)
@@ -276,6 +281,12 @@ def _json_documents(text: str, source: str) -> list[Any]:
                 origin=f"{source}, document {len(docs) + 1}",
                 line=e.lineno,
             ) from None
+        except ValueError as e:
+            # a number of more digits than Python converts
+            raise ManifestError(
+                f"invalid JSON: {yaml_safe.value_problem(e)}",
+                origin=f"{source}, document {len(docs) + 1}",
+            ) from None
         docs.append(doc)
 
 
@@ -303,9 +314,11 @@ def documents(text: str, source: str, bounds: yaml_safe.Bounds | None = None) ->
             raise
         except ManifestError:
             raise json_error from None
-    # JSON is (nearly) YAML: read it again as YAML for line numbers, when that gives the same data
+    # JSON is (nearly) YAML: read it again as YAML for line numbers, when that gives the same
+    # data; Python's JSON decoder stops at its recursion limit, far above MAX_DEPTH and far
+    # below what libyaml's composer takes, which then refuses past MAX_DEPTH on its own
     try:
-        with_lines = _yaml_documents(text, source, bounds)
+        with_lines = _yaml_documents(text, source, bounds, shallow=True)
     except LimitExceeded:
         raise
     except ManifestError:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -35,9 +36,11 @@ __all__ = [
     "LimitError",
     "TextError",
     "check_text",
+    "construct",
     "load",
     "read_stream",
     "read_text",
+    "value_problem",
 ]
 
 MAX_BYTES = 8 * 1024 * 1024
@@ -70,7 +73,7 @@ _LONG_PREFIX_LF = re.compile(rf"\n{_PREFIX}")
 _LONG_PREFIX_ANY = re.compile(f"[\r\n\x85\u2028\u2029]{_PREFIX}")
 _FIRST_PREFIX = re.compile(_PREFIX)
 _OTHER_BREAKS = ("\r", "\x85", "\u2028", "\u2029")
-_Parser: Callable[[str], Any] = getattr(yaml, "CParser", None) or yaml.BaseLoader
+_Parser: Callable[[str], Any] = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 _OPEN = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
@@ -119,9 +122,10 @@ def check_text(text: str) -> None:
         raise LimitError(TOO_LARGE)
     if text.count("[") + text.count("{") <= _FLOW_SAFE and not _long_prefix(text):
         return
-    parser = _Parser(text)
     depth = 0
+    parser = None
     try:
+        parser = _Parser(text)
         while (event := parser.get_event()) is not None:
             if isinstance(event, _OPEN):
                 depth += 1
@@ -138,9 +142,8 @@ def check_text(text: str) -> None:
         # says it in its own words
         return
     finally:
-        dispose = getattr(parser, "dispose", None)
-        if dispose is not None:
-            dispose()
+        if parser is not None:
+            parser.dispose()
 
 
 def _long_prefix(text: str) -> bool:
@@ -243,6 +246,26 @@ class Bounds:
             stack.append((child, iter(_children(child))))
 
 
+def construct(loader: yaml.BaseLoader, node: yaml.Node) -> Any:
+    """`loader.construct_document(node)`, a value its constructors cannot make (a date with a
+    month 13, `!!int x`, a number of more digits than Python converts) a ConstructorError in
+    one line, as PyYAML says its own refusals, rather than the ValueError they raise."""
+    try:
+        return loader.construct_document(node)
+    except (ValueError, OverflowError) as e:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"cannot read a value: {value_problem(e)}", node.start_mark
+        ) from None
+
+
+def value_problem(error: Exception) -> str:
+    """A ValueError's text on one line, Python's limit on a number's digits in our words."""
+    text = " ".join(str(error).split())
+    if "integer string conversion" in text:
+        return f"a number of more than {sys.get_int_max_str_digits()} digits"
+    return text
+
+
 def load(
     text: str,
     loader: type[yaml.SafeLoader] = yaml.SafeLoader,
@@ -263,6 +286,6 @@ def load(
         Bounds().check(node)
         if inspect is not None:
             inspect(node)
-        return reader.construct_document(node)
+        return construct(reader, node)
     finally:
         reader.dispose()

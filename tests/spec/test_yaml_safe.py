@@ -115,6 +115,14 @@ BAD: dict[str, tuple[bytes, str]] = {
     "too large": (b"a: '" + b"x" * yaml_safe.MAX_BYTES + b"'\n", "larger than 8 MiB"),
     "not UTF-8": (b"kind: Pod\nmetadata: {name: \xff}\n", "not UTF-8 text"),
     "recursive": (b"a: &r [1, *r]\n", "an alias inside the node it names"),
+    # values PyYAML's constructors raise ValueError on rather than a YAMLError
+    "month 13": (b"a: 2001-13-45\n", "cannot read a value: month must be in 1..12"),
+    "long number": (b"a: " + b"1" * 5000 + b"\n", "a number of more than 4300 digits"),
+    # a control character in a text only the exact nesting count reads
+    "control character": (
+        b"a: [" + b", ".join([b"[1]"] * 3000) + b"]\nb: \x1d\n",
+        "unacceptable character #x001d",
+    ),
 }
 
 
@@ -123,7 +131,8 @@ BAD: dict[str, tuple[bytes, str]] = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_every_reader_refuses_in_one_line(tmp_path: Path, reader: str, case: str) -> None:
     """Before the bounds: MemoryError (bomb), SIGSEGV or RecursionError (deep), a
-    UnicodeDecodeError traceback (simulate), or the bomb read and walked."""
+    UnicodeDecodeError traceback (simulate), the bomb read and walked, or a ValueError
+    traceback from a constructor."""
     body, said = BAD[case]
     path = tmp_path / "input.yaml"
     path.write_bytes(body)
