@@ -1,9 +1,9 @@
 """Seeded fuzzing of every input file the command line reads: manifests (`lint`, `local`,
 `check -f`), scenarios and their pod files (`simulate`), config files (`config --config`) and
 kubeconfigs (`config --kubeconfig`). Valid seed files are mutated (bit flips, truncation, deep
-nesting, alias bombs, huge and odd numbers, wrong types, invalid UTF-8, repeated lines, tabs,
-recursive aliases, an oversized file) and each mutant is run through `probetui.cli.main`:
-no traceback, an exit status of 0, 1 or 2, no hang, bounded memory.
+nesting, alias bombs and chains, huge and odd numbers, wrong types, invalid UTF-8, repeated
+lines, tabs, recursive aliases, an oversized file) and each mutant is run through
+`probetui.cli.main`: no traceback, an exit status of 0, 1 or 2, no hang, bounded memory.
 
 The cases run in one child process (one import of probetui, a few seconds in all) under an
 address-space limit of 1.5 GB, each with its own alarm; nothing in them starts a process or
@@ -254,6 +254,16 @@ def _number(data: bytes, rng: random.Random, choices: list[bytes]) -> bytes:
     return data[:start] + rng.choice(choices) + data[end:]
 
 
+def alias_chain(rng: random.Random, data: bytes) -> bytes:
+    """Anchors each within the nesting bound around an alias of the one before."""
+    levels = rng.choice([20, 60, 99])
+    rows = []
+    for i in range(rng.choice([2, 5, 40])):
+        inner = b"*c%d" % (i - 1) if i else b"1"
+        rows.append(b"c%d: &c%d " % (i, i) + b"[" * levels + inner + b"]" * levels)
+    return b"\n".join(rows) + b"\n" + data
+
+
 def odd_number(rng: random.Random, data: bytes) -> bytes:
     return _number(data, rng, ODD_NUMBERS)
 
@@ -312,6 +322,7 @@ MUTATIONS: list[tuple[Mutation, int]] = [
     (truncate, 1),
     (nest_deep, 2),
     (alias_bomb, 2),
+    (alias_chain, 1),
     (odd_number, 4),
     (other_number, 5),
     (wrong_type, 3),

@@ -157,7 +157,7 @@ def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any], depth: int) -
     if done is None:
         raise _Slow  # a collection that contains itself
     if done is not _Slow:
-        loader.bounds.repeat(node)
+        loader.bounds.repeat(node, depth)
         return done  # an alias of one already built
     if depth > _MAX_DEPTH:
         raise yaml_safe.LimitError(yaml_safe.TOO_DEEP, node.start_mark)

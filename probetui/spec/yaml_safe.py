@@ -166,53 +166,61 @@ def _collection(node: object) -> bool:
 
 
 class Bounds:
-    """What one stream's documents have repeated through aliases, checked against the bound.
+    """What one stream's documents have repeated through aliases, checked against the bounds.
 
-    `repeat(node)` counts a collection met again (an alias of it); `check(node)` walks one
-    document's node graph for all three bounds. The nodes' sizes are kept for one document
-    (`begin` forgets them): a node's id is reused once its document is gone.
+    `repeat(node, depth)` counts a collection met again (an alias of it) at `depth`;
+    `check(node)` walks one document's node graph for all the bounds. An alias counts against
+    the nesting too, as what it stands for: a chain of aliases each adding a hundred levels is
+    thousands of levels deep to whatever walks the result. The nodes' sizes are kept for one
+    document (`begin` forgets them): a node's id is reused once its document is gone.
     """
 
     __slots__ = ("_sizes", "repeated")
 
     def __init__(self) -> None:
         self.repeated = 0
-        self._sizes: dict[int, int] = {}
+        self._sizes: dict[int, tuple[int, int]] = {}
 
     def begin(self) -> None:
         """Forget the node sizes of the document before."""
         self._sizes = {}
 
-    def repeat(self, node: yaml.Node) -> None:
-        """An alias of `node`, a collection with no alias to itself inside."""
-        self.repeated += self._size(node)
+    def repeat(self, node: yaml.Node, depth: int) -> None:
+        """An alias of `node`, a collection with no alias to itself inside, at `depth`."""
+        size, height = self._size(node)
+        if depth - 1 + height > MAX_DEPTH:
+            raise LimitError(TOO_DEEP, node.start_mark)
+        self.repeated += size
         if self.repeated > MAX_ALIAS_NODES:
             raise LimitError(TOO_MANY_ALIASES)
 
-    def _size(self, node: yaml.Node) -> int:
-        """The number of nodes in `node` with every alias in it written out."""
+    def _size(self, node: yaml.Node) -> tuple[int, int]:
+        """The number of nodes in `node` and the levels of collections, with every alias in
+        it written out."""
         sizes = self._sizes
         known = sizes.get(id(node))
         if known is not None:
             return known
         stack = [(node, iter(_children(node)))]
-        totals = [1]
+        totals = [[1, 1]]  # per collection on the stack: nodes, levels
         while stack:
             parent, children = stack[-1]
             child = next(children, None)
             if child is None:
                 stack.pop()
-                total = totals.pop()
-                sizes[id(parent)] = total
+                size, height = totals.pop()
+                sizes[id(parent)] = (size, height)
                 if totals:
-                    totals[-1] += total
+                    totals[-1][0] += size
+                    totals[-1][1] = max(totals[-1][1], height + 1)
             elif not _collection(child):
-                totals[-1] += 1
-            elif (size := sizes.get(id(child))) is not None:
-                totals[-1] += size
+                totals[-1][0] += 1
+            elif (known := sizes.get(id(child))) is not None:
+                totals[-1][0] += known[0]
+                totals[-1][1] = max(totals[-1][1], known[1] + 1)
             else:
                 stack.append((child, iter(_children(child))))
-                totals.append(1)
+                totals.append([1, 1])
         return sizes[id(node)]
 
     def check(self, root: yaml.Node) -> None:
@@ -238,7 +246,7 @@ class Bounds:
             if key in path:
                 raise LimitError(RECURSIVE, child.start_mark)
             if key in done:
-                self.repeat(child)
+                self.repeat(child, len(stack) + 1)
                 continue
             if len(stack) >= MAX_DEPTH:
                 raise LimitError(TOO_DEEP, child.start_mark)

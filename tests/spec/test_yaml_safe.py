@@ -44,6 +44,16 @@ def bomb(levels: int = 9, width: int = 10, indent: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def alias_chain(links: int = 40, levels: int = 90, indent: str = "") -> str:
+    """Anchors each `levels` deep around an alias of the one before: within the nesting bound
+    as written, thousands of levels deep to whatever walks the result."""
+    lines = []
+    for i in range(links):
+        inner = f"*x{i - 1}" if i else "1"
+        lines.append(f"{indent}x{i}: &x{i} " + "[" * levels + inner + "]" * levels)
+    return "\n".join(lines) + "\n"
+
+
 def pod_with_annotations(annotations: str) -> str:
     return POD.replace("  name: web\n", "  name: web\n  annotations:\n" + annotations)
 
@@ -111,6 +121,10 @@ READERS: dict[str, Callable[[Path], str]] = {
 BAD: dict[str, tuple[bytes, str]] = {
     "alias bomb": (pod_with_annotations(bomb(indent="    ")).encode(), "aliases expand to more"),
     "deep flow": (nested_flow(100_000).encode(), "nested deeper than 100 levels"),
+    "deep by aliases": (
+        pod_with_annotations(alias_chain(indent="    ")).encode(),
+        "nested deeper than 100 levels",
+    ),
     "deep block": (nested_block(3_000).encode(), "nested deeper than 100 levels"),
     "too large": (b"a: '" + b"x" * yaml_safe.MAX_BYTES + b"'\n", "larger than 8 MiB"),
     "not UTF-8": (b"kind: Pod\nmetadata: {name: \xff}\n", "not UTF-8 text"),
@@ -186,6 +200,16 @@ def test_aliases_within_the_bound_read_as_before() -> None:
     assert yaml_safe.load(text) == yaml.safe_load(text)
     # a bomb small enough: 10^4 nodes repeated
     assert documents(bomb(levels=4), "m")[0]["a4"][0][0][0][0] == "xxxxxxxxxx"
+
+
+def test_an_alias_counts_as_deep_as_what_it_stands_for() -> None:
+    (doc,) = documents(alias_chain(links=2, levels=49), "m")  # 1 + 49 + 49 levels
+    assert doc["x1"] is not None
+    assert yaml_safe.load(alias_chain(links=2, levels=49))["x1"]
+    with pytest.raises(LimitExceeded, match="deeper than 100"):
+        documents(alias_chain(links=2, levels=50), "m")
+    with pytest.raises(yaml_safe.LimitError, match="deeper than 100"):
+        yaml_safe.load(alias_chain(links=2, levels=50))
 
 
 def test_the_alias_budget_is_one_per_stream() -> None:
