@@ -4,11 +4,13 @@ Every YAML reader of probetui (manifests, scenarios, config files, kubeconfigs) 
 here, so that no input can take the memory or the stack:
 
 - a file or stdin is read up to `MAX_BYTES`, and refused past it;
-- nesting is refused past `MAX_DEPTH` levels, before libyaml's composer sees the text: it
-  recurses on the C stack and ends the process (SIGSEGV) some tens of thousands of levels down,
-  and PyYAML's own composer raises RecursionError a few hundred down;
+- nesting is refused past `MAX_DEPTH` levels (an alias counting as deep as what it stands
+  for), before libyaml's composer sees the text: it recurses on the C stack and ends the
+  process (SIGSEGV) when that runs out, and PyYAML's own composer raises RecursionError;
 - aliases may repeat at most `MAX_ALIAS_NODES` nodes in one stream: a "billion laughs" is a
   few hundred bytes whose aliases expand to 10^9 nodes in whatever walks the result;
+- a value PyYAML's constructors raise ValueError on (a 13th month, a number of more digits
+  than Python converts) is a ConstructorError like its other refusals (`construct`);
 - an alias inside the node it names (a recursive structure) is refused, since no manifest or
   setting is one and every walker of the result would recurse for ever.
 
