@@ -126,28 +126,35 @@ def run(args: argparse.Namespace) -> int:
         if not text.startswith(str(args.scenario)):
             text = f"{args.scenario}: {text}"
         raise UsageError(text) from None
-    result = sim.simulate(scenario)
-    baseline = sim.simulate(base)["summary"] if args.set else None
+    # the events are written as the run makes them final, never all held: a week of virtual
+    # time at a 1 s period is millions of them
+    baseline = sim.simulate_stream(base, lambda e: None) if args.set else None
+    out = sys.stdout
     if args.json:
-        if plain:
-            result["app"] = {"model": "default", "words": manifest.describe_app(scenario.app)}
-        sys.stdout.write(sim.to_json(result, baseline, args.set) + "\n")
+        writer = sim.JsonWriter(out)
+        app = {"model": "default", "words": manifest.describe_app(scenario.app)} if plain else None
+        writer.close(
+            sim.simulate_stream(scenario, writer.add), baseline, args.set, extra={"app": app}
+        )
         return EXIT_OK
-    out = [
-        f"simulated {scenario.duration:g}s of pod {scenario.pod.name}, container {scenario.container}"
-    ]
+    head = f"simulated {scenario.duration:g}s of pod {scenario.pod.name}, container {scenario.container}"
     if args.set:
-        out[0] += f" with {', '.join(args.set)}"
+        head += f" with {', '.join(args.set)}"
     if plain:
-        out.append(
-            f"app model (no scenario file): {manifest.describe_app(scenario.app)}; "
+        head += (
+            f"\napp model (no scenario file): {manifest.describe_app(scenario.app)}; "
             "change it with --ready-after, --fail-between, --latency or a scenario file"
         )
-    out += sim.render_timeline(result["events"])
-    out.append("")
-    out.append("summary:")
-    out += sim.render_summary(result["summary"], baseline)
-    print("\n".join(out))
+    out.write(head + "\n")
+    timeline = sim.Timeline()
+
+    def lines(e: dict[str, object]) -> None:
+        for line in timeline.add(e):
+            out.write(line + "\n")
+
+    summary = sim.simulate_stream(scenario, lines)
+    tail = [*timeline.close(), "", "summary:", *sim.render_summary(summary, baseline)]
+    out.write("\n".join(tail) + "\n")
     return EXIT_OK
 
 

@@ -19,12 +19,12 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import yaml
 
 from probetui.config.errors import ConfigError, key_path
 from probetui.config.schema import FileSettings, parse_file
+from probetui.spec import yaml_safe
 
 __all__ = ["SYSTEM_CONFIG", "ConfigFile", "read", "read_system", "user_path"]
 
@@ -73,12 +73,12 @@ def user_path(flag: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
 
 def read(kind: str, path: str, chosen_by: str) -> ConfigFile:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = yaml_safe.read_text(path, encoding="utf-8")
     except FileNotFoundError:
         return ConfigFile(kind, path, chosen_by, None)
     except IsADirectoryError:
         raise ConfigError(f"{path}: expected a file, found a directory") from None
-    except (OSError, UnicodeDecodeError) as e:
+    except (OSError, yaml_safe.TextError) as e:
         raise ConfigError(f"{path}: cannot read it: {' '.join(str(e).split())}") from None
     try:
         raw = _load(path, text)
@@ -93,16 +93,8 @@ def read(kind: str, path: str, chosen_by: str) -> ConfigFile:
 
 
 def _load(path: str, text: str) -> object:
-    """`yaml.safe_load`, refusing a key given twice in one mapping."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _refuse_duplicates(path, node, (), set())
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
+    """`yaml.safe_load` within the readers' bounds, refusing a key given twice in one mapping."""
+    return yaml_safe.load(text, inspect=lambda node: _refuse_duplicates(path, node, (), set()))
 
 
 def _refuse_duplicates(path: str, node: yaml.Node, where: tuple[str, ...], seen: set[int]) -> None:

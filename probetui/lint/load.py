@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from probetui.lint.model import LintObject, Problem
+from probetui.spec import yaml_safe
 from probetui.spec.documents import documents
-from probetui.spec.errors import ManifestError
+from probetui.spec.errors import LimitExceeded, ManifestError
 from probetui.spec.parse import WORKLOAD_TEMPLATE_PATHS, parse_object
+from probetui.spec.yaml_safe import Bounds
 
 STDIN = "-"
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -108,18 +110,18 @@ def load(paths: Iterable[str]) -> Loaded:
 def _load(paths: Iterable[str]) -> Loaded:
     out = Loaded()
     for p in expand(paths):
-        if p == STDIN:
-            text, name = sys.stdin.read(), "<stdin>"
-        else:
-            name = p
-            try:
-                text = Path(p).read_text(encoding="utf-8-sig")
-            except OSError as e:
-                out.problems.append(Problem(p, None, None, f"cannot read: {e.strerror or e}"))
-                continue
-            except UnicodeDecodeError as e:
-                out.problems.append(Problem(p, None, None, f"not UTF-8 text: {e.reason}"))
-                continue
+        name = "<stdin>" if p == STDIN else p
+        try:
+            if p == STDIN:
+                text = yaml_safe.read_stream(sys.stdin)
+            else:
+                text = yaml_safe.read_text(p, encoding="utf-8-sig")
+        except OSError as e:
+            out.problems.append(Problem(name, None, None, f"cannot read: {e.strerror or e}"))
+            continue
+        except yaml_safe.TextError as e:
+            out.problems.append(Problem(name, None, None, str(e)))
+            continue
         out.files += 1
         load_text(text, name, out)
     return out
@@ -132,8 +134,13 @@ def load_text(text: str, name: str, out: Loaded) -> None:
 
 
 def _documents(text: str, name: str, out: Loaded) -> Iterator[tuple[int, Any]]:
+    # one budget for the aliases of the whole file, read whole or in parts
+    bounds = Bounds()
     try:
-        yield from enumerate(documents(text, name), start=1)
+        yield from enumerate(documents(text, name, bounds), start=1)
+        return
+    except LimitExceeded as e:
+        out.problems.append(_problem(e, name))
         return
     except ManifestError as e:
         if text.lstrip()[:1] in ("{", "["):
@@ -142,7 +149,10 @@ def _documents(text: str, name: str, out: Loaded) -> Iterator[tuple[int, Any]]:
             return
     for index, (offset, chunk) in enumerate(_chunks(text), start=1):
         try:
-            docs = documents(chunk, name)
+            docs = documents(chunk, name, bounds)
+        except LimitExceeded as e:
+            out.problems.append(_problem(e, name, str(index), offset))
+            return
         except ManifestError as e:
             template = _TEMPLATE.search(chunk)
             if template is not None:

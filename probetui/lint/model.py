@@ -124,6 +124,10 @@ class LintObject:
             self._validation = validate_pod(self.pod, self.ephemeral)
         return self._validation
 
+    def refuses(self, container: str) -> bool:
+        """Whether the API server rejects this container or the pod as a whole."""
+        return any(err.container in (None, container) for err in self.validation())
+
 
 class Evidence(Protocol):
     """What was observed of an object's probes (a recording, a live session): issue 15 item 2.

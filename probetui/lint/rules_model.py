@@ -32,9 +32,16 @@ _KILLERS = (ProbeType.STARTUP, ProbeType.LIVENESS)
 T = TypeVar("T")
 
 
-def _evidence(make: Callable[[], T]) -> T | str:
+NOT_SIMULATED = " (not simulated: the API server rejects this container, see invalid-spec)"
+
+
+def _evidence(obj: LintObject, container: Container, make: Callable[[], T]) -> T | str:
     """The simulated consequence, or why there is none: a lint run must not die of one odd
-    object, and the finding stands without its evidence."""
+    object, and the finding stands without its evidence. A container the API server rejects
+    is never simulated: the kubelet never runs it, and values it refuses (a periodSeconds of
+    -1) have no meaning in the model."""
+    if obj.refuses(container.name):
+        return NOT_SIMULATED
     try:
         return make()
     except Exception as e:
@@ -101,7 +108,7 @@ def startup_budget_too_short(obj: LintObject, evidence: Evidence | None) -> Iter
         assert probe is not None
         if not starts.killed and start < seconds_left - 2 * probe.period_seconds:
             continue  # clearly within budget: no need to ask the model
-        run = _evidence(lambda c=c, start=start: budget.start_run(obj.pod, c, start))
+        run = _evidence(obj, c, lambda c=c, start=start: budget.start_run(obj.pod, c, start))
         if isinstance(run, str):
             yield _budget_hit(obj, slot, pt, probe, starts, None, run)
         elif run.kills or starts.killed:
@@ -214,7 +221,7 @@ def liveness_threshold_one(obj: LintObject, evidence: Evidence | None) -> Iterat
         live = c.liveness_probe
         if live is None or live.failure_threshold != 1:
             continue
-        consequence = _evidence(lambda c=c: _blip_consequence(*simulated.blip(obj.pod, c)))
+        consequence = _evidence(obj, c, lambda c=c: _blip_consequence(*simulated.blip(obj.pod, c)))
         yield Hit(
             path=f"{slot.path}.livenessProbe.failureThreshold",
             container=c.name,
@@ -269,9 +276,11 @@ def probe_grace_longer(obj: LintObject, evidence: Evidence | None) -> Iterator[H
             if grace is None or pod_grace is None or grace <= pod_grace:
                 continue
             consequence = _evidence(
+                obj,
+                c,
                 lambda c=c, pt=pt: _grace_consequence(
                     simulated.stuck_kill(obj.pod, c, pt), pod_grace
-                )
+                ),
             )
             yield Hit(
                 path=f"{slot.path}.{PROBE_FIELD[pt]}.terminationGracePeriodSeconds",
@@ -321,7 +330,11 @@ def named_port_not_declared(obj: LintObject, evidence: Evidence | None) -> Itera
             )
             field = "httpGet" if isinstance(h, HTTPGetAction) else "tcpSocket"
             consequence = _evidence(
-                lambda c=c, pt=pt: _unresolved_consequence(simulated.unresolved(obj.pod, c, pt), pt)
+                obj,
+                c,
+                lambda c=c, pt=pt: _unresolved_consequence(
+                    simulated.unresolved(obj.pod, c, pt), pt
+                ),
             )
             yield Hit(
                 path=f"{path}.{field}.port",
@@ -374,7 +387,9 @@ def grpc_on_tls_port(obj: LintObject, evidence: Evidence | None) -> Iterator[Hit
             if why is None:
                 continue
             consequence = _evidence(
-                lambda c=c, pt=pt: f"; simulate: {_kills(simulated.failing(obj.pod, c, pt))}"
+                obj,
+                c,
+                lambda c=c, pt=pt: f"; simulate: {_kills(simulated.failing(obj.pod, c, pt))}",
             )
             yield Hit(
                 path=f"{path}.grpc.port",
@@ -395,7 +410,9 @@ def liveness_same_as_readiness(obj: LintObject, evidence: Evidence | None) -> It
         live, ready = c.liveness_probe, c.readiness_probe
         if live is None or ready is None or live.handler != ready.handler:
             continue
-        consequence = _evidence(lambda c=c: _outage_consequence(*simulated.outage(obj.pod, c)))
+        consequence = _evidence(
+            obj, c, lambda c=c: _outage_consequence(*simulated.outage(obj.pod, c))
+        )
         yield Hit(
             path=f"{slot.path}.livenessProbe",
             container=c.name,
@@ -406,6 +423,8 @@ def liveness_same_as_readiness(obj: LintObject, evidence: Evidence | None) -> It
 
 
 def _outage_consequence(at: float, run: simulated.Run) -> str:
+    if at >= run.duration:
+        return ""  # the outage falls past the longest run lint simulates
     kills = sum(1 for t, _ in run.kills if t >= at)
     return (
         f"; simulate: a {seconds(simulated.OUTAGE_SECONDS)} outage of what both check kills it "
@@ -421,9 +440,11 @@ def timeout_exceeds_period(obj: LintObject, evidence: Evidence | None) -> Iterat
             if probe.timeout_seconds < probe.period_seconds:
                 continue
             consequence = _evidence(
+                obj,
+                c,
                 lambda c=c, pt=pt, probe=probe: _hung_consequence(
                     simulated.hung(obj.pod, c, pt), pt, probe
-                )
+                ),
             )
             yield Hit(
                 path=f"{path}.timeoutSeconds",

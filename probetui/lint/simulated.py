@@ -23,6 +23,9 @@ from probetui.timeline.events import Event
 
 # scenario time: the container starts at 0, so the numbers read as seconds since it started
 _MAX_SECONDS = 900.0
+# the longest run any question gets: an hour of virtual time, whatever the probe's numbers
+# (an initialDelaySeconds of 2^31 with a 1 s period would otherwise tick for 68 years)
+_LONGEST = 4 * _MAX_SECONDS
 _KILLS_ENOUGH = 3
 _IGNORES_SIGTERM = 1e6
 _NEVER = 1e9
@@ -145,7 +148,9 @@ def run(
     keep: frozenset[ProbeType] = ALL,
 ) -> Run:
     """The container alone in its pod under `app`, with the probe types in `keep`, for
-    `duration` s or until `stop` says so."""
+    `duration` s (at most an hour) or until `stop` says so."""
+    if not 0 <= duration <= _LONGEST:
+        raise ValueError(f"a run of {duration:g} s: at most {_LONGEST:g} s of virtual time")
     probes = tuple(sorted(app.probes.items(), key=lambda kv: kv[0].key))
     app_key = (app.start_after, app.exit_after, app.exit_code, app.stop_seconds, app.default)
     instant = frozenset(pt for pt in ProbeType if app.behaviour(pt).latency_ms <= 0)
@@ -245,7 +250,8 @@ def blip(pod: Pod, container: Container) -> tuple[float, Run]:
         start_after=0.0,
         probes={ProbeType.LIVENESS: Behaviour(fail_between=((at, at + 1.0),))},
     )
-    return at, run(pod, container, app, at + 4 * probe.period_seconds, _first_kill, KILLS)
+    duration = min(at + 4 * probe.period_seconds, _LONGEST)
+    return at, run(pod, container, app, duration, _first_kill, KILLS)
 
 
 def hung(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
@@ -296,7 +302,7 @@ def stuck_kill(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
         + grace
         + 10
     )
-    return run(pod, container, app, min(duration, 4 * _MAX_SECONDS), _first_exit_after_kill, KILLS)
+    return run(pod, container, app, min(duration, _LONGEST), _first_exit_after_kill, KILLS)
 
 
 OUTAGE_SECONDS = 60.0
@@ -312,4 +318,4 @@ def outage(pod: Pod, container: Container) -> tuple[float, Run]:
         start_after=0.0,
         probes={ProbeType.LIVENESS: Behaviour(fail_between=((at, at + OUTAGE_SECONDS),))},
     )
-    return at, run(pod, container, app, at + OUTAGE_SECONDS, None, KILLS)
+    return at, run(pod, container, app, min(at + OUTAGE_SECONDS, _LONGEST), None, KILLS)

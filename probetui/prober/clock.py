@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -61,6 +62,19 @@ class _Timer:
         self.cancelled = True
 
 
+# timers one instant may fire, per timer waiting at it, before virtual time is taken to be
+# stuck: each worker and container fires a handful at one instant (a tick, its attempt, the
+# published result, the status it triggers), a timer that keeps re-arming itself there fires
+# for ever
+_STALL_MIN = 100_000
+_STALL_PER_TIMER = 100
+
+
+class ClockStalled(RuntimeError):
+    """Virtual time stopped advancing: timers keep firing at one instant (a period or delay
+    of zero or less re-arming itself). Raised rather than spinning for ever."""
+
+
 class SimClock:
     """Virtual time as a synchronous timer heap: `run_until` fires timers in (time, order)."""
 
@@ -68,11 +82,15 @@ class SimClock:
         self._now = start
         self._heap: list[tuple[float, int, _Timer]] = []
         self._seq = itertools.count()
+        self._same = 0  # timers fired since virtual time last advanced
+        self._waiting = 0  # the most timers waiting since then
 
     def now(self) -> float:
         return self._now
 
     def call_at(self, when: float, callback: Callable[[], None]) -> _Timer:
+        if when != when:
+            raise ValueError("a timer at NaN seconds")
         timer = _Timer(callback)
         heapq.heappush(self._heap, (max(when, self._now), next(self._seq), timer))
         return timer
@@ -89,11 +107,24 @@ class SimClock:
         while heap and heap[0][0] <= end:
             when, _, timer = heapq.heappop(heap)
             if not timer.cancelled:
-                self._now = when
+                if when > self._now:
+                    self._now = when
+                    self._same = 0
+                    self._waiting = len(heap)
+                else:
+                    self._same += 1
+                    self._waiting = max(self._waiting, len(heap))
+                    if self._same > max(_STALL_MIN, _STALL_PER_TIMER * self._waiting):
+                        raise ClockStalled(
+                            f"virtual time is stuck at {self._now:g} s: {self._same} timers "
+                            "fired there without it advancing (a period or delay of 0 or less?)"
+                        )
                 return timer
         return None
 
     def run_until(self, end: float) -> None:
+        if not math.isfinite(end):
+            raise ValueError(f"run_until needs a finite end, got {end}")
         while (timer := self._pop_due(end)) is not None:
             timer.callback()
         self._now = max(self._now, end)

@@ -329,12 +329,19 @@ class Worker:
         on_exit: Callable[[Worker], None] | None = None,
         rng: random.Random | None = None,
     ) -> None:
+        period = float(self.spec.period_seconds)
+        if not period > 0:
+            # a ticker with no positive period fires again at once, for ever; the API server
+            # refuses such a probe and defaulting turns 0 into 10, so only a bypass gets here
+            raise ValueError(
+                f"{self.key.container} {self.key.probe_type.key} probe: periodSeconds "
+                f"{self.spec.period_seconds}: a worker needs a period of at least 1 s"
+            )
         self._clock = clock
         self._status_of = status_of
         self._launch = launch
         self._listener = listener
         self._on_exit = on_exit
-        period = float(self.spec.period_seconds)
         now = clock.now()
         delay = 0.0
         if period > now - self.manager_start:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from probetui.probe import gotext
 from probetui.prober.outcome import KIND_GLYPH, LABEL_KIND, Kind
@@ -18,41 +18,56 @@ if TYPE_CHECKING:
     from probetui.simulate.counterfactual import Counterfactual, RunSummary
 
 
-def summarize(events: list[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
-    name = scenario.container
-    kills = {pt.key: 0 for pt in ProbeType}
-    restarts = 0
-    unhealthy = 0
-    first_ready: float | None = None
-    ready_since: float | None = None
-    ready_total = 0.0
-    for e in events:
-        if e["container"] != name:
-            continue
+class Summary:
+    """The summary of the scenario container's events, fed one listed event at a time."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.name = scenario.container
+        self.duration = scenario.duration
+        self.kills = {pt.key: 0 for pt in ProbeType}
+        self.restarts = 0
+        self.unhealthy = 0
+        self.first_ready: float | None = None
+        self.ready_since: float | None = None
+        self.ready_total = 0.0
+
+    def add(self, e: dict[str, Any]) -> None:
+        if e["container"] != self.name:
+            return
         if e["type"] == "Killing" and e.get("probe"):
-            kills[e["probe"]] += 1
+            self.kills[e["probe"]] += 1
         elif e["type"] == "ContainerStarted":
-            restarts = e["restartCount"]
+            self.restarts = e["restartCount"]
         elif e["type"] == "Unhealthy":
-            unhealthy += 1
+            self.unhealthy += 1
         elif e["type"] == "ReadyChanged":
             if e["ready"]:
-                ready_since = e["t"]
-                if first_ready is None:
-                    first_ready = e["t"]
-            elif ready_since is not None:
-                ready_total += e["t"] - ready_since
-                ready_since = None
-    if ready_since is not None:
-        ready_total += scenario.duration - ready_since
-    return {
-        "restarts": restarts,
-        "kills": kills,
-        "first_ready_at": first_ready,
-        "ready_seconds": round(ready_total, 3),
-        "unhealthy_events": unhealthy,
-        "final_ready": ready_since is not None,
-    }
+                self.ready_since = e["t"]
+                if self.first_ready is None:
+                    self.first_ready = e["t"]
+            elif self.ready_since is not None:
+                self.ready_total += e["t"] - self.ready_since
+                self.ready_since = None
+
+    def result(self) -> dict[str, Any]:
+        ready_total = self.ready_total
+        if self.ready_since is not None:
+            ready_total += self.duration - self.ready_since
+        return {
+            "restarts": self.restarts,
+            "kills": dict(self.kills),
+            "first_ready_at": self.first_ready,
+            "ready_seconds": round(ready_total, 3),
+            "unhealthy_events": self.unhealthy,
+            "final_ready": self.ready_since is not None,
+        }
+
+
+def summarize(events: Iterable[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
+    summary = Summary(scenario)
+    for e in events:
+        summary.add(e)
+    return summary.result()
 
 
 def to_json(
@@ -68,21 +83,52 @@ def to_json(
     return json.dumps(result)
 
 
-def render_timeline(events: list[dict[str, Any]]) -> list[str]:
-    """Human timeline: runs of identical attempts (and their events) folded into one line."""
-    lines: list[str] = []
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    messages: dict[tuple[str, str], str] = {}
+class Timeline:
+    """The human timeline, fed one listed event at a time: `add` returns the lines it
+    completes, `close` the rest. Runs of identical attempts (and their events) fold into one
+    line, kept as their first and last attempt and a count, whatever their length."""
 
-    def flush(key: tuple[str, str]) -> None:
-        run = runs.pop(key, None)
-        message = messages.pop(key, "")
-        if not run:
+    def __init__(self) -> None:
+        # per (container, probe): the run's first attempt, its last, how many
+        self._runs: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any], int]] = {}
+        self._messages: dict[tuple[str, str], str] = {}
+
+    def add(self, e: dict[str, Any]) -> list[str]:
+        lines: list[str] = []
+        runs = self._runs
+        if e["type"] == "ProbeAttempt":
+            key = (e["container"], e["probe"])
+            run = runs.get(key)
+            if run is not None and (
+                run[1]["outcome"] != e["outcome"] or run[1].get("timedOut") != e.get("timedOut")
+            ):
+                self._flush(key, lines)
+                run = None
+            runs[key] = (e, e, 1) if run is None else (run[0], e, run[2] + 1)
+            return lines
+        if e["type"] in ("Unhealthy", "ProbeWarning") and (e["container"], e["probe"]) in runs:
+            self._messages.setdefault((e["container"], e["probe"]), e["message"])
+            return lines
+        for key in [k for k in runs if k[0] == e["container"]]:
+            self._flush(key, lines)
+        lines.append(f"{e['t']:>15.1f}  {e['container']:<10} {_describe(e)}")
+        return lines
+
+    def close(self) -> list[str]:
+        lines: list[str] = []
+        for key in list(self._runs):
+            self._flush(key, lines)
+        return lines
+
+    def _flush(self, key: tuple[str, str], lines: list[str]) -> None:
+        run = self._runs.pop(key, None)
+        message = self._messages.pop(key, "")
+        if run is None:
             return
-        first, last = run[0], run[-1]
-        span = f"{first['t']:.1f}" if len(run) == 1 else f"{first['t']:.1f}-{last['t']:.1f}"
+        first, last, n = run
+        span = f"{first['t']:.1f}" if n == 1 else f"{first['t']:.1f}-{last['t']:.1f}"
         glyph = KIND_GLYPH[LABEL_KIND.get(first["outcome"], Kind.ERROR)]
-        count = f" x{len(run)}" if len(run) > 1 else ""
+        count = f" x{n}" if n > 1 else ""
         extra = " (timeout)" if first.get("timedOut") else ""
         extra += " manual" if first.get("manual") else ""
         text = (
@@ -92,25 +138,45 @@ def render_timeline(events: list[dict[str, Any]]) -> list[str]:
             text += f"  [{message}]"
         lines.append(f"{span:>15}  {first['container']:<10} {text}")
 
+
+def render_timeline(events: Iterable[dict[str, Any]]) -> list[str]:
+    """Human timeline: runs of identical attempts (and their events) folded into one line."""
+    timeline = Timeline()
+    lines: list[str] = []
     for e in events:
-        if e["type"] == "ProbeAttempt":
-            key = (e["container"], e["probe"])
-            run = runs.get(key)
-            if run and (
-                run[-1]["outcome"] != e["outcome"] or run[-1].get("timedOut") != e.get("timedOut")
-            ):
-                flush(key)
-            runs.setdefault(key, []).append(e)
-            continue
-        if e["type"] in ("Unhealthy", "ProbeWarning") and (e["container"], e["probe"]) in runs:
-            messages.setdefault((e["container"], e["probe"]), e["message"])
-            continue
-        for key in [k for k in runs if k[0] == e["container"]]:
-            flush(key)
-        lines.append(f"{e['t']:>15.1f}  {e['container']:<10} {_describe(e)}")
-    for key in list(runs):
-        flush(key)
-    return lines
+        lines += timeline.add(e)
+    return lines + timeline.close()
+
+
+class JsonWriter:
+    """`--json` written as the run goes: the bytes `to_json` makes of the whole result, without
+    holding the events."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.out.write('{"events": [')
+        self._first = True
+
+    def add(self, e: dict[str, Any]) -> None:
+        self.out.write(json.dumps(e) if self._first else ", " + json.dumps(e))
+        self._first = False
+
+    def close(
+        self,
+        summary: dict[str, Any],
+        baseline: dict[str, Any] | None = None,
+        overrides: Iterable[str] = (),
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """The document's end; `extra`'s keys whose value is not None follow the summary."""
+        self.out.write('], "summary": ' + json.dumps(summary))
+        if baseline is not None:
+            self.out.write(', "baseline": ' + json.dumps(baseline))
+            self.out.write(', "overrides": ' + json.dumps(list(overrides)))
+        for key, value in (extra or {}).items():
+            if value is not None:
+                self.out.write(f", {json.dumps(key)}: {json.dumps(value)}")
+        self.out.write("}\n")
 
 
 def _describe(e: dict[str, Any]) -> str:

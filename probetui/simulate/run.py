@@ -25,9 +25,11 @@ requeues the pod for that moment; see `kubelet/backoff.py`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import bisect
+import itertools
+import math
+from collections.abc import Callable, Iterator
 from errno import ECONNREFUSED
-from functools import partial
 from typing import Any, ClassVar
 
 from probetui.kubelet.pod import PodKubelet
@@ -40,7 +42,7 @@ from probetui.prober.results import Update
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
 from probetui.runtime.base import RuntimeEvent
-from probetui.simulate.report import summarize
+from probetui.simulate.report import Summary
 from probetui.simulate.scenario import Scenario
 from probetui.spec.model import (
     Container,
@@ -54,6 +56,8 @@ from probetui.spec.model import (
 )
 from probetui.timeline.events import Event, record_event, result_changed_event, runtime_event
 
+# how much virtual time `SimKubelet.stream` runs between handing out the events made final
+STREAM_STEP = 60.0
 SIM_POD_IP = "10.0.0.10"  # only ever printed: a simulation dials nothing
 SIGTERM_EXIT = 143  # 128 + SIGTERM: the app died of the signal
 SIGKILL_EXIT = 137  # 128 + SIGKILL: the grace period ran out
@@ -134,6 +138,8 @@ class SimKubelet:
         self.app = scenario.app
         self.clock = SimClock()
         self.events: list[Event] = []
+        self._attempts = itertools.count()
+        self._in_flight: dict[int, float] = {}  # attempts under way: their start
         self.manager = Manager(
             self.clock,
             self._status_of,
@@ -210,7 +216,16 @@ class SimKubelet:
             return attempt
 
         outcome = run_to_completion(retry_on_error(worker.probe_type, once))
-        self.clock.call_at(now + elapsed, partial(done, outcome))
+        # the attempt's record comes when it ends, stamped with its start: until then no
+        # event from `now` on is final (`stream`)
+        token = next(self._attempts)
+        self._in_flight[token] = now
+
+        def end() -> None:
+            del self._in_flight[token]
+            done(outcome)
+
+        self.clock.call_at(now + elapsed, end)
 
     def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
         """What the probe's handler would meet from the app at time t."""
@@ -228,6 +243,26 @@ class SimKubelet:
         self.kubelet.start()
         self.clock.run_until(self.scenario.duration)
         self.events.sort(key=lambda e: e.t)  # stable: same-instant order is causal order
+
+    def stream(self, step: float = STREAM_STEP) -> Iterator[Event]:
+        """`run`, yielding the events in the order `run` leaves them as soon as no event still
+        to come can sort before them, and keeping none: what the run holds is what is in
+        flight, however long the scenario. Virtual time advances as the iterator is read."""
+        self.kubelet.start()
+        end = self.scenario.duration
+        t = self.clock.now()
+        while True:
+            t = min(end, t + step)
+            self.clock.run_until(t)
+            # every event still to come is stamped at or after the start of an attempt in
+            # flight, or now (the kubelet's, result changes, an attempt's end)
+            horizon = math.inf if t >= end else min(self._in_flight.values(), default=t)
+            self.events.sort(key=lambda e: e.t)  # stable, as `run`'s
+            final = bisect.bisect_left(self.events, horizon, key=lambda e: e.t)
+            yield from self.events[:final]
+            del self.events[:final]
+            if t >= end:
+                return
 
     def listed(self) -> list[dict[str, Any]]:
         """The event list as `probetui simulate` prints it."""
@@ -317,8 +352,18 @@ def _url(action: HTTPGetAction, host: str, port: int) -> str:
     return format_url(action.scheme.lower(), host, port, action.path)
 
 
+def simulate_stream(scenario: Scenario, sink: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """`simulate` handing each listed event to `sink` as soon as it is final, keeping none:
+    memory does not grow with the duration. Returns the summary."""
+    summary = Summary(scenario)
+    for event in SimKubelet(scenario).stream():
+        view = simulated_view(event)
+        summary.add(view)
+        sink(view)
+    return summary.result()
+
+
 def simulate(scenario: Scenario) -> dict[str, Any]:
-    kubelet = SimKubelet(scenario)
-    kubelet.run()
-    events = kubelet.listed()
-    return {"events": events, "summary": summarize(events, scenario)}
+    events: list[dict[str, Any]] = []
+    summary = simulate_stream(scenario, events.append)
+    return {"events": events, "summary": summary}

@@ -70,9 +70,28 @@ _TOP_KEYS = {"pod", "container", "duration", "app"}
 def _number(value: object, key: str, *, minimum: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScenarioError(f"{key}: expected a number of seconds, got {value!r}")
-    if value < minimum or math.isnan(value):
+    if value != value or value < minimum:
         raise ScenarioError(f"{key}: must be >= {minimum:g}, got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        # an integer past a float's range: seconds no run reaches, as inf is
+        return math.inf
+
+
+# the longest scenario: a run's memory does not grow with it (the events are written as they
+# come), its time does, and past a month the question is better asked of a shorter window
+MAX_DURATION = 30 * 86400.0
+
+
+def _duration(value: object) -> float:
+    seconds = _number(value, "duration")
+    if not math.isfinite(seconds) or seconds > MAX_DURATION:
+        raise ScenarioError(
+            f"duration: at most {MAX_DURATION:.0f} s ({MAX_DURATION / 86400:g} days) of "
+            f"virtual time, got {value!r}"
+        )
+    return seconds
 
 
 def _windows(value: object, key: str) -> tuple[tuple[float, float], ...]:
@@ -154,17 +173,23 @@ def _app(raw: object) -> App:
 def load_scenario(path: str | Path) -> Scenario:
     import yaml
 
+    from probetui.spec import yaml_safe
+
+    # the command line names the file before each of these
     path = Path(path)
     try:
-        text = path.read_text()
+        text = yaml_safe.read_text(path)
     except OSError as e:
-        raise ScenarioError(f"{path}: cannot read the scenario file ({e.strerror})") from None
+        raise ScenarioError(f"cannot read the scenario file ({e.strerror})") from None
+    except yaml_safe.TextError as e:
+        raise ScenarioError(str(e)) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_safe.load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{path}:{where} not valid YAML") from None
+        where = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or e
+        raise ScenarioError(f"{where}not valid YAML: {' '.join(str(problem).split())}") from None
     return parse_scenario(raw, base_dir=path.parent, source=str(path))
 
 
@@ -198,7 +223,7 @@ def parse_scenario(
     if pod.container(str(name)) is None:
         names = ", ".join(c.name for c in pod.probed_containers())
         raise ScenarioError(f"container: no container {name!r} in pod {pod.name} (has: {names})")
-    duration = _number(raw.get("duration", 600), "duration")
+    duration = _duration(raw.get("duration", 600))
     if not pod.uid:
         pod = replace(pod, uid=f"sim-{pod.name}")
     return Scenario(pod=pod, container=str(name), duration=duration, app=_app(raw.get("app")))

@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from probetui.spec.errors import ManifestError
+from probetui.spec import yaml_safe
+from probetui.spec.errors import LimitExceeded, ManifestError
 
 __all__ = ["documents", "line_in"]
 
@@ -62,10 +63,15 @@ _PLAIN_SCALARS = frozenset(
 )
 
 
+_MAX_DEPTH = yaml_safe.MAX_DEPTH
+
+
 class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
     # libyaml asks the resolver for the tag of every scalar; a manifest repeats its plain
     # values ("TCP", "10", "true") thousands of times, and the answer depends on the text alone
     # (this loader has no path resolvers)
+    bounds: yaml_safe.Bounds  # what the stream's aliases have repeated, set by the reader
+
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._tags: dict[str, str] = {}
@@ -128,11 +134,12 @@ class _Slow(Exception):
     """The document needs PyYAML's own constructors (above)."""
 
 
-def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any]) -> Any:
+def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
     """A node as the constructors above make it, for the documents manifests are: plain
     scalars, string keys set once. A straight walk, without the constructor's bookkeeping per
     node (which was half of reading a manifest); anything else raises _Slow. `built` holds
-    each collection by node, so that an alias is the same object, as PyYAML makes it."""
+    each collection by node, so that an alias is the same object, as PyYAML makes it; what
+    aliases repeat is counted in the loader's `bounds`, and `depth` is the node's nesting."""
     cls = node.__class__
     if cls is yaml.ScalarNode:
         tag = node.tag
@@ -150,7 +157,10 @@ def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any]) -> Any:
     if done is None:
         raise _Slow  # a collection that contains itself
     if done is not _Slow:
+        loader.bounds.repeat(node, depth)
         return done  # an alias of one already built
+    if depth > _MAX_DEPTH:
+        raise yaml_safe.LimitError(yaml_safe.TOO_DEEP, node.start_mark)
     built[id(node)] = None
     if cls is yaml.MappingNode and node.tag == _MAP_TAG:
         data = _LineDict()
@@ -165,14 +175,14 @@ def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any]) -> Any:
             if value_node.__class__ is yaml.ScalarNode and value_node.tag == _STR_TAG:
                 data[key] = value_node.value  # most values: no call for them
             else:
-                data[key] = _fast(loader, value_node, built)
+                data[key] = _fast(loader, value_node, built, depth + 1)
             lines[key] = key_node.start_mark.line + 1
         built[id(node)] = data
         return data
     if cls is yaml.SequenceNode and node.tag == _SEQ_TAG:
         items = _LineList()
         items.line = node.start_mark.line + 1
-        items.extend([_fast(loader, item, built) for item in node.value])
+        items.extend([_fast(loader, item, built, depth + 1) for item in node.value])
         items.lines = [item.start_mark.line + 1 for item in node.value]
         built[id(node)] = items
         return items
@@ -180,12 +190,19 @@ def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any]) -> Any:
 
 
 def _document(loader: _Loader, node: yaml.Node) -> Any:
+    bounds = loader.bounds
+    bounds.begin()
+    before = bounds.repeated
     try:
-        return _fast(loader, node, {})
+        return _fast(loader, node, {}, 1)
+    except yaml_safe.LimitError:
+        raise
     except Exception:
-        # _Slow, or a value the fast path cannot build (RecursionError, a bad !!int): PyYAML
-        # builds it, or refuses it with its own message
-        return loader.construct_document(node)
+        # _Slow, or a value the fast path cannot build (a bad !!int): PyYAML builds it, or
+        # refuses it with its own message, once the whole graph is within the bounds
+        bounds.repeated = before
+        bounds.check(node)
+        return yaml_safe.construct(loader, node)
 
 
 def _yaml_fix(text: str, line: int | None) -> str | None:
@@ -198,12 +215,24 @@ def _yaml_fix(text: str, line: int | None) -> str | None:
     return None
 
 
-def _yaml_documents(text: str, source: str) -> list[Any]:
-    loader = _Loader(text)
+def _yaml_documents(
+    text: str, source: str, bounds: yaml_safe.Bounds, shallow: bool = False
+) -> list[Any]:
+    """The documents of a YAML stream; `shallow`: the text is known to nest no deeper than
+    libyaml's composer can take (it was read as JSON), so it need not be checked first."""
     docs: list[Any] = []
+    try:
+        if not shallow:
+            yaml_safe.check_text(text)
+    except yaml_safe.LimitError as e:
+        raise _limit(e, source, docs) from None
+    loader = _Loader(text)
+    loader.bounds = bounds
     try:
         while loader.check_node():
             docs.append(_document(loader, loader.get_node()))
+    except yaml_safe.LimitError as e:
+        raise _limit(e, source, docs) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or "cannot parse"
@@ -223,6 +252,15 @@ def _yaml_documents(text: str, source: str) -> list[Any]:
     return docs
 
 
+def _limit(e: yaml_safe.LimitError, source: str, docs: list[Any]) -> LimitExceeded:
+    mark = e.problem_mark
+    return LimitExceeded(
+        str(e.problem),
+        origin=f"{source}, document {len(docs) + 1}" if mark is not None else source,
+        line=mark.line + 1 if mark is not None else None,
+    )
+
+
 def _json_documents(text: str, source: str) -> list[Any]:
     # a stream of JSON values, as kubectl accepts; JSON itself has no line numbers to keep
     decoder = json.JSONDecoder()
@@ -235,35 +273,69 @@ def _json_documents(text: str, source: str) -> list[Any]:
             return docs
         try:
             doc, pos = decoder.raw_decode(text, pos)
+        except RecursionError:
+            raise LimitExceeded(yaml_safe.TOO_DEEP, origin=source) from None
         except json.JSONDecodeError as e:
             raise ManifestError(
                 f"invalid JSON: {e.msg}, column {e.colno}",
                 origin=f"{source}, document {len(docs) + 1}",
                 line=e.lineno,
             ) from None
+        except ValueError as e:
+            # a number of more digits than Python converts
+            raise ManifestError(
+                f"invalid JSON: {yaml_safe.value_problem(e)}",
+                origin=f"{source}, document {len(docs) + 1}",
+            ) from None
         docs.append(doc)
 
 
-def documents(text: str, source: str) -> list[Any]:
-    """Every document of a YAML stream or JSON stream; a syntax error is a ManifestError."""
+def documents(text: str, source: str, bounds: yaml_safe.Bounds | None = None) -> list[Any]:
+    """Every document of a YAML stream or JSON stream; a syntax error is a ManifestError, and
+    an input past the readers' bounds (`yaml_safe`) a LimitExceeded. `bounds` carries what
+    aliases have repeated across calls, for a stream read in parts."""
+    if bounds is None:
+        bounds = yaml_safe.Bounds()
+    if len(text) > yaml_safe.MAX_BYTES:
+        raise LimitExceeded(yaml_safe.TOO_LARGE, origin=source)
     if text.startswith("\ufeff"):
         text = text[1:]
     if text.lstrip()[:1] not in ("{", "["):
-        return _yaml_documents(text, source)
+        return _yaml_documents(text, source, bounds)
     try:
         docs = _json_documents(text, source)
+    except LimitExceeded:
+        raise
     except ManifestError as json_error:
         # "{a: 1}" is a YAML flow mapping, not JSON: report the JSON error only if YAML fails too
         try:
-            return _yaml_documents(text, source)
+            return _yaml_documents(text, source, bounds)
+        except LimitExceeded:
+            raise
         except ManifestError:
             raise json_error from None
-    # JSON is (nearly) YAML: read it again as YAML for line numbers, when that gives the same data
+    # JSON is (nearly) YAML: read it again as YAML for line numbers, when that gives the same
+    # data; Python's JSON decoder stops at its recursion limit, far above MAX_DEPTH and far
+    # below what libyaml's composer takes, which then refuses past MAX_DEPTH on its own
     try:
-        with_lines = _yaml_documents(text, source)
+        with_lines = _yaml_documents(text, source, bounds, shallow=True)
+    except LimitExceeded:
+        raise
     except ManifestError:
+        _check_depth(docs, source)
         return docs
     return with_lines if with_lines == docs else docs
+
+
+def _check_depth(docs: list[Any], source: str) -> None:
+    """Refuse JSON documents nested past the bound (the YAML reading checks its own)."""
+    stack = [(doc, 1) for doc in docs if isinstance(doc, dict | list)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > yaml_safe.MAX_DEPTH:
+            raise LimitExceeded(yaml_safe.TOO_DEEP, origin=source)
+        items = node.values() if isinstance(node, dict) else node
+        stack.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
 
 
 def line_in(parent: object, key: object) -> int | None:

@@ -87,3 +87,8 @@ class ManifestError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class LimitExceeded(ManifestError):
+    """A manifest past one of the readers' bounds (its size, nesting or aliases): refused whole,
+    since reading it in parts would only spend the bound again."""

@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from probetui.spec import yaml_safe
 from probetui.spec.containers import containers_of, set_probe_defaults
 from probetui.spec.decode import INT64, At, describe, integer, mapping, sequence, string
 from probetui.spec.documents import documents, line_in
@@ -233,9 +234,9 @@ def parse_pods(text: str, source: str = "<string>", validate: bool = True) -> li
 def load_pods(path: str | Path, validate: bool = True) -> list[Pod]:
     """`parse_pods` on a file; the path as given names it in error messages."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        text = yaml_safe.read_text(path, encoding="utf-8-sig")
     except OSError as e:
         raise ManifestError(f"cannot read: {e.strerror or e}", origin=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise ManifestError(f"not UTF-8 text: {e.reason}", origin=str(path)) from None
+    except yaml_safe.TextError as e:
+        raise ManifestError(str(e), origin=str(path)) from None
     return parse_pods(text, str(path), validate=validate)

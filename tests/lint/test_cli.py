@@ -164,3 +164,42 @@ def test_explain_and_list(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _lint(capsys, "--list-rules")
     assert code == 0 and len(out.splitlines()) == len(RULES)
     assert _lint(capsys, "--explain", "nope")[0] == 2
+
+
+NEGATIVE_PERIOD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: neg}
+spec:
+  containers:
+    - name: app
+      image: x
+      livenessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: -1}
+      readinessProbe: {httpGet: {path: /ready, port: 8080}}
+"""
+
+
+@pytest.mark.timeout(30)
+def test_a_probe_the_api_server_refuses_is_an_error_and_never_simulated(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """periodSeconds -1 spun lint's simulation at 100% CPU for ever (a CI job hung): it is
+    invalid-spec's error in validateProbe's words, exit 1, and no rule simulates it."""
+    from probetui.lint import simulated
+
+    def never(*args: object) -> None:
+        raise AssertionError("simulated a container the API server rejects")
+
+    monkeypatch.setattr(simulated, "_run", never)
+    path = tmp_path / "neg.yaml"
+    path.write_text(NEGATIVE_PERIOD)
+    code, out, _ = _lint(capsys, str(path), "-o", "json")
+    assert code == 1
+    findings = json.loads(out)["findings"]
+    invalid = [f for f in findings if f["rule"] == "invalid-spec"]
+    assert [f["severity"] for f in invalid] == ["error"]
+    assert (
+        "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -1: must be greater "
+        "than or equal to 0" in invalid[0]["message"]
+    )
+    assert not any("simulate" in f["message"].replace("not simulated", "") for f in findings)

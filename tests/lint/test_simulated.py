@@ -63,3 +63,25 @@ def test_a_timeout_of_zero_or_less_is_simulated_as_written() -> None:
         .liveness_probe.timeout_seconds
         == -1
     )  # type: ignore[union-attr]
+
+
+@pytest.mark.timeout(30)
+def test_no_question_runs_past_an_hour_of_virtual_time() -> None:
+    """A liveness failureThreshold 1 with initialDelaySeconds 2^31 at a 1 s period asked for a
+    blip 68 years in, ticking every second on the way (lint never ended); the outage question
+    likewise. Each run stops at an hour, and the blip is simply not reached."""
+    huge = Probe(
+        exec=ExecAction(("check",)),
+        period_seconds=1,
+        timeout_seconds=1,
+        failure_threshold=1,
+        initial_delay_seconds=2**31 - 1,
+    )
+    c = Container(name="app", command=("x",), liveness_probe=huge, readiness_probe=huge)
+    pod = Pod("web", containers=(c,), termination_grace_period_seconds=23)
+    at, run = simulated.blip(pod, c)
+    assert at > 2**31 and run.duration <= 3600 and not run.kills
+    at, run = simulated.outage(pod, c)
+    assert run.duration <= 3600 and not run.kills
+    with pytest.raises(ValueError, match="at most 3600 s"):
+        simulated.run(pod, c, simulated.App(), 3601.0)

@@ -28,13 +28,13 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.transport import server_address
+from probetui.spec import yaml_safe
 
 __all__ = [
     "FIX_VIEW",
@@ -86,7 +86,7 @@ def kubeconfig_files(flag: str | None, environ: Mapping[str, str]) -> list[str]:
 def _read_file(path: str) -> dict[str, Any] | None:
     """One kubeconfig file as a mapping; None when it does not exist."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = yaml_safe.read_text(path, encoding="utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -103,10 +103,10 @@ def _read_file(path: str) -> dict[str, Any] | None:
             f"cannot read kubeconfig {path}: {e.strerror or e} (point --kubeconfig or "
             "KUBECONFIG elsewhere)"
         ) from None
-    except UnicodeDecodeError as e:
-        raise KubeconfigError(f"kubeconfig {path} is not UTF-8 text: {e.reason}") from None
+    except yaml_safe.TextError as e:
+        raise KubeconfigError(f"kubeconfig {path}: {e}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml_safe.load(text)
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f", line {mark.line + 1}" if mark is not None else ""
