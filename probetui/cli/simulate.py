@@ -163,6 +163,7 @@ def _scenario(args: argparse.Namespace, plain: bool) -> Any:
     to its duration and app."""
     from probetui import simulate as sim
     from probetui.simulate import manifest
+    from probetui.simulate.scenario import checked_duration
 
     windows = [manifest.fail_window(w) for w in args.fail_between]
     if plain:
@@ -173,6 +174,11 @@ def _scenario(args: argparse.Namespace, plain: bool) -> Any:
         base = sim.load_scenario(args.scenario)
         if args.duration is not None:
             base = dataclasses.replace(base, duration=args.duration)
+    if args.duration is not None:
+        try:
+            checked_duration(args.duration, "--duration")
+        except sim.ScenarioError as e:
+            raise UsageError(str(e)) from None
     if not base.duration > 0:
         raise sim.ScenarioError(f"--duration {base.duration:g}: must be more than 0 seconds")
     app = manifest.app_model(

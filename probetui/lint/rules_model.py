@@ -131,7 +131,9 @@ def _budget_hit(
     wanted = budget.wanted_seconds(starts, extra=probe.period_seconds)
     assert wanted is not None
     proposal = _evidence(
-        lambda: budget.propose(obj.pod, c, starts, wanted, add_startup=pt is ProbeType.LIVENESS)
+        obj,
+        c,
+        lambda: budget.propose(obj.pod, c, starts, wanted, add_startup=pt is ProbeType.LIVENESS),
     )
     verified = ""
     if isinstance(proposal, budget.Proposal):

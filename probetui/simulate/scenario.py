@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from probetui.durations import DurationError, parse_duration
 from probetui.spec.model import Pod, ProbeType
 
 
@@ -67,9 +68,19 @@ _BEHAVIOUR_KEYS = {"ready_after", "fail_between", "latency_ms"}
 _TOP_KEYS = {"pod", "container", "duration", "app"}
 
 
-def _number(value: object, key: str, *, minimum: float = 0.0) -> float:
+def _number(value: object, key: str, *, minimum: float = 0.0, unit: float = 1.0) -> float:
+    """Seconds (or `unit`s of a second: 1000 for a `_ms` key) from a bare number, or from a
+    duration as Go writes it (`90s`, `1h30m`, `20ms`), as the command line's flags take it."""
+    raw = value
+    if isinstance(value, str):
+        try:
+            return parse_duration(value, allow_zero=True) * unit
+        except DurationError:
+            value = None  # refused below, in the words every key uses
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScenarioError(f"{key}: expected a number of seconds, got {value!r}")
+        raise ScenarioError(
+            f"{key}: expected a number of seconds or a duration such as 90s, got {raw!r}"
+        )
     if value != value or value < minimum:
         raise ScenarioError(f"{key}: must be >= {minimum:g}, got {value!r}")
     try:
@@ -84,11 +95,12 @@ def _number(value: object, key: str, *, minimum: float = 0.0) -> float:
 MAX_DURATION = 30 * 86400.0
 
 
-def _duration(value: object) -> float:
-    seconds = _number(value, "duration")
+def checked_duration(value: object, key: str = "duration") -> float:
+    """A scenario's length in seconds, within what a run may take."""
+    seconds = _number(value, key)
     if not math.isfinite(seconds) or seconds > MAX_DURATION:
         raise ScenarioError(
-            f"duration: at most {MAX_DURATION:.0f} s ({MAX_DURATION / 86400:g} days) of "
+            f"{key}: at most {MAX_DURATION:.0f} s ({MAX_DURATION / 86400:g} days) of "
             f"virtual time, got {value!r}"
         )
     return seconds
@@ -120,7 +132,7 @@ def _behaviour(raw: dict[str, Any], key: str, base: Behaviour | None = None) -> 
         fail_between=_windows(raw["fail_between"], f"{key}.fail_between")
         if "fail_between" in raw
         else base.fail_between,
-        latency_ms=_number(raw["latency_ms"], f"{key}.latency_ms")
+        latency_ms=_number(raw["latency_ms"], f"{key}.latency_ms", unit=1000.0)
         if "latency_ms" in raw
         else base.latency_ms,
     )
@@ -223,7 +235,7 @@ def parse_scenario(
     if pod.container(str(name)) is None:
         names = ", ".join(c.name for c in pod.probed_containers())
         raise ScenarioError(f"container: no container {name!r} in pod {pod.name} (has: {names})")
-    duration = _duration(raw.get("duration", 600))
+    duration = checked_duration(raw.get("duration", 600))
     if not pod.uid:
         pod = replace(pod, uid=f"sim-{pod.name}")
     return Scenario(pod=pod, container=str(name), duration=duration, app=_app(raw.get("app")))

@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -137,3 +138,32 @@ def test_a_missing_scenario_file_is_named_once(
     missing = tmp_path / "nope.yaml"
     assert main(["simulate", str(missing)]) == 2
     assert capsys.readouterr().err.count(str(missing)) == 1
+
+
+def test_a_scenario_file_takes_go_durations_beside_bare_seconds(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pod = Path(__file__).resolve().parents[2] / "examples" / "slow-start-pod.yaml"
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(
+        f"pod: {pod}\nduration: 300\napp: {{start_after: 1, ready_after: 45, latency_ms: 20,"
+        " fail_between: [[120, 150]]}\n"
+    )
+    go = tmp_path / "go.yaml"
+    go.write_text(
+        f"pod: {pod}\nduration: 5m\napp: {{start_after: 1s, ready_after: 45s, latency_ms: 20ms,"
+        " fail_between: [[2m, 2m30s]]}\n"
+    )
+    assert main(["simulate", str(bare), "-o", "json"]) == 0
+    from_bare = json.loads(capsys.readouterr().out)
+    assert main(["simulate", str(go), "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == from_bare
+
+
+def test_simulate_duration_flag_over_the_limit_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pod = Path(__file__).resolve().parents[2] / "examples" / "slow-start-pod.yaml"
+    assert main(["simulate", str(pod), "--duration", "31d"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--duration: at most" in err and "30 days" in err, err
