@@ -325,7 +325,7 @@ class Cluster:
         self.apiserver_pair = ca.issue(
             "apiserver",
             "kube-apiserver",
-            ips=(NODE_IP, "10.123.128.1", "127.0.0.1"),
+            ips=(NODE_IP, SERVICE_IP, "127.0.0.1"),
             dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc", "localhost"),
             server=True,
         )
