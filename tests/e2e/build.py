@@ -1,28 +1,33 @@
 """What the test cluster runs, made once per machine and cached outside the repository.
 
-- kube-apiserver, kubelet, kubectl and etcd, built from upstream Go modules (`gomod/go.mod`
-  pins k8s.io/kubernetes and every staging module at the matching v0 release);
+- kube-apiserver, kubelet, kubectl, kube-scheduler, kube-controller-manager, kube-proxy and
+  etcd, built from upstream Go modules (`gomod/go.mod` pins k8s.io/kubernetes and every staging
+  module at the matching v0 release);
 - `grpchealth`, a grpc.health.v1 server of our own (`gomod/cmd/grpchealth`);
 - a static `pause` program (`pause.c`);
-- OCI image tars for containerd: busybox (Debian's busybox-static), pause, grpchealth.
+- OCI image tars for containerd: busybox (Debian's busybox-static), pause, grpchealth;
+- the agent image's cached layers, Debian 12's python3.11 and the project's dependencies
+  (`pyimage.py`; its per-run layer, the project's wheel, is made at `up`).
 
-The cache key is a hash of the inputs (go.mod, go.sum, sources, the Go version and the
-busybox binary), so a change to any of them rebuilds and nothing stale is used. The cache is
-`$PROBETUI_E2E_CACHE`, else `~/.cache/probetui-e2e`.
+Every artefact has a cache key of its own, a hash of only what it is made of (a Go binary: go.mod,
+go.sum, the Go release, its package and flags; an image: the binary it holds), so a change to
+one rebuilds that one and nothing stale is used. The cache is `$PROBETUI_E2E_CACHE`, else
+`~/.cache/probetui-e2e`: `go/NAME-KEY/`, `pause/`, `images/`, `layers/`, and per set of keys a
+directory of links (`bin/`, `images/`) that the cluster runs from.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
+import tempfile
 import time
 from pathlib import Path
+
+from tests.e2e import oci
 
 HERE = Path(__file__).resolve().parent
 GOMOD = HERE / "gomod"
@@ -32,6 +37,9 @@ GO_PACKAGES = {
     "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
     "kubelet": "k8s.io/kubernetes/cmd/kubelet",
     "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
     "etcd": "go.etcd.io/etcd/server/v3",
     "grpchealth": "./cmd/grpchealth",
 }
@@ -84,28 +92,103 @@ def install_packages() -> None:
     )
 
 
-def _key() -> str:
+def _digest(*parts: str | bytes) -> str:
     h = hashlib.sha256()
-    for f in sorted(GOMOD.rglob("*")):
-        if f.is_file():
-            h.update(str(f.relative_to(GOMOD)).encode())
-            h.update(f.read_bytes())
-    h.update((HERE / "pause.c").read_bytes())
-    h.update(Path(__file__).read_bytes())
-    go = shutil.which("go")
-    if go:
-        h.update(subprocess.run([go, "version"], capture_output=True, check=True).stdout)
-    if BUSYBOX.exists():
-        h.update(BUSYBOX.read_bytes())
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
     return h.hexdigest()[:16]
 
 
+def _go_version() -> str:
+    go = shutil.which("go")
+    if go is None:
+        return "no go"
+    return subprocess.run([go, "version"], capture_output=True, text=True, check=True).stdout
+
+
+def _cgo(name: str) -> bool:
+    # the one binary that runs inside a container, where there is no libc to link against
+    return name != "grpchealth"
+
+
+def _ldflags(name: str) -> str:
+    return _version_ldflags() if _cgo(name) else ""
+
+
+def go_key(name: str) -> str:
+    """What one Go binary is made of: the module graph, the Go release, its package and flags
+    (and, for a package of ours, its sources); nothing another binary is made of."""
+    pkg = GO_PACKAGES[name]
+    parts: list[str | bytes] = [
+        "go",
+        (GOMOD / "go.mod").read_bytes(),
+        (GOMOD / "go.sum").read_bytes(),
+        _go_version(),
+        pkg,
+        _ldflags(name),
+        str(_cgo(name)),
+    ]
+    if pkg.startswith("./"):
+        for f in sorted((GOMOD / pkg).rglob("*")):
+            if f.is_file():
+                parts += [str(f.relative_to(GOMOD)), f.read_bytes()]
+    return _digest(*parts)
+
+
+def _gcc_version() -> str:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return "no gcc"
+    return subprocess.run([gcc, "--version"], capture_output=True, text=True, check=True).stdout
+
+
+def pause_key() -> str:
+    return _digest("pause", (HERE / "pause.c").read_bytes(), _gcc_version(), *_PAUSE_FLAGS)
+
+
+_PAUSE_FLAGS = ("-static", "-O2")
+# the layout of the small images' tars (oci.py, _image_entries): bump it when they change
+_IMAGE_FORMAT = "1"
+
+
+def image_key(name: str) -> str:
+    inputs = {
+        "busybox": lambda: BUSYBOX.read_bytes() if BUSYBOX.exists() else b"",
+        "pause": pause_key,
+        "grpchealth": lambda: go_key("grpchealth"),
+    }[name]()
+    return _digest("image", _IMAGE_FORMAT, IMAGES[name], inputs)
+
+
+def go_binary(name: str) -> Path:
+    return CACHE / "go" / f"{name}-{go_key(name)}" / name
+
+
+def pause_binary() -> Path:
+    return CACHE / "pause" / f"pause-{pause_key()}" / "pause"
+
+
+def image_tar(name: str) -> Path:
+    return CACHE / "images" / f"{name}-{image_key(name)}.tar"
+
+
+def _set_key() -> str:
+    """The set of artefacts the cluster runs, each by its own key."""
+    return _digest(*(go_key(n) for n in GO_PACKAGES), pause_key(), *(image_key(n) for n in IMAGES))
+
+
+def _top() -> Path:
+    return CACHE / _set_key()
+
+
 def bin_dir() -> Path:
-    return CACHE / _key() / "bin"
+    return _top() / "bin"
 
 
 def image_dir() -> Path:
-    return CACHE / _key() / "images"
+    return _top() / "images"
 
 
 def kubernetes_version() -> str:
@@ -133,157 +216,122 @@ def _version_ldflags() -> str:
     return " ".join(f"-X {pkg}.{k}={val}" for k, val in stamp.items())
 
 
-def ensure_built() -> Path:
-    """Build what is missing; return the directory of the cached build."""
-    top = CACHE / _key()
-    done = top / "done"
-    if done.exists():
-        return top
+def _publish(tmp: Path, final: Path) -> None:
+    """Move a finished artefact's directory into place in one rename, so a killed build leaves
+    no half-written entry under a key."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    tmp.rename(final)
+
+
+def _build_go(names: list[str]) -> None:
+    """`go build` the binaries named, those with the same flags in one run (go builds their
+    packages in parallel and each shared package once)."""
     if shutil.which("go") is None:
         raise Unavailable(
             "Go is not installed (the e2e test bed builds its cluster from Go modules)"
         )
+    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for name in names:
+        groups.setdefault((_ldflags(name), _cgo(name)), []).append(name)
+    for (ldflags, cgo), group in groups.items():
+        t0 = time.monotonic()
+        _log(f"go build {', '.join(group)} (cold: minutes each)")
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            out = Path(tmp)
+            cmd = ["go", "build", "-o", str(out) + "/", *(GO_PACKAGES[n] for n in group)]
+            if ldflags:
+                cmd[2:2] = ["-ldflags", ldflags]
+            subprocess.run(
+                cmd, cwd=GOMOD, env={**env, "CGO_ENABLED": "1" if cgo else "0"}, check=True
+            )
+            seconds = time.monotonic() - t0
+            for name in group:
+                # `go build -o DIR/` names a binary after its package's last path element
+                built = out / GO_PACKAGES[name].rstrip("/").rsplit("/", 1)[-1]
+                if name == "etcd":
+                    built = out / "server"
+                final = go_binary(name)
+                stage = Path(tempfile.mkdtemp(dir=CACHE))
+                built.rename(stage / name)
+                (stage / "build-seconds").write_text(f"{seconds:.1f}\n")
+                _publish(stage, final.parent)
+        _log(f"built {', '.join(group)} in {time.monotonic() - t0:.0f} s")
+
+
+def _build_pause() -> None:
     if shutil.which("gcc") is None:
         raise Unavailable("gcc is not installed (the sandbox image's pause program is C)")
-    install_packages()
-    bins = top / "bin"
-    bins.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    _log(f"building {', '.join(GO_PACKAGES)} into {bins} (cold: many minutes)")
-    env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    cluster = [pkg for name, pkg in GO_PACKAGES.items() if name != "grpchealth"]
+    stage = Path(tempfile.mkdtemp(dir=CACHE))
     subprocess.run(
-        ["go", "build", "-ldflags", _version_ldflags(), "-o", str(bins) + "/", *cluster],
-        cwd=GOMOD,
-        env=env,
-        check=True,
+        ["gcc", *_PAUSE_FLAGS, "-o", str(stage / "pause"), str(HERE / "pause.c")], check=True
     )
-    # the one binary that runs inside a container, where there is no libc to link against
-    subprocess.run(
-        ["go", "build", "-o", str(bins / "grpchealth"), GO_PACKAGES["grpchealth"]],
-        cwd=GOMOD,
-        env={**env, "CGO_ENABLED": "0"},
-        check=True,
-    )
-    # `go build -o DIR/` names etcd's binary after its module's last element, "server"
-    (bins / "server").rename(bins / "etcd")
-    subprocess.run(
-        ["gcc", "-static", "-O2", "-o", str(bins / "pause"), str(HERE / "pause.c")], check=True
-    )
-    _log(f"built in {time.monotonic() - t0:.0f} s")
-    make_images(bins, top / "images")
-    (top / "build-seconds").write_text(f"{time.monotonic() - t0:.1f}\n")
-    done.write_text("ok\n")
+    _publish(stage, pause_binary().parent)
+
+
+def ensure_built() -> Path:
+    """Build each artefact whose key has no cache entry yet; return a directory whose `bin/`
+    and `images/` name the cluster's binaries and images (links into the cache)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    missing_go = [n for n in GO_PACKAGES if not go_binary(n).exists()]
+    if missing_go or not pause_binary().exists():
+        install_packages()
+    if missing_go:
+        _build_go(missing_go)
+    if not pause_binary().exists():
+        _build_pause()
+    for name in IMAGES:
+        tar = image_tar(name)
+        if not tar.exists():
+            tar.parent.mkdir(parents=True, exist_ok=True)
+            _write_small_image(name, tar)
+    from tests.e2e import pyimage
+
+    pyimage.base_layer()
+    pyimage.deps_layer()
+    top = _top()
+    links = {
+        **{top / "bin" / n: go_binary(n) for n in GO_PACKAGES},
+        top / "bin" / "pause": pause_binary(),
+        **{top / "images" / f"{n}.tar": image_tar(n) for n in IMAGES},
+    }
+    for link, target in links.items():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink() or link.readlink() != target:
+            tmp = link.with_suffix(".new")
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(target)
+            tmp.replace(link)
     return top
 
 
-def _sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _tar_bytes(entries: list[tuple[str, bytes | None, int, str | None]]) -> bytes:
-    """(path, data, mode, symlink target) -> an uncompressed, reproducible tar."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path, data, mode, link in entries:
-            info = tarfile.TarInfo(path)
-            info.mtime = 0
-            info.mode = mode
-            if link is not None:
-                info.type = tarfile.SYMTYPE
-                info.linkname = link
-                tar.addfile(info)
-            elif data is None:
-                info.type = tarfile.DIRTYPE
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def _oci_layout(name: str, layer: bytes, entrypoint: list[str]) -> bytes:
-    """An OCI image layout, as one tar that `ctr images import` takes."""
-    config = json.dumps(
-        {
-            "architecture": "amd64",
-            "os": "linux",
-            "config": {"Entrypoint": entrypoint, "Env": ["PATH=/bin:/usr/bin"]},
-            "rootfs": {"type": "layers", "diff_ids": [_sha(layer)]},
-        }
-    ).encode()
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {
-                "mediaType": "application/vnd.oci.image.config.v1+json",
-                "digest": _sha(config),
-                "size": len(config),
-            },
-            "layers": [
-                {
-                    "mediaType": "application/vnd.oci.image.layer.v1.tar",
-                    "digest": _sha(layer),
-                    "size": len(layer),
-                }
-            ],
-        }
-    ).encode()
-    index = json.dumps(
-        {
-            "schemaVersion": 2,
-            "manifests": [
-                {
-                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                    "digest": _sha(manifest),
-                    "size": len(manifest),
-                    "annotations": {
-                        "io.containerd.image.name": name,
-                        "org.opencontainers.image.ref.name": name.rsplit(":", 1)[1],
-                    },
-                }
-            ],
-        }
-    ).encode()
-    blobs = [("blobs", None, 0o755, None), ("blobs/sha256", None, 0o755, None)]
-    for blob in (layer, config, manifest):
-        blobs.append((f"blobs/sha256/{_sha(blob)[7:]}", blob, 0o644, None))
-    return _tar_bytes(
-        [
-            ("oci-layout", b'{"imageLayoutVersion":"1.0.0"}', 0o644, None),
-            ("index.json", index, 0o644, None),
-            *blobs,
-        ]
-    )
-
-
-def _base_dirs() -> list[tuple[str, bytes | None, int, str | None]]:
+def _base_dirs() -> list[oci.Entry]:
     return [(d, None, 0o755, None) for d in ("bin", "etc", "tmp", "proc", "sys", "dev", "www")]
 
 
-def make_images(bins: Path, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    applets = subprocess.run(
-        [str(BUSYBOX), "--list"], capture_output=True, text=True, check=True
-    ).stdout.split()
-    busybox = [*_base_dirs(), ("bin/busybox", BUSYBOX.read_bytes(), 493, None)]
-    busybox += [(f"bin/{a}", None, 0o777, "busybox") for a in applets if a != "busybox"]
-    busybox.append(("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n", 0o644, None))
-    busybox.append(("etc/group", b"root:x:0:\n", 0o644, None))
-    layers = {
-        "busybox": (busybox, ["/bin/sh"]),
-        "pause": (
-            [*_base_dirs(), ("pause", (bins / "pause").read_bytes(), 493, None)],
-            ["/pause"],
-        ),
-        "grpchealth": (
-            [*_base_dirs(), ("grpchealth", (bins / "grpchealth").read_bytes(), 493, None)],
-            ["/grpchealth"],
-        ),
-    }
-    for key, (entries, entrypoint) in layers.items():
-        (out / f"{key}.tar").write_bytes(_oci_layout(IMAGES[key], _tar_bytes(entries), entrypoint))
+def _write_small_image(name: str, out: Path) -> None:
+    if name == "busybox":
+        applets = subprocess.run(
+            [str(BUSYBOX), "--list"], capture_output=True, text=True, check=True
+        ).stdout.split()
+        entries = [*_base_dirs(), ("bin/busybox", BUSYBOX.read_bytes(), 493, None)]
+        entries += [(f"bin/{a}", None, 0o777, "busybox") for a in applets if a != "busybox"]
+        entries.append(("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n", 0o644, None))
+        entries.append(("etc/group", b"root:x:0:\n", 0o644, None))
+        entrypoint = ["/bin/sh"]
+    else:
+        binary = pause_binary() if name == "pause" else go_binary(name)
+        entries = [*_base_dirs(), (name, binary.read_bytes(), 493, None)]
+        entrypoint = [f"/{name}"]
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        layer = Path(tmp) / "layer.tar"
+        layer.write_bytes(oci.tar_bytes(entries))
+        config = {"Entrypoint": entrypoint, "Env": ["PATH=/bin:/usr/bin"]}
+        oci.write_image(Path(tmp) / "image.tar", IMAGES[name], [layer], config)
+        (Path(tmp) / "image.tar").replace(out)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ Layout (addresses exist only inside the two namespaces, so nothing here is ever 
 outside them):
 
     netns pte2e-node    eth0 10.123.0.10   etcd (127.0.0.1), containerd, kube-apiserver :6443,
-                                           kubelet :10250; bridge pte2e0 10.123.1.1 for pods
+                                           kube-controller-manager, kube-scheduler (127.0.0.1),
+                                           kubelet :10250, kube-proxy; bridge pte2e0 10.123.1.1
+                                           for pods
     netns pte2e-client  eth0 10.123.0.20   where probetui runs, so its probes reach a pod from
                                            another address than the kubelet's
 
@@ -17,10 +19,22 @@ shadow (`--via direct` from the client namespace) dials both from 10.123.0.20. T
 each probe's peer, so every attempt can be told as the kubelet's or the shadow's.
 
 Daemons are started with `nsenter --net=/run/netns/NAME` (`ip netns exec` remounts /sys and hides
-the cgroup mounts runc needs). There is no scheduler and no controller-manager: pods name their
-node, and the harness makes what controllers would (each namespace's default service account).
+the cgroup mounts runc needs). The kube-scheduler places pods that name no node; the
+kube-controller-manager runs only the controllers the tests need (workloads: DaemonSet,
+Deployment, ReplicaSet; service accounts and their tokens, kube-root-ca.crt, EndpointSlices,
+garbage collection, namespaces, ClusterRole aggregation), without leader election.
+`namespace()` returns once the controller has made the namespace's default service account.
+
+The `kubernetes` Service (10.123.128.1:443) is reached through kube-proxy's iptables rules in the
+node namespace, as on a real node: OUTPUT for hostNetwork pods, PREROUTING for bridge pods, so
+the in-cluster config the kubelet injects (KUBERNETES_SERVICE_HOST/PORT) works from any pod.
+The kubelet authenticates by the API server's TokenReview and authorizes by SubjectAccessReview
+(webhook mode), so `nodes/metrics` and the rest are checked against RBAC; the API server's own
+kubelet client is bound to `system:kubelet-api-admin`.
+
 The kubelet runs in a mount namespace of its own where the kernel tunables it would set
-machine-wide (vm.overcommit_memory, kernel.panic, ...) are files of ours.
+machine-wide (vm.overcommit_memory, kernel.panic, ...) are files of ours. `up` builds the agent
+image (tests/e2e/pyimage.py) from the worktree and imports it into containerd.
 """
 
 from __future__ import annotations
@@ -38,7 +52,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.e2e import build, pki
+from tests.e2e import build, pki, pyimage
 
 NODE_NS = "pte2e-node"
 CLIENT_NS = "pte2e-client"
@@ -48,9 +62,33 @@ CLIENT_IP = "10.123.0.20"
 POD_SUBNET = "10.123.1.0/24"
 POD_GATEWAY = "10.123.1.1"
 SERVICE_RANGE = "10.123.128.0/24"
+# the `kubernetes` Service's ClusterIP: the range's first address
+SERVICE_IP = "10.123.128.1"
 APISERVER = f"https://{NODE_IP}:6443"
 VIEW_USER = "probetui-viewer"
-DAEMONS = ("etcd", "containerd", "kube-apiserver", "kubelet")
+APISERVER_KUBELET_USER = "kube-apiserver-kubelet-client"
+DAEMONS = (
+    "etcd",
+    "containerd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+)
+# what the kube-controller-manager runs (by the aliases of its --controllers flag)
+CONTROLLERS = (
+    "daemonset",
+    "replicaset",
+    "deployment",
+    "serviceaccount",
+    "serviceaccount-token",
+    "root-ca-cert-publisher",
+    "endpointslice",
+    "garbagecollector",
+    "namespace",
+    "clusterrole-aggregation",
+)
 
 # the values the kubelet wants (container_manager_linux.go setupKernelTunables): given as files
 # over /proc/sys in its own mount namespace, it finds them set and writes nothing machine-wide
@@ -178,6 +216,8 @@ class Cluster:
     def __init__(self, dir: Path) -> None:
         self.paths = Paths(dir.resolve())
         self.bin: Path | None = None
+        self.agent_image: str | None = None
+        self.kubelet_version: str | None = None
         self._children: dict[str, subprocess.Popen] = {}
         self._lock: int | None = None
 
@@ -198,16 +238,27 @@ class Cluster:
             raise ClusterError(f"a test cluster already runs from {p.dir} (down it first)")
         clear_stale_network(NODE_NS, CLIENT_NS)
         _unmount_stale_clusters(p.dir.parent)
+        try:
+            self.agent_image, agent_tar = pyimage.agent_image(p.dir / "agent-image")
+        except pyimage.BuildError as e:
+            raise ClusterError(f"the agent image: {e}") from None
         self._network()
         self._certificates()
         self._cgroups()
         self._start_etcd()
         self._start_containerd()
-        self._import_images(top / "images")
+        self._import_images([*sorted((top / "images").glob("*.tar")), agent_tar])
         self._start_apiserver()
         self._bootstrap_objects()
+        self._start_controller_manager()
+        self._start_scheduler()
         self._start_kubelet()
+        self._start_kube_proxy()
         self._wait_node_ready()
+        self._untaint_node()
+        self._wait_service_rules()
+        self._wait_cluster_roles_aggregated()
+        self.namespace("default")
         p.state.write_text(
             json.dumps(
                 {
@@ -236,6 +287,9 @@ class Cluster:
             _run(*ns, "link", "set", "lo", "up")
             _run(*ns, "link", "set", "eth0", "up")
         _run(*client, "route", "replace", POD_SUBNET, "via", NODE_IP)
+        # a route to the Service range, so a hostNetwork pod's connect() to a ClusterIP gets as
+        # far as kube-proxy's OUTPUT rules (no route: ENETUNREACH before any rule is seen)
+        _run(*node, "route", "replace", SERVICE_RANGE, "dev", "eth0")
         _run(*in_ns(NODE_NS, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"))
         cni = self.paths.dir / "cni" / "net.d"
         cni.mkdir(parents=True, exist_ok=True)
@@ -271,15 +325,14 @@ class Cluster:
         self.apiserver_pair = ca.issue(
             "apiserver",
             "kube-apiserver",
-            ips=(NODE_IP, "10.123.128.1", "127.0.0.1"),
+            ips=(NODE_IP, SERVICE_IP, "127.0.0.1"),
             dns=("kubernetes", "kubernetes.default", "kubernetes.default.svc", "localhost"),
             server=True,
         )
+        # no system:masters: the kubelet asks the API server whether this user may (webhook
+        # authorization), and a binding to system:kubelet-api-admin says yes
         self.apiserver_kubelet_pair = ca.issue(
-            "apiserver-kubelet-client",
-            "kube-apiserver-kubelet-client",
-            orgs=("system:masters",),
-            client=True,
+            "apiserver-kubelet-client", APISERVER_KUBELET_USER, client=True
         )
         self.kubelet_serving = ca.issue(
             "kubelet", NODE_NAME, ips=(NODE_IP,), dns=(NODE_NAME,), server=True
@@ -294,6 +347,16 @@ class Cluster:
         self._kubeconfig(self.paths.view_kubeconfig, VIEW_USER, viewer)
         self.kubelet_kubeconfig = self.paths.dir / "kubelet.kubeconfig"
         self._kubeconfig(self.kubelet_kubeconfig, "kubelet", kubelet_client)
+        # the control plane's own users, each with the bootstrap RBAC its name is bound to
+        for name, cn in (
+            ("kube-controller-manager", "system:kube-controller-manager"),
+            ("kube-scheduler", "system:kube-scheduler"),
+            ("kube-proxy", "system:kube-proxy"),
+        ):
+            self._kubeconfig(self.component_kubeconfig(name), name, ca.issue(name, cn, client=True))
+
+    def component_kubeconfig(self, name: str) -> Path:
+        return self.paths.dir / f"{name}.kubeconfig"
 
     def _kubeconfig(self, path: Path, user: str, pair: pki.Pair) -> None:
         doc = {
@@ -436,8 +499,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             "containerd", lambda: self._ok("ctr", "-a", str(self.paths.containerd_sock), "version")
         )
 
-    def _import_images(self, images: Path) -> None:
-        for tar in sorted(images.glob("*.tar")):
+    def _import_images(self, tars: list[Path]) -> None:
+        for tar in tars:
             r = _run(
                 "ctr",
                 "-a",
@@ -541,47 +604,125 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 ],
             }
         )
-        self._aggregate_cluster_roles()
-        self.namespace("default")
+        # what kubeadm binds: the API server's calls to the kubelet (logs, exec, port-forward,
+        # proxy) pass the kubelet's webhook authorization
+        self.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "kube-apiserver-kubelet-api-admin"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": "system:kubelet-api-admin",
+                },
+                "subjects": [
+                    {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "User",
+                        "name": APISERVER_KUBELET_USER,
+                    }
+                ],
+            }
+        )
 
-    def _aggregate_cluster_roles(self) -> None:
-        """What the controller-manager's clusterrole-aggregation controller does: `view`, `edit`
-        and `admin` are empty until the rules of the roles labelled to aggregate into them are
-        copied in."""
-        roles = json.loads(self.kubectl("get", "clusterroles", "-o", "json"))["items"]
-        for role in roles:
-            selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
-            if not selectors:
-                continue
-            rules: list[dict] = []
-            for other in roles:
-                labels = other["metadata"].get("labels") or {}
-                if any(
-                    all(labels.get(k) == v for k, v in sel.get("matchLabels", {}).items())
-                    for sel in selectors
-                ):
-                    rules += [r for r in other.get("rules") or [] if r not in rules]
-            body = {"rules": rules}
-            self.kubectl(
-                "patch",
-                "clusterrole",
-                role["metadata"]["name"],
-                "--type=merge",
-                "-p",
-                json.dumps(body),
+    def _wait_cluster_roles_aggregated(self) -> None:
+        """Until the clusterrole-aggregation controller has filled `view` (empty until the
+        rules of the roles labelled to aggregate into it are copied in)."""
+
+        def filled() -> bool:
+            out = subprocess.run(
+                self.kubectl_argv("get", "clusterrole", "view", "-o", "json"),
+                capture_output=True,
+                text=True,
             )
+            return out.returncode == 0 and bool(json.loads(out.stdout).get("rules"))
+
+        self._wait("ClusterRole view aggregated", filled, 60)
+
+    def _control_plane_flags(self, name: str) -> list[str]:
+        # no --authentication-kubeconfig: nothing calls these daemons' own ports, and the
+        # lookup of the API server's request-header CA (none here) would log errors forever
+        return [
+            f"--kubeconfig={self.component_kubeconfig(name)}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--cert-dir={self.paths.dir / name}",
+        ]
+
+    def _start_controller_manager(self) -> None:
+        assert self.bin
+        self._spawn(
+            "kube-controller-manager",
+            in_ns(
+                NODE_NS,
+                str(self.bin / "kube-controller-manager"),
+                *self._control_plane_flags("kube-controller-manager"),
+                f"--controllers={','.join(CONTROLLERS)}",
+                # each controller under a service account of its own, as kubeadm runs it
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={self.sa_key}",
+                f"--root-ca-file={self.ca}",
+                f"--service-cluster-ip-range={SERVICE_RANGE}",
+                "--secure-port=10257",
+                "--v=1",
+            ),
+        )
+
+    def _start_scheduler(self) -> None:
+        assert self.bin
+        self._spawn(
+            "kube-scheduler",
+            in_ns(
+                NODE_NS,
+                str(self.bin / "kube-scheduler"),
+                *self._control_plane_flags("kube-scheduler"),
+                "--secure-port=10259",
+                "--v=1",
+            ),
+        )
+
+    def _start_kube_proxy(self) -> None:
+        assert self.bin
+        self._spawn(
+            "kube-proxy",
+            in_ns(
+                NODE_NS,
+                str(self.bin / "kube-proxy"),
+                f"--kubeconfig={self.component_kubeconfig('kube-proxy')}",
+                f"--hostname-override={NODE_NAME}",
+                "--proxy-mode=iptables",
+                f"--cluster-cidr={POD_SUBNET}",
+                # 0: leave the conntrack table's size and timeouts as they are; they are the
+                # machine's, not the node namespace's
+                "--conntrack-max-per-core=0",
+                "--conntrack-tcp-timeout-established=0",
+                "--conntrack-tcp-timeout-close-wait=0",
+                "--metrics-bind-address=127.0.0.1:10249",
+                "--healthz-bind-address=127.0.0.1:10256",
+                "--v=1",
+            ),
+        )
+
+    def _wait_service_rules(self) -> None:
+        """Until kube-proxy has written the `kubernetes` Service's rules."""
+
+        def written() -> bool:
+            r = subprocess.run(
+                in_ns(NODE_NS, "iptables-save", "-t", "nat"), capture_output=True, text=True
+            )
+            return f"-d {SERVICE_IP}/32" in r.stdout
+
+        self._wait(f"kube-proxy's rules for {SERVICE_IP}", written, 60)
 
     def namespace(self, name: str) -> None:
-        """A namespace with what the controller-manager would add: its default service account."""
-        self.apply(
-            [
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                {
-                    "apiVersion": "v1",
-                    "kind": "ServiceAccount",
-                    "metadata": {"name": "default", "namespace": name},
-                },
-            ]
+        """A namespace, returned once the controller-manager has made its default service
+        account: until then the API server's ServiceAccount admission turns pods away."""
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self._wait(
+            f"the default service account of {name}",
+            lambda: self._ok(*self.kubectl_argv("-n", name, "get", "serviceaccount", "default")),
+            30,
         )
 
     def start_kubelet(self) -> None:
@@ -609,12 +750,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                     "readOnlyPort": 0,
                     "healthzBindAddress": "127.0.0.1",
                     "healthzPort": 10248,
+                    # bearer tokens checked by TokenReview and every request by a
+                    # SubjectAccessReview, as on a real node: nodes/metrics means something
                     "authentication": {
                         "anonymous": {"enabled": False},
-                        "webhook": {"enabled": False},
+                        "webhook": {"enabled": True},
                         "x509": {"clientCAFile": str(self.ca)},
                     },
-                    "authorization": {"mode": "AlwaysAllow"},
+                    "authorization": {"mode": "Webhook"},
                     "tlsCertFile": str(self.kubelet_serving.cert),
                     "tlsPrivateKeyFile": str(self.kubelet_serving.key),
                     "cgroupDriver": "cgroupfs",
@@ -653,10 +796,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 "--v=2",
             ]
         )
-        script = " && ".join([*binds, f"exec {kubelet}"])
+        # the volumes the kubelet mounts (the service-account token's tmpfs) must reach
+        # containerd, which runs outside the kubelet's mount namespace: its root directory is a
+        # shared mount the namespace's copy is a peer of; /proc, where the tunables are bound,
+        # is made a slave first so nothing bound there reaches the machine
+        _shared_mount(d / "root")
+        script = " && ".join(["mount --make-rslave /proc", *binds, f"exec {kubelet}"])
         self._spawn(
             "kubelet",
-            in_ns(NODE_NS, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script),
+            in_ns(NODE_NS, "unshare", "--mount", "--propagation", "unchanged", "sh", "-c", script),
         )
 
     def _wait_node_ready(self) -> None:
@@ -668,10 +816,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             )
             if out.returncode != 0:
                 return False
-            conds = json.loads(out.stdout).get("status", {}).get("conditions", [])
+            status = json.loads(out.stdout).get("status", {})
+            conds = status.get("conditions", [])
+            self.kubelet_version = status.get("nodeInfo", {}).get("kubeletVersion")
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
         self._wait(f"node {NODE_NAME} Ready", ready, 120)
+
+    def _untaint_node(self) -> None:
+        """What the node-lifecycle controller does once the node is Ready: lift the not-ready
+        taint the API server's TaintNodesByCondition admission put on the new Node, without
+        which nothing is scheduled there (a DaemonSet's pods tolerate only its NoExecute kin).
+        The controller itself is not run: past its grace period with the kubelet stopped it
+        would mark every pod not ready, a verdict the kubelet never made."""
+        self.kubectl("taint", "node", NODE_NAME, "node.kubernetes.io/not-ready:NoSchedule-")
 
     def wait_running(self, ns: str, timeout: float = 60.0) -> None:
         """Until every pod of the namespace has all its containers running."""
@@ -704,7 +862,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         self.stop_daemon(name)
         start = {
             "kube-apiserver": self._start_apiserver,
+            "kube-controller-manager": self._start_controller_manager,
+            "kube-scheduler": self._start_scheduler,
             "kubelet": self._start_kubelet,
+            "kube-proxy": self._start_kube_proxy,
             "containerd": self._start_containerd,
             "etcd": self._start_etcd,
         }[name]
@@ -824,6 +985,17 @@ def _remove_cgroup_tree(rel: str) -> None:
                 d.rmdir()
         with contextlib.suppress(OSError):
             root.rmdir()
+
+
+def _mount_points() -> set[str]:
+    return {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()}
+
+
+def _shared_mount(path: Path) -> None:
+    """Make `path` a mount point of its own with shared propagation (once: a restart finds it)."""
+    if str(path) not in _mount_points():
+        _run("mount", "--bind", str(path), str(path))
+    _run("mount", "--make-shared", str(path))
 
 
 def _unmount_under(top: Path) -> None:
@@ -951,6 +1123,8 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             c.up()
             print(f"up in {time.monotonic() - t0:.1f} s")
+            print(f"kubelet:           {c.kubelet_version}")
+            print(f"agent image:       {c.agent_image}")
             print(f"admin kubeconfig:  {c.paths.admin_kubeconfig}")
             print(
                 f"view kubeconfig:   {c.paths.view_kubeconfig}  (user {VIEW_USER}, ClusterRole view)"
