@@ -44,6 +44,9 @@ class Sender:
         self.frames = 0
         self._pending: list[bytes] = []
         self._rows: list[list[Any]] = []
+        # the publication stamp of the last row gathered, carried by their `rows` frame as `at`
+        # (an agent's resume cursor, docs/stream.md); None: no stamp
+        self._rows_at: float | None = None
         self._bytes = 0  # gathered, not yet written (rows guessed at ROW_BYTES each)
         self._flush_soon: asyncio.TimerHandle | None = None
 
@@ -52,23 +55,30 @@ class Sender:
 
     def send(self, frame: dict[str, Any]) -> bool:
         """Queue `frame`; False when it was an event dropped for a reader too far behind."""
+        kind = frame["k"]
+        return self.send_encoded(dumps(frame), frame["e"]["type"] if kind == EVENT else None)
+
+    def send_encoded(self, data: bytes, event_type: str | None = None) -> bool:
+        """Queue one frame already encoded (`dumps`); `event_type` names an `event` frame, which
+        is dropped for a reader too far behind (False) as `send` drops it."""
         if self.transport.is_closing():
             return False
         size = self._queued()
-        if frame["k"] == EVENT and size > self.limit:
-            self.dropped[frame["e"]["type"]] += 1
+        if event_type is not None and size > self.limit:
+            self.dropped[event_type] += 1
             self._unreported = True
             return False
         self._close_rows()
         if self._unreported and size <= self.limit // 2:
             self._unreported = False
             self._add(dumps(self.dropped_frame()))
-        self._add(dumps(frame))
+        self._add(data)
         self.frames += 1
         return True
 
-    def send_row(self, event_type: str, row: list[Any]) -> bool:
-        """Queue one attempt row (`rows.py`); False when dropped, as an event frame would be."""
+    def send_row(self, event_type: str, row: list[Any], at: float | None = None) -> bool:
+        """Queue one attempt row (`rows.py`); False when dropped, as an event frame would be.
+        `at`: the row's publication stamp, which its `rows` frame carries when it is the last."""
         if self.transport.is_closing():
             return False
         size = self._queued()
@@ -81,6 +91,8 @@ class Sender:
             self._unreported = False
             self._add(dumps(self.dropped_frame()))
         self._rows.append(row)
+        if at is not None:
+            self._rows_at = at
         self._bytes += ROW_BYTES
         self.frames += 1
         self._later()
@@ -107,7 +119,11 @@ class Sender:
         if self._rows:
             rows, self._rows = self._rows, []
             self._bytes -= ROW_BYTES * len(rows)
-            data = dumps({"k": ROWS, "r": rows})
+            frame: dict[str, Any] = {"k": ROWS, "r": rows}
+            if self._rows_at is not None:
+                frame["at"] = self._rows_at
+                self._rows_at = None
+            data = dumps(frame)
             self._pending.append(data)
             self._bytes += len(data)
 
