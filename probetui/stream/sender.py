@@ -47,7 +47,8 @@ class Sender:
         # the publication stamp of the last row gathered, carried by their `rows` frame as `at`
         # (an agent's resume cursor, docs/stream.md); None: no stamp
         self._rows_at: float | None = None
-        self._bytes = 0  # gathered, not yet written (rows guessed at ROW_BYTES each)
+        self._bytes = 0  # gathered, not yet written (rows guessed at ROW_BYTES and their texts)
+        self._row_bytes = 0  # the rows' share of it
         self._flush_soon: asyncio.TimerHandle | None = None
 
     def _queued(self) -> int:
@@ -93,7 +94,9 @@ class Sender:
         self._rows.append(row)
         if at is not None:
             self._rows_at = at
-        self._bytes += ROW_BYTES
+        size = ROW_BYTES + _rest_bytes(row[-1])
+        self._bytes += size
+        self._row_bytes += size
         self.frames += 1
         self._later()
         return True
@@ -118,7 +121,8 @@ class Sender:
     def _close_rows(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
-            self._bytes -= ROW_BYTES * len(rows)
+            self._bytes -= self._row_bytes
+            self._row_bytes = 0
             frame: dict[str, Any] = {"k": ROWS, "r": rows}
             if self._rows_at is not None:
                 frame["at"] = self._rows_at
@@ -152,6 +156,18 @@ class Sender:
             self._unreported = False
             self._pending.append(dumps(self.dropped_frame()))
         self.flush()
+
+
+def _rest_bytes(cell: Any) -> int:
+    """The text a row's rest carries (outputs, errors, bodies: up to 10 KiB a try), so that
+    the rows gathered for one write stay far below MAX_FRAME when every attempt's body differs
+    (a clock in it); a row without its rest is its numbers alone."""
+    if not isinstance(cell, tuple):
+        return 0
+    out = cell[-1]
+    if out is None:
+        return 0
+    return sum(len(t[1] or "") + len(t[3] or "") + len(t[6] or "") for t in out[3])
 
 
 class StreamSink:
