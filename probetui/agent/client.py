@@ -18,6 +18,7 @@ follows the replay; a `live` frame marks where the replay ended.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -197,7 +198,9 @@ class StreamClient:
             if not entries:
                 # no await since the look: nothing published in between
                 self.live = True
-                self.sender.send({"k": LIVE, "at": cursor})
+                # the last stamp sent, for a reader to resume from; null before any (JSON has
+                # no infinity)
+                self.sender.send({"k": LIVE, "at": cursor if math.isfinite(cursor) else None})
                 on_live()
                 return sent
             data, n = self._encode(entries)

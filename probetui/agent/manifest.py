@@ -21,7 +21,8 @@ The objects, in the order `kubectl apply -f` needs them:
 - the DaemonSet: every node (tolerates every taint), `hostNetwork` (its probes leave from the
   node's address, as the kubelet's do, and it serves on the node's IP), non-root (UID 65532: a
   TCP connect needs no privilege, nor does listening above 1024), no capabilities, no privilege
-  escalation, a read-only root filesystem, its own liveness probe on `/healthz`, `NODE_NAME` and
+  escalation, a read-only root filesystem, its own liveness probe on `/healthz` and readiness
+  probe on `/readyz`, `NODE_NAME` and
   `NODE_IP` from the downward API, the token Secret mounted read-only.
 """
 
@@ -85,6 +86,13 @@ def objects(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = 
         "resources": {"requests": dict(REQUESTS), "limits": dict(LIMITS)},
         "livenessProbe": {
             "httpGet": {"path": "/healthz", "port": PORT},
+            "periodSeconds": 10,
+            "timeoutSeconds": 2,
+            "failureThreshold": 3,
+        },
+        # ready once its pod watch has listed: a reader can tell a node not yet covered
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": PORT},
             "periodSeconds": 10,
             "timeoutSeconds": 2,
             "failureThreshold": 3,

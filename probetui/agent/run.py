@@ -102,6 +102,7 @@ class Agent:
             hello=self.hello,
             metrics=self.metrics,
             replay_window=lambda: time.time() - options.retain,
+            ready=self.not_ready,
             max_clients=options.max_clients,
             client_buffer=options.client_buffer,
         )
@@ -130,6 +131,15 @@ class Agent:
             via=self.runtime.via,
             kubeletVersion=self.runtime.kubelet_version,
         )
+
+    def not_ready(self) -> str | None:
+        """Why the agent cannot yet say what its node's pods do (None: it can)."""
+        pods = self.runtime.pods_reflector
+        if pods is None or not pods.synced.is_set():
+            return "the pods of this node have not been listed yet"
+        if self.runtime.state:
+            return "the pod watch is reconnecting"
+        return None
 
     def metrics(self) -> str:
         from probetui.agent.metrics import render

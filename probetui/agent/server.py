@@ -1,6 +1,8 @@
-"""The agent's HTTP server: `/healthz`, `/v1/stream` and `/metrics` on the node's IP.
+"""The agent's HTTP server: `/healthz`, `/readyz`, `/v1/stream` and `/metrics` on the node's IP.
 
-Who calls: the kubelet's liveness probe (`/healthz`, answered to anyone, no data) and readers
+Who calls: the kubelet's liveness and readiness probes (`/healthz`: the process serves;
+`/readyz`: its pod watch has listed and is connected; both answered to anyone, with no data)
+and readers
 through the API server's `pods/proxy`. The proxy presents no client certificate and drops the
 reader's `Authorization`, so nothing on the connection tells the API server from any other
 process on the node's network; `/v1/stream` and `/metrics` therefore want the read token in
@@ -172,6 +174,7 @@ class AgentServer:
         hello: Callable[[StreamQuery], dict[str, Any]],
         metrics: Callable[[], str],
         replay_window: Callable[[], float | None],
+        ready: Callable[[], str | None] = lambda: None,
         max_clients: int = 8,
         client_buffer: int = 2 << 20,
     ) -> None:
@@ -180,6 +183,7 @@ class AgentServer:
         self.hello = hello
         self.metrics = metrics
         self.replay_window = replay_window
+        self.ready = ready
         self.max_clients = max_clients
         self.client_buffer = client_buffer
         self._server: _GuardedServer | None = None
@@ -223,8 +227,13 @@ class AgentServer:
             return _text(405, "only GET is served here", {"Allow": "GET"})
         if path == "/healthz":
             return _text(200, "ok")
+        if path == "/readyz":
+            why = self.ready()
+            return _text(200, "ok") if why is None else _text(503, f"not ready: {why}")
         if path not in ("/v1/stream", "/metrics"):
-            return _text(404, "not found (the agent serves /healthz, /v1/stream, /metrics)")
+            return _text(
+                404, "not found (the agent serves /healthz, /readyz, /v1/stream, /metrics)"
+            )
         if not self.token.check(request.headers.get(TOKEN_HEADER)):
             self.refused += 1
             return _text(

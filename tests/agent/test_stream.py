@@ -7,14 +7,16 @@ the API server's pods/proxy would.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from probetui.agent.runtime import EXEC_NOT_RUN
 from tests.agent.bench import Reader, attempts, dump, read_stream, running_agent
-from tests.agent.conftest import NODE, SA_TOKEN, FakeKubelet
+from tests.agent.conftest import NODE, READ_TOKEN, SA_TOKEN, FakeKubelet
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import EchoServer, HttpTarget
 from tests.probe.conftest import StartGRPC
@@ -174,3 +176,58 @@ async def test_stream_carries_the_nodes_shadow_and_the_kubelets_counts(
     }
     # every scrape carried the kubelet's token
     assert set(kubelet.seen) == {f"Bearer {SA_TOKEN}"}
+
+
+async def test_a_kubelet_that_refuses_is_one_note_and_the_shadow_goes_on(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    api.add_pod(
+        make_pod(
+            "web",
+            node=NODE,
+            containers=[
+                container("app", readiness=http_get_probe("/ready", http_target.port, period=1))
+            ],
+        )
+    )
+    kubelet.denied.add(SA_TOKEN)  # RBAC has no get on nodes/metrics for the agent
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        reader = Reader()
+
+        def noted(r: Reader) -> bool:
+            return bool(r.of("note")) and len(attempts(r)) >= 2
+
+        await read_stream(run.url, reader, until=noted, timeout=10)
+        assert noted(reader), dump(reader)
+        (note,) = reader.of("note")
+        assert note["node"] == NODE and note["topic"] == "kubelet-counts"
+        assert "403" in note["text"] and "nodes/metrics" in note["text"]
+        assert "the shadow goes on" in note["text"] and "\n" not in note["text"]
+        assert not reader.of("counts")
+        # said once on the agent's stderr too, not once a scrape
+        await asyncio.sleep(1.5)
+        assert sum("no kubelet counts" in line for line in run.said) == 1
+        # the agent's /metrics, with the token
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{run.url}/metrics", headers={"X-Probetui-Token": READ_TOKEN}) as resp,
+        ):
+            metrics = await resp.text()
+        assert 'probetui_agent_kubelet_scrape_errors_total{error="forbidden"}' in metrics
+        assert 'probetui_agent_attempts_total{probe_type="Readiness",result="success"}' in metrics
+        assert "probetui_agent_pods 1\n" in metrics and "probetui_agent_clients 0\n" in metrics
+        assert "probetui_agent_kubelet_count_mismatches_total 0\n" in metrics
+        # the grant arrives: the note is cleared, counts flow
+        kubelet.denied.clear()
+        later = Reader()
+        await read_stream(
+            run.url, later, query="since=0", until=lambda r: bool(r.of("counts")), timeout=10
+        )
+        # (a reader that came while it held got the note, then its clearing: an empty text)
+        assert later.of("counts") and all(n["text"] == "" for n in later.of("note")[-1:])
+        assert any("read again" in line for line in run.said)
