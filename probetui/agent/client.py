@@ -35,9 +35,12 @@ if TYPE_CHECKING:
     from probetui.agent.summary import ProbeSummary
     from probetui.prober.worker import ProbeKey
 
-REPLAY_BATCH = 2048  # ring entries encoded per write of a replay
+REPLAY_BATCH = 512  # ring entries encoded per write of a replay (some 7 ms of the loop)
 ROWS_PER_FRAME = 256  # rows in one replayed `rows` frame (bodies in the ring are cut to 1 KiB)
 SLOW_CLOSE = 30.0  # seconds a reader may stay over its buffer before it is closed
+# a frame waits this long to leave with the ones after it: a reader through the API server
+# sees a tenth of a second no more than 10 ms, and the agent makes a tenth of the writes
+FLUSH_DELAY = 0.1
 
 
 class QueueTransport:
@@ -115,7 +118,7 @@ class StreamClient:
         self.pods = pods  # None: every pod's attempts
         self.summary = summary
         self.queue = QueueTransport(downstream)
-        self.sender = Sender(self.queue, limit)  # type: ignore[arg-type]
+        self.sender = Sender(self.queue, limit, FLUSH_DELAY)  # type: ignore[arg-type]
         self.rows = RowWriter() if rows else None
         self._pod_writer = PodWriter()
         self.live = False
@@ -164,6 +167,10 @@ class StreamClient:
 
     def send(self, frame: dict[str, Any]) -> None:
         self.sender.send(frame)
+
+    def send_encoded(self, data: bytes) -> None:
+        """A frame that is state (never dropped), encoded once for every client."""
+        self.sender.send_encoded(data)
 
     def summaries(self, table: dict[ProbeKey, ProbeSummary], now: float) -> None:
         """A `summary` frame for each probe whose attempts this client does not take and whose

@@ -117,8 +117,8 @@ class Hub:
 
     def went_live(self, client: StreamClient) -> None:
         """`client`'s replay is over: the counts and summaries as they are now."""
-        for frame in self.counts.values():
-            client.send(frame)
+        if self.counts:
+            client.send_encoded(b"".join(dumps(frame) for frame in self.counts.values()))
         client.summaries(self.summaries, self.clock())
 
     def detach(self, client: StreamClient) -> None:
@@ -143,8 +143,11 @@ class Hub:
     def publish_counts(self, latest: dict[ProbeKey, dict[str, Any]]) -> None:
         """One scrape's `counts` frames, to every client; kept for the ones that come later."""
         self.counts = latest
-        for frame in latest.values():
-            self.broadcast(frame)
+        if not latest or not self.clients:
+            return
+        data = b"".join(dumps(frame) for frame in latest.values())  # once for every client
+        for client in self.clients:
+            client.send_encoded(data)
 
     def tick(self, now: float) -> None:
         """Once a second: summaries that changed, and the readers too far behind for too long."""

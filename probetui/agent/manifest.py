@@ -46,9 +46,11 @@ TOKEN_DIR = "/var/run/probetui"
 TOKEN_FILE = f"{TOKEN_DIR}/token"
 LABELS = {"app.kubernetes.io/name": "probetui", "app.kubernetes.io/component": "agent"}
 PRIORITY = 1_000_000
-# measured for 110 pods with three probes each at period 10 s (docs/agents.md): well under the
-# requests; the limits leave room for many readers attaching at once
-REQUESTS = {"cpu": "50m", "memory": "128Mi"}
+# from benchmarks/agents.py (110 pods, three probes each at period 10 s, one reader): the
+# requests hold that node with room; the CPU limit is high because a throttled prober runs its
+# probes late (a reader's replay of the hour is a burst), the memory limit holds a full ring
+# and every reader's buffer
+REQUESTS = {"cpu": "100m", "memory": "160Mi"}
 LIMITS = {"cpu": "500m", "memory": "256Mi"}
 
 # what the agent's ServiceAccount may do, and a reader; tests hold the manifest to these

@@ -227,9 +227,16 @@ def _serve(options: Any, target: Any, duration: float | None) -> int:
     from probetui.agent.server import TokenError
     from probetui.runtime.base import RuntimeFailure
 
+    import gc
+
+    from probetui.shards.child import GC_YOUNG
+
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="probetui agent: %(message)s"
     )
+    # as a shard's: young collections every 700 allocations catch every attempt in flight and
+    # fill the old generations with what reference counting frees a moment later
+    gc.set_threshold(GC_YOUNG, 10, 10)
 
     def say(text: str) -> None:
         print(f"probetui agent: {text}", file=sys.stderr, flush=True)

@@ -36,9 +36,17 @@ FLUSH_DELAY = 0.010  # seconds a frame may wait to leave with the ones after it
 
 
 class Sender:
-    def __init__(self, transport: asyncio.WriteTransport, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self,
+        transport: asyncio.WriteTransport,
+        limit: int = DEFAULT_LIMIT,
+        delay: float = FLUSH_DELAY,
+    ) -> None:
         self.transport = transport
         self.limit = limit
+        # how long a frame may wait to leave with the ones after it (a reader over a network
+        # can take a longer wait for fewer writes)
+        self.delay = delay
         self.dropped: Counter[str] = Counter()
         self._unreported = False
         self.frames = 0
@@ -112,7 +120,7 @@ class Sender:
     def _later(self) -> None:
         if self._flush_soon is None:
             try:
-                self._flush_soon = asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
+                self._flush_soon = asyncio.get_running_loop().call_later(self.delay, self.flush)
             except RuntimeError:  # no loop (an exit handler): now, then
                 self.flush()
         elif self._bytes >= FLUSH_BYTES:

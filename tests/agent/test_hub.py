@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from probetui.agent.client import SLOW_CLOSE, StreamClient
@@ -90,7 +88,7 @@ async def test_a_client_that_catches_up_is_told_what_it_missed() -> None:
     hub.event(record_event(POD, _attempt(10.0), "direct"))
     held[0] = 0
     hub.event(record_event(POD, _attempt(11.0), "direct"))
-    await asyncio.sleep(0.05)
+    client.sender.flush()
     frames = _frames(client.queue.take_now())
     assert [f["k"] for f in frames] == ["wk", "dropped", "rows"]
     assert frames[1]["n"] == 1
