@@ -221,14 +221,12 @@ def _target(args: argparse.Namespace, node: str) -> Any:
 
 def _serve(options: Any, target: Any, duration: float | None) -> int:
     import asyncio
+    import gc
     import signal
 
     from probetui.agent.run import Agent
     from probetui.agent.server import TokenError
     from probetui.runtime.base import RuntimeFailure
-
-    import gc
-
     from probetui.shards.child import GC_YOUNG
 
     logging.basicConfig(
