@@ -26,6 +26,9 @@
   pods in 100 Deployments (issue 16): view p50/p99, summary tick and per workload.
 - `python -m benchmarks.supervisor`: what the per-container supervisor of the local runtime
   costs: start latency and CPU against a direct spawn, and its memory per running container.
+- `python -m benchmarks.agents`: one node agent (`probetui agent`) for a node of 110 pods with
+  three probes each at period 10 s, one reader on its stream: its CPU and RSS (`--mode node`),
+  and an hour of its ring: memory per attempt and a late reader's replay (`--mode ring`).
 - `python -m benchmarks.target`: the loopback target the benchmarks start when nginx is not
   installed (HTTP and TCP on asyncio, gRPC health on grpcio), in its own process.
 

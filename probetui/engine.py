@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION
@@ -264,6 +264,11 @@ class Engine:
 
     def worker(self, key: ProbeKey) -> Worker | None:
         return self._manager.workers.get(key) if self._manager is not None else None
+
+    @property
+    def workers(self) -> Mapping[ProbeKey, Worker]:
+        """Every worker by its key (none before the engine runs)."""
+        return self._manager.workers if self._manager is not None else {}
 
     def _would_change(self, key: ProbeKey) -> bool:
         # in read-only mode a probe the runtime will not run is not offered either

@@ -1,11 +1,12 @@
 """Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`,
-`config`, `lint`.
+`config`, `lint`, `agent`.
 
 One module a command, as pip's `commands/`: `cluster.py` (no COMMAND), `check.py`,
 `simulate.py`, `live.py` (`local`, `demo` and the live runner they share with the cluster
 view), `replay.py` (a recording read back), `config.py` (the settings in force; `--config` and
 `--theme`, which the commands that read the configuration take before or after their name),
-`lint.py` (`probetui lint`, over `probetui/lint/`); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
+`lint.py` (`probetui lint`, over `probetui/lint/`), `agent.py` (the node agent, over
+`probetui/agent/`); exit codes and `UsageError` in `errors.py`. Bad input is one line on stderr and exit
 status 2.
 
 `COMMANDS` names each command's module without importing it: a subcommand's arguments are
@@ -68,6 +69,10 @@ COMMANDS: dict[str, CommandInfo] = {
     ),
     "lint": CommandInfo(
         "probetui.cli.lint", "probe advice for CI from manifests and the kubelet's model"
+    ),
+    "agent": CommandInfo(
+        "probetui.cli.agent",
+        "the node agent a DaemonSet runs: one node's probes, the kubelet's counts, the stream",
     ),
     "config": CommandInfo(
         "probetui.cli.config",

@@ -33,6 +33,17 @@ FAIL = "fail"  # the engine cannot go on: one line
 # fed mode, asked for in the client's hello ("verdicts": true): a worker's container, whether it
 # has counted an attempt, and its published result, each time one changes (docs/stream.md)
 VERDICT = "verdict"
+# a node agent (probetui/agent, docs/agents.md): per probe, the kubelet's prober_probe_total
+# beside the shadow's own count, after each scrape of the kubelet's /metrics/probes
+COUNTS = "counts"
+# a node agent: one line about the node that a client shows (the kubelet's counts cannot be
+# read, and why); an empty text clears it
+NOTE = "note"
+# a node agent: one probe's state and counts, for a client that asked for summaries of the
+# probes whose attempts it does not take
+SUMMARY = "summary"
+# a node agent: what was kept before the client came has all been sent; live from here
+LIVE = "live"
 # client -> engine
 CMD = "cmd"  # probe now, pause, resume; answered by an ack
 START = "start"  # the pods sent so far are the engine's: run them
@@ -103,6 +114,7 @@ def ack(cmd_id: int, ok: bool, n: int = 0, error: str | None = None) -> dict[str
 __all__ = [
     "ACK",
     "CMD",
+    "COUNTS",
     "DROPPED",
     "END",
     "EVENT",
@@ -110,11 +122,14 @@ __all__ = [
     "GROUPS",
     "HELLO",
     "LATE",
+    "LIVE",
     "MAX_FRAME",
     "MGR",
+    "NOTE",
     "OPS",
     "POD",
     "START",
+    "SUMMARY",
     "TAIL",
     "VERDICT",
     "VERSION",

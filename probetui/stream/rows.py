@@ -62,9 +62,13 @@ class RowWriter:
 
     def encode(self, event: Event) -> tuple[dict[str, Any] | None, list[Any]]:
         """(the `wk` frame to send first, or None; the row). `event` is a row event."""
-        record = event.record
-        assert record is not None
-        key = record.key
+        return self.encode_parts(*row_parts(event))
+
+    def encode_parts(
+        self, key: ProbeKey, names: PodNames, head: list[Any], rest: tuple[Any, ...]
+    ) -> tuple[dict[str, Any] | None, list[Any]]:
+        """(the `wk` frame to send first, or None; the row) from `row_parts`' pieces: an
+        event split once can be encoded for many connections, or kept and encoded later."""
         w = self._ids.get(key)
         declare = None
         if w is None:
@@ -73,85 +77,98 @@ class RowWriter:
             declare = {
                 "k": WORKER,
                 "w": w,
-                "uid": event.pod_uid,
-                "ns": event.namespace,
-                "pod": event.pod,
+                "uid": names.uid,
+                "ns": names.namespace,
+                "pod": names.name,
                 "c": key.container,
                 "probe": key.probe_type.key,
             }
-        row: list[Any] = [
-            w,
-            record.t,
-            record.scheduled_at,
-            record.finished_at,
-            record.next_tick,
-            record.result_run,
-        ]
-        outcome = record.outcome
-        if outcome is None:
-            out = None
-        else:
-            tries = []
-            for a in outcome.attempts:
-                row.append(a.latency)
-                row.append(a.started_at)
-                tries.append(
-                    (
-                        a.handler,
-                        a.target,
-                        a.result.value,
-                        a.output,
-                        a.error,
-                        a.status_code,
-                        a.body,
-                        a.timed_out,
-                    )
-                )
-            ev = outcome.event
-            out = (
-                int(outcome.result),
-                outcome.error,
-                None if ev is None else (ev.type, ev.reason, ev.message),
-                tuple(tries),
-            )
-        rest = (
-            record.trigger.value,
-            record.container_id,
-            int(record.last_result),
-            None if record.skip is None else record.skip.value,
-            None if record.published is None else int(record.published),
-            record.on_hold,
-            record.paused,
-            event.fields.get("via") if outcome is not None else None,
-            out,
-        )
+        row: list[Any] = [w, *head]
         if self._rest[w] != rest:
             self._rest[w] = rest
             row.append(rest)
         return declare, row
 
-    def forget(self, event: Event) -> None:
-        """The row of `event` was not sent (dropped for a slow reader): the worker's next row
-        carries its rest again, since the reader never saw this one's."""
-        record = event.record
-        w = self._ids.get(record.key) if record is not None else None
+    def forget_key(self, key: ProbeKey) -> None:
+        """A row of this worker was not sent: its next row carries its rest again."""
+        w = self._ids.get(key)
         if w is not None:
             self._rest[w] = None
 
+    def forget(self, event: Event) -> None:
+        """The row of `event` was not sent (dropped for a slow reader): the worker's next row
+        carries its rest again, since the reader never saw this one's."""
+        if event.record is not None:
+            self.forget_key(event.record.key)
 
-@dataclass(slots=True)
-class _PodNames:
-    """What `record_event` reads of a pod."""
+
+@dataclass(frozen=True, slots=True)
+class PodNames:
+    """What `record_event` reads of a pod, and what a `wk` frame names."""
 
     uid: str
     namespace: str
     name: str
 
 
+def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, ...]]:
+    """A row event split into its worker, its pod's names, the row's numbers after `w` (times,
+    run, each try's latency and start) and the rest of its record (what the row carries only
+    when it changed), as `RowWriter.encode_parts` takes them."""
+    record = event.record
+    assert record is not None
+    head: list[Any] = [
+        record.t,
+        record.scheduled_at,
+        record.finished_at,
+        record.next_tick,
+        record.result_run,
+    ]
+    outcome = record.outcome
+    if outcome is None:
+        out = None
+    else:
+        tries = []
+        for a in outcome.attempts:
+            head.append(a.latency)
+            head.append(a.started_at)
+            tries.append(
+                (
+                    a.handler,
+                    a.target,
+                    a.result.value,
+                    a.output,
+                    a.error,
+                    a.status_code,
+                    a.body,
+                    a.timed_out,
+                )
+            )
+        ev = outcome.event
+        out = (
+            int(outcome.result),
+            outcome.error,
+            None if ev is None else (ev.type, ev.reason, ev.message),
+            tuple(tries),
+        )
+    rest = (
+        record.trigger.value,
+        record.container_id,
+        int(record.last_result),
+        None if record.skip is None else record.skip.value,
+        None if record.published is None else int(record.published),
+        record.on_hold,
+        record.paused,
+        event.fields.get("via") if outcome is not None else None,
+        out,
+    )
+    return record.key, PodNames(event.pod_uid, event.namespace, event.pod), head, rest
+
+
 @dataclass(slots=True)
 class _Worker:
     key: ProbeKey
-    pod: _PodNames
+    pod: PodNames
     # the last rest, decoded: trigger, cid, last, skip, pub, hold, paused, via, and the
     # outcome's (result, error, event, tries' fixed parts) or None
     rest: tuple[Any, ...] | None = None
@@ -167,7 +184,7 @@ class RowReader:
     def declare(self, frame: dict[str, Any]) -> None:
         try:
             key = ProbeKey(frame["uid"], frame["c"], ProbeType.parse(frame["probe"]))
-            pod = _PodNames(frame["uid"], frame["ns"], frame["pod"])
+            pod = PodNames(frame["uid"], frame["ns"], frame["pod"])
             self._workers[int(frame["w"])] = _Worker(key, pod)
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"wk frame: {type(exc).__name__} {exc}") from None
@@ -250,4 +267,13 @@ def _rest_from(v: list[Any]) -> tuple[Any, ...]:
     )
 
 
-__all__ = ["ROWS", "ROW_BYTES", "WORKER", "RowReader", "RowWriter", "is_row_event"]
+__all__ = [
+    "ROWS",
+    "ROW_BYTES",
+    "WORKER",
+    "PodNames",
+    "RowReader",
+    "RowWriter",
+    "is_row_event",
+    "row_parts",
+]

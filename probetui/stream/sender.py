@@ -36,15 +36,27 @@ FLUSH_DELAY = 0.010  # seconds a frame may wait to leave with the ones after it
 
 
 class Sender:
-    def __init__(self, transport: asyncio.WriteTransport, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self,
+        transport: asyncio.WriteTransport,
+        limit: int = DEFAULT_LIMIT,
+        delay: float = FLUSH_DELAY,
+    ) -> None:
         self.transport = transport
         self.limit = limit
+        # how long a frame may wait to leave with the ones after it (a reader over a network
+        # can take a longer wait for fewer writes)
+        self.delay = delay
         self.dropped: Counter[str] = Counter()
         self._unreported = False
         self.frames = 0
         self._pending: list[bytes] = []
         self._rows: list[list[Any]] = []
-        self._bytes = 0  # gathered, not yet written (rows guessed at ROW_BYTES each)
+        # the publication stamp of the last row gathered, carried by their `rows` frame as `at`
+        # (an agent's resume cursor, docs/stream.md); None: no stamp
+        self._rows_at: float | None = None
+        self._bytes = 0  # gathered, not yet written (rows guessed at ROW_BYTES and their texts)
+        self._row_bytes = 0  # the rows' share of it
         self._flush_soon: asyncio.TimerHandle | None = None
 
     def _queued(self) -> int:
@@ -52,23 +64,30 @@ class Sender:
 
     def send(self, frame: dict[str, Any]) -> bool:
         """Queue `frame`; False when it was an event dropped for a reader too far behind."""
+        kind = frame["k"]
+        return self.send_encoded(dumps(frame), frame["e"]["type"] if kind == EVENT else None)
+
+    def send_encoded(self, data: bytes, event_type: str | None = None) -> bool:
+        """Queue one frame already encoded (`dumps`); `event_type` names an `event` frame, which
+        is dropped for a reader too far behind (False) as `send` drops it."""
         if self.transport.is_closing():
             return False
         size = self._queued()
-        if frame["k"] == EVENT and size > self.limit:
-            self.dropped[frame["e"]["type"]] += 1
+        if event_type is not None and size > self.limit:
+            self.dropped[event_type] += 1
             self._unreported = True
             return False
         self._close_rows()
         if self._unreported and size <= self.limit // 2:
             self._unreported = False
             self._add(dumps(self.dropped_frame()))
-        self._add(dumps(frame))
+        self._add(data)
         self.frames += 1
         return True
 
-    def send_row(self, event_type: str, row: list[Any]) -> bool:
-        """Queue one attempt row (`rows.py`); False when dropped, as an event frame would be."""
+    def send_row(self, event_type: str, row: list[Any], at: float | None = None) -> bool:
+        """Queue one attempt row (`rows.py`); False when dropped, as an event frame would be.
+        `at`: the row's publication stamp, which its `rows` frame carries when it is the last."""
         if self.transport.is_closing():
             return False
         size = self._queued()
@@ -81,7 +100,11 @@ class Sender:
             self._unreported = False
             self._add(dumps(self.dropped_frame()))
         self._rows.append(row)
-        self._bytes += ROW_BYTES
+        if at is not None:
+            self._rows_at = at
+        size = ROW_BYTES + _rest_bytes(row[-1])
+        self._bytes += size
+        self._row_bytes += size
         self.frames += 1
         self._later()
         return True
@@ -97,7 +120,7 @@ class Sender:
     def _later(self) -> None:
         if self._flush_soon is None:
             try:
-                self._flush_soon = asyncio.get_running_loop().call_later(FLUSH_DELAY, self.flush)
+                self._flush_soon = asyncio.get_running_loop().call_later(self.delay, self.flush)
             except RuntimeError:  # no loop (an exit handler): now, then
                 self.flush()
         elif self._bytes >= FLUSH_BYTES:
@@ -106,8 +129,13 @@ class Sender:
     def _close_rows(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
-            self._bytes -= ROW_BYTES * len(rows)
-            data = dumps({"k": ROWS, "r": rows})
+            self._bytes -= self._row_bytes
+            self._row_bytes = 0
+            frame: dict[str, Any] = {"k": ROWS, "r": rows}
+            if self._rows_at is not None:
+                frame["at"] = self._rows_at
+                self._rows_at = None
+            data = dumps(frame)
             self._pending.append(data)
             self._bytes += len(data)
 
@@ -136,6 +164,18 @@ class Sender:
             self._unreported = False
             self._pending.append(dumps(self.dropped_frame()))
         self.flush()
+
+
+def _rest_bytes(cell: Any) -> int:
+    """The text a row's rest carries (outputs, errors, bodies: up to 10 KiB a try), so that
+    the rows gathered for one write stay far below MAX_FRAME when every attempt's body differs
+    (a clock in it); a row without its rest is its numbers alone."""
+    if not isinstance(cell, tuple):
+        return 0
+    out = cell[-1]
+    if out is None:
+        return 0
+    return sum(len(t[1] or "") + len(t[3] or "") + len(t[6] or "") for t in out[3])
 
 
 class StreamSink:

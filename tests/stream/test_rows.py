@@ -161,3 +161,44 @@ async def test_what_is_sent_together_is_one_write_with_rows_and_frames_in_their_
     assert reader.events(frames[1]) + reader.events(frames[3]) == sent
     transport.close()
     os.close(rfd)
+
+
+class _Collect:
+    """A transport that keeps what is written and never holds anything back."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def test_rows_whose_bodies_change_every_time_never_make_a_frame_over_the_limit() -> None:
+    """A row carries its record's rest, bodies and all, whenever that changed: a body with a
+    clock in it changes on every attempt. The sender must count those bytes, or the rows
+    gathered before a flush make one frame past MAX_FRAME, which the reader refuses."""
+    sink = StreamSink(Sender(_Collect()), rows=True)  # type: ignore[arg-type]
+    body = "x" * 10_000
+    for i in range(300):
+        record = _ok(1000.0 + i, 1 + i)
+        a = record.outcome.attempts[0]  # type: ignore[union-attr]
+        outcome = replace(record.outcome, attempts=(replace(a, body=f"{i:05d}{body}"),))  # type: ignore[type-var]
+        sink.event(record_event(POD, replace(record, outcome=outcome), "direct"))
+    sink.sender.flush()
+    lines = b"".join(sink.sender.transport.writes).splitlines()  # type: ignore[attr-defined]
+    assert max(len(line) for line in lines) <= p.MAX_FRAME
+    reader = RowReader()
+    events = []
+    for line in lines:
+        frame = p.loads(line)
+        if frame["k"] == WORKER:
+            reader.declare(frame)
+        else:
+            events.extend(reader.events(frame))
+    assert len(events) == 300 and events[-1].record.outcome.attempts[0].body.startswith("00299")

@@ -85,6 +85,9 @@ class ConnectOptions:
     all_namespaces: bool = False  # -A
     selector: str | None = None  # -l / --selector
     read_only: bool = False  # --read-only
+    # a field selector on the pod watch: `probetui agent` watches its node's pods alone
+    # (spec.nodeName=NODE)
+    field_selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,7 @@ class ClusterTarget:
     all_namespaces: bool = False
     selector: str | None = None
     read_only: bool = False
+    field_selector: str | None = None
     # the kubeconfig files that were read, in order
     files: tuple[str, ...] = ()
     # one context, its cluster and user, paths absolute: what the library is given
@@ -333,6 +337,7 @@ def _in_cluster_target(
         all_namespaces=options.all_namespaces,
         selector=options.selector,
         read_only=options.read_only,
+        field_selector=options.field_selector,
         service_account_dir=sa_dir,
         service_env={"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
         proxy_env=_proxy_env(environ),
@@ -438,6 +443,7 @@ def resolve(
         all_namespaces=options.all_namespaces,
         selector=options.selector,
         read_only=options.read_only,
+        field_selector=options.field_selector,
         files=tuple(merged.files),
         kubeconfig=single,
         service_account_dir=service_account_dir,

@@ -62,6 +62,9 @@ class Reacher:
         self.read_only = target.read_only
         self.via_explicit = via is not None
         self.via = via or ("direct" if target.in_cluster else "port-forward")
+        # why exec probes are not run here, where no path to run them is given (a node agent
+        # has neither pods/exec nor the CRI socket); None: they run through pods/exec
+        self.exec_not_run: str | None = None
         if self.via not in VIAS:
             raise ValueError(f"--via must be one of {', '.join(VIAS)}")
         self._api: ApiClient | None = None
@@ -87,6 +90,8 @@ class Reacher:
         probe = container.probe(probe_type)
         handler = probe.handler if probe is not None else None
         if isinstance(handler, ExecAction):
+            if self.exec_not_run is not None:
+                return self.exec_not_run
             if self.read_only:
                 return "not run: read-only (exec runs a command in the container)"
             return None

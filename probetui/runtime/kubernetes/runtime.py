@@ -62,6 +62,13 @@ FIRST_LIST_TRIES = 3
 
 class KubernetesRuntime(Runtime):
     observes_kubelet = True
+    # the core/v1 events watch (the kubelet's Unhealthy, Killing, BackOff, ...): a node agent
+    # runs without it, since events cannot be selected by node
+    watch_events = True
+    # the ReplicaSets' owners, read to show pods under their Deployment (owners.py)
+    read_owners = True
+    # what a 403 on the first list of pods asks for
+    rbac_fix = "the user needs get, list and watch on pods and events (the view ClusterRole)"
 
     def __init__(
         self,
@@ -174,27 +181,31 @@ class KubernetesRuntime(Runtime):
                 on_state=lambda text: self._on_state("pods", text),
                 **self.reflector_options,
             )
-            events = self.events_reflector = Reflector(
-                self._event_lister(),
-                self.cluster_pods.on_event,
-                name="events",
-                on_state=lambda text: self._on_state("events", text),
-                **self.reflector_options,
-            )
+            events = None
+            if self.watch_events:
+                events = self.events_reflector = Reflector(
+                    self._event_lister(),
+                    self.cluster_pods.on_event,
+                    name="events",
+                    on_state=lambda text: self._on_state("events", text),
+                    **self.reflector_options,
+                )
             self.cluster_pods.connect(self._core, pods)
             await self._first_list(pods)
             await self._read_nodes()
-            # after the first list, so that its pods make one read, not one each
-            self.owners.connect(AppsV1Api(self._api))
-            if self.cluster_pods.owned_by_replicasets:
-                await self.owners.read()  # tells cluster_pods.owners_changed what it changed
+            if self.read_owners:
+                # after the first list, so that its pods make one read, not one each
+                self.owners.connect(AppsV1Api(self._api))
+                if self.cluster_pods.owned_by_replicasets:
+                    await self.owners.read()  # tells cluster_pods.owners_changed what changed
             # every pod's workers now exist: take them out of the cyclic collector's walks
             host.settle_memory()
             tasks = [
                 asyncio.create_task(pods.run(), name="watch pods"),
-                asyncio.create_task(events.run(), name="watch events"),
                 asyncio.create_task(self._divergence_loop(), name="divergence"),
             ]
+            if events is not None:
+                tasks.append(asyncio.create_task(events.run(), name="watch events"))
             try:
                 await asyncio.gather(*tasks)
             finally:
@@ -253,7 +264,7 @@ class KubernetesRuntime(Runtime):
         if isinstance(e, ApiStatusError) and e.status == 401:
             fix = "the credentials were refused; log in again or fix the kubeconfig's user"
         elif isinstance(e, ApiStatusError) and e.status == 403:
-            fix = "the user needs get, list and watch on pods and events (the view ClusterRole)"
+            fix = self.rbac_fix
         elif isinstance(e, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
             fix = "TLS failed; check the cluster's certificate-authority in the kubeconfig"
         elif isinstance(e, ApiStatusError):
@@ -277,6 +288,8 @@ class KubernetesRuntime(Runtime):
         params: dict[str, Any] = {}
         if self.target.selector:
             params["label_selector"] = self.target.selector
+        if self.target.field_selector:
+            params["field_selector"] = self.target.field_selector
         if self.target.all_namespaces:
             return api_lister(
                 self._core.list_pod_for_all_namespaces, watch_timeout=self.watch_timeout, **params

@@ -1,0 +1,61 @@
+"""The cluster source for one node: the pods the API server places on it, probed from the node.
+
+`NodeRuntime` is the cluster view's `KubernetesRuntime` with a narrower watch and fewer reads:
+
+- one pod watch across all namespaces with `fieldSelector=spec.nodeName=NODE` (the target's
+  field selector), so an agent holds only its node's pods;
+- no events watch: core/v1 events cannot be selected by node (their field selectors name the
+  involved object, the reason, the type and the reporting component, never the host), so every
+  agent would watch every event of the cluster. The kubelet's own counts (`counts` frames) stand
+  in for them on this path, and a reader who wants the events has them from the API server. The
+  divergence check does not need them: it compares the shadow's published results with the
+  containers' `ready` and `started`, which the pod watch carries, and confirms with a get;
+- no ReplicaSet reads and no node reads: the agent's RBAC grants pods and nodes/metrics only. The
+  kubelet version the probes' `kube-probe/X.Y` names comes from the kubelet itself
+  (`kubernetes_build_info` on its `/metrics`, read by the agent) or `--kubelet-version`;
+- HTTP, TCP and gRPC probes dial the pod IP from the node (`--via direct`); exec probes are
+  observed only, each said once as `ProbeNotRun` with `EXEC_NOT_RUN`.
+
+The target is read-only: the guard lets only get, list and watch leave, whatever a bug asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from probetui.runtime.kubernetes.config import ClusterTarget
+from probetui.runtime.kubernetes.runtime import KubernetesRuntime
+from probetui.spec.model import Pod
+
+EXEC_NOT_RUN = (
+    "not run: an exec probe runs its command in the container, which needs pods/exec or the "
+    "node's CRI socket, and the agent is given neither; the kubelet's own counts of it are in "
+    "the counts frames"
+)
+
+
+class NodeRuntime(KubernetesRuntime):
+    watch_events = False
+    read_owners = False
+    rbac_fix = (
+        "the agent's ServiceAccount needs get, list and watch on pods (the ClusterRole of "
+        "`probetui agent --print-manifest`)"
+    )
+
+    def __init__(self, target: ClusterTarget, *, node: str, **kwargs: Any) -> None:
+        super().__init__(target, via="direct", **kwargs)
+        self.node = node
+        self.reacher.exec_not_run = EXEC_NOT_RUN
+        # the node's kubelet version, once read from the kubelet (None: the engine's)
+        self.kubelet_version: str | None = None
+
+    def kube_version_of(self, pod: Pod) -> str | None:
+        return self.kubelet_version
+
+
+def node_selector(node: str) -> str:
+    """The pod watch's field selector for the pods of `node`."""
+    return f"spec.nodeName={node}"
+
+
+__all__ = ["EXEC_NOT_RUN", "NodeRuntime", "node_selector"]

@@ -1,0 +1,132 @@
+"""The hub and its clients, without a network: stamps, what is kept, slow readers."""
+
+from __future__ import annotations
+
+import pytest
+
+from probetui.agent.client import SLOW_CLOSE, StreamClient
+from probetui.agent.hub import Hub
+from probetui.agent.ring import Ring
+from probetui.prober.results import ResultValue
+from probetui.prober.status import PodStatus
+from probetui.prober.worker import WorkerState
+from probetui.spec.model import ProbeType
+from probetui.stream.protocol import loads
+from probetui.timeline.events import not_probed_event, record_event, result_changed_event
+from tests.agent.test_ring import KEY, POD, _attempt
+
+
+def _frames(data: bytes) -> list[dict]:
+    return [loads(line) for line in data.splitlines()]
+
+
+def _clock(start: float = 1000.0) -> tuple[list[float], object]:
+    now = [start]
+    return now, lambda: now[0]
+
+
+def test_stamps_only_grow_even_when_the_clock_does_not() -> None:
+    now, clock = _clock()
+    hub = Hub(Ring(3600, 10_000), clock=clock)  # type: ignore[arg-type]
+    first = hub.stamp()
+    second = hub.stamp()
+    now[0] = 999.0  # the clock stepped back
+    third = hub.stamp()
+    assert first == 1000.0 < second < third
+
+
+async def test_a_tick_of_a_probe_not_run_goes_out_live_and_is_not_kept() -> None:
+    hub = Hub(Ring(3600, 10_000))
+    client = StreamClient(pods=None, summary=False, rows=False, limit=1 << 20)
+    client.live = True
+    hub.attach(client)
+    state = WorkerState(KEY, running=True)
+    hub.event(not_probed_event(POD, state, 1.0, "not run: exec"))
+    hub.event(result_changed_event(POD, "app", ProbeType.READINESS, ResultValue.SUCCESS, "c", 2.0))
+    client.sender.flush()
+    sent = _frames(client.queue.take_now())
+    assert [f["e"]["type"] for f in sent] == ["ProbeSkipped", "ResultChanged"]
+    assert "at" not in sent[0] and "at" in sent[1]
+    assert [e.event_type for e in hub.ring.after(-1.0, 10)[0]] == ["ResultChanged"]  # type: ignore[union-attr]
+
+
+async def test_a_client_far_behind_has_events_dropped_then_is_closed_with_a_frame() -> None:
+    now, clock = _clock()
+    hub = Hub(Ring(3600, 10_000), node="node-1", clock=clock)  # type: ignore[arg-type]
+    held = [0]  # bytes the socket still holds: the reader does not read
+    client = StreamClient(
+        pods=None, summary=False, rows=True, limit=4096, downstream=lambda: held[0]
+    )
+    client.live = True
+    hub.attach(client)
+    hub.pod(POD, PodStatus(phase="Running"))
+    held[0] = 10_000
+    for i in range(5):
+        hub.event(record_event(POD, _attempt(10.0 + i), "direct"))
+    assert client.sender.dropped["ProbeAttempt"] == 5
+    # state is never dropped: a pod frame still goes in
+    hub.pod(POD, PodStatus(phase="Running"))
+    hub.tick(now[0])
+    assert client.behind_since == now[0] and client in hub.clients
+    now[0] += SLOW_CLOSE
+    hub.tick(now[0])
+    assert client not in hub.clients and client.queue.is_closing()
+    frames = _frames(client.queue.take_now())
+    assert frames[-2] == {"k": "dropped", "n": 5, "by": {"ProbeAttempt": 5}}
+    assert frames[-1]["k"] == "fail" and "since=" in frames[-1]["message"]
+    assert "node-1" in frames[-1]["message"]
+
+
+async def test_a_client_that_catches_up_is_told_what_it_missed() -> None:
+    hub = Hub(Ring(3600, 10_000))
+    held = [10_000]
+    client = StreamClient(
+        pods=None, summary=False, rows=True, limit=4096, downstream=lambda: held[0]
+    )
+    client.live = True
+    hub.attach(client)
+    hub.event(record_event(POD, _attempt(10.0), "direct"))
+    held[0] = 0
+    hub.event(record_event(POD, _attempt(11.0), "direct"))
+    client.sender.flush()
+    frames = _frames(client.queue.take_now())
+    assert [f["k"] for f in frames] == ["wk", "dropped", "rows"]
+    assert frames[1]["n"] == 1
+    # the row after the gap carries its record's rest again: the reader never saw the first
+    assert isinstance(frames[2]["r"][0][-1], list)
+
+
+@pytest.mark.parametrize("rows", [True, False])
+async def test_pods_limits_attempts_not_other_events(rows: bool) -> None:
+    hub = Hub(Ring(3600, 10_000))
+    client = StreamClient(pods=frozenset({"other"}), summary=True, rows=rows, limit=1 << 20)
+    hub.attach(client)
+    hub.event(record_event(POD, _attempt(10.0), "direct"))
+    client.live = True
+    hub.went_live(client)
+    hub.event(record_event(POD, _attempt(11.0), "direct"))
+    hub.event(result_changed_event(POD, "app", ProbeType.READINESS, ResultValue.SUCCESS, "c", 2.0))
+    client.sender.flush()
+    frames = _frames(client.queue.take_now())
+    kinds = [f["k"] for f in frames]
+    assert "rows" not in kinds and "wk" not in kinds
+    assert [f["e"]["type"] for f in frames if f["k"] == "event"] == ["ResultChanged"]
+    (summary,) = [f for f in frames if f["k"] == "summary"]
+    assert summary["n"] == {"success": 1} and summary["pod"] == "web"
+    # a summary goes out again once its probe changed, and only then
+    hub.tick(20.0)
+    client.sender.flush()
+    (again,) = [f for f in _frames(client.queue.take_now()) if f["k"] == "summary"]
+    assert again["n"] == {"success": 2}
+    hub.tick(21.0)
+    client.sender.flush()
+    assert not [f for f in _frames(client.queue.take_now()) if f["k"] == "summary"]
+
+
+def test_a_note_is_said_once_and_cleared() -> None:
+    hub = Hub(Ring(3600, 10_000), node="node-1")
+    hub.note("kubelet-counts", "403")
+    hub.note("kubelet-counts", "403")
+    assert hub.notes["kubelet-counts"]["text"] == "403"
+    hub.note("kubelet-counts", "")
+    assert hub.notes == {}

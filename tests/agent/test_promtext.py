@@ -1,0 +1,86 @@
+"""The Prometheus text the agent reads (the kubelet's /metrics/probes) and writes (/metrics)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from probetui.agent import promtext
+from probetui.agent.kubelet import counts_from
+from probetui.agent.promtext import Family, PromTextError, exposition, parse, parse_line
+
+# as compbasemetrics.HandlerFor writes the kubelet's prober registry (text format 0.0.4)
+KUBELET = """\
+# HELP process_start_time_seconds [ALPHA] Start time of the process since unix epoch in seconds.
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds 1.76464351622e+09
+# HELP prober_probe_duration_seconds [ALPHA] Duration in seconds for a probe response.
+# TYPE prober_probe_duration_seconds histogram
+prober_probe_duration_seconds_bucket{container="app",namespace="shop",pod="web-1",probe_type="Readiness",le="0.005"} 10
+# HELP prober_probe_total [BETA] Cumulative number of a liveness, readiness or startup probe for a container by result.
+# TYPE prober_probe_total counter
+prober_probe_total{container="app",namespace="shop",pod="web-1",pod_uid="u-1",probe_type="Readiness",result="failed"} 3
+prober_probe_total{container="app",namespace="shop",pod="web-1",pod_uid="u-1",probe_type="Readiness",result="successful"} 1234
+prober_probe_total{container="app",namespace="shop",pod="web-1",pod_uid="u-1",probe_type="Liveness",result="successful"} 99
+prober_probe_total{container="odd \\"name\\"",namespace="shop",pod="web-1",pod_uid="u-1",probe_type="Startup",result="unknown"} 1
+"""
+
+
+def test_the_kubelets_counters_by_probe_and_its_start() -> None:
+    counts = counts_from(KUBELET, 5.0)
+    assert counts.t == 5.0 and counts.start == 1764643516.22
+    assert counts.series[("u-1", "app", "Readiness")] == {
+        "successful": 1234,
+        "failed": 3,
+        "unknown": 0,
+    }
+    assert counts.series[("u-1", "app", "Liveness")]["successful"] == 99
+    assert counts.series[("u-1", 'odd "name"', "Startup")]["unknown"] == 1
+    # the same series by name, for a static pod whose counters carry the kubelet's own UID
+    assert (
+        counts.by_name[("shop", "web-1", "app", "Readiness")]
+        is counts.series[("u-1", "app", "Readiness")]
+    )
+    assert counts.skipped == 0
+
+
+def test_a_line_of_another_metric_costs_nothing_and_a_bad_line_of_ours_only_itself() -> None:
+    text = KUBELET + "prober_probe_total{container=broken} 1\nprober_probe_totally 5\n"
+    parsed = parse(text, ("prober_probe_total",))
+    assert len(parsed.samples) == 4 and parsed.skipped == 1
+    assert all(s.name == "prober_probe_total" for s in parsed.samples)
+
+
+def test_values_labels_and_escapes() -> None:
+    s = parse_line('m{a="x\\\\y",b="line\\nnext", c="q\\"q"} +Inf 1700000000000')
+    assert s.labels == {"a": "x\\y", "b": "line\nnext", "c": 'q"q'} and s.value == math.inf
+    assert parse_line("m 1e3").value == 1000.0 and parse_line("m{} -2").value == -2
+    assert math.isnan(parse_line("m NaN").value)
+    for bad in ('m{a="x} 1', "m{a=x} 1", "m", "m one", 'm{a="1"} 1 2 3', '{a="1"} 1'):
+        with pytest.raises(PromTextError):
+            parse_line(bad)
+
+
+def test_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    long = 'prober_probe_total{container="' + "x" * promtext.MAX_LINE + '"} 1'
+    assert parse(long, ("prober_probe_total",)).skipped == 1
+    monkeypatch.setattr(promtext, "MAX_SERIES", 2)
+    parsed = parse(KUBELET, ("prober_probe_total",))
+    assert len(parsed.samples) == 2 and parsed.truncated
+
+
+def test_exposition_reads_back() -> None:
+    text = exposition(
+        [
+            Family("a_total", "counter", "A.", [({"k": 'v"1'}, 3.0), ({"k": "v2"}, 0.5)]),
+            Family("b", "gauge", "B.", [({}, 7.0)]),
+        ]
+    )
+    assert "# TYPE a_total counter\n" in text and 'a_total{k="v\\"1"} 3\n' in text
+    parsed = parse(text, ("a_total", "b"))
+    assert [(s.name, s.labels, s.value) for s in parsed.samples] == [
+        ("a_total", {"k": 'v"1'}, 3.0),
+        ("a_total", {"k": "v2"}, 0.5),
+        ("b", {}, 7.0),
+    ]
