@@ -277,15 +277,18 @@ def test_no_token_no_data(cluster: Cluster, agent: dict[str, Any]) -> None:
 def test_the_token_is_only_for_readers(cluster: Cluster, agent: dict[str, Any]) -> None:
     """The agent's own ServiceAccount cannot read the Secret, nor anything but its pods."""
     sa = f"system:serviceaccount:{AGENT_NS}:probetui-agent"
-    for verb, what, allowed in (
-        ("list", "pods", "yes"),
-        ("get", "nodes/metrics", "yes"),
-        ("get", "nodes/proxy", "no"),
-        ("create", "pods/exec", "no"),
-        ("get", "secrets", "no"),
+    # kubectl reads RESOURCE/NAME, so a subresource is asked with --subresource
+    for verb, what, sub, allowed in (
+        ("list", "pods", "", "yes"),
+        ("get", "nodes", "metrics", "yes"),
+        ("get", "nodes", "proxy", "no"),
+        ("create", "pods", "exec", "no"),
+        ("get", "pods", "proxy", "no"),
+        ("get", "secrets", "", "no"),
     ):
-        said = cluster.kubectl("auth", "can-i", verb, what, "--as", sa, check=False).strip()
-        assert said == allowed, (verb, what, said)
+        extra = [f"--subresource={sub}"] if sub else []
+        said = cluster.kubectl("auth", "can-i", verb, what, *extra, "--as", sa, check=False).strip()
+        assert said == allowed, (verb, what, sub, said)
     secret = json.loads(
         cluster.kubectl("-n", AGENT_NS, "get", "secret", "probetui-agent-read", "-o", "json")
     )
