@@ -222,10 +222,10 @@ def _target(args: argparse.Namespace, node: str) -> Any:
 def _serve(options: Any, target: Any, duration: float | None) -> int:
     import asyncio
     import gc
-    import signal
 
     from probetui.agent.run import Agent
     from probetui.agent.server import TokenError
+    from probetui.cli.live import cancel_on_signals
     from probetui.runtime.base import RuntimeFailure
     from probetui.shards.child import GC_YOUNG
 
@@ -246,16 +246,7 @@ def _serve(options: Any, target: Any, duration: float | None) -> int:
     signals: list[int] = []
 
     async def main() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-
-        def stop(sig: int) -> None:
-            signals.append(sig)
-            task.cancel()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop, sig)
+        cancel_on_signals(signals)
         try:
             await agent.run(duration)
         except asyncio.CancelledError:

@@ -341,16 +341,8 @@ def _headless(
     signals: list[int] = []
 
     async def main() -> None:
-        task = asyncio.current_task()
-        assert task is not None
+        task = cancel_on_signals(signals)
         loop = asyncio.get_running_loop()
-
-        def stop(sig: int) -> None:
-            signals.append(sig)
-            task.cancel()
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop, sig)
         # from inside a sink call: cancel once the engine's callback has returned
         writer.on_broken = lambda: loop.call_soon(task.cancel)
         engine = make_engine(
@@ -381,6 +373,22 @@ def _headless(
     with contextlib.suppress(BrokenPipeError):
         sys.stdout.flush()
     return EXIT_SIGNAL_BASE + signals[0] if signals else EXIT_OK
+
+
+def cancel_on_signals(signals: list[int]) -> asyncio.Task[Any]:
+    """The running task, cancelled by SIGINT or SIGTERM, each signal appended to `signals`: an
+    orderly stop whose exit status names the signal (128+N)."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+
+    def stop(sig: int) -> None:
+        signals.append(sig)
+        task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop, sig)
+    return task
 
 
 async def warn_when_behind(
