@@ -46,9 +46,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         metavar="PROBE.FIELD=VALUE",
         help="override a probe field, e.g. liveness.failureThreshold=6 (repeatable)",
     )
+    from probetui.cli import kubelet_flags
     from probetui.cli.replay import allow_relative_times
 
     allow_relative_times(s)
+    k = s.add_argument_group("the kubelet played")
+    kubelet_flags.add_arguments(k)
     m = s.add_argument_group(
         "the app, without a scenario file (a manifest, or over a scenario's own app)"
     )
@@ -98,12 +101,15 @@ _APP_FLAGS = ("duration", "ready_after", "fail_between", "latency")
 
 
 def run(args: argparse.Namespace) -> int:
+    from probetui.cli.kubelet_flags import profile_from
+
     args.json = args.json or args.output == "json"
+    profile = profile_from(args)
     if args.recording is not None:
         given = [f"--{f.replace('_', '-')}" for f in _APP_FLAGS if getattr(args, f)]
         if given:
             raise UsageError(f"{given[0]} goes with a scenario or a manifest, not --recording")
-        return _run_recorded(args)
+        return _run_recorded(args, profile)
     if args.scenario is None:
         raise UsageError(
             "give a scenario file or a manifest, or --recording FILE --pod NS/NAME "
@@ -126,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
         if not text.startswith(str(args.scenario)):
             text = f"{args.scenario}: {text}"
         raise UsageError(text) from None
-    result = sim.simulate(scenario)
-    baseline = sim.simulate(base)["summary"] if args.set else None
+    result = sim.simulate(scenario, profile)
+    baseline = sim.simulate(base, profile)["summary"] if args.set else None
     if args.json:
         if plain:
             result["app"] = {"model": "default", "words": manifest.describe_app(scenario.app)}
@@ -138,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     if args.set:
         out[0] += f" with {', '.join(args.set)}"
+    out[0] += f", {profile.describe()}"
     if plain:
         out.append(
             f"app model (no scenario file): {manifest.describe_app(scenario.app)}; "
@@ -147,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     out.append("")
     out.append("summary:")
     out += sim.render_summary(result["summary"], baseline)
+    out += [f"note: {note}" for note in result["notes"]]
     print("\n".join(out))
     return EXIT_OK
 
@@ -174,7 +182,7 @@ def _scenario(args: argparse.Namespace, plain: bool) -> Any:
     return dataclasses.replace(base, app=app)
 
 
-def _run_recorded(args: argparse.Namespace) -> int:
+def _run_recorded(args: argparse.Namespace, profile: Any) -> int:
     from datetime import UTC, datetime
 
     from probetui.record.reader import open_recording
@@ -201,7 +209,7 @@ def _run_recorded(args: argparse.Namespace) -> int:
             raise UsageError(f"--pod {args.pod}: no container of it has a probe")
         container = probed[0].name
     try:
-        cf = counterfactual(rec, container, args.set)
+        cf = counterfactual(rec, container, args.set, profile)
     except (CounterfactualError, ScenarioError) as e:
         raise UsageError(f"--pod {args.pod}: {e}") from None
     if args.json:

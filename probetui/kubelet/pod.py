@@ -678,11 +678,15 @@ class PodKubelet:
         inst.killing = True
         name = inst.spec.name
         fields: dict[str, Any] = {"probe": probe} if probe is not None else {}
-        self._emit("Killing", name, **fields, message=kr.stopping_message(name))
         grace = kr.grace_before_minimum(
             self.pod, inst.spec, None, deletion_grace_period=self.pod.deletion_grace_period_seconds
         )
-        if grace > 0 and not self._turn_has_come(name):
+        waits = [n for n in self._ordering.get(name, ()) if self.instances[n].running]
+        if grace > 0 and waits:
+            # probetui's note of whom its SIGTERM waits for; upstream's event does not say
+            fields["waitsFor"] = waits
+        self._emit("Killing", name, **fields, message=kr.stopping_message(name))
+        if grace > 0 and waits:
             # waitForTurn: until the containers before it have exited, at most `grace` s
             now = self.clock.now()
             timer = self.clock.call_at(now + grace, lambda: self._take_turn(name))

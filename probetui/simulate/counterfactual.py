@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.base import Attempt
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import Worker
@@ -152,8 +153,14 @@ class _RecordedApp(SimKubelet):
 
     lists_probes = False
 
-    def __init__(self, scenario: Scenario, origin: float, books: dict[str, AnswerBook]) -> None:
-        super().__init__(scenario)
+    def __init__(
+        self,
+        scenario: Scenario,
+        origin: float,
+        books: dict[str, AnswerBook],
+        profile: KubeletProfile = DEFAULT_PROFILE,
+    ) -> None:
+        super().__init__(scenario, profile)
         self.origin = origin
         self.books = books
         self.did: list[_Did] = []
@@ -221,6 +228,7 @@ def _model(
     origin: float,
     app: App,
     attempts: dict[tuple[int, float, str], Attempt] | None = None,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> tuple[list[_Did], dict[str, AnswerBook]]:
     books = {
         c.name: AnswerBook(rec.containers[c.name], c, attempts)
@@ -228,7 +236,7 @@ def _model(
         if c.name in rec.containers
     }
     scenario = Scenario(pod=pod, container=name, duration=rec.until - origin, app=app)
-    sim = _RecordedApp(scenario, origin, books)
+    sim = _RecordedApp(scenario, origin, books, profile)
     sim.run()
     return sim.did, books
 
@@ -400,7 +408,10 @@ def self_check(
 
 
 def counterfactual(
-    rec: RecordedPod, container: str, overrides: list[str] | tuple[str, ...]
+    rec: RecordedPod,
+    container: str,
+    overrides: list[str] | tuple[str, ...],
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Counterfactual:
     spec = rec.pod.container(container)
     rc = rec.containers.get(container)
@@ -422,7 +433,7 @@ def counterfactual(
     compared_until = min([rec.until, *(t for t in rc.stops if t > compared_from)])
     recorded = _summarize_recorded(rc, compared_from, compared_until)
     attempts: dict[tuple[int, float, str], Attempt] = {}
-    events, books = _model(rec, rec.pod, container, origin, app, attempts)
+    events, books = _model(rec, rec.pod, container, origin, app, attempts, profile)
     baseline = _summarize_model(events, container, compared_from, compared_until, books[container])
     periods = [p.period_seconds for pt in ProbeType if (p := spec.probe(pt)) is not None]
     check = self_check(
@@ -439,7 +450,7 @@ def counterfactual(
             # what-if is that same run, made again attempt for attempt (inferred counts too)
             what_if = _summarize_model(events, container, compared_from, compared_until, book)
         else:
-            events, books = _model(rec, what_if_pod, container, origin, app, attempts)
+            events, books = _model(rec, what_if_pod, container, origin, app, attempts, profile)
             what_if = _summarize_model(
                 events, container, compared_from, compared_until, books[container]
             )

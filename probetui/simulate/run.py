@@ -31,12 +31,13 @@ from functools import partial
 from typing import Any, ClassVar
 
 from probetui.kubelet.pod import PodKubelet
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe import gotext
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
-from probetui.prober.results import Update
+from probetui.prober.results import ResultValue, Update
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
 from probetui.runtime.base import RuntimeEvent
@@ -128,12 +129,17 @@ class SimKubelet:
     # counterfactual's) builds none of them, which changes no decision (none is read back)
     lists_probes: ClassVar[bool] = True
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, profile: KubeletProfile = DEFAULT_PROFILE) -> None:
         self.scenario = scenario
         self.pod = scenario.pod
         self.app = scenario.app
+        self.profile = profile
         self.clock = SimClock()
         self.events: list[Event] = []
+        # liveness or readiness attempts on an instance whose startup probe had not passed:
+        # (t, container, probe), the first of each instance (1.35-1.37 only, see `notes`)
+        self.early: list[tuple[float, str, str]] = []
+        self._early_seen: set[str] = set()
         self.manager = Manager(
             self.clock,
             self._status_of,
@@ -141,6 +147,7 @@ class SimKubelet:
             # up for long: no jitter (docs/kubelet-behaviour.md §4.2) and no restart grace (§8.1)
             start=-86400.0,
             listener=self._on_record if self.lists_probes else None,
+            profile=profile,
         )
         # before the kubelet's own subscription: a result change is listed before what the
         # kubelet does about it at the same instant
@@ -195,6 +202,35 @@ class SimKubelet:
     def _on_record(self, record: ProbeRecord) -> None:
         if record.outcome is not None:  # skipped ticks are not part of the event list
             self.events.append(record_event(self.pod, record))
+            self._before_startup(record)
+
+    def _before_startup(self, record: ProbeRecord) -> None:
+        """Note a liveness or readiness attempt on an instance whose startup probe has not
+        passed: the kubelet's worker never runs one (§5.10) unless the status said Started
+        from the start, which 1.35-1.37 do after a probe kill (`started_kept_across_restart`)."""
+        key = record.key
+        if key.probe_type is ProbeType.STARTUP or record.container_id in self._early_seen:
+            return
+        spec = self.pod.container(key.container)
+        if spec is None or spec.startup_probe is None:
+            return
+        if self.manager.startup.get(record.container_id) is ResultValue.SUCCESS:
+            return
+        self._early_seen.add(record.container_id)
+        self.early.append((record.t, key.container, key.probe_type.key))
+
+    def notes(self) -> list[str]:
+        """What the output should say about the release played where it decided something."""
+        out = []
+        for t, container, _ in self.early:
+            out.append(
+                f"{self.profile.describe()}: from {t:g}s the liveness and readiness probes of "
+                f"{container} ran before its startup probe had passed, because a container "
+                "restarted in the sync that killed it for a probe keeps Started from the old "
+                "one (1.35 to 1.37; 1.38 keeps it only for the same container ID; "
+                "docs/kubelet-versions.md)"
+            )
+        return out
 
     def _launch(
         self, worker: Worker, status: PodStatus, done: Callable[[ProbeOutcome | None], None]
@@ -317,8 +353,20 @@ def _url(action: HTTPGetAction, host: str, port: int) -> str:
     return format_url(action.scheme.lower(), host, port, action.path)
 
 
-def simulate(scenario: Scenario) -> dict[str, Any]:
-    kubelet = SimKubelet(scenario)
+def simulate(scenario: Scenario, profile: KubeletProfile = DEFAULT_PROFILE) -> dict[str, Any]:
+    """Run `scenario` against the kubelet `profile` plays: the events, their summary, the
+    release and gates played, and notes where the release decided something."""
+    kubelet = SimKubelet(scenario, profile)
     kubelet.run()
     events = kubelet.listed()
-    return {"events": events, "summary": summarize(events, scenario)}
+    return {
+        "events": events,
+        "summary": summarize(events, scenario),
+        "kubelet": kubelet_json(profile),
+        "notes": kubelet.notes(),
+    }
+
+
+def kubelet_json(profile: KubeletProfile) -> dict[str, Any]:
+    """The release played and the gates set away from its defaults, for `--json`."""
+    return {"version": profile.version, "featureGates": dict(profile.changed)}
