@@ -35,6 +35,7 @@ from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe import gotext
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import SimClock, _Timer
+from probetui.prober.handlers import exec_timeout_as_played
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
 from probetui.prober.results import ResultValue, Update
@@ -241,7 +242,9 @@ class SimKubelet:
         async def once() -> Attempt:
             # a retry meets the app as it is once the tries before it have taken their time
             nonlocal elapsed
-            attempt = self.answer(worker, status, now + elapsed)
+            attempt = exec_timeout_as_played(
+                self.answer(worker, status, now + elapsed), self.profile
+            )
             elapsed += attempt.latency
             return attempt
 
