@@ -647,10 +647,14 @@ class PodKubelet:
         self._stop_all()
 
     def terminate(self) -> None:
-        """probetui is ending: stop every container, start nothing again."""
+        """probetui is ending: stop every container, start nothing again.
+
+        For the kubelet this is the pod's deletion: the pod worker cancels the pod's sync
+        context (which the workers share before 1.37), then SyncTerminatingPod runs."""
         if self.terminating:
             return
         self.terminating = True
+        self.manager.pod_terminating(self.pod)
         self._stop_all()
 
     def _stop_all(self) -> None:

@@ -214,6 +214,13 @@ class KubeletProfile:
         """H2CContainerProbe: `httpGet.protocol: HTTP2` speaks h2c with prior knowledge."""
         return self.enabled("H2CContainerProbe")
 
+    @property
+    def port_names_only(self) -> bool:
+        """Since 1.37 `ResolveContainerPort` reports a port name that matches no container
+        port as `port "NAME" not found`; before, it tried the name as a number
+        (`strconv.Atoi: parsing "NAME": invalid syntax`)."""
+        return self.minor >= 37
+
     # -- kubelet restarts and Started (prober_manager.go, worker.go, kubelet_pods.go) ------
 
     @property

@@ -18,10 +18,11 @@ from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
 from probetui.probe.gotext import (
     TIMEOUT_AWAITING_HEADERS,
     TIMEOUT_READING_BODY,
+    go_quote,
     join_host_port,
     url_error,
 )
-from probetui.probe.util import ReachError, resolve_container_port
+from probetui.probe.util import PortResolutionError, ReachError, resolve_container_port
 from probetui.prober.prober import ProbeOutcome, missing_handler, run_probe_with_retries
 from probetui.prober.status import PodStatus
 from probetui.spec.model import (
@@ -136,7 +137,7 @@ class HandlerRunner:
                     # probetui speaks; an error is discarded, where HTTP/1.1 would mislead
                     return Attempt("http", "", Result.UNKNOWN, error=H2C_NOT_MODELLED)
 
-                named = dial_address(handler, container, status.pod_ip)
+                named = dial_address(handler, container, status.pod_ip, profile)
                 host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
@@ -170,7 +171,7 @@ class HandlerRunner:
                 from probetui.probe import tcp
 
                 host, port = await self._address(
-                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
+                    pod, container, *dial_address(handler, container, status.pod_ip, profile), swaps
                 )
                 return await tcp.probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
@@ -253,13 +254,20 @@ def without_linger(attempt: Attempt, timeout: float, lingered: float) -> Attempt
 
 
 def dial_address(
-    handler: HTTPGetAction | TCPSocketAction | GRPCAction, container: Container, pod_ip: str
+    handler: HTTPGetAction | TCPSocketAction | GRPCAction,
+    container: Container,
+    pod_ip: str,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> tuple[str, int]:
     """The host and port a network probe names (§13.1, §14.1, §15.1): its `host` or the pod
     IP, and the port resolved by name. Raises `PortResolutionError` (a `ReachError`)."""
     if isinstance(handler, GRPCAction):
         return pod_ip, handler.port  # gRPC has no host field, and its port is a number
-    return handler.host or pod_ip, resolve_container_port(handler.port, container)
+    port = handler.port
+    if profile.port_names_only and isinstance(port, str) and container.port_by_name(port) is None:
+        # ResolveContainerPort since 1.37: a name that matches no port is not parsed as a number
+        raise PortResolutionError(f"port {go_quote(port)} not found")
+    return handler.host or pod_ip, resolve_container_port(port, container)
 
 
 def exec_argv(handler: ExecAction, container: Container) -> list[str]:

@@ -261,7 +261,9 @@ class SimKubelet:
             latency = behaviour.latency_ms / 1000.0
         else:
             fails, latency = False, 0.0
-        return synthetic_attempt(probe, container, status.pod_ip, fails=fails, latency=latency)
+        return synthetic_attempt(
+            probe, container, status.pod_ip, fails=fails, latency=latency, profile=self.profile
+        )
 
     def run(self) -> None:
         self.kubelet.start()
@@ -295,7 +297,13 @@ def simulated_view(event: Event) -> dict[str, Any]:
 
 
 def synthetic_attempt(
-    probe: Probe, container: Container, pod_ip: str, *, fails: bool, latency: float
+    probe: Probe,
+    container: Container,
+    pod_ip: str,
+    *,
+    fails: bool,
+    latency: float,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Attempt:
     """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's: the
     handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one."""
@@ -308,7 +316,7 @@ def synthetic_attempt(
     took = timeout if timed_out else latency
     try:
         if isinstance(handler, HTTPGetAction):
-            url = _url(handler, *dial_address(handler, container, pod_ip))
+            url = _url(handler, *dial_address(handler, container, pod_ip, profile))
             if timed_out:
                 out = gotext.url_error(url, gotext.TIMEOUT_AWAITING_HEADERS)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
@@ -319,7 +327,7 @@ def synthetic_attempt(
                 "http", url, Result.SUCCESS, "ok", latency=took, status_code=200, body="ok"
             )
         if isinstance(handler, TCPSocketAction):
-            target = gotext.join_host_port(*dial_address(handler, container, pod_ip))
+            target = gotext.join_host_port(*dial_address(handler, container, pod_ip, profile))
             if timed_out:
                 out = gotext.op_error("dial", target, gotext.IO_TIMEOUT)
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took, timed_out=True)
@@ -328,7 +336,7 @@ def synthetic_attempt(
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took)
             return Attempt("tcp", target, Result.SUCCESS, "", latency=took)
         if isinstance(handler, GRPCAction):
-            target = gotext.join_host_port(*dial_address(handler, container, pod_ip))
+            target = gotext.join_host_port(*dial_address(handler, container, pod_ip, profile))
             if timed_out:
                 out = gotext.grpc_rpc_timeout(timeout)
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took, timed_out=True)

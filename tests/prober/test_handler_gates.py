@@ -180,3 +180,24 @@ def test_protocol_and_mode_validation_validateHTTPGetAction_validateGRPCAction()
     assert 'must be empty when `protocol` is "HTTP2"' in host
     (mode,) = errors(grpc={"port": 80, "mode": "mTLS"})
     assert 'Unsupported value: "mTLS": supported values: "Plaintext", "TLS"' in mode
+
+
+def test_unknown_port_name_text_ResolveContainerPort() -> None:
+    """pkg/probe/util.go ResolveContainerPort: since 1.37 a port name no container port has is
+    `port "NAME" not found` (findPortByName); before, the name was tried as a number and the
+    error was strconv.Atoi's. Either way the prober's error: retried, discarded (§16.4)."""
+    from probetui.probe.util import PortResolutionError
+    from probetui.prober.handlers import dial_address
+
+    http = HTTPGetAction(port="metrics")
+    c = Container("app")
+    texts = {}
+    for version in ("1.36", "1.37"):
+        try:
+            dial_address(http, c, "10.0.0.1", profile_for(version))
+        except PortResolutionError as e:
+            texts[version] = str(e)
+    assert texts == {
+        "1.36": 'strconv.Atoi: parsing "metrics": invalid syntax',
+        "1.37": 'port "metrics" not found',
+    }
