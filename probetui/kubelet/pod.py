@@ -84,6 +84,10 @@ START_ERROR_EXIT_CODE = 128
 START_ERROR_REASON = "StartError"
 # the kubelet's event reason when a container fails to start (`events.FailedToStartContainer`)
 REASON_FAILED = "Failed"
+# RestartAllContainers: SyncPod's Killing message, and the removed containers' status
+RESET_KILL_MESSAGE = "killing"
+RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
+RESET_STATUS_MESSAGE = "The container is removed because RestartAllContainers in place"
 
 # (type, container, t, fields): one event in `probetui simulate`'s vocabulary
 Emit = Callable[[str, str, float, dict[str, Any]], None]
@@ -182,6 +186,8 @@ class PodKubelet:
         # the time its wait began (`waitForTurn`), its grace period and its wait's deadline
         self._turns: dict[str, tuple[float, float, Cancellable]] = {}
         self._ordering: dict[str, tuple[str, ...]] = {}
+        # RestartAllContainers in progress: the running containers still to kill, in order
+        self._resetting: list[Instance] | None = None
         # container instances that ran liveness or readiness before their startup probe had
         # passed, because they started out Started (1.35-1.37): (t, container)
         self.started_early: list[tuple[float, str]] = []
@@ -250,6 +256,8 @@ class PodKubelet:
         Succeeded if all of them exited 0, else Failed. A failed plain init container under
         restartPolicy Never fails the pod at once.
         """
+        if self._resetting is not None:
+            return self.status.phase  # one sync kills and removes: no status in between
         if self.init_failed:
             return "Failed"
         if not self.initialized:
@@ -446,6 +454,18 @@ class PodKubelet:
             self.generate_status()
             self._check_done()
             return
+        if self._resetting is not None:
+            self.generate_status()
+            self._reset_next()
+            return
+        if (
+            killed_by is None
+            and self.profile.restart_all_containers
+            and kr.restarts_all_containers(inst.spec, exit_code)
+        ):
+            self.generate_status()
+            self._restart_all()
+            return
         if killed_by is not None:
             # killed for a probe: the restart was decided in the same sync as the kill, against
             # a snapshot in which this instance still ran (see backoff.py)
@@ -498,6 +518,55 @@ class PodKubelet:
         self.generate_status()
         self._advance()
         self._check_done()
+
+    # -- RestartAllContainers (RestartAllContainersOnContainerExits) ------------------------
+
+    def _restart_all(self) -> None:
+        """An exit matched a `RestartAllContainers` rule: the pod restarts in place.
+
+        `computePodActions` lists every container in ContainersToReset, the regular ones first,
+        then the init containers, and SyncPod kills the running ones one after another with a
+        grace period of 0 (killContainer raises it to the 2 s minimum, runs no preStop hook,
+        orders nothing) and removes them all. The pod is then synced again at once and, its
+        containers gone, starts over from its first init container, with no back-off (no
+        exited instance is left for `doBackOff` to find).
+        """
+        for inst in self.instances.values():
+            if inst.retry is not None:
+                inst.retry.cancel()
+                inst.retry = None
+            inst.restart_pending = False
+        order = [*self.pod.containers, *self.pod.init_containers]
+        self._resetting = [self.instances[c.name] for c in order]
+        self._reset_next()
+
+    def _reset_next(self) -> None:
+        """Kill the next running container of the reset; with none left, start the pod over."""
+        assert self._resetting is not None
+        if any(i.killing for i in self._resetting):
+            return  # SyncPod waits for this kill before the next
+        while self._resetting:
+            inst = self._resetting.pop(0)
+            cs = inst.status
+            if cs is None or cs.running is None:
+                continue
+            inst.killing = True
+            self._emit("Killing", inst.spec.name, message=RESET_KILL_MESSAGE)
+            self.backend.kill(self, inst.spec, cs.container_id, kr.grace_after_turn(0, 0.0))
+            return
+        self._resetting = None
+        for inst in self.instances.values():
+            if inst.status is None:
+                continue
+            # convertToAPIContainerStatuses: a container the reset removed is Waiting
+            removed = Terminated(137, RESTARTING_ALL_CONTAINERS)
+            waiting = Waiting(RESTARTING_ALL_CONTAINERS, RESET_STATUS_MESSAGE)
+            inst.status = replace(inst.status, state=waiting, last_state=removed, ready=False)
+            inst.last_finished = None  # removed from the runtime: doBackOff finds nothing
+        self._gate = -1
+        self.initialized = False
+        self.generate_status()
+        self._advance()
 
     def _restarts_after_exit(self, inst: Instance, exit_code: int) -> bool:
         if inst.is_plain_init:

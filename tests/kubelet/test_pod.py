@@ -32,6 +32,7 @@ from probetui.spec.model import (
     Pod,
     Probe,
     ProbeType,
+    RestartRule,
 )
 
 EXEC = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
@@ -842,3 +843,41 @@ def test_termination_prereqs_newTerminationOrdering() -> None:
 def test_grace_after_turn_killContainer(grace: int, waited: float, left: float) -> None:
     """killContainer: `gracePeriod -= int64(ordering.waitForTurn(...))`, then the 2 s floor."""
     assert kr.grace_after_turn(grace, waited) == left
+
+
+# -- RestartAllContainers (RestartAllContainersOnContainerExits) ------------------------------
+
+
+def test_restart_all_containers_restarts_the_pod_in_place_computePodActions() -> None:
+    """kuberuntime_manager.go computePodActions / SyncPod with restartAllContainers (1.36 on):
+    an exit matching a RestartAllContainers rule puts every container in ContainersToReset,
+    the regular ones first; the running ones are killed one after another ("killing", grace 0
+    raised to the 2 s minimum, no termination order) and removed, and the pod starts over
+    from its first init container without back-off. 1.35 (gate off) falls back to the
+    container's restartPolicy Never: only the pod's other containers go on."""
+    rule = (RestartRule("RestartAllContainers", "In", (42,)),)
+    spec = pod(
+        init("setup"),
+        sidecar("proxy"),
+        app("web"),
+        app("trigger", restart_policy="Never", restart_policy_rules=rule),
+    )
+    scripts = {
+        "trigger": lambda n: Run(run_for=5, exit_code=42) if n == 0 else Run(),
+        "web": lambda n: Run(stop_after=1.0),
+        "proxy": lambda n: Run(stop_after=0.5),
+        "setup": lambda n: Run(run_for=0.0),
+    }
+    h = Harness(spec, scripts, profile=profile_for("1.36")).run(30)
+    kills = [(e["t"], e["container"], e["message"]) for e in h.of("Killing")]
+    assert kills == [(5.0, "web", "killing"), (6.0, "proxy", "killing")]
+    assert h.sigterms == [(5.0, "web", 2.0), (6.0, "proxy", 2.0)]
+    restarted = [(t, c) for t, c in h.starts() if t > 5]
+    assert restarted == [(6.5, "setup"), (6.5, "proxy"), (6.5, "web"), (6.5, "trigger")]
+    assert h.phase == "Running"
+    assert not h.of("BackOff")
+
+    h = Harness(spec, scripts, profile=profile_for("1.35")).run(30)
+    assert h.of("Killing") == []
+    assert [(t, c) for t, c in h.starts() if t > 5] == []
+    assert h.kubelet.status.container_statuses[1].terminated is not None
