@@ -6,7 +6,8 @@ it on `SimClock` with a simulated container backend, the local runtime on the ev
 real processes. The decisions come from the shared model (`kuberuntime.py`, `backoff.py`); this
 module only puts them in order.
 
-What it covers, and the upstream code each part follows (v1.35, SidecarContainers on):
+What it covers, and the upstream code each part follows (v1.35, SidecarContainers on; where
+another release differs, the manager's `KubeletProfile` says so, docs/kubelet-versions.md):
 
 - Start order, `computeInitContainerActions`: init containers start one at a time in spec order.
   A plain init container must exit 0 before the next one starts; a failed one is started again
@@ -23,7 +24,10 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   restart policy says, queued to start again (`container_probe_action`). When that leaves no
   regular container running and none to start (`keepCount == 0`, restartPolicy Never), the
   whole pod is killed instead (`KillPod`, `killPodWithSyncResult`): every running container
-  gets "Stopping container X" and the pod's grace period, and nothing starts again.
+  gets "Stopping container X" and the pod's grace period, and nothing starts again. In such a
+  whole-pod kill, and in the teardown below, the sidecars stop last, in reverse spec order,
+  each once the containers before it have exited or its grace period is used up
+  (`newTerminationOrdering`, `waitForTurn`).
 - Restarts, `ContainerShouldRestart` after an exit, and `doBackOff` before every start; a start
   in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
   retried when the window ends (v1.35 requeues the pod for that moment). Every sync of an
@@ -37,6 +41,8 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   (`keepCount == 0`, `KillPod`): liveness and startup workers stop first (`SyncTerminatingPod`),
   the sidecars still running are stopped, and once nothing runs every worker is removed
   (`RemovePod`).
+- With RestartAllContainersOnContainerExits (1.36 on), an exit matching a RestartAllContainers
+  rule kills and removes every container and starts the pod over from its first init container.
 
 Why one module of over 500 lines: `PodKubelet` is one state machine, the pod worker's. Its
 steps (start, exit, kill, result, teardown) read and change the same instance table and call one
@@ -184,13 +190,10 @@ class PodKubelet:
         self.removed = False  # every worker of the pod removed, nothing runs
         # a whole-pod kill in progress: the sidecars still waiting for their turn, each with
         # the time its wait began (`waitForTurn`), its grace period and its wait's deadline
-        self._turns: dict[str, tuple[float, float, Cancellable]] = {}
+        self._turns: dict[str, tuple[float, int, Cancellable]] = {}
         self._ordering: dict[str, tuple[str, ...]] = {}
         # RestartAllContainers in progress: the running containers still to kill, in order
         self._resetting: list[Instance] | None = None
-        # container instances that ran liveness or readiness before their startup probe had
-        # passed, because they started out Started (1.35-1.37): (t, container)
-        self.started_early: list[tuple[float, str]] = []
         # this is the kubelet, not an observer of one: it reacts to its pod's published results
         # (`syncLoopIteration`) and its prober records the probe events (`recordContainerEvent`)
         self._subscriptions = [

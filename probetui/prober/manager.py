@@ -53,8 +53,10 @@ class Manager:
         profile: KubeletProfile = DEFAULT_PROFILE,
     ) -> None:
         self.clock = clock
-        # the kubelet release and gates played, for the workers and for status generation
+        # the kubelet release and gates played, for the workers and for status generation; a
+        # pod added with a profile of its own (its node's kubelet) keeps that one
         self.profile = profile
+        self._pod_profiles: dict[str, KubeletProfile] = {}
         # told when a worker has exited and left the map (the engine tells the UI's store)
         self.on_exit = on_exit
         # beside a real kubelet: startup workers go by their own verdict (Worker.own_started)
@@ -109,8 +111,23 @@ class Manager:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def add_pod(self, pod: Pod, api_status: PodStatus | None = None) -> list[Worker]:
-        """Create the workers a pod needs that do not exist yet; never update existing ones."""
+    def profile_of(self, pod_uid: str) -> KubeletProfile:
+        """The kubelet release the pod's workers play: its own if `add_pod` gave one."""
+        return self._pod_profiles.get(pod_uid, self.profile)
+
+    def add_pod(
+        self,
+        pod: Pod,
+        api_status: PodStatus | None = None,
+        profile: KubeletProfile | None = None,
+    ) -> list[Worker]:
+        """Create the workers a pod needs that do not exist yet; never update existing ones.
+
+        `profile` is the release of the kubelet that runs the pod (its node's), kept for the
+        pod's later calls; without it the manager's own applies."""
+        if profile is not None:
+            self._pod_profiles[pod.uid] = profile
+        profile = self.profile_of(pod.uid)
         created: list[Worker] = []
         for container in pod.probed_containers():
             for probe_type in ADD_ORDER:
@@ -118,7 +135,7 @@ class Manager:
                     continue
                 key = ProbeKey(pod.uid, container.name, probe_type)
                 if key in self.workers:
-                    if not self.profile.add_pod_continues:
+                    if not profile.add_pod_continues:
                         # before 1.37 AddPod returned here: no later container of this
                         # sync gets a new worker
                         return created
@@ -130,7 +147,7 @@ class Manager:
                     self.results_for(probe_type),
                     manager_start=self.start,
                     api_status=api_status,
-                    profile=self.profile,
+                    profile=profile,
                 )
                 worker.own_started = self.own_started
                 self.workers[key] = worker
@@ -164,7 +181,7 @@ class Manager:
         error (the cancelled CRI call); since 1.37 they run under a context cut loose from it
         (`context.WithoutCancel` in `AddPod`) and readiness keeps probing to the end.
         """
-        if self.profile.workers_detached:
+        if self.profile_of(pod.uid).workers_detached:
             return
         for key, worker in self.workers.items():
             if key.pod_uid == pod.uid:
@@ -172,9 +189,12 @@ class Manager:
 
     def remove_pod(self, pod: Pod) -> None:
         self._stop(pod, (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP))
+        self._pod_profiles.pop(pod.uid, None)
 
     def cleanup_pods(self, desired: Iterable[str]) -> None:
         keep = set(desired)
+        for uid in [u for u in self._pod_profiles if u not in keep]:
+            del self._pod_profiles[uid]
         for key, worker in list(self.workers.items()):
             if key.pod_uid not in keep:
                 worker.stop()
@@ -242,7 +262,7 @@ class Manager:
             c,
             self.startup.get(c.container_id),
             self.get_worker(pod.uid, c.name, ProbeType.STARTUP),
-            keeps_state=self.profile.keeps_state_on_kubelet_restart,
+            keeps_state=self.profile_of(pod.uid).keeps_state_on_kubelet_restart,
         )
 
     def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
@@ -283,10 +303,11 @@ class Manager:
     def _ready_on_kubelet_restart(self, pod: Pod, status: PodStatus, c: ContainerStatus) -> bool:
         """`setReadyStateOnKubeletRestart` (§8.5): keep a Ready container Ready (since 1.35;
         since 1.38 only the container instance the API server last listed)."""
-        if not self.profile.keeps_state_on_kubelet_restart:
+        profile = self.profile_of(pod.uid)
+        if not profile.keeps_state_on_kubelet_restart:
             return False
         spec: Container | None = pod.container(c.name)
-        if self.profile.inherit_by_container_id:
+        if profile.inherit_by_container_id:
             worker = self.get_worker(pod.uid, c.name, ProbeType.READINESS)
             api = worker.api_status if worker is not None else None
             if not can_inherit_probe_state(api, c.name, c.container_id):

@@ -212,9 +212,14 @@ class Worker:
 
     def _is_kubelet_restart(self, c: ContainerStatus) -> bool:
         """§8.2-8.3: a container already running before the manager started keeps state
-        (since 1.35; since 1.38 only the container instance the API server last listed)."""
+        (since 1.35; since 1.38 only the container instance the API server last listed).
+
+        Only a worker made with the API server's view of the pod (`api_status`) is made at a
+        restart: the shadow passes it for the pods it finds running when it starts, as the
+        kubelet finds them after its own restart. A worker made without it (the played
+        kubelet's, which starts every container itself) never inherits."""
         running = c.running
-        if running is None or not running.started_at:
+        if running is None or not running.started_at or self.api_status is None:
             return False
         if self.profile.inherit_by_container_id and not can_inherit_probe_state(
             self.api_status, self.container.name, c.container_id

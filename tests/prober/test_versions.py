@@ -345,3 +345,21 @@ def test_exec_probes_error_once_the_pod_terminates_before_1_37_TestProbeWorkersS
     launched, outcomes = _probe_through_termination(V137)
     assert launched == 4
     assert all(o.error is None for o in outcomes)
+
+
+def test_a_pod_plays_its_own_nodes_kubelet() -> None:
+    """One manager, pods on nodes of different releases: `add_pod(profile=...)` gives a pod's
+    workers and its status generation its node's release; the others keep the manager's."""
+    p = probe()
+    old = Pod("old", uid="old", containers=(Container("a", readiness_probe=p),))
+    new = Pod("new", uid="new", containers=(Container("a", readiness_probe=p),))
+    m = Manager(SimClock(), lambda _: None, launch=lambda w, s, d: None, start=-3600.0)
+    m.add_pod(old, profile=V134)
+    m.add_pod(new)
+    assert m.workers[ProbeKey("old", "a", ProbeType.READINESS)].profile is V134
+    assert m.workers[ProbeKey("new", "a", ProbeType.READINESS)].profile == V135
+    assert m.profile_of("old") is V134 and m.profile_of("new") == V135
+    m.add_pod(old)  # a later sync without a profile keeps the pod's
+    assert m.profile_of("old") is V134
+    m.remove_pod(old)
+    assert m.profile_of("old") == V135
