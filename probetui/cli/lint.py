@@ -63,6 +63,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--color", choices=("auto", "always", "never"), default="auto", help="human output colour"
     )
+    from probetui.cli import kubelet_flags
+
+    kubelet_flags.add_arguments(
+        p.add_argument_group("the kubelet played", "which release the model's simulations play")
+    )
     e = p.add_argument_group("evidence", "what a recording or a cluster showed of the probes")
     e.add_argument(
         "--recording", metavar="FILE", help="a recording (--record FILE): lint with its evidence"
@@ -97,9 +102,11 @@ def _colour(choice: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    from probetui.cli.kubelet_flags import profile_from
     from probetui.lint import human, registry
     from probetui.lint.load import load
 
+    profile_from(args)  # a bad version or gate is refused before anything is read
     try:
         if args.explain:
             sys.stdout.write(human.explain(registry.rule(args.explain)))
@@ -140,10 +147,12 @@ def _report(
     args: argparse.Namespace, loaded: Loaded, rules: list[Rule], evidence: Any, unreadable: bool
 ) -> int:
     from probetui.cli.config import load_config, redaction
-    from probetui.lint import human, machine, registry
+    from probetui.cli.kubelet_flags import profile_from
+    from probetui.lint import human, machine, registry, simulated
     from probetui.lint.model import Severity
 
-    findings = registry.run(loaded.objects, rules, evidence, redaction(load_config(args)))
+    with simulated.playing(profile_from(args)):
+        findings = registry.run(loaded.objects, rules, evidence, redaction(load_config(args)))
     fail_on = None if args.fail_on == "never" else Severity(args.fail_on)
     failed = bool(registry.at_or_above(findings, fail_on))
     if args.output == "json":

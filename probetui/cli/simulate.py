@@ -46,9 +46,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         metavar="PROBE.FIELD=VALUE",
         help="override a probe field, e.g. liveness.failureThreshold=6 (repeatable)",
     )
+    from probetui.cli import kubelet_flags
     from probetui.cli.replay import allow_relative_times
 
     allow_relative_times(s)
+    k = s.add_argument_group("the kubelet played")
+    kubelet_flags.add_arguments(k)
     m = s.add_argument_group(
         "the app, without a scenario file (a manifest, or over a scenario's own app)"
     )
@@ -98,12 +101,15 @@ _APP_FLAGS = ("duration", "ready_after", "fail_between", "latency")
 
 
 def run(args: argparse.Namespace) -> int:
+    from probetui.cli.kubelet_flags import profile_from
+
     args.json = args.json or args.output == "json"
+    profile = profile_from(args)
     if args.recording is not None:
         given = [f"--{f.replace('_', '-')}" for f in _APP_FLAGS if getattr(args, f)]
         if given:
             raise UsageError(f"{given[0]} goes with a scenario or a manifest, not --recording")
-        return _run_recorded(args)
+        return _run_recorded(args, profile)
     if args.scenario is None:
         raise UsageError(
             "give a scenario file or a manifest, or --recording FILE --pod NS/NAME "
@@ -128,18 +134,20 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(text) from None
     # the events are written as the run makes them final, never all held: a week of virtual
     # time at a 1 s period is millions of them
-    baseline = sim.simulate_stream(base, lambda e: None) if args.set else None
+    baseline = sim.simulate_stream(base, lambda e: None, profile) if args.set else None
     out = sys.stdout
+    notes: list[str] = []
     if args.json:
         writer = sim.JsonWriter(out)
         app = {"model": "default", "words": manifest.describe_app(scenario.app)} if plain else None
-        writer.close(
-            sim.simulate_stream(scenario, writer.add), baseline, args.set, extra={"app": app}
-        )
+        summary = sim.simulate_stream(scenario, writer.add, profile, notes)
+        extra = {"kubelet": sim.kubelet_json(profile), "notes": notes, "app": app}
+        writer.close(summary, baseline, args.set, extra=extra)
         return EXIT_OK
     head = f"simulated {scenario.duration:g}s of pod {scenario.pod.name}, container {scenario.container}"
     if args.set:
         head += f" with {', '.join(args.set)}"
+    head += f", {profile.describe()}"
     if plain:
         head += (
             f"\napp model (no scenario file): {manifest.describe_app(scenario.app)}; "
@@ -152,8 +160,9 @@ def run(args: argparse.Namespace) -> int:
         for line in timeline.add(e):
             out.write(line + "\n")
 
-    summary = sim.simulate_stream(scenario, lines)
+    summary = sim.simulate_stream(scenario, lines, profile, notes)
     tail = [*timeline.close(), "", "summary:", *sim.render_summary(summary, baseline)]
+    tail += [f"note: {note}" for note in notes]
     out.write("\n".join(tail) + "\n")
     return EXIT_OK
 
@@ -187,7 +196,7 @@ def _scenario(args: argparse.Namespace, plain: bool) -> Any:
     return dataclasses.replace(base, app=app)
 
 
-def _run_recorded(args: argparse.Namespace) -> int:
+def _run_recorded(args: argparse.Namespace, profile: Any) -> int:
     from datetime import UTC, datetime
 
     from probetui.record.reader import open_recording
@@ -214,7 +223,7 @@ def _run_recorded(args: argparse.Namespace) -> int:
             raise UsageError(f"--pod {args.pod}: no container of it has a probe")
         container = probed[0].name
     try:
-        cf = counterfactual(rec, container, args.set)
+        cf = counterfactual(rec, container, args.set, profile)
     except (CounterfactualError, ScenarioError) as e:
         raise UsageError(f"--pod {args.pod}: {e}") from None
     if args.json:

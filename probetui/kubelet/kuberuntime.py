@@ -7,7 +7,8 @@ Pure functions of the pod spec and the cached results (`pkg/kubelet/kuberuntime`
 Cached results are `probetui.prober.results.ResultValue` values, or None when the cache has
 no entry for the container ID (upstream's `found == false`).
 
-Facts from upstream at v1.35 (docs/kubelet-behaviour.md §11, docs/test-vectors.md I):
+Facts from upstream at v1.35 (docs/kubelet-behaviour.md §11, docs/test-vectors.md I); where a
+release differs, the decision takes a `KubeletProfile` (docs/kubelet-versions.md):
 
 - Regular containers (`computePodActions`): only a running container is judged. A cached
   liveness Failure wins over a startup Failure. The container is restarted after the kill
@@ -26,18 +27,28 @@ Facts from upstream at v1.35 (docs/kubelet-behaviour.md §11, docs/test-vectors.
   sets KillPod, and every container is stopped with `stopping_message` and the pod's grace
   period (`kill_grace_period` with no reason). `PodKubelet` makes that call, as it knows the
   other containers.
+- In such a whole-pod kill the sidecars stop last, in reverse spec order, each after the
+  regular containers and the sidecar after it have exited, with what is left of its grace
+  period (`termination_prereqs`, `grace_after_turn`; kuberuntime_termination_order.go).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.gotext import go_duration
 from probetui.prober.results import ResultValue
 from probetui.spec.model import Container, ContainerKind, Pod
 
+if TYPE_CHECKING:
+    from probetui.prober.status import PodStatus
+
 KillReason = Literal["liveness", "startup"]
+
+# the restartPolicyRules action that restarts the whole pod in place (KEP-5532)
+RESTART_ALL_CONTAINERS = "RestartAllContainers"
 
 # kuberuntime_manager.go: "A minimal shutdown window for avoiding unnecessary SIGKILLs"
 MINIMUM_GRACE_PERIOD_SECONDS = 2
@@ -77,6 +88,7 @@ def container_probe_action(
     running: bool,
     liveness: ResultValue | None,
     startup: ResultValue | None,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> KillDecision:
     """Kill and restart decision for one container from its cached liveness/startup results.
 
@@ -97,7 +109,7 @@ def container_probe_action(
         message = f"Container {name} failed startup probe"
     else:
         return KEEP
-    restart = restart_after_probe_kill(container, pod)
+    restart = restart_after_probe_kill(container, pod, profile)
     if restart:
         message += ", will be restarted"
     return KillDecision(kill=True, restart=restart, reason=reason, message=message)
@@ -157,39 +169,50 @@ def init_container_blocks_next(
     return running or exit_code != 0
 
 
-def restart_after_probe_kill(container: Container, pod: Pod) -> bool:
+def restart_after_probe_kill(
+    container: Container, pod: Pod, profile: KubeletProfile = DEFAULT_PROFILE
+) -> bool:
     """Whether a container killed for a probe is queued to start again in the same sync.
 
     Sidecars always restart. For regular containers this is `shouldRestartOnFailure` (pod
-    restartPolicy is not Never, §11.2). v1.35's ContainerRestartRules change lets a set
-    container-level restartPolicy override it: anything but Never restarts. The exit-code
-    rules are not used here.
+    restartPolicy is not Never, §11.2). With ContainerRestartRules on (beta and on since 1.35)
+    a set container-level restartPolicy overrides it: anything but Never restarts. The
+    exit-code rules are not used here.
     """
     if container.is_restartable_init:
         return True
-    if container.restart_policy is not None:
+    if profile.container_restart_rules and container.restart_policy is not None:
         return container.restart_policy != "Never"
     return pod.restart_policy != "Never"
 
 
-def should_restart(container: Container, pod: Pod, exit_code: int) -> bool:
-    """`podutil.ContainerShouldRestart`: will a container that exited with `exit_code` restart?
+def should_restart(
+    container: Container, pod: Pod, exit_code: int, profile: KubeletProfile = DEFAULT_PROFILE
+) -> bool:
+    """`ShouldContainerBeRestarted` for a container that exited with `exit_code`.
 
-    With ContainerRestartRules on (§5.7), the checks run in this order:
+    With ContainerRestartRules on (§5.7) this is `podutil.ContainerShouldRestart`, in order:
     - If the container has its own restartPolicy, the first restartPolicyRules entry that
-      matches the exit code decides. A `Restart` action means True; any other action falls
-      through. The rules are looked at only when the container restartPolicy is set, which
-      validation requires for rules anyway.
+      matches the exit code decides. A `Restart` action means True, and so does
+      `RestartAllContainers` with RestartAllContainersOnContainerExits on; any other action
+      falls through. The rules are looked at only when the container restartPolicy is set,
+      which validation requires for rules anyway.
     - Next the container restartPolicy itself: Always gives True, OnFailure gives
       exit_code != 0, Never gives False.
     - Otherwise the pod restartPolicy, the same way. An empty or unknown value counts as
       Always.
-    A sidecar (restartPolicy Always) therefore always restarts.
+    A sidecar (restartPolicy Always) therefore always restarts. With the gate off (before
+    1.35 by default) only the pod restartPolicy counts; `computeInitContainerActions`
+    restarts an exited sidecar whatever it says.
     """
+    if not profile.container_restart_rules:
+        return _policy_restarts(pod.restart_policy, exit_code) is not False
     if container.restart_policy is not None:
         for rule in container.restart_policy_rules:
             if rule.matches(exit_code):
                 if rule.action == "Restart":
+                    return True
+                if rule.action == RESTART_ALL_CONTAINERS and profile.restart_all_containers:
                     return True
                 break
         decided = _policy_restarts(container.restart_policy, exit_code)
@@ -197,6 +220,39 @@ def should_restart(container: Container, pod: Pod, exit_code: int) -> bool:
             return decided
     decided = _policy_restarts(pod.restart_policy, exit_code)
     return True if decided is None else decided
+
+
+def container_restartable(container: Container, pod: Pod) -> bool:
+    """`podutil.IsContainerRestartable`: can the container restart at all, whatever its exit?
+
+    A container restartPolicy, when set, decides: any rule with action Restart, or a policy
+    other than Never. Otherwise the pod restartPolicy is not Never.
+    """
+    if container.restart_policy is not None:
+        if any(rule.action == "Restart" for rule in container.restart_policy_rules):
+            return True
+        return container.restart_policy != "Never"
+    return pod.restart_policy != "Never"
+
+
+def restarts_all_containers(container: Container, exit_code: int) -> bool:
+    """Whether this exit matches a restartPolicyRules entry whose action is
+    RestartAllContainers (`FindMatchingContainerRestartRule`: the first match decides)."""
+    for rule in container.restart_policy_rules:
+        if rule.matches(exit_code):
+            return rule.action == RESTART_ALL_CONTAINERS
+    return False
+
+
+def all_containers_restarting(pod: Pod, status: PodStatus) -> bool:
+    """`ShouldAllContainersRestart` as the worker asks it (status only): some container, init
+    or regular, has terminated with an exit code its RestartAllContainers rule matches."""
+    for container in (*pod.init_containers, *pod.containers):
+        cs = status.lookup(container.name)
+        term = cs.terminated if cs is not None else None
+        if term is not None and restarts_all_containers(container, term.exit_code):
+            return True
+    return False
 
 
 def _policy_restarts(policy: str, exit_code: int) -> bool | None:
@@ -232,6 +288,25 @@ def kill_grace_period(
     `pre_stop_seconds` is how long the hook runs. It is ignored without a hook, as upstream
     runs none then.
     """
+    grace = grace_before_minimum(
+        pod,
+        container,
+        reason,
+        deletion_grace_period=deletion_grace_period,
+        pre_stop_seconds=pre_stop_seconds,
+    )
+    return float(max(grace, MINIMUM_GRACE_PERIOD_SECONDS))
+
+
+def grace_before_minimum(
+    pod: Pod,
+    container: Container,
+    reason: str | None,
+    *,
+    deletion_grace_period: int | None = None,
+    pre_stop_seconds: float = 0.0,
+) -> int:
+    """`kill_grace_period` up to step 4, before the 2 s minimum: what `waitForTurn` is given."""
     if deletion_grace_period is not None:
         grace = deletion_grace_period
     elif pod.termination_grace_period_seconds is not None:
@@ -248,7 +323,44 @@ def kill_grace_period(
     if container.has_pre_stop and grace > 0:
         # the hook is cut off at the grace period; Go truncates the elapsed seconds
         grace -= int(min(max(pre_stop_seconds, 0.0), grace))
-    return float(max(grace, MINIMUM_GRACE_PERIOD_SECONDS))
+    return grace
+
+
+# -- termination ordering of a whole-pod kill (kuberuntime_termination_order.go) -------------
+
+
+def termination_prereqs(pod: Pod, running: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """`newTerminationOrdering`: whom each sidecar waits for before it is stopped.
+
+    In a whole-pod kill (`killContainersWithSyncResult`, for KillPod and SyncTerminatingPod)
+    every sidecar waits for all the regular containers, and for the nearest sidecar after it
+    in spec order, so the sidecars stop in the reverse of their start order, after the
+    containers they serve. Upstream gives every container a channel and pre-closes the ones
+    that do not run; here those are simply left out, so each tuple names only containers in
+    `running`. Regular containers and plain init containers wait for nobody (no entry).
+    """
+    mains = tuple(c.name for c in pod.containers if c.name in running)
+    prereqs: dict[str, tuple[str, ...]] = {}
+    later: str | None = None
+    for c in reversed(pod.init_containers):
+        if not c.is_restartable_init:
+            continue
+        waits = mains + ((later,) if later is not None and later in running else ())
+        prereqs[c.name] = waits
+        later = c.name
+    return prereqs
+
+
+def grace_after_turn(grace: int, waited: float) -> float:
+    """`killContainer` after `waitForTurn`: the grace period left once a sidecar's turn came.
+
+    The wait is bounded by the grace period itself and only whole seconds of it are taken off
+    ("grace period is only in seconds, so the time we've waited gets truncated downward"),
+    then the 2 s minimum applies, so a sidecar that waited out the whole period still gets
+    `minimumGracePeriodInSeconds` after its SIGTERM.
+    """
+    left = grace - int(min(max(waited, 0.0), grace))
+    return float(max(left, MINIMUM_GRACE_PERIOD_SECONDS))
 
 
 # -- event and status texts -------------------------------------------------------------------
@@ -264,12 +376,19 @@ def stopping_message(container_name: str) -> str:
     return f"Stopping container {container_name}"
 
 
-def created_message(container_name: str) -> str:
-    """The Created event text (`startContainer`; the colon is current upstream)."""
+def created_message(container_name: str, profile: KubeletProfile = DEFAULT_PROFILE) -> str:
+    """The Created event text (`startContainer`): "Container created" since 1.35, before it
+    "Created container: X"."""
+    if profile.short_lifecycle_messages:
+        return "Container created"
     return f"Created container: {container_name}"
 
 
-def started_message(container_name: str) -> str:
+def started_message(container_name: str, profile: KubeletProfile = DEFAULT_PROFILE) -> str:
+    """The Started event text (`startContainer`): "Container started" since 1.35, before it
+    "Started container X"."""
+    if profile.short_lifecycle_messages:
+        return "Container started"
     return f"Started container {container_name}"
 
 

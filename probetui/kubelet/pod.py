@@ -6,7 +6,8 @@ it on `SimClock` with a simulated container backend, the local runtime on the ev
 real processes. The decisions come from the shared model (`kuberuntime.py`, `backoff.py`); this
 module only puts them in order.
 
-What it covers, and the upstream code each part follows (v1.35, SidecarContainers on):
+What it covers, and the upstream code each part follows (v1.35, SidecarContainers on; where
+another release differs, the manager's `KubeletProfile` says so, docs/kubelet-versions.md):
 
 - Start order, `computeInitContainerActions`: init containers start one at a time in spec order.
   A plain init container must exit 0 before the next one starts; a failed one is started again
@@ -23,7 +24,10 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   restart policy says, queued to start again (`container_probe_action`). When that leaves no
   regular container running and none to start (`keepCount == 0`, restartPolicy Never), the
   whole pod is killed instead (`KillPod`, `killPodWithSyncResult`): every running container
-  gets "Stopping container X" and the pod's grace period, and nothing starts again.
+  gets "Stopping container X" and the pod's grace period, and nothing starts again. In such a
+  whole-pod kill, and in the teardown below, the sidecars stop last, in reverse spec order,
+  each once the containers before it have exited or its grace period is used up
+  (`newTerminationOrdering`, `waitForTurn`).
 - Restarts, `ContainerShouldRestart` after an exit, and `doBackOff` before every start; a start
   in back-off leaves the container Waiting in CrashLoopBackOff, with a BackOff event, and is
   retried when the window ends (v1.35 requeues the pod for that moment). Every sync of an
@@ -37,6 +41,8 @@ What it covers, and the upstream code each part follows (v1.35, SidecarContainer
   (`keepCount == 0`, `KillPod`): liveness and startup workers stop first (`SyncTerminatingPod`),
   the sidecars still running are stopped, and once nothing runs every worker is removed
   (`RemovePod`).
+- With RestartAllContainersOnContainerExits (1.36 on), an exit matching a RestartAllContainers
+  rule kills and removes every container and starts the pod over from its first init container.
 
 Why one module of over 500 lines: `PodKubelet` is one state machine, the pod worker's. Its
 steps (start, exit, kill, result, teardown) read and change the same instance table and call one
@@ -84,6 +90,10 @@ START_ERROR_EXIT_CODE = 128
 START_ERROR_REASON = "StartError"
 # the kubelet's event reason when a container fails to start (`events.FailedToStartContainer`)
 REASON_FAILED = "Failed"
+# RestartAllContainers: SyncPod's Killing message, and the removed containers' status
+RESET_KILL_MESSAGE = "killing"
+RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
+RESET_STATUS_MESSAGE = "The container is removed because RestartAllContainers in place"
 
 # (type, container, t, fields): one event in `probetui simulate`'s vocabulary
 Emit = Callable[[str, str, float, dict[str, Any]], None]
@@ -121,6 +131,9 @@ class Instance:
     # goes back to when a start in back-off is given up (ShouldContainerBeRestarted false)
     last_exit: Terminated | None = None
     exit_before: Terminated | None = None
+    # Started of the instance a probe kill is replacing in the same sync, which 1.35-1.37
+    # copy to the new instance by name (`convertToAPIContainerStatuses`)
+    keep_started: bool = False
 
     @property
     def running(self) -> bool:
@@ -152,7 +165,13 @@ class PodKubelet:
         self.manager = manager
         self.backend = backend
         self._emit_to = emit
-        self.backoff = backoff if backoff is not None else bo.crash_loop_backoff()
+        # the release played is the prober's: one profile for the workers and the kubelet
+        self.profile = manager.profile
+        self.backoff = (
+            backoff
+            if backoff is not None
+            else bo.crash_loop_backoff(reduce_default_decay=self.profile.reduced_backoff)
+        )
         self.on_status = on_status
         self.on_finished = on_finished
         # the kubelet's Created / Started / Failed events, which `probetui simulate` leaves out
@@ -169,6 +188,12 @@ class PodKubelet:
         self.killing_pod = False
         self.terminating = False  # probetui is stopping every container
         self.removed = False  # every worker of the pod removed, nothing runs
+        # a whole-pod kill in progress: the sidecars still waiting for their turn, each with
+        # the time its wait began (`waitForTurn`), its grace period and its wait's deadline
+        self._turns: dict[str, tuple[float, int, Cancellable]] = {}
+        self._ordering: dict[str, tuple[str, ...]] = {}
+        # RestartAllContainers in progress: the running containers still to kill, in order
+        self._resetting: list[Instance] | None = None
         # this is the kubelet, not an observer of one: it reacts to its pod's published results
         # (`syncLoopIteration`) and its prober records the probe events (`recordContainerEvent`)
         self._subscriptions = [
@@ -234,6 +259,8 @@ class PodKubelet:
         Succeeded if all of them exited 0, else Failed. A failed plain init container under
         restartPolicy Never fails the pod at once.
         """
+        if self._resetting is not None:
+            return self.status.phase  # one sync kills and removes: no status in between
         if self.init_failed:
             return "Failed"
         if not self.initialized:
@@ -317,7 +344,11 @@ class PodKubelet:
             self.generate_status()
             # the retry is a new sync: it looks at the newest exited instance, the one that just
             # ended. A hair past the window, so float rounding cannot keep it inside forever.
+            # Before 1.35 the pod worker retries a failed sync after its error back-off instead
+            # (jitter left out), and a retry still inside the window fails again.
             retry = max(check.retry_at, now) + 1e-9
+            if not self.profile.backoff_requeue_at_expiry:
+                retry = now + bo.POD_WORKER_ERROR_BACK_OFF
             inst.retry = self.clock.call_at(retry, lambda: self._sync_exited(inst))
             return
         inst.starting = True
@@ -337,17 +368,18 @@ class PodKubelet:
         inst.killing = False
         inst.kill_reason = None
         previous = inst.status
+        started, inst.keep_started = inst.keep_started, False
         inst.status = ContainerStatus(
             name=name,
             container_id=container_id,
             state=Running(whole_seconds(now)),
             last_state=(previous.terminated or previous.last_state) if previous else None,
-            started=False,
+            started=started,
             restart_count=restarts,
         )
         if self.lifecycle_events:
-            self._emit(kr.REASON_CREATED, name, message=kr.created_message(name))
-            self._emit(kr.REASON_STARTED, name, message=kr.started_message(name))
+            self._emit(kr.REASON_CREATED, name, message=kr.created_message(name, self.profile))
+            self._emit(kr.REASON_STARTED, name, message=kr.started_message(name, self.profile))
         self._emit("ContainerStarted", name, restartCount=restarts, **details)
         self.generate_status()
         if self.terminating or self.done or self.killing_pod:
@@ -375,7 +407,7 @@ class PodKubelet:
         inst.killing = False
         inst.kill_reason = None
         if self.lifecycle_events:
-            self._emit(kr.REASON_CREATED, name, message=kr.created_message(name))
+            self._emit(kr.REASON_CREATED, name, message=kr.created_message(name, self.profile))
             self._emit(REASON_FAILED, name, message=f"Error: {message}")
         self._ended(
             inst, START_ERROR_EXIT_CODE, START_ERROR_REASON, message=message, never_ran=True
@@ -413,6 +445,8 @@ class PodKubelet:
         killed_by = inst.kill_reason
         inst.killing = False
         inst.kill_reason = None
+        if self._turns:
+            self._next_turns()
         if self.terminating or self.done:
             self.generate_status()
             self._maybe_removed()
@@ -423,16 +457,30 @@ class PodKubelet:
             self.generate_status()
             self._check_done()
             return
+        if self._resetting is not None:
+            self.generate_status()
+            self._reset_next()
+            return
+        if (
+            killed_by is None
+            and self.profile.restart_all_containers
+            and kr.restarts_all_containers(inst.spec, exit_code)
+        ):
+            self.generate_status()
+            self._restart_all()
+            return
         if killed_by is not None:
             # killed for a probe: the restart was decided in the same sync as the kill, against
             # a snapshot in which this instance still ran (see backoff.py)
-            restart = kr.restart_after_probe_kill(inst.spec, self.pod)
+            restart = kr.restart_after_probe_kill(inst.spec, self.pod, self.profile)
             self.generate_status()
             if not restart:
                 self._check_done()
                 return
             self._try_start(inst, previous_exit)
             if inst.retry is not None:
+                # a status is generated before the next start: nothing carries Started over
+                inst.keep_started = False
                 # the start met an open window. The exit is news to the next sync (PLEG's
                 # ContainerDied, at once here), which asks ShouldContainerBeRestarted with this
                 # exit code: OnFailure and exit 0 end the container there
@@ -474,12 +522,68 @@ class PodKubelet:
         self._advance()
         self._check_done()
 
+    # -- RestartAllContainers (RestartAllContainersOnContainerExits) ------------------------
+
+    def _restart_all(self) -> None:
+        """An exit matched a `RestartAllContainers` rule: the pod restarts in place.
+
+        `computePodActions` lists every container in ContainersToReset, the regular ones first,
+        then the init containers, and SyncPod kills the running ones one after another with a
+        grace period of 0 (killContainer raises it to the 2 s minimum, runs no preStop hook,
+        orders nothing) and removes them all. The pod is then synced again at once and, its
+        containers gone, starts over from its first init container, with no back-off (no
+        exited instance is left for `doBackOff` to find).
+        """
+        for inst in self.instances.values():
+            if inst.retry is not None:
+                inst.retry.cancel()
+                inst.retry = None
+            inst.restart_pending = False
+        order = [*self.pod.containers, *self.pod.init_containers]
+        self._resetting = [self.instances[c.name] for c in order]
+        self._reset_next()
+
+    def _reset_next(self) -> None:
+        """Kill the next running container of the reset; with none left, start the pod over."""
+        assert self._resetting is not None
+        if any(i.killing for i in self._resetting):
+            return  # SyncPod waits for this kill before the next
+        while self._resetting:
+            inst = self._resetting.pop(0)
+            cs = inst.status
+            if cs is None or cs.running is None:
+                continue
+            inst.killing = True
+            self._emit("Killing", inst.spec.name, message=RESET_KILL_MESSAGE)
+            self.backend.kill(self, inst.spec, cs.container_id, kr.grace_after_turn(0, 0.0))
+            return
+        self._resetting = None
+        for inst in self.instances.values():
+            if inst.status is None:
+                continue
+            # convertToAPIContainerStatuses: a container the reset removed is Waiting
+            removed = Terminated(137, RESTARTING_ALL_CONTAINERS)
+            waiting = Waiting(RESTARTING_ALL_CONTAINERS, RESET_STATUS_MESSAGE)
+            inst.status = replace(inst.status, state=waiting, last_state=removed, ready=False)
+            inst.last_finished = None  # removed from the runtime: doBackOff finds nothing
+        self._gate = -1
+        self.initialized = False
+        self.generate_status()
+        self._advance()
+
     def _restarts_after_exit(self, inst: Instance, exit_code: int) -> bool:
         if inst.is_plain_init:
-            # computeInitContainerActions: a failed init container is restarted unless the pod
-            # restartPolicy is Never (`shouldRestartOnFailure`); a completed one is done
-            return exit_code != 0 and self.pod.restart_policy != "Never"
-        return kr.should_restart(inst.spec, self.pod, exit_code)
+            # computeInitContainerActions: a completed init container is done; a failed one is
+            # restarted unless the pod restartPolicy is Never (`shouldRestartOnFailure`), or,
+            # with ContainerRestartRules, unless `ShouldContainerBeRestarted` says no
+            if exit_code == 0:
+                return False
+            if self.profile.container_restart_rules:
+                return kr.should_restart(inst.spec, self.pod, exit_code, self.profile)
+            return self.pod.restart_policy != "Never"
+        if inst.spec.is_restartable_init:
+            return True  # computeInitContainerActions restarts an exited sidecar, always
+        return kr.should_restart(inst.spec, self.pod, exit_code, self.profile)
 
     # -- probe results ------------------------------------------------------------------------
 
@@ -535,6 +639,7 @@ class PodKubelet:
             running=True,
             liveness=self.manager.liveness.get(cs.container_id),
             startup=self.manager.startup.get(cs.container_id),
+            profile=self.profile,
         )
         if not decision.kill:
             return
@@ -543,6 +648,10 @@ class PodKubelet:
             return
         inst.killing = True
         inst.kill_reason = decision.reason
+        # the kill and the restart are one sync, so no status is generated in between
+        inst.keep_started = (
+            decision.restart and self.profile.started_kept_across_restart and bool(cs.started)
+        )
         self._emit("Killing", inst.spec.name, probe=decision.reason, message=decision.message)
         grace = self._grace(inst, decision.reason)
         if decision.restart:
@@ -576,7 +685,19 @@ class PodKubelet:
                 inst.retry.cancel()
                 inst.retry = None
             inst.restart_pending = False
-        self._stop(cause, probe=reason)
+        self._kill_running(cause, reason)
+
+    def _kill_running(
+        self, cause: Instance | None = None, reason: kr.KillReason | None = None
+    ) -> None:
+        """`killContainersWithSyncResult`: every running container at once, but the sidecars
+        in termination order (`newTerminationOrdering`): each waits for the regular containers
+        and the sidecar after it to exit, at most its grace period, then gets what is left."""
+        if any(c.is_restartable_init for c in self.pod.init_containers):
+            running = frozenset(i.spec.name for i in self.instances.values() if i.running)
+            self._ordering = kr.termination_prereqs(self.pod, running)
+        if cause is not None:
+            self._stop(cause, probe=reason)
         for inst in self.instances.values():
             self._stop(inst)
 
@@ -598,34 +719,84 @@ class PodKubelet:
         self._stop_all()
 
     def terminate(self) -> None:
-        """probetui is ending: stop every container, start nothing again."""
+        """probetui is ending: stop every container, start nothing again.
+
+        For the kubelet this is the pod's deletion: the pod worker cancels the pod's sync
+        context (which the workers share before 1.37), then SyncTerminatingPod runs."""
         if self.terminating:
             return
         self.terminating = True
+        self.manager.pod_terminating(self.pod)
         self._stop_all()
 
     def _stop_all(self) -> None:
+        """SyncTerminatingPod: liveness and startup workers stop first, then every running
+        container is killed (`killPod`), the sidecars in termination order."""
         self.manager.stop_liveness_and_startup(self.pod)
         for inst in self.instances.values():
             if inst.retry is not None:
                 inst.retry.cancel()
                 inst.retry = None
             inst.restart_pending = False
-            self._stop(inst)
+        self._kill_running()
         self._maybe_removed()
 
     def _stop(self, inst: Instance, *, probe: kr.KillReason | None = None) -> None:
         """killContainer without a reason: "Stopping container X", the pod's grace period.
 
-        `probe` names the probe whose failure led to it; upstream's event does not say.
+        `probe` names the probe whose failure led to it; upstream's event does not say. The
+        Killing event is recorded at once; a sidecar that has to wait for its turn
+        (`waitForTurn`) is sent SIGTERM only when its turn comes (`_take_turn`).
         """
         cs = inst.status
         if cs is None or cs.running is None or inst.killing:
             return
         inst.killing = True
+        name = inst.spec.name
         fields: dict[str, Any] = {"probe": probe} if probe is not None else {}
-        self._emit("Killing", inst.spec.name, **fields, message=kr.stopping_message(inst.spec.name))
-        self.backend.kill(self, inst.spec, cs.container_id, self._grace(inst, None))
+        grace = kr.grace_before_minimum(
+            self.pod, inst.spec, None, deletion_grace_period=self.pod.deletion_grace_period_seconds
+        )
+        waits = [n for n in self._ordering.get(name, ()) if self.instances[n].running]
+        if grace > 0 and waits:
+            # probetui's note of whom its SIGTERM waits for; upstream's event does not say
+            fields["waitsFor"] = waits
+        self._emit("Killing", name, **fields, message=kr.stopping_message(name))
+        if grace > 0 and waits:
+            # waitForTurn: until the containers before it have exited, at most `grace` s
+            now = self.clock.now()
+            timer = self.clock.call_at(now + grace, lambda: self._take_turn(name))
+            self._turns[name] = (now, grace, timer)
+            return
+        self.backend.kill(self, inst.spec, cs.container_id, kr.grace_after_turn(grace, 0.0))
+
+    def _turn_has_come(self, name: str) -> bool:
+        """Every container this sidecar waits for in the current termination order is down."""
+        return not any(self.instances[n].running for n in self._ordering.get(name, ()))
+
+    def _take_turn(self, name: str) -> None:
+        """The end of a sidecar's `waitForTurn`: its prerequisites exited, or its grace period
+        ran out. It is stopped with the grace left, whole seconds taken off (`killContainer`)."""
+        turn = self._turns.pop(name, None)
+        if turn is None:
+            return
+        began, grace, timer = turn
+        timer.cancel()
+        inst = self.instances[name]
+        cs = inst.status
+        if cs is None or cs.running is None:
+            return
+        left = kr.grace_after_turn(grace, self.clock.now() - began)
+        self.backend.kill(self, inst.spec, cs.container_id, left)
+
+    def _next_turns(self) -> None:
+        """`containerTerminated`: an exit may be the last one a waiting sidecar waits for."""
+        for name in list(self._turns):
+            if not self.instances[name].running:
+                _, _, timer = self._turns.pop(name)
+                timer.cancel()  # it exited by itself while it waited
+            elif self._turn_has_come(name):
+                self._take_turn(name)
 
     def _maybe_removed(self) -> None:
         """SyncTerminatedPod: once nothing runs, every worker of the pod goes (RemovePod)."""

@@ -13,10 +13,13 @@ times. The § items cited are docs/kubelet-behaviour.md's.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.simulate import App, Behaviour, Scenario, SimKubelet
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 from probetui.timeline.events import Event
@@ -34,6 +37,18 @@ ALL = frozenset(ProbeType)
 # what decides whether and when a container is killed: the probe itself, and startup, which
 # holds liveness back until it succeeds (§5.10)
 KILLS = frozenset((ProbeType.LIVENESS, ProbeType.STARTUP))
+# the kubelet release the runs play (`lint --kubelet-version`), set around a lint by `playing`
+_PROFILE: ContextVar[KubeletProfile] = ContextVar("lint_kubelet_profile", default=DEFAULT_PROFILE)
+
+
+@contextmanager
+def playing(profile: KubeletProfile) -> Iterator[None]:
+    """Every run inside plays the kubelet `profile` describes."""
+    token = _PROFILE.set(profile)
+    try:
+        yield
+    finally:
+        _PROFILE.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +169,8 @@ def run(
     probes = tuple(sorted(app.probes.items(), key=lambda kv: kv[0].key))
     app_key = (app.start_after, app.exit_after, app.exit_code, app.stop_seconds, app.default)
     instant = frozenset(pt for pt in ProbeType if app.behaviour(pt).latency_ms <= 0)
-    return _run(alone(pod, container, keep, instant), app_key, probes, duration, stop)
+    pod = alone(pod, container, keep, instant)
+    return _run(pod, app_key, probes, duration, stop, _PROFILE.get())
 
 
 def _with(probe_type: ProbeType) -> frozenset[ProbeType]:
@@ -169,6 +185,7 @@ def _run(
     probes: tuple[tuple[ProbeType, Behaviour], ...],
     duration: float,
     stop: Stop | None,
+    profile: KubeletProfile,
 ) -> Run:
     start_after, exit_after, exit_code, stop_seconds, default = app_key
     app = App(
@@ -180,7 +197,7 @@ def _run(
         probes=dict(probes),
     )
     name = SUBJECT
-    sim = SimKubelet(Scenario(pod=pod, container=name, duration=duration, app=app))
+    sim = SimKubelet(Scenario(pod=pod, container=name, duration=duration, app=app), profile)
     sim.kubelet.start()
     t = 0.0
     while t < duration:

@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
 from probetui.probe.gotext import (
     TIMEOUT_AWAITING_HEADERS,
     TIMEOUT_READING_BODY,
+    go_quote,
     join_host_port,
     url_error,
 )
-from probetui.probe.util import ReachError, resolve_container_port
+from probetui.probe.util import PortResolutionError, ReachError, resolve_container_port
 from probetui.prober.prober import ProbeOutcome, missing_handler, run_probe_with_retries
 from probetui.prober.status import PodStatus
 from probetui.spec.model import (
@@ -76,10 +79,18 @@ class HandlerRunner:
         return dialled
 
     async def __call__(
-        self, probe_type: ProbeType, probe: Probe, pod: Pod, container: Container, status: PodStatus
+        self,
+        probe_type: ProbeType,
+        probe: Probe,
+        pod: Pod,
+        container: Container,
+        status: PodStatus,
+        profile: KubeletProfile = DEFAULT_PROFILE,
     ) -> Attempt:
         swaps: list[tuple[str, str]] = []
-        attempt = await self._run(probe, pod, container, status, swaps)
+        attempt = exec_timeout_as_played(
+            await self._run(probe, pod, container, status, swaps, profile), profile
+        )
         if not swaps:
             return attempt
         if self.reach_refused is not None:
@@ -104,6 +115,7 @@ class HandlerRunner:
         container: Container,
         status: PodStatus,
         swaps: list[tuple[str, str]],
+        profile: KubeletProfile = DEFAULT_PROFILE,
     ) -> Attempt:
         handler = probe.handler
         timeout = float(probe.timeout_seconds)
@@ -120,7 +132,12 @@ class HandlerRunner:
             if isinstance(handler, HTTPGetAction):
                 from probetui.probe.url import format_url
 
-                named = dial_address(handler, container, status.pod_ip)
+                if profile.h2c and handler.protocol == "HTTP2":
+                    # prober.go's ProbeH2C: HTTP/2 with prior knowledge, which no handler of
+                    # probetui speaks; an error is discarded, where HTTP/1.1 would mislead
+                    return Attempt("http", "", Result.UNKNOWN, error=H2C_NOT_MODELLED)
+
+                named = dial_address(handler, container, status.pod_ip, profile)
                 host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
@@ -154,7 +171,7 @@ class HandlerRunner:
                 from probetui.probe import tcp
 
                 host, port = await self._address(
-                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
+                    pod, container, *dial_address(handler, container, status.pod_ip, profile), swaps
                 )
                 return await tcp.probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
@@ -164,7 +181,13 @@ class HandlerRunner:
                     pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
                 return await grpc.probe(
-                    host, port, handler.service or "", timeout, kube_version=kube_version
+                    host,
+                    port,
+                    handler.service or "",
+                    timeout,
+                    kube_version=kube_version,
+                    # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
+                    tls=profile.grpc_tls and handler.mode == "TLS",
                 )
         except ReachError as e:
             # (Unknown, err): retried, then discarded by the worker (§16.4)
@@ -176,9 +199,25 @@ class HandlerRunner:
         from probetui.prober.worker import Worker
 
         assert isinstance(worker, Worker)
+        run = partial(self, profile=worker.profile)
         return await run_probe_with_retries(
-            self, worker.probe_type, worker.spec, worker.pod, worker.container, status
+            run, worker.probe_type, worker.spec, worker.pod, worker.container, status
         )
+
+
+H2C_NOT_MODELLED = (
+    "probetui does not speak h2c (httpGet.protocol HTTP2 with H2CContainerProbe on): "
+    "this attempt was not made"
+)
+
+
+def exec_timeout_as_played(attempt: Attempt, profile: KubeletProfile) -> Attempt:
+    """An exec attempt that timed out, as the kubelet's exec prober reports it: a Failure with
+    the timeout text, or with ExecProbeTimeout off (settable before 1.35) `(Unknown, err)`,
+    which the prober retries and the worker discards (`pkg/probe/exec/exec.go`)."""
+    if profile.exec_probe_timeout or attempt.handler != "exec" or not attempt.timed_out:
+        return attempt
+    return replace(attempt, result=Result.UNKNOWN, output="", error=attempt.output)
 
 
 def without_linger(attempt: Attempt, timeout: float, lingered: float) -> Attempt:
@@ -215,13 +254,20 @@ def without_linger(attempt: Attempt, timeout: float, lingered: float) -> Attempt
 
 
 def dial_address(
-    handler: HTTPGetAction | TCPSocketAction | GRPCAction, container: Container, pod_ip: str
+    handler: HTTPGetAction | TCPSocketAction | GRPCAction,
+    container: Container,
+    pod_ip: str,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> tuple[str, int]:
     """The host and port a network probe names (§13.1, §14.1, §15.1): its `host` or the pod
     IP, and the port resolved by name. Raises `PortResolutionError` (a `ReachError`)."""
     if isinstance(handler, GRPCAction):
         return pod_ip, handler.port  # gRPC has no host field, and its port is a number
-    return handler.host or pod_ip, resolve_container_port(handler.port, container)
+    port = handler.port
+    if profile.port_names_only and isinstance(port, str) and container.port_by_name(port) is None:
+        # ResolveContainerPort since 1.37: a name that matches no port is not parsed as a number
+        raise PortResolutionError(f"port {go_quote(port)} not found")
+    return handler.host or pod_ip, resolve_container_port(port, container)
 
 
 def exec_argv(handler: ExecAction, container: Container) -> list[str]:

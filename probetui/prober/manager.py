@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.prober.clock import Clock
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultsManager, ResultValue
@@ -25,6 +26,7 @@ from probetui.prober.worker import (
     ProbeRecord,
     RunProbe,
     Worker,
+    can_inherit_probe_state,
 )
 from probetui.spec.model import Container, Pod, ProbeType
 
@@ -48,8 +50,13 @@ class Manager:
         rng: random.Random | None = None,
         own_started: bool = False,
         on_exit: Callable[[Worker], None] | None = None,
+        profile: KubeletProfile = DEFAULT_PROFILE,
     ) -> None:
         self.clock = clock
+        # the kubelet release and gates played, for the workers and for status generation; a
+        # pod added with a profile of its own (its node's kubelet) keeps that one
+        self.profile = profile
+        self._pod_profiles: dict[str, KubeletProfile] = {}
         # told when a worker has exited and left the map (the engine tells the UI's store)
         self.on_exit = on_exit
         # beside a real kubelet: startup workers go by their own verdict (Worker.own_started)
@@ -104,8 +111,23 @@ class Manager:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def add_pod(self, pod: Pod, api_status: PodStatus | None = None) -> list[Worker]:
-        """Create the workers a pod needs that do not exist yet; never update existing ones."""
+    def profile_of(self, pod_uid: str) -> KubeletProfile:
+        """The kubelet release the pod's workers play: its own if `add_pod` gave one."""
+        return self._pod_profiles.get(pod_uid, self.profile)
+
+    def add_pod(
+        self,
+        pod: Pod,
+        api_status: PodStatus | None = None,
+        profile: KubeletProfile | None = None,
+    ) -> list[Worker]:
+        """Create the workers a pod needs that do not exist yet; never update existing ones.
+
+        `profile` is the release of the kubelet that runs the pod (its node's), kept for the
+        pod's later calls; without it the manager's own applies."""
+        if profile is not None:
+            self._pod_profiles[pod.uid] = profile
+        profile = self.profile_of(pod.uid)
         created: list[Worker] = []
         for container in pod.probed_containers():
             for probe_type in ADD_ORDER:
@@ -113,7 +135,11 @@ class Manager:
                     continue
                 key = ProbeKey(pod.uid, container.name, probe_type)
                 if key in self.workers:
-                    continue  # `continue`, not `return` (PR #139888)
+                    if not profile.add_pod_continues:
+                        # before 1.37 AddPod returned here: no later container of this
+                        # sync gets a new worker
+                        return created
+                    continue
                 worker = Worker(
                     pod,
                     container,
@@ -121,6 +147,7 @@ class Manager:
                     self.results_for(probe_type),
                     manager_start=self.start,
                     api_status=api_status,
+                    profile=profile,
                 )
                 worker.own_started = self.own_started
                 self.workers[key] = worker
@@ -147,11 +174,27 @@ class Manager:
         """Before a pod's containers are killed; readiness keeps running (§3.3)."""
         self._stop(pod, (ProbeType.LIVENESS, ProbeType.STARTUP))
 
+    def pod_terminating(self, pod: Pod) -> None:
+        """The pod worker cancels the pod's sync context as the pod begins terminating.
+
+        Before 1.37 the workers run under that context, so from here on their exec probes
+        error (the cancelled CRI call); since 1.37 they run under a context cut loose from it
+        (`context.WithoutCancel` in `AddPod`) and readiness keeps probing to the end.
+        """
+        if self.profile_of(pod.uid).workers_detached:
+            return
+        for key, worker in self.workers.items():
+            if key.pod_uid == pod.uid:
+                worker.sync_cancelled = True
+
     def remove_pod(self, pod: Pod) -> None:
         self._stop(pod, (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP))
+        self._pod_profiles.pop(pod.uid, None)
 
     def cleanup_pods(self, desired: Iterable[str]) -> None:
         keep = set(desired)
+        for uid in [u for u in self._pod_profiles if u not in keep]:
+            del self._pod_profiles[uid]
         for key, worker in list(self.workers.items()):
             if key.pod_uid not in keep:
                 worker.stop()
@@ -216,7 +259,10 @@ class Manager:
 
     def is_container_started(self, pod: Pod, c: ContainerStatus) -> bool:
         return is_container_started(
-            c, self.startup.get(c.container_id), self.get_worker(pod.uid, c.name, ProbeType.STARTUP)
+            c,
+            self.startup.get(c.container_id),
+            self.get_worker(pod.uid, c.name, ProbeType.STARTUP),
+            keeps_state=self.profile_of(pod.uid).keeps_state_on_kubelet_restart,
         )
 
     def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
@@ -255,7 +301,17 @@ class Manager:
         return replace(c, started=True, ready=ready)
 
     def _ready_on_kubelet_restart(self, pod: Pod, status: PodStatus, c: ContainerStatus) -> bool:
-        """`setReadyStateOnKubeletRestart` (§8.5): keep a Ready container Ready."""
+        """`setReadyStateOnKubeletRestart` (§8.5): keep a Ready container Ready (since 1.35;
+        since 1.38 only the container instance the API server last listed)."""
+        profile = self.profile_of(pod.uid)
+        if not profile.keeps_state_on_kubelet_restart:
+            return False
+        spec: Container | None = pod.container(c.name)
+        if profile.inherit_by_container_id:
+            worker = self.get_worker(pod.uid, c.name, ProbeType.READINESS)
+            api = worker.api_status if worker is not None else None
+            if not can_inherit_probe_state(api, c.name, c.container_id):
+                return False
         running = c.running
         if running is None or not running.started_at:
             return False
@@ -265,20 +321,24 @@ class Manager:
             and self.readiness.get(c.container_id) is None
         ):
             ready = True
-        spec: Container | None = pod.container(c.name)
         if ready and spec is not None and spec.readiness_probe is not None:
             ready = status.ready_condition is True
         return ready
 
 
 def is_container_started(
-    c: ContainerStatus, startup_result: ResultValue | None, startup_worker: Worker | None
+    c: ContainerStatus,
+    startup_result: ResultValue | None,
+    startup_worker: Worker | None,
+    *,
+    keeps_state: bool = True,
 ) -> bool:
-    """`isContainerStarted` with ChangeContainerStatusOnKubeletRestart off (§10.2, §8.6)."""
+    """`isContainerStarted` (§10.2); with `keeps_state` (1.35 on, ChangeContainerStatus-
+    OnKubeletRestart off) a status already Started counts before any result (§8.6)."""
     if c.running is None:
         return False
     if startup_result is not None:
         return startup_result is ResultValue.SUCCESS
-    if c.started:
+    if keeps_state and c.started:
         return True
     return startup_worker is None

@@ -17,12 +17,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
-from probetui.kubelet.kuberuntime import should_restart
+from probetui.kubelet.kuberuntime import (
+    all_containers_restarting,
+    container_restartable,
+    should_restart,
+)
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
+from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import Cancellable, Clock
-from probetui.prober.prober import ProbeOutcome
+from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PHASE_TERMINAL, PodStatus
-from probetui.spec.model import Container, Pod, Probe, ProbeType
+from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 
 if TYPE_CHECKING:
     from probetui.prober.status import ContainerStatus
@@ -30,6 +36,8 @@ if TYPE_CHECKING:
 # prober_manager.go kubeletRestartGracePeriod: containers started this long before the manager
 # count as survivors of a kubelet restart (§8.1)
 KUBELET_RESTART_GRACE = 10.0
+# what CRI ExecSync answers on a cancelled context: gRPC's status text for codes.Canceled
+EXEC_CONTEXT_CANCELED = "rpc error: code = Canceled desc = context canceled"
 
 INITIAL_VALUE = {
     ProbeType.READINESS: ResultValue.FAILURE,  # not ready until proven ready
@@ -139,6 +147,7 @@ class Worker:
         *,
         manager_start: float = float("-inf"),
         api_status: PodStatus | None = None,
+        profile: KubeletProfile = DEFAULT_PROFILE,
     ) -> None:
         probe = container.probe(probe_type)
         if probe is None:
@@ -153,6 +162,11 @@ class Worker:
         # the pod object the worker was created with; never refreshed (§5.8, §8.3)
         self.api_status = api_status
         self.manager_start = manager_start
+        # the kubelet release and gates whose worker this is (docs/kubelet-versions.md)
+        self.profile = profile
+        # the pod sync's context, which the worker runs under before 1.37, was cancelled: the
+        # pod began terminating (`Manager.pod_terminating`)
+        self.sync_cancelled = False
 
         self.container_id = ""
         # Go's zero value for results.Result is Success (§5.13)
@@ -197,28 +211,40 @@ class Worker:
         return WorkerState(self.key, True, self.paused, self.next_tick, self.published)
 
     def _is_kubelet_restart(self, c: ContainerStatus) -> bool:
-        """§8.2-8.3: a container already running before the manager started keeps state."""
+        """§8.2-8.3: a container already running before the manager started keeps state
+        (since 1.35; since 1.38 only the container instance the API server last listed).
+
+        Only a worker made with the API server's view of the pod (`api_status`) is made at a
+        restart: the shadow passes it for the pods it finds running when it starts, as the
+        kubelet finds them after its own restart. A worker made without it (the played
+        kubelet's, which starts every container itself) never inherits."""
         running = c.running
-        if running is None or not running.started_at:
+        if running is None or not running.started_at or self.api_status is None:
             return False
-        if not running.started_at < self.manager_start - KUBELET_RESTART_GRACE:
+        if self.profile.inherit_by_container_id and not can_inherit_probe_state(
+            self.api_status, self.container.name, c.container_id
+        ):
             return False
-        # PR #141487: inherit only if the API pod lists this very container instance
-        if self.api_status is None:
-            return False
-        seen = self.api_status.lookup(self.container.name)
-        return seen is not None and seen.container_id == c.container_id
+        return running.started_at < self.manager_start - KUBELET_RESTART_GRACE
 
     def _adopt(self, c: ContainerStatus) -> None:
         """§5.5 with the kubelet-restart exceptions of §8.2-8.4."""
         if self.container_id:
             self.results.remove(self.container_id)
         self.container_id = c.container_id
+        if not self.profile.keeps_state_on_kubelet_restart:
+            # before 1.35, or ChangeContainerStatusOnKubeletRestart on: no survivors
+            self.results.set(self.container_id, self.initial_value, self.pod.uid)
+            self.on_hold = False
+            self.judged = False
+            return
         is_restart = self._is_kubelet_restart(c)
         if (
             self.container.is_restartable_init
             and self.probe_type is ProbeType.STARTUP
             and c.started
+            # since 1.38 Started is trusted only for a survivor of the kubelet restart
+            and (is_restart or not self.profile.inherit_by_container_id)
         ):
             self.results.set(self.container_id, ResultValue.SUCCESS, self.pod.uid)
         if not is_restart:
@@ -240,12 +266,24 @@ class Worker:
         own = self.published
         return c.started if own is None else own is ResultValue.SUCCESS
 
-    def _keeps_going_when_not_running(self, c: ContainerStatus) -> bool:
-        """§5.7 with ContainerRestartRules on (the default since 1.35)."""
+    def _keeps_going_when_not_running(self, c: ContainerStatus, status: PodStatus) -> bool:
+        """§5.7: whether a worker of a container that is not running goes on."""
         terminated = c.terminated
+        profile = self.profile
+        if profile.restart_rules_worker_quirk:
+            # 1.34 with the alpha gate on: the terminated test is inverted
+            return terminated is not None or container_restartable(self.container, self.pod)
+        if not profile.container_restart_rules:
+            return (
+                terminated is None
+                or self.pod.restart_policy != "Never"
+                or self.container.is_restartable_init
+            )
         if terminated is None:
             return True
-        return should_restart(self.container, self.pod, terminated.exit_code)
+        if should_restart(self.container, self.pod, terminated.exit_code, profile):
+            return True
+        return profile.restart_all_containers and all_containers_restarting(self.pod, status)
 
     def begin(self, status: PodStatus | None, now: float) -> Step:
         """doProbe up to the handler call (§5.2-5.10)."""
@@ -263,7 +301,7 @@ class Worker:
         running = c.running
         if running is None:
             self.results.set(self.container_id, ResultValue.FAILURE, self.pod.uid)
-            return Step(self._keeps_going_when_not_running(c), skip=Skip.NOT_RUNNING)
+            return Step(self._keeps_going_when_not_running(c, status), skip=Skip.NOT_RUNNING)
         if self.pod.deletion_timestamp is not None and self.probe_type in (
             ProbeType.LIVENESS,
             ProbeType.STARTUP,
@@ -456,6 +494,12 @@ class Worker:
                 self._emit(now, scheduled, trigger, outcome=outcome)
             self._wake()
 
+        if self.sync_cancelled and isinstance(self.spec.handler, ExecAction):
+            # before 1.37 the worker probes under the pod sync's context, which the pod worker
+            # cancels when the pod begins terminating: CRI ExecSync then fails at once
+            cancelled = _cancelled_exec(self)
+            self._clock.call_at(now, lambda: done(cancelled))
+            return
         self._launch(self, step.status, done)
 
     def _exit(self) -> None:
@@ -505,3 +549,27 @@ class Worker:
                 paused=self.paused,
             )
         )
+
+
+def can_inherit_probe_state(api_status: PodStatus | None, name: str, container_id: str) -> bool:
+    """`canInheritProbeState` (1.38): the container the API server last listed under this name
+    is the one being probed. No listing, or no ID on either side, does not stop it."""
+    seen = api_status.lookup(name) if api_status is not None else None
+    if seen is None or not seen.container_id or not container_id:
+        return True
+    return seen.container_id == container_id
+
+
+def _cancelled_exec(worker: Worker) -> ProbeOutcome:
+    """An exec probe run under a cancelled context: every try errors, the outcome is thrown
+    away (§5.11) after the "errored" event."""
+    from probetui.prober.handlers import exec_argv
+
+    handler = worker.spec.handler
+    assert isinstance(handler, ExecAction)
+    target = " ".join(exec_argv(handler, worker.container))
+
+    async def once() -> Attempt:
+        return Attempt("exec", target, Result.UNKNOWN, "", error=EXEC_CONTEXT_CANCELED)
+
+    return run_to_completion(retry_on_error(worker.probe_type, once))

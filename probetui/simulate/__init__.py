@@ -23,7 +23,13 @@ from probetui.simulate.report import (
     summarize,
     to_json,
 )
-from probetui.simulate.run import SimKubelet, simulate, simulate_stream, synthetic_attempt
+from probetui.simulate.run import (
+    SimKubelet,
+    kubelet_json,
+    simulate,
+    simulate_stream,
+    synthetic_attempt,
+)
 from probetui.simulate.scenario import (
     App,
     Behaviour,
@@ -44,6 +50,7 @@ __all__ = [
     "Summary",
     "Timeline",
     "apply_overrides",
+    "kubelet_json",
     "load_scenario",
     "parse_scenario",
     "render_summary",

@@ -22,6 +22,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.base import Attempt
 from probetui.prober.outcome import Kind
 from probetui.prober.status import PodStatus
@@ -135,8 +136,14 @@ class _RecordedApp(SimKubelet):
 
     lists_probes = False
 
-    def __init__(self, scenario: Scenario, origin: float, books: dict[str, AnswerBook]) -> None:
-        super().__init__(scenario)
+    def __init__(
+        self,
+        scenario: Scenario,
+        origin: float,
+        books: dict[str, AnswerBook],
+        profile: KubeletProfile = DEFAULT_PROFILE,
+    ) -> None:
+        super().__init__(scenario, profile)
         self.origin = origin
         self.books = books
         self.did: list[_Did] = []
@@ -204,6 +211,7 @@ def _model(
     origin: float,
     app: App,
     attempts: dict[tuple[int, float, str], Attempt] | None = None,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> tuple[list[_Did], dict[str, AnswerBook]]:
     books = {
         c.name: AnswerBook(rec.containers[c.name], c, attempts)
@@ -211,7 +219,7 @@ def _model(
         if c.name in rec.containers
     }
     scenario = Scenario(pod=pod, container=name, duration=rec.until - origin, app=app)
-    sim = _RecordedApp(scenario, origin, books)
+    sim = _RecordedApp(scenario, origin, books, profile)
     sim.run()
     return sim.did, books
 
@@ -372,7 +380,9 @@ class Replay:
     settings run once and checked against the recording, then each what-if on demand (a
     finding tries a proposal and the next few over the same history)."""
 
-    def __init__(self, rec: RecordedPod, container: str) -> None:
+    def __init__(
+        self, rec: RecordedPod, container: str, profile: KubeletProfile = DEFAULT_PROFILE
+    ) -> None:
         spec = rec.pod.container(container)
         rc = rec.containers.get(container)
         if spec is None or rc is None:
@@ -384,7 +394,7 @@ class Replay:
             raise CounterfactualError(
                 f"container {container!r} did not run in the window: nothing was recorded to replay"
             )
-        self.rec, self.container = rec, container
+        self.rec, self.container, self.profile = rec, container, profile
         start_after = _start_after(rc)
         self.app = App(start_after=start_after, stop_seconds=_stop_seconds(rc), exit_after=None)
         first = rc.instances[0].start
@@ -398,7 +408,7 @@ class Replay:
         self.recorded = _summarize_recorded(rc, self.compared_from, self.compared_until, rec.since)
         self.attempts: dict[tuple[int, float, str], Attempt] = {}
         self.events, self.books = _model(
-            rec, rec.pod, container, self.origin, self.app, self.attempts
+            rec, rec.pod, container, self.origin, self.app, self.attempts, profile
         )
         self.baseline = self._summary(self.events, self.books)
         carried = _carried_kill(rc, spec, rec.since)
@@ -440,7 +450,7 @@ class Replay:
                 what_if = self._summary(self.events, self.books)
             else:
                 events, books = _model(
-                    rec, what_if_pod, container, self.origin, self.app, self.attempts
+                    rec, what_if_pod, container, self.origin, self.app, self.attempts, self.profile
                 )
                 what_if = self._summary(events, books)
         return Counterfactual(
@@ -459,10 +469,13 @@ class Replay:
 
 
 def counterfactual(
-    rec: RecordedPod, container: str, overrides: list[str] | tuple[str, ...]
+    rec: RecordedPod,
+    container: str,
+    overrides: list[str] | tuple[str, ...],
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Counterfactual:
     """The recorded settings' self-check and the what-if of `overrides` (module docstring)."""
-    return Replay(rec, container).counterfactual(overrides)
+    return Replay(rec, container, profile).counterfactual(overrides)
 
 
 def _unfinished(rc: RecordedContainer, opened: float) -> int:

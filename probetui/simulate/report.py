@@ -168,14 +168,15 @@ class JsonWriter:
         overrides: Iterable[str] = (),
         extra: dict[str, Any] | None = None,
     ) -> None:
-        """The document's end; `extra`'s keys whose value is not None follow the summary."""
+        """The document's end; `extra`'s keys whose value is not None follow the summary, in
+        the order `to_json` writes a whole result's."""
         self.out.write('], "summary": ' + json.dumps(summary))
-        if baseline is not None:
-            self.out.write(', "baseline": ' + json.dumps(baseline))
-            self.out.write(', "overrides": ' + json.dumps(list(overrides)))
         for key, value in (extra or {}).items():
             if value is not None:
                 self.out.write(f", {json.dumps(key)}: {json.dumps(value)}")
+        if baseline is not None:
+            self.out.write(', "baseline": ' + json.dumps(baseline))
+            self.out.write(', "overrides": ' + json.dumps(list(overrides)))
         self.out.write("}\n")
 
 

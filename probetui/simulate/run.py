@@ -33,12 +33,14 @@ from errno import ECONNREFUSED
 from typing import Any, ClassVar
 
 from probetui.kubelet.pod import PodKubelet
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe import gotext
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import SimClock, _Timer
+from probetui.prober.handlers import exec_timeout_as_played
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
-from probetui.prober.results import Update
+from probetui.prober.results import ResultValue, Update
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
 from probetui.runtime.base import RuntimeEvent
@@ -132,14 +134,19 @@ class SimKubelet:
     # counterfactual's) builds none of them, which changes no decision (none is read back)
     lists_probes: ClassVar[bool] = True
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, profile: KubeletProfile = DEFAULT_PROFILE) -> None:
         self.scenario = scenario
         self.pod = scenario.pod
         self.app = scenario.app
+        self.profile = profile
         self.clock = SimClock()
         self.events: list[Event] = []
         self._attempts = itertools.count()
         self._in_flight: dict[int, float] = {}  # attempts under way: their start
+        # liveness or readiness attempts on an instance whose startup probe had not passed:
+        # (t, container, probe), the first of each instance (1.35-1.37 only, see `notes`)
+        self.early: list[tuple[float, str, str]] = []
+        self._early_seen: set[str] = set()
         self.manager = Manager(
             self.clock,
             self._status_of,
@@ -147,6 +154,7 @@ class SimKubelet:
             # up for long: no jitter (docs/kubelet-behaviour.md §4.2) and no restart grace (§8.1)
             start=-86400.0,
             listener=self._on_record if self.lists_probes else None,
+            profile=profile,
         )
         # before the kubelet's own subscription: a result change is listed before what the
         # kubelet does about it at the same instant
@@ -201,6 +209,35 @@ class SimKubelet:
     def _on_record(self, record: ProbeRecord) -> None:
         if record.outcome is not None:  # skipped ticks are not part of the event list
             self.events.append(record_event(self.pod, record))
+            self._before_startup(record)
+
+    def _before_startup(self, record: ProbeRecord) -> None:
+        """Note a liveness or readiness attempt on an instance whose startup probe has not
+        passed: the kubelet's worker never runs one (§5.10) unless the status said Started
+        from the start, which 1.35-1.37 do after a probe kill (`started_kept_across_restart`)."""
+        key = record.key
+        if key.probe_type is ProbeType.STARTUP or record.container_id in self._early_seen:
+            return
+        spec = self.pod.container(key.container)
+        if spec is None or spec.startup_probe is None:
+            return
+        if self.manager.startup.get(record.container_id) is ResultValue.SUCCESS:
+            return
+        self._early_seen.add(record.container_id)
+        self.early.append((record.t, key.container, key.probe_type.key))
+
+    def notes(self) -> list[str]:
+        """What the output should say about the release played where it decided something."""
+        out = []
+        for t, container, _ in self.early:
+            out.append(
+                f"{self.profile.describe()}: from {t:g}s the liveness and readiness probes of "
+                f"{container} ran before its startup probe had passed, because a container "
+                "restarted in the sync that killed it for a probe keeps Started from the old "
+                "one (1.35 to 1.37; 1.38 keeps it only for the same container ID; "
+                "docs/kubelet-versions.md)"
+            )
+        return out
 
     def _launch(
         self, worker: Worker, status: PodStatus, done: Callable[[ProbeOutcome | None], None]
@@ -211,7 +248,9 @@ class SimKubelet:
         async def once() -> Attempt:
             # a retry meets the app as it is once the tries before it have taken their time
             nonlocal elapsed
-            attempt = self.answer(worker, status, now + elapsed)
+            attempt = exec_timeout_as_played(
+                self.answer(worker, status, now + elapsed), self.profile
+            )
             elapsed += attempt.latency
             return attempt
 
@@ -237,7 +276,9 @@ class SimKubelet:
             latency = behaviour.latency_ms / 1000.0
         else:
             fails, latency = False, 0.0
-        return synthetic_attempt(probe, container, status.pod_ip, fails=fails, latency=latency)
+        return synthetic_attempt(
+            probe, container, status.pod_ip, fails=fails, latency=latency, profile=self.profile
+        )
 
     def run(self) -> None:
         self.kubelet.start()
@@ -291,7 +332,13 @@ def simulated_view(event: Event) -> dict[str, Any]:
 
 
 def synthetic_attempt(
-    probe: Probe, container: Container, pod_ip: str, *, fails: bool, latency: float
+    probe: Probe,
+    container: Container,
+    pod_ip: str,
+    *,
+    fails: bool,
+    latency: float,
+    profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Attempt:
     """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's: the
     handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one."""
@@ -304,7 +351,7 @@ def synthetic_attempt(
     took = timeout if timed_out else latency
     try:
         if isinstance(handler, HTTPGetAction):
-            url = _url(handler, *dial_address(handler, container, pod_ip))
+            url = _url(handler, *dial_address(handler, container, pod_ip, profile))
             if timed_out:
                 out = gotext.url_error(url, gotext.TIMEOUT_AWAITING_HEADERS)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
@@ -315,7 +362,7 @@ def synthetic_attempt(
                 "http", url, Result.SUCCESS, "ok", latency=took, status_code=200, body="ok"
             )
         if isinstance(handler, TCPSocketAction):
-            target = gotext.join_host_port(*dial_address(handler, container, pod_ip))
+            target = gotext.join_host_port(*dial_address(handler, container, pod_ip, profile))
             if timed_out:
                 out = gotext.op_error("dial", target, gotext.IO_TIMEOUT)
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took, timed_out=True)
@@ -324,7 +371,7 @@ def synthetic_attempt(
                 return Attempt("tcp", target, Result.FAILURE, out, latency=took)
             return Attempt("tcp", target, Result.SUCCESS, "", latency=took)
         if isinstance(handler, GRPCAction):
-            target = gotext.join_host_port(*dial_address(handler, container, pod_ip))
+            target = gotext.join_host_port(*dial_address(handler, container, pod_ip, profile))
             if timed_out:
                 out = gotext.grpc_rpc_timeout(timeout)
                 return Attempt("grpc", target, Result.FAILURE, out, latency=took, timed_out=True)
@@ -352,18 +399,40 @@ def _url(action: HTTPGetAction, host: str, port: int) -> str:
     return format_url(action.scheme.lower(), host, port, action.path)
 
 
-def simulate_stream(scenario: Scenario, sink: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def simulate_stream(
+    scenario: Scenario,
+    sink: Callable[[dict[str, Any]], None],
+    profile: KubeletProfile = DEFAULT_PROFILE,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
     """`simulate` handing each listed event to `sink` as soon as it is final, keeping none:
-    memory does not grow with the duration. Returns the summary."""
+    memory does not grow with the duration. Returns the summary; `notes` gets what the output
+    should say about the release played where it decided something."""
     summary = Summary(scenario)
-    for event in SimKubelet(scenario).stream():
+    kubelet = SimKubelet(scenario, profile)
+    for event in kubelet.stream():
         view = simulated_view(event)
         summary.add(view)
         sink(view)
+    if notes is not None:
+        notes.extend(kubelet.notes())
     return summary.result()
 
 
-def simulate(scenario: Scenario) -> dict[str, Any]:
+def simulate(scenario: Scenario, profile: KubeletProfile = DEFAULT_PROFILE) -> dict[str, Any]:
+    """Run `scenario` against the kubelet `profile` plays: the events, their summary, the
+    release and gates played, and notes where the release decided something."""
     events: list[dict[str, Any]] = []
-    summary = simulate_stream(scenario, events.append)
-    return {"events": events, "summary": summary}
+    notes: list[str] = []
+    summary = simulate_stream(scenario, events.append, profile, notes)
+    return {
+        "events": events,
+        "summary": summary,
+        "kubelet": kubelet_json(profile),
+        "notes": notes,
+    }
+
+
+def kubelet_json(profile: KubeletProfile) -> dict[str, Any]:
+    """The release played and the gates set away from its defaults, for `--json`."""
+    return {"version": profile.version, "featureGates": dict(profile.changed)}

@@ -176,6 +176,7 @@ def _http_get(value: object, at: At) -> HTTPGetAction | None:
         host=string(m.get("host"), at.key(m, "host")) or "",
         scheme=string(m.get("scheme"), at.key(m, "scheme")) or "HTTP",
         http_headers=tuple(parsed),
+        protocol=string(m.get("protocol"), at.key(m, "protocol")),
     )
 
 
@@ -200,6 +201,7 @@ def _grpc(value: object, at: At) -> GRPCAction | None:
     return GRPCAction(
         port=integer(raw, port_at) or 0,
         service=string(m.get("service"), at.key(m, "service")),
+        mode=string(m.get("mode"), at.key(m, "mode")),
     )
 
 

@@ -137,12 +137,14 @@ def _probe(p: Probe, header_value: Callable[[str, str], str] | None) -> dict[str
                 }
                 for x in h.http_headers
             ],
-        }
+        } | ({"protocol": h.protocol} if h.protocol is not None else {})
     if p.tcp_socket is not None:
         out["tcpSocket"] = {"port": p.tcp_socket.port, "host": p.tcp_socket.host}
     if p.grpc is not None:
-        out["grpc"] = {"port": p.grpc.port} | (
-            {"service": p.grpc.service} if p.grpc.service is not None else {}
+        out["grpc"] = (
+            {"port": p.grpc.port}
+            | ({"service": p.grpc.service} if p.grpc.service is not None else {})
+            | ({"mode": p.grpc.mode} if p.grpc.mode is not None else {})
         )
     return out
 

@@ -72,6 +72,9 @@ class HTTPGetAction:
     host: str = ""
     scheme: str = "HTTP"
     http_headers: tuple[HTTPHeader, ...] = ()
+    # HTTP1 or HTTP2 (h2c), read by the kubelet with H2CContainerProbe on (alpha in 1.37);
+    # None when the manifest does not say, which the kubelet takes for HTTP/1.1
+    protocol: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,8 @@ class TCPSocketAction:
 class GRPCAction:
     port: int
     service: str | None = None
+    # Plaintext or TLS, read by the kubelet with GRPCContainerProbeTLS on (alpha in 1.37)
+    mode: str | None = None
 
 
 Handler = ExecAction | HTTPGetAction | TCPSocketAction | GRPCAction

@@ -50,6 +50,9 @@ _TOO_MANY_HANDLERS = "may not specify more than 1 handler type"
 _NO_HANDLER = "must specify a handler type"
 _INIT_PROBE_FORBIDDEN = "may not be set for init containers without restartPolicy=Always"
 _EPHEMERAL_FORBIDDEN = "cannot be set for an Ephemeral Container"
+# supportedHTTPProtocols and supportedGRPCProbeModes (1.37), in sets.List's order
+HTTP_PROTOCOLS = ("HTTP1", "HTTP2")
+GRPC_MODES = ("Plaintext", "TLS")
 
 
 # --- the checks ---
@@ -124,6 +127,30 @@ def _http_get(action: HTTPGetAction, rel: str, out: _Collector) -> None:
         # upstream reports these on the list, not on the entry
         for msg in is_http_header_name(header.name):
             out.add(f"{rel}.httpHeaders", ErrorType.INVALID, header.name, msg)
+    protocol = action.protocol
+    if protocol is None:
+        return
+    # 1.37's checks of the H2CContainerProbe field, whatever the gate (a bad value is bad)
+    if protocol not in HTTP_PROTOCOLS:
+        supported = ", ".join(f'"{p}"' for p in HTTP_PROTOCOLS)
+        out.add(
+            f"{rel}.protocol", ErrorType.NOT_SUPPORTED, protocol, f"supported values: {supported}"
+        )
+    elif protocol == "HTTP2" and action.scheme != "HTTP":
+        out.add(
+            f"{rel}.protocol",
+            ErrorType.INVALID,
+            protocol,
+            "is only supported with HTTP (H2C)",
+            'h2c is HTTP/2 without TLS: use scheme "HTTP", or leave protocol out for HTTPS',
+        )
+    elif protocol == "HTTP2" and action.host:
+        out.add(
+            f"{rel}.host",
+            ErrorType.INVALID,
+            action.host,
+            'must be empty when `protocol` is "HTTP2"',
+        )
 
 
 def _tcp_socket(action: TCPSocketAction, rel: str, out: _Collector) -> None:
@@ -132,6 +159,11 @@ def _tcp_socket(action: TCPSocketAction, rel: str, out: _Collector) -> None:
 
 def _grpc(action: GRPCAction, rel: str, out: _Collector) -> None:
     _port_num_or_name(action.port, f"{rel}.port", out)
+    if action.mode is not None and action.mode not in GRPC_MODES:
+        supported = ", ".join(f'"{m}"' for m in GRPC_MODES)
+        out.add(
+            f"{rel}.mode", ErrorType.NOT_SUPPORTED, action.mode, f"supported values: {supported}"
+        )
 
 
 def _handler(probe: Probe, rel: str, out: _Collector) -> None:

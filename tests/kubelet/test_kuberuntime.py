@@ -24,6 +24,7 @@ from probetui.kubelet.kuberuntime import (
     started_message,
     stopping_message,
 )
+from probetui.kubelet.profile import profile_for
 from probetui.prober.results import ResultValue
 from probetui.spec.model import (
     Container,
@@ -361,8 +362,9 @@ def test_unknown_container_policy_falls_back_to_pod_policy() -> None:
 def test_event_texts_match_upstream() -> None:
     p = pod()
     assert stopping_message("app") == "Stopping container app"
-    assert created_message("app") == "Created container: app"
-    assert started_message("app") == "Started container app"
+    # startContainer before 1.35 (kuberuntime_container.go at v1.34.4)
+    assert created_message("app", profile_for("1.34")) == "Created container: app"
+    assert started_message("app", profile_for("1.34")) == "Started container app"
     assert backoff_event_message("app", p) == (
         "Back-off restarting failed container app in pod web_ns1(u-1)"
     )

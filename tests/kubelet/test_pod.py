@@ -15,7 +15,9 @@ from typing import Any
 import pytest
 
 from probetui.kubelet import backoff as bo
+from probetui.kubelet import kuberuntime as kr
 from probetui.kubelet.pod import PodKubelet
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile, profile_for
 from probetui.prober.clock import SimClock
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts
@@ -30,6 +32,7 @@ from probetui.spec.model import (
     Pod,
     Probe,
     ProbeType,
+    RestartRule,
 )
 
 EXEC = Probe(exec=ExecAction(("check",)), period_seconds=1, failure_threshold=1)
@@ -62,6 +65,7 @@ class Harness:
         *,
         start_delay: float = 0.0,
         backoff: bo.Backoff | None = None,
+        profile: KubeletProfile = DEFAULT_PROFILE,
     ) -> None:
         self.pod = pod
         self.scripts = scripts or {}
@@ -71,8 +75,11 @@ class Harness:
         self.events: list[dict[str, Any]] = []
         self.statuses: list[PodStatus] = []
         self.kills: list[tuple[str, float]] = []
+        self.sigterms: list[tuple[float, str, float]] = []  # (t, container, grace)
         self._seq = 0
-        self.manager = Manager(self.clock, self._status_of, launch=self._launch, start=-86400.0)
+        self.manager = Manager(
+            self.clock, self._status_of, launch=self._launch, start=-86400.0, profile=profile
+        )
         self.kubelet = PodKubelet(
             pod,
             self.clock,
@@ -112,6 +119,7 @@ class Harness:
 
     def kill(self, kubelet: PodKubelet, container: Container, cid: str, grace: float) -> None:
         self.kills.append((container.name, grace))
+        self.sigterms.append((self.clock.now(), container.name, grace))
         stop = self._stop_after.get(cid, 0.0)
         code, after = (self._term_exit.get(cid, 143), stop) if stop < grace else (137, grace)
         timer = self._timers.pop(cid, None)
@@ -401,8 +409,8 @@ def test_start_error_is_exit_128_and_crash_loops() -> None:
 
 
 def test_lifecycle_events_created_and_started() -> None:
-    """startContainer records Created ("Created container: X") then Started."""
-    h = Harness(pod(app("web"))).run(1)
+    """startContainer records Created ("Created container: X") then Started (before 1.35)."""
+    h = Harness(pod(app("web")), profile=profile_for("1.34")).run(1)
     assert [(e["type"], e["message"]) for e in h.events[:2]] == [
         ("Created", "Created container: web"),
         ("Started", "Started container web"),
@@ -526,8 +534,10 @@ def test_probe_failure_with_nothing_left_kills_pod_kuberuntime_manager_go_comput
     to start, so KillPod is set. SyncPod's killPodWithSyncResult stops every running
     container, the sidecar included, through killContainer with no message and reason
     Unknown: the event reads "Stopping container X" (kuberuntime_container.go killContainer)
-    and setTerminationGracePeriod gives the pod's 30 s, not the probe's 4 s. Nothing starts
-    again; the pod fails (getPhase: Never, a non-zero exit)."""
+    and setTerminationGracePeriod gives the pod's 30 s, not the probe's 4 s. The sidecar's
+    event comes at once, its SIGTERM only after web has exited (waitForTurn), with the 2 s
+    minimum once the wait has used up the 30 s. Nothing starts again; the pod fails
+    (getPhase: Never, a non-zero exit)."""
     failing = Probe(
         exec=ExecAction(("check",)),
         period_seconds=1,
@@ -546,10 +556,12 @@ def test_probe_failure_with_nothing_left_kills_pod_kuberuntime_manager_go_comput
         (2.0, "proxy", "Stopping container proxy"),
     ]
     assert kills[0]["probe"] == probe_type.key  # probetui's note of the cause
-    assert h.kills == [("web", 30.0), ("proxy", 30.0)]
+    assert h.kills == [("web", 30.0), ("proxy", 2.0)]
     web_exit = h.of("ContainerExited", container="web")
     assert [(e["t"], e["exitCode"]) for e in web_exit] == [(32.0, 137)]
-    # the sidecar died first and was not restarted (InitContainersToStart = nil)
+    proxy_exit = h.of("ContainerExited", container="proxy")
+    assert [e["t"] for e in proxy_exit] == [32.0]
+    # the sidecar was not restarted (InitContainersToStart = nil)
     assert [c for _, c in h.starts()] == ["proxy", "web"]
     assert h.phase == "Failed"
     assert h.kubelet.finished and not h.manager.workers
@@ -679,3 +691,193 @@ def test_pod_kubelet_records_the_probers_events_prober_go_recordContainerEvent()
         (3.0, "readiness", "Warning"),
     ]
     assert unhealthy[0]["message"].startswith("Readiness probe failed")
+
+
+# -- termination ordering of a whole-pod kill (kuberuntime_termination_order.go) -------------
+
+
+def _ordered(h: Harness, since: float) -> dict[str, tuple[float, float]]:
+    """Per container: how long after `since` its SIGTERM came (waitForTurn's delay) and the
+    grace period it was given."""
+    return {name: (round(t - since, 6), grace) for t, name, grace in h.sigterms if t >= since}
+
+
+def test_sidecar_stops_after_main_TestTerminationOrderingSidecarStopAfterMain() -> None:
+    """kuberuntime_termination_order_test.go TestTerminationOrderingSidecarStopAfterMain: in
+    a whole-pod kill (`killContainersWithSyncResult`) the sidecar's turn comes when the main
+    container has exited, 1 s later; the main container does not wait. Its Killing event is
+    recorded at once (killContainer records it before waitForTurn), and the second it waited is
+    taken off its 30 s."""
+    h = Harness(
+        pod(sidecar("init"), app("main")),
+        {"main": lambda n: Run(stop_after=1.0), "init": lambda n: Run(stop_after=0.5)},
+    ).run(5)
+    h.kubelet.terminate()
+    h.clock.run_until(60)
+    assert [(e["t"], e["container"]) for e in h.of("Killing")] == [(5.0, "init"), (5.0, "main")]
+    assert _ordered(h, 5.0) == {"main": (0.0, 30.0), "init": (1.0, 29.0)}
+    assert [(e["t"], e["container"]) for e in h.of("ContainerExited")] == [
+        (6.0, "main"),
+        (6.5, "init"),
+    ]
+    assert h.kubelet.finished
+
+
+def test_sidecars_stop_in_reverse_order_TestTerminationOrderingSidecarsInReverseOrder() -> None:
+    """kuberuntime_termination_order_test.go TestTerminationOrderingSidecarsInReverseOrder:
+    three sidecars and a main container, each taking 1.25 s to exit. Sidecars stop in reverse
+    order: sc3 after main (delay 1), sc2 after sc3 (2), sc1 after sc2 (3), main at once (0);
+    whole seconds of each delay are taken off the grace period (`killContainer`)."""
+    slow = lambda n: Run(stop_after=1.25)  # noqa: E731
+    h = Harness(
+        pod(sidecar("sc1"), sidecar("sc2"), sidecar("sc3"), app("main")),
+        {"sc1": slow, "sc2": slow, "sc3": slow, "main": slow},
+    ).run(5)
+    h.kubelet.terminate()
+    h.clock.run_until(60)
+    delays = {name: int(delay) for name, (delay, _) in _ordered(h, 5.0).items()}
+    assert delays == {"sc1": 3, "sc2": 2, "sc3": 1, "main": 0}
+    assert _ordered(h, 5.0) == {
+        "main": (0.0, 30.0),
+        "sc3": (1.25, 29.0),
+        "sc2": (2.5, 28.0),
+        "sc1": (3.75, 27.0),
+    }
+
+
+def test_sidecar_wait_is_bounded_by_grace_TestTerminationOrderingObeysGrace() -> None:
+    """kuberuntime_termination_order_test.go TestTerminationOrderingObeysGrace: with a 2 s
+    grace period, too short for every wait, sc3 waits 1 s for main, sc2 and sc1 wait the
+    whole 2 s (waitForTurn's timer). What is left of the grace is below 2 s, so each gets the
+    2 s minimum (`minimumGracePeriodInSeconds`)."""
+    slow = lambda n: Run(stop_after=1.0)  # noqa: E731
+    h = Harness(
+        pod(
+            sidecar("sc1"),
+            sidecar("sc2"),
+            sidecar("sc3"),
+            app("main"),
+            termination_grace_period_seconds=2,
+        ),
+        {"sc1": slow, "sc2": slow, "sc3": slow, "main": slow},
+    ).run(5)
+    h.kubelet.terminate()
+    h.clock.run_until(60)
+    assert _ordered(h, 5.0) == {
+        "main": (0.0, 2.0),
+        "sc3": (1.0, 2.0),
+        "sc2": (2.0, 2.0),
+        "sc1": (2.0, 2.0),
+    }
+
+
+def test_no_wait_without_grace_killContainer_waitForTurn() -> None:
+    """killContainer asks waitForTurn only with a grace period above 0 ("If gracePeriod = 0,
+    there is no wait"): a deletionGracePeriodSeconds of 0 stops every container at once, each
+    with the 2 s minimum."""
+    h = Harness(
+        pod(sidecar("proxy"), app("main"), deletion_grace_period_seconds=0),
+        {"main": lambda n: Run(stop_after=1.0)},
+    ).run(5)
+    h.kubelet.terminate()
+    h.clock.run_until(60)
+    assert _ordered(h, 5.0) == {"proxy": (0.0, 2.0), "main": (0.0, 2.0)}
+
+
+def test_sidecars_after_main_exit_stop_in_reverse_newTerminationOrdering() -> None:
+    """computePodActions' KillPod after the only regular container exited under Never:
+    newTerminationOrdering pre-closes the channel of a container that is not running, so the
+    sidecars wait only for each other, the later one first."""
+    h = Harness(
+        pod(sidecar("log"), sidecar("mesh"), app("job"), policy="Never"),
+        {
+            "job": lambda n: Run(run_for=3, exit_code=0),
+            "log": lambda n: Run(stop_after=0.5),
+            "mesh": lambda n: Run(stop_after=2.0),
+        },
+    ).run(60)
+    assert _ordered(h, 0.0) == {"mesh": (3.0, 30.0), "log": (5.0, 28.0)}
+    assert h.phase == "Succeeded"
+    assert h.kubelet.finished
+
+
+def test_sidecar_that_exits_while_it_waits_frees_the_one_before() -> None:
+    """containerTerminated closes a sidecar's channel however it exited: one that dies while it
+    waits for its turn is not stopped again, and the sidecar before it takes its turn."""
+    h = Harness(
+        pod(sidecar("sc1"), sidecar("sc2"), app("main")),
+        {
+            "main": lambda n: Run(stop_after=10.0),
+            "sc2": lambda n: Run(run_for=8.0) if n == 0 else Run(),
+        },
+    ).run(5)
+    h.kubelet.terminate()
+    h.clock.run_until(60)
+    # sc2 exits by itself at 8 (run_for from its start at 0), sc1 still waits for main (15)
+    assert _ordered(h, 5.0) == {"main": (0.0, 30.0), "sc1": (10.0, 20.0)}
+    assert [c for t, c in h.starts() if t > 5] == []
+
+
+def test_termination_prereqs_newTerminationOrdering() -> None:
+    """newTerminationOrdering: every sidecar waits for all running main containers and for
+    the nearest sidecar after it; plain init containers and main containers wait for nobody;
+    a container that is not running is nobody's prerequisite."""
+    p = pod(sidecar("a"), init("setup"), sidecar("b"), sidecar("c"), app("m1"), app("m2"))
+    everyone = frozenset({"a", "b", "c", "m1", "m2"})
+    assert kr.termination_prereqs(p, everyone) == {
+        "c": ("m1", "m2"),
+        "b": ("m1", "m2", "c"),
+        "a": ("m1", "m2", "b"),
+    }
+    assert kr.termination_prereqs(p, frozenset({"a", "c", "m2"})) == {
+        "c": ("m2",),
+        "b": ("m2", "c"),
+        "a": ("m2",),
+    }
+
+
+@pytest.mark.parametrize(
+    ("grace", "waited", "left"),
+    [(30, 1.25, 29.0), (30, 3.75, 27.0), (2, 1.0, 2.0), (2, 5.0, 2.0), (30, 30.0, 2.0)],
+)
+def test_grace_after_turn_killContainer(grace: int, waited: float, left: float) -> None:
+    """killContainer: `gracePeriod -= int64(ordering.waitForTurn(...))`, then the 2 s floor."""
+    assert kr.grace_after_turn(grace, waited) == left
+
+
+# -- RestartAllContainers (RestartAllContainersOnContainerExits) ------------------------------
+
+
+def test_restart_all_containers_restarts_the_pod_in_place_computePodActions() -> None:
+    """kuberuntime_manager.go computePodActions / SyncPod with restartAllContainers (1.36 on):
+    an exit matching a RestartAllContainers rule puts every container in ContainersToReset,
+    the regular ones first; the running ones are killed one after another ("killing", grace 0
+    raised to the 2 s minimum, no termination order) and removed, and the pod starts over
+    from its first init container without back-off. 1.35 (gate off) falls back to the
+    container's restartPolicy Never: only the pod's other containers go on."""
+    rule = (RestartRule("RestartAllContainers", "In", (42,)),)
+    spec = pod(
+        init("setup"),
+        sidecar("proxy"),
+        app("web"),
+        app("trigger", restart_policy="Never", restart_policy_rules=rule),
+    )
+    scripts = {
+        "trigger": lambda n: Run(run_for=5, exit_code=42) if n == 0 else Run(),
+        "web": lambda n: Run(stop_after=1.0),
+        "proxy": lambda n: Run(stop_after=0.5),
+        "setup": lambda n: Run(run_for=0.0),
+    }
+    h = Harness(spec, scripts, profile=profile_for("1.36")).run(30)
+    kills = [(e["t"], e["container"], e["message"]) for e in h.of("Killing")]
+    assert kills == [(5.0, "web", "killing"), (6.0, "proxy", "killing")]
+    assert h.sigterms == [(5.0, "web", 2.0), (6.0, "proxy", 2.0)]
+    restarted = [(t, c) for t, c in h.starts() if t > 5]
+    assert restarted == [(6.5, "setup"), (6.5, "proxy"), (6.5, "web"), (6.5, "trigger")]
+    assert h.phase == "Running"
+    assert not h.of("BackOff")
+
+    h = Harness(spec, scripts, profile=profile_for("1.35")).run(30)
+    assert h.of("Killing") == []
+    assert [(t, c) for t, c in h.starts() if t > 5] == []
+    assert h.kubelet.status.container_statuses[1].terminated is not None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile, profile_for
 from probetui.prober.clock import VirtualClock
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome
@@ -53,7 +54,9 @@ class FakeKubelet:
             raise
         return outcome(worker.probe_type, self.answer)
 
-    def manager(self, *, start: float = -3600.0, seed: int = 1) -> Manager:
+    def manager(
+        self, *, start: float = -3600.0, seed: int = 1, profile: KubeletProfile = DEFAULT_PROFILE
+    ) -> Manager:
         return Manager(
             self.clock,
             self.statuses.get,
@@ -61,6 +64,7 @@ class FakeKubelet:
             start=start,
             listener=self.records.append,
             rng=random.Random(seed),
+            profile=profile,
         )
 
 
@@ -111,8 +115,9 @@ async def test_b1_add_remove_pods(kubelet: FakeKubelet) -> None:
 
 
 async def test_b2_add_pod_continues_after_existing_worker(kubelet: FakeKubelet) -> None:
-    """TestAddPodContinuesAfterExistingWorker: an existing key is skipped with continue."""
-    m = kubelet.manager()
+    """TestAddPodContinuesAfterExistingWorker (1.37 on): an existing key is skipped with
+    continue."""
+    m = kubelet.manager(profile=profile_for("1.37"))
     p = probe()
     pod = Pod(
         "p",

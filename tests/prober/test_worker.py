@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from probetui.kubelet.profile import profile_for
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
 from probetui.prober.worker import Skip, Worker
@@ -351,8 +352,11 @@ def test_a22_inside_grace_publishes_initial_value() -> None:
 
 
 def test_a22_replaced_container_does_not_inherit() -> None:
-    """§8.3 (PR #141487): the API pod must list the same container ID to inherit state."""
-    w = _restarted_worker(ProbeType.READINESS, -3600.0, api_same_id=False)
+    """§8.3 (PR #141487, 1.38 on): the API pod must list the same container ID to inherit
+    state."""
+    w = _restarted_worker(
+        ProbeType.READINESS, -3600.0, api_same_id=False, profile=profile_for("1.38")
+    )
     w.begin(running_status(-3600.0), 0.0)
     assert w.results.get(CONTAINER_ID) is F
 

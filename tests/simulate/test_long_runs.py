@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 
+from probetui.kubelet.profile import DEFAULT_PROFILE
 from probetui.simulate import (
     JsonWriter,
     ScenarioError,
     SimKubelet,
     Timeline,
+    kubelet_json,
     parse_scenario,
     render_timeline,
     simulate,
@@ -109,8 +111,10 @@ def test_the_streamed_outputs_are_the_whole_run_s() -> None:
         lines.extend(timeline.add(e))
         writer.add(e)
 
-    summary = simulate_stream(scenario, sink)
-    writer.close(summary, {"restarts": 1}, ["liveness.failureThreshold=6"])
+    notes: list[str] = []
+    summary = simulate_stream(scenario, sink, notes=notes)
+    extra = {"kubelet": kubelet_json(DEFAULT_PROFILE), "notes": notes}
+    writer.close(summary, {"restarts": 1}, ["liveness.failureThreshold=6"], extra=extra)
     assert summary == result["summary"]
     assert lines + timeline.close() == render_timeline(result["events"])
     expected = to_json(dict(result), {"restarts": 1}, ["liveness.failureThreshold=6"]) + "\n"
