@@ -66,10 +66,16 @@ async def test_textual_own_timer_is_the_one_that_skips_a_grid_point() -> None:
     # the screen), Textual's timer ticks at once, then skips to the grid point after the next
     # one (6 intervals in, 1.5 after its tick); the paced one draws one interval after it
     resumes = [0.0, 4.5 * INTERVAL, 4.6 * INTERVAL]
-    textual = await _ticks_of(Timer, resumes)
-    paced = await _ticks_of(PacedTimer, resumes)
-    assert len(textual) == len(paced) == 3
+    # a busy machine wakes the resume late, which shortens Textual's gap and not the paced
+    # one's: the skip need show only once in three tries
+    for _ in range(3):
+        textual = await _ticks_of(Timer, resumes)
+        assert len(textual) == 3
+        if textual[2] - textual[1] > 1.4 * INTERVAL:
+            break
     assert textual[2] - textual[1] > 1.4 * INTERVAL
+    paced = await _ticks_of(PacedTimer, resumes)
+    assert len(paced) == 3
     assert paced[2] - paced[1] < 1.3 * INTERVAL
 
 
