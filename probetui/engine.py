@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from probetui.kubelet.profile import profile_of_node
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.clock import Clock, LoopClock
 from probetui.prober.handlers import HandlerRunner
@@ -146,6 +147,8 @@ class Engine:
             listener=self._on_record,
             own_started=self.runtime.observes_kubelet,
             on_exit=self._on_state,
+            # the configured kubelet version's release, where a pod's node does not say its own
+            profile=profile_of_node(self.kube_version),
         )
         for probe_type in ProbeType:
             self._manager.results_for(probe_type).subscribe(

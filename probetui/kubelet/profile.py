@@ -291,6 +291,21 @@ def profile_for(version: str, gates: Mapping[str, bool] = {}) -> KubeletProfile:
 DEFAULT_PROFILE = profile_for(DEFAULT_VERSION)
 
 
+def profile_of_node(
+    version: str | None, fallback: KubeletProfile = DEFAULT_PROFILE
+) -> KubeletProfile:
+    """The profile a live node's kubelet plays: its `kubeletVersion` (`v1.37.2`) with the gate
+    defaults of that release; a release outside the modelled ones plays the nearest modelled
+    one (a node cannot be refused), and an unknown or unreadable version plays `fallback`."""
+    if not version:
+        return fallback
+    m = _VERSION.match(version.strip())
+    if m is None or m.group(1) != "1":
+        return fallback
+    minor = min(MAX_MINOR, max(MIN_MINOR, int(m.group(2))))
+    return profile_for(f"1.{minor}")
+
+
 __all__ = [
     "DEFAULT_PROFILE",
     "DEFAULT_VERSION",
@@ -301,5 +316,6 @@ __all__ = [
     "parse_feature_gates",
     "parse_version",
     "profile_for",
+    "profile_of_node",
     "supported_versions",
 ]

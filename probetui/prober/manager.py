@@ -115,6 +115,16 @@ class Manager:
         """The kubelet release the pod's workers play: its own if `add_pod` gave one."""
         return self._pod_profiles.get(pod_uid, self.profile)
 
+    def set_profile(self, pod_uid: str, profile: KubeletProfile) -> None:
+        """The pod's node turned out to run another release than the one its workers play
+        (the node's version was read after the pod was added): they play that one from now."""
+        if self.profile_of(pod_uid) == profile:
+            return
+        self._pod_profiles[pod_uid] = profile
+        for key, worker in self.workers.items():
+            if key.pod_uid == pod_uid:
+                worker.profile = profile
+
     def add_pod(
         self,
         pod: Pod,

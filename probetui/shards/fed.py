@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from probetui.kubelet.profile import DEFAULT_PROFILE, profile_of_node
 from probetui.prober.clock import Clock, LoopClock
 from probetui.prober.status import PodStatus
 from probetui.record.snapshot import status_from_json, status_json
@@ -41,6 +42,8 @@ class ManagerProxy:
     ) -> None:
         self._send = send
         self.verdicts = verdicts if verdicts is not None else Verdicts()
+        # a shard plays each pod's node's release itself, told its version by `kubelet` frames
+        self.profile = DEFAULT_PROFILE
 
     @property
     def readiness(self) -> Any:
@@ -53,12 +56,17 @@ class ManagerProxy:
     def get_worker(self, pod_uid: str, container: str, probe_type: ProbeType) -> Any:
         return self.verdicts.get_worker(pod_uid, container, probe_type)
 
-    def add_pod(self, pod: Pod, api_status: PodStatus | None = None) -> list[Any]:
+    def add_pod(
+        self, pod: Pod, api_status: PodStatus | None = None, profile: Any = None
+    ) -> list[Any]:
         frame: dict[str, Any] = {"k": MGR, "op": "add", "uid": pod.uid}
         if api_status is not None:
             frame["status"] = status_json(api_status)
         self._send(pod, frame)
         return []
+
+    def set_profile(self, pod_uid: str, profile: Any) -> None:
+        """Nothing to send: the pool's `kubelet` frames tell the shard the node's version."""
 
     def update_pod_status(self, pod: Pod, status: PodStatus) -> PodStatus:
         self._send(pod, {"k": MGR, "op": "update", "uid": pod.uid, "status": status_json(status)})
@@ -208,12 +216,15 @@ class FedRuntime(Runtime):
             return  # a pod deleted in between: nothing to add, update or remove
         op = frame["op"]
         if op == "kubelet":
-            self.kubelets[pod.uid] = str(frame.get("v") or "")
+            version = str(frame.get("v") or "")
+            self.kubelets[pod.uid] = version
+            host.manager.set_profile(pod.uid, profile_of_node(version, host.manager.profile))
             return
         raw = frame.get("status")
         status = status_from_json(raw) if raw is not None else None
         if op == "add":
-            host.manager.add_pod(pod, api_status=status)
+            profile = profile_of_node(self.kubelets.get(pod.uid), host.manager.profile)
+            host.manager.add_pod(pod, api_status=status, profile=profile)
         elif op == "update" and status is not None:
             host.manager.update_pod_status(pod, status)
         elif op == "remove":

@@ -30,6 +30,8 @@ class NodeVersions(Relisted):
         self.versions: dict[str, str] = {}  # node name -> kubeletVersion ("v1.33.4")
         self.node_of: dict[str, str] = {}  # pod uid -> spec.nodeName
         self._core: CoreV1Api | None = None
+        # told after each list that found versions: pods placed earlier may learn their node's
+        self.on_read: Callable[[], None] | None = None
 
     def connect(self, core: CoreV1Api) -> None:
         self._core = core
@@ -40,6 +42,11 @@ class NodeVersions(Relisted):
 
     def forget(self, pod_uid: str) -> None:
         self.node_of.pop(pod_uid, None)
+
+    def known(self, pod_uid: str) -> str | None:
+        """The kubelet version of the pod's node where it has been read; asks for nothing."""
+        node = self.node_of.get(pod_uid)
+        return None if node is None else self.versions.get(node)
 
     def of(self, pod_uid: str) -> str | None:
         """The kubelet version of the pod's node, or None (not scheduled, not readable)."""
@@ -64,6 +71,8 @@ class NodeVersions(Relisted):
             version = ((item.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")
             if name and version:
                 self.versions[name] = str(version)
+        if self.on_read is not None:
+            self.on_read()
 
 
 __all__ = ["NodeVersions"]

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from probetui.kubelet.profile import profile_of_node
 from probetui.prober.status import PodSnapshot
 from probetui.runtime.base import RuntimeEvent, RuntimeHost
 from probetui.runtime.kubernetes.divergence import Divergence
@@ -85,6 +86,18 @@ class ClusterPods:
         # the fresh reads that confirm a divergence before it is reported (divergence.py)
         self._confirming: set[str] = set()
         self._confirm_tasks: set[asyncio.Task[None]] = set()
+        if nodes is not None:
+            nodes.on_read = self._nodes_read
+
+    def _nodes_read(self) -> None:
+        """Each pod's workers play the release of its node's kubelet, once that is known."""
+        host = self.host
+        if host is None:
+            return
+        for uid in self.pods:
+            version = self.nodes.known(uid)
+            if version is not None:
+                host.manager.set_profile(uid, profile_of_node(version, host.manager.profile))
 
     def connect(self, core: CoreV1Api, reflector: Reflector) -> None:
         """The client fresh reads go through, and the pod reflector their answers go into."""
@@ -133,7 +146,9 @@ class ClusterPods:
         for change in kubelet_changes(pod, before.status if before else None, status, now):
             host.report(change)
         if kind == ADDED or before is None:
-            host.manager.add_pod(pod, api_status=status)
+            # the release of the kubelet that runs it: its node's, where nodes can be read
+            profile = profile_of_node(self.nodes.known(pod.uid), host.manager.profile)
+            host.manager.add_pod(pod, api_status=status, profile=profile)
         else:
             # new containers (an ephemeral spec change) get workers; existing ones are kept
             host.manager.add_pod(pod)

@@ -852,6 +852,10 @@ async def test_probes_carry_the_kubelet_version_of_the_pods_node(
     async with running(api, tmp_path, via="direct") as c:
         await until(lambda: {p for _, p, _ in http_target.seen} >= {"/old", "/new"})
         assert c.runtime.nodes.unreadable is None
+        # and each pod's workers play its own node's kubelet release (kubelet/profile.py)
+        uids = {p.pod.name: uid for uid, p in c.runtime.pods.items()}
+        played = {name: c.engine.manager.profile_of(uid).version for name, uid in uids.items()}
+        assert played == {"old": "1.33", "new": "1.35"}
     agents = {path: headers["User-Agent"] for _, path, headers in http_target.seen}
     assert agents == {"/old": "kube-probe/1.33", "/new": "kube-probe/1.35"}
 
