@@ -639,8 +639,8 @@ class PodKubelet:
         `calculateEffectiveGracePeriod` gives at least 1 s. The status is generated once, then
         liveness and startup workers stop (`StopLivenessAndStartup`) while readiness goes on;
         every running container is killed with "Stopping container X" and the grace period
-        (`killPod` with the override; `killContainer` still raises it to 2 s), nothing starts
-        again, and once nothing runs every worker goes (`RemovePod`). The phase is then
+        (`killPod` with the override; `killContainer` still raises it to 2 s), one already
+        stopping after a probe kill again, nothing starts again, and once nothing runs every worker goes (`RemovePod`). The phase is then
         terminal: Succeeded if every regular container exited 0, else Failed
         (`getPhase` with podIsTerminal).
         """
@@ -653,7 +653,16 @@ class PodKubelet:
             deletion_grace_period_seconds=effective,
         )
         self.generate_status()
+        stopping = [i for i in self.instances.values() if i.running and i.killing]
         self.terminate()
+        for inst in stopping:
+            # killPod stops every running container, one still stopping after a probe kill
+            # too: killContainer again, with the pod's grace period (whichever ends it first)
+            assert inst.status is not None
+            inst.kill_reason = None
+            self._emit("Killing", inst.spec.name, message=kr.stopping_message(inst.spec.name))
+            grace = self._grace(inst, None)
+            self.backend.kill(self, inst.spec, inst.status.container_id, grace)
 
     def kubelet_restarted(self, manager: Manager) -> None:
         """A new kubelet process takes the pod over with its own probe manager `manager`.

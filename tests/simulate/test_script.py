@@ -264,6 +264,31 @@ def test_deletion_grace_period_defaults_to_the_pods_check_graceful_delete() -> N
     assert clean["summary"]["phase"] == "Succeeded"
 
 
+def test_deletion_kills_again_a_container_still_stopping_after_a_probe_kill_kill_pod() -> None:
+    """killPod stops every running container: one still stopping after a liveness kill (the
+    probe's 60 s grace period) gets killContainer again with the deletion's 10 s, and the
+    shorter ends it."""
+    r = scripted(
+        {
+            "livenessProbe": {
+                **HTTP,
+                "periodSeconds": 10,
+                "failureThreshold": 1,
+                "terminationGracePeriodSeconds": 60,
+            }
+        },
+        app={"fail_between": [[15, 1000]], "stop_seconds": 100},
+        deletion={"at": 25, "grace_period": 10},
+        duration=100,
+    )
+    assert [(e["t"], e["message"]) for e in of(r, "Killing")] == [
+        (20.0, "Container app failed liveness probe, will be restarted"),
+        (25.0, "Stopping container app"),
+    ]
+    assert [(e["t"], e["exitCode"]) for e in of(r, "ContainerExited")] == [(35.0, 137)]
+    assert len(of(r, "ContainerStarted")) == 1
+
+
 def test_deletion_grace_period_0_still_gives_2_s_calculate_effective_grace_period() -> None:
     """calculateEffectiveGracePeriod supplies at least 1 s and killContainer raises what it gets
     to minimumGracePeriodInSeconds: a delete with grace 0 SIGKILLs a stubborn app 2 s on."""
