@@ -72,11 +72,17 @@ class Behaviour:
 
     def http_answer(self, t: float) -> HttpAnswer | None:
         """The scripted HTTP answer at t: the first window that holds it."""
-        return next((a for a in self.http if a.start <= t < a.end), None)
+        for a in self.http:
+            if a.start <= t < a.end:
+                return a
+        return None
 
     def exec_answer(self, t: float) -> ExecAnswer | None:
         """The scripted exec answer at t: the first window that holds it."""
-        return next((a for a in self.exec if a.start <= t < a.end), None)
+        for a in self.exec:
+            if a.start <= t < a.end:
+                return a
+        return None
 
 
 @dataclass(frozen=True, slots=True)
