@@ -307,19 +307,9 @@ def grace_before_minimum(
     pre_stop_seconds: float = 0.0,
 ) -> int:
     """`kill_grace_period` up to step 4, before the 2 s minimum: what `waitForTurn` is given."""
-    if deletion_grace_period is not None:
-        grace = deletion_grace_period
-    elif pod.termination_grace_period_seconds is not None:
-        grace = pod.termination_grace_period_seconds
-        probe = None
-        if reason == "liveness":
-            probe = container.liveness_probe
-        elif reason == "startup":
-            probe = container.startup_probe
-        if probe is not None and probe.termination_grace_period_seconds is not None:
-            grace = probe.termination_grace_period_seconds
-    else:
-        grace = MINIMUM_GRACE_PERIOD_SECONDS
+    grace = termination_grace_period(
+        pod, container, reason, deletion_grace_period=deletion_grace_period
+    )
     if container.has_pre_stop and grace > 0:
         # the hook is cut off at the grace period; Go truncates the elapsed seconds
         grace -= int(min(max(pre_stop_seconds, 0.0), grace))
@@ -361,6 +351,62 @@ def grace_after_turn(grace: int, waited: float) -> float:
     """
     left = grace - int(min(max(waited, 0.0), grace))
     return float(max(left, MINIMUM_GRACE_PERIOD_SECONDS))
+
+
+def termination_grace_period(
+    pod: Pod, container: Container, reason: str | None, *, deletion_grace_period: int | None = None
+) -> int:
+    """`setTerminationGracePeriod`: steps 1-3 of `kill_grace_period`, before the preStop hook
+    and the 2 s minimum."""
+    if deletion_grace_period is not None:
+        return deletion_grace_period
+    if pod.termination_grace_period_seconds is None:
+        return MINIMUM_GRACE_PERIOD_SECONDS
+    probe = None
+    if reason == "liveness":
+        probe = container.liveness_probe
+    elif reason == "startup":
+        probe = container.startup_probe
+    if probe is not None and probe.termination_grace_period_seconds is not None:
+        return probe.termination_grace_period_seconds
+    return pod.termination_grace_period_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class KillTiming:
+    """When `killContainer` signals a container: `StopContainer` (SIGTERM) comes once the
+    preStop hook has run `pre_stop` s, and SIGKILL `grace` s after SIGTERM."""
+
+    pre_stop: float
+    grace: float
+
+
+def kill_timing(
+    pod: Pod,
+    container: Container,
+    reason: str | None,
+    *,
+    deletion_grace_period: int | None = None,
+    pre_stop_seconds: float = 0.0,
+) -> KillTiming:
+    """`killContainer`'s course for a hook that runs `pre_stop_seconds`: `executePreStopHook`
+    waits for it at most the grace period (`time.After(gracePeriod)`), only when the container
+    has a preStop hook and the period is above 0; the runtime then gets what is left
+    (`kill_grace_period`). The hook runs inside the container while it is still serving."""
+    grace = termination_grace_period(
+        pod, container, reason, deletion_grace_period=deletion_grace_period
+    )
+    hook = 0.0
+    if container.has_pre_stop and grace > 0:
+        hook = min(max(pre_stop_seconds, 0.0), float(grace))
+    left = kill_grace_period(
+        pod,
+        container,
+        reason,
+        deletion_grace_period=deletion_grace_period,
+        pre_stop_seconds=pre_stop_seconds,
+    )
+    return KillTiming(hook, left)
 
 
 # -- event and status texts -------------------------------------------------------------------

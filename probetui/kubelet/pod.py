@@ -43,6 +43,10 @@ another release differs, the manager's `KubeletProfile` says so, docs/kubelet-ve
   (`RemovePod`).
 - With RestartAllContainersOnContainerExits (1.36 on), an exit matching a RestartAllContainers
   rule kills and removes every container and starts the pod over from its first init container.
+- Deletion, `delete`: `SyncTerminatingPod` with the pod's deletionGracePeriodSeconds
+  (`calculateEffectiveGracePeriod`); readiness goes on until nothing runs.
+- A kubelet restart, `kubelet_restarted`: a new probe manager, no back-off entries, the first
+  status generated before `AddPod` (`SyncPod`), the running containers adopted by new workers.
 
 Why one module of over 500 lines: `PodKubelet` is one state machine, the pod worker's. Its
 steps (start, exit, kill, result, teardown) read and change the same instance table and call one
@@ -203,6 +207,7 @@ class PodKubelet:
             results.subscribe(fn)
         # its prober's Unhealthy / ProbeWarning events; a caller that reads none of them (the
         # counterfactual's model runs) leaves them out: they decide nothing
+        self.prober_events = prober_events
         if prober_events:
             manager.add_listener(self._probe_recorded)
 
@@ -238,8 +243,22 @@ class PodKubelet:
 
     def generate_status(self) -> None:
         """Status generation: UpdatePodStatus (Started, Ready, readiness trigger) and phase."""
-        status = self.manager.update_pod_status(self.pod, self._statuses())
+        # convertToAPIContainerStatuses builds each status anew, Ready false until
+        # UpdatePodStatus sets it: a container that is not started is not Ready
+        fresh = self._statuses()
+        fresh = replace(
+            fresh,
+            container_statuses=tuple(replace(c, ready=False) for c in fresh.container_statuses),
+            init_container_statuses=tuple(
+                replace(c, ready=False) for c in fresh.init_container_statuses
+            ),
+        )
+        status = self.manager.update_pod_status(self.pod, fresh)
         self.status = replace(status, phase=self._phase())
+        if self.status.ready_condition is not None:
+            # after a kubelet restart the API pod's Ready condition is read (§8.5); it
+            # follows what this kubelet publishes, at once in this model
+            self.status = replace(self.status, ready_condition=self._pod_ready(self.status))
         for cs in (*self.status.container_statuses, *self.status.init_container_statuses):
             self.instances[cs.name].status = cs
             before = self._shown.get(cs.name, (False, False))
@@ -251,6 +270,15 @@ class PodKubelet:
             self._shown[cs.name] = now
         if self.on_status is not None:
             self.on_status(self.status)
+
+    def _pod_ready(self, status: PodStatus) -> bool:
+        """The pod's Ready condition without readiness gates (`GenerateContainersReadyCondition`):
+        every regular container and sidecar has a status, and each is Ready."""
+        wanted = [c.name for c in self.pod.probed_containers()]
+        shown = {
+            s.name: s.ready for s in (*status.container_statuses, *status.init_container_statuses)
+        }
+        return all(shown.get(name, False) for name in wanted)
 
     def _phase(self) -> str:
         """`getPhase`, with the kubelet's own intent standing in for the restart policy.
@@ -728,6 +756,84 @@ class PodKubelet:
         self.terminating = True
         self.manager.pod_terminating(self.pod)
         self._stop_all()
+
+    def delete(self, grace_period: int) -> None:
+        """The pod's deletion reaches the kubelet, with `grace_period` its
+        deletionGracePeriodSeconds: `SyncTerminatingPod`.
+
+        `calculateEffectiveGracePeriod` gives at least 1 s. The status is generated once, then
+        liveness and startup workers stop (`StopLivenessAndStartup`) while readiness goes on;
+        every running container is killed with "Stopping container X" and the grace period
+        (`killPod` with the override; `killContainer` still raises it to 2 s), one already
+        stopping after a probe kill again, nothing starts again, and once nothing runs every worker goes (`RemovePod`). The phase is then
+        terminal: Succeeded if every regular container exited 0, else Failed
+        (`getPhase` with podIsTerminal).
+        """
+        if self.terminating or self.removed:
+            return
+        effective = max(grace_period, 1)
+        self.pod = replace(
+            self.pod,
+            deletion_timestamp=self.clock.now(),
+            deletion_grace_period_seconds=effective,
+        )
+        self.generate_status()
+        stopping = [i for i in self.instances.values() if i.running and i.killing]
+        self.terminate()
+        for inst in stopping:
+            # killPod stops every running container, one still stopping after a probe kill
+            # too: killContainer again, with the pod's grace period (whichever ends it first)
+            assert inst.status is not None
+            inst.kill_reason = None
+            self._emit("Killing", inst.spec.name, message=kr.stopping_message(inst.spec.name))
+            grace = self._grace(inst, None)
+            self.backend.kill(self, inst.spec, inst.status.container_id, grace)
+
+    def kubelet_restarted(self, manager: Manager) -> None:
+        """A new kubelet process takes the pod over with its own probe manager `manager`.
+
+        What lived in the old process is gone: its workers (a probe in flight reports to no
+        one), its results caches, its CrashLoopBackOff entries (`klet.backOff` is in memory).
+        The containers run on. The new kubelet's first `SyncPod` generates the status before
+        `AddPod`, from the API pod's (Started carried over for running containers, §8.6; the
+        API's Ready condition kept for survivors, §8.5); then the new workers start, each after
+        a random part of its period (`worker.run`, the manager being young), and adopt the
+        containers: one started more than `kubeletRestartGracePeriod` before gets no initial
+        value (§8.2). An exited container due to start again starts now: no back-off entry.
+        """
+        old = self.manager
+        self._unsubscribe()
+        old.remove_listener(self._probe_recorded)
+        for worker in list(old.workers.values()):
+            # the process is gone: no stop between probes, no record of a probe in flight
+            worker._exit()
+        self.manager = manager
+        self.backoff = bo.crash_loop_backoff()
+        self._subscriptions = [
+            (manager.results_for(pt), partial(self._result_published, pt)) for pt in ProbeType
+        ]
+        for results, fn in self._subscriptions:
+            results.subscribe(fn)
+        if self.prober_events:
+            manager.add_listener(self._probe_recorded)
+        if self.removed:
+            return
+        api = self._statuses()
+        self.status = replace(self.status, ready_condition=self._pod_ready(api))
+        waiting = []
+        for inst in self.instances.values():
+            # the new kubelet does not know why a container is being stopped
+            inst.kill_reason = None
+            if inst.retry is not None:
+                inst.retry.cancel()
+                inst.retry = None
+                waiting.append(inst)
+        self.generate_status()
+        if self.terminating:
+            return
+        manager.add_pod(self.pod, api_status=api)
+        for inst in waiting:
+            self._sync_exited(inst)
 
     def _stop_all(self) -> None:
         """SyncTerminatingPod: liveness and startup workers stop first, then every running

@@ -81,6 +81,8 @@ class Manager:
         self._loop: asyncio.AbstractEventLoop | None = None
         # which trigger was dropped because one was already queued: "Failed to trigger a manual run"
         self.dropped_triggers = 0
+        # told of each such drop, with the worker whose trigger was already queued
+        self.on_dropped_trigger: Callable[[Worker], None] | None = None
 
     def add_listener(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -300,39 +302,46 @@ class Manager:
             ready = False
         elif self.readiness.get(c.container_id) is ResultValue.SUCCESS:
             ready = True
-        elif worker is None:
-            ready = True  # no readiness probe: ready as soon as started
         else:
-            ready = False
-            if not worker.manual_trigger():
+            # no worker: no readiness probe, or none yet (a restarted kubelet's first sync
+            # generates the status before AddPod)
+            ready = worker is None
+            if worker is not None and not worker.manual_trigger():
                 self.dropped_triggers += 1
-        if not ready:
-            ready = self._ready_on_kubelet_restart(pod, status, c)
+                if self.on_dropped_trigger is not None:
+                    self.on_dropped_trigger(worker)
+            ready = self._ready_on_kubelet_restart(pod, status, c, ready)
         return replace(c, started=True, ready=ready)
 
-    def _ready_on_kubelet_restart(self, pod: Pod, status: PodStatus, c: ContainerStatus) -> bool:
-        """`setReadyStateOnKubeletRestart` (§8.5): keep a Ready container Ready (since 1.35;
-        since 1.38 only the container instance the API server last listed)."""
+    def _ready_on_kubelet_restart(
+        self, pod: Pod, status: PodStatus, c: ContainerStatus, ready: bool = False
+    ) -> bool:
+        """`setReadyStateOnKubeletRestart` (§8.5): keep a Ready container Ready, and hold a
+        container with a readiness probe to the API pod's Ready condition (since 1.35, where
+        ChangeContainerStatusOnKubeletRestart is off; since 1.38 only the container instance
+        the API server last listed)."""
         profile = self.profile_of(pod.uid)
         if not profile.keeps_state_on_kubelet_restart:
-            return False
+            return ready
         spec: Container | None = pod.container(c.name)
         if profile.inherit_by_container_id:
             worker = self.get_worker(pod.uid, c.name, ProbeType.READINESS)
             api = worker.api_status if worker is not None else None
             if not can_inherit_probe_state(api, c.name, c.container_id):
-                return False
+                return ready
         running = c.running
         if running is None or not running.started_at:
-            return False
-        ready = False
-        if (
-            running.started_at < self.start - KUBELET_RESTART_GRACE
-            and self.readiness.get(c.container_id) is None
-        ):
+            return ready
+        if not running.started_at < self.start - KUBELET_RESTART_GRACE:
+            return ready
+        if not ready and self.readiness.get(c.container_id) is None:
             ready = True
-        if ready and spec is not None and spec.readiness_probe is not None:
-            ready = status.ready_condition is True
+        if (
+            spec is not None
+            and spec.readiness_probe is not None
+            and status.ready_condition is not True
+        ):
+            ready = False
         return ready
 
 

@@ -49,11 +49,12 @@ class Summary:
                 self.ready_total += e["t"] - self.ready_since
                 self.ready_since = None
 
-    def result(self) -> dict[str, Any]:
+    def result(self, phase: str | None = None) -> dict[str, Any]:
+        """The summary; `phase`, the pod's phase at the end, is added when given."""
         ready_total = self.ready_total
         if self.ready_since is not None:
             ready_total += self.duration - self.ready_since
-        return {
+        out: dict[str, Any] = {
             "restarts": self.restarts,
             "kills": dict(self.kills),
             "first_ready_at": self.first_ready,
@@ -61,6 +62,9 @@ class Summary:
             "unhealthy_events": self.unhealthy,
             "final_ready": self.ready_since is not None,
         }
+        if phase is not None:
+            out["phase"] = phase
+        return out
 
 
 def summarize(events: Iterable[dict[str, Any]], scenario: Scenario) -> dict[str, Any]:
@@ -109,7 +113,8 @@ class Timeline:
         if e["type"] in ("Unhealthy", "ProbeWarning") and (e["container"], e["probe"]) in runs:
             self._messages.setdefault((e["container"], e["probe"]), e["message"])
             return lines
-        for key in [k for k in runs if k[0] == e["container"]]:
+        # an event of the pod (no container) ends every run, so the lines stay in time order
+        for key in [k for k in runs if k[0] == e["container"] or not e["container"]]:
             self._flush(key, lines)
         lines.append(f"{e['t']:>15.1f}  {e['container']:<10} {_describe(e)}")
         return lines
@@ -194,6 +199,13 @@ def _describe(e: dict[str, Any]) -> str:
         return "Started" if e["started"] else "not Started"
     if kind == "BackOff":
         return f"BackOff {gotext.go_duration(e['delay'])}: {e['message']}"
+    if kind == "PodDeleted":
+        return f"pod deleted, deletionGracePeriodSeconds {e['gracePeriod']}"
+    if kind == "KubeletRestarted":
+        return "kubelet restarted: running containers adopted, probe workers started again"
+    if kind == "KubeletLog":
+        # as klog writes it in the kubelet's log
+        return f'kubelet log: "{e["message"]}" probe="{e["probe"].capitalize()}"'
     return f"{kind}: {e.get('message', '')}"
 
 
@@ -209,6 +221,7 @@ def render_summary(summary: dict[str, Any], baseline: dict[str, Any] | None = No
         ("ready seconds", lambda s: f"{s['ready_seconds']:g}"),
         ("Unhealthy events", lambda s: str(s["unhealthy_events"])),
         ("ready at the end", lambda s: "yes" if s["final_ready"] else "no"),
+        ("pod phase", lambda s: s.get("phase", "-")),
     ]
     if baseline is None:
         return [f"  {label:<18} {fmt(summary)}" for label, fmt in rows]

@@ -21,6 +21,14 @@ kubelet's own latencies (PLEG relist up to 1 s, pod-worker queueing) are taken a
 follows the published Failure at the same instant, a restart follows the exit at once unless
 back-off delays it, and a delayed restart happens exactly when the back-off window ends (v1.35
 requeues the pod for that moment; see `kubelet/backoff.py`).
+
+What a scenario scripts beyond that (docs/simulate.md): HTTP answers go through the handlers'
+own `exchange` (redirects as the kubelet's client takes them), exec answers carry their exit
+code and output; exits come at their times; a kill runs the preStop hook before SIGTERM
+(`kill_timing`); a deletion is `PodKubelet.delete` and a kubelet restart a new `Manager`
+(`PodKubelet.kubelet_restarted`), both instantaneous, its workers' random start offsets drawn
+from the scenario's `seed`. Pod-level events (`PodDeleted`, `KubeletRestarted`) name no
+container; the kubelet's log line "Failed to trigger a manual run" is listed as `KubeletLog`.
 """
 
 from __future__ import annotations
@@ -28,14 +36,16 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
+import random
 from collections.abc import Callable, Iterator
 from errno import ECONNREFUSED
 from typing import Any, ClassVar
 
+from probetui.kubelet import kuberuntime as kr
 from probetui.kubelet.pod import PodKubelet
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe import gotext
-from probetui.probe.base import Attempt, Result
+from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt, Result, decode
 from probetui.prober.clock import SimClock, _Timer
 from probetui.prober.handlers import exec_timeout_as_played
 from probetui.prober.manager import Manager
@@ -45,7 +55,7 @@ from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeRecord, Worker
 from probetui.runtime.base import RuntimeEvent
 from probetui.simulate.report import Summary
-from probetui.simulate.scenario import Scenario
+from probetui.simulate.scenario import SIGTERM_EXIT, App, ExecAnswer, HttpAnswer, Scenario
 from probetui.spec.model import (
     Container,
     ContainerKind,
@@ -60,8 +70,9 @@ from probetui.timeline.events import Event, record_event, result_changed_event, 
 
 # how much virtual time `SimKubelet.stream` runs between handing out the events made final
 STREAM_STEP = 60.0
+# UpdatePodStatus's log line when a readiness worker's trigger channel is already full
+MANUAL_TRIGGER_DROPPED = "Failed to trigger a manual run"
 SIM_POD_IP = "10.0.0.10"  # only ever printed: a simulation dials nothing
-SIGTERM_EXIT = 143  # 128 + SIGTERM: the app died of the signal
 SIGKILL_EXIT = 137  # 128 + SIGKILL: the grace period ran out
 
 
@@ -69,10 +80,13 @@ SIGKILL_EXIT = 137  # 128 + SIGKILL: the grace period ran out
 
 
 class _SimBackend:
-    """Container instances in virtual time: each starts `start_after` s after it is asked for,
-    the scenario's container exits by itself after `exit_after`, a kill ends it after the app's
-    `stop_seconds` (143) or at the end of the grace period (137). A plain init container that
-    is not the scenario's exits 0 as soon as it runs."""
+    """Container instances in virtual time: each starts its app's `start_after` s after it is
+    asked for and exits by itself `exit_after` s after each start or at each of its `exits`; a
+    kill ends it as `killContainer` would: SIGTERM once the preStop hook has run, then the app's
+    `stop_seconds` (`stop_exit_code`, 143 unless scripted) or SIGKILL at the end of the grace
+    period (137). A container with no app of its own starts after the scenario app's
+    `start_after` and stops at once on SIGTERM; a plain init container that is given no
+    `exit_after` exits 0 as soon as it runs."""
 
     def __init__(self, sim: SimKubelet) -> None:
         self.sim = sim
@@ -82,10 +96,14 @@ class _SimBackend:
         self._exit_timers: dict[str, _Timer] = {}
         self._kill_timers: dict[str, _Timer] = {}
 
+    def _app(self, name: str) -> App | None:
+        return self.sim.scenario.app_of(name)
+
     def start(self, kubelet: PodKubelet, container: Container, restart_count: int) -> None:
         container_id = f"sim://{container.name}-{restart_count + 1}"
+        app = self._app(container.name) or self.app
         self.clock.call_at(
-            self.clock.now() + self.app.start_after,
+            self.clock.now() + app.start_after,
             lambda: self._run(kubelet, container, container_id),
         )
 
@@ -93,16 +111,23 @@ class _SimBackend:
         now = self.clock.now()
         name = container.name
         self.started_at[name] = now
-        if name == self.sim.scenario.container and self.app.exit_after is not None:
-            code = self.app.exit_code
+        app = self._app(name)
+        if app is not None and app.exit_after is not None:
+            code = app.exit_code
             self._exit_timers[container_id] = self.clock.call_at(
-                now + self.app.exit_after, lambda: self._exit(kubelet, name, container_id, code)
+                now + app.exit_after, lambda: self._exit(kubelet, name, container_id, code)
             )
         elif container.kind is ContainerKind.INIT and not container.is_restartable_init:
             self._exit_timers[container_id] = self.clock.call_at(
                 now, lambda: self._exit(kubelet, name, container_id, 0)
             )
         kubelet.started(name, container_id)
+
+    def exit_now(self, kubelet: PodKubelet, name: str, code: int) -> None:
+        """A scripted exit: the instance running now, if any, ends with `code`."""
+        status = kubelet.instances[name].status
+        if status is not None and status.running is not None:
+            self._exit(kubelet, name, status.container_id, code)
 
     def _exit(self, kubelet: PodKubelet, name: str, container_id: str, code: int) -> None:
         # whichever comes first, the app's own exit or the kill's, ends the instance
@@ -116,10 +141,24 @@ class _SimBackend:
         self, kubelet: PodKubelet, container: Container, container_id: str, grace: float
     ) -> None:
         name = container.name
-        stop = self.app.stop_seconds if name == self.sim.scenario.container else 0.0
-        code, after = (SIGTERM_EXIT, stop) if stop < grace else (SIGKILL_EXIT, grace)
+        app = self._app(name)
+        hook = 0.0
+        if app is not None and container.has_pre_stop:
+            # killContainer: the preStop hook first, within the grace period, then
+            # StopContainer with what is left (`executePreStopHook`)
+            timing = kr.kill_timing(
+                kubelet.pod,
+                container,
+                kubelet.instances[name].kill_reason,
+                deletion_grace_period=kubelet.pod.deletion_grace_period_seconds,
+                pre_stop_seconds=app.pre_stop_seconds,
+            )
+            hook, grace = timing.pre_stop, timing.grace
+        stop = app.stop_seconds if app is not None else 0.0
+        stopped = app.stop_exit_code if app is not None else SIGTERM_EXIT
+        code, after = (stopped, stop) if stop < grace else (SIGKILL_EXIT, grace)
         self._kill_timers[container_id] = self.clock.call_at(
-            self.clock.now() + after, lambda: self._exit(kubelet, name, container_id, code)
+            self.clock.now() + hook + after, lambda: self._exit(kubelet, name, container_id, code)
         )
 
 
@@ -147,23 +186,10 @@ class SimKubelet:
         # (t, container, probe), the first of each instance (1.35-1.37 only, see `notes`)
         self.early: list[tuple[float, str, str]] = []
         self._early_seen: set[str] = set()
-        self.manager = Manager(
-            self.clock,
-            self._status_of,
-            launch=self._launch,
-            # up for long: no jitter (docs/kubelet-behaviour.md §4.2) and no restart grace (§8.1)
-            start=-86400.0,
-            listener=self._on_record if self.lists_probes else None,
-            profile=profile,
-        )
-        # before the kubelet's own subscription: a result change is listed before what the
-        # kubelet does about it at the same instant
-        if self.lists_probes:
-            for pt in ProbeType:
-                results = self.manager.results_for(pt)
-                results.subscribe(
-                    lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u))
-                )
+        # the random start offsets of a restarted kubelet's workers, the same on every run
+        self.rng = random.Random(scenario.seed)
+        # up for long: no jitter (docs/kubelet-behaviour.md §4.2) and no restart grace (§8.1)
+        self.manager = self._new_manager(start=-86400.0)
         self.backend = _SimBackend(self)
         self.kubelet = PodKubelet(
             self.pod,
@@ -173,6 +199,80 @@ class SimKubelet:
             self._on_event,
             pod_ip=SIM_POD_IP,
             prober_events=self.lists_probes,
+        )
+
+    def _new_manager(self, start: float) -> Manager:
+        """A probe manager as a kubelet process makes one when it starts, at `start`."""
+        manager = Manager(
+            self.clock,
+            self._status_of,
+            launch=self._launch,
+            start=start,
+            listener=self._on_record if self.lists_probes else None,
+            rng=self.rng,
+            profile=self.profile,
+        )
+        manager.on_dropped_trigger = self._dropped_trigger
+        # before the kubelet's own subscription: a result change is listed before what the
+        # kubelet does about it at the same instant
+        if self.lists_probes:
+            for pt in ProbeType:
+                results = manager.results_for(pt)
+                results.subscribe(
+                    lambda u, pt=pt: self.clock.call_soon(lambda: self._on_update(pt, u))
+                )
+        return manager
+
+    # -- what the scenario does to the pod -------------------------------------------------
+
+    def _begin(self) -> None:
+        """The pod's first sync, and the scenario's exits, deletion and kubelet restarts put
+        on the clock (those past the end never come)."""
+        end = self.scenario.duration
+        for c in (*self.pod.init_containers, *self.pod.containers):
+            app = self.scenario.app_of(c.name)
+            for ex in app.exits if app is not None else ():
+                if ex.at <= end:
+                    self.clock.call_at(
+                        ex.at,
+                        lambda n=c.name, code=ex.exit_code: self.backend.exit_now(
+                            self.kubelet, n, code
+                        ),
+                    )
+        for t in self.scenario.kubelet_restarts:
+            if t <= end:
+                self.clock.call_at(t, self._restart_kubelet)
+        deletion = self.scenario.deletion
+        if deletion is not None and deletion.at <= end:
+            self.clock.call_at(deletion.at, self._delete)
+        self.kubelet.start()
+
+    def _restart_kubelet(self) -> None:
+        self._on_event("KubeletRestarted", "", self.clock.now(), {})
+        self.manager = self._new_manager(start=self.clock.now())
+        self.kubelet.kubelet_restarted(self.manager)
+
+    def _delete(self) -> None:
+        assert self.scenario.deletion is not None
+        grace = self.scenario.deletion.deletion_grace_period(self.pod)
+        if self.kubelet.status.phase in ("Succeeded", "Failed"):
+            grace = 0  # CheckGracefulDelete: a pod already terminal goes at once
+        self._on_event("PodDeleted", "", self.clock.now(), {"gracePeriod": grace})
+        self.kubelet.delete(grace)
+
+    def _dropped_trigger(self, worker: Worker) -> None:
+        # UpdatePodStatus logs it (klog Info) when the worker's trigger channel is full: a
+        # kubelet log line, not an event. The channel stays full only while the worker is
+        # not in its select: probing, or asleep before its loop (a restarted kubelet's
+        # offset). A worker idle in its select takes a trigger as it is sent; that two syncs
+        # of one instant leave it queued here is this model's, so that drop is not listed.
+        if not worker.in_flight and worker.next_tick is not None:
+            return
+        self._on_event(
+            "KubeletLog",
+            worker.container.name,
+            self.clock.now(),
+            {"probe": worker.probe_type.key, "message": MANUAL_TRIGGER_DROPPED},
         )
 
     # -- bookkeeping ------------------------------------------------------------------
@@ -269,19 +369,26 @@ class SimKubelet:
     def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
         """What the probe's handler would meet from the app at time t."""
         probe, container = worker.spec, worker.container
-        if container.name == self.scenario.container:
-            behaviour = self.app.behaviour(worker.probe_type)
-            started_at = self.backend.started_at.get(container.name, 0.0)
-            fails = behaviour.fails(t, t - started_at)
-            latency = behaviour.latency_ms / 1000.0
-        else:
-            fails, latency = False, 0.0
+        app = self.scenario.app_of(container.name)
+        if app is None:
+            return synthetic_attempt(
+                probe, container, status.pod_ip, fails=False, latency=0.0, profile=self.profile
+            )
+        behaviour = app.behaviour(worker.probe_type)
+        started_at = self.backend.started_at.get(container.name, 0.0)
         return synthetic_attempt(
-            probe, container, status.pod_ip, fails=fails, latency=latency, profile=self.profile
+            probe,
+            container,
+            status.pod_ip,
+            fails=behaviour.fails(t, t - started_at),
+            latency=behaviour.latency_ms / 1000.0,
+            http=behaviour.http_answer(t),
+            exec_answer=behaviour.exec_answer(t),
+            profile=self.profile,
         )
 
     def run(self) -> None:
-        self.kubelet.start()
+        self._begin()
         self.clock.run_until(self.scenario.duration)
         self.events.sort(key=lambda e: e.t)  # stable: same-instant order is causal order
 
@@ -289,7 +396,7 @@ class SimKubelet:
         """`run`, yielding the events in the order `run` leaves them as soon as no event still
         to come can sort before them, and keeping none: what the run holds is what is in
         flight, however long the scenario. Virtual time advances as the iterator is read."""
-        self.kubelet.start()
+        self._begin()
         end = self.scenario.duration
         t = self.clock.now()
         while True:
@@ -338,10 +445,15 @@ def synthetic_attempt(
     *,
     fails: bool,
     latency: float,
+    http: HttpAnswer | None = None,
+    exec_answer: ExecAnswer | None = None,
     profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Attempt:
     """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's: the
-    handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one."""
+    handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one. A
+    scripted `http` or `exec_answer` is what the app answers instead, unless the attempt
+    times out first; an HTTP answer goes through the handlers' own `exchange` (redirects
+    followed or not as the kubelet's client does)."""
     from probetui.probe.util import PortResolutionError
     from probetui.prober.handlers import dial_address, exec_argv
 
@@ -355,6 +467,8 @@ def synthetic_attempt(
             if timed_out:
                 out = gotext.url_error(url, gotext.TIMEOUT_AWAITING_HEADERS)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, timed_out=True)
+            if http is not None:
+                return scripted_http(url, http, fails=fails, latency=took)
             if fails:
                 out = gotext.http_status_failed(503)
                 return Attempt("http", url, Result.FAILURE, out, latency=took, status_code=503)
@@ -385,12 +499,75 @@ def synthetic_attempt(
             if timed_out:
                 out = gotext.exec_timed_out(argv, timeout)
                 return Attempt("exec", target, Result.FAILURE, out, latency=took, timed_out=True)
+            if exec_answer is not None:
+                # pkg/probe/exec: exit 0 is Success, any other code Failure, the output (at
+                # most 10 KiB, stdout then stderr) both times
+                code = exec_answer.exit_code
+                result = Result.SUCCESS if code == 0 else Result.FAILURE
+                out = decode(exec_answer.output.encode()[:MAX_OUTPUT_BYTES])
+                return Attempt("exec", target, result, out, latency=took)
             if fails:
                 return Attempt("exec", target, Result.FAILURE, "", latency=took)
             return Attempt("exec", target, Result.SUCCESS, "", latency=took)
     except PortResolutionError as e:
         return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, "", error=str(e))
     return Attempt("none", "", Result.UNKNOWN, error="missing probe handler")
+
+
+class _ScriptedResponse:
+    """One hop's response as the scenario scripts it, for `exchange`."""
+
+    def __init__(self, status_code: int, body: str, location: str | None) -> None:
+        self.status_code = status_code
+        self._body = body.encode()
+        self._location = location
+
+    def header_values(self, name: bytes) -> list[str]:
+        if name == b"location" and self._location is not None:
+            return [self._location]
+        if name == b"content-length":
+            return [str(len(self._body))]
+        return []
+
+    async def read_at_most(self, limit: int, sink: bytearray) -> str | None:
+        sink += self._body[:limit]
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+class _ScriptedHops:
+    """The app's answers hop by hop: the probe's own URL answers as scripted (so a Location
+    back to it loops), any other URL the client follows to answers as the app's health says
+    (200 "ok", or 503 while it fails)."""
+
+    def __init__(self, url: str, answer: HttpAnswer, fails: bool) -> None:
+        self.url = url
+        self.answer = answer
+        self.fails = fails
+
+    async def send(self, url: str, headers: object, host: str) -> _ScriptedResponse:
+        if url == self.url:
+            a = self.answer
+            return _ScriptedResponse(a.status, a.body, a.location)
+        return (
+            _ScriptedResponse(503, "", None) if self.fails else _ScriptedResponse(200, "ok", None)
+        )
+
+    def header_map(self) -> dict[str, list[str]]:
+        return {}
+
+
+def scripted_http(url: str, answer: HttpAnswer, *, fails: bool, latency: float) -> Attempt:
+    """An HTTP attempt against a scripted answer, through the handlers' `exchange`: the
+    kubelet's CheckRedirect (`RedirectChecker(false)`: a Location on the same hostname is
+    followed, another host's 3xx is the answer, a Warning), then DoHTTPProbe's verdict."""
+    from probetui.probe.exchange import Progress, exchange
+
+    progress = Progress(url)
+    outcome = run_to_completion(exchange(_ScriptedHops(url, answer, fails), url, False, progress))
+    return progress.attempt(url, outcome, latency, 0.0, False)
 
 
 def _url(action: HTTPGetAction, host: str, port: int) -> str:
@@ -416,7 +593,7 @@ def simulate_stream(
         sink(view)
     if notes is not None:
         notes.extend(kubelet.notes())
-    return summary.result()
+    return summary.result(phase=kubelet.status.phase)
 
 
 def simulate(scenario: Scenario, profile: KubeletProfile = DEFAULT_PROFILE) -> dict[str, Any]:

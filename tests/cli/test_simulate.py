@@ -36,7 +36,9 @@ def test_json_schema_and_overrides(tmp_path: Path, capsys: pytest.CaptureFixture
         "ready_seconds",
         "unhealthy_events",
         "final_ready",
+        "phase",
     }
+    assert doc["summary"]["phase"] == doc["baseline"]["phase"] == "Running"
     assert doc["baseline"]["kills"]["liveness"] > 0
     assert doc["summary"]["kills"]["liveness"] == 0
     for e in doc["events"]:

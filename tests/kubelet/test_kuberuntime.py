@@ -19,10 +19,12 @@ from probetui.kubelet.kuberuntime import (
     created_message,
     init_container_blocks_next,
     kill_grace_period,
+    kill_timing,
     restart_after_probe_kill,
     should_restart,
     started_message,
     stopping_message,
+    termination_grace_period,
 )
 from probetui.kubelet.profile import profile_for
 from probetui.prober.results import ResultValue
@@ -293,6 +295,56 @@ def test_grace_floor_applies_without_prestop_even_for_deletion_grace_zero() -> N
     c = app(liveness_probe=probe(1), has_pre_stop=True)
     assert kill_grace_period(pod(), c, "liveness") == 2.0
     assert kill_grace_period(pod(), c, "liveness", deletion_grace_period=0, pre_stop_seconds=5) == 2
+
+
+@pytest.mark.parametrize(
+    ("tgps", "deletion", "reason", "expected"),
+    [
+        (30, None, "liveness", 5),
+        (30, None, None, 30),
+        (None, None, "liveness", 2),
+        (30, 0, None, 0),
+    ],
+)
+def test_termination_grace_period_is_set_termination_grace_period_before_the_floor(
+    tgps: int | None, deletion: int | None, reason: str | None, expected: int
+) -> None:
+    """setTerminationGracePeriod: deletion grace, else the probe's (for its kill), else the
+    pod's, else 2; no floor yet, so a deletion grace of 0 stays 0 (no preStop hook runs)."""
+    c = app(liveness_probe=probe(5))
+    got = termination_grace_period(pod(tgps=tgps), c, reason, deletion_grace_period=deletion)
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("hook", "deletion", "pre_stop", "grace"),
+    [
+        (4.7, None, 4.7, 26.0),  # the hook, then what its whole seconds leave
+        (100.0, None, 30.0, 2.0),  # cut at the grace period, then the 2 s floor
+        (5.0, 0, 0.0, 2.0),  # grace 0: executePreStopHook is not run at all
+        (5.0, 1, 1.0, 2.0),
+    ],
+)
+def test_kill_timing_runs_the_hook_within_the_grace_then_stop_container_killContainer(
+    hook: float, deletion: int | None, pre_stop: float, grace: float
+) -> None:
+    """killContainer: executePreStopHook (only with a hook and a grace period above 0) waits at
+    most the grace period before StopContainer; StopContainer gets the rest, floored at 2 s,
+    the same number kill_grace_period gives."""
+    c = app(has_pre_stop=True)
+    timing = kill_timing(
+        pod(tgps=30), c, None, deletion_grace_period=deletion, pre_stop_seconds=hook
+    )
+    assert (timing.pre_stop, timing.grace) == (pre_stop, grace)
+    expected = kill_grace_period(
+        pod(tgps=30), c, None, deletion_grace_period=deletion, pre_stop_seconds=hook
+    )
+    assert timing.grace == expected
+
+
+def test_kill_timing_without_a_hook_signals_at_once() -> None:
+    timing = kill_timing(pod(tgps=30), app(), "liveness", pre_stop_seconds=9.0)
+    assert (timing.pre_stop, timing.grace) == (0.0, 30.0)
 
 
 # -- ContainerShouldRestart (§5.7, vector A20, TestContainerShouldRestart) -----------------

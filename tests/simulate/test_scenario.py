@@ -121,3 +121,93 @@ def test_set_is_validated_with_the_manifest_messages(field: str, value: int) -> 
         apply_overrides(s, [f"liveness.{field}={value}"])
     # the same words; only the manifest's names a line, as a --set value has none in the file
     assert str(overridden.value) == "--set: " + str(written.value).replace(", line 1:", ":")
+
+
+EXEC_LIVENESS = {"livenessProbe": {"exec": {"command": ["check"]}}}
+
+
+@pytest.mark.parametrize(
+    ("container", "scenario", "needle"),
+    [
+        (EXEC_LIVENESS, {"app": {"http": []}}, "app.http: container 'app' has no httpGet probe"),
+        (
+            {"livenessProbe": HTTP},
+            {"app": {"probes": {"liveness": {"exec": []}}}},
+            "app.probes.liveness.exec: container 'app' has no exec probe",
+        ),
+        (
+            {"livenessProbe": HTTP},
+            {"app": {"http": [{"between": [0, 9], "status": 200, "location": "/x"}]}},
+            "app.http[0].location: goes with a 3xx status",
+        ),
+        ({"livenessProbe": HTTP}, {"app": {"http": [{"between": [0, 9]}]}}, "app.http[0]: needs"),
+        (
+            {"livenessProbe": HTTP},
+            {"app": {"http": [{"between": [0, 9], "status": 99}]}},
+            "app.http[0].status: expected an integer 200-599",
+        ),
+        (
+            EXEC_LIVENESS,
+            {"app": {"exec": [{"between": [9, 1], "exit_code": 1}]}},
+            "app.exec[0].between: end 1 is before start 9",
+        ),
+        (EXEC_LIVENESS, {"app": {"exits": [{"code": 1}]}}, "app.exits[0].code: unknown key"),
+        (EXEC_LIVENESS, {"app": {"pre_stop_seconds": 5}}, "no lifecycle.preStop hook"),
+        (EXEC_LIVENESS, {"apps": {"db": {}}}, "apps.db: no container 'db' in pod demo"),
+        (EXEC_LIVENESS, {"app": {}, "apps": {"app": {}}}, "apps.app: the scenario's container"),
+        (EXEC_LIVENESS, {"deletion": {"grace_period": 3}}, "deletion: needs at"),
+        (
+            EXEC_LIVENESS,
+            {"deletion": {"at": 9, "grace_period": "1500ms"}},
+            "deletion.grace_period: whole seconds",
+        ),
+        (
+            EXEC_LIVENESS,
+            {"deletion": 60, "kubelet_restarts": [30, 90]},
+            "kubelet_restarts[1]: 90 s is not before the deletion",
+        ),
+        (
+            EXEC_LIVENESS,
+            {"app": {"start_after": 0.5}, "kubelet_restarts": [30]},
+            "kubelet_restarts: a container that starts within the first second",
+        ),
+        (EXEC_LIVENESS, {"seed": "x"}, "seed: expected an integer"),
+    ],
+)
+def test_bad_script_names_the_key(
+    container: dict[str, Any], scenario: dict[str, Any], needle: str
+) -> None:
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({"pod": pod(container), **scenario})
+    assert needle in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_every_time_key_takes_seconds_or_a_go_duration() -> None:
+    """durations.parse_duration for each new time key, as for the old ones."""
+    from probetui.simulate.scenario import Deletion, ExecAnswer, Exit
+
+    container = {**EXEC_LIVENESS, "lifecycle": {"preStop": {"exec": {"command": ["x"]}}}}
+    s = parse_scenario(
+        {
+            "pod": pod(container),
+            "app": {
+                "exec": [{"between": ["1m", "90s"], "exit_code": 2}],
+                "exits": [{"at": "2m30s"}],
+                "pre_stop_seconds": "1500ms",
+            },
+            "deletion": {"at": "5m", "grace_period": "1m"},
+            "kubelet_restarts": ["1m", 30],
+        }
+    )
+    assert s.app.default.exec == (ExecAnswer(60.0, 90.0, 2, ""),)
+    assert s.app.exits == (Exit(150.0, 1),)
+    assert s.app.pre_stop_seconds == 1.5
+    assert s.deletion == Deletion(300.0, 60)
+    assert s.kubelet_restarts == (30.0, 60.0)
+
+
+def test_apps_entry_for_the_scenario_container_is_its_app() -> None:
+    """`apps.<container>` beside no `app` scripts the scenario's container itself."""
+    s = parse_scenario({"pod": pod(EXEC_LIVENESS), "apps": {"app": {"exit_after": 9}}})
+    assert s.app.exit_after == 9.0 and s.apps == {}
