@@ -8,7 +8,9 @@ token, and takes the node's shadow from the agent instead of probing itself.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +101,53 @@ async def test_read_only_viewer_reads_the_agent_and_sends_only_reads(
     proxied = [r for r in mine if r.subresource == "proxy"]
     assert proxied and all(r.verb == "get" and r.name == f"{AGENT}:9479" for r in proxied)
     assert all(r.status != 403 for r in mine)
+
+
+async def _mirror(run: Any, kubelet: FakeKubelet, uid: str, frozen: asyncio.Event) -> None:
+    """The fake kubelet counts what the agent's shadow counts, until `frozen`."""
+    while True:
+        if not frozen.is_set():
+            for key, worker in run.agent.engine.workers.items():
+                if key.pod_uid == uid:
+                    label = key.probe_type.value
+                    kubelet.counts[(uid, "default", "web", key.container, label)] = dict(
+                        worker.probe_total
+                    )
+        await asyncio.sleep(0.05)
+
+
+async def test_the_kubelets_counts_beside_the_shadows_and_their_divergence(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    uid = _web(api, http_target.port)
+    frozen = asyncio.Event()
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, AGENT, run.agent.address[1])
+        mirror = asyncio.create_task(_mirror(run, kubelet, uid, frozen))
+        try:
+            async with running_view(api, tmp_path, window=2.0) as view:
+                sink = view.sink
+                await until(lambda: len(sink.of("KubeletProbeCounts", judged=True)) >= 2, 20)
+                assert not sink.of("Divergence")
+                # the kubelet stops counting (its worker stalled, say): past the slack
+                frozen.set()
+                await until(lambda: bool(sink.of("Divergence", reason="counts")), 20)
+        finally:
+            mirror.cancel()
+    counted = sink.of("KubeletProbeCounts")
+    assert all(e.source == "kubelet" and e.probe == "readiness" for e in counted)
+    assert all(e.fields["node"] == NODE and e.fields["via"] == "agent" for e in counted)
+    agreed = [e for e in counted if e.fields["judged"] and e.fields["shadow"]["successful"]]
+    assert agreed and all(
+        abs(sum(e.fields["kubelet"].values()) - sum(e.fields["shadow"].values())) <= 1
+        for e in agreed[:2]
+    )
+    (div,) = sink.of("Divergence", reason="counts")
+    assert div.source == "shadow" and div.pod == "web" and div.probe == "readiness"
+    assert div.fields["message"].startswith("the kubelet counted ")

@@ -26,12 +26,11 @@ from typing import Any
 
 from probetui.agent.counts import RESULT_SLACK, TOTAL_SLACK
 from probetui.agent.kubelet import RESULTS
-from probetui.timeline.events import KUBELET, SHADOW, Event
+from probetui.timeline.events import KUBELET, KUBELET_PROBE_COUNTS, SHADOW, Event, count_words
 
-KUBELET_COUNTS = "KubeletProbeCounts"
+KUBELET_COUNTS = KUBELET_PROBE_COUNTS
 # a window is reported once it spans this long (a scrape comes every 10 s by default)
 WINDOW = 60.0
-GLYPHS = {"successful": "✓", "failed": "✖", "unknown": "?"}
 
 Counts = dict[str, int]
 Key = tuple[str, str, str]  # pod UID, container, probe
@@ -199,14 +198,6 @@ def _delta(a: Counts | None, b: Counts | None) -> Counts | None:
     return {r: int(b.get(r, 0)) - int(a.get(r, 0)) for r in RESULTS}
 
 
-def count_words(counts: Counts) -> str:
-    """`12 ✓ 3 ✖` (and `1 ?` where some were unknown)."""
-    parts = [f"{counts.get(r, 0)} {GLYPHS[r]}" for r in RESULTS if r != "unknown"]
-    if counts.get("unknown"):
-        parts.append(f"{counts['unknown']} {GLYPHS['unknown']}")
-    return " ".join(parts)
-
-
 def _event(
     type_: str, t: float, frame: dict[str, Any], fields: dict[str, Any], source: str
 ) -> Event:
@@ -223,4 +214,4 @@ def _event(
     )
 
 
-__all__ = ["KUBELET_COUNTS", "WINDOW", "CountsJudge", "count_words"]
+__all__ = ["KUBELET_COUNTS", "WINDOW", "CountsJudge"]
