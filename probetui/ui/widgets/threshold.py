@@ -78,8 +78,8 @@ def last_divergence(
 
 
 def counts_line(windows: list[Event], now: float, span: float = COUNTS_SPAN) -> Text | None:
-    """"kubelet counted 12 ✓ 3 ✖ in 5 min; shadow 12 ✓ 3 ✖": a node agent's windows of the
-    kubelet's own counts (KubeletProbeCounts) that ended in the last `span` seconds, summed,
+    """Sum a node agent's windows of the kubelet's own counts ("kubelet counted 12 ✓ 3 ✖ in 5
+    min; shadow 12 ✓ 3 ✖") (KubeletProbeCounts) that ended in the last `span` seconds, summed,
     the shadow's beside them (docs/agents.md); None where there are none."""
     recent = [w for w in windows if now - w.t <= span]
     if not recent:
