@@ -78,9 +78,9 @@ def last_divergence(
 
 
 def counts_line(windows: list[Event], now: float, span: float = COUNTS_SPAN) -> Text | None:
-    """Sum a node agent's windows of the kubelet's own counts ("kubelet counted 12 ✓ 3 ✖ in 5
-    min; shadow 12 ✓ 3 ✖") (KubeletProbeCounts) that ended in the last `span` seconds, summed,
-    the shadow's beside them (docs/agents.md); None where there are none."""
+    """Sum the node agent's windows of the kubelet's own counts (KubeletProbeCounts) that ended
+    in the last `span` seconds into one line, the shadow's beside them: "kubelet counted 12 ✓
+    3 ✖ in 5 min; shadow 12 ✓ 3 ✖" (docs/agents.md). None where there are none."""
     recent = [w for w in windows if now - w.t <= span]
     if not recent:
         return None
