@@ -9,13 +9,17 @@ token, and takes the node's shadow from the agent instead of probing itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from probetui.agent.manifest import NAMESPACE
-from tests.agent.bench import running_agent
+from probetui.prober.worker import ProbeKey
+from probetui.spec.model import ProbeType
+from tests.agent.bench import Reader, read_stream, running_agent
+from tests.agent.bench import attempts as bench_attempts
 from tests.agent.conftest import NODE, FakeKubelet
 from tests.agent.reader_bench import attempts, install, running_view, until, viewer
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
@@ -26,11 +30,11 @@ pytestmark = pytest.mark.slow
 AGENT = "probetui-agent-x7k2p"
 
 
-def _web(api: ApiEmulator, port: int, name: str = "web", node: str = NODE) -> str:
+def _web(api: ApiEmulator, port: int, name: str = "web", node: str = NODE, period: int = 1) -> str:
     pod = make_pod(
         name,
         node=node,
-        containers=[container("app", readiness=http_get_probe("/ready", port, period=1))],
+        containers=[container("app", readiness=http_get_probe("/ready", port, period=period))],
     )
     return str(api.add_pod(pod)["metadata"]["uid"])
 
@@ -151,3 +155,109 @@ async def test_the_kubelets_counts_beside_the_shadows_and_their_divergence(
     (div,) = sink.of("Divergence", reason="counts")
     assert div.source == "shadow" and div.pod == "web" and div.probe == "readiness"
     assert div.fields["message"].startswith("the kubelet counted ")
+
+
+async def test_a_cut_stream_resumes_with_nothing_twice_and_nothing_missed(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    _web(api, http_target.port)
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, AGENT, run.agent.address[1])
+        direct = Reader()
+        reading = asyncio.create_task(read_stream(run.url, direct, query="rows=1", timeout=60))
+        async with running_view(api, tmp_path) as view:
+            sink = view.sink
+            await until(lambda: len(attempts(sink)) >= 2)
+            for _ in range(2):
+                assert api.cut_proxy_streams() == 1
+                seen = len(attempts(sink))
+                await until(lambda n=seen: len(attempts(sink)) >= n + 2)
+            await asyncio.sleep(0.3)
+        reading.cancel()
+    mine = [e.t for e in attempts(sink)]
+    assert len(mine) == len(set(mine))  # nothing twice
+    theirs = sorted(e.t for e in bench_attempts(direct))
+    window = [t for t in theirs if mine[0] <= t <= mine[-1]]
+    assert window == sorted(mine)  # nothing missed between the first and the last
+    streams = [r for r in api.requests if r.subresource == "proxy"]
+    assert len(streams) == 3
+    sinces = [float(r.query["since"][0]) for r in streams]
+    assert sinces[0] < sinces[1] < sinces[2]
+
+
+async def test_an_agent_replaced_is_read_from_where_its_predecessor_stopped(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    _web(api, http_target.port)
+    async with contextlib.AsyncExitStack() as first:
+        run = await first.enter_async_context(
+            running_agent(api, tmp_path, sa_dir, read_token, kubelet.port)
+        )
+        assert run.agent.address is not None
+        install(api, AGENT, run.agent.address[1])
+        async with running_view(api, tmp_path) as view:
+            sink = view.sink
+            await until(lambda: len(attempts(sink)) >= 2)
+            # the DaemonSet's pod is deleted: the agent stops, another pod replaces it
+            await first.aclose()
+            api.delete_pod(AGENT, namespace=NAMESPACE)
+            before = len(attempts(sink))
+            async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as again:
+                assert again.agent.address is not None
+                install(api, "probetui-agent-q9w4z", again.agent.address[1])
+                await until(lambda: len(attempts(sink)) >= before + 3, 15)
+    mine = [e.t for e in attempts(sink)]
+    assert len(mine) == len(set(mine)) and mine == sorted(mine)
+    paths = [r.path.split("/pods/")[1] for r in api.requests if r.subresource == "proxy"]
+    assert paths[0].startswith(AGENT) and paths[-1].startswith("probetui-agent-q9w4z")
+    last = [r for r in api.requests if r.subresource == "proxy"][-1]
+    assert float(last.query["since"][0]) >= max(
+        e.t for e in attempts(sink)[:before]
+    )  # resumed from the last stamp read, not from the start
+
+
+async def test_probe_now_through_the_agent_is_a_post_of_pods_proxy(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    uid = _web(api, http_target.port, period=30)
+    key = ProbeKey(uid, "app", ProbeType.READINESS)
+    token = viewer(api)  # get on pods/proxy, not create
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, AGENT, run.agent.address[1])
+        async with running_view(api, tmp_path, token=token) as view:
+            agents = view.runtime.agents
+            assert agents is not None
+            await until(lambda: NODE in agents.streams and agents.streams[NODE].live)
+            assert view.engine.probe_now(key) is True
+            await until(lambda: any("probetui-prober" in s for s in view.said))
+            assert not attempts(view.sink, manual=True)
+            api.grant("create", "pods/proxy", token=token)
+            assert view.engine.probe_now(key) is True
+            await until(lambda: bool(attempts(view.sink, manual=True)))
+    (manual,) = attempts(view.sink, manual=True)
+    assert manual.fields["via"] == "agent" and manual.fields["trigger"] == "user"
+    posts = [r for r in api.requests if r.method == "POST"]
+    assert [(r.verb, r.subresource, r.status) for r in posts] == [
+        ("create", "proxy", 403),
+        ("create", "proxy", 200),
+    ]
+    assert all(r.path.endswith(f"/pods/{AGENT}:9479/proxy/v1/probe") for r in posts)
+    (line,) = [s for s in view.said if "probetui-prober" in s]
+    assert line.startswith(f"node {NODE}: probe now of readiness of app through agent pod ")

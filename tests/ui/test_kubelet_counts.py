@@ -6,6 +6,7 @@ from typing import Any
 
 from probetui.prober.worker import ProbeKey
 from probetui.timeline.events import Event
+from probetui.ui.widgets.header import TopBar
 from probetui.ui.widgets.threshold import ThresholdPane, counts_line
 from tests.ui.fakes import T_END, R, make_app
 from tests.ui.test_app import SIZE, plain
@@ -50,3 +51,15 @@ async def test_the_pane_shows_the_kubelets_counts_of_the_selected_probe() -> Non
         assert all(
             m.type != "KubeletProbeCounts" for m in store.containers.values() for m in m.marks
         )
+
+
+async def test_t_on_an_agents_probe_in_read_only_says_why_and_sends_nothing() -> None:
+    app, _, controls = make_app(read_only=True)
+    refusal = "read-only: probe now through an agent is a POST"
+    controls.runtime.probe_now_refused = lambda key: refusal  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("t")
+        assert app.query_one(TopBar).message == f"readiness of api not probed: {refusal}"
+        await pilot.press("T")
+        assert app.query_one(TopBar).message == f"api not probed: {refusal}"
+    assert controls.calls == []

@@ -389,6 +389,7 @@ class AgentReader:
         self._running = False
         self.lasting = False  # the problem, if any, stays
         self._any = asyncio.Event()  # the directory changed
+        self._posts: set[asyncio.Future[None]] = set()  # probe-now requests in flight
 
     # -- what the runtime asks ------------------------------------------------------------
 
@@ -572,6 +573,54 @@ class AgentReader:
         finally:
             for w in waits:
                 w.cancel()
+
+    # -- probe now ------------------------------------------------------------------------
+
+    def probe_now(self, uid: str, container: str, probe: str) -> bool:
+        """Ask the agent of `uid`'s node to run one probe now (a POST of pods/proxy, as the
+        local `t`): False where it cannot be asked. Its attempt comes with the stream; a
+        refusal is said as one line."""
+        node = self.node_of.get(uid)
+        pod = self.directory.of(node) if node is not None else None
+        if pod is None or self.api is None:
+            return False
+        task = asyncio.ensure_future(self._post_probe(pod, uid, container, probe))
+        self._posts.add(task)
+        task.add_done_callback(self._posts.discard)
+        return True
+
+    async def _post_probe(self, pod: AgentPod, uid: str, container: str, probe: str) -> None:
+        assert self.api is not None
+        headers = {TOKEN_HEADER: self.token or ""}
+        await self.api.update_params_for_auth(headers, [], ["BearerToken"])
+        session: aiohttp.ClientSession = self.api.rest_client.pool_manager
+        what = f"node {pod.node}: probe now of {probe} of {container} through agent pod {pod.name}"
+        try:
+            async with session.post(
+                self.url(pod, PROBE_PATH),
+                json={"uid": uid, "container": container, "probe": probe},
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
+                allow_redirects=False,
+            ) as resp:
+                body = await _read_capped(resp)
+                status = resp.status
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:
+            self.say(f"{what}: {_one_line(e)}")
+            return
+        if status == 200:
+            return
+        forbidden = api_forbidden(status, body)
+        if forbidden is not None:
+            self.say(
+                f"{what}: {forbidden} (bind the probetui-prober Role of `probetui agent "
+                f"--print-manifest`: create on pods/proxy in namespace {pod.namespace})"
+            )
+            return
+        text = body.decode("utf-8", "replace").strip().splitlines()
+        self.say(f"{what}: {status} {text[0][:200] if text else ''}".rstrip())
 
     def url(self, pod: AgentPod, path: str) -> str:
         assert self.api is not None

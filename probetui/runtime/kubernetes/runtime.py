@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
     from probetui.probe.exec import ExecRunner
+    from probetui.prober.worker import ProbeKey
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ WATCH_TIMEOUT_SECONDS = 300
 DIVERGENCE_CHECK = 1.0
 FIRST_LIST_TRIES = 3
 NOTICES = 50
+READ_ONLY_PROBE_NOW = "read-only: probe now through an agent is a POST"
 # every path `--via` takes: the reacher's, the agents', and auto (agents where found)
 ALL_VIAS = (*VIAS, *AGENT_MODES)
 
@@ -434,6 +436,22 @@ class KubernetesRuntime(Runtime):
             if agents.mode == "agent":
                 return f"not run: --via agent: {agents.why_not(self.nodes.node_of.get(pod.uid))}"
         return self.reacher.not_probed(pod, container, probe_type)
+
+    def probe_now_refused(self, key: ProbeKey) -> str | None:
+        agents = self.agents
+        if self.read_only and agents is not None and key.pod_uid in agents.node_of:
+            return READ_ONLY_PROBE_NOW
+        return None
+
+    def probe_elsewhere(self, key: ProbeKey) -> bool | None:
+        """A probe an agent runs is probed now by that agent (a POST of pods/proxy); read-only
+        sends no POST."""
+        agents = self.agents
+        if agents is None or key.pod_uid not in agents.node_of:
+            return None
+        if self.read_only:
+            return False
+        return agents.probe_now(key.pod_uid, key.container, key.probe_type.key)
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
         """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`."""

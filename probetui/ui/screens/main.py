@@ -401,6 +401,11 @@ class MainScreen(PacedScreen, Screen[None]):
         if key is None or self.probe not in self._probe_types():
             self.say("no probe selected", warning=True)
             return
+        refused = self.ctx.controls.runtime.probe_now_refused(key)
+        if refused is not None:
+            # said before anything is sent (read-only and an agent's probe: a POST)
+            self.say(f"{key.probe_type.key} of {key.container} not probed: {refused}", warning=True)
+            return
         reason = self.ctx.not_probed(key)
         if self.ctx.controls.probe_now(key):
             self.say(f"{key.probe_type.key} of {key.container}: attempt queued")
@@ -411,6 +416,14 @@ class MainScreen(PacedScreen, Screen[None]):
     def action_probe_all(self) -> None:
         if self.selected is None:
             return
+        runtime = self.ctx.controls.runtime
+        for pt in self._probe_types():
+            refused = runtime.probe_now_refused(
+                ProbeKey(self.selected.pod_uid, self.selected.container, pt)
+            )
+            if refused is not None:
+                self.say(f"{self.selected.container} not probed: {refused}", warning=True)
+                return
         n = self.ctx.controls.probe_container(self.selected.pod_uid, self.selected.container)
         self.say(f"{self.selected.container}: {n} probe{'s' if n != 1 else ''} queued")
 
