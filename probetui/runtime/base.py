@@ -22,7 +22,7 @@ and port) into one to dial, and `exec_runner` runs a command "in the container".
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -171,6 +171,11 @@ class Runtime(ABC):
     def probe_elsewhere(self, key: ProbeKey) -> bool | None:
         """Ask the shadow that runs this probe elsewhere (a node agent) to run it once now:
         True asked, False refused; None where the probe's shadow runs here."""
+        return None
+
+    def focus(self, pod_uids: Collection[str] | None) -> None:
+        """The pods a screen shows in full now (None: all of them, headless): a runtime that
+        reads the shadow from elsewhere may take only their attempts, and less of the rest."""
         return None
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:

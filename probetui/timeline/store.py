@@ -206,7 +206,11 @@ class Store:
             self._counts(event)
         elif type_ == WORKER_STATE:
             if event.state is not None:
-                h = self.probes.get(event.state.key)  # a worker of a pod gone: nothing to keep
+                key = event.state.key
+                h = self.probes.get(key)  # a worker of a pod gone: nothing to keep
+                if h is None and key.pod_uid in self.pods:
+                    # a worker known by its state alone (a node agent's summary)
+                    h = self._probe(key)
                 if h is not None:
                     self._state(h, event.state)
                     self._touch(h)

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from probetui.agent.manifest import NAMESPACE
+from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
+from probetui.timeline.store import Store
 from tests.agent.bench import Reader, read_stream, running_agent
 from tests.agent.bench import attempts as bench_attempts
 from tests.agent.conftest import NODE, FakeKubelet
@@ -235,7 +237,7 @@ async def test_probe_now_through_the_agent_is_a_post_of_pods_proxy(
     kubelet: FakeKubelet,
     http_target: HttpTarget,
 ) -> None:
-    uid = _web(api, http_target.port, period=30)
+    uid = _web(api, http_target.port, period=3)
     key = ProbeKey(uid, "app", ProbeType.READINESS)
     token = viewer(api)  # get on pods/proxy, not create
     async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
@@ -244,7 +246,8 @@ async def test_probe_now_through_the_agent_is_a_post_of_pods_proxy(
         async with running_view(api, tmp_path, token=token) as view:
             agents = view.runtime.agents
             assert agents is not None
-            await until(lambda: NODE in agents.streams and agents.streams[NODE].live)
+            # a worker takes a trigger once it has started (after its start-up jitter)
+            await until(lambda: bool(attempts(view.sink)))
             assert view.engine.probe_now(key) is True
             await until(lambda: any("probetui-prober" in s for s in view.said))
             assert not attempts(view.sink, manual=True)
@@ -261,3 +264,39 @@ async def test_probe_now_through_the_agent_is_a_post_of_pods_proxy(
     assert all(r.path.endswith(f"/pods/{AGENT}:9479/proxy/v1/probe") for r in posts)
     (line,) = [s for s in view.said if "probetui-prober" in s]
     assert line.startswith(f"node {NODE}: probe now of readiness of app through agent pod ")
+
+
+async def test_a_screen_takes_the_attempts_of_its_pods_and_summaries_of_the_rest(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    shown = _web(api, http_target.port)
+    other = _web(api, http_target.port, "api")
+    store = Store()
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, AGENT, run.agent.address[1])
+        async with running_view(api, tmp_path, sinks=[store]) as view:
+            sink = view.sink
+            await until(lambda: {e.pod for e in attempts(sink)} == {"web", "api"})
+            view.runtime.focus({shown})
+            await until(lambda: len([r for r in api.requests if r.subresource == "proxy"]) == 2)
+            await until(lambda: bool(sink.of("WorkerState")))
+            mark = len(sink.events)
+            await until(lambda: len([e for e in sink.events[mark:] if e.pod == "web"]) >= 3)
+    reopened = [r for r in api.requests if r.subresource == "proxy"][-1]
+    assert reopened.query["pods"] == [shown] and reopened.query["summary"] == ["1"]
+    after = sink.events[mark:]
+    assert {e.pod for e in after if e.type == "ProbeAttempt"} == {"web"}
+    states = [e for e in sink.events if e.type == "WorkerState" and e.pod_uid == other]
+    assert states and states[-1].state is not None
+    assert states[-1].state.published is ResultValue.SUCCESS
+    # the list's state of the pod not shown in full comes from its summaries
+    h = store.probe(ProbeKey(other, "app", ProbeType.READINESS))
+    assert h is not None and h.published is ResultValue.SUCCESS
+    times = [e.t for e in attempts(sink)]
+    assert len(times) == len(set(times))

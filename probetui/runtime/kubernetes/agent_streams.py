@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from probetui.agent.server import TOKEN_HEADER
+from probetui.prober.results import ResultValue
+from probetui.prober.worker import ProbeKey, WorkerState
 from probetui.runtime.kubernetes.agents import (
     READER_FIX,
     AgentDirectory,
@@ -51,11 +53,12 @@ from probetui.runtime.kubernetes.agents import (
 from probetui.runtime.kubernetes.guard import ReadOnlyViolation
 from probetui.runtime.kubernetes.kubelet_counts import WINDOW, CountsJudge
 from probetui.runtime.kubernetes.proxy import api_forbidden, api_path_error, pod_proxy_prefix
+from probetui.spec.model import ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import event_from_frame
 from probetui.stream.reader import lines
 from probetui.stream.rows import ROWS, WORKER, RowReader
-from probetui.timeline.events import EVENTS_DROPPED, SHADOW, Event
+from probetui.timeline.events import EVENTS_DROPPED, SHADOW, WORKER_STATE, Event
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
@@ -100,11 +103,12 @@ class NodeStream:
     agent_uid: str = ""  # the agent pod last read
     connections: int = 0
     live: bool = False
-    wanted: frozenset[str] = frozenset()  # UIDs asked for in `pods=` (empty: every pod)
+    wanted: frozenset[str] | None = None  # UIDs asked for in `pods=` (None: every pod)
     reopen: asyncio.Event = field(default_factory=asyncio.Event)
     frames: int = 0
     dropped: int = 0
     notes: dict[str, str] = field(default_factory=dict)  # topic -> text in force
+    _reopen_due: asyncio.TimerHandle | None = None
 
     async def run(self) -> None:
         delay = BACKOFF_FIRST
@@ -116,7 +120,8 @@ class NodeStream:
                 continue
             fault: Fault | None = None
             try:
-                await self._read(pod)
+                if await self._read(pod):
+                    continue  # opened again for other pods: at once, nothing missed
                 fault = Fault(f"node {self.node}: the stream of agent pod {pod.name} ended")
             except asyncio.CancelledError:
                 raise
@@ -145,6 +150,17 @@ class NodeStream:
             delay = min(BACKOFF_CAP, delay * 2)
             await self.reader.wait_or_change(self.node, wait, self.reopen)
 
+    def reopen_soon(self) -> None:
+        """Open the stream again (its query changed) in `REOPEN_AFTER`, with what is wanted
+        then: changes meanwhile ride on the same reopening."""
+        if self._reopen_due is not None:
+            return
+        self._reopen_due = asyncio.get_running_loop().call_later(REOPEN_AFTER, self._reopen_now)
+
+    def _reopen_now(self) -> None:
+        self._reopen_due = None
+        self.reopen.set()
+
     def _no_agent(self) -> str:
         d = self.reader.directory
         rejected = "; ".join(f"{n}: {why}" for n, why in sorted(d.rejected.items())[:3])
@@ -159,11 +175,14 @@ class NodeStream:
         q = {"rows": "1"}
         if self.last_at is not None:
             q["since"] = repr(self.last_at)
-        if self.wanted:
+        if self.wanted is not None:
             q["pods"] = ",".join(sorted(self.wanted))
+        if self.reader.focus is not None:
+            q["summary"] = "1"  # the screen shows the others' state from summaries
         return q
 
-    async def _read(self, pod: AgentPod) -> None:
+    async def _read(self, pod: AgentPod) -> bool:
+        """One connection, until it ends (False) or the pods wanted change (True)."""
         reader = self.reader
         self.wanted = reader.query_pods(self.node)
         self.reopen.clear()
@@ -183,7 +202,22 @@ class NodeStream:
         ) as resp:
             if resp.status != 200:
                 raise self._refusal(pod, resp.status, await _read_capped(resp))
-            await self._frames(pod, resp)
+            reading = asyncio.ensure_future(self._frames(pod, resp))
+            reopen = asyncio.ensure_future(self.reopen.wait())
+            try:
+                await asyncio.wait({reading, reopen}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                reopen.cancel()
+                if not reading.done():
+                    # between two reads: no frame is half taken, and what the socket held
+                    # comes again from `since`
+                    reading.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await reading
+            if reading.cancelled():
+                return True
+            reading.result()
+            return False
 
     def _refusal(self, pod: AgentPod, status: int, body: bytes) -> Fault:
         """A non-200 answer as one line: the API server's own, or the agent's."""
@@ -251,6 +285,10 @@ class NodeStream:
                             reader.publish(event)
                 elif kind == p.NOTE:
                     self._note(frame)
+                elif kind == p.SUMMARY:
+                    uid = str(frame.get("uid"))
+                    if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
+                        reader.summary(self.node, frame)
                 elif kind == p.LIVE:
                     if not self.live:
                         self.live = True
@@ -261,8 +299,6 @@ class NodeStream:
                     raise Fault(
                         f"node {self.node}: agent pod {pod.name}: {frame.get('message')}; resuming"
                     )
-            if self.reopen.is_set():
-                return  # the pods wanted changed: open again from the last `at`
 
     def _hello(self, pod: AgentPod, frame: dict[str, Any]) -> None:
         try:
@@ -383,6 +419,8 @@ class AgentReader:
         self._token_lock = asyncio.Lock()
         self.on_cover: Callable[[str], None] | None = None
         self.kubelet_versions: dict[str, str] = {}
+        # the pods the screen shows in full (None: every pod, headless)
+        self.focus: frozenset[str] | None = None
         # attempts of the agents from this moment on: what was published before the view came
         # is not shown (a first stream's `since`)
         self.started = time.time() if since is None else since
@@ -435,12 +473,54 @@ class AgentReader:
         if node is not None:
             self.pods_on.get(node, set()).discard(uid)
 
-    def query_pods(self, node: str) -> frozenset[str]:
-        """The UIDs a stream of `node` asks for in `pods=` (empty: every pod of the node)."""
+    def query_pods(self, node: str) -> frozenset[str] | None:
+        """The UIDs a stream of `node` asks for in `pods=`: the view's pods there, or those of
+        them on the screen (`focus`); None for every pod (more than a request line holds)."""
         uids = self.pods_on.get(node, set())
+        if self.focus is not None:
+            uids = uids & self.focus
         if sum(len(u) + 1 for u in uids) > POD_QUERY_BUDGET:
-            return frozenset()
+            return None
         return frozenset(uids)
+
+    def set_focus(self, uids: Iterable[str] | None) -> None:
+        """The pods the screen shows in full (None: all, headless). A stream whose `pods=` no
+        longer says so is opened again, at most once a `REOPEN_AFTER`, from its last `at`."""
+        focus = None if uids is None else frozenset(uids)
+        if focus == self.focus:
+            return
+        self.focus = focus
+        for node, stream in self.streams.items():
+            if self.query_pods(node) != stream.wanted:
+                stream.reopen_soon()
+
+    def summary(self, node: str, frame: dict[str, Any]) -> None:
+        """A probe whose attempts this view does not take: its worker's state, for the list."""
+        try:
+            key = ProbeKey(str(frame["uid"]), str(frame["c"]), ProbeType.parse(frame["probe"]))
+            pub = frame.get("pub")
+            state = WorkerState(
+                key,
+                running=True,
+                paused=bool(frame.get("paused")),
+                next_tick=frame.get("next"),
+                published=None if pub is None else ResultValue(int(pub)),
+            )
+        except (KeyError, TypeError, ValueError):
+            return
+        event = Event(
+            WORKER_STATE,
+            float(frame.get("t") or time.time()),
+            key.pod_uid,
+            str(frame.get("ns") or ""),
+            str(frame.get("pod") or ""),
+            key.container,
+            key.probe_type.key,
+            SHADOW,
+            {"node": node},
+            state=state,
+        )
+        self.publish(event)
 
     # -- starting -------------------------------------------------------------------------
 
@@ -542,10 +622,10 @@ class AgentReader:
         task = self._tasks.get(node)
         if task is None or task.done():
             self._tasks[node] = asyncio.create_task(stream.run(), name=f"agent stream {node}")
-        elif stream.wanted and not self.query_pods(node) <= stream.wanted:
+        elif stream.wanted is not None and self.query_pods(node) != stream.wanted:
             # a pod came that the open stream does not carry: open it again from its last
             # `at`, which gives the new pod's attempts since then as well
-            asyncio.get_running_loop().call_later(REOPEN_AFTER, stream.reopen.set)
+            stream.reopen_soon()
 
     def _changed(self, node: str) -> None:
         self._any.set()

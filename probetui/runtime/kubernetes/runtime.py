@@ -36,7 +36,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -436,6 +436,11 @@ class KubernetesRuntime(Runtime):
             if agents.mode == "agent":
                 return f"not run: --via agent: {agents.why_not(self.nodes.node_of.get(pod.uid))}"
         return self.reacher.not_probed(pod, container, probe_type)
+
+    def focus(self, pod_uids: Collection[str] | None) -> None:
+        """The screen's pods: the agents' streams take their attempts and summaries of the rest."""
+        if self.agents is not None:
+            self.agents.set_focus(pod_uids)
 
     def probe_now_refused(self, key: ProbeKey) -> str | None:
         agents = self.agents

@@ -229,6 +229,18 @@ class MainScreen(PacedScreen, Screen[None]):
         if second != self._second:
             self._second = second
             self.header.update()
+            self._focus()
+
+    def _focus(self) -> None:
+        """Tell the runtime which pods the screen shows in full: the list's lines, the
+        selection, a selected workload's replicas (a node agent's stream then carries their
+        attempts and summaries of the rest)."""
+        pods = self.workloads.shown_pods()
+        if self.selected is not None:
+            pods.add(self.selected.pod_uid)
+        if self.group:
+            pods.update(self.workloads.members.get(self.group, ()))
+        self.ctx.controls.runtime.focus(pods)
 
     def _rebuild(self) -> None:
         """The list's rows anew, and when the next re-sort may come: on the wall clock, not
