@@ -670,6 +670,13 @@ class AgentReader:
         return True
 
     async def _post_probe(self, pod: AgentPod, uid: str, container: str, probe: str) -> None:
+        refused = await self.post_probe(pod, uid, container, probe)
+        if refused is not None:
+            self.say(refused)
+
+    async def post_probe(self, pod: AgentPod, uid: str, container: str, probe: str) -> str | None:
+        """POST `/v1/probe` to agent `pod` through pods/proxy: None when it took it, else
+        why not, one line naming the node and the fix."""
         assert self.api is not None
         headers = {TOKEN_HEADER: self.token or ""}
         await self.api.update_params_for_auth(headers, [], ["BearerToken"])
@@ -688,19 +695,91 @@ class AgentReader:
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            self.say(f"{what}: {_one_line(e)}")
-            return
+            return f"{what}: {_one_line(e)}"
         if status == 200:
-            return
+            return None
         forbidden = api_forbidden(status, body)
         if forbidden is not None:
-            self.say(
+            return (
                 f"{what}: {forbidden} (bind the probetui-prober Role of `probetui agent "
                 f"--print-manifest`: create on pods/proxy in namespace {pod.namespace})"
             )
-            return
         text = body.decode("utf-8", "replace").strip().splitlines()
-        self.say(f"{what}: {status} {text[0][:200] if text else ''}".rstrip())
+        return f"{what}: {status} {text[0][:200] if text else ''}".rstrip()
+
+    async def attempt(
+        self,
+        node: str,
+        uid: str,
+        container: str,
+        probe: str,
+        *,
+        now: bool,
+        since: float,
+        timeout: float,
+    ) -> tuple[Event | None, str]:
+        """One attempt of a probe as the agent on `node` made it: with `now`, one it makes on
+        request (a POST, as `t`); else the last it kept since `since`. (the attempt, or None
+        and why not)."""
+        pod = self.directory.of(node)
+        if pod is None or self.api is None:
+            return None, self.why_not(node)
+        stream = NodeStream(node, self)
+        headers = {TOKEN_HEADER: self.token or "", "Accept": "application/x-ndjson"}
+        await self.api.update_params_for_auth(headers, [], ["BearerToken"])
+        session: aiohttp.ClientSession = self.api.rest_client.pool_manager
+        params = {"rows": "1", "pods": uid, "since": repr(since)}
+        latest: Event | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                async with session.get(
+                    self.url(pod, STREAM_PATH), params=params, headers=headers
+                ) as resp:
+                    if resp.status != 200:
+                        return None, stream._refusal(
+                            pod, resp.status, await _read_capped(resp)
+                        ).text
+                    rows = RowReader()
+                    first = True
+                    async for batch in lines(resp.content):  # type: ignore[arg-type]
+                        for line in batch:
+                            frame = p.loads(line)
+                            if first:
+                                first = False
+                                stream._hello(pod, frame)
+                                continue
+                            kind = frame["k"]
+                            if kind == WORKER:
+                                rows.declare(frame)
+                            events = (
+                                rows.events(frame)
+                                if kind == ROWS
+                                else [event_from_frame(frame)]
+                                if kind == p.EVENT
+                                else []
+                            )
+                            for e in events:
+                                if (
+                                    e.type == "ProbeAttempt"
+                                    and (e.pod_uid, e.container, e.probe) == (uid, container, probe)
+                                    and (not now or e.fields.get("manual"))
+                                ):
+                                    if now:
+                                        return e, ""
+                                    latest = e
+                            if kind == p.LIVE:
+                                if not now:
+                                    return latest, "" if latest else "no attempt kept since then"
+                                refused = await self.post_probe(pod, uid, container, probe)
+                                if refused is not None:
+                                    return None, refused
+        except Fault as f:
+            return None, f.text
+        except TimeoutError:
+            return latest, "" if latest else f"no attempt within {timeout:g}s"
+        except (aiohttp.ClientError, OSError, p.ProtocolError) as e:
+            return None, f"node {node}: agent pod {pod.name}: {_one_line(e)}"
+        return latest, "" if latest else "the stream ended"
 
     def url(self, pod: AgentPod, path: str) -> str:
         assert self.api is not None
