@@ -639,20 +639,22 @@ class AgentReader:
             self._want(node)
 
     async def agent_changed(self, node: str) -> None:
+        """Until the agent serving `node` changes (at once where it changed since last asked)."""
         event = self._changes.setdefault(node, asyncio.Event())
-        event.clear()
         await event.wait()
+        event.clear()
 
     async def wait_or_change(self, node: str, seconds: float, *others: asyncio.Event) -> None:
-        """Wait `seconds`, or less when the agent of `node` (or anything in `others`) changes."""
+        """Wait `seconds`, or less when the agent of `node` (or anything in `others`) changes;
+        a change since the last wait ends it at once (a wake too many only looks again)."""
         event = self._changes.setdefault(node, asyncio.Event())
-        event.clear()
         waits = [asyncio.ensure_future(e.wait()) for e in (event, *others)]
         try:
             await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for w in waits:
                 w.cancel()
+        event.clear()
 
     # -- probe now ------------------------------------------------------------------------
 
