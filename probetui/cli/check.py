@@ -2,6 +2,11 @@
 
 Only the handler that runs is imported, so a script can call `check` in a loop. An exec probe
 (`--exec`, or a manifest's) runs a command: a shell locked read-only refuses it.
+
+`--pod NS/NAME --compare-vias` runs one attempt of a running pod's probe through every path the
+cluster view can take (the node agent, this machine, port-forward, pods/proxy) and shows them
+side by side (`probetui/runtime/kubernetes/vantage.py`): exit 0 where every path that ran
+agrees, 1 where they disagree.
 """
 
 from __future__ import annotations
@@ -53,7 +58,10 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
         help="container in the manifest (default: first probed)",
     )
     c.add_argument(
-        "--pod", metavar="POD", help="pod or workload name when the manifest holds several"
+        "--pod",
+        metavar="POD",
+        help="pod or workload name when the manifest holds several; with --compare-vias a pod "
+        "of the cluster, NS/NAME",
     )
     c.add_argument(
         "--probe",
@@ -82,6 +90,30 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
         help="text (default) or json: one JSON object",
     )
     c.add_argument("--json", action="store_true", help="the same as --output json")
+    v = c.add_argument_group(
+        "compare vias",
+        "--pod NS/NAME --compare-vias: one attempt of a running pod's probe through the node "
+        "agent, this machine (the pod IP), port-forward and pods/proxy, side by side. Exit 0 "
+        "where every path that ran agrees, 1 where they disagree.",
+    )
+    v.add_argument(
+        "--compare-vias",
+        action="store_true",
+        help="compare the paths to the pod named by --pod NS/NAME (a pod of the cluster)",
+    )
+    v.add_argument("--kubeconfig", metavar="FILE", help="with --compare-vias: kubeconfig file")
+    v.add_argument("--context", metavar="NAME", help="with --compare-vias: kubeconfig context")
+    v.add_argument(
+        "--agent-namespace",
+        metavar="NS",
+        help="with --compare-vias: where the node agents run (default probetui)",
+    )
+    v.add_argument(
+        "--read-only",
+        action="store_true",
+        help="with --compare-vias: only get, list and watch (the agent's last attempt is shown; "
+        "port-forward and proxy are not run)",
+    )
     c.add_argument("command_argv", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
@@ -228,6 +260,16 @@ async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version:
 def run(args: argparse.Namespace) -> int:
     if args.command_argv and not args.exec_:
         raise UsageError(f"unexpected arguments: {' '.join(args.command_argv)}")
+    if args.compare_vias:
+        return _compare_vias(args)
+    for flag, given in (
+        ("--kubeconfig", args.kubeconfig),
+        ("--context", args.context),
+        ("--agent-namespace", args.agent_namespace),
+        ("--read-only", args.read_only),
+    ):
+        if given:
+            raise UsageError(f"{flag}: only with --compare-vias")
     from probetui.cli.config import load_config, redaction
     from probetui.redact import Redactor
 
@@ -273,6 +315,101 @@ def run(args: argparse.Namespace) -> int:
     if len(outcome.attempts) > 1:
         print(f"  tries: {len(outcome.attempts)} (the prober retries only errors)")
     return code
+
+
+def _compare_vias(args: argparse.Namespace) -> int:
+    """`--pod NS/NAME --compare-vias`: the probe's attempt by each path, side by side."""
+    from probetui.cli.config import cluster_kin, load_config, read_only, redaction
+    from probetui.config import IN_CLUSTER
+    from probetui.redact import Redactor
+    from probetui.runtime.kubernetes.config import ConnectOptions, KubeconfigError, resolve
+    from probetui.runtime.kubernetes.vantage import VantageError, compare
+
+    for flag, given in (
+        ("--http-get", args.http_get),
+        ("--tcp", args.tcp),
+        ("--grpc", args.grpc),
+        ("--exec", args.exec_),
+        ("-f", args.filename),
+    ):
+        if given:
+            raise UsageError(f"--compare-vias probes a pod of the cluster: drop {flag}")
+    if not args.pod:
+        raise UsageError("--compare-vias needs --pod NS/NAME (or NAME in the context's namespace)")
+    namespace, _, name = args.pod.rpartition("/")
+    config = load_config(args)
+    try:
+        target = resolve(
+            ConnectOptions(
+                kubeconfig=args.kubeconfig, context=args.context, namespace=namespace or None
+            )
+        )
+    except KubeconfigError as e:
+        raise UsageError(str(e)) from None
+    decided = read_only(
+        config,
+        target.context or IN_CLUSTER,
+        args.read_only,
+        False,
+        cluster_kin(target.clusters, target.context),
+    )
+    import dataclasses
+
+    target = dataclasses.replace(target, read_only=decided.value)
+    try:
+        target.check_read_only()
+        result = asyncio.run(
+            compare(
+                target,
+                namespace or target.namespace,
+                name,
+                container=args.container,
+                probe=args.probe,
+                agent_namespace=args.agent_namespace,
+                kube_version=args.kube_version,
+            )
+        )
+    except (KubeconfigError, VantageError) as e:
+        raise UsageError(str(e)) from None
+    # what is printed is masked as every other output is
+    redactor = Redactor(redaction(config))
+    shown = redactor.pod(result.pod)
+    rows = [(s, redactor.text(shown, s.detail)) for s in result.seen]
+    where = f"{result.pod.namespace}/{result.pod.name}"
+    if args.json or args.output == "json":
+        doc = {
+            "pod": where,
+            "container": result.container.name,
+            "probe": result.probe_type.key,
+            "node": result.node or None,
+            "agree": result.agree,
+            "vias": [{**s.to_json(), "detail": detail} for s, detail in rows],
+        }
+        print(json.dumps(doc))
+        return EXIT_OK if result.agree else EXIT_FAILURE
+    print(
+        f"{result.probe_type.key} probe of {where} ({result.container.name}), node "
+        f"{result.node or '?'}:"
+    )
+    for s, detail in rows:
+        word = s.result or "-"
+        latency = f"{s.latency_ms:.1f} ms" if s.latency_ms is not None else "-"
+        code = str(s.status_code) if s.status_code is not None else ""
+        print(f"  {s.via:<13}{word:<9}{latency:>10}  {code:<4} {_excerpt(detail, 120)}".rstrip())
+    ran = [s for s in result.seen if s.result is not None]
+    if not result.agree:
+        agent = next((s for s in ran if s.via == "agent"), None)
+        print(
+            "  the paths disagree"
+            + (
+                f": the agent's ({agent.result}) is what the kubelet sees from the node"
+                if agent is not None
+                else ""
+            )
+        )
+    elif len(ran) > 1:
+        print("  every path that ran agrees")
+    return EXIT_OK if result.agree else EXIT_FAILURE
 
 
 def _excerpt(text: str, limit: int = 300) -> str:

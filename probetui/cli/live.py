@@ -244,6 +244,10 @@ def run_live(
 
             REGISTRY.install_exit_handlers()
             notices = [recorder.take_failure] if recorder is not None else []
+            # the runtime's own lines (the node agents' faults, each naming its node and fix)
+            take_notice = getattr(runtime, "take_notice", None)
+            if callable(take_notice):
+                notices.append(take_notice)
             engine = make_engine(
                 runtime,
                 sinks,

@@ -22,7 +22,7 @@ and port) into one to dial, and `exec_runner` runs a command "in the container".
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from probetui.probe.exec import ExecRunner
     from probetui.prober.clock import Clock
     from probetui.prober.manager import Manager
+    from probetui.prober.worker import ProbeKey
+    from probetui.timeline.events import Event
 
 
 class RuntimeFailure(Exception):
@@ -83,6 +85,11 @@ class RuntimeHost(Protocol):
     def pod_deleted(self, pod_uid: str) -> None: ...
 
     def report(self, event: RuntimeEvent) -> None: ...
+
+    def shadow_event(self, event: Event) -> None:
+        """An event of a shadow that runs elsewhere (a node agent's workers), about a pod the
+        runtime has snapshotted: masked as the host's own and handed to its sinks."""
+        ...
 
     def lateness(self) -> float:
         """How far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
@@ -154,6 +161,21 @@ class Runtime(ABC):
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
         """Why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
+        return None
+
+    def probe_now_refused(self, key: ProbeKey) -> str | None:
+        """Why "probe now" of this probe is refused before anything is sent (one line), or
+        None. For a probe whose shadow runs elsewhere: its read-only refusal."""
+        return None
+
+    def probe_elsewhere(self, key: ProbeKey) -> bool | None:
+        """Ask the shadow that runs this probe elsewhere (a node agent) to run it once now:
+        True asked, False refused; None where the probe's shadow runs here."""
+        return None
+
+    def focus(self, pod_uids: Collection[str] | None) -> None:
+        """The pods a screen shows in full now (None: all of them, headless): a runtime that
+        reads the shadow from elsewhere may take only their attempts, and less of the rest."""
         return None
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:

@@ -98,6 +98,7 @@ def make_runtime(
     fail_fast: bool = False,
     token: str | None = None,
     sleeps: list[float] | None = None,
+    agents: bool = False,
 ) -> KubernetesRuntime:
     path = api.kubeconfig(tmp_path / "kubeconfig", token=token)
     options = ConnectOptions(
@@ -120,6 +121,8 @@ def make_runtime(
         fail_fast=fail_fast,
         divergence_check=0.05,
         reflector_options={"sleep": fast_sleep},
+        # the node agents are tests/runtime/kubernetes/test_agent_reader.py's
+        agents=agents,
     )
 
 
