@@ -32,7 +32,17 @@ from typing import Any
 
 from probetui.prober.status import PodStatus
 from probetui.record import codec
-from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN, upgrade
+from probetui.record.checks import (
+    COLUMNS,
+    TALLIED,
+    WHOLE,
+    Tallies,
+    bucket_of,
+    recent_crc,
+    row_crc,
+    sql_crc,
+)
+from probetui.record.schema import CHECKED_FORMAT, CHUNK_ITEMS, MAX_SPAN, upgrade
 from probetui.record.snapshot import status_json
 from probetui.redact import MASK, is_secret_header, mask, secret_values
 from probetui.spec.encode import encode
@@ -48,30 +58,64 @@ HOLD_GIL = 0.001
 YIELD_SLEEP = 0.0002
 
 
-# in this order: a segment's recent rows are written before a close in the same batch
-# deletes them
-_SQL = {
-    "strings": "INSERT INTO strings (id, text, last_t) VALUES (?, ?, ?)",
-    "shapes": "INSERT INTO shapes (id, body, last_t) VALUES (?, ?, ?)",
-    "pods": "INSERT INTO pods (id, uid, namespace, name, first_t, last_t) VALUES (?, ?, ?, ?, ?, ?)",
-    "probes": "INSERT INTO probes (id, pod_id, container, probe, first_t) VALUES (?, ?, ?, ?, ?)",
-    "specs": "INSERT INTO specs (pod_id, t, source, manifest) VALUES (?, ?, ?, ?)",
-    "statuses": "INSERT INTO statuses (pod_id, t, status) VALUES (?, ?, ?)",
+# the tables whose rows a batch inserts, in this order: a segment's recent rows are written
+# before a close in the same batch deletes them (`closed`); each row its id first
+_INSERTED = ("strings", "shapes", "pods", "probes", "specs", "statuses", "events", "recent")
+_AFTER = ("chunks",)
+_CHANGES = {
     "deleted": "UPDATE pods SET deleted_t = ? WHERE id = ?",
-    "events": "INSERT INTO events (t, pod_id, type, container, probe, source, fields) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-    "recent": "INSERT INTO recent (seg, probe_id, t, data) VALUES (?, ?, ?, ?)",
-    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data, marks, steady) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "closed": "DELETE FROM recent WHERE seg = ?",
 }
+# the same where rows carry checksums: a changed row's is computed anew from its columns
+_CHECKED_CHANGES = {
+    "deleted": "UPDATE pods SET deleted_t = ?1, crc = probetui_crc('pods', id, uid, namespace,"
+    " name, first_t, last_t, ?1) WHERE id = ?2",
+    "closed": "DELETE FROM recent WHERE seg = ?",
+}
+_LAST_USED = {
+    "pods": "UPDATE pods SET last_t = ? WHERE id = ?",
+    "shapes": "UPDATE shapes SET last_t = ? WHERE id = ?",
+    "strings": "UPDATE strings SET last_t = ? WHERE id = ?",
+}
+_CHECKED_LAST_USED = {
+    "pods": "UPDATE pods SET last_t = ?1, crc = probetui_crc('pods', id, uid, namespace, name,"
+    " first_t, ?1, deleted_t) WHERE id = ?2",
+    "shapes": "UPDATE shapes SET last_t = ?1, crc = probetui_crc('shapes', id, body, ?1)"
+    " WHERE id = ?2",
+    "strings": "UPDATE strings SET last_t = ?1, crc = probetui_crc('strings', id, text, ?1)"
+    " WHERE id = ?2",
+}
+# the tables whose ids the writer gives out (the others' ids are their own keys too)
+_NUMBERED = (
+    "strings",
+    "shapes",
+    "pods",
+    "probes",
+    "chunks",
+    "specs",
+    "statuses",
+    "events",
+    "recent",
+)
+
+
+# where a tallied table's time is in its row
+_TIME_AT = {
+    table: [name for name, _ in COLUMNS[table]].index(column) for table, column in TALLIED.items()
+}
+
+
+def _insert(table: str, checked: bool) -> str:
+    names = [name for name, _ in COLUMNS[table]] + (["crc"] if checked else [])
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
 
 
 # an open segment: (its bytes so far, its chain, id, n, t0, t1, its marks so far or None, the
 # latest item time in µs, the shape of all its items while they are records of one shape with
-# a run under way, else -1: `chunks.steady`), replaced by a new tuple with every item; the
-# collector tracks neither a bytearray nor a tuple of ints and floats
-Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int, int]
+# a run under way, else -1: `chunks.steady`; the sum of its `recent` rows' checksums), replaced
+# by a new tuple with every item; the collector tracks neither a bytearray nor a tuple of ints
+# and floats
+Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int, int, int]
 
 # an item as the recorder's sink queues it (`item_of`): tag, pod uid, namespace, pod name,
 # container, probe, t, raw key, then for records t / tick / result run / latency in µs
@@ -149,6 +193,16 @@ class Writer:
         self._masked: dict[tuple[tuple[str, ...], str], str] = {}
         self._rows: dict[str, list[tuple[Any, ...]]] = {}
         self._touched_pods: set[str] = set()
+        # format 2 and on: rows carry checksums, rows read by time are tallied (`checks.py`)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        self.checked = version >= CHECKED_FORMAT
+        self._tally = Tallies()
+        changes = _CHECKED_CHANGES if self.checked else _CHANGES
+        self._sql = {t: _insert(t, self.checked) for t in (*_INSERTED, *_AFTER)}
+        self._sql.update(changes)
+        self._last_used = _CHECKED_LAST_USED if self.checked else _LAST_USED
+        if self.checked:
+            conn.create_function("probetui_crc", -1, sql_crc, deterministic=True)
         self._load()
 
     # -- state kept in the file ---------------------------------------------------------
@@ -181,8 +235,11 @@ class Writer:
         # ids are never given out twice, also after retention dropped the highest
         self._next = {
             table: 1 + c.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
-            for table in ("strings", "shapes", "pods", "probes", "chunks")
+            for table in _NUMBERED
         }
+        if self.checked:
+            for table, bucket, n, total in c.execute("SELECT tbl, bucket, n, sum FROM tally"):
+                self._tally.counts[(table, bucket)] = (n, total)
         self._next["chunks"] = max(
             self._next["chunks"],
             1 + c.execute("SELECT COALESCE(MAX(seg), 0) FROM recent").fetchone()[0],
@@ -193,15 +250,21 @@ class Writer:
         ):
             left.setdefault(seg, []).append((probe_id, t, data))
         if left:
-            c.execute("BEGIN")
+            self._rows = {}
             for seg, rows in left.items():
                 ts = [t for _, t, _ in rows]
-                c.execute(
-                    "INSERT INTO chunks (id, probe_id, t0, t1, n, data) VALUES (?, ?, ?, ?, ?, ?)",
-                    (seg, rows[0][0], min(ts), max(ts), len(rows), b"".join(d for *_, d in rows)),
+                data = b"".join(d for *_, d in rows)
+                self._row(
+                    "chunks", (seg, rows[0][0], min(ts), max(ts), len(rows), data, None, None)
                 )
+            if self.checked:
+                n, total = self._tally.counts.get(("recent", WHOLE), (0, 0))
+                self._tally.add_sum("recent", WHOLE, -n, -total)
+            c.execute("BEGIN")
             c.execute("DELETE FROM recent")
+            self._flush_rows()
             c.execute("COMMIT")
+            self._rows = {}
 
     # -- one batch ------------------------------------------------------------------------
 
@@ -271,18 +334,50 @@ class Writer:
         # the pages `recent` used go back to the file system
         c.execute("PRAGMA incremental_vacuum")
 
-    def _row(self, table: str, row: tuple[Any, ...]) -> None:
-        rows = self._rows.get(table)
+    def _row(self, table: str, row: tuple[Any, ...]) -> int:
+        """Queue one row (its id first) for the batch; in a checked file with its checksum,
+        counted in its tally. Returns the checksum (0 unchecked)."""
+        crc = 0
+        if self.checked:
+            crc = row_crc(table, row)
+            row = (*row, crc)
+            at = _TIME_AT.get(table)
+            if at is not None:
+                self._tally.add(table, bucket_of(row[at]), crc)
+        self._change(table, row)
+        return crc
+
+    def _write_tallies(self) -> None:
+        if self._tally.dirty:
+            kept, gone = self._tally.rows()
+            c = self.conn
+            c.executemany("INSERT OR REPLACE INTO tally VALUES (?, ?, ?, ?, ?)", kept)
+            c.executemany("DELETE FROM tally WHERE tbl = ? AND bucket = ?", gone)
+
+    def _recent(self, seg: int, probe_id: int, t: float, data: bytes) -> int:
+        """`_row("recent", ...)` for one item: the hottest row, its checksum the same."""
+        i = self._id("recent")
+        if not self.checked:
+            self._change("recent", (i, seg, probe_id, t, data))
+            return 0
+        crc = recent_crc(i, seg, probe_id, t, data)
+        self._change("recent", (i, seg, probe_id, t, data, crc))
+        self._tally.add("recent", WHOLE, crc)
+        return crc
+
+    def _change(self, kind: str, row: tuple[Any, ...]) -> None:
+        rows = self._rows.get(kind)
         if rows is None:
-            rows = self._rows[table] = []
+            rows = self._rows[kind] = []
         rows.append(row)
 
     def _flush_rows(self) -> None:
         c = self.conn
-        for table, sql in _SQL.items():
+        for table, sql in self._sql.items():
             rows = self._rows.get(table)
             if rows:
                 c.executemany(sql, rows)
+        self._write_tallies()
 
     # -- interning ----------------------------------------------------------------------
 
@@ -346,7 +441,7 @@ class Writer:
         if pod_id is None:
             pod_id = self._pod_ids[uid] = self._id("pods")
             self._pod_last[uid] = t
-            self._row("pods", (pod_id, uid, namespace, name, t, t))
+            self._row("pods", (pod_id, uid, namespace, name, t, t, None))
         elif t > self._pod_last[uid]:
             self._pod_last[uid] = t
             self._touched_pods.add(uid)
@@ -358,8 +453,8 @@ class Writer:
         uid = pod.uid
         pod_id = self._pod(uid, pod.namespace, pod.name, t)
         if status is None:
-            self._row("statuses", (pod_id, t, None))
-            self._row("deleted", (t, pod_id))
+            self._row("statuses", (self._id("statuses"), pod_id, t, None))
+            self._change("deleted", (t, pod_id))
             self._statuses.pop(uid, None)
             self._status_texts.pop(uid, None)
             return
@@ -377,7 +472,7 @@ class Writer:
             )
             if manifest != self._manifests.get(uid, ""):
                 self._manifests[uid] = manifest
-                self._row("specs", (pod_id, t, pod.source, manifest))
+                self._row("specs", (self._id("specs"), pod_id, t, pod.source, manifest))
         before = self._statuses.get(uid)
         if status is not before and status != before:
             self._statuses[uid] = status
@@ -387,7 +482,7 @@ class Writer:
             )
             if text != self._status_texts.get(uid):
                 self._status_texts[uid] = text
-                self._row("statuses", (pod_id, t, text))
+                self._row("statuses", (self._id("statuses"), pod_id, t, text))
 
     # -- events ---------------------------------------------------------------------------
 
@@ -400,7 +495,8 @@ class Writer:
         secrets = self._secrets.get(e.pod_uid, ())
         fields = _mask_fields(e.fields, lambda s: self._mask(secrets, s))
         sid = self._string(json.dumps(fields, separators=(",", ":"), default=str), e.t)
-        self._row("events", (e.t, pod_id, e.type, e.container, e.probe, e.source, sid))
+        row = (self._id("events"), e.t, pod_id, e.type, e.container, e.probe, e.source, sid)
+        self._row("events", row)
 
     def _item(
         self,
@@ -439,8 +535,9 @@ class Writer:
             )
             marks, key = None, -(1 << 62)
             steady = shape
+            sums = 0
         else:
-            data, chain, seg_id, n, t0, t1, marks, key, steady = seg
+            data, chain, seg_id, n, t0, t1, marks, key, steady, sums = seg
         if steady != shape or run < 1 or kind not in codec.RECORD_KINDS:
             steady = -1
         start = len(data)
@@ -455,6 +552,7 @@ class Writer:
         n += 1
         if chain[4] > key:
             key = chain[4]
+        sums += self._recent(seg_id, probe_id, t, bytes(data[start:]))
         self._open[probe_id] = (
             data,
             chain,
@@ -465,17 +563,19 @@ class Writer:
             marks,
             key,
             steady,
+            sums,
         )
-        self._row("recent", (seg_id, probe_id, t, bytes(data[start:])))
         if n >= self.chunk_items:
             self._close(probe_id)
 
     def _close(self, probe_id: int) -> None:
-        data, _, seg_id, n, t0, t1, marks, _, steady = self._open.pop(probe_id)
+        data, _, seg_id, n, t0, t1, marks, _, steady, sums = self._open.pop(probe_id)
         stored = codec.close_marks(marks, t0) if marks else None
         kept = steady if steady >= 0 else None
         self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data), stored, kept))
-        self._row("closed", (seg_id,))
+        self._change("closed", (seg_id,))
+        if self.checked:
+            self._tally.add_sum("recent", WHOLE, -n, -sums)
 
     def _close_idle(self) -> None:
         horizon = self.now - self.chunk_span / 2
@@ -491,7 +591,7 @@ class Writer:
         if self._touched_pods:
             ids, last = self._pod_ids, self._pod_last
             c.executemany(
-                "UPDATE pods SET last_t = ? WHERE id = ?",
+                self._last_used["pods"],
                 [(last[u], ids[u]) for u in self._touched_pods if u in ids],
             )
             self._touched_pods = set()
@@ -502,11 +602,11 @@ class Writer:
                     self._string_used[s] = t
                     self._dirty_strings.add(s)
         c.executemany(
-            "UPDATE shapes SET last_t = ? WHERE id = ?",
+            self._last_used["shapes"],
             [(self._shape_used[i], i) for i in self._dirty_shapes],
         )
         c.executemany(
-            "UPDATE strings SET last_t = ? WHERE id = ?",
+            self._last_used["strings"],
             [(self._string_used[i], i) for i in self._dirty_strings if i in self._string_used],
         )
         self._dirty_shapes = set()
@@ -521,12 +621,13 @@ class Writer:
         """Retention: whole chunks and rows older than `cutoff`; of specs and statuses the one
         in force at `cutoff` stays; pods deleted before it go with everything of theirs."""
         c = self.conn
-        c.execute("DELETE FROM chunks WHERE t1 < ?", (cutoff,))
-        c.execute("DELETE FROM events WHERE t < ?", (cutoff,))
+        delete = self._delete
+        delete("chunks", "t1 < ?", (cutoff,))
+        delete("events", "t < ?", (cutoff,))
         for table in ("specs", "statuses"):
-            c.execute(
-                f"DELETE FROM {table} WHERE t < ? AND id NOT IN "
-                f"(SELECT MAX(id) FROM {table} WHERE t < ? GROUP BY pod_id)",
+            delete(
+                table,
+                f"t < ? AND id NOT IN (SELECT MAX(id) FROM {table} WHERE t < ? GROUP BY pod_id)",
                 (cutoff, cutoff),
             )
         gone = [
@@ -538,7 +639,7 @@ class Writer:
         ]
         for pod_id, uid in gone:
             for table in ("specs", "statuses", "probes", "events"):
-                c.execute(f"DELETE FROM {table} WHERE pod_id = ?", (pod_id,))
+                delete(table, "pod_id = ?", (pod_id,))
             c.execute("DELETE FROM pods WHERE id = ?", (pod_id,))
             for table in (
                 self._pod_ids,
@@ -575,6 +676,17 @@ class Writer:
                 del self._string_used[i]
         if old_shapes or old_strings:
             self._raw.clear()
+
+    def _delete(self, table: str, where: str, args: tuple[Any, ...]) -> None:
+        """Retention's DELETE, taken off the table's tallies in a checked file: what retention
+        drops is then not missing, as what damage drops is."""
+        c = self.conn
+        column = TALLIED.get(table)
+        if self.checked and column is not None:
+            for t, crc in c.execute(f"SELECT {column}, crc FROM {table} WHERE {where}", args):
+                self._tally.add_sum(table, bucket_of(t), -1, -crc)
+        c.execute(f"DELETE FROM {table} WHERE {where}", args)
+        self._write_tallies()
 
 
 def _mask_fields(value: Any, mask_text: Any) -> Any:

@@ -193,6 +193,19 @@ def assert_same_store(live: Store, replayed: Store) -> None:
             assert all(abs(x[0] - y[0]) < 1e-5 for x, y in zip(got[name], want[name], strict=True))
 
 
+def as_format_1(conn: sqlite3.Connection) -> None:
+    """Make a recording a format-1 file, as probetui wrote it before checksums: no `crc`
+    columns, no tallies."""
+    from probetui.record.checks import COLUMNS
+
+    for table in COLUMNS:
+        if table != "tally":
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN crc")
+    conn.execute("DROP TABLE tally")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+
+
 def record_demo(path: Path, seconds: float, *sinks: Any) -> Recorder:
     """Run the demo for `seconds` with a recorder writing `path` beside `sinks`; closed."""
     recorder = Recorder(path, META, flush_every=0.2)
