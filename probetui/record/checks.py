@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 # the width of a tally's bucket, in seconds of recorded time
-BUCKET = 60.0
+BUCKET = 10.0
 
 # what each table's checksum covers, in order (the id first): i integer, r real, t text, b blob
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {

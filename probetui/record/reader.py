@@ -960,18 +960,31 @@ class Recording:
         stop_us = _us_at_most(stop)
         lists: list[tuple[int, list[Pending]]] = []
         stopped: list[tuple[int, float, int, int, bytes, Any, Any]] = []
-        for t0, seg, probe_id, data, marks in self._segments(since, stop, only):
-            if probe_id in skip:
-                continue
-            left: list[Any] | None = [] if resume is not None else None
-            got = list(
-                self._segment_pending(probe_id, data, since, stop_us, stop_us, None, left, marks)
-            )
-            if got:
-                lists.append((probe_id, got))
-            if left:
-                key, item, state = left[0]
-                stopped.append((key, t0, seg, probe_id, data, item, state))
+        # damage found past `until` is read up to (what is fed is whole), and raised by the
+        # stream that plays on (`Resumed.fence`), where it reaches it
+        fence: Damaged | None = None
+        try:
+            for t0, seg, probe_id, data, marks in self._segments(since, stop, only):
+                if probe_id in skip:
+                    continue
+                left: list[Any] | None = [] if resume is not None else None
+                got: list[Pending] = []
+                try:
+                    got.extend(
+                        self._segment_pending(
+                            probe_id, data, since, stop_us, stop_us, None, left, marks
+                        )
+                    )
+                except Damaged as e:
+                    fence = _later_than(e, until, fence)
+                    left = None
+                if got:
+                    lists.append((probe_id, got))
+                if left:
+                    key, item, state = left[0]
+                    stopped.append((key, t0, seg, probe_id, data, item, state))
+        except Damaged as e:
+            fence = _later_than(e, until, fence)
         by_probe: dict[int, list[list[Pending]]] = {}
         for probe_id, got in lists:
             by_probe.setdefault(probe_id, []).append(got)
@@ -986,7 +999,12 @@ class Recording:
             kept = [(p.key, 0, p) for p in merged if p.t <= until]
             if kept:
                 out[kept[0][2].group] = kept
-        row_list = [p for _, _, p in self._pending_rows(since, stop)] if rows else []
+        row_list: list[Pending] = []
+        if rows:
+            try:
+                row_list.extend(p for _, _, p in self._pending_rows(since, stop))
+            except Damaged as e:
+                fence = _later_than(e, until, fence)
         by_group: dict[Group, list[Keyed]] = {}
         for p in row_list:
             if p.t <= until:
@@ -996,7 +1014,7 @@ class Recording:
             out[group] = kept if items is None else list(heapq.merge(items, kept, key=_merge_key))
         if resume is None:
             return out, None
-        return out, Resumed(resume, stop, [got for _, got in lists], row_list, stopped)
+        return out, Resumed(resume, stop, [got for _, got in lists], row_list, stopped, fence)
 
     def pending_resumed(self, r: Resumed) -> Iterator[Pending]:
         """`pending(r.since)`, from what a seek read (`pending_groups`) and on from there;
@@ -1036,7 +1054,7 @@ class Recording:
         segments = heapq.merge(resumed, later, key=_first)
         items = _merge_segments(segments, opened)
         rows = self._pending_rows(math.nextafter(r.stop, math.inf))
-        for _, _, p in _fenced((items, rows), _merge_key, _first):
+        for _, _, p in _fenced((items, rows, _raising(r.fence)), _merge_key, _first):
             yield p
 
     def _resumed_segment(self, seg: tuple[Any, ...], lo: float) -> Iterator[tuple[float, Pending]]:
@@ -1189,6 +1207,8 @@ class Resumed:
     items: list[list[Pending]]
     rows: list[Pending]
     stopped: list[tuple[int, float, int, int, bytes, Any, Any]]
+    # damage the seek read past what it fed: the stream that plays on raises it there
+    fence: Damaged | None = None
 
 
 def _first(x: tuple[Any, ...]) -> Any:
@@ -1224,7 +1244,7 @@ def _merge_segments(
 
     def fenced(e: Damaged) -> None:
         nonlocal fence
-        if fence is None or _sooner(e, fence):
+        if fence is None or e.sooner(fence):
             fence = e
 
     def pull() -> tuple[Any, ...] | None:
@@ -1284,7 +1304,7 @@ def _fenced(
         except StopIteration:
             return
         except Damaged as e:
-            if fence is None or _sooner(e, fence):
+            if fence is None or e.sooner(fence):
                 fence = e
             return
         heapq.heappush(heap, (key(x), order, x, it))
@@ -1301,11 +1321,18 @@ def _fenced(
         raise fence
 
 
-def _sooner(a: Damaged, b: Damaged) -> bool:
-    """Whether damage `a` begins before `b` (no time: from the start)."""
-    if a.t is None:
-        return b.t is not None
-    return b.t is not None and a.t < b.t
+def _later_than(e: Damaged, until: float, fence: Damaged | None) -> Damaged:
+    """`e` where it lies past `until` (the sooner of it and `fence`); else it is raised."""
+    if e.t is None or e.t <= until:
+        raise e
+    return e if fence is None or e.sooner(fence) else fence
+
+
+def _raising(fence: Damaged | None) -> Iterator[Any]:
+    """A stream that is nothing but `fence` (none: empty), for `_fenced` to merge."""
+    if fence is not None:
+        raise fence
+    yield from ()
 
 
 def _past(t: float, fence: Damaged) -> bool:

@@ -118,6 +118,12 @@ class Damaged(RecordingError):
             return self
         return Damaged(self.path, t, self.where)
 
+    def sooner(self, other: Damaged) -> bool:
+        """Whether this damage begins before `other` (no time: from the start)."""
+        if self.t is None:
+            return other.t is not None
+        return other.t is not None and self.t < other.t
+
     def line(self, when: str | None = None) -> str:
         """The one line a user reads; `when` the time as the caller words it."""
         at = "" if self.t is None else f"from {when or _utc(self.t)} "

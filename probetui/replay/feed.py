@@ -19,7 +19,7 @@ from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Pending, Recording, Resumed
-from probetui.record.schema import MAX_SPAN
+from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import RecordShape, Store
@@ -100,6 +100,9 @@ class Stream:
         # the first step feeds the pods as they stood before it too, unless the store holds
         # them already (a stream going on from a rebuild)
         self._began = resumed is None
+        # where the recording is damaged, once the stream has read up to there: what lies
+        # before it is fed, and a step past it raises it
+        self.fence: Damaged | None = None
 
     def _pull(self, limit: float) -> None:
         """Read on until an event keyed past `limit` (or the end) is read."""
@@ -110,7 +113,11 @@ class Stream:
         push = heapq.heappush
         seq = self._seq
         while True:
-            p = next(it, None)
+            try:
+                p = next(it, None)
+            except Damaged as e:
+                self.fence = e
+                p = None
             if p is None:
                 self._it = None
                 break
@@ -189,6 +196,10 @@ class Stream:
             else:
                 x.feed(store)  # type: ignore[union-attr]
                 n += 1
+        fence = self.fence
+        if fence is not None and (fence.t is None or until >= fence.t):
+            # the state up to `until` is whole only where everything stamped by then is
+            raise fence
         return n
 
 
@@ -306,6 +317,7 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
         if got is not None:
             rebuilt.resumed.items.extend(got.items)
             rebuilt.resumed.stopped.extend(got.stopped)
+            rebuilt.resumed.fence = rebuilt.resumed.fence or got.fence
         empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
         keyframes(store, recording, empty, after)
     finally:
