@@ -940,6 +940,7 @@ class Recording:
         skip: Collection[int] = (),
         only: Collection[int] | None = None,
         rows: bool = True,
+        whole_to: float | None = None,
     ) -> tuple[dict[Group, list[Keyed]], Resumed | None]:
         """What `pending(since)` yields stamped up to `until` and keyed up to `stop`, by probe
         (pod uid, container, probe; a kubelet row by what it names), each as (key, 0 for an
@@ -956,8 +957,11 @@ class Recording:
         in the first step of playing after it).
 
         `skip`: probes not read (a seek defers them); `only`: just these probes, and without
-        `rows` none of the kubelet's rows (a deferred history filled after the seek fed them)."""
+        `rows` none of the kubelet's rows (a deferred history filled after the seek fed them).
+        `whole_to` (default `until`): damage found past it is read up to, not raised (the
+        stream that plays on raises it): what a seek feeds is published by then."""
         stop_us = _us_at_most(stop)
+        whole = until if whole_to is None else whole_to
         lists: list[tuple[int, list[Pending]]] = []
         stopped: list[tuple[int, float, int, int, bytes, Any, Any]] = []
         # damage found past `until` is read up to (what is fed is whole), and raised by the
@@ -976,7 +980,7 @@ class Recording:
                         )
                     )
                 except Damaged as e:
-                    fence = _later_than(e, until, fence)
+                    fence = _later_than(e, whole, fence)
                     left = None
                 if got:
                     lists.append((probe_id, got))
@@ -984,7 +988,7 @@ class Recording:
                     key, item, state = left[0]
                     stopped.append((key, t0, seg, probe_id, data, item, state))
         except Damaged as e:
-            fence = _later_than(e, until, fence)
+            fence = _later_than(e, whole, fence)
         by_probe: dict[int, list[list[Pending]]] = {}
         for probe_id, got in lists:
             by_probe.setdefault(probe_id, []).append(got)
@@ -1004,7 +1008,7 @@ class Recording:
             try:
                 row_list.extend(p for _, _, p in self._pending_rows(since, stop))
             except Damaged as e:
-                fence = _later_than(e, until, fence)
+                fence = _later_than(e, whole, fence)
         by_group: dict[Group, list[Keyed]] = {}
         for p in row_list:
             if p.t <= until:

@@ -255,7 +255,7 @@ def rebuild(
             later.setdefault(key.pod_uid, []).append((key, shape))
             deferred[key] = probe_id
     groups, resumed = recording.pending_groups(
-        lo, hi, hi + back, until - back, skip=set(deferred.values())
+        lo, hi, hi + back, until - back, skip=set(deferred.values()), whole_to=until
     )
     assert resumed is not None
     by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
@@ -309,7 +309,7 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
     gc.disable()
     try:
         groups, got = recording.pending_groups(
-            lo, hi, hi + back, until - back, only=ids, rows=False
+            lo, hi, hi + back, until - back, only=ids, rows=False, whole_to=until
         )
         for keyed in groups.values():
             for _, _, p in _fed_of(keyed, after, until):
