@@ -22,14 +22,16 @@ hold; a tally does, and it costs one row per table per bucket written.
 from __future__ import annotations
 
 import math
+import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 # the width of a tally's bucket, in seconds of recorded time
 BUCKET = 10.0
 
-# what each table's checksum covers, in order (the id first): i integer, r real, t text, b blob
+# what each table's checksum covers, in order (the id first): i integer, r real, t text, b blob;
+# ? where the column may be NULL
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "sessions": (
         ("id", "i"),
@@ -37,10 +39,10 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("probetui", "t"),
         ("kube_version", "t"),
         ("source", "t"),
-        ("via", "t"),
-        ("context", "t"),
-        ("namespace", "t"),
-        ("selector", "t"),
+        ("via", "t?"),
+        ("context", "t?"),
+        ("namespace", "t?"),
+        ("selector", "t?"),
         ("read_only", "i"),
         ("runtime", "t"),
     ),
@@ -53,18 +55,18 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("name", "t"),
         ("first_t", "r"),
         ("last_t", "r"),
-        ("deleted_t", "r"),
+        ("deleted_t", "r?"),
     ),
     "probes": (("id", "i"), ("pod_id", "i"), ("container", "t"), ("probe", "t"), ("first_t", "r")),
     "specs": (("id", "i"), ("pod_id", "i"), ("t", "r"), ("source", "t"), ("manifest", "t")),
-    "statuses": (("id", "i"), ("pod_id", "i"), ("t", "r"), ("status", "t")),
+    "statuses": (("id", "i"), ("pod_id", "i"), ("t", "r"), ("status", "t?")),
     "events": (
         ("id", "i"),
         ("t", "r"),
         ("pod_id", "i"),
         ("type", "t"),
-        ("container", "t"),
-        ("probe", "t"),
+        ("container", "t?"),
+        ("probe", "t?"),
         ("source", "t"),
         ("fields", "i"),
     ),
@@ -76,8 +78,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("t1", "r"),
         ("n", "i"),
         ("data", "b"),
-        ("marks", "b"),
-        ("steady", "i"),
+        ("marks", "b?"),
+        ("steady", "i?"),
     ),
     "tally": (("tbl", "t"), ("bucket", "i"), ("n", "i"), ("sum", "i")),
 }
@@ -93,50 +95,121 @@ def columns(table: str) -> str:
     return ", ".join(name for name, _ in COLUMNS[table]) + ", crc"
 
 
-def _typed(kinds: Sequence[str], values: Iterable[Any]) -> tuple[list[Any], list[bytes]]:
-    head: list[Any] = []
-    blobs: list[bytes] = []
-    for kind, v in zip(kinds, values, strict=True):
-        if v is None:
-            head.append(None)
-        elif kind == "b":
-            if isinstance(v, bytes | bytearray | memoryview):
-                blob = bytes(v)
-                head.append(len(blob))
-                blobs.append(blob)
-            else:
-                head.append(v)  # a blob column holding something else: damage, kept as it is
-        elif kind == "r" and type(v) is int:
-            head.append(float(v))
-        elif kind == "i" and type(v) is bool:
-            head.append(int(v))
+# a checksum is stored signed, in 32 bits: SQLite keeps it in 4 bytes, not 6
+_HALF = 1 << 31
+_WRAP = 1 << 32
+
+# per kind of column, its part of the packed head: the value (an 8-byte integer or real) or
+# the length of the text or blob, whose bytes follow the head; a column that may be NULL
+# says first whether it is
+_HEAD = {"i": "q", "r": "d", "t": "I", "b": "I"}
+
+
+def _body(table: str) -> list[str]:
+    """The statements that leave the checksum of row `r` of `table` in `c`, unsigned."""
+    head, tail, lines = [], [], []
+    for j, (_, kind) in enumerate(COLUMNS[table]):
+        v = f"r[{j}]"
+        nullable = kind.endswith("?")
+        if nullable:
+            lines.append(f"v{j} = {v}")
+            v = f"v{j}"
+            head.append(f"{v} is None")
+        if kind[0] in "tb":
+            # a text as the bytes SQLite holds (a damaged one decoded `surrogateescape`)
+            encoded = f'{v}.encode("utf-8", "surrogateescape")' if kind[0] == "t" else v
+            lines.append(
+                f'e{j} = b"" if {v} is None else {encoded}' if nullable else f"e{j} = {encoded}"
+            )
+            head.append(f"len(e{j})")
+            tail.append(f"e{j}")
+        elif nullable:
+            head.append(f"{'0' if kind[0] == 'i' else '0.0'} if {v} is None else {v}")
         else:
             head.append(v)
-    return head, blobs
+    fmt = "<" + "".join(
+        ("?" if kind.endswith("?") else "") + _HEAD[kind[0]] for _, kind in COLUMNS[table]
+    )
+    lines.append(f"c = _crc32(_pack({fmt!r}, {', '.join(head)}), {_SEED[table]})")
+    lines += [f"c = _crc32({e}, c)" for e in tail]
+    return lines
 
 
-_KINDS = {table: tuple(kind for _, kind in cols) for table, cols in COLUMNS.items()}
+def _source(table: str) -> str:
+    """The Python source of `table`'s checksum functions: of one row (`CRC`), and the first
+    of a list of rows (each with its stored checksum last) that does not match (`FIRST_BAD`).
+
+    Generated, one statement per column and no loop over them: a seek or a first screen
+    verifies tens of thousands of rows, and looping over the columns cost four times what
+    packing them does. A NULL where the column may not hold one, or a value of another type
+    than its column's (a damaged row's), raises `BAD_VALUE`."""
+    body = _body(table)
+    one = [f"def crc_{table}(r):", *(f"    {line}" for line in body)]
+    one.append(f"    return c - {_WRAP} if c >= {_HALF} else c")
+    first = [
+        f"def first_bad_{table}(rows):",
+        "    for r in rows:",
+        *(f"        {line}" for line in body),
+    ]
+    first.append(f"        if (c - {_WRAP} if c >= {_HALF} else c) != r[-1]:")
+    first.append("            return r")
+    first.append("    return None")
+    return "\n".join([*one, "", *first])
+
+
+# each table's checksum starts from its name's: a row never checks as another table's
+_SEED = {table: zlib.crc32(table.encode()) for table in COLUMNS}
+
+
+def _compile(table: str) -> dict[str, Any]:
+    scope: dict[str, Any] = {"_crc32": zlib.crc32, "_pack": struct.pack}
+    exec(_source(table), scope)  # our own source, built from COLUMNS above
+    return scope
+
+
+_COMPILED = {table: _compile(table) for table in COLUMNS}
+# by table: the checksum of a row given as a sequence whose first values are its columns in
+# `COLUMNS` order (the id first; what follows, such as the stored `crc`, is not read)
+CRC: dict[str, Callable[[Sequence[Any]], int]] = {t: c[f"crc_{t}"] for t, c in _COMPILED.items()}
+_FIRST_BAD: dict[str, Callable[[Sequence[Sequence[Any]]], Sequence[Any] | None]] = {
+    t: c[f"first_bad_{t}"] for t, c in _COMPILED.items()
+}
+BAD_VALUE = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
 
 def row_crc(table: str, values: Sequence[Any]) -> int:
     """The checksum of one row: its values in `COLUMNS` order (the id first)."""
-    head, blobs = _typed(_KINDS[table], values)
-    crc = zlib.crc32(repr((table, *head)).encode("utf-8", "surrogateescape"))
-    for blob in blobs:
-        crc = zlib.crc32(blob, crc)
-    return crc - _WRAP if crc >= _HALF else crc
+    return CRC[table](values)
+
+
+def bad(table: str, row: Sequence[Any]) -> bool:
+    """Whether a row read back (its columns, then its stored `crc`) fails its checksum."""
+    try:
+        return bool(row[-1] != CRC[table](row))
+    except BAD_VALUE:
+        return True
+
+
+def first_bad(table: str, rows: Sequence[Sequence[Any]]) -> Sequence[Any] | None:
+    """The first of these rows read back (each its columns, then its stored `crc`) that fails
+    its checksum, or None."""
+    try:
+        return _FIRST_BAD[table](rows)
+    except BAD_VALUE:
+        # a value that cannot be checksummed at all: found row by row
+        return next((row for row in rows if bad(table, row)), None)
+
+
+_RECENT = struct.Struct("<qqqdI")
+_RECENT_SEED = _SEED["recent"]
 
 
 def recent_crc(row_id: int, seg: int, probe_id: int, t: float, data: bytes) -> int:
     """`row_crc("recent", ...)` for the writer's hottest row (one per item), the same value."""
-    head = repr(("recent", row_id, seg, probe_id, float(t), len(data))).encode()
-    crc = zlib.crc32(data, zlib.crc32(head))
-    return crc - _WRAP if crc >= _HALF else crc
-
-
-# a checksum is stored signed, in 32 bits: SQLite keeps it in 4 bytes, not 6
-_HALF = 1 << 31
-_WRAP = 1 << 32
+    c = zlib.crc32(
+        data, zlib.crc32(_RECENT.pack(row_id, seg, probe_id, t, len(data)), _RECENT_SEED)
+    )
+    return c - _WRAP if c >= _HALF else c
 
 
 def sql_crc(table: str, *values: Any) -> int:
@@ -161,9 +234,18 @@ class Tallies:
     def __init__(self) -> None:
         self.counts: dict[tuple[str, int], tuple[int, int]] = {}
         self.dirty: set[tuple[str, int]] = set()
+        # the bucket of the last time counted, and its ends: rows come in time order
+        self._bucket, self._lo, self._hi = 0, math.inf, -math.inf
 
-    def add(self, table: str, bucket: int, crc: int) -> None:
-        self.add_sum(table, bucket, 1, crc)
+    def add(self, table: str, t: float, crc: int) -> None:
+        """Count one row of `table` at time `t` with checksum `crc`."""
+        if not self._lo <= t < self._hi:
+            b = self._bucket = bucket_of(t)
+            self._lo, self._hi = b * BUCKET, (b + 1) * BUCKET
+        key = (table, self._bucket)
+        was = self.counts.get(key)
+        self.counts[key] = (1, crc) if was is None else (was[0] + 1, was[1] + crc)
+        self.dirty.add(key)
 
     def add_sum(self, table: str, bucket: int, n: int, total: int) -> None:
         """Add `n` rows whose checksums sum to `total` (negative both to take them off)."""
@@ -188,13 +270,17 @@ class Tallies:
 
 
 __all__ = [
+    "BAD_VALUE",
     "BUCKET",
     "COLUMNS",
+    "CRC",
     "TALLIED",
     "WHOLE",
     "Tallies",
+    "bad",
     "bucket_of",
     "columns",
+    "first_bad",
     "recent_crc",
     "row_crc",
     "sql_crc",

@@ -19,8 +19,11 @@ APPLICATION_ID = 0x50524254
 # under way) as columns, not meanings: a file without them (NULL, or no column: `has_marks`)
 # is decoded from each chunk's start, and a recorder adding to one adds the columns first.
 # Format 2: every row carries its checksum (`crc`) and the rows read by time are counted in
-# `tally` (`checks.py`); a reader verifies what it reads. A format-1 file has neither: it is
-# read as it always was, and a recorder adding to one goes on writing format 1
+# `tally` (`checks.py`); a reader verifies what it reads. The time indexes carry the id (the
+# order rows are read in) and `crc`, so a bucket's rows are counted and summed on the index;
+# `chunks_t0` also carries what a seek asks of 15,000 chunks (`Recording.steady_probes`),
+# format 1's `chunks_t0_steady`. A format-1 file has none of it: it is read as it always
+# was, and a recorder adding to one goes on writing format 1
 FORMAT_VERSION = 2
 # the first format whose rows carry checksums
 CHECKED_FORMAT = 2
@@ -47,16 +50,16 @@ CREATE TABLE specs (
     id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, source TEXT NOT NULL,
     manifest TEXT NOT NULL, crc INTEGER);
 CREATE INDEX specs_pod_t ON specs (pod_id, t);
-CREATE INDEX specs_t ON specs (t);
+CREATE INDEX specs_t ON specs (t, id, crc);
 CREATE TABLE statuses (
     id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, status TEXT,
     crc INTEGER);
 CREATE INDEX statuses_pod_t ON statuses (pod_id, t);
-CREATE INDEX statuses_t ON statuses (t);
+CREATE INDEX statuses_t ON statuses (t, id, crc);
 CREATE TABLE events (
     id INTEGER PRIMARY KEY, t REAL NOT NULL, pod_id INTEGER NOT NULL, type TEXT NOT NULL,
     container TEXT, probe TEXT, source TEXT NOT NULL, fields INTEGER NOT NULL, crc INTEGER);
-CREATE INDEX events_t ON events (t);
+CREATE INDEX events_t ON events (t, id, crc);
 CREATE TABLE recent (
     id INTEGER PRIMARY KEY, seg INTEGER NOT NULL, probe_id INTEGER NOT NULL, t REAL NOT NULL,
     data BLOB NOT NULL, crc INTEGER);
@@ -65,13 +68,21 @@ CREATE INDEX recent_probe ON recent (probe_id);
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY, probe_id INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
     n INTEGER NOT NULL, data BLOB NOT NULL, marks BLOB, steady INTEGER, crc INTEGER);
-CREATE INDEX chunks_t0 ON chunks (t0);
+CREATE INDEX chunks_t0 ON chunks (t0, id, probe_id, steady, crc);
 CREATE INDEX chunks_probe_t0 ON chunks (probe_id, t0);
-CREATE INDEX chunks_t0_steady ON chunks (t0, probe_id, steady);
 CREATE TABLE tally (
     tbl TEXT NOT NULL, bucket INTEGER NOT NULL, n INTEGER NOT NULL, sum INTEGER NOT NULL,
     crc INTEGER NOT NULL, PRIMARY KEY (tbl, bucket)) WITHOUT ROWID;
 """
+
+# the index each tallied table is read and counted through (in a format-2 file it carries
+# `crc`, so counting a bucket never visits its rows)
+TIME_INDEX = {
+    "chunks": "chunks_t0",
+    "events": "events_t",
+    "specs": "specs_t",
+    "statuses": "statuses_t",
+}
 
 # a chunk closes at this many items or this span, whichever comes first; readers rely on the
 # span: a chunk overlapping [a, b] starts after a - MAX_SPAN. The items only set the cost of a
@@ -193,7 +204,10 @@ LATER_INDEXES = (
 
 def upgrade(conn: sqlite3.Connection) -> None:
     """What a file written before marks, steady chunks and the time indexes lacks, added in
-    place (columns and indexes: the format stays 1, an older reader reads the file as before)."""
+    place (columns and indexes: the format stays 1, an older reader reads the file as before).
+    A format-2 file has them all from the start."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= CHECKED_FORMAT:
+        return
     columns = _chunk_columns(conn)
     if "marks" not in columns:
         conn.execute("ALTER TABLE chunks ADD COLUMN marks BLOB")
@@ -243,6 +257,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_SPAN",
     "SCHEMA",
+    "TIME_INDEX",
     "Damaged",
     "RecordingError",
     "SessionMeta",

@@ -28,18 +28,19 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from operator import itemgetter
 from typing import Any
 
 from probetui.prober.status import PodStatus
 from probetui.record import codec
 from probetui.record.checks import (
     COLUMNS,
+    CRC,
     TALLIED,
     WHOLE,
     Tallies,
     bucket_of,
     recent_crc,
-    row_crc,
     sql_crc,
 )
 from probetui.record.schema import CHECKED_FORMAT, CHUNK_ITEMS, MAX_SPAN, upgrade
@@ -66,10 +67,12 @@ _CHANGES = {
     "deleted": "UPDATE pods SET deleted_t = ? WHERE id = ?",
     "closed": "DELETE FROM recent WHERE seg = ?",
 }
-# the same where rows carry checksums: a changed row's is computed anew from its columns
+# where rows carry checksums, a pod's row is written whole (`_pod_update`: its checksum from
+# what the writer keeps of it, not by an SQL function called back for 15,000 pods a minute)
+_POD_UPDATE = "UPDATE pods SET last_t = ?, deleted_t = ?, crc = ? WHERE id = ?"
+# and another changed row's checksum is computed anew from its columns
 _CHECKED_CHANGES = {
-    "deleted": "UPDATE pods SET deleted_t = ?1, crc = probetui_crc('pods', id, uid, namespace,"
-    " name, first_t, last_t, ?1) WHERE id = ?2",
+    "deleted": _POD_UPDATE,
     "closed": "DELETE FROM recent WHERE seg = ?",
 }
 _LAST_USED = {
@@ -78,8 +81,7 @@ _LAST_USED = {
     "strings": "UPDATE strings SET last_t = ? WHERE id = ?",
 }
 _CHECKED_LAST_USED = {
-    "pods": "UPDATE pods SET last_t = ?1, crc = probetui_crc('pods', id, uid, namespace, name,"
-    " first_t, ?1, deleted_t) WHERE id = ?2",
+    "pods": _POD_UPDATE,
     "shapes": "UPDATE shapes SET last_t = ?1, crc = probetui_crc('shapes', id, body, ?1)"
     " WHERE id = ?2",
     "strings": "UPDATE strings SET last_t = ?1, crc = probetui_crc('strings', id, text, ?1)"
@@ -98,6 +100,9 @@ _NUMBERED = (
     "recent",
 )
 
+
+# a queued `recent` row's checksum
+_CRC_OF_RECENT = itemgetter(5)
 
 # where a tallied table's time is in its row
 _TIME_AT = {
@@ -183,6 +188,9 @@ class Writer:
         # seen: two dicts of references, not 15,000 objects)
         self._pod_ids: dict[str, int] = {}
         self._pod_last: dict[str, float] = {}
+        # in a checked file, each pod's row but for last_t: (id, uid, namespace, name,
+        # first_t, deleted_t)
+        self._pod_rows: dict[str, tuple[int, str, str, str, float, float | None]] = {}
         self._secrets: dict[str, tuple[str, ...]] = {}
         self._pod_seen: dict[str, Pod] = {}
         self._manifests: dict[str, str] = {}
@@ -220,9 +228,13 @@ class Writer:
             self._shape_used[i] = last
             self._shape_strings[i] = codec.shape_strings(json.loads(body))
         by_id: dict[int, str] = {}
-        for i, uid, last in c.execute("SELECT id, uid, last_t FROM pods"):
+        for i, uid, ns, name, first, last, deleted in c.execute(
+            "SELECT id, uid, namespace, name, first_t, last_t, deleted_t FROM pods"
+        ):
             self._pod_ids[uid] = i
             self._pod_last[uid] = last
+            if self.checked:
+                self._pod_rows[uid] = (i, uid, ns, name, first, deleted)
             by_id[i] = uid
         for i, pod_id, container, probe in c.execute(
             "SELECT id, pod_id, container, probe FROM probes"
@@ -237,6 +249,8 @@ class Writer:
             table: 1 + c.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
             for table in _NUMBERED
         }
+        # the next `recent` row's id, kept apart: given out once an item
+        self._next_recent = self._next.pop("recent")
         if self.checked:
             for table, bucket, n, total in c.execute("SELECT tbl, bucket, n, sum FROM tally"):
                 self._tally.counts[(table, bucket)] = (n, total)
@@ -334,18 +348,20 @@ class Writer:
         # the pages `recent` used go back to the file system
         c.execute("PRAGMA incremental_vacuum")
 
-    def _row(self, table: str, row: tuple[Any, ...]) -> int:
+    def _row(self, table: str, row: tuple[Any, ...]) -> None:
         """Queue one row (its id first) for the batch; in a checked file with its checksum,
-        counted in its tally. Returns the checksum (0 unchecked)."""
-        crc = 0
-        if self.checked:
-            crc = row_crc(table, row)
-            row = (*row, crc)
-            at = _TIME_AT.get(table)
-            if at is not None:
-                self._tally.add(table, bucket_of(row[at]), crc)
-        self._change(table, row)
-        return crc
+        counted in its tally."""
+        rows = self._rows.get(table)
+        if rows is None:
+            rows = self._rows[table] = []
+        if not self.checked:
+            rows.append(row)
+            return
+        crc = CRC[table](row)
+        rows.append((*row, crc))
+        at = _TIME_AT.get(table)
+        if at is not None:
+            self._tally.add(table, row[at], crc)
 
     def _write_tallies(self) -> None:
         if self._tally.dirty:
@@ -353,17 +369,6 @@ class Writer:
             c = self.conn
             c.executemany("INSERT OR REPLACE INTO tally VALUES (?, ?, ?, ?, ?)", kept)
             c.executemany("DELETE FROM tally WHERE tbl = ? AND bucket = ?", gone)
-
-    def _recent(self, seg: int, probe_id: int, t: float, data: bytes) -> int:
-        """`_row("recent", ...)` for one item: the hottest row, its checksum the same."""
-        i = self._id("recent")
-        if not self.checked:
-            self._change("recent", (i, seg, probe_id, t, data))
-            return 0
-        crc = recent_crc(i, seg, probe_id, t, data)
-        self._change("recent", (i, seg, probe_id, t, data, crc))
-        self._tally.add("recent", WHOLE, crc)
-        return crc
 
     def _change(self, kind: str, row: tuple[Any, ...]) -> None:
         rows = self._rows.get(kind)
@@ -373,6 +378,10 @@ class Writer:
 
     def _flush_rows(self) -> None:
         c = self.conn
+        recent = self._rows.get("recent")
+        if recent and self.checked:
+            # the items' rows, in their tally at once (`_item` queues them)
+            self._tally.add_sum("recent", WHOLE, len(recent), sum(map(_CRC_OF_RECENT, recent)))
         for table, sql in self._sql.items():
             rows = self._rows.get(table)
             if rows:
@@ -436,12 +445,21 @@ class Writer:
 
     # -- pods -----------------------------------------------------------------------------
 
+    def _pod_update(self, uid: str) -> tuple[float, float | None, int, int]:
+        """A pod's `_POD_UPDATE` as it stands now: its last use, its deletion, its checksum."""
+        pod_id, _, namespace, name, first, deleted = self._pod_rows[uid]
+        last = self._pod_last[uid]
+        crc = CRC["pods"]((pod_id, uid, namespace, name, first, last, deleted))
+        return (last, deleted, crc, pod_id)
+
     def _pod(self, uid: str, namespace: str, name: str, t: float) -> int:
         pod_id = self._pod_ids.get(uid)
         if pod_id is None:
             pod_id = self._pod_ids[uid] = self._id("pods")
             self._pod_last[uid] = t
             self._row("pods", (pod_id, uid, namespace, name, t, t, None))
+            if self.checked:
+                self._pod_rows[uid] = (pod_id, uid, namespace, name, t, None)
         elif t > self._pod_last[uid]:
             self._pod_last[uid] = t
             self._touched_pods.add(uid)
@@ -454,7 +472,11 @@ class Writer:
         pod_id = self._pod(uid, pod.namespace, pod.name, t)
         if status is None:
             self._row("statuses", (self._id("statuses"), pod_id, t, None))
-            self._change("deleted", (t, pod_id))
+            if self.checked:
+                self._pod_rows[uid] = (*self._pod_rows[uid][:5], t)
+                self._change("deleted", self._pod_update(uid))
+            else:
+                self._change("deleted", (t, pod_id))
             self._statuses.pop(uid, None)
             self._status_texts.pop(uid, None)
             return
@@ -552,7 +574,20 @@ class Writer:
         n += 1
         if chain[4] > key:
             key = chain[4]
-        sums += self._recent(seg_id, probe_id, t, bytes(data[start:]))
+        # the item's `recent` row, queued as `_row` would (inline: one an item), its checksum
+        # added to the segment's
+        piece = bytes(data[start:])
+        i = self._next_recent
+        self._next_recent = i + 1
+        recent = self._rows.get("recent")
+        if recent is None:
+            recent = self._rows["recent"] = []
+        if self.checked:
+            crc = recent_crc(i, seg_id, probe_id, t, piece)
+            sums += crc
+            recent.append((i, seg_id, probe_id, t, piece, crc))
+        else:
+            recent.append((i, seg_id, probe_id, t, piece))
         self._open[probe_id] = (
             data,
             chain,
@@ -592,7 +627,9 @@ class Writer:
             ids, last = self._pod_ids, self._pod_last
             c.executemany(
                 self._last_used["pods"],
-                [(last[u], ids[u]) for u in self._touched_pods if u in ids],
+                [self._pod_update(u) for u in self._touched_pods if u in ids]
+                if self.checked
+                else [(last[u], ids[u]) for u in self._touched_pods if u in ids],
             )
             self._touched_pods = set()
         for i in self._dirty_shapes:
@@ -644,6 +681,7 @@ class Writer:
             for table in (
                 self._pod_ids,
                 self._pod_last,
+                self._pod_rows,
                 self._secrets,
                 self._pod_seen,
                 self._manifests,
