@@ -40,6 +40,7 @@ import math
 import sqlite3
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -48,7 +49,7 @@ from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord
 from probetui.record import codec
 from probetui.record.checks import BUCKET
-from probetui.record.pages import DECODE_ERRORS, Pages, Row
+from probetui.record.pages import DECODE_ERRORS, IN_LIMIT, Pages, Row
 from probetui.record.schema import (
     CHECKED_FORMAT,
     FORMAT_VERSION,
@@ -69,8 +70,6 @@ from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import RecordShape, Store
 
-# a filter of more ids than this is applied in Python rather than in an SQL IN (...)
-_SQL_IN_LIMIT = 500
 # probes whose latest chunk is too new to say alone that they were steady, from which their
 # chunk before it is looked at too (a second pass over the chunk index, some 15 ms)
 STEADY_RECHECK = 200
@@ -146,10 +145,6 @@ def open_recording(path: str | Path) -> Recording:
     try:
         check_identity(conn, p)
         check_size(conn, p)
-        if conn.execute("PRAGMA user_version").fetchone()[0] >= CHECKED_FORMAT:
-            # a damaged text reads as what it is, and fails its row's checksum, rather than
-            # raising in the middle of a query
-            conn.text_factory = _text_of
         return Recording(conn, p)
     except DECODE_ERRORS as e:
         conn.close()
@@ -278,7 +273,8 @@ class Recording:
         return [PodInfo(*r[1:7]) for r in self._pages.rows("pods", "ORDER BY id")]
 
     def probe_keys(self) -> list[ProbeKey]:
-        self._load_refs()
+        if not self._refs_loaded:
+            self._load_refs()
         if self._bad_refs:
             i = min(self._bad_refs)
             raise Damaged(self.path, None, self._bad_refs[i])
@@ -309,7 +305,7 @@ class Recording:
         the cache that `snapshots()` decodes by (a replay reads the probe settings of all
         15,000 pods at start-up, then their specs in force)."""
         rows = [r for page in self._pages.by_time("specs", -math.inf, math.inf) for r in page]
-        rows.sort(key=lambda r: (r[1], r[2], r[0]))
+        rows.sort(key=itemgetter(1, 2, 0))  # by pod, time, id
         for spec_id, _, _, source, text, _ in rows:
             yield self._spec(spec_id, source, text)
 
@@ -455,20 +451,18 @@ class Recording:
             return {}
         select = f"SELECT {self._pages.full[table]} FROM {table}"
         wanted = set(ids)
-        if len(ids) > 4 * _SQL_IN_LIMIT:
+        if len(ids) > 4 * IN_LIMIT:
             got = [r for r in self._q(select) if r[0] in wanted]
         else:
             got = []
-            for a in range(0, len(ids), _SQL_IN_LIMIT):
-                part = ids[a : a + _SQL_IN_LIMIT]
+            for a in range(0, len(ids), IN_LIMIT):
+                part = ids[a : a + IN_LIMIT]
                 got += self._q(select + f" WHERE id IN ({','.join('?' * len(part))})", part)
-        out: dict[int, tuple[Any, ...]] = {}
-        for r in got:
-            if self._pages.bad(table, r):
-                t = self._pages.time_of(table, r)
-                raise Damaged(self.path, t, f"{table} row {r[0]} fails its checksum")
-            out[r[0]] = r[1:-1]
-        return out
+        bad = self._pages.first_bad(table, got)
+        if bad is not None:
+            t = self._pages.time_of(table, bad)
+            raise Damaged(self.path, t, f"{table} row {bad[0]} fails its checksum")
+        return {r[0]: r[1:-1] for r in got}
 
     def _in_force(
         self, pod_id: int, lo: float, pods: dict[int, Pod], statuses: dict[int, PodStatus | None]
@@ -587,14 +581,29 @@ class Recording:
         where that probe is read, not for the probes before it."""
         self._refs_loaded = True
         pages = self._pages
-        pods = {}
-        for row in self._q(f"SELECT {pages.full['pods']} FROM pods"):
-            pods[row[0]] = None if pages.bad("pods", row) else row
-        for row in self._q(f"SELECT {pages.full['probes']} FROM probes"):
-            if pages.bad("probes", row):
+        pod_rows = self._q(f"SELECT {pages.full['pods']} FROM pods")
+        pods: dict[int, Row | None] = {row[0]: row for row in pod_rows}
+        probe_rows = self._q(f"SELECT {pages.full['probes']} FROM probes")
+        if pages.first_bad("pods", pod_rows) is not None:
+            for row in pod_rows:
+                if pages.bad("pods", row):
+                    pods[row[0]] = None
+        whole = pages.first_bad("probes", probe_rows) is None
+        refs, parse, gone = self._refs, ProbeType.parse, object()
+        for row in probe_rows:
+            if not whole and pages.bad("probes", row):
                 self._bad_refs[row[0]] = f"probes row {row[0]} fails its checksum"
-            elif row[1] in pods:  # else a probe of a pod retention dropped
-                self._add_ref(row, pods[row[1]])
+                continue
+            pod = pods.get(row[1], gone)
+            if pod is gone:
+                continue  # a probe of a pod retention dropped
+            try:
+                # as `_add_ref`, inline: 15,000 probes at a first screen
+                key = ProbeKey(pod[1], row[2], parse(row[3]))  # type: ignore[index]
+            except DECODE_ERRORS:
+                self._add_ref(row, pod)  # type: ignore[arg-type]  # says why
+                continue
+            refs[row[0]] = ProbeRef(key, pod[2], pod[3], row[2], row[3])  # type: ignore[index]
 
     def _add_ref(self, row: Row, pod: Row | None) -> None:
         """One probe's `ProbeRef` from its verified row and its pod's (None: that row fails its
@@ -627,47 +636,97 @@ class Recording:
         hi: float,
         probe_ids: Collection[int] | None,
         after_t0: float | None = None,
-    ) -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
+        skip: Collection[int] = (),
+    ) -> Iterator[Segment]:
         """(t0, seg id, probe id, data, marks) of every segment overlapping [lo, hi], by t0: closed
         chunks by bucket (`pages.py`), open ones (the last minutes of a live recording) from
         `recent`. `recent` is read first: a segment closed in between is then seen twice, never
-        missed. Damage in either: every segment before it, then `Damaged`."""
-        where, args = "", []
+        missed. Damage in either: every segment before it, then `Damaged`. `probe_ids`: only
+        theirs; `skip`: not theirs (a seek defers 15,000 probes: their chunks are left in
+        the file, not read and thrown away).
+
+        The probes asked for (or not) are told apart on the time index the tallies are counted
+        on, where SQLite can: what a seek reads is then what was counted. Over more than a
+        seek's window, a few probes are found on their own index (`chunks_probe_t0`)."""
+        pages = self._pages
+        where: list[str] = []
+        args: list[Any] = []
         if probe_ids is not None and not isinstance(probe_ids, set | frozenset):
             probe_ids = set(probe_ids)  # looked up for every segment below
-        if probe_ids is not None and len(probe_ids) <= _SQL_IN_LIMIT:
-            where = f"probe_id IN ({','.join('?' * len(probe_ids))})"
-            args = list(probe_ids)
+        if skip and not isinstance(skip, set | frozenset):
+            skip = set(skip)
+        if probe_ids is not None:
+            where.append(pages.among("probe_id", probe_ids, args))
+        if skip:
+            where.append(pages.among("probe_id", skip, args, negate=True))
         fence: Damaged | None = None
         try:
-            open_segs = self._open_segments(where, args)
+            open_segs, recent_t = self._open_segments(" AND ".join(w for w in where if w), args)
         except Damaged as e:
-            fence, open_segs = e, {}
-        opened = sorted(
-            (s[0], seg, s[2], b"".join(s[3]), None)
-            for seg, s in open_segs.items()
-            if s[1] >= lo and s[0] <= hi and (probe_ids is None or s[2] in probe_ids)
-        )
+            fence, open_segs, recent_t = e, {}, None
+        opened: list[Segment] = []
+        for seg, (first_t, last_t, probe_id, data, rows) in open_segs.items():
+            if last_t < lo or first_t > hi or not _wanted(probe_id, probe_ids, skip):
+                continue
+            try:
+                self._verify_recent(rows, recent_t)
+            except Damaged as e:
+                fence = e if fence is None or e.sooner(fence) else fence
+                continue
+            opened.append((first_t, seg, probe_id, b"".join(data), None))
+        opened.sort(key=_first_two)
+        by_index = probe_ids is None or hi - lo <= 2 * MAX_SPAN
         if lo > -math.inf:
-            where, args = ("t1 >= ?" + (f" AND {where}" if where else "")), [lo, *args]
+            where.insert(0, "t1 >= ?")
+            args.insert(0, lo)
         first = lo - MAX_SPAN if after_t0 is None else max(lo - MAX_SPAN, after_t0)
-        closed = (
-            (t0, seg, probe_id, data, (t0, marks) if marks else None)
-            for page in self._pages.by_time("chunks", first, hi, where, args)
-            for seg, probe_id, t0, _, _, data, marks, _, _ in page
-            if seg not in open_segs and (probe_ids is None or probe_id in probe_ids)
-        )
-        for x in _fenced((closed, iter(opened)), _first_two, _first):
-            if fence is not None and (fence.t is None or x[0] >= fence.t):
+        sql = " AND ".join(w for w in where if w)
+        i, n = 0, len(opened)
+        try:
+            for page in pages.by_time("chunks", first, hi, sql, args, time_index=by_index):
+                for row in page:
+                    seg, probe_id, t0 = row[0], row[1], row[2]
+                    if seg in open_segs or not _wanted(probe_id, probe_ids, skip):
+                        continue
+                    if fence is not None and _past(t0, fence):
+                        raise fence  # out of both loops: nothing past the damage is read
+                    while i < n and (
+                        opened[i][0] < t0 or (opened[i][0] == t0 and opened[i][1] < seg)
+                    ):
+                        yield opened[i]
+                        i += 1
+                    marks = row[6]
+                    yield (t0, seg, probe_id, row[5], (t0, marks) if marks else None)
+        except Damaged as e:
+            fence = e if fence is None or e.sooner(fence) else fence
+        for x in opened[i:]:
+            if fence is not None and _past(x[0], fence):
                 break
             yield x
         if fence is not None:
             raise fence
 
-    def _open_segments(self, where: str = "", args: Sequence[Any] = ()) -> dict[int, list[Any]]:
+    def segments_of(
+        self, since: float, stop: float, probe_ids: Collection[int]
+    ) -> tuple[dict[int, list[Segment]], Damaged | None]:
+        """`_segments(since, stop)` of these probes, by probe (each in the order read), and
+        the damage that ended the read (what is before it is there), or None: what a seek
+        deferred, read once for every fill after it."""
+        out: dict[int, list[Segment]] = {}
+        try:
+            for x in self._segments(since, stop, probe_ids):
+                out.setdefault(x[2], []).append(x)
+        except Damaged as e:
+            return out, e
+        return out, None
+
+    def _open_segments(
+        self, where: str = "", args: Sequence[Any] = ()
+    ) -> tuple[dict[int, list[Any]], float | None]:
         """The open segments (`recent`, with `where`) by id: [first t, last t, probe id, the
-        items' bytes], every row verified and the table counted against its tally, in one
-        read transaction. Damage: `Damaged` from the earliest time among the rows."""
+        items' bytes, the rows], the table counted against its tally in one read transaction,
+        and the earliest time among the rows: what damage in one of them is placed at. Each
+        segment's rows are verified where it is read (`_verify_recent`)."""
         pages = self._pages
         with pages.snapshot():
             rows = self._q(
@@ -680,28 +739,35 @@ class Recording:
                 counted = (
                     self._q("SELECT COUNT(*), SUM(crc) FROM recent")[0]
                     if where
-                    else (len(rows), sum(r[-1] for r in rows))
+                    else (len(rows), sum(r[-1] for r in rows if type(r[-1]) is int))
                 )
+        t = None
         if self.checked:
             times = [r[3] for r in rows if isinstance(r[3], float)]
             t = min(times) if times else None
             if tally and pages.bad("tally", tally[0]):
                 raise Damaged(self.path, t, "the tally of recent fails its checksum")
-            for r in rows:
-                if pages.bad("recent", r):
-                    raise Damaged(self.path, t, f"recent row {r[0]} fails its checksum")
             want = (tally[0][2], tally[0][3]) if tally else (0, 0)
             if (counted[0], counted[1] or 0) != want:
                 raise Damaged(self.path, t, f"recent: {counted[0]} rows where {want[0]} were")
         open_segs: dict[int, list[Any]] = {}
-        for _, seg, probe_id, t, data, _ in rows:
+        for row in rows:
+            _, seg, probe_id, when, data, _ = row
             s = open_segs.get(seg)
             if s is None:
-                open_segs[seg] = [t, t, probe_id, [data]]
+                open_segs[seg] = [when, when, probe_id, [data], [row]]
             else:
-                s[0], s[1] = min(s[0], t), max(s[1], t)
+                s[0], s[1] = min(s[0], when), max(s[1], when)
                 s[3].append(data)
-        return open_segs
+                s[4].append(row)
+        return open_segs, t
+
+    def _verify_recent(self, rows: list[Row], t: float | None) -> None:
+        """An open segment's rows, verified: `Damaged` from `t` (the earliest in `recent`)."""
+        pages = self._pages
+        for r in rows:
+            if pages.bad("recent", r):
+                raise Damaged(self.path, t, f"recent row {r[0]} fails its checksum")
 
     def _probe_ids(self, pod_uids: Collection[str] | None) -> set[int] | None:
         if pod_uids is None:
@@ -941,6 +1007,7 @@ class Recording:
         only: Collection[int] | None = None,
         rows: bool = True,
         whole_to: float | None = None,
+        segments: list[Segment] | None = None,
     ) -> tuple[dict[Group, list[Keyed]], Resumed | None]:
         """What `pending(since)` yields stamped up to `until` and keyed up to `stop`, by probe
         (pod uid, container, probe; a kubelet row by what it names), each as (key, 0 for an
@@ -959,7 +1026,9 @@ class Recording:
         `skip`: probes not read (a seek defers them); `only`: just these probes, and without
         `rows` none of the kubelet's rows (a deferred history filled after the seek fed them).
         `whole_to` (default `until`): damage found past it is read up to, not raised (the
-        stream that plays on raises it): what a seek feeds is published by then."""
+        stream that plays on raises it): what a seek feeds is published by then.
+        `segments`: what `_segments` would give (in its order), read before (`segments_of`:
+        what a seek deferred, read once for all the fills after it)."""
         stop_us = _us_at_most(stop)
         whole = until if whole_to is None else whole_to
         lists: list[tuple[int, list[Pending]]] = []
@@ -968,7 +1037,10 @@ class Recording:
         # stream that plays on (`Resumed.fence`), where it reaches it
         fence: Damaged | None = None
         try:
-            for t0, seg, probe_id, data, marks in self._segments(since, stop, only):
+            source = (
+                self._segments(since, stop, only, skip=skip) if segments is None else iter(segments)
+            )
+            for t0, seg, probe_id, data, marks in source:
                 if probe_id in skip:
                     continue
                 left: list[Any] | None = [] if resume is not None else None
@@ -1197,6 +1269,8 @@ T = TypeVar("T")
 Group = tuple[str, str | None, str | None]
 # (merge key, 0 for a chunk's item or 1 for a kubelet row, the event)
 Keyed = tuple[float, int, Pending]
+# a segment as `Recording._segments` gives it: (t0, seg id, probe id, data, marks)
+Segment = tuple[float, int, int, bytes, codec.Marks | None]
 
 
 @dataclass(slots=True)
@@ -1325,6 +1399,11 @@ def _fenced(
         raise fence
 
 
+def _wanted(probe_id: int, only: Collection[int] | None, skip: Collection[int]) -> bool:
+    """Whether a probe's segment is read: one of `only` (None: any), none of `skip`."""
+    return (only is None or probe_id in only) and probe_id not in skip
+
+
 def _later_than(e: Damaged, until: float, fence: Damaged | None) -> Damaged:
     """`e` where it lies past `until` (the sooner of it and `fence`); else it is raised."""
     if e.t is None or e.t <= until:
@@ -1352,12 +1431,6 @@ def _time_kind(x: tuple[Any, ...]) -> tuple[Any, Any]:
     return (x[0], x[1])
 
 
-def _text_of(data: bytes) -> str:
-    """A TEXT value as Python reads it from a checked file: a damaged one as it is, to fail
-    its row's checksum (`surrogateescape` gives back the very bytes)."""
-    return data.decode("utf-8", "surrogateescape")
-
-
 __all__ = [
     "Group",
     "Keyed",
@@ -1366,5 +1439,6 @@ __all__ = [
     "Recording",
     "RecordingMeta",
     "Resumed",
+    "Segment",
     "open_recording",
 ]

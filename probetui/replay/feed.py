@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
-from probetui.record.reader import Pending, Recording, Resumed
+from probetui.record.reader import Pending, Recording, Resumed, Segment
 from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
@@ -206,7 +206,8 @@ class Stream:
 @dataclass(slots=True)
 class Rebuilt:
     """What a rebuild hands on: the stream that goes on from its end, and the probes it
-    deferred (`Store.defer`) by key, with their ids, for `fill`."""
+    deferred (`Store.defer`) by key, with their ids, for `fill`; and once the first fill has
+    read them, the segments of those probes by id, with the damage that ended that read."""
 
     stream: Stream
     resumed: Resumed
@@ -214,6 +215,8 @@ class Rebuilt:
     after: float
     until: float
     back: float
+    segments: dict[int, list[Segment]] | None = None
+    fence: Damaged | None = None
 
 
 def rebuild(
@@ -299,17 +302,34 @@ def rebuild(
 
 def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
     """Feed deferred histories (emptied, `Store.materialize`) what `rebuild` would have fed
-    them: their events of the same span, or a keyframe where the span holds none. What was
-    read for playing on goes to the rebuilt stream (it has not begun: `Store.materialize`
-    of all comes before its first step)."""
+    them: their events of the same span, or a keyframe where the span holds none. The first
+    fill reads the segments of every deferred probe at once (one pass over the window, not
+    one a batch), and each fill decodes those of its own. What was read for playing on goes
+    to the rebuilt stream (it has not begun: `Store.materialize` of all comes before its
+    first step)."""
     ids = {rebuilt.deferred[k] for k in keys if k in rebuilt.deferred}
     after, until, back = rebuilt.after, rebuilt.until, rebuilt.back
     lo, hi = after - back, until + back
+    if rebuilt.segments is None:
+        rebuilt.segments, rebuilt.fence = recording.segments_of(
+            lo, hi + back, set(rebuilt.deferred.values())
+        )
+    fence = rebuilt.fence
+    if fence is not None and (fence.t is None or fence.t <= until):
+        raise fence  # within what the fill feeds: as a rebuild would have found it
+    segments = sorted((x for i in ids for x in rebuilt.segments.pop(i, ())), key=_segment_order)
     was = gc.isenabled()
     gc.disable()
     try:
         groups, got = recording.pending_groups(
-            lo, hi, hi + back, until - back, only=ids, rows=False, whole_to=until
+            lo,
+            hi,
+            hi + back,
+            until - back,
+            only=ids,
+            rows=False,
+            whole_to=until,
+            segments=segments,
         )
         for keyed in groups.values():
             for _, _, p in _fed_of(keyed, after, until):
@@ -317,7 +337,11 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
         if got is not None:
             rebuilt.resumed.items.extend(got.items)
             rebuilt.resumed.stopped.extend(got.stopped)
-            rebuilt.resumed.fence = rebuilt.resumed.fence or got.fence
+            was = rebuilt.resumed.fence
+            for found in (got.fence, fence):
+                if found is not None and (was is None or found.sooner(was)):
+                    was = found
+            rebuilt.resumed.fence = was
         empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
         keyframes(store, recording, empty, after)
     finally:
@@ -359,6 +383,10 @@ def _fed_of(
         elif p.type == "ProbeAttempt":
             following = i
     return [x for x, w in zip(keyed, when, strict=True) if after < w <= until]
+
+
+def _segment_order(x: Segment) -> tuple[float, int]:
+    return (x[0], x[1])
 
 
 def _seq_of(x: tuple[int, Pending]) -> int:
