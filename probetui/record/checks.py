@@ -116,8 +116,9 @@ def _body(table: str) -> list[str]:
             v = f"v{j}"
             head.append(f"{v} is None")
         if kind[0] in "tb":
-            # a text as the bytes SQLite holds (a damaged one decoded `surrogateescape`)
-            encoded = f'{v}.encode("utf-8", "surrogateescape")' if kind[0] == "t" else v
+            # a text as UTF-8: one that is not (a damaged one, read as its bytes with
+            # `surrogateescape`) cannot be encoded again, and its row fails
+            encoded = f"{v}.encode()" if kind[0] == "t" else v
             lines.append(
                 f'e{j} = b"" if {v} is None else {encoded}' if nullable else f"e{j} = {encoded}"
             )

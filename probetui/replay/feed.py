@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
@@ -203,11 +203,16 @@ class Stream:
         return n
 
 
+# a fill of this many deferred probes or more (the player's batch, not the rows on screen)
+# reads the segments of every probe still deferred, for the fills after it
+READ_ALL = 256
+
+
 @dataclass(slots=True)
 class Rebuilt:
     """What a rebuild hands on: the stream that goes on from its end, and the probes it
-    deferred (`Store.defer`) by key, with their ids, for `fill`; and once the first fill has
-    read them, the segments of those probes by id, with the damage that ended that read."""
+    deferred (`Store.defer`) by key, with their ids, for `fill`; once a fill has read them, the
+    segments of those probes by id, with the damage that ended that read; the ids filled."""
 
     stream: Stream
     resumed: Resumed
@@ -217,6 +222,7 @@ class Rebuilt:
     back: float
     segments: dict[int, list[Segment]] | None = None
     fence: Damaged | None = None
+    filled: set[int] = field(default_factory=set)
 
 
 def rebuild(
@@ -302,22 +308,30 @@ def rebuild(
 
 def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
     """Feed deferred histories (emptied, `Store.materialize`) what `rebuild` would have fed
-    them: their events of the same span, or a keyframe where the span holds none. The first
-    fill reads the segments of every deferred probe at once (one pass over the window, not
-    one a batch), and each fill decodes those of its own. What was read for playing on goes
-    to the rebuilt stream (it has not begun: `Store.materialize` of all comes before its
-    first step)."""
+    them: their events of the same span, or a keyframe where the span holds none. What was
+    read for playing on goes to the rebuilt stream (it has not begun: `Store.materialize`
+    of all comes before its first step).
+
+    The segments are read from the window as the rebuild would have: the first fill of a
+    player's batch (`READ_ALL` or more) reads those of every probe still deferred, once for
+    all the fills after it (one pass over the window, not one a batch); a fill of what the
+    screen shows reads only its own, so that its repaint does not wait for the rest."""
     ids = {rebuilt.deferred[k] for k in keys if k in rebuilt.deferred}
     after, until, back = rebuilt.after, rebuilt.until, rebuilt.back
     lo, hi = after - back, until + back
-    if rebuilt.segments is None:
-        rebuilt.segments, rebuilt.fence = recording.segments_of(
-            lo, hi + back, set(rebuilt.deferred.values())
-        )
-    fence = rebuilt.fence
+    if rebuilt.segments is None and len(ids) >= READ_ALL:
+        left = set(rebuilt.deferred.values()) - rebuilt.filled
+        rebuilt.segments, rebuilt.fence = recording.segments_of(lo, hi + back, left)
+    if rebuilt.segments is not None:
+        fence = rebuilt.fence
+        found = [x for i in ids for x in rebuilt.segments.pop(i, ())]
+    else:
+        by_probe, fence = recording.segments_of(lo, hi + back, ids)
+        found = [x for got in by_probe.values() for x in got]
+    rebuilt.filled |= ids
     if fence is not None and (fence.t is None or fence.t <= until):
         raise fence  # within what the fill feeds: as a rebuild would have found it
-    segments = sorted((x for i in ids for x in rebuilt.segments.pop(i, ())), key=_segment_order)
+    segments = sorted(found, key=_segment_order)
     was = gc.isenabled()
     gc.disable()
     try:
@@ -335,13 +349,12 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
             for _, _, p in _fed_of(keyed, after, until):
                 p.feed(store)
         if got is not None:
-            rebuilt.resumed.items.extend(got.items)
-            rebuilt.resumed.stopped.extend(got.stopped)
-            was = rebuilt.resumed.fence
-            for found in (got.fence, fence):
-                if found is not None and (was is None or found.sooner(was)):
-                    was = found
-            rebuilt.resumed.fence = was
+            resumed = rebuilt.resumed
+            resumed.items.extend(got.items)
+            resumed.stopped.extend(got.stopped)
+            for damage in (got.fence, fence):
+                if damage is not None and (resumed.fence is None or damage.sooner(resumed.fence)):
+                    resumed.fence = damage
         empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
         keyframes(store, recording, empty, after)
     finally:

@@ -5,8 +5,9 @@ after it)."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from probetui.record.reader import Recording, open_recording
 from probetui.record.recorder import Recorder
 from probetui.record.schema import Damaged
+from probetui.replay import feed
 from probetui.replay.player import Player
 from tests.record.helpers import META, attempt, pod
 from tests.record.test_faults import _status
@@ -53,6 +55,13 @@ def _statements(recording: Recording) -> Iterator[list[str]]:
         recording.conn.set_trace_callback(None)
 
 
+def seen_by(recording: Recording, fill_some: Callable[[int], bool], n: int) -> list[str]:
+    """The SQL `fill_some(n)` runs."""
+    with _statements(recording) as seen:
+        fill_some(n)
+    return seen
+
+
 def _on_chunks(statements: list[str]) -> list[str]:
     return [s for s in statements if "FROM chunks" in s]
 
@@ -77,12 +86,13 @@ def test_a_seek_reads_its_window_in_pages_of_buckets_and_counts_each_once(tmp_pa
 
 
 def test_a_seek_reads_none_of_the_chunks_it_defers_and_the_fill_reads_them_once(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The probes a seek defers (steady all through its window) were read with the rest and
     thrown away, each fill then read the window again for its batch: a chunk of theirs that
-    is damaged is not the seek's to find, the first fill finds it, and a fill after the first
-    reads no chunk from the file."""
+    is damaged is not the seek's to find, a fill finds it; what the screen shows is filled
+    on its own, the player's first batch reads every probe left, and no fill after it reads
+    a chunk from the file."""
     path = tmp_path / "r.db"
     _staggered(path)
     with open_recording(path) as r:
@@ -90,11 +100,15 @@ def test_a_seek_reads_none_of_the_chunks_it_defers_and_the_fill_reads_them_once(
         player.window = 10.0
         player.seek(1700.0)
         assert player.damage is None and player.store.deferred() > PODS // 2
-        player.fill_some(5)
+        # what the screen shows is filled on its own; the player's first batch reads the rest
+        monkeypatch.setattr(feed, "READ_ALL", 10)
+        assert [s for s in _on_chunks(seen_by(r, player.fill_some, 5)) if "data" in s]
+        assert [s for s in _on_chunks(seen_by(r, player.fill_some, 10)) if "data" in s]
         with _statements(r) as seen:
             while player.fill_some(5):
                 pass
         assert not [s for s in _on_chunks(seen) if "data" in s], _on_chunks(seen)
+        assert gc.isenabled()  # held off while feeding only
     # damage in the chunk a deferred probe is read from at 1700
     conn = sqlite3.connect(path)
     chunk, probe_id = conn.execute(
