@@ -197,7 +197,7 @@ def _varint(value: int) -> bytes:
 
 
 def _grpc_timeout(seconds: float) -> bytes:
-    """grpc-go's encodeTimeout: the time left in the largest unit that keeps it to 8 digits,
+    """grpc-go's encodeTimeout: the time left in the finest unit that keeps it to 8 digits,
     rounded up."""
     nanos = int(seconds * 1e9)
     if nanos <= 0:
@@ -434,6 +434,14 @@ def _status_error(fields: list[tuple[bytes, bytes]], initial: bool) -> _RpcError
     return _RpcError(code, "; ".join(e for e in (http_error, content_type_error) if e))
 
 
+def _informational(fields: list[tuple[bytes, bytes]]) -> int | None:
+    """The status of a 1xx response head (None for any other head)."""
+    for name, value in fields:
+        if name == b":status":
+            return int(value) if len(value) == 3 and value[:1] == b"1" and value.isdigit() else None
+    return None
+
+
 def _status_text(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -580,6 +588,16 @@ async def _check(conn: _Conn, request: bytes) -> int:
             raise _RpcError(_INTERNAL, f"transport: decoding header block: {exc}") from None
         ended = bool(flags & _END_STREAM)
         if initial is None:
+            informational = _informational(fields)
+            if informational is not None:
+                # operateHeaders skips a 1xx head; one that ends the stream is an error
+                if ended:
+                    raise _RpcError(
+                        _INTERNAL,
+                        f"protocol error: informational header with status code "
+                        f"{informational} must not have END_STREAM set",
+                    )
+                continue
             refused = _status_error(fields, initial=True)
             if refused is not None:
                 raise refused

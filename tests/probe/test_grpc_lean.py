@@ -327,3 +327,11 @@ async def test_same_attempt_as_the_reference_for_a_grpc_aio_server(grpc_server: 
         ref = await reference.probe("127.0.0.1", server.port, service, 1.0)
         assert (lean.handler, lean.target, lean.result, lean.output, lean.error, lean.timed_out) == (
             ref.handler, ref.target, ref.result, ref.output, ref.error, ref.timed_out)  # fmt: skip
+
+
+async def test_an_informational_head_is_skipped(raw_h2: StartRaw) -> None:
+    """operateHeaders: a 1xx head before the response's own is passed over."""
+    early = headers([(":status", "103"), ("link", "</x>")])
+    _, port = await raw_h2(answered(early, headers(OK_HEAD), health(SERVING), TRAILERS_OK))
+    attempt = await grpc_lean.probe("127.0.0.1", port, "", 1.0)
+    assert attempt.output == "service healthy"
