@@ -235,10 +235,10 @@ async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version:
 
         return await tcp.probe(*_host_port(args.tcp, "--tcp"), timeout)
     if args.grpc:
-        from probetui.probe import grpc
+        from probetui.probe import grpc_lean
 
         host, port = _host_port(args.grpc, "--grpc")
-        return await grpc.probe(
+        return await grpc_lean.probe(
             host, port, args.service, timeout, kube_version=kube_version, tls=args.tls
         )
     if args.exec_:

@@ -95,13 +95,18 @@ class Stream:
         if self.sock.fileno() != -1:
             self.sock.close()
 
-    async def start_tls(self, hostname: str) -> None:
+    async def start_tls(self, hostname: str, context: ssl.SSLContext | None = None) -> None:
+        """The TLS handshake, with the HTTP transport's context unless `context` is given."""
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
-        self._tls = tls_context().wrap_bio(
+        self._tls = (context or tls_context()).wrap_bio(
             self._incoming, self._outgoing, server_side=False, server_hostname=hostname or None
         )
         await self._tls_call(self._tls.do_handshake)
+
+    def selected_alpn(self) -> str | None:
+        """The protocol the TLS handshake agreed by ALPN (None: none, or no TLS)."""
+        return self._tls.selected_alpn_protocol() if self._tls is not None else None
 
     async def _flush(self) -> None:
         assert self._outgoing is not None

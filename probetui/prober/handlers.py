@@ -60,6 +60,10 @@ class HandlerRunner:
     # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
     # their Attempts identical
     http_impl: str = "lean"
+    # which gRPC handler runs grpc probes: "lean" (probetui.probe.grpc_lean, a raw socket and
+    # hpack) or "grpcio" (probetui.probe.grpc, the reference); tests/probe/test_grpc.py holds
+    # their Attempts identical
+    grpc_impl: str = "lean"
     # the loop the handlers run on, when the owner has it (saves a lookup per attempt)
     loop: asyncio.AbstractEventLoop | None = None
 
@@ -175,11 +179,22 @@ class HandlerRunner:
                 )
                 return await tcp.probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
-                from probetui.probe import grpc
-
                 host, port = await self._address(
                     pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
+                if self.grpc_impl == "lean":
+                    from probetui.probe import grpc_lean
+
+                    return await grpc_lean.probe(
+                        host,
+                        port,
+                        handler.service or "",
+                        timeout,
+                        kube_version=kube_version,
+                        loop=self.loop,
+                    )
+                from probetui.probe import grpc
+
                 return await grpc.probe(
                     host,
                     port,
