@@ -658,7 +658,7 @@ async def probe(
             ready = True
             assert deadline.when is not None
             left = deadline.when - loop.time()
-            agent = f"{user_agent(kube_version)} {_AGENT_SUFFIX}"
+            agent = f"{user_agent(kube_version)} {grpc_go_agent(kube_version)}"
             block = _request_block("https" if tls else "http", addr, agent)
             block += _literal(b"grpc-timeout", _grpc_timeout(left))
             request = (
@@ -703,13 +703,25 @@ async def probe(
     )
 
 
-def _agent_suffix() -> str:
-    # grpc-go appends its own name and version to the user agent; this client names itself
-    from probetui import __version__
+# the grpc-go release each kubelet release vendors (k8s.io/kubernetes go.mod, the newest patch
+# served of each minor): grpc-go appends "grpc-go/VERSION" to the kubelet's user agent
+GRPC_GO_BY_MINOR = {
+    33: "1.68.1",
+    34: "1.72.1",
+    35: "1.72.2",
+    36: "1.79.3",
+    37: "1.82.1",
+    38: "1.85.0",
+}
 
-    return f"probetui-grpc/{__version__}"
 
+def grpc_go_agent(kube_version: str) -> str:
+    """What grpc-go adds to the user agent of the kubelet whose version is `kube_version`."""
+    _, _, minor = kube_version.removeprefix("v").partition(".")
+    digits = minor.split(".")[0]
+    number = int(digits) if digits.isdigit() else 35
+    nearest = min(GRPC_GO_BY_MINOR, key=lambda m: abs(m - number))
+    return f"grpc-go/{GRPC_GO_BY_MINOR[nearest]}"
 
-_AGENT_SUFFIX = _agent_suffix()
 
 __all__ = ["probe"]

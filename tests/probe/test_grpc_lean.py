@@ -167,7 +167,8 @@ async def test_request_is_grpc_gos(raw_h2: StartRaw) -> None:
     assert values[":path"] == "/grpc.health.v1.Health/Check"
     assert values[":authority"] == f"127.0.0.1:{port}"
     assert values["content-type"] == "application/grpc"
-    assert values["user-agent"].startswith("kube-probe/1.31 ")
+    # grpc-go appends itself as the kubelet release vendors it (1.31 plays the nearest, 1.33's)
+    assert values["user-agent"] == "kube-probe/1.31 grpc-go/1.68.1"
     assert values["te"] == "trailers"
     timeout = re.fullmatch(r"(\d{1,8})([numS])", values["grpc-timeout"])
     assert timeout is not None
@@ -335,3 +336,16 @@ async def test_an_informational_head_is_skipped(raw_h2: StartRaw) -> None:
     _, port = await raw_h2(answered(early, headers(OK_HEAD), health(SERVING), TRAILERS_OK))
     attempt = await grpc_lean.probe("127.0.0.1", port, "", 1.0)
     assert attempt.output == "service healthy"
+
+
+@pytest.mark.parametrize(
+    ("kube_version", "suffix"),
+    [("1.35", "grpc-go/1.72.2"), ("v1.37.2", "grpc-go/1.82.1"), ("1.38", "grpc-go/1.85.0")],
+)
+def test_the_user_agent_names_the_grpc_go_each_kubelet_release_vendors(
+    kube_version: str, suffix: str
+) -> None:
+    """k8s.io/kubernetes go.mod: google.golang.org/grpc at the release's version; grpc-go's
+    `WithUserAgent` (dialoptions.go) makes the text given, a space, and `grpcUA`
+    ("grpc-go/" + Version)."""
+    assert grpc_lean.grpc_go_agent(kube_version) == suffix
