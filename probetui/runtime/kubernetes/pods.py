@@ -166,6 +166,10 @@ class ClusterPods:
             if pod.uid in self._managed:
                 self._managed.discard(pod.uid)
                 host.manager.remove_pod(pod)
+                # what this view said it could not run is the agent's to say now
+                self._not_run_said = {k for k in self._not_run_said if k[0] != pod.uid}
+            # the agent runs no exec probe: said once here, as for the view's own workers
+            self._say_not_run(host, pod, now)
             return
         if agents is not None and agents.mode == "agent":
             self._say_not_run(host, pod, now)  # no workers: the agents alone probe
