@@ -79,6 +79,7 @@ class Agent:
         self.runtime.read_only_reason = "the node agent only reads"
         self.runtime.on_note = lambda text: log.info("note: %s", text)
         self.runtime.on_state = lambda text: say(text or "connected to the API server again")
+        self.runtime.configured_kubelet = options.kubelet_version or DEFAULT_KUBE_VERSION
         self.engine = Engine(
             self.runtime,
             [self.hub],

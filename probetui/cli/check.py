@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from probetui.cli.config import refuse_under_lock
@@ -83,6 +85,22 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
         help="the kubelet version the request names (User-Agent kube-probe/X.Y); default 1.35",
     )
     c.add_argument(
+        "--protocol",
+        type=_protocol,
+        default=None,
+        metavar="HTTP1|HTTP2",
+        help="httpGet.protocol: HTTP2 (or h2c) is HTTP/2 with prior knowledge, which the "
+        "kubelet speaks only with H2CContainerProbe on (1.37+: --kubelet-version 1.37 "
+        "--feature-gates H2CContainerProbe=true); elsewhere it sends HTTP/1.1",
+    )
+    c.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        default="",
+        help="the kubelet's feature gates set away from the release's defaults, e.g. "
+        "H2CContainerProbe=true",
+    )
+    c.add_argument(
         "-o",
         "--output",
         choices=("text", "json"),
@@ -126,6 +144,43 @@ def _host_port(text: str, flag: str) -> tuple[str, int]:
     if not 0 < number < 65536:
         raise UsageError(f"{flag} {text}: port must be 1-65535")
     return host or "127.0.0.1", number
+
+
+def _protocol(text: str) -> str:
+    """httpGet.protocol as the API spells it: HTTP1 or HTTP2 (h2c and http/1.1 read too)."""
+    value = {"h2c": "HTTP2", "http/1.1": "HTTP1"}.get(text.lower(), text.upper())
+    if value not in ("HTTP1", "HTTP2"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected HTTP1 or HTTP2 (h2c)")
+    return value
+
+
+def _profile(args: argparse.Namespace, kube_version: str) -> Any:
+    """The kubelet played: the release and gates the flags name. Without --feature-gates a
+    version outside the modelled ones plays the nearest (it once only named the User-Agent)."""
+    from probetui.kubelet.profile import (
+        ProfileError,
+        parse_feature_gates,
+        profile_for,
+        profile_of_node,
+    )
+
+    if not args.feature_gates:
+        return profile_of_node(kube_version)
+    try:
+        return profile_for(kube_version, parse_feature_gates(args.feature_gates))
+    except ProfileError as e:
+        raise UsageError(str(e)) from None
+
+
+def _h2c_note(protocol: str | None, profile: Any) -> None:
+    """Say so where a probe asks for HTTP2 and the kubelet played does not read the field."""
+    if protocol == "HTTP2" and not profile.h2c:
+        print(
+            f"note: protocol HTTP2 is read only with H2CContainerProbe on (kubelet 1.37 and "
+            f"later, --feature-gates H2CContainerProbe=true); kubelet 1.{profile.minor} as "
+            "played sends this probe over HTTP/1.1",
+            file=sys.stderr,
+        )
 
 
 def _headers(items: Sequence[str]) -> list[tuple[str, str]]:
@@ -184,20 +239,36 @@ async def _check(args: argparse.Namespace) -> tuple[Any, str, Any]:
     timeout = args.timeout
     if timeout <= 0:
         raise UsageError(f"--timeout {timeout:g}: must be more than 0 seconds")
+    profile = _profile(args, kube_version)
     if args.filename:
         from probetui.prober.handlers import HandlerRunner
         from probetui.prober.status import PodStatus
 
+        if args.protocol is not None:
+            raise UsageError("--protocol goes with --http-get; a manifest's probe says its own")
         pod, container, probe_type, probe = _manifest_probe(args)
         if probe.handler_name == "exec":
             refuse_under_lock(f"check -f {args.filename}: an exec probe")
+        if probe.http_get is not None:
+            _h2c_note(probe.http_get.protocol, profile)
         runner = HandlerRunner(kube_version=kube_version)
         outcome = await run_probe_with_retries(
-            runner, probe_type, probe, pod, container, PodStatus(pod_ip=args.host)
+            partial(runner, profile=profile),
+            probe_type,
+            probe,
+            pod,
+            container,
+            PodStatus(pod_ip=args.host),
         )
         return outcome, probe_type.key, pod
+    if args.protocol is not None and not args.http_get:
+        raise UsageError("--protocol is httpGet's field: it goes with --http-get URL")
+    _h2c_note(args.protocol, profile)
+    h2c = args.protocol == "HTTP2" and profile.h2c
     probe_type = ProbeType.parse(args.probe or "liveness")
-    outcome = await retry_on_error(probe_type, lambda: _adhoc_attempt(args, timeout, kube_version))
+    outcome = await retry_on_error(
+        probe_type, lambda: _adhoc_attempt(args, timeout, kube_version, h2c)
+    )
     return outcome, probe_type.key, _adhoc_pod(args)
 
 
@@ -212,21 +283,37 @@ def _adhoc_pod(args: argparse.Namespace) -> Any:
         url = urlsplit(args.http_get)
         path = url.path + (f"?{url.query}" if url.query else "")
         headers = tuple(HTTPHeader(n, v) for n, v in _headers(args.header))
-        probe = Probe(http_get=HTTPGetAction(port=0, path=path, http_headers=headers))
+        action = HTTPGetAction(port=0, path=path, http_headers=headers, protocol=args.protocol)
+        probe = Probe(http_get=action)
     elif args.exec_:
         argv = list(args.command_argv)
         probe = Probe(exec=ExecAction(tuple(argv[1:] if argv[:1] == ["--"] else argv)))
     return Pod(name="check", containers=(Container(name="check", liveness_probe=probe),))
 
 
-async def _adhoc_attempt(args: argparse.Namespace, timeout: float, kube_version: str) -> Any:
+async def _adhoc_attempt(
+    args: argparse.Namespace, timeout: float, kube_version: str, h2c: bool = False
+) -> Any:
     if args.http_get:
+        if not args.http_get.lower().startswith(("http://", "https://")):
+            raise UsageError(f"--http-get {args.http_get}: expected an http:// or https:// URL")
+        if args.protocol == "HTTP2" and not args.http_get.lower().startswith("http://"):
+            # validateHTTPGetAction: the API server refuses HTTP2 with scheme HTTPS
+            raise UsageError(
+                f"--protocol HTTP2 --http-get {args.http_get}: h2c is HTTP/2 without TLS, "
+                "use an http:// URL"
+            )
+        if h2c:
+            # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
+            from probetui.probe import http_h2c
+
+            return await http_h2c.probe(
+                args.http_get, _headers(args.header), timeout, kube_version=kube_version
+            )
         # the same handler the live engine runs (tests/probe/test_http_lean.py holds it
         # identical to the httpx reference)
         from probetui.probe import http_lean
 
-        if not args.http_get.lower().startswith(("http://", "https://")):
-            raise UsageError(f"--http-get {args.http_get}: expected an http:// or https:// URL")
         return await http_lean.probe(
             args.http_get, _headers(args.header), timeout, kube_version=kube_version
         )

@@ -161,9 +161,13 @@ def read_error(err: OSError, stream: Stream) -> str:
     return stream_error("read", stream.addresses(), err.errno)
 
 
-async def connect(scheme: str, host: str, port: int, deadline: Deadline) -> Stream:
+async def connect(
+    scheme: str, host: str, port: int, deadline: Deadline, tls: ssl.SSLContext | None = None
+) -> Stream:
     """A connection to host:port, TLS on it for https, within what is left of `deadline`.
-    Raises `DialTimeout` when the dial runs out of time, `GoError` when it or TLS fails."""
+    `tls` is the TLS configuration, the kubelet transport's (`exchange.tls_context`) unless
+    given. Raises `DialTimeout` when the dial runs out of time, `GoError` when it or TLS
+    fails."""
     loop = deadline.loop
     when = deadline.when
     remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
@@ -176,7 +180,7 @@ async def connect(scheme: str, host: str, port: int, deadline: Deadline) -> Stre
     stream = Stream(sock, loop)
     if scheme == "https":
         try:
-            await stream.start_tls(host)
+            await stream.start_tls(host, tls)
         except ssl.SSLError as exc:
             stream.close()
             raise GoError(tls_error(exc)) from None

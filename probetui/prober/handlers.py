@@ -136,11 +136,6 @@ class HandlerRunner:
             if isinstance(handler, HTTPGetAction):
                 from probetui.probe.url import format_url
 
-                if profile.h2c and handler.protocol == "HTTP2":
-                    # prober.go's ProbeH2C: HTTP/2 with prior knowledge, which no handler of
-                    # probetui speaks; an error is discarded, where HTTP/1.1 would mislead
-                    return Attempt("http", "", Result.UNKNOWN, error=H2C_NOT_MODELLED)
-
                 named = dial_address(handler, container, status.pod_ip, profile)
                 host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
@@ -151,7 +146,18 @@ class HandlerRunner:
                     if not any(name.lower() == "host" for name, _ in headers):
                         headers.append(("Host", join_host_port(*named)))
                     linger = self.close_linger
-                if self.http_impl == "lean":
+                if profile.h2c and handler.protocol == "HTTP2":
+                    # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
+                    from probetui.probe import http_h2c
+
+                    attempt = await http_h2c.probe(
+                        url,
+                        headers,
+                        timeout + linger,
+                        kube_version=kube_version,
+                        loop=self.loop,
+                    )
+                elif self.http_impl == "lean":
                     from probetui.probe import http_lean
 
                     attempt = await http_lean.probe(
@@ -218,12 +224,6 @@ class HandlerRunner:
         return await run_probe_with_retries(
             run, worker.probe_type, worker.spec, worker.pod, worker.container, status
         )
-
-
-H2C_NOT_MODELLED = (
-    "probetui does not speak h2c (httpGet.protocol HTTP2 with H2CContainerProbe on): "
-    "this attempt was not made"
-)
 
 
 def exec_timeout_as_played(attempt: Attempt, profile: KubeletProfile) -> Attempt:

@@ -38,7 +38,7 @@ from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Recording
 from probetui.record.schema import Damaged, SessionMeta
 from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, probing, rebuild
-from probetui.runtime.base import Runtime, RuntimeHost
+from probetui.runtime.base import NodeKubelet, Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.store import Store
 
@@ -101,6 +101,8 @@ class ReplayRuntime(Runtime):
         self.source = f"replay {path}" + (f"  ({session.source})" if session else "")
         self.via = session.via or "" if session else ""
         self.observes_kubelet = session is not None and session.runtime == "kubernetes"
+        if session is not None:
+            self.configured_kubelet = session.kube_version
         self._gap = gap
 
     async def run(self, host: RuntimeHost) -> None:  # pragma: no cover - never run
@@ -108,6 +110,12 @@ class ReplayRuntime(Runtime):
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
         return NOT_RECORDED if self._gap() is not None else NOT_RUN
+
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        # the session's configured release is recorded, the nodes' own are not
+        if not self.observes_kubelet:
+            return NodeKubelet()
+        return NodeKubelet(unknown="the recording keeps no node's version")
 
 
 class Player:

@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.status import PodStatus
 from probetui.redact import DEFAULT, Policy
 from probetui.spec.model import Container, Pod, ProbeType
@@ -99,6 +100,16 @@ class RuntimeHost(Protocol):
         """After a large batch of pods (a cluster's first list): freeze what is alive for gc."""
 
 
+@dataclass(frozen=True, slots=True)
+class NodeKubelet:
+    """What a runtime knows of the kubelet that runs a pod: its node and that node's
+    `kubeletVersion`, or why the version is not known (then the configured one is played)."""
+
+    node: str = ""
+    version: str | None = None  # "v1.37.2", as the node reports it
+    unknown: str = ""  # why no version: "nodes not read in read-only mode", ...
+
+
 class Runtime(ABC):
     """Where containers live. One runtime per probetui process."""
 
@@ -119,6 +130,9 @@ class Runtime(ABC):
     # what of the pods' secrets may be shown or kept (config `redact:`): the engine masks every
     # pod, status, record and event it hands its sinks by it, where the data enters
     redaction: Policy = DEFAULT
+    # the kubelet version configured (--kubelet-version, kubeletVersion in the config file): the
+    # release the engine plays where a pod's node does not say its own (`run_live` sets it)
+    configured_kubelet: str = DEFAULT_KUBE_VERSION
 
     @abstractmethod
     async def run(self, host: RuntimeHost) -> None:
@@ -178,10 +192,16 @@ class Runtime(ABC):
         reads the shadow from elsewhere may take only their attempts, and less of the rest."""
         return None
 
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        """The kubelet that runs `pod`, as far as the runtime knows it: the engine plays its
+        node's release where `version` is known, the configured one elsewhere. Where probetui
+        plays the kubelet itself (local, demo), there is no node: the configured one."""
+        return NodeKubelet()
+
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
         """The container's recent stdout/stderr lines, where the runtime keeps them, with the
         pod's secrets masked (`redaction`)."""
         return []
 
 
-__all__ = ["PodStatus", "Runtime", "RuntimeEvent", "RuntimeFailure", "RuntimeHost"]
+__all__ = ["NodeKubelet", "PodStatus", "Runtime", "RuntimeEvent", "RuntimeFailure", "RuntimeHost"]

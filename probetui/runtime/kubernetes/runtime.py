@@ -41,13 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from probetui.kubelet.profile import profile_of_node
 from probetui.prober.status import PodSnapshot
-from probetui.runtime.base import Runtime, RuntimeFailure, RuntimeHost
+from probetui.runtime.base import NodeKubelet, Runtime, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.agent_streams import MODES as AGENT_MODES
 from probetui.runtime.kubernetes.agent_streams import AgentReader
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
-from probetui.runtime.kubernetes.nodes import NodeVersions
+from probetui.runtime.kubernetes.nodes import NodeVersions, releases_played
 from probetui.runtime.kubernetes.owners import ReplicaSetOwners
 from probetui.runtime.kubernetes.pods import ClusterPods
 from probetui.runtime.kubernetes.reach import VIAS, Reacher, fetch_server_version
@@ -341,14 +342,40 @@ class KubernetesRuntime(Runtime):
         none), and a locked shell must leave no refused request in the audit log. Its probes,
         with `--via direct` the only ones it sends, carry the configured version."""
         if self.read_only:
-            self.nodes.unreadable = "not read in read-only mode"
-            return
-        await self.nodes.read()
-        if self.nodes.unreadable is not None and self.on_note is not None:
-            self.on_note(
-                f"kubelet version: {self.nodes.unreadable}; probes send the configured "
-                "kube-probe/X.Y (--kubelet-version, or kubeletVersion in the config file)"
+            self.nodes.unreadable = "nodes not read in read-only mode"
+        else:
+            await self.nodes.read()
+        if self.on_note is not None:
+            self.on_note(self._kubelet_note())
+
+    def _kubelet_note(self) -> str:
+        """Which kubelet release the pods' probes are played as, said once: their nodes', or
+        where nodes are not read, the configured one (docs/kubelet-versions.md)."""
+        configured = f"kubelet {profile_of_node(self.configured_kubelet).version}"
+        where = "(--kubelet-version, or kubeletVersion in the config file)"
+        if self.nodes.unreadable is not None:
+            return (
+                f"kubelet version: {self.nodes.unreadable}; every pod's probes play the "
+                f"configured {configured} and send its kube-probe/X.Y {where}"
             )
+        return (
+            f"kubelet version: each pod's probes play its node's release "
+            f"({releases_played(self.nodes.versions)}), the configured {configured} where a "
+            "node's is not known"
+        )
+
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        node = self.nodes.node_of.get(pod.uid, "")
+        version = self.nodes.known(pod.uid)
+        if version:
+            return NodeKubelet(node, version)
+        if self.nodes.unreadable is not None:
+            why = self.nodes.unreadable
+        elif not node:
+            why = "the pod is on no node yet"
+        else:
+            why = f"node {node} not read yet"
+        return NodeKubelet(node, None, why)
 
     def kube_version_of(self, pod: Pod) -> str | None:
         return self.nodes.of(pod.uid)

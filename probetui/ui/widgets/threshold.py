@@ -34,6 +34,7 @@ from probetui.ui.describe import (
     run_words,
     settings_text,
     startup_budget,
+    threshold_title,
 )
 from probetui.ui.widgets.lines import LineCached, join_rows, split_lines, wrap_line
 from probetui.ui.widgets.pane import EdgeTitle
@@ -200,6 +201,7 @@ class ThresholdPane(LineCached):
 
     def _text(self, fresh_advice: bool = True) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
+        self.border_title = threshold_title(self.ctx.kubelet_played(self.key))
         self.advice = self.selected = None
         self._hint_for = self.probe  # no advice: no hint
         if self.key is None:
