@@ -198,6 +198,8 @@ class HandlerRunner:
                         timeout,
                         kube_version=kube_version,
                         loop=self.loop,
+                        # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
+                        tls=profile.grpc_tls and handler.mode == "TLS",
                     )
                 from probetui.probe import grpc
 
