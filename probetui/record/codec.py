@@ -10,8 +10,9 @@ An item is one per-probe event of the shadow, in the order the engine published 
 
 A *shape* is everything about an item but its times, latency and result run: for A the
 trigger, container ID, last result, published value, hold, pause, via, the outcome (result,
-error, tries, event) and the attempt (handler, target, result, output, error, status code,
-body excerpt, timed out). Shapes are interned (`shapes` table, a JSON array whose texts are ids
+error, tries, event), the attempt (handler, target, result, output, error, status code,
+body excerpt, timed out) and, for an attempt a node agent made, its node (last, absent
+otherwise: a reader that knows nothing of it reads the shape as before). Shapes are interned (`shapes` table, a JSON array whose texts are ids
 in `strings`), so a steady probe has one.
 
 An item is a header byte and varints (`varint.py`), relative to the item before it in the
@@ -54,7 +55,7 @@ def us(t: float) -> int:
 Text = Callable[[str | None], int | None]
 
 
-def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
+def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any, ...] | None:
     """What decides an item's shape, unmasked and not interned: the writer's cache key. None for
     an event that is not a per-probe item.
 
@@ -106,6 +107,7 @@ def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
                 if a is not None
                 else _NO_ATTEMPT
             ),
+            node,
         )
     state = event.state
     if type_ == "ProbeSkipped" and state is not None:
@@ -153,7 +155,10 @@ def shape_body(key: tuple[Any, ...], text: Text, excerpt: Text) -> list[Any]:
                 excerpt(body),
                 timed_out,
             ]
-        return [*head, via, result, text(error), tries, event, attempt]
+        body = [*head, via, result, text(error), tries, event, attempt]
+        if key[24] is not None:
+            body.append(key[24])  # the node whose agent made the attempt
+        return body
     if kind == "N":
         return ["N", text(key[1]), *key[2:5]]
     return list(key)

@@ -52,11 +52,22 @@ def _result(value: int | None) -> ResultValue | None:
 
 
 class Template:
-    __slots__ = ("_fields", "_shape", "attempt", "head", "kind", "outcome", "state", "via")
+    __slots__ = (
+        "_fields",
+        "_shape",
+        "attempt",
+        "head",
+        "kind",
+        "node",
+        "outcome",
+        "state",
+        "via",
+    )
 
     def __init__(self, body: list[Any], text: Callable[[int | None], str | None]) -> None:
         self.kind: str = body[0]
         self.via: str | None = None
+        self.node: str | None = None  # the node whose agent made an attempt
         self.attempt: tuple[Any, ...] | None = None
         self.outcome: tuple[Any, ...] | None = None
         self.state: tuple[Any, ...] = ()
@@ -82,6 +93,8 @@ class Template:
             else:
                 via, result, error, tries, ev, a = body[7:13]
                 self.via = via
+                if len(body) > 13:  # absent from shapes recorded before nodes were kept
+                    self.node = body[13]
                 event = ProbeEvent(ev[0], ev[1], text(ev[2]) or "") if ev is not None else None
                 self.outcome = (ResultValue(result), text(error), tries, event)
                 if a is not None:
@@ -195,6 +208,8 @@ class Template:
             if base is None:
                 assert record is not None
                 fields = attempt_fields(record, self.via)
+                if self.node is not None:
+                    fields["node"] = self.node  # last, as the agent reader sets it live
                 self._fields = dict(fields)
             else:
                 # a copy keeps the keys' order; setting an existing key keeps its place

@@ -132,8 +132,9 @@ def item_of(e: Event) -> tuple[Any, ...] | None:
     its record, outcome, attempt and fields (6 tracked objects each, 1,500 a second, promoted
     into the old generation while they wait, bringing full collections on sooner), but one tuple
     the collector stops tracking within two collections, before it could be promoted."""
-    via = e.fields.get("via") if e.type == "ProbeAttempt" else None
-    key = codec.raw_key(e, via)
+    attempt = e.type == "ProbeAttempt"
+    via = e.fields.get("via") if attempt else None
+    key = codec.raw_key(e, via, e.fields.get("node") if attempt else None)
     if key is None:
         return None
     record = e.record
