@@ -503,7 +503,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the sidecar's probe is HTTP, not gRPC",
     )
     fanin = p.add_argument_group("fanin")
-    fanin.add_argument("--agents", type=int, default=50, help="agents, one process each (50)")
+    fanin.add_argument("--agents", type=int, default=50, help="agents, one a node (50)")
+    fanin.add_argument(
+        "--agents-per-process",
+        type=int,
+        default=1,
+        help="agents sharing one process and event loop (1: a process each)",
+    )
     fanin.add_argument("--pods-per-agent", type=int, default=300, help="pods per node (300)")
     fanin.add_argument("--rate", type=float, default=5000.0, help="attempts/s in all (5000)")
     fanin.add_argument(
@@ -525,6 +531,7 @@ def _fanin(args: argparse.Namespace) -> dict[str, Any]:
     return fanin.run(
         fanin.Config(
             agents=args.agents,
+            agents_per_process=args.agents_per_process,
             pods_per_agent=args.pods_per_agent,
             rate=args.rate,
             client=args.client,

@@ -1,11 +1,15 @@
 """Fan-in: one cluster view reading many node agents through the API server's pods/proxy.
 
     python -m benchmarks.agents --mode fanin [--agents 50] [--pods-per-agent 300] [--rate 5000]
-        [--client both|headless|screen] [--duration 30] [--warmup 10] [--no-tls]
+        [--agents-per-process 1] [--client both|headless|screen] [--duration 30] [--warmup 10]
+        [--no-tls]
 
 What runs, each in its own process, all on 127.0.0.1:
 
-- `--agents` agents, one process each: the agent's own `Hub`, `Ring` and `AgentServer` (the
+- `--agents` agents, one process each (or `--agents-per-process` of them sharing a process and
+  its event loop, each with its own port: fewer interpreters where the machine is small; the
+  figures are then the processes' sums all the same): the agent's own `Hub`, `Ring` and
+  `AgentServer` (the
   stream, the token, the slow-reader rule, summaries, the ring a reopened stream resumes from),
   fed by a synthetic shadow instead of the engine: `--rate` attempts a second in all, spread over
   the node's probes (each pod an HTTP readiness and a TCP liveness probe on its app container and
@@ -18,7 +22,8 @@ What runs, each in its own process, all on 127.0.0.1:
   reader's GET to the agent's port, streaming, as the API server does. It counts the bytes and
   chunks relayed.
 - the client, in this process: the real cluster view (`KubernetesRuntime`, `--via agent`, all
-  namespaces, read-only) and its `Engine`, reading every agent through pods/proxy:
+  namespaces, the Deployments' pods by `-l pod-template-hash`, read-only) and its `Engine`,
+  reading every agent through pods/proxy:
   - `headless`: into a sink that counts what arrives (as `--no-ui` does, without writing it
     out): every attempt of every pod. First a baseline with the agents quiet, then the feed;
     figures: the client's CPU per attempt (above its baseline), how late attempts arrive (from
@@ -76,6 +81,7 @@ CLIENTS = ("both", "headless", "screen")
 @dataclass(frozen=True)
 class Config:
     agents: int = 50
+    agents_per_process: int = 1
     pods_per_agent: int = 300
     rate: float = 5000.0
     client: str = "both"
@@ -221,9 +227,17 @@ class SyntheticShadow:
                 fed[index] = self.published
 
 
-def _agent_main(node: str, objs: list[dict[str, Any]], rate: float, token_file: str,
-                index: int, queue: Any, go: Any, stop: Any, fed: Any) -> None:  # fmt: skip
-    asyncio.run(_agent(node, objs, rate, token_file, index, queue, go, stop, fed))
+def _agents_main(nodes: list[tuple[int, str, list[dict[str, Any]]]], rate: float,
+                 token_file: str, queue: Any, go: Any, stop: Any, fed: Any) -> None:  # fmt: skip
+    """The agents of one process, each its own hub, ring, server and shadow."""
+
+    async def main() -> None:
+        await asyncio.gather(
+            *(_agent(node, objs, rate, token_file, i, queue, go, stop, fed)
+              for i, node, objs in nodes)
+        )  # fmt: skip
+
+    asyncio.run(main())
 
 
 async def _agent(node: str, objs: list[dict[str, Any]], rate: float, token_file: str,
@@ -365,7 +379,11 @@ def _view(kubeconfig: str) -> Any:
     from probetui.runtime.kubernetes.config import ConnectOptions, resolve
     from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 
-    options = ConnectOptions(kubeconfig=kubeconfig, all_namespaces=True, read_only=True)
+    # the Deployments' pods (`-A -l pod-template-hash`): the agents' own DaemonSet would sort
+    # first on the screen and hold its rows, and its pods here have no probes
+    options = ConnectOptions(
+        kubeconfig=kubeconfig, all_namespaces=True, selector="pod-template-hash", read_only=True
+    )
     target = resolve(options, environ={}, service_account_dir=Path(kubeconfig).parent / "no-sa")
     return KubernetesRuntime(target, via="agent", fail_fast=True)
 
@@ -576,10 +594,12 @@ async def _run(config: Config) -> dict[str, Any]:
         token.write_text(READ_TOKEN)
         try:
             began = time.perf_counter()
-            for i, (node, objs) in enumerate(pods.items()):
-                share = config.rate / config.agents
-                args = (node, objs, share, str(token), i, queue, go, stop, fed)
-                proc = ctx.Process(target=_agent_main, args=args, daemon=True)
+            share = config.rate / config.agents
+            nodes = [(i, node, objs) for i, (node, objs) in enumerate(pods.items())]
+            group = max(1, config.agents_per_process)
+            for at in range(0, len(nodes), group):
+                args = (nodes[at : at + group], share, str(token), queue, go, stop, fed)
+                proc = ctx.Process(target=_agents_main, args=args, daemon=True)
                 proc.start()
                 procs.append(proc)
             ports: dict[str, int] = {}
@@ -611,6 +631,7 @@ async def _run(config: Config) -> dict[str, Any]:
             if config.client in ("both", "screen"):
                 result["screen"] = await _screen(config, rig)
             result["emulator_rss_mb"] = _rss_mb(server.pid or 0)
+            result["agent_processes"] = len(procs) - 1
             result["agent_rss_mb"] = round(
                 sum(_rss_mb(p.pid) for p in procs[:-1]) / max(1, config.agents), 1
             )
@@ -641,6 +662,8 @@ def run(config: Config) -> dict[str, Any]:
         raise BenchError(f"--client: one of {', '.join(CLIENTS)}")
     if config.agents < 1 or config.pods_per_agent < 1 or config.rate <= 0:
         raise BenchError("--agents and --pods-per-agent at least 1, --rate above 0")
+    if config.agents_per_process < 1:
+        raise BenchError("--agents-per-process: at least 1")
     if config.duration <= 0 or config.warmup < 0 or config.baseline <= 0:
         raise BenchError("--duration and --baseline above 0, --warmup 0 or more")
     gc_was_frozen = gc.get_freeze_count()
@@ -664,7 +687,11 @@ def table(r: dict[str, Any]) -> str:
             f"{r['probes']:,} probes at period {r['period_s']} s), {c['rate']:,.0f} attempts/s "
             f"asked, API server {'TLS' if c['tls'] else 'plain HTTP'}",
         ),
-        ("agents", f"{r['agent_rss_mb']} MB RSS each; the emulator {r['emulator_rss_mb']} MB"),
+        (
+            "agents",
+            f"{r['agent_processes']} processes, {r['agent_rss_mb']} MB RSS an agent; the "
+            f"emulator {r['emulator_rss_mb']} MB",
+        ),
     ]
     h = r.get("headless")
     if h is not None:

@@ -35,13 +35,15 @@ def test_ring_mode_runs_small() -> None:
 
 
 def test_fanin_mode_runs_small() -> None:
-    """Two agents of a few pods, the emulator relaying, the view headless and on the screen."""
+    """Three agents of a few pods (two in one process), the emulator relaying, the view headless
+    and on the screen."""
     args = _args(
-        "--mode", "fanin", "--agents", "2", "--pods-per-agent", "6", "--rate", "40",
-        "--warmup", "1", "--duration", "2", "--baseline", "0.5",
+        "--mode", "fanin", "--agents", "3", "--agents-per-process", "2", "--pods-per-agent", "4",
+        "--rate", "36", "--warmup", "1", "--duration", "2", "--baseline", "0.5",
     )  # fmt: skip
     result = agents.run(args)  # type: ignore[arg-type]
     assert result["mode"] == "fanin" and result["pods"] == 12 and result["probes"] == 36
+    assert result["agent_processes"] == 2 and result["headless"]["stream_connections"] >= 3
     headless, screen = result["headless"], result["screen"]
     assert headless["fed_per_s"] > 0 and headless["attempts_per_s"] > 0
     assert headless["late"]["n"] > 0 and headless["client_us_per_attempt"] > 0
@@ -49,6 +51,7 @@ def test_fanin_mode_runs_small() -> None:
     assert headless["client_baseline_cores"] is not None and headless["agents_cores"] > 0
     assert screen["keys_without_repaint"] == [] and screen["key_to_repaint"]["n"] >= 2
     assert screen["relayed_bytes_per_s"] > 0 and screen["focus_pods"]
+    assert screen["attempts_per_s"] > 0  # the pods shown are the Deployments', which have probes
     assert result["agent_rss_mb"] > 0 and result["emulator_rss_mb"] > 0
     assert "fan-in" in agents.table(result)
 
