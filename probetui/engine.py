@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import profile_of_node
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.clock import Clock, LoopClock
@@ -30,7 +31,7 @@ from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
+from probetui.prober.worker import ProbeRecord, Worker
 from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType

@@ -33,7 +33,7 @@ from probetui.timeline.events import Event
 
 if TYPE_CHECKING:
     from probetui.agent.summary import ProbeSummary
-    from probetui.prober.worker import ProbeKey
+    from probetui.keys import ProbeKey
 
 REPLAY_BATCH = 512  # ring entries encoded per write of a replay (some 7 ms of the loop)
 ROWS_PER_FRAME = 256  # rows in one replayed `rows` frame (bodies in the ring are cut to 1 KiB)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetui.agent.kubelet import RESULTS, KubeletCounts
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.stream.protocol import COUNTS
 from probetui.stream.rows import PodNames
 

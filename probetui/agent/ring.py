@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
-from probetui.prober.worker import ProbeKey
 from probetui.stream.rows import PodNames
 
 CHUNK = 1024  # entries per chunk: the unit of eviction

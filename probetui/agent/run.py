@@ -27,9 +27,9 @@ from probetui.agent.ring import Ring
 from probetui.agent.runtime import NodeRuntime
 from probetui.agent.server import AgentServer, StreamQuery, TokenFile
 from probetui.engine import Engine
+from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.lateness import BEHIND
-from probetui.prober.worker import ProbeKey
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource

@@ -12,8 +12,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, kind_of_outcome
-from probetui.prober.worker import ProbeKey, ProbeRecord
+from probetui.prober.worker import ProbeRecord
 from probetui.stream.protocol import SUMMARY
 from probetui.stream.rows import PodNames
 from probetui.triage.probes import percentile

@@ -20,6 +20,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from probetui.keys import ContainerKey
 from probetui.lint import simulated
 from probetui.lint.model import Finding, Rule
 from probetui.lint.observed import (
@@ -33,7 +34,7 @@ from probetui.lint.observed import (
 from probetui.prober.outcome import Kind
 from probetui.simulate.scenario import App, Behaviour
 from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 
 REFRESH = 5.0  # seconds a container's advice stands while its history moves on
 # the attempts of each probe the advice reads: bounds what one computation costs on the

@@ -375,7 +375,7 @@ def store_events(
     Reads the store: call it where the store is fed (the event loop), never from another
     thread. The rings are read through their (t, kind) and (latency, kind) columns, which
     unpack no entry's texts: a few microseconds an attempt."""
-    from probetui.timeline.store import ContainerKey
+    from probetui.keys import ContainerKey
 
     entry = store.pods.get(pod_uid)
     if entry is None:

@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.prober.clock import Clock
 from probetui.prober.prober import ProbeOutcome
@@ -22,7 +23,6 @@ from probetui.prober.worker import (
     KUBELET_RESTART_GRACE,
     Launch,
     Listener,
-    ProbeKey,
     ProbeRecord,
     RunProbe,
     Worker,

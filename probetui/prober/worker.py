@@ -15,8 +15,9 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.kuberuntime import (
     all_containers_restarting,
     container_restartable,
@@ -44,12 +45,6 @@ INITIAL_VALUE = {
     ProbeType.LIVENESS: ResultValue.SUCCESS,  # alive until proven dead
     ProbeType.STARTUP: ResultValue.UNKNOWN,  # not started
 }
-
-
-class ProbeKey(NamedTuple):
-    pod_uid: str
-    container: str
-    probe_type: ProbeType
 
 
 class Skip(StrEnum):

@@ -17,8 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import kind_of_outcome
-from probetui.prober.worker import ProbeKey
 
 KEEP = 8  # probes whose span is kept
 MARGIN = 3.0  # a read covers this many times the span asked for, back in time, for scrolling

@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord
+from probetui.prober.worker import ProbeRecord
 from probetui.record import codec
 from probetui.record.checks import BUCKET
 from probetui.record.pages import DECODE_ERRORS, IN_LIMIT, Pages, Row

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
+from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.codec import US, Item
 from probetui.timeline.events import (
     SHADOW,

@@ -15,9 +15,9 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Pending, Recording, Resumed, Segment
 from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.spec.model import Pod, ProbeType

@@ -33,8 +33,8 @@ import gc
 import time
 from collections.abc import Callable
 
+from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
-from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Recording
 from probetui.record.schema import Damaged, SessionMeta
 from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, probing, rebuild

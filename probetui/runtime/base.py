@@ -32,10 +32,10 @@ from probetui.redact import DEFAULT, Policy
 from probetui.spec.model import Container, Pod, ProbeType
 
 if TYPE_CHECKING:
+    from probetui.keys import ProbeKey
     from probetui.probe.exec import ExecRunner
     from probetui.prober.clock import Clock
     from probetui.prober.manager import Manager
-    from probetui.prober.worker import ProbeKey
     from probetui.timeline.events import Event
 
 

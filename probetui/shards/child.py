@@ -285,7 +285,7 @@ async def _commands(
     sender: Any,
     run: asyncio.Future[None],
 ) -> None:
-    from probetui.prober.worker import ProbeKey
+    from probetui.keys import ProbeKey
     from probetui.spec.model import ProbeType
 
     while True:

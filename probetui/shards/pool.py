@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure
 from probetui.shards.child import PARENT_ENV

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
+from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.snapshot import status_from_json, status_json
 from probetui.spec.encode import decode as decode_pod
 from probetui.spec.encode import encode as encode_pod

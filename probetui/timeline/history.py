@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 
 if TYPE_CHECKING:
     from probetui.timeline.store import ContainerHistory

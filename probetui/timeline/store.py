@@ -21,11 +21,11 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
+from probetui.prober.worker import ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
 from probetui.timeline.history import (
@@ -56,11 +56,6 @@ FILL_AROUND = 63
 
 
 # -- containers and pods ------------------------------------------------------------------
-
-
-class ContainerKey(NamedTuple):
-    pod_uid: str
-    container: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -611,7 +606,6 @@ _RESULT_BY_LABEL = {r.label: r for r in ResultValue}
 
 __all__ = [
     "ContainerHistory",
-    "ContainerKey",
     "Mark",
     "RecordShape",
     "Store",

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from probetui.keys import ContainerKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.history import ProbeHistory
-from probetui.timeline.store import ContainerHistory, ContainerKey, Store
+from probetui.timeline.store import ContainerHistory, Store
 
 PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 # which replica's result stands for the group's, per probe: the most alarming

@@ -15,11 +15,12 @@ import math
 from collections import Counter
 from typing import NamedTuple
 
+from probetui.keys import ContainerKey
 from probetui.prober.outcome import Kind
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import ProbeHistory
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import (
     PROBE_ORDER,
     Summary,

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.status import PodSnapshot
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.controls import Controls
 from probetui.ui.describe import kubelet_played
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.runtime.base import Runtime
 
 

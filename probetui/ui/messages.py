@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from probetui.timeline.store import ContainerKey
+from probetui.keys import ContainerKey
 
 
 @dataclass

@@ -9,9 +9,10 @@ from typing import Any
 
 from textual.widgets import Static
 
+from probetui.keys import ContainerKey
 from probetui.lint.live import REFRESH, Advisor
 from probetui.timeline.events import Event
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.describe import divergence_lines
 from probetui.ui.screens.main import MainScreen
 from probetui.ui.screens.whatif import WhatIfScreen

@@ -8,9 +8,10 @@ import random
 
 import pytest
 
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import group_id, problem_score
 from probetui.ui.widgets.rows import SORTS, Listing, Row, RowIndex, build_rows
 from tests.timeline.synth import T0, Synth

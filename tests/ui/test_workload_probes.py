@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod, Probe, TCPSocketAction
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.widgets.workload_probes import WorkloadProbeView
 from tests.timeline.synth import T0, Synth
 from tests.ui.fakes import R, http, make_app

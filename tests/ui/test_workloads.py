@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from probetui.timeline.store import ContainerKey, Store
+from probetui.keys import ContainerKey
+from probetui.timeline.store import Store
 from probetui.ui.widgets.header import TopBar
 from probetui.ui.widgets.rows import columns, fit, header_text, label
 from probetui.ui.widgets.workloads import WorkloadHeader, WorkloadList

@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from probetui.agent.server import TOKEN_HEADER
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, WorkerState
+from probetui.prober.worker import WorkerState
 from probetui.runtime.kubernetes.agents import (
     READER_FIX,
     AgentDirectory,

@@ -58,8 +58,8 @@ from probetui.spec.model import Container, ExecAction, Pod, ProbeType
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
+    from probetui.keys import ProbeKey
     from probetui.probe.exec import ExecRunner
-    from probetui.prober.worker import ProbeKey
 
 log = logging.getLogger(__name__)
 

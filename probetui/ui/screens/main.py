@@ -20,11 +20,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Container, ProbeType
 from probetui.timeline.history import ProbeHistory
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerHistory
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected

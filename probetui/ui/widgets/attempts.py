@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from probetui.prober.worker import ProbeKey, Trigger
+from probetui.keys import ContainerKey, ProbeKey
+from probetui.prober.worker import Trigger
 from probetui.spec.model import Probe, ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
-from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext

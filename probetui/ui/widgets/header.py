@@ -8,9 +8,10 @@ import time
 from rich.text import Text
 from textual.widget import Widget
 
+from probetui.keys import ContainerKey
 from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerHistory
 from probetui.triage.groups import RESTARTING_SECONDS, Fleet, fleet
 from probetui.ui import glyphs as g
 from probetui.ui import keys

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from probetui.keys import ContainerKey
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import group_id, problem_score
 from probetui.ui.glyphs import RESTARTS
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.lint.live import Advice, Advisor
 from probetui.lint.model import Finding, Severity
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, Skip
+from probetui.prober.worker import Skip
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.events import Event, count_words
 from probetui.timeline.history import Kind, ProbeHistory
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerHistory
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from probetui.keys import ContainerKey
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerHistory, ContainerKey, Mark
+from probetui.timeline.store import ContainerHistory, Mark
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration

@@ -12,10 +12,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.outcome import KIND_GLYPH, Kind
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
-from probetui.timeline.store import ContainerKey
 from probetui.triage.probes import (
     FAIL,
     HOLD,

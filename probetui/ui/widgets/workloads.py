@@ -28,8 +28,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from probetui.keys import ContainerKey
 from probetui.prober.status import PodSnapshot
-from probetui.timeline.store import ContainerKey
 from probetui.triage.groups import (
     PROBE_ORDER,
     group_id,
