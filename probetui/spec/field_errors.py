@@ -7,9 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-# spec's one import from probe: gotext has no imports of probetui, and its go_quote is the
-# project's one strconv.Quote
-from probetui.probe.gotext import go_quote
+from probetui.goquote import go_quote
 from probetui.spec.model import ContainerKind
 
 __all__ = ["ErrorType", "FieldError"]
