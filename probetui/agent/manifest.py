@@ -47,6 +47,8 @@ PORT = 9479
 UID = 65532
 TOKEN_DIR = "/var/run/probetui"
 TOKEN_FILE = f"{TOKEN_DIR}/token"
+# the header a reader sends the read token in (the API server's proxy carries no identity)
+TOKEN_HEADER = "X-Probetui-Token"
 LABELS = {"app.kubernetes.io/name": "probetui", "app.kubernetes.io/component": "agent"}
 PRIORITY = 1_000_000
 # from benchmarks/agents.py (110 pods, three probes each at period 10 s, one reader): the
@@ -266,6 +268,7 @@ __all__ = [
     "PROBER_ROLE",
     "PROBER_RULES",
     "SECRET",
+    "TOKEN_HEADER",
     "objects",
     "reader_rules",
     "render",

@@ -25,15 +25,10 @@ from typing import Any
 
 from probetui.kubelet.profile import profile_of_node
 from probetui.runtime.base import NodeKubelet
+from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod
-
-EXEC_NOT_RUN = (
-    "not run: an exec probe runs its command in the container, which needs pods/exec or the "
-    "node's CRI socket, and the agent is given neither; the kubelet's own counts of it are in "
-    "the counts frames"
-)
 
 
 class NodeRuntime(KubernetesRuntime):
@@ -90,4 +85,4 @@ def node_selector(node: str) -> str:
     return f"spec.nodeName={node}"
 
 
-__all__ = ["EXEC_NOT_RUN", "NodeRuntime", "node_selector"]
+__all__ = ["NodeRuntime", "node_selector"]

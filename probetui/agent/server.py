@@ -37,6 +37,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from probetui.agent.client import StreamClient
+from probetui.agent.manifest import TOKEN_HEADER
 from probetui.stream.protocol import dumps
 
 if TYPE_CHECKING:
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_HEADER = "X-Probetui-Token"
 MAX_LINE = 4096
 MAX_FIELD = 4096
 MAX_HEADERS = 32
@@ -360,7 +360,6 @@ def _text(status: int, text: str, headers: dict[str, str] | None = None) -> web.
 
 __all__ = [
     "MAX_PODS",
-    "TOKEN_HEADER",
     "AgentServer",
     "StreamQuery",
     "TokenError",

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from probetui.agent.server import TOKEN_HEADER
+from probetui.agent.manifest import TOKEN_HEADER
 from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import WorkerState

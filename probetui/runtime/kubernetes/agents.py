@@ -40,6 +40,12 @@ READER_FIX = (
     "bind the probetui-reader Role of `probetui agent --print-manifest` to this user in "
     "namespace {ns}"
 )
+# what the view says of an exec probe of an agent-covered pod, and the agent of its own
+EXEC_NOT_RUN = (
+    "not run: an exec probe runs its command in the container, which needs pods/exec or the "
+    "node's CRI socket, and the agent is given neither; the kubelet's own counts of it are in "
+    "the counts frames"
+)
 
 
 class AgentProblem(Exception):
@@ -247,6 +253,7 @@ __all__ = [
     "AGENT_DAEMONSET",
     "AGENT_NAMESPACE",
     "AGENT_SELECTOR",
+    "EXEC_NOT_RUN",
     "READ_SECRET",
     "AgentDirectory",
     "AgentPod",

@@ -46,6 +46,7 @@ from probetui.prober.status import PodSnapshot
 from probetui.runtime.base import NodeKubelet, Runtime, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.agent_streams import MODES as AGENT_MODES
 from probetui.runtime.kubernetes.agent_streams import AgentReader
+from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
 from probetui.runtime.kubernetes.nodes import NodeVersions, releases_played
@@ -456,8 +457,6 @@ class KubernetesRuntime(Runtime):
                 # the agent runs it, or says why not (exec: it has no way into the container)
                 probe = container.probe(probe_type)
                 if probe is not None and isinstance(probe.handler, ExecAction):
-                    from probetui.agent.runtime import EXEC_NOT_RUN
-
                     return EXEC_NOT_RUN
                 return None
             if agents.mode == "agent":
