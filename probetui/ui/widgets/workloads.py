@@ -203,7 +203,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 gid = group_id(store.pods[keep.pod_uid].pod)
                 cursor = self._find(Row("", None, gid)) if gid in self.members else None
         if cursor is None:
-            cursor = self._next_container(0, 1)
+            cursor = self._row_at(0)
         elif offset is not None:
             self.top = max(0, min(cursor - offset, len(self.rows) - height))
         # a re-sort or a filter keeps the pods' specs: the panes need no new showing unless the
@@ -322,10 +322,13 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 return True
         return False
 
-    def _next_container(self, start: int, step: int) -> int:
-        """The row the cursor goes to from `start` (every row is one: a workload's line shows
-        its replica most in need of a look), or -1 past the ends."""
-        return start if 0 <= start < len(self.rows) else -1
+    def _row_at(self, i: int) -> int:
+        """Return `i` when it is a line of the list, else -1 (past either end).
+
+        Every line is a stop for the cursor: a workload's line shows its replica most in need
+        of a look, so no line is skipped on the way.
+        """
+        return i if 0 <= i < len(self.rows) else -1
 
     @property
     def selected_group(self) -> str:
@@ -338,7 +341,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     def _set_cursor(self, cursor: int, announce: bool = False, rebuilt: bool = False) -> None:
         old = self.cursor
         if cursor == -1 and self.rows:
-            cursor = self._next_container(0, 1)
+            cursor = self._row_at(0)
         before = self.selected if old == cursor else self._row_key(old)
         group_before = self._row_group(old)
         self.cursor = cursor
@@ -404,20 +407,18 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if not self.rows:
             return
         start = self.cursor + step if self.cursor >= 0 else 0
-        nxt = self._next_container(start, step)
+        nxt = self._row_at(start)
         if nxt != -1:
             self._set_cursor(nxt)
 
     def action_page(self, direction: int) -> None:
         if not self.rows:
             return
+        # clamped to the list: a page past either end stops on its first or last line
         target = min(
             max(0, self.cursor + direction * max(1, self.size.height - 1)), len(self.rows) - 1
         )
-        nxt = self._next_container(target, direction)
-        if nxt == -1:
-            nxt = self._next_container(target, -direction)
-        self._set_cursor(nxt)
+        self._set_cursor(target)
 
     def _cursor_group(self) -> str:
         """The workload of the cursor's line: its own on a workload's line, else its pod's."""
@@ -470,18 +471,12 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     def action_jump(self, where: int) -> None:
         if self.rows:
-            self._set_cursor(
-                self._next_container(0, 1)
-                if where == 0
-                else self._next_container(len(self.rows) - 1, -1)
-            )
+            self._set_cursor(0 if where == 0 else len(self.rows) - 1)
 
     def on_click(self, event: events.Click) -> None:
         y = event.y + self.top
         if 0 <= y < len(self.rows):
-            nxt = self._next_container(y, 1)
-            if nxt != -1:
-                self._set_cursor(nxt)
+            self._set_cursor(y)
 
     # Textual's own focus and blur handlers repaint the whole widget: the list's look changes on
     # its cursor's line only, and "/" (the focus to the filter's box) and escape (back) redrew
@@ -622,10 +617,6 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if history is not None and history.divergences:
             text.append(f" {g.DIVERGE}", style="magenta")
         return text
-
-    def row_region(self, key: ContainerKey) -> Region | None:
-        y = self.index.get(key)
-        return None if y is None else Region(0, y, self.size.width, 1)
 
 
 __all__ = ["SORTS", "ContainerSelected", "Row", "WorkloadHeader", "WorkloadList"]
