@@ -94,9 +94,7 @@ CRASH_LOOP_RESET_AFTER = 600.0
 HOUSEKEEPING_PERIOD = 2.0
 # kubelet sync loop timings, for callers that model them (see the module docstring)
 PLEG_RELIST_PERIOD = 1.0
-SYNC_FREQUENCY = 60.0
 POD_WORKER_ERROR_BACK_OFF = 10.0
-POD_WORKER_JITTER_FACTOR = 0.5
 
 
 @dataclass(slots=True)

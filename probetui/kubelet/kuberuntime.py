@@ -55,13 +55,9 @@ MINIMUM_GRACE_PERIOD_SECONDS = 2
 
 # Event reasons (`pkg/kubelet/events`) and the waiting reason of a container in back-off
 # (`kubecontainer.ErrCrashLoopBackOff`)
-REASON_KILLING = "Killing"
-REASON_BACK_OFF = "BackOff"
 REASON_CREATED = "Created"
 REASON_STARTED = "Started"
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
-EVENT_NORMAL = "Normal"
-EVENT_WARNING = "Warning"
 
 
 @dataclass(frozen=True, slots=True)

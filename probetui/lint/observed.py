@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -479,12 +479,6 @@ def from_store(
         events, oldest = store_events(store, uid)
         histories.append(pod_history(entry.pod, entry.status, events, now, oldest))
     return Observed(histories, source)
-
-
-def iter_seen(observed: Observed) -> Iterator[tuple[PodHistory, RecordedContainer]]:
-    for h in observed.histories:
-        for rc in h.rec.containers.values():
-            yield h, rc
 
 
 __all__ = [

@@ -52,10 +52,6 @@ def user_agent(kube_version: str = DEFAULT_KUBE_VERSION) -> str:
     return "kube-probe/" + ".".join(parts[:2])
 
 
-def truncate_bytes(data: bytes, limit: int = MAX_OUTPUT_BYTES) -> bytes:
-    return data[:limit]
-
-
 def decode(data: bytes) -> str:
     # Go strings are bytes; show undecodable bytes rather than fail on them
     return data.decode("utf-8", errors="replace")

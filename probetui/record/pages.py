@@ -122,10 +122,6 @@ class Pages:
         except DECODE_ERRORS as e:
             raise damaged(self.path, e) from None
 
-    def q1(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        rows = self.q(sql, args)
-        return rows[0][0] if rows else None
-
     def among(
         self, column: str, values: Collection[int], args: list[Any], negate: bool = False
     ) -> str:

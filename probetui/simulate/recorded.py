@@ -269,11 +269,6 @@ class AnswerBook:
         self.answered = 0
         self.inferred = 0
 
-    def startup_length(self, k: int) -> float:
-        """How long the recorded instance k (or the last one) took to get through start-up."""
-        lengths = self._startup_lengths
-        return lengths[min(k, len(lengths) - 1)] if lengths else 0.0
-
     def lookup(
         self, pt: ProbeType, t: float, k: int, since_start: float
     ) -> tuple[Answer | None, bool]:

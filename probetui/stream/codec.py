@@ -68,10 +68,6 @@ def event_from_frame(frame: dict[str, Any]) -> Event:
         raise ProtocolError(f"event frame: {type(exc).__name__} {exc}") from None
 
 
-def _result_value(v: ResultValue | None) -> int | None:
-    return None if v is None else int(v)
-
-
 def _record(r: ProbeRecord) -> dict[str, Any]:
     out: dict[str, Any] = {
         "t": r.t,

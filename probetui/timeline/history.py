@@ -456,14 +456,6 @@ class ProbeHistory:
         out.reverse()
         return out
 
-    def last_attempt_t(self) -> float | None:
-        self._ensure()
-        rec = self._rec
-        for i in self.indices_back():
-            if rec[i + F_CODE] & 7 != Kind.SKIP:
-                return self._time(rec[i])
-        return None
-
     def last_skip(self) -> AttemptView | None:
         """The newest entry when it is a skip (why the probe is not running now)."""
         self._ensure()

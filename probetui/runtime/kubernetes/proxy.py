@@ -139,14 +139,11 @@ class OneShotProxy:
         # the API server's own 401 or 503, when that was the answer (`api_path_error`)
         self.path_error: str | None = None
         self.connections = 0
-        self._expiry: asyncio.TimerHandle | None = None
 
     async def start(self) -> tuple[str, int]:
         """The address to dial; it closes `timeout` + a second later (the attempt is over)."""
         self.server = await asyncio.start_server(quiet_on_cancel(self._relay), "127.0.0.1", 0)
-        self._expiry = asyncio.get_running_loop().call_later(
-            self.timeout + ACCEPT_WINDOW, self._expire
-        )
+        asyncio.get_running_loop().call_later(self.timeout + ACCEPT_WINDOW, self._expire)
         return "127.0.0.1", self.server.sockets[0].getsockname()[1]
 
     def _expire(self) -> None:

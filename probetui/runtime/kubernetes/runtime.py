@@ -149,7 +149,6 @@ class KubernetesRuntime(Runtime):
         self.on_state: Callable[[str], None] | None = None
         self.on_note: Callable[[str], None] | None = None
         self.pods_reflector: Reflector | None = None
-        self.events_reflector: Reflector | None = None
         self.agents_reflector: Reflector | None = None
         # lines for the UI to show once (the agents' faults); headless says them on stderr
         self.notices: deque[str] = deque(maxlen=NOTICES)
@@ -238,7 +237,7 @@ class KubernetesRuntime(Runtime):
             )
             events = None
             if self.watch_events:
-                events = self.events_reflector = Reflector(
+                events = Reflector(
                     self._event_lister(),
                     self.cluster_pods.on_event,
                     name="events",

@@ -264,7 +264,6 @@ class OneShotForward:
         self.done = asyncio.Event()
         self._pf: PortForward | None = None
         self._refuser: socket.socket | None = None
-        self._expiry: asyncio.TimerHandle | None = None
         self._closing: asyncio.Future[None] | None = None
         self.connections = 0
         # seconds the end of file of the pod's side came after its last byte, over every
@@ -301,7 +300,7 @@ class OneShotForward:
             await pf.close()
             raise
         loop = asyncio.get_running_loop()
-        self._expiry = loop.call_later(self.timeout + _ACCEPT_WINDOW, self._expire)
+        loop.call_later(self.timeout + _ACCEPT_WINDOW, self._expire)
         return address
 
     def _expire(self) -> None:
