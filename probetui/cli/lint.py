@@ -4,7 +4,7 @@ Exit status: 0 nothing at or above `--fail-on`, 1 findings at or above it, 2 bad
 input when nothing at all could be read (otherwise what could not be read is listed and the
 rest is linted).
 
-Evidence (issue 15, item 2): `--recording FILE` lints with what a recording observed (alone, it
+Evidence: `--recording FILE` lints with what a recording observed (alone, it
 lints the recorded pods, one object per workload); `--cluster` watches a cluster read-only
 (only get, list and watch) for `--for` (default 2m) through the cluster view's runtime and
 engine, then lints the pods it saw, or the PATHs given, with what it saw. Read-only, the shadow

@@ -1,4 +1,4 @@
-"""The lint advice for one container of a live session (issue 15, item 3): what the UI shows.
+"""Give the lint advice for one container of a live session: what the UI shows.
 
 `Advisor` answers "what would `probetui lint` say about this container now": the static and
 model rules on the pod's spec as it is now, and the evidence rules on the store's history of

@@ -3,7 +3,7 @@
 A rule is a function of one object and, optionally, evidence about how its probes behave in
 practice (a recording, a live session). The static rules take the evidence argument and ignore
 it; a rule with `needs_evidence` runs only when evidence is there. That one signature is the
-seam the recording rules of issue 15 (item 2) plug into without changing the runner.
+seam the evidence rules (`rules_evidence.py`) plug into without changing the runner.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class LintObject:
 
 
 class Evidence(Protocol):
-    """What was observed of an object's probes (a recording, a live session): issue 15 item 2.
+    """Tell what was observed of an object's probes (a recording, a live session).
 
     Static lint passes None. A rule asks only for what it needs; None from a method means
     "not observed", and the rule falls back to what the manifest declares.

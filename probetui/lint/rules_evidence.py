@@ -1,4 +1,4 @@
-"""Evidence rules (issue 15, item 2): what a recording or a live session showed of the probes.
+"""Judge what a recording or a live session showed of the probes: the evidence rules.
 
 Each rule reads `Observed` (`observed.py`: the same for a recording, `lint --cluster` and the
 UI's store) and runs only when there is evidence. Each proposes a setting (`Hit.overrides`, in

@@ -100,7 +100,7 @@ def classify(status_code: int, body: str) -> tuple[Result, str]:
         return Result.SUCCESS, body
     if 300 <= status_code < 400:
         return Result.WARNING, http_redirect_warning(body)
-    # the body stays out of the message until issue 99425 is resolved upstream
+    # the body stays out of the message, as upstream keeps it until kubernetes#99425 is resolved
     return Result.FAILURE, http_status_failed(status_code)
 
 

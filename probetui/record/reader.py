@@ -26,9 +26,8 @@ recording cannot be trusted: a format-2 file's rows are verified as they are rea
 it raises (`_fenced`), so what is read of a damaged file is what the whole file held up to
 there. SQLite's own errors and a decoder's become `Damaged` too.
 
-Why one module of over 500 lines: `Recording` is one read-only connection and the caches every
-query shares (shapes, strings, probe and pod ids, decoded specs); its queries are short, and
-cut apart they would each reach into the others' caches.
+`Recording` is one read-only connection and the caches every query shares (shapes, strings,
+probe and pod ids, decoded specs).
 """
 
 from __future__ import annotations

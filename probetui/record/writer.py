@@ -18,9 +18,9 @@ as often with the recorder running and stalled the event loop up to 95 ms each t
 engine's own long-lived objects are frozen (`Engine.settle_memory`); the writer's appear after
 that, and are out of the collector's way by their form instead.
 
-Why one module of over 500 lines: `Writer` is one transaction's worth of state on one thread,
-and its parts (interning, open segments, snapshots, maintenance) all read and change the same
-intern tables and segments; the encoding of items is `codec.py`'s, the schema `schema.py`'s.
+`Writer` is one transaction's worth of state on one thread: its parts (interning, open
+segments, snapshots, maintenance) all read and change the same intern tables and segments; the
+encoding of items is `codec.py`'s, the schema `schema.py`'s.
 """
 
 from __future__ import annotations

@@ -6,10 +6,9 @@ the sinks, route commands, restart a shard that dies, end them all on the way ou
 Every frame a shard sends is decoded here and handed to every sink at once, in the order that
 shard sent them (the UI's store, the JSONL writer, the recorder: they are all in this process).
 
-Why one module of over 500 lines: `ShardPool` is one supervisor, and its starting, feeding,
-reading, routing and restarting all work on the same tables (the shards, which pod is whose,
-what each was sent); the stream's encoding is `probetui/stream/`'s, the placement rule
-`placement.py`'s, the child's side `child.py`'s.
+`ShardPool` is one supervisor: its starting, feeding, reading, routing and restarting all work
+on the same tables (the shards, which pod is whose, what each was sent); the stream's encoding
+is `probetui/stream/`'s, the placement rule `placement.py`'s, the child's side `child.py`'s.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ results: start order of init containers and sidecars, status generation (Started
 the readiness manual trigger), kills with their grace period, restarts with CrashLoopBackOff.
 `SimKubelet` runs it on `SimClock` with a simulated container backend and records the events.
 
-Time model (from the issue): workers are created at t=0 and probe at once (no start-up jitter,
+Time model: workers are created at t=0 and probe at once (no start-up jitter,
 the kubelet is long up); every container start takes `start_after`, and init containers start
 one after another as the kubelet orders them (a plain init container other than the scenario's
 exits 0 as soon as it runs); a container has no status until it runs; ticks stay on the grid

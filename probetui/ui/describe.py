@@ -1,8 +1,8 @@
 """Words for what a probe's settings and state mean: the Threshold state pane's sentences.
 
 Pure functions of the probe as written and the worker's counters, so they can be tested
-without a screen. `divergence_lines` says why the shadow and the kubelet disagree (issue 16,
-item 5), from a `Divergence` event's fields as the cluster runtime wrote them
+without a screen. `divergence_lines` says why the shadow and the kubelet disagree, from a
+`Divergence` event's fields as the cluster runtime wrote them
 (`runtime/kubernetes/divergence.py`: both verdicts, since when, the shadow's path and the
 likely reasons: path, timing, flakiness, vantage), for the pane and the details alike.
 """

@@ -1,4 +1,4 @@
-"""The what-if screen (issue 15, item 3): a proposed fix replayed over the session's history.
+"""Show a proposed fix replayed over the session's history: the what-if screen.
 
 Opened from the threshold pane's advice for the selected probe (its key: `probetui.what-if`).
 Each finding there that proposes a setting (`Hit.overrides`, in `simulate --set` terms) is

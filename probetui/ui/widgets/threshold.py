@@ -2,8 +2,8 @@
 words, the countdown to the next attempt, gating, and what the settings mean in seconds.
 
 Below them, for the selected probe: why the shadow and the kubelet disagree, when they do or
-did (issue 16, item 5), and what `probetui lint` advises, worst first (issue 15, item 3: the
-static and model rules on the pod's spec now, the evidence rules on the store's history, from
+did, and what `probetui lint` advises, worst first (the static and model rules on the pod's
+spec now, the evidence rules on the store's history, from
 `lint.live.Advisor`, cached and asked from the poll, never from `render`). To make room within
 the pane's fixed height the other probes then take one line each. A finding that proposes a
 setting can be tried in the what-if screen (its key is in the border's subtitle).

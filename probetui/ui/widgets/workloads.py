@@ -6,9 +6,9 @@ kept up to date from one listing to the next, which looks again only at the pods
 for a list of row keys, not widgets. The list keeps its own top line rather than being a ScrollView: moving a
 page is then a redraw of this widget, not a layout pass over the screen.
 
-Why one module of over 500 lines: `WorkloadList` is one widget, and its cursor, folding, keys
-and drawn lines all read and move the same view state (the listed rows, the top line, what is
-folded); the listing itself lives apart, in `rows.py` and `triage/`.
+`WorkloadList` is one widget: its cursor, folding, keys and drawn lines all read and move the
+same view state (the listed rows, the top line, what is folded); the listing itself lives
+apart, in `rows.py` and `triage/`.
 """
 
 from __future__ import annotations
