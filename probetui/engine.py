@@ -127,9 +127,9 @@ class Engine:
     def settle_memory(self) -> None:
         """Take what is alive now out of the cyclic garbage collector's sight (gc.freeze).
 
-        For a runtime to call after a large batch of pods (its initial list): with 15,000
-        workers a full collection walks every pod, container, probe and worker, a 70-230 ms
-        stall of the event loop each time (benchmarks.engine --gc-freeze shows the effect).
+        For a runtime to call after a large batch of pods (its initial list): otherwise every
+        full collection walks every pod, container, probe and worker and stalls the event loop
+        (benchmarks.engine --gc-freeze shows the effect).
         Frozen objects are still freed by reference counting; only cycles among them wait.
         """
         gc.collect()

@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from probetui.agent.summary import ProbeSummary
     from probetui.prober.worker import ProbeKey
 
-REPLAY_BATCH = 512  # ring entries encoded per write of a replay (some 7 ms of the loop)
+REPLAY_BATCH = 512  # ring entries encoded per write of a replay: a short hold of the loop
 ROWS_PER_FRAME = 256  # rows in one replayed `rows` frame (bodies in the ring are cut to 1 KiB)
 SLOW_CLOSE = 30.0  # seconds a reader may stay over its buffer before it is closed
-# a frame waits this long to leave with the ones after it: a reader through the API server
-# sees a tenth of a second no more than 10 ms, and the agent makes a tenth of the writes
+# a frame waits this long to leave with the ones after it, so the agent makes far fewer
+# writes while a reader through the API server hardly sees the delay
 FLUSH_DELAY = 0.1
 
 

@@ -49,8 +49,8 @@ TOKEN_DIR = "/var/run/probetui"
 TOKEN_FILE = f"{TOKEN_DIR}/token"
 LABELS = {"app.kubernetes.io/name": "probetui", "app.kubernetes.io/component": "agent"}
 PRIORITY = 1_000_000
-# from benchmarks/agents.py (110 pods, three probes each at period 10 s, one reader): the
-# requests hold that node with room; the CPU limit is high because a throttled prober runs its
+# the requests hold benchmarks/agents.py's node (110 pods, three probes each at period 10 s,
+# one reader) with room; the CPU limit is high because a throttled prober runs its
 # probes late (a reader's replay of the hour is a burst), the memory limit holds a full ring
 # and every reader's buffer
 REQUESTS = {"cpu": "100m", "memory": "160Mi"}

@@ -37,7 +37,7 @@ from probetui.timeline.store import ContainerKey, Store
 
 REFRESH = 5.0  # seconds a container's advice stands while its history moves on
 # the attempts of each probe the advice reads: bounds what one computation costs on the
-# event loop (about 10 ms for three probes' 900), whatever the rings hold (3,600 at period 1 s)
+# event loop, whatever the rings hold (an hour at period 1 s)
 ATTEMPTS = 900
 _CACHE = 512  # containers whose advice is kept
 

@@ -95,9 +95,9 @@ def expand(paths: Iterable[str]) -> Iterator[str]:
 
 
 def load(paths: Iterable[str]) -> Loaded:
-    # reading makes hundreds of thousands of objects that all stay and hold no cycles: the
-    # collector's full passes over them while they were made freed nothing and were a fifth
-    # of reading the benchmark's 10,000 objects
+    # reading makes hundreds of thousands of objects that all stay and hold no cycles, so the
+    # collector is off while they are made: its passes over them would free nothing
+    # (guarded by benchmarks/lint.py)
     was = gc.isenabled()
     gc.disable()
     try:

@@ -40,10 +40,9 @@ T = TypeVar("T")
 ANSWERED = (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
 # the counterfactual's cache: a UI asks the same what-if on every repaint of its screen
 _WHAT_IF_CACHE = 256
-# what lint replays of a history for one finding: the stretch before and around the problem
-# (a counterfactual's two model runs cost about 0.5 ms a minute of history together, measured
-# on the lint benchmark's 60 min history on a loaded 2-core machine: lint's budget is 5 ms an
-# object); the UI's what-if screen replays all the session holds
+# what lint replays of a history for one finding: the stretch before and around the problem,
+# so that a counterfactual's cost stays within lint's budget per object (guarded by
+# benchmarks/lint.py); the UI's what-if screen replays all the session holds
 REPLAY_SECONDS = 240.0
 REPLAY_AFTER = 60.0
 

@@ -93,7 +93,7 @@ class Manager:
     @property
     def _records(self) -> Listener | None:
         # a record no one is told of is not built: a model run read only for what the kubelet
-        # did (the counterfactual's) has no listener, and its records were 5% of its calls
+        # did (the counterfactual's) has no listener and should not pay for records
         return self._publish_record if self._listeners else None
 
     def remove_listener(self, fn: Listener) -> None:
