@@ -222,8 +222,8 @@ def put_record(
 # -- marks: where a chunk can be decoded from ----------------------------------------------
 
 # a mark every this many items of a chunk: a seek decodes a chunk from the last mark before
-# what it wants, not from the chunk's start (a third as many items at 32 a chunk: 15,000
-# chunks of a seek took 0.20 s from their starts, 0.06 s from marks every 8)
+# what it wants, not from the chunk's start, so it decodes a fraction of the items
+# (guarded by benchmarks/replay.py)
 MARK_EVERY = 11
 # a mark as the writer keeps it while the chunk is open: where its item begins in the data,
 # every item before it stamped at or before key (µs), the chain that item is coded against

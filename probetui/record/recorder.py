@@ -8,7 +8,7 @@ not. Python's GIL still serialises the encoding, which is why the sink leaves mo
 work (shapes, varints, masking) to the writer and the batches stay large.
 
 The one piece the sink does on the loop is to copy a per-probe event into a tuple of atomics
-(`writer.item_of`, 1.4-2 µs): an `Event` with its record, outcome and attempt (6 tracked
+(`writer.item_of`, a few µs): an `Event` with its record, outcome and attempt (6 tracked
 objects) waiting a quarter second is promoted into the collector's old generation on the way,
 and every promotion brings the next full collection nearer; the collector stops tracking the
 tuple within two collections, before it could be promoted.

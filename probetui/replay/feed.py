@@ -72,9 +72,8 @@ class Stream:
 
     What is read and not yet fed waits in a heap by when it was published, each item's time
     of publication worked out once, as it is read: a step takes what its span published off
-    the heap, so a short step (a slice of playing, some 15 ms) costs what it feeds, not a scan
-    of the lookbacks either side read ahead (12,000 items at 15,000 probes, 11-25 ms a step
-    whatever it fed)."""
+    the heap, so a short step (a slice of playing) costs what it feeds, not a scan of the
+    lookbacks either side read ahead (guarded by benchmarks/replay_keys.py)."""
 
     def __init__(
         self,
