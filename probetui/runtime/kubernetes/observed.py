@@ -1,7 +1,7 @@
 """Pods as the API server reports them (raw JSON dicts) to the engine's (Pod, PodStatus).
 
-The watch hands over `json.loads` output, never generated models: building those costs about
-30x the JSON decoding. The spec goes through the manifest parser (`probetui.spec.parse`), the
+The watch hands over `json.loads` output, never generated models: building those costs many
+times the JSON decoding. The spec goes through the manifest parser (`probetui.spec.parse`), the
 same defaults and types as a manifest file, without validation (the API server validated it).
 Probes are immutable in a pod spec, so `PodSpecCache` reuses the parsed spec per `uid` until
 one of the few mutable fields the model holds changes; only the metadata the model carries

@@ -19,7 +19,7 @@ delivers differences only:
 tries for what is transient (429, 5xx), at once for the rest (refused connection, 401, 403):
 a headless run that cannot see the cluster says so and stops instead of retrying in silence.
 
-Objects stay dicts: deserialising generated models costs about 30x `json.loads`.
+Objects stay dicts, because deserialising generated models costs many times `json.loads`.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ the subreaper needs no privilege and holds every descendant.
 
 from __future__ import annotations
 
-# _signal, not signal: the same calls without the enum module, 3 ms of a start that is ~15 ms
+# _signal, not signal: the same calls without importing the enum module, a real share of a
+# start (guarded by benchmarks/supervisor.py)
 import _signal as signal
 import errno
 import os
