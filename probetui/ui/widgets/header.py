@@ -29,8 +29,8 @@ class TopBar(Widget):
 
     FLASH_SECONDS = 5.0
     # the fleet summary counts every pod: where that costs more than FLEET_FREE seconds, it
-    # is counted again only after FLEET_SHARE times as long (15,000 pods of a replay playing at
-    # 100x, all changed at every poll: 51 ms a count, so one each 5 s, not one each frame)
+    # is counted again only after FLEET_SHARE times as long, so that a large fleet all changed
+    # at every poll (a replay playing fast) is not counted again in each frame
     FLEET_FREE = 0.004
     FLEET_SHARE = 100.0
 

@@ -4,8 +4,8 @@ kept by what the line shows.
 Textual draws a `render()` widget whole on any refresh: the Rich Text becomes Content, then
 strips, every line of it, and the frame composites every line again. The right-hand panes
 change a line or two at a time (the threshold pane's countdown every 100 ms poll, an attempt
-log that moves down by one), so most of a frame was spent drawing lines that looked the same
-as before (benchmarks/ui: a frame 11.8 ms p50, two thirds of it in `Widget._render_content`).
+log that moves down by one), so most of a frame would go to drawing lines that look the same
+as before (guarded by benchmarks/ui.py).
 
 Here `render()` is still the one place a pane says what it shows (it is called in the frame,
 as before), but each of its lines is turned into a strip only when no line with the same text

@@ -170,7 +170,7 @@ class _Block(NamedTuple):
 class RowIndex:
     """The Workloads list's rows, as `build_rows` defines them, kept up to date from one
     listing to the next, so that a keystroke in the filter or an `S` costs what changed, not a
-    walk of every pod's containers (12 ms of each at 2,000 pods, benchmarks/fleet):
+    walk of every pod's containers (guarded by benchmarks/fleet.py):
 
     - a pod is looked at again only when it changed since (`Store.changed_since`): its order
       in each sort computed anew, and its workload's block sorted again only where that order
@@ -238,9 +238,8 @@ class RowIndex:
     def catch_up(self, changed: list[ContainerKey], since: int) -> None:
         """Look at the pods changed since the last listing or catch-up now, so that the next
         listing has only what changes after this to look at. The screen calls it on each
-        poll: at 2,000 pods each edited once per 10 s, the pods changed between two `S`
-        presses (a thousand and more, their order in every sort computed again) were 20 ms
-        of the second's listing; a poll's share is the 20 pods of its 100 ms. `changed`: the
+        poll, so that the pods changed between two `S` presses are spread over the polls
+        rather than all computed again in the second's listing. `changed`: the
         containers changed after version `since`, which the poll has read from the store
         already (the store's scan of every container is not made twice)."""
         self._renamed |= self._sync(changed if since <= self._version else None)

@@ -171,7 +171,7 @@ class ThresholdPane(LineCached):
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
         self.key, self.probe = key, probe
         # a key's own frame shows the advice last worked out for this container, if any:
-        # working it out again (every REFRESH seconds while its history moves, some 3-10 ms)
+        # working it out again (every REFRESH seconds while its history moves)
         # is left to the next poll, a tenth of a second later, not put between the key and
         # its frame
         self.tick(fresh_advice=False)

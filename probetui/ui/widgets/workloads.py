@@ -123,8 +123,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         # the screen's handler, called at once instead of posting ContainerSelected: the
         # message reaches the screen three hops later, by when the cursor's two lines have
         # had a frame of their own and the panes wait for the next (Textual draws at most
-        # 60 frames a second; benchmarks/ui: `j` p50 50 ms, 20 of them before the panes'
-        # frame began). One frame then draws the cursor and the panes.
+        # 60 frames a second; guarded by benchmarks/ui.py). One frame then draws the cursor
+        # and the panes.
         self.on_select: Callable[[ContainerSelected], None] | None = None
 
     # -- the row list ---------------------------------------------------------------------
@@ -484,8 +484,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 self._set_cursor(nxt)
 
     # Textual's own focus and blur handlers repaint the whole widget: the list's look changes on
-    # its cursor's line only, and "/" (the focus to the filter's box) and escape (back) redrew
-    # the list's 40 lines at 2,000 pods for it (6 ms of each, benchmarks/fleet). These do what
+    # its cursor's line only, so "/" (the focus to the filter's box) and escape (back) would
+    # redraw every line of the list for it (guarded by benchmarks/fleet.py). These do what
     # Textual's do but repaint that line alone.
     def _on_focus(self, event: events.Focus) -> None:
         event.prevent_default()
