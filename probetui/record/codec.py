@@ -61,7 +61,7 @@ def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
     Only str, int, float, bool and None, in one flat tuple (enum members as their values): the
     cyclic collector stops tracking such a tuple at the first collection it survives, so the keys
     held in the writer's cache, and the items waiting in the recorder's queue, add nothing to
-    the old generation every full collection walks (at 15,000 probes they were most of it)."""
+    the old generation every full collection walks, where a large fleet's would be most of it."""
     type_ = event.type
     record = event.record
     if record is not None:

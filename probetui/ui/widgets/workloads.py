@@ -174,7 +174,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         on = self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
         height = max(1, self.size.height)
         # where the cursor stands in the view, kept across a re-sort: a workload that moved
-        # must not drag the eye to the edge (seen at 300 pods, every 2 s as problems come)
+        # must not drag the eye to the edge (re-sorts come every few seconds as problems come)
         offset = min(max(self.cursor - self.top, 0), height - 1) if on is not None else None
         before = (self.top, len(self.rows), self.ns_len)
         view = self.rows[self.top : self.top + height]
