@@ -1,4 +1,4 @@
-"""Durations as kubectl and Go write them: `90s`, `5m`, `1h30m`, `1.5h`, `300ms`, plus `2d`.
+"""Parse durations as kubectl and Go write them: `90s`, `5m`, `1h30m`, `1.5h`, `300ms`, plus `2d`.
 
 Every flag and scenario key that takes a duration reads it here, so one spelling works
 everywhere; a bare number is seconds, as those flags and keys always took.

@@ -1,4 +1,4 @@
-"""The live engine: one runtime, one prober manager, and the sinks that record what happens.
+"""The live engine joins one runtime, one prober manager, and the sinks that record what happens.
 
 The engine is the `RuntimeHost` a runtime drives. It owns the clock, the prober's `Manager`
 and the handler runner (which asks the runtime how to reach a container), keeps the latest

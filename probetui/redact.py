@@ -1,5 +1,6 @@
-"""Decides what of a pod's secrets may be shown or kept, and masks the rest once, where data
-enters, so that no output and no file ever holds a secret (docs/architecture.md, Redaction).
+"""Decide what of a pod's secrets may be shown or kept, and mask the rest once, where data enters.
+
+No output and no file then ever holds a secret (docs/architecture.md, Redaction).
 
 What is masked (`MASK`), in the pod specs every sink receives:
 

@@ -1,4 +1,4 @@
-"""One reader of `/v1/stream`: what it asked for, its replay, then its live frames.
+"""Serve one reader of `/v1/stream`: what it asked for, its replay, then its live frames.
 
 A client asks with the request's query (`pods`, `summary`, `since`, `rows`: docs/agents.md)
 what the shards' parent says in its hello. Its frames go through the shards' own `Sender`, so a

@@ -1,4 +1,4 @@
-"""The kubelet's own counts: `GET https://NODE_IP:10250/metrics/probes`, as metrics-server reads.
+"""Read the kubelet's own counts from `https://NODE_IP:10250/metrics/probes`, as metrics-server.
 
 The kubelet serves its prober's `prober_probe_total` (and `process_start_time_seconds`) on
 `/metrics/probes` (`InstallDefaultHandlers` in pkg/kubelet/server/server.go), behind its

@@ -1,4 +1,4 @@
-"""`probetui agent --print-manifest`: everything a cluster needs to run the agents, as YAML.
+"""`probetui agent --print-manifest` writes everything a cluster needs to run the agents, as YAML.
 
 The objects, in the order `kubectl apply -f` needs them:
 

@@ -1,4 +1,4 @@
-"""The few lines of Prometheus text exposition the agent reads, and the text it writes.
+"""Read the few lines of Prometheus text exposition the agent needs, and write the text it serves.
 
 Reading: the kubelet's `/metrics/probes` (`compbasemetrics.HandlerFor` over a registry with
 `process_start_time_seconds`, `prober_probe_total` and `prober_probe_duration_seconds`, in the

@@ -1,4 +1,4 @@
-"""The agent's memory of what it published: the last `--retain` of frames, in publication order.
+"""The agent's ring remembers what it published: the last `--retain` of frames, in order.
 
 A client that attaches late asks for everything published after a stamp (`since`) and gets it
 at once, then the live frames, with nothing twice: every entry carries its publication stamp,

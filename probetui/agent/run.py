@@ -1,4 +1,4 @@
-"""One node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
+"""Run one node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
 
 `Agent.run` starts the server first (the DaemonSet's liveness probe asks `/healthz` from the
 start), then the engine over `NodeRuntime`, the scrape of the kubelet's `/metrics/probes` every

@@ -1,4 +1,4 @@
-"""The cluster source for one node: the pods the API server places on it, probed from the node.
+"""Source one node's pods, as the API server places them on it, for probing from the node.
 
 `NodeRuntime` is the cluster view's `KubernetesRuntime` with a narrower watch and fewer reads:
 

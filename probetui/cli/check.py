@@ -1,4 +1,4 @@
-"""`probetui check`: one probe attempt of one handler, exactly as the kubelet runs it.
+"""`probetui check` runs one probe attempt of one handler, exactly as the kubelet runs it.
 
 Only the handler that runs is imported, so a script can call `check` in a loop. An exec probe
 (`--exec`, or a manifest's) runs a command: a shell locked read-only refuses it.

@@ -1,4 +1,4 @@
-"""`probetui` with no COMMAND: the cluster view, shadowing a cluster's kubelets.
+"""`probetui` with no COMMAND opens the cluster view, shadowing a cluster's kubelets.
 
 Its defaults come from the configuration (`probetui.config`): read-only globally, by context
 rule or from `PROBETUI_READ_ONLY`, and per context `--via`, the namespace, the selector and the

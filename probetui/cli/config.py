@@ -1,6 +1,8 @@
-"""`probetui config`: the settings in force and where each came from; `--init` writes a
-commented starting file. Also the `--config` and `--theme` options every screen command takes,
-and reading the configuration for them (bad input: one line, exit 2, before anything runs).
+"""`probetui config` shows the settings in force and where each came from.
+
+`--init` writes a commented starting file. Also the `--config` and `--theme` options every
+screen command takes, and reading the configuration for them (bad input: one line, exit 2,
+before anything runs).
 
 The configuration itself is `probetui.config`; this module only turns flags into its inputs
 and its answers into lines. It imports it when a command runs, not when the parser is built.

@@ -1,4 +1,4 @@
-"""`--kubelet-version` and `--feature-gates`: which kubelet `simulate` and `lint` play."""
+"""`--kubelet-version` and `--feature-gates` choose which kubelet `simulate` and `lint` play."""
 
 from __future__ import annotations
 

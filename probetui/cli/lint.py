@@ -1,4 +1,4 @@
-"""`probetui lint PATH... | -`: probe advice for CI, from the manifest and the kubelet's model.
+"""`probetui lint PATH... | -` gives probe advice for CI, from the manifest and the kubelet's model.
 
 Exit status: 0 nothing at or above `--fail-on`, 1 findings at or above it, 2 bad usage, or bad
 input when nothing at all could be read (otherwise what could not be read is listed and the

@@ -1,4 +1,4 @@
-"""`probetui local` and `probetui demo`, and the live runner they share with the cluster view.
+"""Run `probetui local` and `probetui demo`, and the live runner they share with the cluster view.
 
 `local` and `demo` run the live engine over the local runtime. With `--no-ui` (or `--output
 jsonl`) the engine runs headless: one JSON object a line on stdout, flushed line by line. It

@@ -1,4 +1,4 @@
-"""`probetui replay FILE`: a recording (`--record`) read back.
+"""`probetui replay FILE` reads a recording (`--record`) back.
 
 Without `--no-ui` it is the live screen on the recording, a time cursor standing for "now"
 (`probetui.replay.player`), put at `--at T` (default: the recording's end).

@@ -1,5 +1,6 @@
-"""`--summary DURATION` on the live modes, headless: a `WorkloadSummary` line per workload
-every DURATION beside the event lines (`probetui.triage.report` writes them).
+"""`--summary DURATION` writes a `WorkloadSummary` line per workload, headless, every DURATION.
+
+It runs on the live modes, beside the event lines (`probetui.triage.report` writes them).
 
 The live runner calls `summary_sink(args, headless)` before anything starts (a bad value is
 one line and exit 2) and adds what it returns to the engine's sinks. The sink keeps a small

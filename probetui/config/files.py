@@ -1,4 +1,4 @@
-"""Where the config files are, and reading one.
+"""Find the config files, and read one.
 
 - The system file: `/etc/probetui/config.yaml`, a bastion's, which may `lock` read-only.
   `PROBETUI_SYSTEM_CONFIG` names another (tests; hosts that keep /etc elsewhere), except where

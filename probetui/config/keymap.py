@@ -1,4 +1,4 @@
-"""`keys:`: binding id to key(s), checked against the app's own bindings (`probetui.ui.keys`).
+"""`keys:` maps binding ids to keys, checked against the app's own bindings (`probetui.ui.keys`).
 
 An id may be written as the app names it (`probetui.probe-now`) or with underscores and
 without the prefix (`probe_now`), as k9s users write it; errors and `probetui

@@ -1,5 +1,7 @@
-"""The settings in force and where each came from: default < system file < user file <
-environment < flag, for every setting that layer can hold.
+"""Resolve the settings in force and where each came from.
+
+The order is default < system file < user file < environment < flag, for every setting that
+layer can hold.
 
 | setting         | file (top level) | file (`contexts:`) | environment              | flag              |
 |-----------------|------------------|--------------------|--------------------------|-------------------|

@@ -1,4 +1,4 @@
-"""Container restart back-off (CrashLoopBackOff) as the kubelet computes it, with time passed in.
+"""Compute container restart back-off (CrashLoopBackOff) as the kubelet does, with time passed in.
 
 Two upstream pieces are modelled here:
 

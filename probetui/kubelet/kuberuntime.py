@@ -1,4 +1,4 @@
-"""What the kubelet does with cached probe results: kill, restart, grace period, event texts.
+"""Decide what the kubelet does with cached probe results: kill, restart, grace period, event texts.
 
 Pure functions of the pod spec and the cached results (`pkg/kubelet/kuberuntime`,
 `pkg/api/v1/pod/util.go`). Nothing here reads a clock or does I/O, so `probetui simulate`

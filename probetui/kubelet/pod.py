@@ -1,4 +1,4 @@
-"""The kubelet around one pod: start order, kills, restarts with back-off, status generation.
+"""Play the kubelet around one pod: start order, kills, restarts with back-off, status generation.
 
 `PodKubelet` plays the parts of the kubelet's pod worker and `kuberuntime` that react to a pod's
 containers and to its published probe results. It runs on any `Clock`: `probetui simulate` drives

@@ -1,4 +1,4 @@
-"""Which kubelet the model plays: a release and its feature gates (docs/kubelet-versions.md).
+"""Name which kubelet the model plays: a release and its feature gates (docs/kubelet-versions.md).
 
 A `KubeletProfile` is a kubelet minor release (1.33 to 1.38) with the feature gates it runs
 with: upstream's defaults for that release (`pkg/features/kube_features.go`), changed by

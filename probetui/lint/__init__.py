@@ -1,5 +1,4 @@
-"""`probetui lint` gives probe advice from the manifest, the kubelet's model and what was
-observed.
+"""`probetui lint` gives probe advice from the manifest, the kubelet's model and what was observed.
 
 - `model.py`: the object a rule judges (`LintObject`), `Rule`, `Hit`, `Finding`, `Problem`,
   `Severity`, and the `Evidence` protocol the recording rules will fill.

@@ -1,5 +1,6 @@
-"""The start-up budget a container needs, from what is known of its starts, proven on the
-kubelet's model before it is proposed.
+"""Work out the start-up budget a container needs, from what is known of its starts.
+
+The budget is proven on the kubelet's model before it is proposed.
 
 What is known of a container's starts (`Starts`): the slowest start seen to finish (from the
 container's start to its gate probe's first success), the longest a start lived before a kill

@@ -1,4 +1,4 @@
-"""Reading what `probetui lint` is given: files, directories, stdin, into LintObjects.
+"""Read what `probetui lint` is given, files, directories and stdin, into LintObjects.
 
 The documents are read by `spec/documents.py` (lines kept) and each object's pod template by
 `spec/parse.py`, as every other command reads a manifest. What lint adds is tolerance: a

@@ -1,5 +1,6 @@
-"""`probetui lint`'s output for programs: `--output json` (probetui's own schema, versioned) and
-`--output sarif` (SARIF 2.1.0, what code-scanning UIs read).
+"""Write `probetui lint`'s output for programs: `--output json` and `--output sarif`.
+
+The JSON is probetui's own schema, versioned; SARIF 2.1.0 is what code-scanning UIs read.
 
 The JSON document's `schema` names its version; a change that removes or renames a field gets
 a new one. SARIF levels are error, warning and note (for info); a finding's location is the

@@ -1,4 +1,4 @@
-"""What `probetui lint` judges and what it says: the object, the rule, the finding, evidence.
+"""Define what `probetui lint` judges and what it says: the object, the rule, the finding, evidence.
 
 A rule is a function of one object and, optionally, evidence about how its probes behave in
 practice (a recording, a live session). The static rules take the evidence argument and ignore

@@ -1,4 +1,4 @@
-"""What was observed of pods' probes, as lint's `Evidence`: from a recording or a live store.
+"""Gather what was observed of pods' probes, as lint's `Evidence`: from a recording or a live store.
 
 Both sources become the same thing: per pod, a `RecordedPod` (`simulate/recorded.py`: each
 container's instances with their attempts, the kubelet's kills, starts and Ready changes) plus

@@ -1,4 +1,4 @@
-"""An evidence rule's proposed setting, proven on the kubelet's model before it is shown.
+"""Prove an evidence rule's proposed setting on the kubelet's model before it is shown.
 
 A rule hands over its proposal and the next ones to try (a longer timeout, a higher
 threshold, in order), and what its problem is in a run (`Problem`: a probe's kills, seconds not

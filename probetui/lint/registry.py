@@ -1,4 +1,4 @@
-"""Every rule by its stable id, which of them run, and running them over objects.
+"""Keep every rule by its stable id, choose which of them run, and run them over objects.
 
 `--disable` and `--enable` pick rules by id (or `all`); an object silences rules for itself
 with the annotation `probetui.io/lint-disable: rule-a,rule-b` (or `all`) on its metadata or

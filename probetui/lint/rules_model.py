@@ -1,8 +1,10 @@
-"""Rules only the kubelet's model can give, each backed by a consequence: simulated in virtual
-time (`simulated.py`) or, for what the API server refuses, upstream's validation text
-(`spec/validate.py`). Two anchor rules live here too, because their messages carry a
-simulation: liveness-same-as-readiness and timeout-exceeds-period. The § items cited are
-docs/kubelet-behaviour.md's, as in the rest of the code.
+"""Give the rules only the kubelet's model can give, each backed by a consequence.
+
+A consequence is simulated in virtual time (`simulated.py`) or, for what the API server
+refuses, upstream's validation text (`spec/validate.py`). Two anchor rules live here too,
+because their messages carry a simulation: liveness-same-as-readiness and
+timeout-exceeds-period. The § items cited are docs/kubelet-behaviour.md's, as in the rest of
+the code.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The anchor rules: what other probe linters check, read from the manifest alone.
+"""The anchor rules check what other probe linters check, from the manifest alone.
 
 Credited where they come from: kubectl-probes (six of its seven rules; the seventh,
 probe-failures-recent, reads a cluster's Unhealthy events and belongs with the evidence rules),

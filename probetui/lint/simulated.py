@@ -1,4 +1,4 @@
-"""Simulated consequences for the model-backed rules: the container alone in `probetui simulate`.
+"""Simulate the consequences the model-backed rules cite: the container alone in `simulate`'s model.
 
 Each function here runs one short scenario through the kubelet's model (the real workers on
 `SimClock`, `PodKubelet`: `probetui/simulate/`) and returns what happened in numbers, which the

@@ -1,5 +1,6 @@
-"""HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), lean: raw asyncio
-sockets and h11.
+"""Run the HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), on raw sockets.
+
+It is the lean one: raw asyncio sockets and h11.
 
 The same attempt as `probetui.probe.http` (the reference, on httpx) at a fraction of the CPU:
 one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap

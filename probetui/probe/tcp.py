@@ -1,4 +1,4 @@
-"""TCP socket handler, `pkg/probe/tcp` (docs/kubelet-behaviour.md §14).
+"""Run the TCP socket handler, `pkg/probe/tcp` (docs/kubelet-behaviour.md §14).
 
 A probe is a connect and nothing more: Success when the three-way handshake completes within the
 timeout, Failure with Go's dial error text otherwise. `dial` is also the ProbeDialer for the gRPC

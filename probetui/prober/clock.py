@@ -1,4 +1,4 @@
-"""The clock a worker runs on: the event loop live, virtual time in tests and simulation.
+"""Give a worker its clock: the event loop live, virtual time in tests and simulation.
 
 Times are float seconds. The live clock reports wall-clock seconds (so `startedAt` from a
 runtime compares directly) but advances with the loop's monotonic time, so a wall-clock step

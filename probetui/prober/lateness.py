@@ -1,4 +1,4 @@
-"""How far behind its ticks the shadow prober runs: the worst lateness of recent attempts.
+"""Measure how far behind its ticks the shadow prober runs: the worst lateness of recent attempts.
 
 One process probes what a whole cluster's kubelets probe. Past what it can carry, attempts start
 later than their ticks, and on a saturated event loop they time out for want of CPU rather than

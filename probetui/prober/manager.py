@@ -1,4 +1,4 @@
-"""The probe manager: `prober_manager.go` (docs/kubelet-behaviour.md §3, §7.3, §8.5-8.6, §10).
+"""Manage the probe workers as `prober_manager.go` does (docs/kubelet-behaviour.md §3, §7, §8, §10).
 
 It owns the worker map and the three results caches, starts and stops workers, and computes
 the Started / Ready fields of a pod status the way `UpdatePodStatus` does, sending the

@@ -1,4 +1,4 @@
-"""The timeline's history beyond the in-memory rings, read back from the recording.
+"""Read the timeline's history beyond the in-memory rings back from the recording.
 
 When a recording is being written (`--record FILE`), or replayed, the store's rings hold only
 the last hour or so of each probe; scrolling the timeline further back asks this archive for

@@ -1,4 +1,4 @@
-"""Checksums and tallies: what lets a reader tell a damaged recording from a whole one.
+"""Checksums and tallies let a reader tell a damaged recording from a whole one.
 
 Every row of a format-2 file carries `crc`: zlib's CRC-32 over its id and every other column
 (`row_crc`), computed by the writer from the values it inserts and by the reader from the

@@ -1,4 +1,4 @@
-"""A probe's items in a chunk: their shapes, and the few numbers each item adds to its shape.
+"""Encode a probe's items in a chunk: their shapes, and the few numbers each item adds to its shape.
 
 An item is one per-probe event of the shadow, in the order the engine published it:
 

@@ -1,4 +1,4 @@
-"""Reading a recording's rows by time, a page of tally buckets at a time, each verified.
+"""Read a recording's rows by time, a page of tally buckets at a time, each verified.
 
 `Pages.by_time(table, lo, hi)` yields the rows of `table` (chunks by `t0`; events, specs and
 statuses by `t`) whose time lies in [lo, hi], a tally's bucket at a time, in time order (then

@@ -1,4 +1,4 @@
-"""Reading a recording: `open_recording(path) -> Recording`, read-only, also while it is written.
+"""Read a recording: `open_recording(path) -> Recording`, read-only, also while it is written.
 
 The file is opened as a `file:...?mode=ro` URI: nothing is ever written to it, and in WAL mode
 a reader sees every committed batch of a recorder still running. Queries:

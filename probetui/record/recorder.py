@@ -1,4 +1,4 @@
-"""`--record FILE`: the engine sink that writes a recording, and the one thread it writes on.
+"""`--record FILE` adds the engine sink that writes a recording, and the one thread it writes on.
 
 The sink's `event()` and `pod()` run on the event loop, inside the engine's publishing: they
 append one tuple to a deque. The writer thread wakes every `flush_every` seconds (0.25 s),

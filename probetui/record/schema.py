@@ -1,5 +1,7 @@
-"""The recording's SQLite schema, its identity (application_id, format version) and the checks
-that turn a file which is not a readable recording into one line naming the problem and the fix.
+"""Define the recording's SQLite schema and its identity (application_id, format version).
+
+The checks here turn a file which is not a readable recording into one line naming the problem
+and the fix.
 
 See `probetui.record` for what each table holds.
 """

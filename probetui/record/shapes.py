@@ -1,4 +1,4 @@
-"""A stored shape back to events: the reader's half of `codec.py`.
+"""Turn a stored shape back into events: the reader's half of `codec.py`.
 
 `Template` holds one shape with its texts resolved and its values typed, so that an item costs
 one `ProbeRecord` (and its outcome and attempt) built from the template and the item's times.

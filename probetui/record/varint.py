@@ -1,4 +1,4 @@
-"""LEB128 varints, unsigned and zig-zag signed: the numbers in a chunk's byte string."""
+"""Encode LEB128 varints, unsigned and zig-zag signed: the numbers in a chunk's byte string."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The SQLite side of a recorder: turns batches of sink calls into rows, on one thread.
+"""Turn batches of sink calls into rows, on one thread: the SQLite side of a recorder.
 
 `Writer.write(batch)` is one transaction: per-probe items go to their probe's open segment
 (kept in memory and, for crash safety, as one `recent` row each); a segment that is full

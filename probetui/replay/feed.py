@@ -1,4 +1,4 @@
-"""Feeding a store from a recording: what was published in a span of recorded time.
+"""Feed a store from a recording: what was published in a span of recorded time.
 
 `Stream` reads the recording forward from a moment and feeds a store a step at a time (each
 chunk decoded once, each event built when it is fed); `rebuild` fills an empty store up to a

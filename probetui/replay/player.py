@@ -1,4 +1,4 @@
-"""The replay's time cursor: a recording fed into the store up to a moment, moved by the user.
+"""Move the replay's time cursor: a recording fed into the store up to a moment the user picks.
 
 `Player` stands where the live engine stands for the screen (`ui.controls.Controls`): the UI
 reads the same `Store`, and its clock (`now`) is the cursor, so every pane shows the state at

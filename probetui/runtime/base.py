@@ -1,4 +1,4 @@
-"""What the prober needs from wherever containers live (docs/architecture.md, Runtimes).
+"""Define what the prober needs from wherever containers live (docs/architecture.md, Runtimes).
 
 A runtime is the only part of probetui that knows where containers run and how to reach them.
 It drives the engine through `RuntimeHost`, a push stream:

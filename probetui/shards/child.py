@@ -1,4 +1,4 @@
-"""A shard process: `python -m probetui.shards.child`, started by `ShardPool`, never by hand.
+"""Run a shard process: `python -m probetui.shards.child`, started by `ShardPool`, never by hand.
 
 It reads frames on stdin and writes frames on stdout (docs/stream.md): the parent's hello (the
 shard's number, the mode, the engine's settings), then its pods, then `start`; from then on

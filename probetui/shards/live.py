@@ -1,4 +1,4 @@
-"""`--shards N|auto` for the live modes: the in-process engine (N = 0) or a pool of N shards.
+"""`--shards N|auto` picks the in-process engine (N = 0) or a pool of N shards for the live modes.
 
 `auto` (the default) chooses by the attempts a second the pods' probes ask for, which a local
 runtime knows before it starts (`choose`): few, and the engine stays in this process (cheaper in

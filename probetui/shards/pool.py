@@ -1,5 +1,7 @@
-"""The parent's side of the shards: start them, feed them their pods, read their streams into
-the sinks, route commands, restart a shard that dies, end them all on the way out.
+"""Run the parent's side of the shards.
+
+Start them, feed them their pods, read their streams into the sinks, route commands, restart a
+shard that dies, end them all on the way out.
 
 `ShardPool` stands where the in-process `Engine` stands: it satisfies the UI's `Controls`
 (`run`, `probe_now`, `probe_container`, `set_paused`, `lateness`, `runtime`) and has `sinks`.

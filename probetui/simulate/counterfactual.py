@@ -1,4 +1,4 @@
-"""`probetui simulate --recording`: would other probe settings have changed what happened?
+"""`probetui simulate --recording` asks whether other probe settings would have changed the story.
 
 The recorded answers of the app (`recorded.py`) drive the kubelet model `simulate` runs
 (`SimKubelet`: the real Manager and Workers and `PodKubelet` on virtual time), twice: with the

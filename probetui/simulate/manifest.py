@@ -1,5 +1,6 @@
-"""`probetui simulate MANIFEST`: a plain manifest (a Pod or any workload kind) simulated without
-a scenario file, its app answering as a default model that a few flags change.
+"""`probetui simulate MANIFEST` simulates a plain manifest (a Pod or any workload), no scenario.
+
+Its app answers as a default model that a few flags change.
 
 The default app runs a second after each start and answers every probe at once, healthy: what
 the probes' settings alone do. `--ready-after`, `--fail-between` and `--latency` cover what a

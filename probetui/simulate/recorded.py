@@ -1,4 +1,4 @@
-"""A pod's recorded history as the answers of its app: what `simulate --recording` replays.
+"""Read a pod's recorded history as the answers of its app: what `simulate --recording` replays.
 
 A recording holds every attempt the shadow prober made (outcome and latency, per probe) and
 what the kubelet did (starts, kills, Ready changes). `RecordedPod` is that history for one pod

@@ -1,6 +1,8 @@
-"""What `probetui simulate` reports of a run: the summary of the scenario container's events
-(restarts, kills, readiness, Unhealthy events), the human timeline with runs of equal attempts
-folded into one line, the summary table beside a `--set` baseline, and the `--json` document.
+"""Report what `probetui simulate` saw of a run, for people and for `--json`.
+
+The summary of the scenario container's events (restarts, kills, readiness, Unhealthy events),
+the human timeline with runs of equal attempts folded into one line, the summary table beside
+a `--set` baseline, and the `--json` document.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`probetui simulate`: the kubelet's probe decisions for a scenario, in virtual time.
+"""`probetui simulate` plays the kubelet's probe decisions for a scenario, in virtual time.
 
 The real `Manager` and `Worker` run on `SimClock`, a synchronous timer heap; a probe "runs" by
 asking the scenario how the app answers at that instant and completes after the answer's

@@ -1,8 +1,10 @@
-"""The scenario `probetui simulate` runs: its model (`Scenario`, `App`, `Behaviour` and what they
-script: HTTP and exec answers per window, exits, the preStop hook, the pod's deletion and kubelet
-restarts), loading and validating a scenario file (each error one line naming the key), and
-`--set` overrides of the scenario container's probes, defaulted and validated as the API server
-treats a manifest. docs/simulate.md is the language's reference.
+"""Load and validate the scenario `probetui simulate` runs, and its `--set` overrides.
+
+Its model is `Scenario`, `App`, `Behaviour` and what they script: HTTP and exec answers per
+window, exits, the preStop hook, the pod's deletion and kubelet restarts. Each error in a file
+is one line naming the key; `--set` overrides of the scenario container's probes are
+defaulted and validated as the API server treats a manifest. docs/simulate.md is the
+language's reference.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The counterfactual's self-check: does the model, with the settings recorded, do what the
-kubelet did? Only what the model could have seen is compared, and what is left out is counted.
+"""Check the counterfactual's model: with the settings recorded, does it do what the kubelet did?
+
+Only what the model could have seen is compared, and what is left out is counted.
 
 Each side (the recording, the model's run) is a list of container instances in the window,
 each with its start and end, and the times of its kills, restarts and Ready changes. A

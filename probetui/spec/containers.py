@@ -1,4 +1,4 @@
-"""One container of a manifest to the model: probes, handlers, env, ports, restart rules.
+"""Turn one container of a manifest into the model: probes, handlers, env, ports, restart rules.
 
 Probes come out defaulted as the API server stores them: `SetDefaults_Probe`,
 `SetDefaults_HTTPGetAction` and `SetDefaults_ContainerPort` (docs/kubelet-behaviour.md §2.1,

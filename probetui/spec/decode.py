@@ -1,4 +1,4 @@
-"""Typed reads of decoded manifest values, each failure naming its place.
+"""Read decoded manifest values by type, each failure naming its place.
 
 The API server decodes a manifest strictly: a string where an integer belongs, or an integer
 past int32, is refused before any validation runs. These readers refuse the same, and `At`

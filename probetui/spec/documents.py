@@ -1,4 +1,4 @@
-"""Manifest text to documents: a YAML or JSON stream, decoded with the line of every key and item.
+"""Split manifest text into documents: a YAML or JSON stream, with the line of every key and item.
 
 Mappings and lists come back as `dict` and `list` subclasses that carry `line` (their own) and
 `lines` (each key's or item's), which `line_in` reads, so that an error further up can name the

@@ -1,4 +1,4 @@
-"""The Pod model back to a manifest: a dict shaped as the API's Pod that `parse_pods` reads back.
+"""Write the Pod model back as a manifest: a dict shaped as the API's Pod that `parse_pods` reads.
 
 A recording keeps each pod's spec as first seen and on every change, so that a replay knows
 the probe settings of the moment. `encode(pod)` writes every field the model holds and nothing

@@ -1,4 +1,4 @@
-"""The one error type a bad manifest produces: a single line that says where and what to change.
+"""A bad manifest raises one error type: a single line that says where and what to change.
 
 `str(err)` reads, for example::
 

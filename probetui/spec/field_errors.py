@@ -1,5 +1,6 @@
-"""`field.Error`, the API server's validation error, and the text it prints
-(`k8s.io/apimachinery/pkg/util/validation/field/errors.go`).
+"""Format `field.Error`, the API server's validation error, as upstream prints it.
+
+See `k8s.io/apimachinery/pkg/util/validation/field/errors.go`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Manifests (YAML or JSON) to the frozen Pod model, with the API server's defaults applied.
+"""Parse manifests (YAML or JSON) into the frozen Pod model, with the API server's defaults applied.
 
 A file may hold several documents and `kind: List` objects. Each Pod, and the pod template of
 each workload kind below, gives one Pod; other kinds are skipped. Defaults follow

@@ -1,4 +1,4 @@
-"""Reading YAML within bounds: the size of an input, how deep it nests, what its aliases repeat.
+"""Read YAML within bounds: the size of an input, how deep it nests, what its aliases repeat.
 
 Every YAML reader of probetui (manifests, scenarios, config files, kubeconfigs) reads through
 here, so that no input can take the memory or the stack:

@@ -1,4 +1,4 @@
-"""The client's end of the stream: frames off a byte stream, a chunk at a time.
+"""Read frames off a byte stream a chunk at a time: the client's end of the stream.
 
 `StreamReader.readline` deletes each line from the front of its buffer, a copy of everything
 behind it: with a writer that sends a turn of its loop's frames in one write, the buffer holds

@@ -1,4 +1,4 @@
-"""The engine's end of the stream: frames onto a transport that never blocks the engine.
+"""Write frames onto a transport that never blocks the engine: the engine's end of the stream.
 
 A slow reader must not slow the prober (its ticks would run late and its verdicts be wrong),
 so nothing here awaits the reader: frames go into the transport's write buffer, and while that

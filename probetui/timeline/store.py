@@ -1,4 +1,4 @@
-"""Bounded history behind the UI: attempts per probe, kubelet marks per container, the pods table.
+"""Keep the bounded history behind the UI: attempts per probe, kubelet marks, the pods table.
 
 The store is an engine sink. It keeps, per probe worker, a ring of every doProbe (attempt or
 skip), a `ProbeHistory` (`history.py`: the bit-packed entries, their layout and the intern

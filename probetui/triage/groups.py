@@ -1,4 +1,4 @@
-"""A pod's workload, a workload's summary over its replicas, and the fleet's.
+"""Group pods by workload, and sum up a workload over its replicas and the fleet over workloads.
 
 A group is the controller the cluster names for a pod (`Pod.owner_kind`/`owner_name`: a
 Deployment, StatefulSet, DaemonSet, Job, CronJob, ...). Pods without one (bare pods, a

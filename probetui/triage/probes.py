@@ -1,5 +1,6 @@
-"""One workload's probes across its replicas: what the workload's probe view shows and the
-`WorkloadSummary` line counts.
+"""Gather one workload's probes across its replicas.
+
+What the workload's probe view shows and the `WorkloadSummary` line counts.
 
 Per container name and probe type: how many replicas pass, fail, are on hold (a liveness or
 startup failure acted on, waiting for the new container) or are unknown now (no result, or

@@ -1,5 +1,7 @@
-"""The `WorkloadSummary` JSON line: a workload's summary and its probes across replicas, in the
-headless output's vocabulary (`timeline.events`), for a script to alert on.
+"""Write the `WorkloadSummary` JSON line, for a script to alert on.
+
+A workload's summary and its probes across replicas, in the headless output's vocabulary
+(`timeline.events`).
 
 One object per workload (a pod without a controller is a workload of kind `Pod`), with the
 keys every line has (`type`, `ts`, `namespace`, `pod`, `container`, `probe`, `source`; the

@@ -1,4 +1,4 @@
-"""What every widget reads: the store, the engine's controls, the clock and the time zone."""
+"""Give every widget what it reads: the store, the engine's controls, the clock, the time zone."""
 
 from __future__ import annotations
 

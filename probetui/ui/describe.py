@@ -1,4 +1,4 @@
-"""Words for what a probe's settings and state mean: the Threshold state pane's sentences.
+"""Put into words what a probe's settings and state mean: the Threshold state pane's sentences.
 
 Pure functions of the probe as written and the worker's counters, so they can be tested
 without a screen. `divergence_lines` says why the shadow and the kubelet disagree, from a

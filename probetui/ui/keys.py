@@ -1,4 +1,4 @@
-"""Every key of the app, as Bindings with ids so a keymap can remap them (`App.set_keymap`).
+"""Define every key of the app, as Bindings with ids so a keymap can remap them.
 
 The help screen and the command palette list these same bindings, so what they show is what
 the keys do.

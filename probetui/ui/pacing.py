@@ -1,4 +1,4 @@
-"""Screen updates paced from the last frame, not from a fixed grid of ticks.
+"""Pace screen updates from the last frame, not from a fixed grid of ticks.
 
 Textual draws a screen on a timer at most MAX_FPS times a second (`Screen._update_timer`).
 Its timer keeps a grid of ticks from when it started, and when a tick comes after a pause

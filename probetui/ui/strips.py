@@ -1,4 +1,4 @@
-"""Textual's strips without the reference cycles two of their caches make.
+"""Keep Textual's strips free of the reference cycles two of their caches make.
 
 A Textual `Strip` memoizes its operations in caches of its own, and two of them can answer
 with the strip itself, which the cache then holds: `divide` at the strip's own length (the

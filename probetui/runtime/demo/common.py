@@ -1,4 +1,4 @@
-"""What every demo service shares: loopback binding, one-line logs, and stopping on a signal."""
+"""Share what every demo service needs: loopback binding, one-line logs, stopping on a signal."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The bundled demo manifest: `demo.yaml` with the Python, free ports and a health-file path
-filled in, parsed into Pods like any user manifest."""
+"""Fill in the bundled demo manifest and parse it into Pods like any user manifest.
+
+`demo.yaml` gets the Python, free ports and a health-file path."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The node agents, as the cluster view finds them: which pod serves which node, and the token.
+"""Find the node agents as the cluster view sees them: which pod serves which node, and the token.
 
 A reader does not trust a pod because of its name. The agents' namespace (`probetui`, or
 `--agent-namespace`) is watched for pods labelled as agents, and each is checked before it is

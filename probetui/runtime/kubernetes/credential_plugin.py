@@ -1,5 +1,6 @@
-"""Exec credential plugins: run a kubeconfig user's plugin once and read its ExecCredential,
-as client-go's exec authenticator does (`plugin/pkg/client/auth/exec/exec.go`).
+"""Run a kubeconfig user's exec credential plugin once and read its ExecCredential.
+
+It does what client-go's exec authenticator does (`plugin/pkg/client/auth/exec/exec.go`).
 
 Run here rather than by kubernetes-asyncio, whose runner has no time limit and cannot be
 cancelled without leaving the child behind. When to run it again (on expiry, after a 401) is

@@ -1,4 +1,4 @@
-"""Bearer tokens that stay valid: exec credential plugins run again, token files read again.
+"""Keep bearer tokens valid: exec credential plugins run again, token files read again.
 
 client-go never holds a token for good. Its exec authenticator
 (`plugin/pkg/client/auth/exec/exec.go`) runs the plugin again once the answer's

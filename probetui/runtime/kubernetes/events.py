@@ -1,4 +1,4 @@
-"""core/v1 Events about pods (raw JSON dicts) to `RuntimeEvent`s, counted once each.
+"""Turn core/v1 Events about pods (raw JSON dicts) into `RuntimeEvent`s, counted once each.
 
 Message formats are the kubelet's (v1.35):
 

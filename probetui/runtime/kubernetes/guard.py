@@ -1,4 +1,4 @@
-"""`--read-only`, enforced where every request must pass: the HTTP connector of the API client.
+"""Enforce `--read-only` where every request must pass: the HTTP connector of the API client.
 
 Which layer, and why there:
 

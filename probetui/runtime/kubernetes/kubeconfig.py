@@ -1,5 +1,6 @@
-"""The kubeconfig files as client-go reads them (`tools/clientcmd/loader.go`), and
-`KubeconfigError`, the one error of setting up a connection.
+"""Read the kubeconfig files as client-go does (`tools/clientcmd/loader.go`).
+
+`KubeconfigError` is the one error of setting up a connection.
 
 - Files: `--kubeconfig PATH` alone (it must exist); else every file in `KUBECONFIG` (split on
   `os.pathsep`, duplicates dropped, missing files skipped); else `~/.kube/config`.

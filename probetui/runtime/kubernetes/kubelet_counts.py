@@ -1,4 +1,4 @@
-"""The kubelet's own probe counts, from the node agents' `counts` frames, beside the shadow's.
+"""Set the kubelet's own probe counts, from the node agents' `counts` frames, beside the shadow's.
 
 Each `counts` frame holds, per probe, the kubelet's `prober_probe_total` by result and the
 agent's worker's own count of the same, both cumulative (docs/stream.md, "counts"). Here

@@ -1,4 +1,4 @@
-"""Which kubelet version probes each pod: the `kube-probe/X.Y` its probes carry.
+"""Tell which kubelet version probes each pod: the `kube-probe/X.Y` its probes carry.
 
 A kubelet sends its own version in the User-Agent of every HTTP and gRPC probe (request.go,
 grpc.go), and nodes of one cluster can run different ones during an upgrade. The shadow sends

@@ -1,4 +1,4 @@
-"""Pods as the API server reports them (raw JSON dicts) to the engine's (Pod, PodStatus).
+"""Turn pods as the API server reports them (raw JSON dicts) into the engine's (Pod, PodStatus).
 
 The watch hands over `json.loads` output, never generated models: building those costs many
 times the JSON decoding. The spec goes through the manifest parser (`probetui.spec.parse`), the

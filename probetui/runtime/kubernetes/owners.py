@@ -1,4 +1,4 @@
-"""Which workload a ReplicaSet's pods belong to, confirmed from the ReplicaSet itself.
+"""Tell which workload a ReplicaSet's pods belong to, confirmed from the ReplicaSet itself.
 
 A pod names its ReplicaSet, not the Deployment: `observed.owner_of` takes the Deployment from
 the ReplicaSet's name and the pod's `pod-template-hash` (the Deployment controller names them

@@ -1,4 +1,4 @@
-"""The cluster's pods as the runtime reads them: from the watches, and afresh to confirm.
+"""Read the cluster's pods for the runtime: from the watches, and afresh to confirm.
 
 `ClusterPods` holds the pods the pod watch brought (`pods`, by UID) and tells the engine's host
 what each change means: every observed pod goes to the engine as the kubelet reports it (the

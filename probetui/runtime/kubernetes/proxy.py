@@ -1,4 +1,4 @@
-"""`--via proxy`: an HTTP probe carried through the API server's `pods/proxy`.
+"""`--via proxy` carries an HTTP probe through the API server's `pods/proxy`.
 
 The handler dials a loopback listener as if it were the pod; for each connection (the first,
 and each same-host redirect the handler follows) the listener reads the one request, sends it to `/api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH` with the client's

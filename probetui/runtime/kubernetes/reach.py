@@ -1,4 +1,4 @@
-"""Reaching pods: how a shadow attempt gets to a container, and what the path refused.
+"""Reach pods: how a shadow attempt gets to a container, and what the path refused.
 
 `--via direct` dials the pod IP; `port-forward` opens one API server port-forward stream per
 attempt; `proxy` carries plain HTTP probes through `pods/proxy`. Exec probes go through

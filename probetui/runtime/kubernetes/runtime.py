@@ -1,4 +1,4 @@
-"""The cluster source: watch pods and events, shadow the kubelets, show both.
+"""Source a cluster: watch pods and events, shadow the kubelets, show both.
 
 Pods and core/v1 events are listed and watched (`reflector.py`). The runtime connects the API
 clients, wires the reflectors, says how the connection is, and delegates to three parts it holds:

@@ -1,4 +1,4 @@
-"""One way to reach the API server for every client: TLS as Go verifies it, one server name, one proxy.
+"""Reach the API server one way for every client: TLS as Go verifies it, one server name, one proxy.
 
 client-go builds one transport per `rest.Config` and every client made from it uses that
 transport: list and watch, the websocket upgrades of exec and port-forward, pods/proxy

@@ -1,4 +1,4 @@
-"""One probe from every vantage point: the node agent, this machine, port-forward, pods/proxy.
+"""Probe once from every vantage point: the node agent, this machine, port-forward, pods/proxy.
 
 `probetui check --pod NS/NAME --compare-vias` runs one attempt of a probe of a running pod through
 each path the cluster view can take, and puts them side by side, to show when this machine's view

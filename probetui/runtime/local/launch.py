@@ -1,5 +1,7 @@
-"""probetui's side of a container's supervisor (`supervisor.py`): how it is run, what it is
-handed, what it reports back, and the runtime's words for a container that did not start.
+"""Launch a container's supervisor (`supervisor.py`) from probetui's side.
+
+How it is run, what it is handed, what it reports back, and the runtime's words for a container
+that did not start.
 
 Every container runs under a supervisor of its own (a bare interpreter started with `-I -S`), so
 that no container outlives probetui however probetui ends, SIGKILL and the OOM killer included.

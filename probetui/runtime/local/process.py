@@ -1,4 +1,4 @@
-"""One container instance run as a local process, supervised the way a container runtime would.
+"""Run one container instance as a local process, supervised the way a container runtime would.
 
 Choices, and their limits:
 

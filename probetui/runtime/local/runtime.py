@@ -1,4 +1,4 @@
-"""`probetui local MANIFEST`: the manifest's pods run as local processes, with probetui as kubelet.
+"""`probetui local MANIFEST` runs the manifest's pods as local processes, with probetui as kubelet.
 
 Each pod gets a `PodKubelet` on the engine's clock and a `ProcessBackend`: its containers'
 `command` + `args` run as process groups with the literal `env` and `workingDir`, init containers

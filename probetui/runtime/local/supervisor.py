@@ -1,5 +1,6 @@
-"""The per-container supervisor: one small process between probetui and a container, so that
-everything the container starts dies with it, and the container with probetui however probetui
+"""Supervise one container: a small process between probetui and the container.
+
+Everything the container starts dies with it, and the container with probetui however probetui
 dies (SIGKILL and the OOM killer included, when no handler of probetui's runs).
 
     python -I -S .../supervisor.py PARENT_PID SPEC_FD STATUS_FD GRACE [CONTROL_FD]

@@ -1,5 +1,7 @@
-"""The main screen: workloads on the left; timeline, threshold state and attempts on the right,
-or, with the cursor on a workload's line, that workload's probes across its replicas.
+"""Lay out the main screen: workloads on the left, the selection's panes on the right.
+
+The panes are timeline, threshold state and attempts, or, with the cursor on a workload's
+line, that workload's probes across its replicas.
 
 The screen owns the layout and the selection (container, probe). On each tick of the app's
 timer it asks the store what changed since it last looked and redraws only that.

@@ -1,4 +1,4 @@
-"""The Attempts pane: the last attempts of the selected probe, or the container's output tail.
+"""Show the last attempts of the selected probe, or the container's output tail: the Attempts pane.
 
 An attempt line: time, outcome, latency, HTTP status, the output the kubelet puts in its event,
 the body it leaves out, the target dialled, manual or scheduled. Runs of the same skip fold into

@@ -1,4 +1,4 @@
-"""The Workloads filter's box: an Input whose text growing asks for no layout of the screen.
+"""Take the Workloads filter's text in an Input whose growing text asks for no layout of the screen.
 
 Textual's Input keeps its text's width as its virtual size, a reactive that asks for a layout
 on change, so each character typed would reflow the whole screen (guarded by

@@ -1,4 +1,4 @@
-"""The key footer: the keys in force, drawn as one line by one widget.
+"""Draw the keys in force as one line by one widget: the key footer.
 
 Textual's Footer is a container of one FooterKey widget per binding, and it recomposes on every
 bindings change (a focus move, `enter`, "/" opening the filter): the old keys removed, new ones

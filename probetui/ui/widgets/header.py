@@ -1,5 +1,4 @@
-"""The top bar (source, clock, READ-ONLY or REPLAY) and the selected container's one-line
-summary."""
+"""Draw the top bar (source, clock, READ-ONLY or REPLAY) and the selected container's summary."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""A widget drawn a line at a time from the Text its `render()` returns, each line's strip
-kept by what the line shows.
+"""Draw a widget a line at a time from the Text its `render()` returns, each strip kept by line.
 
 Textual draws a `render()` widget whole on any refresh: the Rich Text becomes Content, then
 strips, every line of it, and the frame composites every line again. The right-hand panes

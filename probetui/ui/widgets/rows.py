@@ -1,4 +1,4 @@
-"""What the Workloads list shows and in which order, apart from how it is drawn.
+"""Decide what the Workloads list shows and in which order, apart from how it is drawn.
 
 A row is one container; its pod's name is on it (the container's too where the pod has
 several), so a screen of N lines shows N containers. The columns are laid out for the width at

@@ -1,5 +1,7 @@
-"""The Threshold state pane: each probe as written, its published result, the current run in
-words, the countdown to the next attempt, gating, and what the settings mean in seconds.
+"""Show each probe as written and what it is doing now: the Threshold state pane.
+
+Its published result, the current run in words, the countdown to the next attempt, gating, and
+what the settings mean in seconds.
 
 Below them, for the selected probe: why the shadow and the kubelet disagree, when they do or
 did, and what `probetui lint` advises, worst first (the static and model rules on the pod's

@@ -1,4 +1,4 @@
-"""The Timeline pane: one lane per probe type and one for the kubelet, on a shared time axis.
+"""Draw one lane per probe type and one for the kubelet, on a shared time axis: the Timeline pane.
 
 One cell is `scale` seconds. A cell shows the most alarming attempt that falls in it, or ▼/▲
 where the published result changed; the kubelet lane shows starts, exits, kills, back-offs and

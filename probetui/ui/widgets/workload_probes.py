@@ -1,4 +1,4 @@
-"""The workload's probe view: a group's probes across its replicas, in the detail area.
+"""Show a group's probes across its replicas in the detail area: the workload's probe view.
 
 What it answers, per probe (and per container where the pods have several): how many replicas
 pass, fail, are on hold or unknown now; how slow the probe is over every replica's recent

@@ -1,4 +1,4 @@
-"""The Workloads pane: one line per container, drawn with the Line API.
+"""Draw one line per container with the Line API: the Workloads pane.
 
 Only the visible lines are drawn, and a line is drawn again only when what it shows changed,
 so thousands of containers scroll and update smoothly. Filtering and sorting ask a `RowIndex`
