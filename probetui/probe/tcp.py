@@ -131,7 +131,7 @@ async def _writable(
     """Wait for a connect in progress to end; its errno (0: connected). TimeoutError at
     `deadline` (None: the caller's own deadline cancels the wait). The loop's own sock_connect is
     not used: uvloop's sends every address, literal or not, through getaddrinfo on its thread
-    pool, which cost a quarter of an HTTP attempt."""
+    pool, a large share of an attempt's CPU (guarded by benchmarks/engine.py)."""
     waiter: asyncio.Future[None] = loop.create_future()
     fd = sock.fileno()
     loop.add_writer(fd, _settle, waiter, False)

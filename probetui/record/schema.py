@@ -87,10 +87,10 @@ TIME_INDEX = {
 }
 
 # a chunk closes at this many items or this span, whichever comes first; readers rely on the
-# span: a chunk overlapping [a, b] starts after a - MAX_SPAN. The items only set the cost of a
-# seek (a chunk decodes from its start: at 15,000 probes, 64 items made a third of a replay's
-# first screen) against the bytes per attempt (each chunk's row and index entries: 7.6 B at
-# 64, 8.7 B at 32, 11.3 B at 16, steady probes); files of any size read alike
+# span: a chunk overlapping [a, b] starts after a - MAX_SPAN. The items only weigh the cost of
+# a seek (a chunk decodes from its start) against the bytes per attempt (each chunk's row and
+# index entries), guarded by benchmarks/replay.py and benchmarks/record.py; files of any size
+# read alike
 CHUNK_ITEMS = 32
 MAX_SPAN = 600.0
 

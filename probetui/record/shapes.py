@@ -124,8 +124,8 @@ class Template:
             finished = t + latency
         else:
             skip = self.state[0]
-        # positional, in the fields' order: half the cost of keywords on a frozen dataclass,
-        # and a seek builds 20,000 (the round-trip tests compare every field)
+        # positional, in the fields' order: cheaper than keywords on a frozen dataclass, and a
+        # seek builds many (the round-trip tests compare every field)
         return ProbeRecord(
             key,
             t,

@@ -141,9 +141,9 @@ class Stream:
         """Feed `store` what was published in (after, until]; `after` is where the last step
         ended (or where the stream began).
 
-        The cyclic collector is held off meanwhile: a seek at 15,000 probes makes some 200,000
-        objects that live (the store) or die by reference count (the events read), and the
-        collections it set off walked the store each time, 40% of the seek. What it holds is
+        The cyclic collector is held off meanwhile: a seek makes many objects that live (the
+        store) or die by reference count (the events read), and the collections they would set
+        off walk the store each time (guarded by benchmarks/replay.py). What it holds is
         acyclic (a refill cuts the store's one cycle), so nothing waits for the collector."""
         was = gc.isenabled()
         gc.disable()

@@ -130,9 +130,9 @@ class _RecordedApp(SimKubelet):
 
     The comparison reads what the kubelet did, never the attempts: the run lists none of them
     (`lists_probes`), and of the kubelet's events only the kills, starts and Ready changes, as
-    `_Did`s (building the attempts' events was half the run's time over a day; the result
-    changes' and the kubelet's other events, and each event's copy shifted to wall time, a
-    tenth of the calls of lint's 4 minute replay)."""
+    `_Did`s, because building the attempts' events, the result changes' and the kubelet's
+    other events, and each event's copy shifted to wall time, would be much of the run's time
+    (guarded by benchmarks/lint.py)."""
 
     lists_probes = False
 

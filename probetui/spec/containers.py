@@ -117,8 +117,8 @@ def _probe(value: object, at: At) -> Probe | None:
     tgps = integer(
         m.get("terminationGracePeriodSeconds"), at.key(m, "terminationGracePeriodSeconds"), INT64
     )
-    # set_probe_defaults' zeros, written in: a second Probe per probe (dataclasses.replace)
-    # was a tenth of reading a manifest's containers
+    # set_probe_defaults' zeros, written in, so that no second Probe per probe
+    # (dataclasses.replace) is made while a manifest's containers are read
     return Probe(
         exec=_exec(m.get("exec"), at.key(m, "exec")),
         http_get=_http_get(m.get("httpGet"), at.key(m, "httpGet")),

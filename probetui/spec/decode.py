@@ -61,9 +61,8 @@ class At:
     """Where a value sits: document, container, field path and line, for error messages.
 
     A manifest's every field takes one and nearly none is ever read, so `key` and `index`
-    only remember their parent: the path and the line are worked out when an error asks
-    (building them for every field was a third of `probetui lint` reading ten thousand
-    objects)."""
+    only remember their parent: the path and the line are worked out when an error asks, not
+    for every field (guarded by benchmarks/lint.py's read)."""
 
     __slots__ = ("_key", "_line", "_node", "_path", "_up", "container", "container_kind", "origin")
 

@@ -22,8 +22,8 @@ from probetui.spec.errors import LimitExceeded, ManifestError
 __all__ = ["documents", "line_in"]
 
 
-# no __init__ of their own: a Python __init__ was a tenth of reading a manifest; whoever makes
-# one sets both slots
+# no __init__ of their own, since a Python __init__ is dear on the read of every manifest;
+# whoever makes one sets both slots
 
 
 class _LineDict(dict):  # type: ignore[type-arg]
@@ -109,7 +109,7 @@ def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterable[
     data.update(loader.construct_mapping(node))
     for key_node, _ in node.value:
         if key_node.tag == _STR_TAG:
-            # a string key is its text: constructing it again would cost a tenth of the read
+            # a string key is its text, not constructed again: it is the commonest node
             data.lines[key_node.value] = key_node.start_mark.line + 1
             continue
         # an unhashable key was already refused by construct_mapping
@@ -137,7 +137,7 @@ class _Slow(Exception):
 def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
     """A node as the constructors above make it, for the documents manifests are: plain
     scalars, string keys set once. A straight walk, without the constructor's bookkeeping per
-    node (which was half of reading a manifest); anything else raises _Slow. `built` holds
+    node (most of a manifest's read); anything else raises _Slow. `built` holds
     each collection by node, so that an alias is the same object, as PyYAML makes it; what
     aliases repeat is counted in the loader's `bounds`, and `depth` is the node's nesting."""
     cls = node.__class__

@@ -12,8 +12,8 @@ as the leader of its own group and, when probetui dies, sends the group SIGTERM 
 itself be killed. It costs one bare interpreter start per container start and its memory per
 running container (`python -m benchmarks.supervisor` measures both). The supervisor runs from
 its code compiled once per probetui process (`supervisor_code`, a memfd run as
-/proc/self/fd/N): compiling its source at each start would cost a fifth of its CPU and some of
-its memory.
+/proc/self/fd/N), because compiling its source at each start would cost a share of its CPU and
+memory (guarded by benchmarks/supervisor.py).
 
 The container is handed over in a memfd (`spec_memfd`: argv, working directory, the exact
 environment), with one end of a socket pair on which the container's exec probe attempts are

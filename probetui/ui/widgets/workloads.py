@@ -131,8 +131,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     @property
     def index(self) -> dict[ContainerKey, int]:
-        """Container -> its row; made when first asked after a rebuild, since a keystroke in
-        the filter needs none of it (a fifth of a rebuild's cost at 2,000 pods)."""
+        """Map each container to its row; made when first asked after a rebuild, since a
+        keystroke in the filter needs none of it."""
         if self._index is None:
             self._index = {
                 ContainerKey(row.pod_uid, row.container): i
@@ -511,8 +511,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # the styles every line is drawn with, worked out once for the lines of this pass:
-        # `rich_style` walks the widget's ancestors, and each line asked for it and for the
-        # scrollbar's (a third of a line's cost where the line itself came from the cache)
+        # `rich_style` walks the widget's ancestors, and each line would ask for it and for the
+        # scrollbar's, much of a line's cost where the line itself comes from the cache
         self._styles = self._line_styles()
         try:
             return super().render_lines(crop)
