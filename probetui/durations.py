@@ -58,7 +58,7 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
 
 
 def duration_arg(text: str) -> float:
-    """An argparse `type=` for a duration flag: seconds (0 too: the command says whether 0 is
+    """Return an argparse `type=` for a duration flag: seconds (0 too: the command says whether 0 is
     allowed, naming its flag), or argparse's one-line error."""
     import argparse
 

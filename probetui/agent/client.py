@@ -73,14 +73,14 @@ class QueueTransport:
         self._ready.set()
 
     async def take(self) -> bytes:
-        """What waits, once something does; b"" once closed and empty."""
+        """Tell what waits, once something does; b"" once closed and empty."""
         while not self._chunks and not self._closing:
             self._ready.clear()
             await self._ready.wait()
         return self.take_now()
 
     def take_now(self) -> bytes:
-        """What waits now (b"" for nothing)."""
+        """Tell what waits now (b"" for nothing)."""
         data = b"".join(self._chunks)
         self._chunks.clear()
         self._size = 0
@@ -130,7 +130,7 @@ class StreamClient:
         self._replay_rows: tuple[RowWriter, RowReader] | None = None
 
     def wants(self, uid: str) -> bool:
-        """Whether this client takes the attempts of pod `uid` (else, at most, summaries)."""
+        """Tell whether this client takes the attempts of pod `uid` (else, at most, summaries)."""
         return self.pods is None or uid in self.pods
 
     # -- the live path (the hub calls these as the engine publishes) ----------------------
@@ -255,7 +255,7 @@ class StreamClient:
         return b"".join(out), n
 
     def _replayed_event(self, e: RowEntry) -> bytes:
-        """The `event` frame of a kept attempt: the row decoded as a client decodes it."""
+        """Return the `event` frame of a kept attempt: the row decoded as a client decodes it."""
         if self._replay_rows is None:
             self._replay_rows = (RowWriter(), RowReader())
         writer, reader = self._replay_rows

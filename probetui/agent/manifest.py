@@ -82,7 +82,7 @@ def new_token() -> str:
 
 
 def objects(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = None) -> list[dict]:
-    """The manifest's objects, in apply order."""
+    """Return the manifest's objects, in apply order."""
     token = token or new_token()
     meta = {"namespace": namespace, "labels": dict(LABELS)}
     container = {
@@ -244,7 +244,7 @@ def _reader_binding_example(namespace: str) -> str:
 
 
 def render(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = None) -> str:
-    """The manifest as YAML documents, the reader's RoleBinding example after the Role."""
+    """Return the manifest as YAML documents, the reader's RoleBinding example after the Role."""
     header = (
         f"# probetui node agents ({__version__}): kubectl apply -f this file.\n"
         "# The Secret holds a read token made just now: applying the file again replaces it.\n"

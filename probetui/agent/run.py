@@ -150,7 +150,7 @@ class Agent:
         return 409, f"{probe_type.key} of {container} not probed: not run here, or already queued"
 
     def not_ready(self) -> str | None:
-        """Why the agent cannot yet say what its node's pods do (None: it can)."""
+        """Say why the agent cannot yet say what its node's pods do (None: it can)."""
         pods = self.runtime.pods_reflector
         if pods is None or not pods.synced.is_set():
             return "the pods of this node have not been listed yet"

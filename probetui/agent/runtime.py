@@ -52,7 +52,8 @@ class NodeRuntime(KubernetesRuntime):
 
     @property
     def kubelet_version(self) -> str | None:
-        """The node's kubelet version, once read from the kubelet (None: the configured one)."""
+        """Return the node's kubelet version, once read from the kubelet (None: the configured
+        one)."""
         return self._kubelet_version
 
     @kubelet_version.setter
@@ -86,7 +87,7 @@ class NodeRuntime(KubernetesRuntime):
 
 
 def node_selector(node: str) -> str:
-    """The pod watch's field selector for the pods of `node`."""
+    """Return the pod watch's field selector for the pods of `node`."""
     return f"spec.nodeName={node}"
 
 

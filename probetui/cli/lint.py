@@ -171,7 +171,7 @@ def _report(
 
 
 def _evidence(args: argparse.Namespace) -> Any:
-    """The `Observed` of --recording or --cluster, or None. Bad input is a UsageError."""
+    """Return the `Observed` of --recording or --cluster, or None. Bad input is a UsageError."""
     if args.recording and args.cluster:
         raise UsageError("--recording and --cluster: pick one source of evidence")
     cluster_flags = [

@@ -114,7 +114,7 @@ def _export(recording: Recording, args: argparse.Namespace, selector: Selector) 
 
 
 def _matches(recording: Recording, uid: str, selector: Selector) -> bool:
-    """Whether any recorded spec of the pod carries matching labels."""
+    """Tell whether any recorded spec of the pod carries matching labels."""
     return any(selector.matches(labels) for labels in recording.labels_of(uid))
 
 

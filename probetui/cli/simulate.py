@@ -170,8 +170,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _scenario(args: argparse.Namespace, plain: bool) -> Any:
-    """The scenario file's, or a plain manifest's with the default app, and the flags' changes
-    to its duration and app."""
+    """Return the scenario file's, or a plain manifest's with the default app, and the flags'
+    changes to its duration and app."""
     from probetui import simulate as sim
     from probetui.simulate import manifest
     from probetui.simulate.scenario import checked_duration

@@ -41,7 +41,7 @@ def add_summary_arguments(
 
 
 def summary_sink(args: argparse.Namespace, headless: bool) -> SummarySink | None:
-    """The `--summary` sink, or None without it; bad usage raises `UsageError`."""
+    """Return the `--summary` sink, or None without it; bad usage raises `UsageError`."""
     from probetui.record.timespec import TimeSpecError, parse_duration
 
     text = getattr(args, "summary", None)

@@ -141,7 +141,7 @@ class Backoff:
         return self.random() * self.jitter_factor * delay
 
     def get(self, key: str) -> float:
-        """The current window in seconds, 0.0 for an unknown key."""
+        """Return the current window in seconds, 0.0 for an unknown key."""
         entry = self._entries.get(key)
         return entry.backoff if entry is not None else 0.0
 
@@ -205,7 +205,7 @@ def crash_loop_backoff(
     reduce_default_decay: bool = False,
     max_container_restart_period: float | None = None,
 ) -> Backoff:
-    """The kubelet's container back-off (`newCrashLoopBackOff` plus its `HasExpiredFunc`).
+    """Return the kubelet's container back-off (`newCrashLoopBackOff` plus its `HasExpiredFunc`).
 
     `reduce_default_decay` is the ReduceDefaultCrashLoopBackOffDecay gate (off by default).
     `max_container_restart_period` is `crashLoopBackOff.maxContainerRestartPeriod` under
@@ -222,7 +222,7 @@ def crash_loop_backoff(
 
 
 def backoff_key(pod: Pod, container: Container) -> str:
-    """A stable per-container key, like kuberuntime's `getStableKey`.
+    """Return a stable per-container key, like kuberuntime's `getStableKey`.
 
     Upstream also hashes the image and the resources, so changing either starts a fresh
     window. The model has no resources, so only the image is part of the key.

@@ -49,7 +49,7 @@ class Advice:
     at: float
 
     def for_probe(self, probe: ProbeType) -> list[Finding]:
-        """The findings about this probe, and those about the container as a whole."""
+        """Return the findings about this probe, and those about the container as a whole."""
         return [f for f in self.findings if f.hit.probe in (probe, None)]
 
 
@@ -75,7 +75,7 @@ class Advisor:
         self._replays = Replays()
 
     def advice(self, key: ContainerKey) -> Advice | None:
-        """The container's advice, from the cache while it stands (module docstring)."""
+        """Return the container's advice, from the cache while it stands (module docstring)."""
         entry = self.store.pods.get(key.pod_uid)
         history = self.store.containers.get(key)
         if entry is None or entry.pod.container(key.container) is None:
@@ -94,7 +94,7 @@ class Advisor:
         return advice
 
     def last(self, key: ContainerKey) -> Advice | None:
-        """The advice last worked out for the container, as it was, without working it out
+        """Return the advice last worked out for the container, as it was, without working it out
         again (None where there is none for its pod as it stands)."""
         entry = self.store.pods.get(key.pod_uid)
         cached = self._cache.get(key)

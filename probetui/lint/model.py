@@ -61,7 +61,7 @@ class Slot:
         object.__setattr__(self, "_probes", tuple(probes))
 
     def probes(self) -> Iterator[tuple[ProbeType, Probe, str]]:
-        """The container's probes in report order, each with its manifest path."""
+        """Return the container's probes in report order, each with its manifest path."""
         return iter(self._probes)
 
 
@@ -125,7 +125,7 @@ class LintObject:
         return self._validation
 
     def refuses(self, container: str) -> bool:
-        """Whether the API server rejects this container or the pod as a whole."""
+        """Tell whether the API server rejects this container or the pod as a whole."""
         return any(err.container in (None, container) for err in self.validation())
 
 
@@ -137,11 +137,11 @@ class Evidence(Protocol):
     """
 
     def start_seconds(self, obj: LintObject, container: str) -> float | None:
-        """How long the container was seen to take from start to answering its probes."""
+        """Tell how long the container was seen to take from start to answering its probes."""
         ...
 
     def starts(self, obj: LintObject, container: str) -> Starts | None:
-        """What was seen of the container's starts: those that finished, and those killed
+        """Tell what was seen of the container's starts: those that finished, and those killed
         before they did (how long they lived)."""
         ...
 

@@ -39,7 +39,8 @@ class Proven:
 
 
 def _measure(problem: Problem, probe: ProbeType, side: object) -> float:
-    """The problem in one run: a counterfactual's `RunSummary` or the fallback's `ModelSide`."""
+    """Return the problem in one run: a counterfactual's `RunSummary` or the fallback's
+    `ModelSide`."""
     if problem is Problem.KILLS:
         kills = getattr(side, "kills", 0)
         return float(kills.get(probe.key, 0) if isinstance(kills, dict) else kills)
@@ -63,7 +64,7 @@ def prove(
     focus: Callable[[Seen], float | None] | None,
     words: Callable[[Counterfactual | str, PodHistory], str],
 ) -> Proven:
-    """The first of `candidates` that ends `problem` in the replay of `s`'s history (module
+    """Return the first of `candidates` that ends `problem` in the replay of `s`'s history (module
     docstring); `words` says a counterfactual in the finding's terms."""
     from probetui.lint.live import model_what_if
 

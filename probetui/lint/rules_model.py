@@ -38,7 +38,7 @@ NOT_SIMULATED = " (not simulated: the API server rejects this container, see inv
 
 
 def _evidence(obj: LintObject, container: Container, make: Callable[[], T]) -> T | str:
-    """The simulated consequence, or why there is none: a lint run must not die of one odd
+    """Return the simulated consequence, or why there is none: a lint run must not die of one odd
     object, and the finding stands without its evidence. A container the API server rejects
     is never simulated: the kubelet never runs it, and values it refuses (a periodSeconds of
     -1) have no meaning in the model."""
@@ -79,7 +79,7 @@ def declared_start(obj: LintObject, container: str) -> float | None:
 
 
 def known_starts(obj: LintObject, container: str, evidence: Evidence | None) -> Starts | None:
-    """What lint knows of the container's starts: those observed (a start seen to finish
+    """Tell what lint knows of the container's starts: those observed (a start seen to finish
     overrides the annotation; one killed unfinished is a lower bound), else the annotation."""
     seen: Starts | None = None
     if evidence is not None:
@@ -373,7 +373,7 @@ def _unresolved_consequence(run: simulated.Run, pt: ProbeType) -> str:
 
 
 def tls_port(c: Container, port: int) -> str | None:
-    """Why `port` looks TLS-only: its declared name, or a number TLS owns."""
+    """Say why `port` looks TLS-only: its declared name, or a number TLS owns."""
     for p in c.ports:
         if p.container_port == port and p.name:
             return f"named {p.name!r}" if _TLS_NAME.search(p.name) else None

@@ -32,7 +32,7 @@ def seconds(value: float) -> str:
 
 
 def target(probe: Probe) -> str:
-    """What a probe checks, in a few words: `GET /healthz on port 8080`."""
+    """Tell what a probe checks, in a few words: `GET /healthz on port 8080`."""
     h = probe.handler
     if isinstance(h, HTTPGetAction):
         scheme = "" if h.scheme == "HTTP" else f"{h.scheme} "

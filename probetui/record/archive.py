@@ -42,7 +42,7 @@ class HistoryArchive:
         self.failure: str | None = None
 
     def window(self, key: ProbeKey, start: float, end: float) -> list[tuple[float, int]]:
-        """The recorded (t, kind) of `key` with start <= t < end, as far as they are read;
+        """Return the recorded (t, kind) of `key` with start <= t < end, as far as they are read;
         a read of what is missing is started."""
         span = self._spans.get(key)
         if span is not None:

@@ -181,7 +181,7 @@ class Recorder:
             self.on_failure(self.failure)
 
     def take_failure(self) -> str | None:
-        """The failure line once, for a UI that polls."""
+        """Return the failure line once, for a UI that polls."""
         if self.failure is None or self._told:
             return None
         self._told = True

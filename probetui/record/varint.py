@@ -17,7 +17,7 @@ def put_signed(out: bytearray, n: int) -> None:
 
 
 def get(buf: bytes, i: int) -> tuple[int, int]:
-    """The unsigned number at `buf[i]` and the offset after it."""
+    """Return the unsigned number at `buf[i]` and the offset after it."""
     b = buf[i]
     if b < 0x80:
         return b, i + 1

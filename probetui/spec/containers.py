@@ -104,7 +104,8 @@ def set_probe_defaults(probe: Probe) -> Probe:
 
 
 def _probe(value: object, at: At) -> Probe | None:
-    """A probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (§2.1, §2.2)."""
+    """Return a probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (§2.1,
+    §2.2)."""
     if value is None:
         return None
     m = mapping(value, at)
@@ -310,7 +311,7 @@ def _container(value: object, at: At, kind: ContainerKind) -> Container:
 
 
 def containers_of(spec: dict[str, Any], key: str, at: At, kind: ContainerKind) -> list[Container]:
-    """The containers a pod spec lists under `key` (`containers`, `initContainers`, ...)."""
+    """Return the containers a pod spec lists under `key` (`containers`, `initContainers`, ...)."""
     list_at = at.key(spec, key)
     items = sequence(spec.get(key), list_at)
     return [_container(item, list_at.index(items, i), kind) for i, item in enumerate(items)]

@@ -36,7 +36,7 @@ INT64 = (-(2**63), 2**63 - 1)
 
 
 def describe(value: object) -> str:
-    """A value as an error message names it: `the number 3`, `the string "x"`, `a list`."""
+    """Return a value as an error message names it: `the number 3`, `the string "x"`, `a list`."""
     if value is None:
         return "null"
     if isinstance(value, bool):

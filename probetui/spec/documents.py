@@ -135,7 +135,7 @@ class _Slow(Exception):
 
 
 def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
-    """A node as the constructors above make it, for the documents manifests are: plain
+    """Return a node as the constructors above make it, for the documents manifests are: plain
     scalars, string keys set once. A straight walk, without the constructor's bookkeeping per
     node (most of a manifest's read); anything else raises _Slow. `built` holds
     each collection by node, so that an alias is the same object, as PyYAML makes it; what
@@ -218,7 +218,7 @@ def _yaml_fix(text: str, line: int | None) -> str | None:
 def _yaml_documents(
     text: str, source: str, bounds: yaml_safe.Bounds, shallow: bool = False
 ) -> list[Any]:
-    """The documents of a YAML stream; `shallow`: the text is known to nest no deeper than
+    """Return the documents of a YAML stream; `shallow`: the text is known to nest no deeper than
     libyaml's composer can take (it was read as JSON), so it need not be checked first."""
     docs: list[Any] = []
     try:
@@ -291,7 +291,7 @@ def _json_documents(text: str, source: str) -> list[Any]:
 
 
 def documents(text: str, source: str, bounds: yaml_safe.Bounds | None = None) -> list[Any]:
-    """Every document of a YAML stream or JSON stream; a syntax error is a ManifestError, and
+    """Return every document of a YAML stream or JSON stream; a syntax error is a ManifestError, and
     an input past the readers' bounds (`yaml_safe`) a LimitExceeded. `bounds` carries what
     aliases have repeated across calls, for a stream read in parts."""
     if bounds is None:
@@ -339,7 +339,8 @@ def _check_depth(docs: list[Any], source: str) -> None:
 
 
 def line_in(parent: object, key: object) -> int | None:
-    """The line of a key of a mapping or an item of a list `documents` made; None if unknown."""
+    """Return the line of a key of a mapping or an item of a list `documents` made; None if
+    unknown."""
     lines = getattr(parent, "lines", None)
     if isinstance(lines, dict):
         return lines.get(key)

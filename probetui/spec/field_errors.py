@@ -27,7 +27,7 @@ class ErrorType(StrEnum):
 
     @property
     def text(self) -> str:
-        """The words upstream prints for the type (`ErrorType.String`)."""
+        """Return the words upstream prints for the type (`ErrorType.String`)."""
         return _TYPE_TEXT[self]
 
 
@@ -41,7 +41,8 @@ _TYPE_TEXT = {
 
 
 def _go_value(value: object) -> str:
-    """A bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil null."""
+    """Return a bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil
+    null."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -84,7 +85,8 @@ class FieldError:
         return text
 
     def summary(self) -> str:
-        """The body for people: Required/Forbidden details say it all without the type word."""
+        """Return the body for people: Required/Forbidden details say it all without the type
+        word."""
         if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN) and self.detail:
             return self.detail
         return self.body()

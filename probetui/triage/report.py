@@ -56,7 +56,7 @@ def _probe_json(p: ProbeAcross) -> dict[str, Any]:
 
 
 def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
-    """The probe with the most replicas failing or held (the costliest at a tie); None where
+    """Return the probe with the most replicas failing or held (the costliest at a tie); None where
     none fails: unknown alone (nothing probed yet, or read-only) is in the counts, no alarm."""
     worst = max(
         probes,
@@ -69,7 +69,7 @@ def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
 
 
 def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dict[str, Any]:
-    """One workload's `WorkloadSummary` object."""
+    """Return one workload's `WorkloadSummary` object."""
     ns, kind, name = split_group(gid)
     view = workload_probes(store, gid, uids, now)
     s = view.summary
@@ -109,7 +109,7 @@ def _line(store: Store, gid: str, uids: list[str], now: float) -> str:
 
 
 def summary_lines(store: Store, now: float) -> list[str]:
-    """Every workload's line, in namespace, kind and name order."""
+    """Return every workload's line, in namespace, kind and name order."""
     return [_line(store, gid, uids, now) for gid, uids in workloads(store).items()]
 
 

@@ -25,5 +25,5 @@ class Controls(Protocol):
     def set_paused(self, key: ProbeKey, paused: bool) -> bool: ...
 
     def lateness(self) -> float:
-        """How far behind its ticks the prober runs (`probetui.prober.lateness`)."""
+        """Tell how far behind its ticks the prober runs (`probetui.prober.lateness`)."""
         ...

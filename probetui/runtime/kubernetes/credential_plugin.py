@@ -160,7 +160,7 @@ def _exec_cluster(who: str, cluster: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def with_credential(user: Mapping[str, Any], credential: Credential) -> dict[str, Any]:
-    """The user entry with the plugin's answer in place of `exec`."""
+    """Return the user entry with the plugin's answer in place of `exec`."""
     answer = {k: v for k, v in user.items() if k != "exec"}
     if credential.token:
         answer["token"] = credential.token

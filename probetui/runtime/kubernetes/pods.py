@@ -205,7 +205,7 @@ class ClusterPods:
                 host.manager.remove_pod(seen.pod)
 
     def _confirmed_owner(self, pod: Pod) -> Pod:
-        """The pod under the workload its ReplicaSet names, where that was read; the same
+        """Return the pod under the workload its ReplicaSet names, where that was read; the same
         object for the same observed spec, so an unchanged pod stays unchanged downstream."""
         shown = self._shown.get(pod.uid)
         if shown is not None and shown[0] is pod:
@@ -351,7 +351,7 @@ class ClusterPods:
 
 
 def _placeholder(namespace: str, name: str) -> Pod:
-    """An event about a pod not (or no longer) watched: shown under its name alone."""
+    """Return an event about a pod not (or no longer) watched: shown under its name alone."""
     return Pod(name=name, namespace=namespace, uid=f"{namespace}/{name}", containers=())
 
 

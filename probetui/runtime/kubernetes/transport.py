@@ -71,7 +71,7 @@ def go_ssl_context(
     keyfile: str | None = None,
     verify: bool = True,
 ) -> ssl.SSLContext:
-    """A client context that accepts and refuses the chains Go's verifier does."""
+    """Return a client context that accepts and refuses the chains Go's verifier does."""
     context = ssl.create_default_context(cafile=cafile)
     context.verify_flags &= ~ssl.VERIFY_X509_STRICT
     context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN

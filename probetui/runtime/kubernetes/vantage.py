@@ -75,7 +75,7 @@ class Comparison:
 
     @property
     def agree(self) -> bool:
-        """Whether every path that ran got the same result."""
+        """Tell whether every path that ran got the same result."""
         return len({s.result for s in self.seen if s.result is not None}) <= 1
 
 
@@ -225,7 +225,7 @@ async def _agent(
 
 
 def _result_word(fields: dict[str, Any]) -> str:
-    """The attempt's word as `outcome_label` gives it (success, warning, failure, error)."""
+    """Return the attempt's word as `outcome_label` gives it (success, warning, failure, error)."""
     return str(fields.get("outcome") or "error")
 
 

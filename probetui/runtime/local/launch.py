@@ -45,8 +45,8 @@ _code_fd: int | None = None
 
 
 def supervisor_code() -> int:
-    """A memfd holding the supervisor compiled, as a .pyc file: the interpreter runs a file by
-    its magic number, so `python /proc/self/fd/N` runs it without compiling. Made once per
+    """Return a memfd holding the supervisor compiled, as a .pyc file: the interpreter runs a file
+    by its magic number, so `python /proc/self/fd/N` runs it without compiling. Made once per
     probetui process, from the source as it is now; every supervisor reads it anew."""
     global _code_fd
     if _code_fd is None:
@@ -73,7 +73,7 @@ def supervisor_argv(
     control_fd: int | None = None,
     code_fd: int | None = None,
 ) -> list[str]:
-    """How probetui runs a container's supervisor: isolated, without site-packages, from its
+    """Tell how probetui runs a container's supervisor: isolated, without site-packages, from its
     compiled code's memfd (`supervisor_code`) when given, else from its source."""
     argv = [
         sys.executable,
@@ -89,7 +89,7 @@ def supervisor_argv(
 
 
 def spec_memfd(spec: ProcessSpec) -> int:
-    """The container's argv, cwd and environment in an anonymous file for the supervisor."""
+    """Return the container's argv, cwd and environment in an anonymous file for the supervisor."""
     data = encode_spec(list(spec.argv), dict(spec.env), spec.cwd)
     fd = os.memfd_create("probetui-container-spec", os.MFD_CLOEXEC)
     try:
@@ -104,7 +104,7 @@ def spec_memfd(spec: ProcessSpec) -> int:
 
 
 async def read_status(fd: int, loop: asyncio.AbstractEventLoop) -> bytes:
-    """The supervisor's one status line (without its newline), or b"" when it closed the pipe
+    """Return the supervisor's one status line (without its newline), or b"" when it closed the pipe
     without one. Bounded: the line is a few bytes."""
     done: asyncio.Future[bytes] = loop.create_future()
     got = bytearray()
@@ -129,7 +129,7 @@ async def read_status(fd: int, loop: asyncio.AbstractEventLoop) -> bytes:
 
 
 def start_failure(spec: ProcessSpec, status: bytes, code: int | None) -> str:
-    """The runtime's words for a failed start, from the supervisor's `E chdir|exec ERRNO`;
+    """Return the runtime's words for a failed start, from the supervisor's `E chdir|exec ERRNO`;
     `code` is how the supervisor itself exited, for a status line it never wrote."""
     parts = status.split()
     if len(parts) == 3 and parts[0] == b"E" and parts[2].isdigit():

@@ -85,7 +85,8 @@ def _prctl_pdeathsig(sig: int) -> None:
 
 
 def encode_spec(argv: list[str], env: dict[str, str], cwd: str | None) -> bytes:
-    """The SPEC_FD payload: NUL-separated argc, argv, cwd ("" for none), then KEY=VALUE pairs."""
+    """Return the SPEC_FD payload: NUL-separated argc, argv, cwd ("" for none), then KEY=VALUE
+    pairs."""
     parts = [str(len(argv)).encode(), *map(os.fsencode, argv), os.fsencode(cwd or "")]
     parts += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
     return b"\0".join(parts)
@@ -126,7 +127,7 @@ def _kill(pid: int, sig: int) -> None:
 
 
 def descendants(root: int) -> list[int]:
-    """Every process below `root` now (zombies included), parents before their children, read
+    """Return every process below `root` now (zombies included), parents before their children, read
     from /proc in one pass."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):

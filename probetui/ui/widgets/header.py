@@ -54,7 +54,7 @@ class TopBar(Widget):
         self.refresh()
 
     def _room(self) -> int:
-        """The cells the bar has left for a message, between the fleet and the right side."""
+        """Return the cells the bar has left for a message, between the fleet and the right side."""
         return self.size.width - self._left().cell_len - self._right().cell_len - 4
 
     def tick(self) -> None:
@@ -102,7 +102,7 @@ class TopBar(Widget):
         return left
 
     def _right(self) -> Text:
-        """The badges and the help key."""
+        """Return the badges and the help key."""
         right = Text(no_wrap=True)
         late = self.ctx.controls.lateness()
         if late >= BEHIND:

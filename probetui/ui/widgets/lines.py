@@ -28,7 +28,7 @@ CACHED = 256
 
 
 def line_key(line: Text) -> tuple:
-    """What a line shows: equal keys draw equal strips (at one width and widget style)."""
+    """Tell what a line shows: equal keys draw equal strips (at one width and widget style)."""
     return (line.plain, tuple(line.spans), line.style)
 
 
@@ -125,12 +125,12 @@ def wrap_line(line: Text, width: int, console: Console, indent: int = 2) -> list
 
 
 def join_rows(rows: list[Text]) -> Text:
-    """One Text of `rows`, a line each (what `render()` returns)."""
+    """Return one Text of `rows`, a line each (what `render()` returns)."""
     return Text("\n", no_wrap=True, overflow="ellipsis").join(rows)
 
 
 def split_lines(text: Text) -> list[Text]:
-    """The Text's lines, as Textual splits it when it draws the whole (blank lines kept)."""
+    """Return the Text's lines, as Textual splits it when it draws the whole (blank lines kept)."""
     if "\n" not in text.plain:
         return [text]
     return list(text.split("\n", allow_blank=True))

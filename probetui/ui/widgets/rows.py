@@ -41,7 +41,8 @@ class Columns(NamedTuple):
 
 
 def columns(width: int, ns_len: int) -> Columns:
-    """The column widths for `width` cells (scrollbar excluded); `ns_len` 0: no namespaces."""
+    """Return the column widths for `width` cells (scrollbar excluded); `ns_len` 0: no
+    namespaces."""
     names = width - PREFIX - WIDE_SUFFIX
     narrow = names - (min(ns_len, names // 3) + 1 if ns_len else 0) < WIDE_NAMES
     names = width - PREFIX - (NARROW_SUFFIX if narrow else WIDE_SUFFIX)
@@ -83,7 +84,7 @@ def label(pod: str, container: str | None, width: int) -> str:
 
 
 def pod_state(entry: PodSnapshot) -> str:
-    """The pod's state where it is not plain Running: the phase, or Terminating."""
+    """Return the pod's state where it is not plain Running: the phase, or Terminating."""
     if entry.pod.deletion_timestamp is not None:
         return "Terminating"
     phase = entry.status.phase
@@ -148,7 +149,7 @@ _ALL = tuple(tuple(range(n)) for n in range(8))  # every container of a pod of n
 
 
 def _same_names(a: _PodFacts, b: _PodFacts) -> bool:
-    """Whether two facts of a pod list it alike: same workload, names and containers."""
+    """Tell whether two facts of a pod list it alike: same workload, names and containers."""
     return (
         a[1] == b[1]
         and a[0].name == b[0].name  # the searched names are lowered; titles keep their case
@@ -246,7 +247,7 @@ class RowIndex:
         self._reorder()
 
     def moved(self, sort: str) -> bool:
-        """Whether a pod's order in `sort` moved, or a pod was renamed, since that sort was
+        """Tell whether a pod's order in `sort` moved, or a pod was renamed, since that sort was
         last listed: the list shown in it is out of order until it is listed again."""
         return sort in self._moved or bool(self._renamed)
 
@@ -310,7 +311,7 @@ class RowIndex:
             self._set_matched(uid, e, ())
 
     def _match(self, terms: tuple[str, ...], renamed: set[str]) -> None:
-        """Which containers the filter lets through, where the filter or the names changed."""
+        """Tell which containers the filter lets through, where the filter or the names changed."""
         if terms == self._terms and not renamed:
             return
         self._terms = terms
@@ -421,7 +422,8 @@ class RowIndex:
         return key
 
     def _block(self, uids: set[str], sort: str) -> _Block:
-        """A workload's replicas in order: by their own order, then name (then the store's)."""
+        """Return a workload's replicas in order: by their own order, then name (then the
+        store's)."""
         pods = self._pods
         replicas = sorted(
             (self._key(e, sort), e.facts[0].name, e.pos, uid) for uid in uids for e in (pods[uid],)
@@ -446,7 +448,7 @@ def build_rows(
     collapsed: set[str] | frozenset[str] = frozenset(),
     cache: dict[str, _PodFacts] | None = None,
 ) -> Listing:
-    """The rows for the filter's `terms` in `sort` order: each workload's line, then its pods
+    """Return the rows for the filter's `terms` in `sort` order: each workload's line, then its pods
     (unless collapsed); a pod's containers stay together, a workload's pods too. Workloads
     and bare pods sort by their order (`problems`: the worst container first; `restarts`: the
     most restarts first; then namespace and name; a workload by its worst replica), ties in

@@ -64,7 +64,7 @@ SEVERITY_GLYPH = {
 def last_divergence(
     history: ContainerHistory | None, probe: ProbeType
 ) -> tuple[dict[str, object], str | None] | None:
-    """The newest Divergence of the probe in the container's marks, and the DivergenceCleared
+    """Return the newest Divergence of the probe in the container's marks, and the DivergenceCleared
     message when the two agreed again after it."""
     if history is None:
         return None
@@ -292,7 +292,7 @@ class ThresholdPane(LineCached):
             self.styles.height = height
 
     def proposals(self) -> list[Finding]:
-        """The findings for the selected probe that propose a setting, worst first."""
+        """Return the findings for the selected probe that propose a setting, worst first."""
         if self.advice is None or self.selected is None:
             return []
         return [f for f in self.advice.for_probe(self.selected) if f.hit.overrides]
@@ -306,7 +306,7 @@ class ThresholdPane(LineCached):
             self.border_subtitle = hint
 
     def _extra_lines(self, history: ContainerHistory | None, probe: ProbeType) -> list[Text]:
-        """The divergence and the advice for the selected probe, a Text a line."""
+        """Return the divergence and the advice for the selected probe, a Text a line."""
         lines: list[Text] = []
         if self.key is not None:
             windows = self.ctx.store.kubelet_counts.get(
@@ -455,7 +455,7 @@ class ThresholdPane(LineCached):
 
 
 def fill_rows(lines: list[Text], room: int, width: int, console: Console) -> list[Text]:
-    """The lines wrapped to the pane's width while its rows last, worst first: a finding's
+    """Return the lines wrapped to the pane's width while its rows last, worst first: a finding's
     fix is what the reader needs and sits at its end, so a row each would cut it off while
     rows below stay empty. Every line keeps at least one row; one that loses rows ends in …"""
     out: list[Text] = []
@@ -477,7 +477,7 @@ def fill_rows(lines: list[Text], room: int, width: int, console: Console) -> lis
 
 
 def finding_line(f: Finding) -> Text:
-    """One finding: severity glyph, rule id, the message, the fix."""
+    """Return one finding: severity glyph, rule id, the message, the fix."""
     glyph, style = SEVERITY_GLYPH[f.severity]
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{glyph} ", style=style + " bold")

@@ -112,7 +112,7 @@ class Timeline(LineCached):
 
     @property
     def frozen_at(self) -> float | None:
-        """The moment the view shows, when it stays put: what was published by then."""
+        """Return the moment the view shows, when it stays put: what was published by then."""
         return None if self.follow else self.end
 
     def scroll_by(self, cells: int) -> None:

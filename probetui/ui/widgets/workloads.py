@@ -142,7 +142,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return self._index
 
     def _find(self, row: Row) -> int | None:
-        """Where a row is, without the index: a scan in C of the list."""
+        """Tell where a row is, without the index: a scan in C of the list."""
         try:
             return self.rows.index(row)
         except ValueError:
@@ -150,12 +150,13 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     @property
     def selected(self) -> ContainerKey | None:
-        """The cursor's container; on a workload's line, its replica most in need of a look."""
+        """Return the cursor's container; on a workload's line, its replica most in need of a
+        look."""
         return self._row_key(self.cursor)
 
     # not "_key_<name>": Textual would take that for the handler of the key <name>
     def shown_pods(self) -> set[str]:
-        """The pods of the lines on the screen now."""
+        """Return the pods of the lines on the screen now."""
         rows = self.rows[self.top : self.top + max(1, self.size.height)]
         return {row.pod_uid for row in rows if row.pod_uid}
 
@@ -233,7 +234,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self._rows.catch_up(changed, since)
 
     def out_of_order(self) -> bool:
-        """Whether what was caught up since the last rebuild moved a pod in the list's order."""
+        """Tell whether what was caught up since the last rebuild moved a pod in the list's
+        order."""
         return self._rows.moved(self.sort)
 
     def refresh_keys(self, keys: list[ContainerKey]) -> None:
@@ -323,13 +325,13 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return False
 
     def _next_container(self, start: int, step: int) -> int:
-        """The row the cursor goes to from `start` (every row is one: a workload's line shows
+        """Return the row the cursor goes to from `start` (every row is one: a workload's line shows
         its replica most in need of a look), or -1 past the ends."""
         return start if 0 <= start < len(self.rows) else -1
 
     @property
     def selected_group(self) -> str:
-        """The workload whose line the cursor is on ("" on a container's line)."""
+        """Return the workload whose line the cursor is on ("" on a container's line)."""
         return self._row_group(self.cursor)
 
     def _row_group(self, i: int) -> str:
@@ -420,7 +422,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self._set_cursor(nxt)
 
     def _cursor_group(self) -> str:
-        """The workload of the cursor's line: its own on a workload's line, else its pod's."""
+        """Return the workload of the cursor's line: its own on a workload's line, else its
+        pod's."""
         if not 0 <= self.cursor < len(self.rows):
             return ""
         row = self.rows[self.cursor]
@@ -561,7 +564,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return Strip.join([strip, Strip([bar], 1)])
 
     def _scrollbar(self, y: int, style: Style) -> Segment | None:
-        """The last column, where the rows do not fit: a thumb shows where the view is."""
+        """Return the last column, where the rows do not fit: a thumb shows where the view is."""
         height, total = self.size.height, len(self.rows)
         if total <= height or height <= 0:
             return None
