@@ -229,7 +229,7 @@ class SyntheticShadow:
 
 def _agents_main(nodes: list[tuple[int, str, list[dict[str, Any]]]], rate: float,
                  token_file: str, queue: Any, go: Any, stop: Any, fed: Any) -> None:  # fmt: skip
-    """The agents of one process, each its own hub, ring, server and shadow."""
+    """Run the agents of one process, each with its own hub, ring, server and shadow."""
 
     async def main() -> None:
         await asyncio.gather(
@@ -412,9 +412,17 @@ async def _headless(config: Config, rig: Rig) -> dict[str, Any]:
     task = asyncio.create_task(engine.run())
     began = time.perf_counter()
     try:
-        await _until(
-            lambda: task.done() or _all_live(runtime, config.agents), 300, "every agent's stream"
-        )
+        try:
+            await _until(
+                lambda: task.done() or _all_live(runtime, config.agents),
+                300,
+                "every agent's stream",
+            )
+        except BenchError as e:
+            live = (
+                sum(1 for s in runtime.agents.streams.values() if s.live) if runtime.agents else 0
+            )
+            raise BenchError(f"{e} ({live} of {config.agents} live)") from None
         if task.done():
             task.result()
             raise BenchError("the cluster view ended before reading the agents")
