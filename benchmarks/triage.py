@@ -1,4 +1,4 @@
-"""Triage benchmark (issue 16, items 4 and 6): what the workload's probe view and `--summary`
+"""Triage benchmark: what the workload's probe view and `--summary`
 cost at cluster scale.
 
     python -m benchmarks.triage [--pods 2000] [--workloads 100] [--attempts 60]

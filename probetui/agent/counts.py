@@ -1,4 +1,4 @@
-"""The kubelet's counts beside the shadow's, per probe, after each scrape: `counts` frames.
+"""Set the kubelet's counts beside the shadow's, per probe, after each scrape: `counts` frames.
 
 Both sides are cumulative and counted the same way: the kubelet's `prober_probe_total` by
 result (successful, failed, unknown) for the probe's pod UID, container and probe type, and the

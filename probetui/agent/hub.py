@@ -1,4 +1,4 @@
-"""The engine's sink on a node agent: stamps, keeps and fans out what the engine publishes.
+"""The engine's sink on a node agent stamps, keeps and fans out what the engine publishes.
 
 Every event gets a publication stamp (wall-clock seconds, strictly increasing), goes into the
 ring (`ring.py`) and out to each attached client (`client.py`) that takes it: the shadow's

@@ -1,4 +1,4 @@
-"""One node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
+"""Run one node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
 
 `Agent.run` starts the server first (the DaemonSet's liveness probe asks `/healthz` from the
 start), then the engine over `NodeRuntime`, the scrape of the kubelet's `/metrics/probes` every
@@ -150,7 +150,7 @@ class Agent:
         return 409, f"{probe_type.key} of {container} not probed: not run here, or already queued"
 
     def not_ready(self) -> str | None:
-        """Why the agent cannot yet say what its node's pods do (None: it can)."""
+        """Say why the agent cannot yet say what its node's pods do (None: it can)."""
         pods = self.runtime.pods_reflector
         if pods is None or not pods.synced.is_set():
             return "the pods of this node have not been listed yet"

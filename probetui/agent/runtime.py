@@ -1,4 +1,4 @@
-"""The cluster source for one node: the pods the API server places on it, probed from the node.
+"""Source one node's pods, as the API server places them on it, for probing from the node.
 
 `NodeRuntime` is the cluster view's `KubernetesRuntime` with a narrower watch and fewer reads:
 
@@ -47,7 +47,8 @@ class NodeRuntime(KubernetesRuntime):
 
     @property
     def kubelet_version(self) -> str | None:
-        """The node's kubelet version, once read from the kubelet (None: the configured one)."""
+        """Return the node's kubelet version, once read from the kubelet (None: the configured
+        one)."""
         return self._kubelet_version
 
     @kubelet_version.setter
@@ -81,7 +82,7 @@ class NodeRuntime(KubernetesRuntime):
 
 
 def node_selector(node: str) -> str:
-    """The pod watch's field selector for the pods of `node`."""
+    """Return the pod watch's field selector for the pods of `node`."""
     return f"spec.nodeName={node}"
 
 

@@ -1,5 +1,6 @@
-"""The agent's HTTP server: `/healthz`, `/readyz`, `/v1/stream`, `/metrics` and `POST /v1/probe`
-on the node's IP.
+"""Serve the agent's HTTP endpoints on the node's IP.
+
+`/healthz`, `/readyz`, `/v1/stream`, `/metrics` and `POST /v1/probe`.
 
 Who calls: the kubelet's liveness and readiness probes (`/healthz`: the process serves;
 `/readyz`: its pod watch has listed and is connected; both answered to anyone, with no data)

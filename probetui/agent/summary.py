@@ -1,4 +1,4 @@
-"""One probe in a few numbers: what a client that does not take its attempts is sent instead.
+"""Sum one probe up in a few numbers, for a client that does not take its attempts.
 
 A client of many nodes asks for the attempts of the pods it shows in full (`pods=`) and for
 `summary` frames for the rest (`summary=1`): per probe, what its worker published and holds,

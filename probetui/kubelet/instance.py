@@ -9,14 +9,14 @@ through which the played kubelet says what happened. `PodKubelet` (`pod.py`) dri
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from probetui.kubelet import kuberuntime as kr
 from probetui.prober.clock import Cancellable
 from probetui.prober.status import ContainerStatus, Terminated
-from probetui.spec.model import Container, ContainerKind
+from probetui.spec.model import Container, ContainerKind, Pod
 
 if TYPE_CHECKING:
     from probetui.kubelet.pod import PodKubelet
@@ -80,6 +80,22 @@ class Instance:
         return self.spec.kind is ContainerKind.INIT and not self.spec.is_restartable_init
 
 
+def keeps_another(pod: Pod, instances: Mapping[str, Instance], inst: Instance) -> bool:
+    """Tell whether the pod keeps a regular container besides `inst`: computePodActions'
+    `keepCount > 0 || len(ContainersToStart) > 0`.
+
+    A regular container counts while it runs and is not being killed for good, or while it
+    is due to start (back-off, being created, killed to be restarted). Sidecars never count.
+    """
+    for c in pod.containers:
+        other = instances[c.name]
+        if other is inst:
+            continue
+        if (other.running and not other.killing) or other.restart_pending or other.starting:
+            return True
+    return False
+
+
 __all__ = [
     "REASON_FAILED",
     "RESET_KILL_MESSAGE",
@@ -90,4 +106,5 @@ __all__ = [
     "ContainerBackend",
     "Emit",
     "Instance",
+    "keeps_another",
 ]

@@ -1,4 +1,4 @@
-"""The kubelet around one pod: start order, kills, restarts with back-off, status generation.
+"""Play the kubelet around one pod: start order, kills, restarts with back-off, status generation.
 
 `PodKubelet` plays the parts of the kubelet's pod worker and `kuberuntime` that react to a pod's
 containers and to its published probe results. It runs on any `Clock`: `probetui simulate` drives
@@ -48,6 +48,11 @@ another release differs, the manager's `KubeletProfile` says so, docs/kubelet-ve
 - A kubelet restart, `kubelet_restarted`: a new probe manager, no back-off entries, the first
   status generated before `AddPod` (`SyncPod`), the running containers adopted by new workers.
 
+`PodKubelet` is one state machine, the pod worker's: its steps (start, exit, kill, result,
+teardown) read and change the same instance table and call one another in causal order within
+one instant. The decisions live in `kuberuntime.py` and `backoff.py`; the instance table in
+`instance.py`, the sidecars' termination order in `termination.py`, the phase in `pod_status.py`.
+
 Time model: the kubelet's own latencies (PLEG relist, pod-worker queueing) are zero; a reaction
 happens at the instant of its cause. The pod sync is event driven rather than a periodic
 recomputation, so the order of reactions within one instant is causal order.
@@ -80,6 +85,7 @@ from probetui.kubelet.instance import (
     ContainerBackend,
     Emit,
     Instance,
+    keeps_another,
 )
 from probetui.kubelet.pod_status import containers_ready, pod_phase, with_containers
 from probetui.kubelet.termination import TerminationTurns
@@ -572,7 +578,7 @@ class PodKubelet:
         )
         if not decision.kill:
             return
-        if not decision.restart and not self._keeps_any_other(inst):
+        if not decision.restart and not keeps_another(self.pod, self.instances, inst):
             self._kill_pod(inst, decision.reason)
             return
         inst.killing = True
@@ -586,20 +592,6 @@ class PodKubelet:
         if decision.restart:
             inst.restart_pending = True
         self.backend.kill(self, inst.spec, cs.container_id, grace)
-
-    def _keeps_any_other(self, inst: Instance) -> bool:
-        """computePodActions' `keepCount > 0 || len(ContainersToStart) > 0`, besides `inst`.
-
-        A regular container counts while it runs and is not being killed for good, or while it
-        is due to start (back-off, being created, killed to be restarted). Sidecars never count.
-        """
-        for c in self.pod.containers:
-            other = self.instances[c.name]
-            if other is inst:
-                continue
-            if (other.running and not other.killing) or other.restart_pending or other.starting:
-                return True
-        return False
 
     def _kill_pod(self, cause: Instance, reason: kr.KillReason | None) -> None:
         """KillPod: `killPodWithSyncResult` stops every running container of the pod.

@@ -1,4 +1,4 @@
-"""What one handler attempt returns (`pkg/probe/probe.go`)."""
+"""Define what one handler attempt returns (`pkg/probe/probe.go`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Go's and the kubelet's exact texts, and the pure helpers that make them, in one place.
+"""Make Go's and the kubelet's exact texts, with the pure helpers behind them, in one place.
 
 What the kubelet writes in a probe event, or returns as a probe's error, is the `Error()` of a
 Go value: a `*url.Error`, a `*net.OpError`, an errno, a duration. probetui's handlers, the

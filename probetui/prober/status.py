@@ -1,4 +1,4 @@
-"""Observed pod status as the kubelet's status manager holds it: what a worker reads each tick.
+"""Hold the observed pod status as the kubelet's status manager does: what a worker reads each tick.
 
 Times are float seconds on the clock's timeline (epoch seconds live, virtual seconds in
 simulation), so the same worker code runs on either.

@@ -1,5 +1,6 @@
-"""One probe worker: the kubelet's `worker.go` / `worker_legacy.go`
-(docs/kubelet-behaviour.md §4-7).
+"""Run one probe worker, as the kubelet's `worker.go` / `worker_legacy.go` does.
+
+See docs/kubelet-behaviour.md §4-7.
 
 The decision procedure is split at the one place it waits, the probe itself:
 `Worker.begin(status, now)` is doProbe up to the handler call (§5.2-5.10) and returns a `Step`;

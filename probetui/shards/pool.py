@@ -1,15 +1,16 @@
-"""The parent's side of the shards: start them, feed them their pods, read their streams into
-the sinks, route commands, restart a shard that dies, end them all on the way out.
+"""Run the parent's side of the shards.
+
+Start them, feed them their pods, read their streams into the sinks, route commands, restart a
+shard that dies, end them all on the way out.
 
 `ShardPool` stands where the in-process `Engine` stands: it satisfies the UI's `Controls`
 (`run`, `probe_now`, `probe_container`, `set_paused`, `lateness`, `runtime`) and has `sinks`.
 Every frame a shard sends is decoded here and handed to every sink at once, in the order that
 shard sent them (the UI's store, the JSONL writer, the recorder: they are all in this process).
 
-Why one module of over 500 lines: `ShardPool` is one supervisor, and its starting, feeding,
-reading, routing and restarting all work on the same tables (the shards, which pod is whose,
-what each was sent); the stream's encoding is `probetui/stream/`'s, the placement rule
-`placement.py`'s, the child's side `child.py`'s.
+`ShardPool` is one supervisor: its starting, feeding, reading, routing and restarting all work
+on the same tables (the shards, which pod is whose, what each was sent); the stream's encoding
+is `probetui/stream/`'s, the placement rule `placement.py`'s, the child's side `child.py`'s.
 """
 
 from __future__ import annotations

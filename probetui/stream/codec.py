@@ -1,4 +1,4 @@
-"""The engine's `Event`s and pod snapshots as stream frames, and back (docs/stream.md).
+"""Encode the engine's `Event`s and pod snapshots as stream frames and back (docs/stream.md).
 
 An event frame is `{"k": "event", "e": <the JSONL object>, "x": {...}}`: `e` is exactly what
 `--output jsonl` prints for the event (`Event.to_json`, the one encoder), so a consumer of the

@@ -1,4 +1,4 @@
-"""Compact attempt rows: the shadow's attempts and skips as short arrays, many to a frame.
+"""Pack the shadow's attempts and skips as short arrays, many to a frame: compact attempt rows.
 
 An addition within version 1 (docs/stream.md, "rows"), used when the client's hello asks for
 it. Nearly every frame of a busy engine is a worker's `ProbeAttempt`, and nearly every attempt

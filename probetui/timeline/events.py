@@ -1,4 +1,4 @@
-"""The one event type everything downstream of the engine reads, and its one encoder.
+"""Define the one event type everything downstream of the engine reads, and its one encoder.
 
 The vocabulary is `probetui simulate`'s: `ProbeAttempt`, `ResultChanged`, `ContainerStarted`,
 `ContainerExited`, `Killing`, `BackOff`, `Unhealthy`, `ProbeWarning`, `StartedChanged`,

@@ -1,4 +1,4 @@
-"""One probe's history: the bit-packed ring of every doProbe, its layout, and the intern table.
+"""Keep one probe's history: the bit-packed ring of every doProbe, its layout, and the intern table.
 
 `ProbeHistory` keeps, per probe worker, a ring of every doProbe (attempt or skip) packed into
 one `array("I")` of small numbers: no Python object per attempt. The codes stored in its

@@ -1,5 +1,6 @@
-"""What the UI needs from the engine: its runtime and the user's commands. The workers' state
-comes through the store (`probetui.timeline.store`), never from here.
+"""Define what the UI needs from the engine: its runtime and the user's commands.
+
+The workers' state comes through the store (`probetui.timeline.store`), never from here.
 
 `probetui.engine.Engine` satisfies it; tests may pass a stand-in that runs nothing.
 """
@@ -24,5 +25,5 @@ class Controls(Protocol):
     def set_paused(self, key: ProbeKey, paused: bool) -> bool: ...
 
     def lateness(self) -> float:
-        """How far behind its ticks the prober runs (`probetui.prober.lateness`)."""
+        """Tell how far behind its ticks the prober runs (`probetui.prober.lateness`)."""
         ...

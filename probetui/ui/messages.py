@@ -1,4 +1,4 @@
-"""Messages between the widgets and the screen. Low rate only: user actions, never store events."""
+"""Carry messages between the widgets and the screen. Low rate only: user actions, never events."""
 
 from __future__ import annotations
 

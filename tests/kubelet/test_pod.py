@@ -474,7 +474,7 @@ def test_simulate_orders_init_containers_and_sidecars() -> None:
     assert [(e["container"], e["exitCode"]) for e in exited] == [("setup", 0)]
 
 
-# -- issue 13: corrections against upstream ------------------------------------------------
+# -- corrections against upstream ----------------------------------------------------------
 
 
 def test_liveness_success_does_not_sync_pod_kubelet_go_syncLoopIteration() -> None:

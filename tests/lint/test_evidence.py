@@ -1,4 +1,4 @@
-"""The evidence rules (issue 15, item 2): a hit and a near miss each, on synthetic histories
+"""Pin the evidence rules: a hit and a near miss each, on synthetic histories
 (`simulate`'s kubelet model, edited where the model's app cannot answer that way) and on real
 recording files read back through `probetui lint --recording`."""
 

@@ -1,5 +1,5 @@
-"""The lint advice live (issue 15, item 3) and the divergence reasons where they show (issue 16,
-item 5), with the Pilot on the synthetic store: the threshold pane lists the selected probe's
+"""Show the lint advice live and the divergence reasons where they show, with the Pilot on
+the synthetic store: the threshold pane lists the selected probe's
 findings worst first, says why the shadow and the kubelet disagree, and a key (remappable)
 opens the what-if of a proposed setting, replayed over the session's history."""
 

@@ -1,5 +1,5 @@
-"""The Workloads list's row index (issue 16, Measure: filter and sort under 50 ms at 2,000
-pods): kept up to date from one listing to the next, it answers as a walk of every pod would."""
+"""The Workloads list's row index, kept up to date from one listing to the next, answers as a
+walk of every pod would."""
 
 from __future__ import annotations
 

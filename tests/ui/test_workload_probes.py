@@ -1,4 +1,4 @@
-"""The workload's probe view (issue 16, item 4): the cursor on a workload's line shows its
+"""The workload's probe view: the cursor on a workload's line shows its
 probes across replicas in place of one container's panes; `w` goes to the worst replica's
 line and timeline. Snapshots at 160x45 and 80x24, and in monochrome."""
 

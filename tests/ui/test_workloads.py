@@ -1,4 +1,4 @@
-"""The Workloads list at cluster scale (issue 16): one line per container, problems first, the
+"""The Workloads list at cluster scale shows one line per container, problems first, the
 jumps to the next problem, the fleet summary, and the columns at 80 and 160 columns."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The cluster view reading the node agents: one stream per node, into the engine's sinks.
+"""Read the node agents for the cluster view: one stream per node, into the engine's sinks.
 
 `AgentReader` is what `KubernetesRuntime` holds with `--via agent` or `auto`: it watches the
 agents' pods (`agents.AgentDirectory`), reads the read token once (and again when an agent

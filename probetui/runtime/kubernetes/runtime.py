@@ -1,4 +1,4 @@
-"""The cluster source: watch pods and events, shadow the kubelets, show both.
+"""Source a cluster: watch pods and events, shadow the kubelets, show both.
 
 Pods and core/v1 events are listed and watched (`reflector.py`). The runtime connects the API
 clients, wires the reflectors, says how the connection is, and delegates to three parts it holds:
@@ -155,12 +155,12 @@ class KubernetesRuntime(Runtime):
 
     @property
     def pods(self) -> dict[str, PodSnapshot]:
-        """The watched pods by UID, as last observed (under their confirmed workload)."""
+        """Return the watched pods by UID, as last observed (under their confirmed workload)."""
         return self.cluster_pods.pods
 
     @property
     def server_version(self) -> tuple[int, int] | None:
-        """The API server's (major, minor), once a refusal made it worth asking /version."""
+        """Return the API server's (major, minor), once a refusal made it worth asking /version."""
         return self.reacher.server_version
 
     # -- what the header shows --------------------------------------------------------------
@@ -316,7 +316,7 @@ class KubernetesRuntime(Runtime):
             self.notices.append(text)
 
     def take_notice(self) -> str | None:
-        """The oldest line not yet shown (the UI polls it)."""
+        """Return the oldest line not yet shown (the UI polls it)."""
         return self.notices.popleft() if self.notices else None
 
     async def _first_list(self, pods: Reflector) -> None:
@@ -349,7 +349,7 @@ class KubernetesRuntime(Runtime):
             self.on_note(self._kubelet_note())
 
     def _kubelet_note(self) -> str:
-        """Which kubelet release the pods' probes are played as, said once: their nodes', or
+        """Tell which kubelet release the pods' probes are played as, said once: their nodes', or
         where nodes are not read, the configured one (docs/kubelet-versions.md)."""
         configured = f"kubelet {profile_of_node(self.configured_kubelet).version}"
         where = "(--kubelet-version, or kubeletVersion in the config file)"
@@ -484,11 +484,12 @@ class KubernetesRuntime(Runtime):
         return agents.probe_now(key.pod_uid, key.container, key.probe_type.key)
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
-        """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`."""
+        """Return the path one probe's attempts take: `self.via`, except exec, always
+        `pods/exec`."""
         return self.reacher.attempt_via(container, probe_type)
 
     async def rbac_needs(self, what: str) -> str:
-        """What RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
+        """Tell what RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
         return await self.reacher.rbac_needs(what)
 
     def reach(  # type: ignore[override]

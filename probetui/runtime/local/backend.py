@@ -1,4 +1,4 @@
-"""A pod's containers as local process groups: the `ContainerBackend` of the local runtime.
+"""Run a pod's containers as local process groups: the `ContainerBackend` of the local runtime.
 
 Each instance is one `ContainerProcess`, started on the event loop and watched by one task that
 reports to the pod's kubelet: `started` (with the PID) or `start_failed`, then `exited` with the
