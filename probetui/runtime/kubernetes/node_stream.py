@@ -256,6 +256,8 @@ class NodeStream:
                             reader.publish(event)
                 elif kind == p.NOTE:
                     self._note(frame)
+                elif kind == p.KUBELET:
+                    self._kubelet_version(frame.get("version"))
                 elif kind == p.SUMMARY:
                     uid = str(frame.get("uid"))
                     if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
@@ -307,7 +309,9 @@ class NodeStream:
             log.info("node %s: agent pod %s replaced by %s", self.node, self.agent_uid, pod.uid)
         self.agent_start = start if isinstance(start, int | float) else None
         self.agent_uid = pod.uid
-        version = frame.get("kubeletVersion")
+        self._kubelet_version(frame.get("kubeletVersion"))
+
+    def _kubelet_version(self, version: Any) -> None:
         if isinstance(version, str) and version:
             self.reader.kubelet_versions[self.node] = version
 
