@@ -68,7 +68,7 @@ from probetui.record.snapshot import status_from_json
 from probetui.spec.encode import decode, owner_of
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
-from probetui.timeline.store import RecordShape, Store
+from probetui.timeline.history import RecordShape
 
 # probes whose latest chunk is too new to say alone that they were steady, from which their
 # chunk before it is looked at too (a second pass over the chunk index, some 15 ms)
@@ -111,20 +111,15 @@ class Pending:
     published: float  # an attempt when it ended, the rest when stamped
     type: str
     group: tuple[str, str | None, str | None]  # (pod uid, container, probe)
-    _build: Any  # (Template, ProbeRef, Item), or the Event once built
+    parts: Any  # (Template, ProbeRef, Item), or the Event once built
 
     def event(self) -> Event:
-        b = self._build
+        """Build the event (once) from its template, its probe and its item."""
+        b = self.parts
         if type(b) is tuple:
             template, ref, item = b
-            b = self._build = template.event(ref, item)
+            b = self.parts = template.event(ref, item)
         return b  # type: ignore[no-any-return]
-
-    def feed(self, store: Store) -> None:
-        """`store.event(self.event())`, a recorded doProbe fed without building its event."""
-        b = self._build
-        if type(b) is not tuple or not b[0].feed(store, b[1], b[2]):
-            store.event(self.event())
 
 
 # what reading a damaged file raises: SQLite's errors and a decoder's, and `Damaged` itself

@@ -23,7 +23,7 @@ from probetui.timeline.events import (
     result_fields,
     skipped_fields,
 )
-from probetui.timeline.store import RecordShape, Store, record_shape
+from probetui.timeline.history import RecordShape, record_shape
 
 # which event type each item kind is
 EVENT_TYPE = {
@@ -64,7 +64,7 @@ class Template:
         # an attempt's fields but its result run and latency, the same for every item of the
         # shape: built from the first item, copied for the next (a seek builds 20,000)
         self._fields: dict[str, Any] | None = None
-        # what a record of the shape adds to a store's history (`Store.shaped`), built once
+        # what a record of the shape adds to a store's history (`shape_of`), built once
         self._shape: RecordShape | None = None
         kind = self.kind
         if kind in ("A", "S"):
@@ -155,18 +155,16 @@ class Template:
             shape = self._shape = record_shape(self.record(key, Item(0, 0, 0, 1, 0)))
         return shape if shape[7] is not None else None
 
-    def feed(self, store: Store, ref: ProbeRef, item: Item) -> bool:
-        """Feed `store` the item as `store.event(self.event(ref, item))` would, without
-        building the event where it is a doProbe record; False where it is not."""
+    def shape_of(self, key: ProbeKey, item: Item) -> RecordShape | None:
+        """Return what a doProbe record of this shape adds to its probe's history but its own
+        times, latency and run (built once per shape); None where the item is no record."""
         kind = self.kind
         if kind != "A" and kind != "S":
-            return False
+            return None
         shape = self._shape
         if shape is None:
-            shape = self._shape = record_shape(self.record(ref.key, item))
-        latency = item.latency / US if self.attempt is not None else 0.0
-        store.shaped(ref.key, item.t / US, latency, item.run, shape)
-        return True
+            shape = self._shape = record_shape(self.record(key, item))
+        return shape
 
     def event(self, ref: ProbeRef, item: Item, records: bool = True) -> Event:
         """The item's event; without `records`, an attempt's fields alone (its ProbeRecord

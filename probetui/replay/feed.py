@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
+from probetui.record.codec import US
 from probetui.record.reader import Pending, Recording, Resumed, Segment
 from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.spec.model import Pod, ProbeType
@@ -53,6 +54,20 @@ def published(event: Event) -> float:
     """When the engine published an event: an attempt when it ended, the rest when stamped."""
     r = event.record
     return r.finished_at if r is not None and r.finished_at is not None else event.t
+
+
+def feed_read(store: Store, p: Pending) -> None:
+    """Feed `store` one event read, a recorded doProbe as its shape and its own numbers,
+    without building its record and event (a third of a seek's feeding)."""
+    b = p.parts
+    if type(b) is tuple:
+        template, ref, item = b
+        shape = template.shape_of(ref.key, item)
+        if shape is not None:
+            latency = item.latency / US if template.attempt is not None else 0.0
+            store.shaped(ref.key, item.t / US, latency, item.run, shape)
+            return
+    store.event(p.event())
 
 
 def feed(store: Store, recording: Recording, after: float, until: float, back: float) -> int:
@@ -194,7 +209,7 @@ class Stream:
             if kind == 0:
                 store.pod(*x)  # type: ignore[misc]
             else:
-                x.feed(store)  # type: ignore[union-attr]
+                feed_read(store, x)  # type: ignore[arg-type]
                 n += 1
         fence = self.fence
         if fence is not None and (fence.t is None or until >= fence.t):
@@ -289,7 +304,7 @@ def rebuild(
             # of those deferred
             feed_pod(shots[0][1], shots[0][2])
             for _, _, p in events:
-                p.feed(store)
+                feed_read(store, p)
             for key, shape in deferred_of(uid, ()):
                 defer(key, shape)
             continue
@@ -302,7 +317,7 @@ def rebuild(
             if kind == 0:
                 store.pod(*x)  # type: ignore[misc]
             else:
-                x.feed(store)  # type: ignore[union-attr]
+                feed_read(store, x)  # type: ignore[arg-type]
     return Rebuilt(Stream(recording, until, back, resumed), resumed, deferred, after, until, back)
 
 
@@ -347,7 +362,7 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
         )
         for keyed in groups.values():
             for _, _, p in _fed_of(keyed, after, until):
-                p.feed(store)
+                feed_read(store, p)
         if got is not None:
             resumed = rebuilt.resumed
             resumed.items.extend(got.items)
@@ -439,6 +454,7 @@ __all__ = [
     "Rebuilt",
     "Stream",
     "feed",
+    "feed_read",
     "fill",
     "just_after",
     "keyframes",

@@ -25,17 +25,16 @@ from typing import NamedTuple
 
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
+from probetui.prober.worker import ProbeKey, WorkerState
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
 from probetui.timeline.history import (
     OTHER_SKIP,
-    SKIP_CODE,
-    TRIGGER_CODE,
     Kind,
     ProbeHistory,
+    RecordShape,
     Texts,
-    kind_of,
+    record_shape,
 )
 
 # -- sizing -------------------------------------------------------------------------------
@@ -539,66 +538,6 @@ class Store:
     def attempts(self) -> int:
         """Entries held across all probes."""
         return sum(len(h) for h in self.probes.values())
-
-
-# what a doProbe record adds to its probe's history but its time, latency, result run and next
-# tick: kind, trigger, skip, HTTP status, output, the attempt log's detail (target, body, error,
-# event message, tries; None for a skip or an error without an attempt), container ID, last
-# result (None: unchanged, as after an error), published, on hold, paused. A steady probe's
-# records share one, so a replay builds it once per recorded shape
-RecordShape = tuple[
-    int,
-    int,
-    int,
-    int,
-    str | None,
-    tuple[str, str | None, str | None, str | None, int] | None,
-    str,
-    ResultValue | None,
-    ResultValue | None,
-    bool,
-    bool,
-]
-
-
-def record_shape(record: ProbeRecord) -> RecordShape:
-    trig = TRIGGER_CODE[record.trigger]
-    outcome = record.outcome
-    last: ResultValue | None = None
-    detail = None
-    if outcome is None:
-        kind = Kind.SKIP
-        skip = SKIP_CODE.get(record.skip, OTHER_SKIP) if record.skip else OTHER_SKIP
-        status, output = 0, None
-    else:
-        kind, skip = kind_of(record), 0
-        if kind != Kind.ERROR:
-            last = record.last_result
-        attempt = outcome.attempt
-        if attempt is None:
-            status, output = 0, None
-        else:
-            status, output = attempt.status_code or 0, attempt.output or attempt.error
-            detail = (
-                attempt.target,
-                attempt.body,
-                outcome.error,
-                outcome.event.message if outcome.event is not None else None,
-                len(outcome.attempts),
-            )
-    return (
-        kind,
-        trig,
-        skip,
-        status,
-        output,
-        detail,
-        record.container_id,
-        last,
-        record.published,
-        record.on_hold,
-        record.paused,
-    )
 
 
 def _state_of(

@@ -14,6 +14,7 @@ import pytest
 
 from probetui.record.reader import open_recording
 from probetui.record.schema import FORMAT_VERSION
+from probetui.replay.feed import feed_read
 from probetui.timeline.events import NOT_IN_JSONL
 from probetui.timeline.jsonl import JsonlWriter
 from probetui.timeline.store import Store
@@ -61,7 +62,7 @@ def test_records_fed_by_their_shapes_leave_the_store_the_events_leave(
             by_event.pod(*x)
         else:
             kinds[x.type] += 1
-            x.feed(by_shape)
+            feed_read(by_shape, x)
             by_event.event(x.event())
     assert kinds["ProbeAttempt"] > 0 and kinds["ResultChanged"] > 0
     assert_same_store(by_event, by_shape)
