@@ -144,9 +144,9 @@ class Template:
         )
 
     def steady(self, key: ProbeKey) -> RecordShape | None:
-        """What every record of this shape leaves a history at (`Store.defer`'s state): an
-        attempt's whose result counts; None for a skip or an error, which leave the last
-        result as the record before them had it (the shape does not say it)."""
+        """Return what every record of this shape leaves a history at (the state a replay's
+        seek gives a probe it defers): an attempt's whose result counts; None for a skip or
+        an error, which leave the last result as the record before them had it."""
         if self.kind != "A":
             return None
         shape = self._shape

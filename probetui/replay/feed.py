@@ -21,9 +21,11 @@ from probetui.prober.worker import ProbeKey
 from probetui.record.codec import US
 from probetui.record.reader import Pending, Recording, Resumed, Segment
 from probetui.record.schema import MAX_SPAN, Damaged
+from probetui.replay.store import ReplayStore
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
-from probetui.timeline.store import RecordShape, Store
+from probetui.timeline.history import RecordShape
+from probetui.timeline.store import Store
 
 
 def lookback(recording: Recording) -> float:
@@ -57,15 +59,15 @@ def published(event: Event) -> float:
 
 
 def feed_read(store: Store, p: Pending) -> None:
-    """Feed `store` one event read, a recorded doProbe as its shape and its own numbers,
-    without building its record and event (a third of a seek's feeding)."""
+    """Feed `store` one event read; a `ReplayStore` a recorded doProbe as its shape and its
+    own numbers, without building its record and event (a third of a seek's feeding)."""
     b = p.parts
-    if type(b) is tuple:
+    if type(b) is tuple and isinstance(store, ReplayStore):
         template, ref, item = b
         shape = template.shape_of(ref.key, item)
         if shape is not None:
             latency = item.latency / US if template.attempt is not None else 0.0
-            store.shaped(ref.key, item.t / US, latency, item.run, shape)
+            store.feed_shape(ref.key, item.t / US, latency, item.run, shape)
             return
     store.event(p.event())
 
@@ -226,8 +228,9 @@ READ_ALL = 256
 @dataclass(slots=True)
 class Rebuilt:
     """What a rebuild hands on: the stream that goes on from its end, and the probes it
-    deferred (`Store.defer`) by key, with their ids, for `fill`; once a fill has read them, the
-    segments of those probes by id, with the damage that ended that read; the ids filled."""
+    deferred (`ReplayStore.defer_entries`) by key, with their ids, for `fill`; once a fill has
+    read them, the segments of those probes by id, with the damage that ended that read; the
+    ids filled."""
 
     stream: Stream
     resumed: Resumed
@@ -241,16 +244,17 @@ class Rebuilt:
 
 
 def rebuild(
-    store: Store,
+    store: ReplayStore,
     recording: Recording,
     after: float,
     until: float,
     back: float,
     steady: dict[int, tuple[ProbeKey, RecordShape]] | None = None,
 ) -> Rebuilt:
-    """Feed an empty `store` what was published in (after, until] and the pods as they stood
-    then, as a `Stream` begun at `after` feeds it in one step, each pod on its own; returns
-    the stream that goes on from `until`, reading on where this stopped.
+    """Feed a seek's fresh `store` (`ReplayStore.fresh_for_seek`) what was published in
+    (after, until] and the pods as they stood then, as a `Stream` begun at `after` feeds it in
+    one step, each pod on its own; returns the stream that goes on from `until`, reading on
+    where this stopped.
 
     The stream merges 15,000 probes' events by time and feeds them in that order, a heap
     step per event; the store's state of one pod depends only on the order of that pod's
@@ -260,8 +264,8 @@ def rebuild(
     `steady` (`Recording.steady_probes(until, until - back)`): probes that did one thing all
     through the span read, so whatever their records there, they leave the state their shape
     says with a run under way. Those of a pod that stood as one snapshot all through are
-    not read: the store is given their state (`Store.defer`) and `fill` feeds their entries
-    when something reads them."""
+    not read: the store is given their state (`ReplayStore.defer_entries`) and `fill` feeds
+    their entries when something reads them."""
     lo, hi = after - back, until + back
     snaps: dict[str, list[tuple[float, Pod, PodStatus | None]]] = {}
     order: list[str] = []
@@ -289,7 +293,7 @@ def rebuild(
             by_pod.setdefault(group[0], []).append(fed)
     order.extend(uid for uid in by_pod if uid not in snaps)
     # bound once: a seek in a steady stretch runs this for 15,000 pods with nothing to feed
-    feed_pod, defer, deferred_of = store.pod, store.defer, later.get
+    feed_pod, defer, deferred_of = store.pod, store.defer_entries, later.get
     for uid in order:
         lists = by_pod.get(uid)
         if lists is None:
@@ -321,11 +325,11 @@ def rebuild(
     return Rebuilt(Stream(recording, until, back, resumed), resumed, deferred, after, until, back)
 
 
-def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
-    """Feed deferred histories (emptied, `Store.materialize`) what `rebuild` would have fed
-    them: their events of the same span, or a keyframe where the span holds none. What was
-    read for playing on goes to the rebuilt stream (it has not begun: `Store.materialize`
-    of all comes before its first step).
+def fill(store: ReplayStore, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
+    """Feed deferred histories (emptied, `ReplayStore.fill_deferred`) what `rebuild` would
+    have fed them: their events of the same span, or a keyframe where the span holds none.
+    What was read for playing on goes to the rebuilt stream (it has not begun: filling all
+    the deferred comes before its first step).
 
     The segments are read from the window as the rebuild would have: the first fill of a
     player's batch (`READ_ALL` or more) reads those of every probe still deferred, once for
