@@ -58,7 +58,7 @@ from probetui.record.schema import (
 from probetui.record.segments import Segment
 from probetui.record.shapes import ITEM_TYPES
 from probetui.record.source import PodInfo, RecordingMeta
-from probetui.record.unbuilt import Group, Keyed, Pending, Resumed, UnbuiltReads
+from probetui.record.unbuilt import Group, Keyed, StoppedRead, UnbuiltEvent, UnbuiltReads
 from probetui.timeline.events import Event
 
 
@@ -289,11 +289,11 @@ class Recording(UnbuiltReads, PodReads):
 __all__ = [
     "Group",
     "Keyed",
-    "Pending",
     "PodInfo",
     "Recording",
     "RecordingMeta",
-    "Resumed",
     "Segment",
+    "StoppedRead",
+    "UnbuiltEvent",
     "open_recording",
 ]

@@ -1,10 +1,11 @@
 """Read a recording forward as events not yet built: what a replay feeds as it plays and seeks.
 
-`Pending` is an event read with what the replay's feed decides by (its time, when it was
-published, its type and probe) and the event built only when asked; `pending(since)` is every
-one from a moment to the end, page by page as pulled; `pending_groups` the same of a window by
-probe (a seek feeds each probe on its own), and where the forward read then stands (`Resumed`),
-from which `pending_resumed` goes on without decoding a chunk from its start again.
+`UnbuiltEvent` is an event read with what the replay's feed decides by (its time, when it was
+published, its type and probe) and the event built only when asked; `unbuilt_events(since)` is
+every one from a moment to the end, page by page as pulled; `unbuilt_by_probe` the same of a
+window by probe (a seek feeds each probe on its own), and where the forward read then stands
+(`StoppedRead`), from which `unbuilt_events_from` goes on without decoding a chunk from its
+start again.
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ from probetui.record.merge import (
     us_at_least,
     us_at_most,
 )
-from probetui.record.schema import (
-    Damaged,
-)
+from probetui.record.schema import Damaged
 from probetui.record.segments import Segment, SegmentReads
 from probetui.record.shapes import EVENT_TYPE
 from probetui.record.source import _BAD
@@ -36,7 +35,7 @@ from probetui.timeline.events import Event
 
 
 @dataclass(slots=True)
-class Pending:
+class UnbuiltEvent:
     """An event read, not yet built: what the replay's feed decides by (its time, when it was
     published, its type and probe), and the event itself on demand. A step forward reads a
     lookback either side of what it feeds; only what it feeds is built."""
@@ -45,7 +44,7 @@ class Pending:
     t: float
     published: float  # an attempt when it ended, the rest when stamped
     type: str
-    group: tuple[str, str | None, str | None]  # (pod uid, container, probe)
+    group: Group  # (pod uid, container, probe)
     parts: Any  # (Template, ProbeRef, Item), or the Event once built
 
     def event(self) -> Event:
@@ -62,42 +61,43 @@ Group = tuple[str, str | None, str | None]
 
 
 # (merge key, 0 for a chunk's item or 1 for a kubelet row, the event)
-Keyed = tuple[float, int, Pending]
+Keyed = tuple[float, int, UnbuiltEvent]
 
 
 @dataclass(slots=True)
-class Resumed:
-    """Where `pending(since)` stands after a seek read it to `stop` (`pending_groups`): the
-    items it read of each segment (in the order the segments began) and the rows, and each
-    segment it stopped decoding in: (the stopping item's key in µs, t0, id, probe id, data,
-    that item, the decoder's state after it)."""
+class StoppedRead:
+    """Where `unbuilt_events(since)` stands after a seek read it to `stop` (`unbuilt_by_probe`):
+    the items it read of each segment (in the order the segments began) and the rows, and
+    each segment it stopped decoding in: (the stopping item's key in µs, t0, id, probe id,
+    data, that item, the decoder's state after it)."""
 
     since: float
     stop: float
-    items: list[list[Pending]]
-    rows: list[Pending]
+    items: list[list[UnbuiltEvent]]
+    rows: list[UnbuiltEvent]
     stopped: list[tuple[int, float, int, int, bytes, Any, Any]]
     # damage the seek read past what it fed: the stream that plays on raises it there
     fence: Damaged | None = None
 
 
 class UnbuiltReads(SegmentReads):
-    """The forward reads of events not yet built: `pending`, `pending_groups`, `pending_resumed`."""
+    """The forward reads of events not yet built: `unbuilt_events`, `unbuilt_by_probe` and
+    `unbuilt_events_from`."""
 
-    def pending(self, since: float) -> Iterator[Pending]:
+    def unbuilt_events(self, since: float) -> Iterator[UnbuiltEvent]:
         """Every event with t >= since to the end of what is recorded now, in the order of
-        `events()`, read page by page as it is pulled and built only when asked (`Pending`):
+        `events()`, read page by page as it is pulled and built only when asked (`UnbuiltEvent`):
         the replay plays forward on one stream, each chunk decoded once, from where it was."""
-        items = self._pending_items(since)
-        rows = self._pending_rows(since)
+        items = self._unbuilt_items(since)
+        rows = self._unbuilt_rows(since)
         for _, _, p in fenced_merge((items, rows), by_first_two, by_first):
             yield p
 
-    def _pending_items(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
+    def _unbuilt_items(self, lo: float) -> Iterator[tuple[float, int, UnbuiltEvent]]:
         return merge_segments(
             self._segment_pages(lo),
             lambda seg: (
-                (p.key, p) for p in self._segment_pending(seg[2], seg[3], lo, marks=seg[4])
+                (p.key, p) for p in self._segment_unbuilt(seg[2], seg[3], lo, marks=seg[4])
             ),
         )
 
@@ -108,7 +108,7 @@ class UnbuiltReads(SegmentReads):
         `after_t0` on, given: a stream resumed there has read those before)."""
         return self._segments(lo, math.inf, None, after_t0)
 
-    def pending_groups(
+    def unbuilt_by_probe(
         self,
         since: float,
         until: float,
@@ -120,18 +120,19 @@ class UnbuiltReads(SegmentReads):
         rows: bool = True,
         whole_to: float | None = None,
         segments: list[Segment] | None = None,
-    ) -> tuple[dict[Group, list[Keyed]], Resumed | None]:
-        """What `pending(since)` yields stamped up to `until` and keyed up to `stop`, by probe
-        (pod uid, container, probe; a kubelet row by what it names), each as (key, 0 for an
-        item or 1 for a row, Pending) in the order `pending` gives them.
+    ) -> tuple[dict[Group, list[Keyed]], StoppedRead | None]:
+        """What `unbuilt_events(since)` yields stamped up to `until` and keyed up to `stop`, by
+        probe (pod uid, container, probe; a kubelet row by what it names), each as (key,
+        0 for an item or 1 for a row, UnbuiltEvent) in the order `unbuilt_events` gives
+        them.
 
         A seek feeds each probe on its own: the same events as a stream of 15,000 probes
         merged by time (restricted to one probe, that merge is its segments' and rows' merge
         by key), without the heap that merge walks for every event, and each chunk decoded
         no further than `stop` (a key past it: nothing after it is wanted).
 
-        `resume` (at least `since`), given: also where `pending(resume)` stands after what
-        was read here (`Resumed`, for `pending_resumed`), so that playing on from the seek
+        `resume` (at least `since`), given: also where `unbuilt_events(resume)` stands after what
+        was read here (`StoppedRead`, for `unbuilt_events_from`), so that playing on from the seek
         decodes no chunk from its start again (that was a second seek's worth of decoding
         in the first step of playing after it).
 
@@ -143,10 +144,10 @@ class UnbuiltReads(SegmentReads):
         what a seek deferred, read once for all the fills after it)."""
         stop_us = us_at_most(stop)
         whole = until if whole_to is None else whole_to
-        lists: list[tuple[int, list[Pending]]] = []
+        lists: list[tuple[int, list[UnbuiltEvent]]] = []
         stopped: list[tuple[int, float, int, int, bytes, Any, Any]] = []
         # damage found past `until` is read up to (what is fed is whole), and raised by the
-        # stream that plays on (`Resumed.fence`), where it reaches it
+        # stream that plays on (`StoppedRead.fence`), where it reaches it
         fence: Damaged | None = None
         try:
             source = (
@@ -156,10 +157,10 @@ class UnbuiltReads(SegmentReads):
                 if probe_id in skip:
                     continue
                 left: list[Any] | None = [] if resume is not None else None
-                got: list[Pending] = []
+                got: list[UnbuiltEvent] = []
                 try:
                     got.extend(
-                        self._segment_pending(
+                        self._segment_unbuilt(
                             probe_id, data, since, stop_us, stop_us, None, left, marks
                         )
                     )
@@ -173,13 +174,13 @@ class UnbuiltReads(SegmentReads):
                     stopped.append((key, t0, seg, probe_id, data, item, state))
         except Damaged as e:
             fence = later_than(e, whole, fence)
-        by_probe: dict[int, list[list[Pending]]] = {}
+        by_probe: dict[int, list[list[UnbuiltEvent]]] = {}
         for probe_id, got in lists:
             by_probe.setdefault(probe_id, []).append(got)
         out: dict[Group, list[Keyed]] = {}
         for got_lists in by_probe.values():
             if len(got_lists) == 1:
-                merged: Iterable[Pending] = got_lists[0]
+                merged: Iterable[UnbuiltEvent] = got_lists[0]
             else:
                 # each segment is in key order; ties go to the one that began first, as the
                 # stream's merge takes them
@@ -187,10 +188,10 @@ class UnbuiltReads(SegmentReads):
             kept = [(p.key, 0, p) for p in merged if p.t <= until]
             if kept:
                 out[kept[0][2].group] = kept
-        row_list: list[Pending] = []
+        row_list: list[UnbuiltEvent] = []
         if rows:
             try:
-                row_list.extend(p for _, _, p in self._pending_rows(since, stop))
+                row_list.extend(p for _, _, p in self._unbuilt_rows(since, stop))
             except Damaged as e:
                 fence = later_than(e, whole, fence)
         by_group: dict[Group, list[Keyed]] = {}
@@ -202,10 +203,10 @@ class UnbuiltReads(SegmentReads):
             out[group] = kept if items is None else list(heapq.merge(items, kept, key=_merge_key))
         if resume is None:
             return out, None
-        return out, Resumed(resume, stop, [got for _, got in lists], row_list, stopped, fence)
+        return out, StoppedRead(resume, stop, [got for _, got in lists], row_list, stopped, fence)
 
-    def pending_resumed(self, r: Resumed) -> Iterator[Pending]:
-        """`pending(r.since)`, from what a seek read (`pending_groups`) and on from there;
+    def unbuilt_events_from(self, r: StoppedRead) -> Iterator[UnbuiltEvent]:
+        """`unbuilt_events(r.since)`, from what a seek read (`unbuilt_by_probe`) and on from there;
         nothing is done before the first pull (a seek that is not played on pays none of it).
 
         What the seek read keyed up to its `stop` comes first, in the stream's order: by key,
@@ -232,37 +233,39 @@ class UnbuiltReads(SegmentReads):
         del prefix
         later = (s for s in self._segment_pages(since, after_t0=r.stop) if s[0] > r.stop)
 
-        def opened(seg: tuple[Any, ...]) -> Iterator[tuple[float, Pending]]:
+        def opened(seg: tuple[Any, ...]) -> Iterator[tuple[float, UnbuiltEvent]]:
             if len(seg) == 5:  # a segment begun after the seek's end
                 return (
-                    (p.key, p) for p in self._segment_pending(seg[2], seg[3], since, marks=seg[4])
+                    (p.key, p) for p in self._segment_unbuilt(seg[2], seg[3], since, marks=seg[4])
                 )
             return self._resumed_segment(seg, since)
 
         segments = heapq.merge(resumed, later, key=by_first)
         items = merge_segments(segments, opened)
-        rows = self._pending_rows(math.nextafter(r.stop, math.inf))
+        rows = self._unbuilt_rows(math.nextafter(r.stop, math.inf))
         for _, _, p in fenced_merge((items, rows, raising(r.fence)), _merge_key, by_first):
             yield p
 
-    def _resumed_segment(self, seg: tuple[Any, ...], lo: float) -> Iterator[tuple[float, Pending]]:
+    def _resumed_segment(
+        self, seg: tuple[Any, ...], lo: float
+    ) -> Iterator[tuple[float, UnbuiltEvent]]:
         key, _, _, probe_id, data, item, state = seg
-        first = self._pending_of(probe_id, round(key * codec.US), item)
+        first = self._unbuilt_of(probe_id, round(key * codec.US), item)
         yield first.key, first
         end = 1 << 62
-        for p in self._segment_pending(probe_id, data, lo, end, end, state):
+        for p in self._segment_unbuilt(probe_id, data, lo, end, end, state):
             yield p.key, p
 
-    def _pending_of(self, probe_id: int, key: int, item: codec.Item) -> Pending:
+    def _unbuilt_of(self, probe_id: int, key: int, item: codec.Item) -> UnbuiltEvent:
         ref = self._ref(probe_id)
         us = codec.US
         tp = self._template(item.shape)
         t = item.t / us
         done = t + item.latency / us if tp.kind == "A" else t
         group = (ref.key.pod_uid, ref.container, ref.probe)
-        return Pending(key / us, t, done, EVENT_TYPE[tp.kind], group, (tp, ref, item))
+        return UnbuiltEvent(key / us, t, done, EVENT_TYPE[tp.kind], group, (tp, ref, item))
 
-    def _segment_pending(
+    def _segment_unbuilt(
         self,
         probe_id: int,
         data: bytes,
@@ -272,7 +275,7 @@ class UnbuiltReads(SegmentReads):
         start: codec.ScanState | None = None,
         stopped: list[Any] | None = None,
         marks: codec.Marks | None = None,
-    ) -> Iterator[Pending]:
+    ) -> Iterator[UnbuiltEvent]:
         ref = self._ref(probe_id)
         us = codec.US
         group = (ref.key.pod_uid, ref.container, ref.probe)
@@ -287,24 +290,24 @@ class UnbuiltReads(SegmentReads):
                 t = item.t / us
                 kind = tp.kind
                 done = t + item.latency / us if kind == "A" else t
-                yield Pending(key / us, t, done, EVENT_TYPE[kind], group, (tp, ref, item))
+                yield UnbuiltEvent(key / us, t, done, EVENT_TYPE[kind], group, (tp, ref, item))
         except _BAD as e:
             raise self._undecodable(e, None if key is None else key / us) from None
 
-    def _pending_rows(
+    def _unbuilt_rows(
         self, lo: float, hi: float = math.inf
-    ) -> Iterator[tuple[float, int, Pending]]:
+    ) -> Iterator[tuple[float, int, UnbuiltEvent]]:
         for page in self._pages.by_time("events", lo, hi):
             for _, t, pod_id, type_, container, probe, source, fields, _ in page:
                 e = self._event_row(t, pod_id, type_, container, probe, source, fields)
-                yield t, 1, Pending(t, t, t, type_, (e.pod_uid, container, probe), e)
+                yield t, 1, UnbuiltEvent(t, t, t, type_, (e.pod_uid, container, probe), e)
 
 
-def _prefix_key(x: tuple[float, int, int, int, Pending]) -> tuple[float, int, int, int]:
+def _prefix_key(x: tuple[float, int, int, int, UnbuiltEvent]) -> tuple[float, int, int, int]:
     return (x[0], x[1], x[2], x[3])
 
 
-def _key_of(p: Pending) -> float:
+def _key_of(p: UnbuiltEvent) -> float:
     return p.key
 
 
@@ -312,4 +315,4 @@ def _merge_key(x: Keyed) -> tuple[float, int]:
     return (x[0], x[1])
 
 
-__all__ = ["Group", "Keyed", "Pending", "Resumed", "UnbuiltReads"]
+__all__ = ["Group", "Keyed", "StoppedRead", "UnbuiltEvent", "UnbuiltReads"]

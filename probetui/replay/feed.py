@@ -19,7 +19,7 @@ from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
 from probetui.record.codec import US
-from probetui.record.reader import Pending, Recording, Resumed, Segment
+from probetui.record.reader import Recording, Segment, StoppedRead, UnbuiltEvent
 from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.replay.store import ReplayStore
 from probetui.spec.model import Pod, ProbeType
@@ -58,7 +58,7 @@ def published(event: Event) -> float:
     return r.finished_at if r is not None and r.finished_at is not None else event.t
 
 
-def feed_read(store: Store, p: Pending) -> None:
+def feed_read(store: Store, p: UnbuiltEvent) -> None:
     """Feed `store` one event read; a `ReplayStore` a recorded doProbe as its shape and its
     own numbers, without building its record and event (a third of a seek's feeding)."""
     b = p.parts
@@ -98,22 +98,22 @@ class Stream:
         recording: Recording,
         after: float,
         back: float,
-        resumed: Resumed | None = None,
+        resumed: StoppedRead | None = None,
     ) -> None:
         self.recording = recording
         self.back = back
-        self._it: Iterator[Pending] | None = (
-            recording.pending(after - back)
+        self._it: Iterator[UnbuiltEvent] | None = (
+            recording.unbuilt_events(after - back)
             if resumed is None
-            else recording.pending_resumed(resumed)
+            else recording.unbuilt_events_from(resumed)
         )
         self._read_to = -float("inf")  # the latest key read
         self._seq = 0  # items in the order read: a step feeds in that order, as read
         # (published, seq, item) of what is read and not fed
-        self._heap: list[tuple[float, int, Pending]] = []
+        self._heap: list[tuple[float, int, UnbuiltEvent]] = []
         # per probe, the result changes read since its last attempt: each is published with
         # the attempt after it that caused it, or on its own where none comes in time
-        self._waiting: dict[tuple[str, str | None, str | None], list[tuple[int, Pending]]] = {}
+        self._waiting: dict[tuple[str, str | None, str | None], list[tuple[int, UnbuiltEvent]]] = {}
         # the first step feeds the pods as they stood before it too, unless the store holds
         # them already (a stream going on from a rebuild)
         self._began = resumed is None
@@ -184,7 +184,7 @@ class Stream:
         self._pull(hi + back)
         heap = self._heap
         pop = heapq.heappop
-        ready: list[tuple[int, Pending]] = []
+        ready: list[tuple[int, UnbuiltEvent]] = []
         # a change whose attempt has not come within what is read stands on its own
         for group in [
             g for g, changes in self._waiting.items() if changes[0][1].published <= until
@@ -233,7 +233,7 @@ class Rebuilt:
     ids filled."""
 
     stream: Stream
-    resumed: Resumed
+    resumed: StoppedRead
     deferred: dict[ProbeKey, int]
     after: float
     until: float
@@ -282,11 +282,11 @@ def rebuild(
         if shots is not None and len(shots) == 1 and shots[0][2] is not None:
             later.setdefault(key.pod_uid, []).append((key, shape))
             deferred[key] = probe_id
-    groups, resumed = recording.pending_groups(
+    groups, resumed = recording.unbuilt_by_probe(
         lo, hi, hi + back, until - back, skip=set(deferred.values()), whole_to=until
     )
     assert resumed is not None
-    by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
+    by_pod: dict[str, list[list[tuple[float, int, UnbuiltEvent]]]] = {}
     for group, keyed in groups.items():
         fed = _fed_of(keyed, after, until)
         if fed:
@@ -297,7 +297,7 @@ def rebuild(
     for uid in order:
         lists = by_pod.get(uid)
         if lists is None:
-            events: list[tuple[float, int, Pending]] = []
+            events: list[tuple[float, int, UnbuiltEvent]] = []
         elif len(lists) == 1:
             events = lists[0]
         else:
@@ -354,7 +354,7 @@ def fill(store: ReplayStore, recording: Recording, rebuilt: Rebuilt, keys: list[
     was = gc.isenabled()
     gc.disable()
     try:
-        groups, got = recording.pending_groups(
+        groups, got = recording.unbuilt_by_probe(
             lo,
             hi,
             hi + back,
@@ -397,8 +397,8 @@ def keyframes(store: Store, recording: Recording, keys: list[ProbeKey], lo: floa
 
 
 def _fed_of(
-    keyed: list[tuple[float, int, Pending]], after: float, until: float
-) -> list[tuple[float, int, Pending]]:
+    keyed: list[tuple[float, int, UnbuiltEvent]], after: float, until: float
+) -> list[tuple[float, int, UnbuiltEvent]]:
     """One probe's events (in order, stamped within the lookback of the step) that a step
     over (after, until] feeds: published within it, a result change with its attempt."""
     if len(keyed) == 1:
@@ -421,11 +421,11 @@ def _segment_order(x: Segment) -> tuple[float, int]:
     return (x[0], x[1])
 
 
-def _seq_of(x: tuple[int, Pending]) -> int:
+def _seq_of(x: tuple[int, UnbuiltEvent]) -> int:
     return x[0]
 
 
-def _merge_key(x: tuple[float, int, Pending]) -> tuple[float, int]:
+def _merge_key(x: tuple[float, int, UnbuiltEvent]) -> tuple[float, int]:
     return (x[0], x[1])
 
 

@@ -55,7 +55,7 @@ def test_records_fed_by_their_shapes_leave_the_store_the_events_leave(
     by_shape, by_event = ReplayStore(), Store()
     with open_recording(demo_run["path"]) as rec:
         snaps = [(t, -1, (pod, status)) for t, pod, status in rec.snapshots()]
-        pending = [(p.t, 0, p) for p in rec.pending(-math.inf)]
+        pending = [(p.t, 0, p) for p in rec.unbuilt_events(-math.inf)]
     kinds = Counter()
     for _, kind, x in sorted(snaps + pending, key=lambda x: (x[0], x[1])):
         if kind < 0:

@@ -1,4 +1,4 @@
-"""A seek that gives steady probes their state and not their entries (`Store.defer`).
+"""A seek that gives steady probes their state and not their entries (`defer_entries`).
 
 Over a recording where most probes did the same thing for minutes, a seek reads none of
 their chunks: the store holds what the list shows of them (published and last result, a run
