@@ -163,7 +163,7 @@ class PodReads(RecordingSource):
     def _none_between(self, was: float, lo: float) -> bool:
         """Whether no spec or status lies between `was` and `lo`, so that what was in force
         before one is what is in force before the other. A seek in a long steady stretch then
-        reads 15,000 pods' rows once, not at every seek (30 ms each)."""
+        reads every pod's rows once, not at every seek (guarded by benchmarks/replay.py)."""
         a, b = min(was, lo), max(was, lo)
         return not self._q1(
             "SELECT (SELECT COUNT(*) FROM specs WHERE t >= ? AND t < ?)"
@@ -174,7 +174,7 @@ class PodReads(RecordingSource):
     def _latest_before(self, table: str, lo: float) -> dict[int, tuple[float, Any]]:
         """Each pod's latest row of `table` ("specs" or "statuses") before `lo`: (its time, the
         decoded value). The ids first, the texts only of what is not decoded yet: a seek asks
-        for the same 15,000 specs again, and reading their manifests was 0.04-0.1 s of it."""
+        for the same specs again, and reading their manifests would be much of its time."""
         cache: dict[int, Any] = self._specs if table == "specs" else self._statuses
         decode = self._spec if table == "specs" else self._status
         rows = self._q(f"SELECT pod_id, MAX(t), id FROM {table} WHERE t < ? GROUP BY pod_id", (lo,))

@@ -11,7 +11,7 @@ import math
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.record import codec
 from probetui.record.merge import by_first_two, past, us_at_least, us_at_most
 from probetui.record.pages import Row
@@ -26,7 +26,7 @@ from probetui.timeline.events import Event
 from probetui.timeline.history import RecordShape
 
 # probes whose latest chunk is too new to say alone that they were steady, from which their
-# chunk before it is looked at too (a second pass over the chunk index, some 15 ms)
+# chunk before it is looked at too (a second pass over the chunk index, worth it only for many)
 STEADY_RECHECK = 200
 
 

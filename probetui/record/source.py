@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.record.pages import DECODE_ERRORS, Pages, Row
 from probetui.record.schema import (
     CHECKED_FORMAT,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.timeline.history import AttemptView, ProbeHistory, Texts
 
 if TYPE_CHECKING:
@@ -128,11 +128,6 @@ class LazyHistory(ProbeHistory):
         """`ProbeHistory.latencies`, filled first."""
         self._ensure()
         return super().latencies(n)
-
-    def last_attempt_t(self) -> float | None:
-        """`ProbeHistory.last_attempt_t`, filled first."""
-        self._ensure()
-        return super().last_attempt_t()
 
     def last_skip(self) -> AttemptView | None:
         """`ProbeHistory.last_skip`, filled first."""

@@ -25,13 +25,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.replay.lazy import LazyHistory
 from probetui.spec.model import Pod
 from probetui.timeline.history import RecordShape
-from probetui.timeline.store import ContainerHistory, ContainerKey, Store
+from probetui.timeline.store import ContainerHistory, Store
 
 # deferred histories filled with one that is read (`ReplayStore.fill_read`)
 FILL_AROUND = 63

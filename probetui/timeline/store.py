@@ -1,4 +1,4 @@
-"""Bounded history behind the UI: attempts per probe, kubelet marks per container, the pods table.
+"""Keep the bounded history behind the UI: attempts per probe, kubelet marks, the pods table.
 
 The store is an engine sink. It keeps, per probe worker, a ring of every doProbe (attempt or
 skip), a `ProbeHistory` (`history.py`: the bit-packed entries, their layout and the intern
@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, WorkerState
+from probetui.prober.worker import WorkerState
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
 from probetui.timeline.history import (
@@ -39,7 +39,7 @@ from probetui.timeline.history import (
 
 DEFAULT_CAPACITY = 3600  # per probe at most: an hour at period 1 s
 # what each ring should cover: the ring is sized by the probe's period so that memory is set by
-# time, not by how fast a probe runs (15,000 probes at period 10 s: 540 entries each, not 3,600)
+# time, not by how fast a probe runs (guarded by benchmarks/history.py)
 DEFAULT_HISTORY_SECONDS = 3600.0
 # slack over one entry per period: kubelet-triggered and manual attempts, skips
 HISTORY_SLACK = 1.5
@@ -51,11 +51,6 @@ KUBELET_WINDOWS = 30
 
 
 # -- containers and pods ------------------------------------------------------------------
-
-
-class ContainerKey(NamedTuple):
-    pod_uid: str
-    container: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +343,6 @@ _RESULT_BY_LABEL = {r.label: r for r in ResultValue}
 
 __all__ = [
     "ContainerHistory",
-    "ContainerKey",
     "Mark",
     "RecordShape",
     "Store",
