@@ -31,7 +31,14 @@ from probetui.prober.status import PodSnapshot, PodStatus
 from probetui.replay.lazy import LazyHistory
 from probetui.spec.model import Pod
 from probetui.timeline.history import RecordShape
-from probetui.timeline.store import ContainerHistory, Store
+from probetui.timeline.store import (
+    DEFAULT_CAPACITY,
+    DEFAULT_DETAIL,
+    DEFAULT_HISTORY_SECONDS,
+    DEFAULT_MARKS,
+    ContainerHistory,
+    Store,
+)
 
 # deferred histories filled with one that is read (`ReplayStore.fill_read`)
 FILL_AROUND = 63
@@ -72,8 +79,17 @@ class _TakenBack:
 class ReplayStore(Store):
     """A `Store` fed from a recording: by shapes, rebuilt fresh at each seek, filled lazily."""
 
-    def __init__(self, **sizes: float) -> None:
-        super().__init__(**sizes)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        detail: int = DEFAULT_DETAIL,
+        marks: int = DEFAULT_MARKS,
+        history_seconds: float = DEFAULT_HISTORY_SECONDS,
+    ) -> None:
+        super().__init__(
+            capacity=capacity, detail=detail, marks=marks, history_seconds=history_seconds
+        )
         self._taken: _TakenBack | None = None
         # histories given their state and not yet their entries (`defer_entries`), and what
         # feeds them their entries (the player: the same feeding an eager seek does)
@@ -161,7 +177,7 @@ class ReplayStore(Store):
                 self.pods[pod.uid] = entry
             else:
                 r.added = True
-        super().pod(pod, status)
+        Store.pod(self, pod, status)
 
     def _container(self, key: ContainerKey) -> ContainerHistory:
         c = self.containers.get(key)
@@ -180,7 +196,9 @@ class ReplayStore(Store):
         return c
 
     def _probe(self, key: ProbeKey) -> LazyHistory:
-        h = cast(LazyHistory | None, self.probes.get(key))
+        # every history of a replay's store is a LazyHistory (made here and in
+        # `defer_entries`)
+        h: LazyHistory | None = self.probes.get(key)  # type: ignore[assignment]
         if h is not None:
             if h.deferred:
                 # what comes after a deferred history's entries needs them before it
@@ -212,7 +230,7 @@ class ReplayStore(Store):
         without its entries: a seek into a stretch where the probe did the same thing every
         time. Whatever reads its entries, exact run or totals has them fed first; the list
         reads the state alone, and 15,000 probes cost a seek no decoding."""
-        h = cast(LazyHistory | None, self.probes.get(key))
+        h: LazyHistory | None = self.probes.get(key)  # type: ignore[assignment]
         # its pod was fed first: the container is there (a plain tuple finds it)
         owner = self.containers.get(key[:2]) or self._container(ContainerKey(*key[:2]))
         if h is None:
