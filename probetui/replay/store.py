@@ -128,8 +128,8 @@ class ReplayStore(Store):
         return fresh
 
     def swap_in(self, fresh: ReplayStore) -> None:
-        """Take `fresh`'s state as this store's in one step (one version bump for its
-        readers): what was not fed again is gone."""
+        """Take `fresh` (made by this store's `fresh_for_seek`) as this store's state in one
+        step, one version bump for its readers: what was not fed again is gone."""
         r, fresh._taken = fresh._taken, None
         self.pods, self.containers, self.probes = fresh.pods, fresh.containers, fresh.probes
         self.kubelet_counts = fresh.kubelet_counts
