@@ -549,11 +549,11 @@ async def _dial(
                 "transport: authentication handshake failed: context deadline exceeded",
             )
         raw = client.raw_reads and not tls
-        closed = ""
-        if until is not None:
-            # the connection is closed under a reader still waiting for the server's preface
-            op = "raw-read" if raw else "read"
-            closed = op_error(op, stream.addresses(), "use of closed network connection")
+        if until is None:
+            return await _prefaces(stream, raw)
+        # the connection is closed under a reader still waiting for the server's preface
+        op = "raw-read" if raw else "read"
+        closed = op_error(op, stream.addresses(), "use of closed network connection")
         return await _within(
             _prefaces(stream, raw), until, f"error reading server preface: {closed}"
         )
@@ -655,7 +655,7 @@ def _operate_headers(
                     f"transport: received unexpected content-type {go_quote(value)}"
                 )
         elif name == b"grpc-status":
-            code = _go_int("strconv.ParseInt", value, 32)
+            code = 0 if value == b"0" else _go_int("strconv.ParseInt", value, 32)
             if isinstance(code, str):
                 raise _RpcError(
                     _UNKNOWN if client.content_type_decides else _INTERNAL,
@@ -909,6 +909,8 @@ def _messages_read(messages: bytearray, status: int | None, client: GrpcGo) -> i
         return status
     if status is None:
         status = _serving_status(bytes(messages[: 5 + size]))
+    if len(messages) == 5 + size:
+        return status
     second = _message_size(messages, 5 + size)
     if second is not None and len(messages) >= 10 + size + second:
         if client.content_type_decides:
