@@ -573,3 +573,21 @@ async def test_each_release_says_what_its_grpc_go_says(
     )
     expected = (_text(case, release) or "").format(addr=f"127.0.0.1:{port}", local=servers.local)
     assert attempt.output == expected
+
+
+@pytest.mark.parametrize(("release", "healthy"), [("1.37", True), ("1.38", False)])
+async def test_a_connection_lost_before_ready_fails_only_a_new_client(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch, release: str, healthy: bool
+) -> None:
+    """1.33-1.37 (grpc.go's blocking dial) connect again after grpc-go's back-off (shortened
+    here) and are answered; 1.38's NewClient fails its fail-fast Check on the first connection
+    lost (picker_wrapper.go), with the transport's error, whose words are a race between its
+    reader and its writer in grpc-go."""
+    monkeypatch.setattr(grpc_lean, "BACKOFF_BASE", 0.05)
+    port = await servers.raw(answered(*HEALTHY), ready=lambda n: n > 0)
+    attempt = await grpc_lean.probe("127.0.0.1", port, "", 1.0, kube_version=release)
+    if healthy:
+        assert attempt.output == "service healthy"
+    else:
+        assert attempt.output.startswith(f'error: failed to connect service at "127.0.0.1:{port}"')
+        assert not attempt.timed_out
