@@ -31,8 +31,8 @@ What grpc-go does for the kubelet, done here:
   a GOAWAY on a new connection;
 - one deadline over all of it, as the kubelet's single context.
 
-What differs by release is in `GrpcGo`: the kubelet's dial (1.38) and the grpc-go it vendors
-(1.68.1 in 1.33 to 1.85.0 in 1.38; docs/kubelet-versions.md V15).
+What differs by release is `probetui.probe.grpc_answer`'s `GrpcGo`: the kubelet's dial (1.38)
+and the grpc-go it vendors (1.68.1 in 1.33 to 1.85.0 in 1.38; docs/kubelet-versions.md V15).
 
 Response header blocks are decoded by `hpack` (Huffman codes, the dynamic table); the request's
 are written here as literals, which any HPACK decoder reads.
@@ -42,14 +42,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import ssl
 import struct
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass
 from functools import lru_cache
-from http import HTTPStatus
 from typing import TypeVar
 
 from probetui.probe import tcp
@@ -59,16 +56,31 @@ from probetui.probe.gotext import (
     crypto_tls_error,
     errno_text,
     go_quote,
-    grpc_connect_error,
-    grpc_rpc_error,
     grpc_rpc_timeout,
     grpc_unhealthy,
-    grpc_unimplemented,
     join_host_port,
     op_error,
     stream_error,
 )
 from probetui.probe.gotext import grpc_connect_timeout as connect_timeout_text
+from probetui.probe.grpc_answer import (
+    DEADLINE_EXCEEDED,
+    INTERNAL,
+    NON_GRPC_BODY,
+    RST_CODES,
+    SERVING,
+    STATUS_NAMES,
+    UNAVAILABLE,
+    UNKNOWN,
+    GrpcGo,
+    RpcError,
+    client_for,
+    failure_text,
+    grpc_go_agent,
+    messages_read,
+    operate_headers,
+    with_body,
+)
 from probetui.probe.lean_conn import Deadline, Stream
 
 _T = TypeVar("_T")
@@ -84,8 +96,6 @@ _PADDED = 0x8
 _PRIORITY = 0x20
 # the frame size this client announces (the protocol's default): a larger frame is an error
 _MAX_FRAME = 16384
-# grpc-go's default largest message a client receives (defaultClientMaxReceiveMessageSize)
-_MAX_MESSAGE = 4 << 20
 # a response's header blocks, bounded: a health answer's headers take a few dozen bytes
 _MAX_HEADER_BLOCK = 1 << 20
 # inbound flow control: the window the peer may fill (the protocol's default) is given back once
@@ -101,56 +111,6 @@ _BACKOFF_JITTER = 0.2
 _BACKOFF_MAX = 120.0
 # grpc-go's deadline for one connection to get READY (clientconn.go minConnectTimeout)
 MIN_CONNECT_TIMEOUT = 20.0
-# grpc-go 1.82's nonGRPCDataMaxLen: the body of a non-gRPC answer kept for its status message
-_NON_GRPC_BODY = 1024
-
-# codes.Code.String() of grpc-go, by number
-_CODE_NAMES = (
-    "OK",
-    "Canceled",
-    "Unknown",
-    "InvalidArgument",
-    "DeadlineExceeded",
-    "NotFound",
-    "AlreadyExists",
-    "PermissionDenied",
-    "ResourceExhausted",
-    "FailedPrecondition",
-    "Aborted",
-    "OutOfRange",
-    "Unimplemented",
-    "Internal",
-    "Unavailable",
-    "DataLoss",
-    "Unauthenticated",
-)
-_UNKNOWN, _DEADLINE_EXCEEDED, _RESOURCE_EXHAUSTED, _UNIMPLEMENTED = 2, 4, 8, 12
-_INTERNAL, _UNAVAILABLE = 13, 14
-
-# grpc-go's http2ErrConvTab: an RST_STREAM's HTTP/2 error code as a gRPC code, and its name
-_RST_CODES = {
-    0x0: ("NO_ERROR", _INTERNAL),
-    0x1: ("PROTOCOL_ERROR", _INTERNAL),
-    0x2: ("INTERNAL_ERROR", _INTERNAL),
-    0x3: ("FLOW_CONTROL_ERROR", _RESOURCE_EXHAUSTED),
-    0x4: ("SETTINGS_TIMEOUT", _INTERNAL),
-    0x5: ("STREAM_CLOSED", _INTERNAL),
-    0x6: ("FRAME_SIZE_ERROR", _INTERNAL),
-    0x7: ("REFUSED_STREAM", _UNAVAILABLE),
-    0x8: ("CANCEL", 1),
-    0x9: ("COMPRESSION_ERROR", _INTERNAL),
-    0xA: ("CONNECT_ERROR", _INTERNAL),
-    0xB: ("ENHANCE_YOUR_CALM", _RESOURCE_EXHAUSTED),
-    0xC: ("INADEQUATE_SECURITY", 7),
-    0xD: ("HTTP_1_1_REQUIRED", _INTERNAL),
-}
-
-# grpc-go's HTTPStatusConvTab: a response whose HTTP status is not 200, as a gRPC code
-_HTTP_CODES = {400: _INTERNAL, 401: 16, 403: 7, 404: _UNIMPLEMENTED, 429: _UNAVAILABLE}
-_HTTP_CODES.update(dict.fromkeys((502, 503, 504), _UNAVAILABLE))
-# net/http's StatusText where it words a status otherwise than Python's HTTPStatus
-_GO_STATUS_TEXT = {414: "Request URI Too Long", 418: "I'm a teapot"}
-
 # Go's %T of the frame x/net's Framer.ReadFrame makes of each frame type (the reader of
 # grpc-go's client decodes header blocks as it reads them: MetaHeadersFrame)
 _FRAME_TYPE_NAMES = {
@@ -170,13 +130,6 @@ _ALPN_MISSING = (
     "grpc-go version earlier than 1.67, your TLS connections may have stopped working due to "
     "ALPN enforcement. For more details, see: https://github.com/grpc/grpc-go/issues/434"
 )
-
-# strconv's syntax for a base-10 integer
-_GO_INT = re.compile(rb"[+-]?[0-9]+")
-
-# grpc.health.v1.HealthCheckResponse.ServingStatus names
-_SERVING = 1
-_STATUS_NAMES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
 
 
 def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -282,69 +235,6 @@ def _tls_context() -> ssl.SSLContext:
     return context
 
 
-# -- the release -----------------------------------------------------------------------------------
-
-# the grpc-go release each kubelet release vendors (k8s.io/kubernetes go.mod, the newest patch
-# served of each minor): grpc-go appends "grpc-go/VERSION" to the kubelet's user agent
-GRPC_GO_BY_MINOR = {
-    33: "1.68.1",
-    34: "1.72.1",
-    35: "1.72.2",
-    36: "1.79.3",
-    37: "1.82.1",
-    38: "1.85.0",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class GrpcGo:
-    """What one kubelet release's gRPC probe does that another's does not: how its
-    `pkg/probe/grpc/grpc.go` makes the client, and the grpc-go release it vendors."""
-
-    # google.golang.org/grpc's version, as the user agent names it
-    version: str
-    # grpc.go from 1.38: `grpc.NewClient` and a fail-fast Check, no blocking dial; an Unavailable
-    # Check is "failed to connect service"
-    new_client: bool
-    # grpc-go 1.79 operateHeaders: the content type alone says whether an answer is gRPC, a 1xx
-    # head is passed over; stream.go's "cardinality violation" texts
-    content_type_decides: bool
-    # grpc-go 1.82: the first KiB of a non-gRPC answer's body goes into its status message
-    non_grpc_body: bool
-    # grpc-go 1.82 readyreader: a plaintext connection is read by syscall.Read on its raw
-    # descriptor, so a read's error is the bare errno, with no net.OpError around it
-    raw_reads: bool
-
-
-def _minor(kube_version: str) -> int:
-    """The modelled minor release nearest to `kube_version` (1.35 for one that is not a
-    version)."""
-    _, _, minor = kube_version.removeprefix("v").partition(".")
-    digits = minor.split(".")[0]
-    number = int(digits) if digits.isdigit() else 35
-    return min(GRPC_GO_BY_MINOR, key=lambda m: abs(m - number))
-
-
-@lru_cache(maxsize=64)
-def client_for(kube_version: str) -> GrpcGo:
-    """The gRPC client of the kubelet whose version is `kube_version`."""
-    minor = _minor(kube_version)
-    version = GRPC_GO_BY_MINOR[minor]
-    release = tuple(int(part) for part in version.split("."))
-    return GrpcGo(
-        version=version,
-        new_client=minor >= 38,
-        content_type_decides=release >= (1, 79),
-        non_grpc_body=release >= (1, 82),
-        raw_reads=release >= (1, 82),
-    )
-
-
-def grpc_go_agent(kube_version: str) -> str:
-    """What grpc-go adds to the user agent of the kubelet whose version is `kube_version`."""
-    return f"grpc-go/{client_for(kube_version).version}"
-
-
 # -- errors ---------------------------------------------------------------------------------------
 
 
@@ -356,42 +246,14 @@ class _NotReady(Exception):
         super().__init__(f"connection error: desc = {go_quote(desc)}")
 
 
-class _RpcError(Exception):
-    """The Check call failed with a gRPC status (`code` None: with an error that is no status,
-    printed as it is)."""
-
-    def __init__(self, code: int | None, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 class _Unprocessed(Exception):
     """The server did not process the stream: an RST_STREAM REFUSED_STREAM, or a GOAWAY below
     the stream's ID (`drained`: the connection takes no new streams)."""
 
-    def __init__(self, error: _RpcError, *, drained: bool) -> None:
+    def __init__(self, error: RpcError, *, drained: bool) -> None:
         super().__init__(error.message)
         self.error = error
         self.drained = drained
-
-
-def _code_name(code: int) -> str:
-    return _CODE_NAMES[code] if 0 <= code < len(_CODE_NAMES) else f"Code({code})"
-
-
-def _failure_text(error: _RpcError, addr: str, timeout: float, client: GrpcGo) -> str:
-    """grpc.go's Failure output for a Check that failed with `error`."""
-    if error.code is None:
-        return grpc_rpc_error(error.message)
-    if error.code == _UNAVAILABLE and client.new_client:
-        return grpc_connect_error(addr, error.message)
-    if error.code == _UNIMPLEMENTED:
-        return grpc_unimplemented(error.message)
-    if error.code == _DEADLINE_EXCEEDED:
-        return grpc_rpc_timeout(timeout)
-    # grpc-go's status error: `rpc error: code = <Code> desc = <message>`
-    return grpc_rpc_error(f"rpc error: code = {_code_name(error.code)} desc = {error.message}")
 
 
 def _io_error(op: str, exc: OSError, stream: Stream, raw: bool = False) -> str:
@@ -403,37 +265,6 @@ def _io_error(op: str, exc: OSError, stream: Stream, raw: bool = False) -> str:
     if raw and exc.errno is not None:
         return errno_text(exc.errno)
     return stream_error(op, stream.addresses(), exc.errno)
-
-
-def _go_int(func: str, value: bytes, bits: int) -> int | str:
-    """strconv.ParseInt(value, 10, bits) (`func` names the caller, "strconv.ParseInt" or
-    "strconv.Atoi"): the number, or the error's text."""
-    if not _GO_INT.fullmatch(value):
-        return f"{func}: parsing {go_quote(value)}: invalid syntax"
-    number = int(value)
-    if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
-        return f"{func}: parsing {go_quote(value)}: value out of range"
-    return number
-
-
-def _decode_grpc_message(raw: bytes) -> str:
-    """grpc-go's decodeGrpcMessage: %XX escapes decoded, anything else kept as it is."""
-    if b"%" not in raw:
-        return raw.decode("utf-8", errors="replace")
-    out = bytearray()
-    i, n = 0, len(raw)
-    while i < n:
-        if raw[i] == 0x25 and i + 3 <= n and _is_hex(raw[i + 1 : i + 3]):
-            out.append(int(raw[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            out.append(raw[i])
-            i += 1
-    return out.decode("utf-8", errors="replace")
-
-
-def _is_hex(pair: bytes) -> bool:
-    return len(pair) == 2 and all(c in b"0123456789abcdefABCDEF" for c in pair)
 
 
 # -- one connection -------------------------------------------------------------------------------
@@ -603,193 +434,17 @@ def _header_block(kind: int, flags: int, payload: bytes) -> bytes:
     start, end = 0, len(payload)
     if flags & _PADDED:
         if not payload:
-            raise _RpcError(_INTERNAL, "http2: frame with padding but no pad length")
+            raise RpcError(INTERNAL, "http2: frame with padding but no pad length")
         start, end = 1, end - payload[0]
     if kind == _HEADERS and flags & _PRIORITY:
         start += 5
     if end < start:
-        raise _RpcError(_INTERNAL, "http2: pad length too large")
+        raise RpcError(INTERNAL, "http2: pad length too large")
     return payload[start:end]
 
 
-@dataclass(slots=True)
-class _Head:
-    """One header block as http2_client.operateHeaders reads it."""
-
-    # the status of an answer that is no gRPC answer (its HTTP status, its content type)
-    refused: _RpcError | None = None
-    # a 1xx head, passed over
-    informational: bool = False
-    # the trailers' grpc-status and grpc-message
-    code: int = _UNKNOWN
-    message: str = ""
-
-
-def _grpc_content_type(value: bytes) -> bool:
-    """grpcutil.ContentSubtype's test: application/grpc, or with a `+` or `;` suffix."""
-    return value == b"application/grpc" or value.startswith(
-        (b"application/grpc+", b"application/grpc;")
-    )
-
-
-def _operate_headers(
-    fields: list[tuple[bytes, bytes]], initial: bool, ended: bool, client: GrpcGo
-) -> _Head:
-    """http2_client.operateHeaders: what one header block says. `_RpcError` for a block that
-    closes the stream at once (a malformed status)."""
-    head = _Head()
-    is_grpc = not initial
-    content_type_error = "malformed header: missing HTTP content-type"
-    # grpc-go 1.79 reads :status only for an answer that is no gRPC answer; before, as it comes
-    raw_status: bytes | None = None
-    http_status: int | None = None
-    http_error = ""
-    if initial and not client.content_type_decides:
-        http_error = "malformed header: missing HTTP status"
-    for name, value in fields:
-        if name == b"content-type":
-            if _grpc_content_type(value):
-                content_type_error = ""
-                is_grpc = True
-            else:
-                content_type_error = (
-                    f"transport: received unexpected content-type {go_quote(value)}"
-                )
-        elif name == b"grpc-status":
-            code = 0 if value == b"0" else _go_int("strconv.ParseInt", value, 32)
-            if isinstance(code, str):
-                raise _RpcError(
-                    _UNKNOWN if client.content_type_decides else _INTERNAL,
-                    f"transport: malformed grpc-status: {code}",
-                )
-            head.code = code & 0xFFFFFFFF
-        elif name == b"grpc-message":
-            head.message = _decode_grpc_message(value)
-        elif name == b":status":
-            if client.content_type_decides:
-                raw_status = value
-            elif value == b"200":
-                http_error, http_status = "", 200
-            else:
-                http_status = _parsed_status("strconv.ParseInt", value, 32)
-                http_error = _unexpected_status(http_status)
-    if client.content_type_decides:
-        if is_grpc:
-            return head
-        if raw_status is None:
-            http_error = "malformed header: missing HTTP status"
-        else:
-            http_status = _parsed_status("strconv.Atoi", raw_status, 64)
-            if 100 <= http_status < 200:
-                if ended:
-                    raise _RpcError(
-                        _INTERNAL,
-                        f"protocol error: informational header with status code {http_status} "
-                        "must not have END_STREAM set",
-                    )
-                head.informational = True
-                return head
-            http_error = _unexpected_status(http_status)
-    elif is_grpc and not http_error:
-        return head
-    code = _INTERNAL if http_status is None else _HTTP_CODES.get(http_status, _UNKNOWN)
-    head.refused = _RpcError(code, "; ".join(e for e in (http_error, content_type_error) if e))
-    return head
-
-
-def _parsed_status(func: str, value: bytes, bits: int) -> int:
-    status = _go_int(func, value, bits)
-    if isinstance(status, str):
-        raise _RpcError(_INTERNAL, f"transport: malformed http-status: {status}")
-    return status
-
-
-def _unexpected_status(status: int) -> str:
-    return f"unexpected HTTP status code received from server: {status} ({_status_text(status)})"
-
-
-def _status_text(status: int) -> str:
-    """net/http's StatusText: "" for a status it has no words for."""
-    if status in _GO_STATUS_TEXT:
-        return _GO_STATUS_TEXT[status]
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
-def _with_body(refused: _RpcError, body: bytes) -> _RpcError:
-    """grpc-go 1.82's finalizeNonGRPCStatus: the status with the body read, `%q`-quoted."""
-    return _RpcError(refused.code, f"{refused.message}\ndata: {go_quote(body)}")
-
-
-def _serving_status(message: bytes) -> int:
-    """HealthCheckResponse.status from one length-prefixed gRPC message (protobuf wire format;
-    fields other than 1 skipped)."""
-    if message[0] != 0:
-        raise _RpcError(_INTERNAL, "grpc: compressed flag set with identity or empty encoding")
-    data = message[5:]
-    status = 0
-    i, n = 0, len(data)
-    try:
-        while i < n:
-            key, i = _read_varint(data, i)
-            field, wire = key >> 3, key & 7
-            if wire == 0:
-                value, i = _read_varint(data, i)
-                if field == 1:
-                    status = value
-            elif wire == 1:
-                i += 8
-            elif wire == 2:
-                size, i = _read_varint(data, i)
-                i += size
-            elif wire == 5:
-                i += 4
-            else:
-                raise IndexError
-            if i > n or field == 0:
-                raise IndexError
-    except IndexError:
-        raise _RpcError(
-            _INTERNAL,
-            "grpc: failed to unmarshal the received message: "
-            "proto: cannot parse invalid wire-format data",
-        ) from None
-    # an enum is an int32: a negative one comes as ten bytes of varint
-    status &= 0xFFFFFFFF
-    return status - (1 << 32) if status >= 1 << 31 else status
-
-
-def _read_varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, i
-        shift += 7
-        if shift >= 70:
-            raise IndexError
-
-
-def _message_size(messages: bytearray, start: int) -> int | None:
-    """The length prefix of the message at `start` (None until its five bytes are in);
-    recvMsg refuses one over the limit as soon as it reads it."""
-    if len(messages) < start + 5:
-        return None
-    size = int.from_bytes(messages[start + 1 : start + 5], "big")
-    if size > _MAX_MESSAGE:
-        raise _RpcError(
-            _RESOURCE_EXHAUSTED,
-            f"grpc: received message larger than max ({size} vs. {_MAX_MESSAGE})",
-        )
-    return size
-
-
 async def _check(conn: _Conn, request: bytes, sid: int, client: GrpcGo) -> int:
-    """The Check call on stream `sid` of a READY connection: the serving status, `_RpcError`,
+    """The Check call on stream `sid` of a READY connection: the serving status, `RpcError`,
     or `_Unprocessed` for a stream the server did not process."""
     try:
         await conn.stream.send(request)
@@ -797,7 +452,7 @@ async def _check(conn: _Conn, request: bytes, sid: int, client: GrpcGo) -> int:
     except OSError as exc:
         # the connection broke while the request was written or the answer read
         detail = _io_error("read", exc, conn.stream, conn.raw)
-        raise _RpcError(_UNAVAILABLE, f"error reading from server: {detail}") from None
+        raise RpcError(UNAVAILABLE, f"error reading from server: {detail}") from None
 
 
 async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
@@ -806,13 +461,13 @@ async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
     messages = bytearray()
     status: int | None = None
     # grpc-go 1.82: a non-gRPC answer whose body is read for its status
-    refused: _RpcError | None = None
+    refused: RpcError | None = None
     body = b""
     while True:
         try:
             kind, flags, stream, payload = await conn.frame()
         except (EOFError, ValueError) as exc:
-            raise _RpcError(_UNAVAILABLE, f"error reading from server: {exc}") from None
+            raise RpcError(UNAVAILABLE, f"error reading from server: {exc}") from None
         if stream == 0:
             if kind == _SETTINGS and not flags & _ACK:
                 conn.reply(_SETTINGS_ACK)
@@ -821,15 +476,15 @@ async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
             elif kind == _GOAWAY and int.from_bytes(payload[:4], "big") & 0x7FFFFFFF < sid:
                 # handleGoAway: a stream above the last one the server processes is unprocessed
                 # and closed with errStreamDrain
-                drain = _RpcError(_UNAVAILABLE, "the connection is draining")
+                drain = RpcError(UNAVAILABLE, "the connection is draining")
                 raise _Unprocessed(drain, drained=True)
             continue
         if stream != sid:
             continue
         if kind == _RST_STREAM:
             value = int.from_bytes(payload[:4], "big")
-            name, code = _RST_CODES.get(value, (f"unknown error code 0x{value:x}", _UNKNOWN))
-            error = _RpcError(code, f"stream terminated by RST_STREAM with error code: {name}")
+            name, code = RST_CODES.get(value, (f"unknown error code 0x{value:x}", UNKNOWN))
+            error = RpcError(code, f"stream terminated by RST_STREAM with error code: {name}")
             if value == 0x7:
                 raise _Unprocessed(error, drained=False)
             raise error
@@ -839,14 +494,14 @@ async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
                 start, end = 1, end - payload[0]
             conn.consumed(len(payload), sid)
             if refused is not None:
-                body += payload[start:end][: _NON_GRPC_BODY - len(body)]
-                if len(body) >= _NON_GRPC_BODY or flags & _END_STREAM:
-                    raise _with_body(refused, body)
+                body += payload[start:end][: NON_GRPC_BODY - len(body)]
+                if len(body) >= NON_GRPC_BODY or flags & _END_STREAM:
+                    raise with_body(refused, body)
                 continue
             messages += payload[start:end]
-            status = _messages_read(messages, status, client)
+            status = messages_read(messages, status, client)
             if flags & _END_STREAM:
-                raise _RpcError(_INTERNAL, "server closed the stream without sending trailers")
+                raise RpcError(INTERNAL, "server closed the stream without sending trailers")
             continue
         if kind != _HEADERS:
             continue
@@ -855,26 +510,26 @@ async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
             try:
                 next_kind, next_flags, next_stream, fragment = await conn.frame()
             except (EOFError, ValueError):
-                raise _RpcError(_UNAVAILABLE, "error reading from server: EOF") from None
+                raise RpcError(UNAVAILABLE, "error reading from server: EOF") from None
             if next_kind != _CONTINUATION or next_stream != sid:
-                raise _RpcError(_INTERNAL, "http2: expected CONTINUATION frame")
+                raise RpcError(INTERNAL, "http2: expected CONTINUATION frame")
             block += fragment
             flags = (flags & _END_STREAM) | next_flags
             if len(block) > _MAX_HEADER_BLOCK:
-                raise _RpcError(_INTERNAL, "header list size to send violates the maximum size")
+                raise RpcError(INTERNAL, "header list size to send violates the maximum size")
         try:
             fields = conn.decode(block)
         except Exception as exc:  # hpack's errors: a block this client cannot read
-            raise _RpcError(_INTERNAL, f"transport: decoding header block: {exc}") from None
+            raise RpcError(INTERNAL, f"transport: decoding header block: {exc}") from None
         ended = bool(flags & _END_STREAM)
         if refused is not None:
             # a trailing header block ends a non-gRPC answer's body
             if ended:
-                raise _with_body(refused, body)
+                raise with_body(refused, body)
             continue
         if headers_seen and not ended:
-            raise _RpcError(_INTERNAL, "a HEADERS frame cannot appear in the middle of a stream")
-        head = _operate_headers(fields, not headers_seen, ended, client)
+            raise RpcError(INTERNAL, "a HEADERS frame cannot appear in the middle of a stream")
+        head = operate_headers(fields, not headers_seen, ended, client)
         if head.informational:
             continue
         if head.refused is not None:
@@ -887,43 +542,19 @@ async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
             continue
         # the trailers, or a trailers-only answer: recvMsg's end of the stream
         if head.code != 0:
-            raise _RpcError(head.code, head.message)
+            raise RpcError(head.code, head.message)
         if status is not None:
             return status
         if not messages:
             if client.content_type_decides:
-                raise _RpcError(
-                    _INTERNAL,
+                raise RpcError(
+                    INTERNAL,
                     "cardinality violation: received no response message from "
                     "non-server-streaming RPC",
                 )
             # grpc-go before 1.79 hands the caller recv's io.EOF as it is
-            raise _RpcError(None, "EOF")
-        raise _RpcError(_INTERNAL, "unexpected EOF")
-
-
-def _messages_read(messages: bytearray, status: int | None, client: GrpcGo) -> int | None:
-    """The serving status once the response message is whole (decoded then, as recvMsg does);
-    an error for a second message, which a unary call refuses once it is read."""
-    size = _message_size(messages, 0)
-    if size is None or len(messages) < 5 + size:
-        return status
-    if status is None:
-        status = _serving_status(bytes(messages[: 5 + size]))
-    if len(messages) == 5 + size:
-        return status
-    second = _message_size(messages, 5 + size)
-    if second is not None and len(messages) >= 10 + size + second:
-        if client.content_type_decides:
-            raise _RpcError(
-                _INTERNAL,
-                "cardinality violation: expected <EOF> for non server-streaming RPCs, "
-                "but received another message",
-            )
-        raise _RpcError(
-            _UNKNOWN, "grpc: client streaming protocol violation: get <nil>, want <EOF>"
-        )
-    return status
+            raise RpcError(None, "EOF")
+        raise RpcError(INTERNAL, "unexpected EOF")
 
 
 # -- the attempt ----------------------------------------------------------------------------------
@@ -945,7 +576,7 @@ async def _connect(
             return await _dial(host, port, tls, deadline, loop, client)
         except _NotReady as exc:
             if client.new_client:
-                raise _RpcError(_UNAVAILABLE, str(exc)) from None
+                raise RpcError(UNAVAILABLE, str(exc)) from None
         await asyncio.sleep(_backoff(retries))
         retries += 1
 
@@ -991,7 +622,7 @@ async def _call(
             try:
                 redialled = await _dial(host, port, tls, deadline, loop, client)
             except _NotReady as exc:
-                raise _RpcError(_UNAVAILABLE, str(exc)) from None
+                raise RpcError(UNAVAILABLE, str(exc)) from None
             sid, opening = _STREAM, _SETTINGS_ACK
     finally:
         if redialled is not None:
@@ -1037,14 +668,14 @@ async def probe(
             raise
         timed_out = True
         output = grpc_rpc_timeout(timeout) if ready else connect_timeout_text(addr, timeout)
-    except _RpcError as exc:
-        timed_out = exc.code == _DEADLINE_EXCEEDED
-        output = _failure_text(exc, addr, timeout, client)
+    except RpcError as exc:
+        timed_out = exc.code == DEADLINE_EXCEEDED
+        output = failure_text(exc, addr, timeout, client)
     else:
-        if status == _SERVING:
+        if status == SERVING:
             result, output = Result.SUCCESS, GRPC_HEALTHY
         else:
-            output = grpc_unhealthy(_STATUS_NAMES.get(status, str(status)))
+            output = grpc_unhealthy(STATUS_NAMES.get(status, str(status)))
     finally:
         if conn is not None:
             conn.stream.close()
