@@ -15,7 +15,7 @@ track: dicts of str / int / float keys and values, tuples of those, bytearrays.
 Held as objects (a dataclass per segment and per pod, lists, tuples of enum members) they were
 most of the old generation the collector walks on every full collection, which came three times
 as often with the recorder running and stalled the event loop up to 95 ms each time. The
-engine's own long-lived objects are frozen (`Engine.settle_memory`); the writer's appear after
+engine's own long-lived objects are frozen (`Engine.collect_and_freeze`); the writer's appear after
 that, and are out of the collector's way by their form instead.
 
 Why one module of over 500 lines: `Writer` is one transaction's worth of state on one thread,

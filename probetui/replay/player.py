@@ -29,10 +29,10 @@ Nothing is probed, paused or run: `probe_now` and `set_paused` do nothing and sa
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Callable
 
+from probetui import memory
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Recording
@@ -144,16 +144,13 @@ class Player:
         self._fed = self.first  # what was published up to here is in the store
         # where the recording is damaged (the earliest found): the cursor stays before it
         self.damage: Damaged | None = None
-        was = gc.isenabled()
-        gc.disable()  # as in a feed: every spec decoded, and kept
-        try:
-            self.lookback, rate = probing(recording)
-        except Damaged as e:
-            self._damaged(e)
-            self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
-        finally:
-            if was:
-                gc.enable()
+        # as in a feed: every spec decoded, and kept
+        with memory.no_collection_during_bulk_load():
+            try:
+                self.lookback, rate = probing(recording)
+            except Damaged as e:
+                self._damaged(e)
+                self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._stream: Stream | None = None
         self._keys: list[ProbeKey] | None = None
@@ -202,9 +199,8 @@ class Player:
         # a move forward within the seek window feeds what is in between; farther, a rebuild
         # from the window before `t` feeds less and comes to the same state
         limit = min(FEED_LIMIT, self.window)
-        was = gc.isenabled()
-        gc.disable()  # the whole move: the keyframes after a rebuild set off full collections
-        try:
+        # the whole move: the keyframes after a rebuild set off full collections
+        with memory.no_collection_during_bulk_load() as collecting:
             if self._stream is not None and self._fed <= t <= self._fed + limit:
                 if t > self._fed:
                     # what comes after a deferred history's entries needs them before it,
@@ -229,15 +225,12 @@ class Player:
                     self._keyframes(lo)
                 finally:
                     self.store.settle()
-                if was:
+                if collecting:
                     # the store made anew (15,000 probes: some 200,000 objects) out of the
-                    # collector's way, as the engine settles after a first list: the screen's
+                    # collector's way, as the engine freezes after a first list: the screen's
                     # relisting right after set off passes that walked all of it (0.3 s of a
                     # 0.45 s listing); freed by reference counting at the next refill
-                    gc.freeze()
-        finally:
-            if was:
-                gc.enable()
+                    memory.freeze_what_lives()
         self.cursor = self._fed = t
 
     def gap(self) -> tuple[float, float] | None:
@@ -390,7 +383,7 @@ class Player:
                     pause = MIN_GAP
                 # what the batch made lives on in the store: out of the collector's way, as
                 # what a slice of playing leaves (young passes walked it inside frames)
-                gc.freeze()
+                memory.freeze_what_lives()
                 last = now
                 continue
             if self._cold and not self.playing and now >= self._fill_from:
@@ -406,8 +399,8 @@ class Player:
                     # some 40,000 objects a second at 100x): young, the collector walked it at
                     # each pass, 10-20 ms a young pass and 50-100 ms a middle one, half of them
                     # inside a frame. Frozen, it is freed by reference counting as it is fed;
-                    # the GC pacer's full passes unfreeze and collect (`ui/gcpace.py`)
-                    gc.freeze()
+                    # the GC pacer's full passes unfreeze and collect (`memory.GcPacer`)
+                    memory.freeze_what_lives()
                     took = time.perf_counter() - fed
                     self._fit(at - began, took)
                     if self.cursor < target:

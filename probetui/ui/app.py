@@ -22,13 +22,13 @@ from textual.app import App
 from textual.binding import BindingType
 from textual.screen import Screen
 
+from probetui.memory import GcPacer
 from probetui.runtime.base import RuntimeFailure
 from probetui.timeline.store import Store
 from probetui.ui import keys
 from probetui.ui.commands import ProbeCommands
 from probetui.ui.context import UIContext
 from probetui.ui.controls import Controls
-from probetui.ui.gcpace import GcPacer
 from probetui.ui.screens.help import HelpScreen, key_rows
 from probetui.ui.screens.main import MainScreen
 from probetui.ui.textual_compat import PacedScreen, install_strips
