@@ -127,8 +127,8 @@ class QuietFocusScreen:
     """A mixin for `Screen` whose focus moves repaint only the widgets whose styles the move
     changes (Textual restyles them and they refresh)."""
 
-    # redefines `Screen.focused` with repaint=False: Textual's repaints the whole screen on
-    # every focus move, which drew every widget anew in the frame of each focus change
+    # redefines `Screen.focused` with repaint=False: Textual's composites and writes the
+    # whole screen in the frame of every focus move, where the restyled widgets alone change
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
 
