@@ -19,7 +19,7 @@ from enum import Enum
 from typing import Any
 
 from benchmarks.common import Parser, add_output_args, environment, format_table, positive, report
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.spec.model import ProbeType
 
 

@@ -1,4 +1,4 @@
-"""The live engine: one runtime, one prober manager, and the sinks that record what happens.
+"""The live engine joins one runtime, one prober manager, and the sinks that record what happens.
 
 The engine is the `RuntimeHost` a runtime drives. It owns the clock, the prober's `Manager`
 and the handler runner (which asks the runtime how to reach a container), keeps the latest
@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from probetui import memory
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import profile_of_node
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.clock import Clock, LoopClock
@@ -30,7 +31,7 @@ from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
+from probetui.prober.worker import ProbeRecord, Worker
 from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType
