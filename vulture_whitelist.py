@@ -112,3 +112,4 @@ _.dropped_lines  # a process's output lines dropped (tests/runtime/test_process.
 _.literal_env  # a container's literal env (tests/spec, tests/runtime/demo)
 _.shifted  # Event.shifted (tests/simulate)
 _.young_passes  # the UI's GC pacer's count (tests/ui/test_gcpace.py)
+_.pids  # ShardPool.pids: the shards alive (tests/shards)

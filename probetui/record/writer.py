@@ -15,7 +15,7 @@ track: dicts of str / int / float keys and values, tuples of those, bytearrays.
 Held as objects (a dataclass per segment and per pod, lists, tuples of enum members) they would
 be most of the old generation the collector walks on every full collection, and those passes
 stall the event loop (guarded by benchmarks/record.py's tick lateness). The
-engine's own long-lived objects are frozen (`Engine.settle_memory`); the writer's appear after
+engine's own long-lived objects are frozen (`Engine.collect_and_freeze`); the writer's appear after
 that, and are out of the collector's way by their form instead.
 
 `Writer` is one transaction's worth of state on one thread: its parts (interning, open

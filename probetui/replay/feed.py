@@ -10,11 +10,11 @@ it ended, a result change with the attempt that caused it. `replay.player` moves
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from probetui import memory
 from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
@@ -162,13 +162,8 @@ class Stream:
         store) or die by reference count (the events read), and the collections they would set
         off walk the store each time (guarded by benchmarks/replay.py). What it holds is
         acyclic (a refill cuts the store's one cycle), so nothing waits for the collector."""
-        was = gc.isenabled()
-        gc.disable()
-        try:
+        with memory.no_collection_during_bulk_load():
             return self._feed(store, after, until)
-        finally:
-            if was:
-                gc.enable()
 
     def _feed(self, store: Store, after: float, until: float) -> int:
         """`feed`, under the collector's pause.
@@ -350,9 +345,7 @@ def fill(store: ReplayStore, recording: Recording, rebuilt: Rebuilt, keys: list[
     if fence is not None and (fence.t is None or fence.t <= until):
         raise fence  # within what the fill feeds: as a rebuild would have found it
     segments = sorted(found, key=_segment_order)
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with memory.no_collection_during_bulk_load():
         groups, got = recording.unbuilt_by_probe(
             lo,
             hi,
@@ -375,9 +368,6 @@ def fill(store: ReplayStore, recording: Recording, rebuilt: Rebuilt, keys: list[
                     resumed.fence = damage
         empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
         keyframes(store, recording, empty, after)
-    finally:
-        if was:
-            gc.enable()
 
 
 def keyframes(store: Store, recording: Recording, keys: list[ProbeKey], lo: float) -> None:

@@ -29,10 +29,10 @@ Nothing is probed, paused or run: `probe_now` and `set_paused` do nothing and sa
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Callable
 
+from probetui import memory
 from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.record.reader import Recording
@@ -144,16 +144,13 @@ class Player:
         self._fed = self.first  # what was published up to here is in the store
         # where the recording is damaged (the earliest found): the cursor stays before it
         self.damage: Damaged | None = None
-        was = gc.isenabled()
-        gc.disable()  # as in a feed: every spec decoded, and kept
-        try:
-            self.lookback, rate = probing(recording)
-        except Damaged as e:
-            self._damaged(e)
-            self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
-        finally:
-            if was:
-                gc.enable()
+        # as in a feed: every spec decoded, and kept
+        with memory.no_collection_during_bulk_load():
+            try:
+                self.lookback, rate = probing(recording)
+            except Damaged as e:
+                self._damaged(e)
+                self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._stream: Stream | None = None
         self._keys: list[ProbeKey] | None = None
@@ -201,9 +198,8 @@ class Player:
         # a move forward within the seek window feeds what is in between; farther, a rebuild
         # from the window before `t` feeds less and comes to the same state
         limit = min(FEED_LIMIT, self.window)
-        was = gc.isenabled()
-        gc.disable()  # the whole move: the keyframes after a rebuild set off full collections
-        try:
+        # the whole move: the keyframes after a rebuild set off full collections
+        with memory.no_collection_during_bulk_load() as collecting:
             if self._stream is not None and self._fed <= t <= self._fed + limit:
                 if t > self._fed:
                     # what comes after a deferred history's entries needs them before it,
@@ -229,14 +225,11 @@ class Player:
                     self._keyframes(fresh, lo)
                 finally:
                     self.store.swap_in(fresh)
-                if was:
-                    # the store made anew out of the collector's way, as the engine settles
+                if collecting:
+                    # the store made anew out of the collector's way, as the engine freezes
                     # after a first list, so the screen's relisting right after sets off no
                     # passes that walk all of it; freed by reference counting at the next refill
-                    gc.freeze()
-        finally:
-            if was:
-                gc.enable()
+                    memory.freeze_what_lives()
         self.cursor = self._fed = t
 
     def gap(self) -> tuple[float, float] | None:
@@ -388,7 +381,7 @@ class Player:
                     pause = MIN_GAP
                 # what the batch made lives on in the store: out of the collector's way, as
                 # what a slice of playing leaves (young passes walked it inside frames)
-                gc.freeze()
+                memory.freeze_what_lives()
                 last = now
                 continue
             if self._cold and not self.playing and now >= self._fill_from:
@@ -403,8 +396,8 @@ class Player:
                     # what the slice read ahead and stored is alive for a while: young, the
                     # collector would walk it at each pass, inside a frame as often as not.
                     # Frozen, it is freed by reference counting as it is fed;
-                    # the GC pacer's full passes unfreeze and collect (`ui/gcpace.py`)
-                    gc.freeze()
+                    # the GC pacer's full passes unfreeze and collect (`memory.GcPacer`)
+                    memory.freeze_what_lives()
                     took = time.perf_counter() - fed
                     self._fit(at - began, took)
                     if self.cursor < target:

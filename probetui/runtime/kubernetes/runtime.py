@@ -253,7 +253,7 @@ class KubernetesRuntime(Runtime):
                 if self.cluster_pods.owned_by_replicasets:
                     await self.owners.read()  # tells cluster_pods.owners_changed what changed
             # every pod's workers now exist: take them out of the cyclic collector's walks
-            host.settle_memory()
+            host.collect_and_freeze()
             tasks = [
                 asyncio.create_task(pods.run(), name="watch pods"),
                 asyncio.create_task(self._divergence_loop(), name="divergence"),
@@ -369,6 +369,13 @@ class KubernetesRuntime(Runtime):
         version = self.nodes.known(pod.uid)
         if version:
             return NodeKubelet(node, version)
+        agents = self.agents
+        if agents is not None and agents.covers(node):
+            # the node's agent plays its kubelet's release and says which: read-only mode,
+            # where nodes are not read, knows it from there
+            version = agents.kubelet_versions.get(node)
+            if version:
+                return NodeKubelet(node, version)
         if self.nodes.unreadable is not None:
             why = self.nodes.unreadable
         elif not node:
