@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetui.record import varint
-from probetui.timeline.events import Event
+from probetui.timeline.events import Event, EventType
 
 NEW_SHAPE = 1
 RUN_INC, RUN_SAME, RUN_EXPLICIT, RUN_ZERO = 0, 2, 4, 6
@@ -108,11 +108,15 @@ def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
             ),
         )
     state = event.state
-    if type_ == "ProbeSkipped" and state is not None:
+    if type_ == EventType.PROBE_SKIPPED and state is not None:
         return ("N", event.fields.get("reason", ""), *_state(state))
-    if type_ == "WorkerState" and state is not None:
+    if type_ == EventType.WORKER_STATE and state is not None:
         return ("W", *_state(state))
-    if type_ == "ResultChanged" and event.container is not None and event.probe is not None:
+    if (
+        type_ == EventType.RESULT_CHANGED
+        and event.container is not None
+        and event.probe is not None
+    ):
         return ("R", event.fields.get("result"), event.fields.get("containerID", ""))
     return None
 

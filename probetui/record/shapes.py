@@ -19,6 +19,7 @@ from probetui.timeline.events import (
     SHADOW,
     WORKER_STATE,
     Event,
+    EventType,
     attempt_fields,
     result_fields,
     skipped_fields,
@@ -27,11 +28,11 @@ from probetui.timeline.store import RecordShape, Store, record_shape
 
 # which event type each item kind is
 EVENT_TYPE = {
-    "A": "ProbeAttempt",
-    "S": "ProbeSkipped",
-    "N": "ProbeSkipped",
+    "A": EventType.PROBE_ATTEMPT,
+    "S": EventType.PROBE_SKIPPED,
+    "N": EventType.PROBE_SKIPPED,
     "W": WORKER_STATE,
-    "R": "ResultChanged",
+    "R": EventType.RESULT_CHANGED,
 }
 ITEM_TYPES = frozenset(EVENT_TYPE.values())
 
@@ -203,7 +204,7 @@ class Template:
                 if "latency_ms" in fields:
                     fields["latency_ms"] = round(item.latency / US * 1000.0, 3)
             return Event(
-                "ProbeAttempt",
+                EventType.PROBE_ATTEMPT,
                 t,
                 key.pod_uid,
                 ref.namespace,
@@ -216,16 +217,16 @@ class Template:
             )
         if kind == "S":
             record = self.record(key, item)
-            return ev("ProbeSkipped", skipped_fields(record), record=record)
+            return ev(EventType.PROBE_SKIPPED, skipped_fields(record), record=record)
         if kind == "N":
             reason, running, paused, published = self.state
             state = WorkerState(key, running, paused, None, published)
-            return ev("ProbeSkipped", {"reason": reason}, state=state)
+            return ev(EventType.PROBE_SKIPPED, {"reason": reason}, state=state)
         if kind == "W":
             running, paused, published = self.state
             return ev(WORKER_STATE, {}, state=WorkerState(key, running, paused, None, published))
         label, cid = self.state
-        return ev("ResultChanged", result_fields(label, cid))
+        return ev(EventType.RESULT_CHANGED, result_fields(label, cid))
 
 
 __all__ = ["EVENT_TYPE", "ITEM_TYPES", "ProbeRef", "Template"]
