@@ -5,8 +5,8 @@ and its verdict; what a deadline that ran out makes of the attempt; and the TLS 
 kubelet's transport.
 
 A handler brings the transport, as `Hops`: one GET per hop, each on a new connection, handing
-back the response head as a `Response` whose body is read here. `probetui.probe.http` does that
-on httpx, `probetui.probe.http_lean` on raw sockets and h11.
+back the response head as a `Response` whose body is read here. `probetui.probe.http_lean` does
+that on raw sockets and h11 (and the tests' oracle, `tests/probe/http_oracle.py`, on httpx).
 """
 
 from __future__ import annotations

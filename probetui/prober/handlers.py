@@ -56,10 +56,6 @@ class HandlerRunner:
     kube_version: str = DEFAULT_KUBE_VERSION
     # the kubelet version of the pod's node where the runtime knows it (kube-probe/X.Y)
     kube_version_for: Callable[[Pod], str | None] | None = None
-    # which HTTP handler runs httpGet probes: "lean" (probetui.probe.http_lean, raw sockets and
-    # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
-    # their Attempts identical
-    http_impl: str = "lean"
     # which gRPC handler runs grpc probes: "lean" (probetui.probe.grpc_lean, a raw socket and
     # hpack) or "grpcio" (probetui.probe.grpc, the reference); tests/probe/test_grpc.py holds
     # their Attempts identical
@@ -157,7 +153,7 @@ class HandlerRunner:
                         kube_version=kube_version,
                         loop=self.loop,
                     )
-                elif self.http_impl == "lean":
+                else:
                     from probetui.probe import http_lean
 
                     attempt = await http_lean.probe(
@@ -166,12 +162,6 @@ class HandlerRunner:
                         timeout + linger,
                         kube_version=kube_version,
                         loop=self.loop,
-                    )
-                else:
-                    from probetui.probe import http
-
-                    attempt = await http.probe(
-                        url, headers, timeout + linger, kube_version=kube_version
                     )
                 if linger and self.reach_lingered is not None:
                     held = self.reach_lingered(swaps[-1][0])
