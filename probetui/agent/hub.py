@@ -30,7 +30,7 @@ from probetui.spec.model import Pod
 from probetui.stream.codec import event_frame
 from probetui.stream.protocol import NOTE, dumps
 from probetui.stream.rows import is_row_event, row_parts
-from probetui.timeline.events import Event, EventType
+from probetui.timeline.events import PROBE_SKIPPED, Event, EventType
 
 DIVERGENCE = EventType.DIVERGENCE
 
@@ -79,7 +79,7 @@ class Hub:
             for client in self.clients:
                 client.row(event, parts, encoded)
             return
-        if event.type == EventType.PROBE_SKIPPED:
+        if event.type == PROBE_SKIPPED:
             for client in self.clients:
                 client.transient(event)
             return

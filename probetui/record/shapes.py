@@ -14,12 +14,23 @@ from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
-from probetui.record.codec import US, Item
+from probetui.record.codec import (
+    ATTEMPT,
+    NOT_RUN,
+    RECORD_KINDS,
+    RESULT,
+    SKIPPED,
+    US,
+    WORKER,
+    Item,
+)
 from probetui.timeline.events import (
+    PROBE_ATTEMPT,
+    PROBE_SKIPPED,
+    RESULT_CHANGED,
     SHADOW,
     WORKER_STATE,
     Event,
-    EventType,
     attempt_fields,
     result_fields,
     skipped_fields,
@@ -28,11 +39,11 @@ from probetui.timeline.store import RecordShape, Store, record_shape
 
 # which event type each item kind is
 EVENT_TYPE = {
-    "A": EventType.PROBE_ATTEMPT,
-    "S": EventType.PROBE_SKIPPED,
-    "N": EventType.PROBE_SKIPPED,
-    "W": WORKER_STATE,
-    "R": EventType.RESULT_CHANGED,
+    ATTEMPT: PROBE_ATTEMPT,
+    SKIPPED: PROBE_SKIPPED,
+    NOT_RUN: PROBE_SKIPPED,
+    WORKER: WORKER_STATE,
+    RESULT: RESULT_CHANGED,
 }
 ITEM_TYPES = frozenset(EVENT_TYPE.values())
 
@@ -68,7 +79,7 @@ class Template:
         # what a record of the shape adds to a store's history (`Store.shaped`), built once
         self._shape: RecordShape | None = None
         kind = self.kind
-        if kind in ("A", "S"):
+        if kind in RECORD_KINDS:
             trigger, cid, last, published, on_hold, paused = body[1:7]
             self.head = (
                 Trigger(trigger),
@@ -78,7 +89,7 @@ class Template:
                 on_hold,
                 paused,
             )
-            if kind == "S":
+            if kind == SKIPPED:
                 self.state = (Skip(body[7]) if body[7] is not None else None,)
             else:
                 via, result, error, tries, ev, a = body[7:13]
@@ -97,9 +108,9 @@ class Template:
                         text(excerpt),
                         timed_out,
                     )
-        elif kind == "N":
+        elif kind == NOT_RUN:
             self.state = (text(body[1]) or "", body[2], body[3], _result(body[4]))
-        elif kind == "W":
+        elif kind == WORKER:
             self.state = (body[1], body[2], _result(body[3]))
         else:  # R
             self.state = (body[1], body[2])
@@ -110,7 +121,7 @@ class Template:
         outcome: ProbeOutcome | None = None
         skip: Skip | None = None
         finished: float | None = None
-        if self.kind == "A":
+        if self.kind == ATTEMPT:
             assert self.outcome is not None
             result, error, tries, event = self.outcome
             latency = item.latency / US
@@ -148,7 +159,7 @@ class Template:
         """What every record of this shape leaves a history at (`Store.defer`'s state): an
         attempt's whose result counts; None for a skip or an error, which leave the last
         result as the record before them had it (the shape does not say it)."""
-        if self.kind != "A":
+        if self.kind != ATTEMPT:
             return None
         shape = self._shape
         if shape is None:
@@ -160,7 +171,7 @@ class Template:
         """Feed `store` the item as `store.event(self.event(ref, item))` would, without
         building the event where it is a doProbe record; False where it is not."""
         kind = self.kind
-        if kind != "A" and kind != "S":
+        if kind != ATTEMPT and kind != SKIPPED:
             return False
         shape = self._shape
         if shape is None:
@@ -190,7 +201,7 @@ class Template:
                 **extra,
             )
 
-        if kind == "A":
+        if kind == ATTEMPT:
             base = self._fields
             record = self.record(key, item) if records or base is None else None
             if base is None:
@@ -204,7 +215,7 @@ class Template:
                 if "latency_ms" in fields:
                     fields["latency_ms"] = round(item.latency / US * 1000.0, 3)
             return Event(
-                EventType.PROBE_ATTEMPT,
+                PROBE_ATTEMPT,
                 t,
                 key.pod_uid,
                 ref.namespace,
@@ -215,18 +226,18 @@ class Template:
                 fields,
                 record if records else None,
             )
-        if kind == "S":
+        if kind == SKIPPED:
             record = self.record(key, item)
-            return ev(EventType.PROBE_SKIPPED, skipped_fields(record), record=record)
-        if kind == "N":
+            return ev(PROBE_SKIPPED, skipped_fields(record), record=record)
+        if kind == NOT_RUN:
             reason, running, paused, published = self.state
             state = WorkerState(key, running, paused, None, published)
-            return ev(EventType.PROBE_SKIPPED, {"reason": reason}, state=state)
-        if kind == "W":
+            return ev(PROBE_SKIPPED, {"reason": reason}, state=state)
+        if kind == WORKER:
             running, paused, published = self.state
             return ev(WORKER_STATE, {}, state=WorkerState(key, running, paused, None, published))
         label, cid = self.state
-        return ev(EventType.RESULT_CHANGED, result_fields(label, cid))
+        return ev(RESULT_CHANGED, result_fields(label, cid))
 
 
 __all__ = ["EVENT_TYPE", "ITEM_TYPES", "ProbeRef", "Template"]

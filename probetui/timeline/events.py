@@ -63,12 +63,17 @@ class EventType(StrEnum):
     KUBELET_PROBE_COUNTS = "KubeletProbeCounts"
 
 
+# the members the per-attempt paths name, bound once: looking a member up on its enum class
+# costs several times the comparison it is used in
+PROBE_ATTEMPT = EventType.PROBE_ATTEMPT
+PROBE_SKIPPED = EventType.PROBE_SKIPPED
+RESULT_CHANGED = EventType.RESULT_CHANGED
 WORKER_STATE = EventType.WORKER_STATE
 EVENTS_DROPPED = EventType.EVENTS_DROPPED
 KUBELET_PROBE_COUNTS = EventType.KUBELET_PROBE_COUNTS
 
 # events the headless output does not print
-NOT_IN_JSONL = frozenset({EventType.PROBE_SKIPPED, EventType.WORKER_STATE})
+NOT_IN_JSONL = frozenset({PROBE_SKIPPED, WORKER_STATE})
 
 
 @dataclass(slots=True)
@@ -189,17 +194,13 @@ def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event
     """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
     handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
     if record.outcome is None:
-        return _shadow(
-            EventType.PROBE_SKIPPED, record.t, pod, record.key, skipped_fields(record), record
-        )
-    return _shadow(
-        EventType.PROBE_ATTEMPT, record.t, pod, record.key, attempt_fields(record, via), record
-    )
+        return _shadow(PROBE_SKIPPED, record.t, pod, record.key, skipped_fields(record), record)
+    return _shadow(PROBE_ATTEMPT, record.t, pod, record.key, attempt_fields(record, via), record)
 
 
 def not_probed_event(pod: Pod, state: WorkerState, t: float, reason: str) -> Event:
     """A tick the runtime would not let run (observe-only): no handler, no record."""
-    return _shadow(EventType.PROBE_SKIPPED, t, pod, state.key, {"reason": reason}, state=state)
+    return _shadow(PROBE_SKIPPED, t, pod, state.key, {"reason": reason}, state=state)
 
 
 def worker_state_event(pod: Pod, state: WorkerState, t: float) -> Event:
@@ -217,7 +218,7 @@ def result_changed_event(
 ) -> Event:
     """The shadow's results cache published a new value for a container."""
     return Event(
-        EventType.RESULT_CHANGED,
+        RESULT_CHANGED,
         t,
         pod.uid,
         pod.namespace,
@@ -268,6 +269,9 @@ __all__ = [
     "KUBELET",
     "KUBELET_PROBE_COUNTS",
     "NOT_IN_JSONL",
+    "PROBE_ATTEMPT",
+    "PROBE_SKIPPED",
+    "RESULT_CHANGED",
     "SHADOW",
     "WORKER_STATE",
     "Event",
