@@ -1,4 +1,4 @@
-"""One node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
+"""Run one node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
 
 `Agent.run` starts the server first (the DaemonSet's liveness probe asks `/healthz` from the
 start), then the engine over `NodeRuntime`, the scrape of the kubelet's `/metrics/probes` every
@@ -27,9 +27,9 @@ from probetui.agent.ring import Ring
 from probetui.agent.runtime import NodeRuntime
 from probetui.agent.server import AgentServer, StreamQuery, TokenFile
 from probetui.engine import Engine
+from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.lateness import BEHIND
-from probetui.prober.worker import ProbeKey
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource
@@ -150,7 +150,7 @@ class Agent:
         return 409, f"{probe_type.key} of {container} not probed: not run here, or already queued"
 
     def not_ready(self) -> str | None:
-        """Why the agent cannot yet say what its node's pods do (None: it can)."""
+        """Say why the agent cannot yet say what its node's pods do (None: it can)."""
         pods = self.runtime.pods_reflector
         if pods is None or not pods.synced.is_set():
             return "the pods of this node have not been listed yet"

@@ -1,4 +1,4 @@
-"""The kubelet around one pod: start order, kills, restarts with back-off, status generation.
+"""Play the kubelet around one pod: start order, kills, restarts with back-off, status generation.
 
 `PodKubelet` plays the parts of the kubelet's pod worker and `kuberuntime` that react to a pod's
 containers and to its published probe results. It runs on any `Clock`: `probetui simulate` drives
@@ -48,10 +48,9 @@ another release differs, the manager's `KubeletProfile` says so, docs/kubelet-ve
 - A kubelet restart, `kubelet_restarted`: a new probe manager, no back-off entries, the first
   status generated before `AddPod` (`SyncPod`), the running containers adopted by new workers.
 
-Why one module of over 500 lines: `PodKubelet` is one state machine, the pod worker's. Its
-steps (start, exit, kill, result, teardown) read and change the same instance table and call one
-another in causal order within one instant; cut apart, one sync would be spread over files.
-The decisions themselves are already apart, in `kuberuntime.py` and `backoff.py`.
+`PodKubelet` is one state machine, the pod worker's: its steps (start, exit, kill, result,
+teardown) read and change the same instance table and call one another in causal order within
+one instant. The decisions themselves live apart, in `kuberuntime.py` and `backoff.py`.
 
 Time model: the kubelet's own latencies (PLEG relist, pod-worker queueing) are zero; a reaction
 happens at the instant of its cause. The pod sync is event driven rather than a periodic

@@ -1,5 +1,6 @@
-"""One probe worker: the kubelet's `worker.go` / `worker_legacy.go`
-(docs/kubelet-behaviour.md §4-7).
+"""Run one probe worker, as the kubelet's `worker.go` / `worker_legacy.go` does.
+
+See docs/kubelet-behaviour.md §4-7.
 
 The decision procedure is split at the one place it waits, the probe itself:
 `Worker.begin(status, now)` is doProbe up to the handler call (§5.2-5.10) and returns a `Step`;
@@ -15,8 +16,9 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.kuberuntime import (
     all_containers_restarting,
     container_restartable,
@@ -44,12 +46,6 @@ INITIAL_VALUE = {
     ProbeType.LIVENESS: ResultValue.SUCCESS,  # alive until proven dead
     ProbeType.STARTUP: ResultValue.UNKNOWN,  # not started
 }
-
-
-class ProbeKey(NamedTuple):
-    pod_uid: str
-    container: str
-    probe_type: ProbeType
 
 
 class Skip(StrEnum):

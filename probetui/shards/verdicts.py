@@ -1,4 +1,4 @@
-"""The shadow's verdicts across the stream: what the cluster's divergence check reads.
+"""Carry the shadow's verdicts across the stream, for the cluster's divergence check.
 
 The divergence check (`runtime/kubernetes/divergence.py`) runs in the parent, beside the watch,
 and asks the prober's manager three things per probe: the worker's container ID, whether it has
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import VERDICT
 

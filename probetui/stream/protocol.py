@@ -1,4 +1,4 @@
-"""Frames of the stream: newline-delimited JSON objects, each with a kind `k` (docs/stream.md).
+"""Frame the stream as newline-delimited JSON objects, each with a kind `k` (docs/stream.md).
 
 Newline JSON and not a length prefix or msgpack: `json` escapes every newline inside a string,
 so a line is a frame; a person can read the stream with `head`; and msgpack is not installed

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from probetui.agent.manifest import NAMESPACE
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
 from tests.agent.bench import Reader, read_stream, running_agent

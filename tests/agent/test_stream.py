@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from probetui.agent.runtime import EXEC_NOT_RUN
+from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from tests.agent.bench import Reader, attempts, dump, read_stream, running_agent
 from tests.agent.conftest import NODE, READ_TOKEN, SA_TOKEN, FakeKubelet
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod

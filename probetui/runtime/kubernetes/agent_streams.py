@@ -1,4 +1,4 @@
-"""The cluster view reading the node agents: one stream per node, into the engine's sinks.
+"""Read the node agents for the cluster view: one stream per node, into the engine's sinks.
 
 `AgentReader` is what `KubernetesRuntime` holds with `--via agent` or `auto`: it watches the
 agents' pods (`agents.AgentDirectory`), reads the read token once (and again when an agent
@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from probetui.agent.server import TOKEN_HEADER
+from probetui.agent.manifest import TOKEN_HEADER
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, WorkerState
+from probetui.prober.worker import WorkerState
 from probetui.runtime.kubernetes.agents import (
     READER_FIX,
     AgentDirectory,

@@ -1,4 +1,4 @@
-"""Divergence: where the shadow's published result and the kubelet's verdict part ways.
+"""Find where the shadow's published result and the kubelet's verdict part ways: divergence.
 
 The verdicts compared are container `ready` for readiness and `started` for startup; liveness
 has no verdict in the status. Where the two differ for longer than one period and 1.5 s (the

@@ -1,4 +1,4 @@
-"""The kubelet's own probe counts, from the node agents' `counts` frames, beside the shadow's.
+"""Set the kubelet's own probe counts, from the node agents' `counts` frames, beside the shadow's.
 
 Each `counts` frame holds, per probe, the kubelet's `prober_probe_total` by result and the
 agent's worker's own count of the same, both cumulative (docs/stream.md, "counts"). Here
@@ -80,7 +80,7 @@ class CountsJudge:
             del self._probes[key]
 
     def frame(self, node: str, frame: dict[str, Any]) -> list[Event]:
-        """A `counts` frame from the agent on `node`: the events it completes."""
+        """Return a `counts` frame from the agent on `node`: the events it completes."""
         try:
             key = (str(frame["uid"]), str(frame["c"]), str(frame["probe"]))
             t = float(frame["t"])
@@ -110,7 +110,7 @@ class CountsJudge:
         return out
 
     def _close(self, probe: _Probe) -> list[Event]:
-        """The window's KubeletProbeCounts, and its verdict where it can be judged."""
+        """Return the window's KubeletProbeCounts, and its verdict where it can be judged."""
         w = probe.window
         if w is None or w.last is w.first:
             return []
