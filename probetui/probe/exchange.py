@@ -148,7 +148,9 @@ async def exchange(
     Returns (result, output, error) the way DoHTTPProbe does.
     """
     headers: HeaderMap | None = None
-    original_hostname = hostname(url)
+    # the first URL's host, which the redirect policy compares with: worked out only when a
+    # redirect comes, as nearly every attempt has none
+    original_hostname: str | None = None
     current, host, hop_headers = url, "", headers
     requests = 0
     while True:
@@ -169,6 +171,8 @@ async def exchange(
         if not locations or not locations[0]:
             break
         location = locations[0]
+        if original_hostname is None:
+            original_hostname = hostname(url)
         try:
             hop = next_hop(current, location, host, original_hostname, follow_non_local_redirects)
         except GoError as exc:
