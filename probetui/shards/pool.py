@@ -163,6 +163,10 @@ class ShardPool:
             index = self._owner[uid] = shard_of(uid, len(self.shards))
         return self.shards[index]
 
+    def pids(self) -> list[int]:
+        """Lists the process ids of the shards still running."""
+        return [s.pid for s in self.shards if s.alive and s.pid is not None]
+
     # -- running ----------------------------------------------------------------------------
 
     async def run(self, duration: float | None = None) -> None:
