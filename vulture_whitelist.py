@@ -99,7 +99,6 @@ _.dropped_triggers  # the Manager's count of readiness triggers dropped (tests/p
 _.cleanup_pods  # upstream's Manager.CleanupPods (tests/prober/test_manager.py)
 _.with_  # ContainerStatus.with_ (tests/ui/test_workload_probes.py)
 _.writer_cpu_s  # the recorder's writer thread CPU (benchmarks/record.py)
-_.pids  # ShardPool.pids: the shards left running (tests/shards, benchmarks/shards.py)
 _.proxy_name  # an agent pod's pods/proxy name (tests/runtime/kubernetes)
 _.token_source  # a cluster target's credentials (tests/runtime/kubernetes)
 _.resource_request  # ApiPath, as the API server's RequestInfo has it (tests' emulator mirrors)
@@ -113,3 +112,4 @@ _.dropped_lines  # a process's output lines dropped (tests/runtime/test_process.
 _.literal_env  # a container's literal env (tests/spec, tests/runtime/demo)
 _.shifted  # Event.shifted (tests/simulate)
 _.young_passes  # the UI's GC pacer's count (tests/ui/test_gcpace.py)
+_.pids  # ShardPool.pids: the shards alive (tests/shards)

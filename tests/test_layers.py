@@ -75,7 +75,9 @@ def layer_of(module: str) -> int:
     best, best_len = -1, -1
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+            # the package itself names its own `__init__` only, never what lies under it
+            below = prefix != "probetui" and module.startswith(prefix + ".")
+            if (module == prefix or below) and len(prefix) > best_len:
                 best, best_len = index, len(prefix)
     return best
 
@@ -152,3 +154,4 @@ def test_an_upward_import_is_found(tmp_path: Path) -> None:
     assert _imported_layer("probetui.probe.gotext.go_quote") > layer_of("probetui.spec.validate")
     assert layer_of("probetui.kubelet.profile") <= layer_of("probetui.prober.worker")
     assert layer_of("probetui.kubelet.pod") > layer_of("probetui.prober.worker")
+    assert layer_of("probetui.not_placed") == -1  # a new module must be given a layer

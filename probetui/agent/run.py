@@ -34,7 +34,7 @@ from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource
 from probetui.spec.model import ProbeType
-from probetui.stream.protocol import LATE, hello
+from probetui.stream.protocol import KUBELET, LATE, hello
 from probetui.stream.rows import PodNames
 
 log = logging.getLogger(__name__)
@@ -170,6 +170,9 @@ class Agent:
 
     async def run(self, duration: float | None = None) -> None:
         o = self.options
+        if o.kubelet_version is None:
+            # before serving: a reader's hello names the release its node's pods play
+            await self._read_version()
         try:
             self.address = await self.server.start(o.bind, o.port)
         except OSError as e:
@@ -182,9 +185,6 @@ class Agent:
             f"{self.address[1]}; the kubelet's counts from {self.kubelet.url} every "
             f"{o.scrape_every:g}s"
         )
-        if o.kubelet_version is None:
-            # before the first probe: its User-Agent names the kubelet's version
-            await self._read_version()
         tasks = [
             asyncio.create_task(self._scrape_loop(), name="kubelet counts"),
             asyncio.create_task(self._tick_loop(), name="agent tick"),
@@ -240,18 +240,27 @@ class Agent:
         if KUBELET_NOTE in self.hub.notes:
             self.say(f"node {self.options.node}: the kubelet's counts are read again")
         self.hub.note(KUBELET_NOTE, "")
-        if counts.start != self._kubelet_start:
-            if self._kubelet_start is not None and self.options.kubelet_version is None:
-                await self._read_version()  # a kubelet restarted, perhaps another version
-            self._kubelet_start = counts.start
+        if self.options.kubelet_version is None and (
+            self.runtime.kubelet_version is None
+            or (self._kubelet_start is not None and counts.start != self._kubelet_start)
+        ):
+            # not read yet, or the kubelet restarted (perhaps another version)
+            await self._read_version()
+        self._kubelet_start = counts.start
         on_time = self.engine.lateness() < BEHIND
         self.join.frames(counts, self._shadow_probes(), on_time)
         self.hub.publish_counts(self.join.latest)
 
     async def _read_version(self) -> None:
         version = await self.kubelet.version()
-        if version is not None:
-            self.runtime.kubelet_version = version
+        if version is None or version == self.runtime.kubelet_version:
+            return
+        self.runtime.kubelet_version = version
+        # readers attached before know the node's release from this frame, later ones from
+        # their hello
+        self.hub.broadcast(
+            {"k": KUBELET, "t": time.time(), "node": self.options.node, "version": version}
+        )
 
     def _shadow_probes(self) -> list[ShadowProbe]:
         out = []

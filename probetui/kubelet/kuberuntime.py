@@ -218,6 +218,27 @@ def should_restart(
     return True if decided is None else decided
 
 
+def restarts_after_exit(
+    container: Container, pod: Pod, exit_code: int, profile: KubeletProfile = DEFAULT_PROFILE
+) -> bool:
+    """Decide whether a container that exited with `exit_code` is started again.
+
+    A plain init container follows `computeInitContainerActions`: a completed one is done; a
+    failed one is restarted unless the pod restartPolicy is Never (`shouldRestartOnFailure`),
+    or, with ContainerRestartRules, unless `ShouldContainerBeRestarted` says no. An exited
+    sidecar is always restarted; a regular container as `ShouldContainerBeRestarted` says.
+    """
+    if container.kind is ContainerKind.INIT and not container.is_restartable_init:
+        if exit_code == 0:
+            return False
+        if profile.container_restart_rules:
+            return should_restart(container, pod, exit_code, profile)
+        return pod.restart_policy != "Never"
+    if container.is_restartable_init:
+        return True
+    return should_restart(container, pod, exit_code, profile)
+
+
 def container_restartable(container: Container, pod: Pod) -> bool:
     """`podutil.IsContainerRestartable`: can the container restart at all, whatever its exit?
 

@@ -171,7 +171,7 @@ class Worker:
         self.on_hold = False
         # the current container's cached result is one this worker reached (a threshold), not
         # its initial value or an inherited one: only then is it an opinion of the container
-        self.judged = False
+        self.result_is_own = False
         # prober_probe_total by result: successful / failed / unknown (§12.1)
         self.probe_total = {"successful": 0, "failed": 0, "unknown": 0}
 
@@ -232,7 +232,7 @@ class Worker:
             # before 1.35, or ChangeContainerStatusOnKubeletRestart on: no survivors
             self.results.set(self.container_id, self.initial_value, self.pod.uid)
             self.on_hold = False
-            self.judged = False
+            self.result_is_own = False
             return
         is_restart = self._is_kubelet_restart(c)
         if (
@@ -247,7 +247,7 @@ class Worker:
             self.results.set(self.container_id, self.initial_value, self.pod.uid)
         # a new container: resume probing. resultRun and lastResult carry over (§6.6)
         self.on_hold = False
-        self.judged = False
+        self.result_is_own = False
 
     def _started(self, c: ContainerStatus) -> bool:
         """Started, as this startup worker must read it.
@@ -339,7 +339,7 @@ class Worker:
             return False  # below threshold: the published value stays as it is (§5.14)
 
         changed = self.results.set(self.container_id, result, self.pod.uid)
-        self.judged = True
+        self.result_is_own = True
         if (
             self.probe_type is ProbeType.LIVENESS and result is ResultValue.FAILURE
         ) or self.probe_type is ProbeType.STARTUP:

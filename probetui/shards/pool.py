@@ -110,6 +110,7 @@ class ShardPool:
         shards: int,
         mode: str = "local",
         kube_version: str | None = None,
+        http_impl: str = "lean",
         echo_stderr: bool = False,
         say: Callable[[str], None] | None = None,
         buffer: int | None = None,
@@ -127,6 +128,7 @@ class ShardPool:
         self.redactor = Redactor(runtime.redaction)
         self.mode = mode
         self.kube_version = kube_version
+        self.http_impl = http_impl
         self.echo_stderr = echo_stderr
         # bytes a shard may hold for this process before it drops events (None: its default)
         self.buffer = buffer
@@ -164,7 +166,6 @@ class ShardPool:
         return self.shards[index]
 
     def pids(self) -> list[int]:
-        """Lists the process ids of the shards still running."""
         return [s.pid for s in self.shards if s.alive and s.pid is not None]
 
     # -- running ----------------------------------------------------------------------------
@@ -328,6 +329,7 @@ class ShardPool:
             read_only=rt.read_only,
             observes_kubelet=rt.observes_kubelet,
             kube_version=self.kube_version,
+            http_impl=self.http_impl,
             buffer=self.buffer,
             verdicts=self.mode == "fed",
             reach=self.reach,

@@ -44,6 +44,8 @@ NOTE = "note"
 SUMMARY = "summary"
 # a node agent: what was kept before the client came has all been sent; live from here
 LIVE = "live"
+# a node agent: its kubelet's version, learned or changed after the hello said it
+KUBELET = "kubelet"
 # client -> engine
 CMD = "cmd"  # probe now, pause, resume; answered by an ack
 START = "start"  # the pods sent so far are the engine's: run them

@@ -48,7 +48,7 @@ class _Window:
     start: float  # the `t` of the frame it starts at
     first: dict[str, Any]  # that frame
     last: dict[str, Any]  # the latest frame in it
-    judged: bool = True  # every span in it seen whole by the agent, both sides counting
+    comparable: bool = True  # every span in it seen whole by the agent, both sides counting
 
 
 @dataclass(slots=True)
@@ -96,13 +96,13 @@ class CountsJudge:
             return []
         if t <= float(w.last["t"]):
             return []  # the same scrape again (a resumed stream sends the latest counts)
-        whole, judged = _span(w.last, frame)
+        whole, comparable = _span(w.last, frame)
         if not whole:
             out = self._close(probe)
             probe.window = _Window(t, frame, frame)
             return out
         w.last = frame
-        w.judged = w.judged and judged
+        w.comparable = w.comparable and comparable
         if t - w.start < self.window:
             return []
         out = self._close(probe)
@@ -127,10 +127,10 @@ class CountsJudge:
             "node": probe.node,
             "via": "agent",
         }
-        judged = w.judged and kubelet is not None and shadow is not None
-        fields["judged"] = judged
+        comparable = w.comparable and kubelet is not None and shadow is not None
+        fields["judged"] = comparable  # the event's key (docs/agents.md)
         out = [_event(KUBELET_COUNTS, t, last, fields, KUBELET)]
-        if not judged:
+        if not comparable:
             return out
         assert kubelet is not None and shadow is not None
         nk, ns = sum(kubelet.values()), sum(shadow.values())
@@ -182,7 +182,7 @@ class CountsJudge:
 
 
 def _span(before: dict[str, Any], after: dict[str, Any]) -> tuple[bool, bool]:
-    """(whether the span between two frames was seen whole, whether it can be judged)."""
+    """(whether the span between two frames was seen whole, whether both sides' counts compare)."""
     if before.get("since") != after.get("since"):
         return False, False  # the agent restarted
     if before.get("kubeletStart") != after.get("kubeletStart"):

@@ -369,6 +369,13 @@ class KubernetesRuntime(Runtime):
         version = self.nodes.known(pod.uid)
         if version:
             return NodeKubelet(node, version)
+        agents = self.agents
+        if agents is not None and agents.covers(node):
+            # the node's agent plays its kubelet's release and says which: read-only mode,
+            # where nodes are not read, knows it from there
+            version = agents.kubelet_versions.get(node)
+            if version:
+                return NodeKubelet(node, version)
         if self.nodes.unreadable is not None:
             why = self.nodes.unreadable
         elif not node:

@@ -36,7 +36,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
-from probetui.kubelet.pod import START_ERROR_EXIT_CODE, START_ERROR_REASON
+from probetui.kubelet.instance import START_ERROR_EXIT_CODE, START_ERROR_REASON
 from probetui.probe.exec import ExecOutput
 from probetui.runtime.local.execs import NOT_RUNNING, ExecChannel
 from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry, signal_group
