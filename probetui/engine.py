@@ -65,10 +65,8 @@ class Engine:
         *,
         kube_version: str = DEFAULT_KUBE_VERSION,
         clock_factory: Callable[[], Clock] = LoopClock,
-        http_impl: str = "lean",
     ) -> None:
         self.runtime = runtime
-        self.http_impl = http_impl
         self.sinks: list[Sink] = list(sinks or [])
         self.kube_version = kube_version
         self._clock_factory = clock_factory
@@ -145,7 +143,6 @@ class Engine:
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
             kube_version_for=self.runtime.kube_version_of,
-            http_impl=self.http_impl,
             loop=asyncio.get_running_loop(),
         )
         self._manager = Manager(

@@ -47,7 +47,7 @@ from probetui.record.schema import CHECKED_FORMAT, CHUNK_ITEMS, MAX_SPAN, upgrad
 from probetui.record.snapshot import status_json
 from probetui.spec.encode import encode
 from probetui.spec.model import Pod
-from probetui.timeline.events import Event
+from probetui.timeline.events import PROBE_ATTEMPT, Event
 from probetui.timeline.history import BODY_EXCERPT
 
 MAINTAIN_EVERY = 60.0  # seconds of wall time between maintenance passes
@@ -132,7 +132,7 @@ def item_of(e: Event) -> tuple[Any, ...] | None:
     its record, outcome, attempt and fields (6 tracked objects each, 1,500 a second, promoted
     into the old generation while they wait, bringing full collections on sooner), but one tuple
     the collector stops tracking within two collections, before it could be promoted."""
-    via = e.fields.get("via") if e.type == "ProbeAttempt" else None
+    via = e.fields.get("via") if e.type == PROBE_ATTEMPT else None
     key = codec.raw_key(e, via)
     if key is None:
         return None

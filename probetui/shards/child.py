@@ -136,7 +136,6 @@ async def serve() -> int:
         runtime,
         sinks,
         kube_version=setup.get("kube_version") or _default_kube(),
-        http_impl=setup.get("http_impl", "lean"),
     )
     loop = asyncio.get_running_loop()
     profile = _profiler(loop, setup.get("shard"))
