@@ -253,7 +253,7 @@ class KubernetesRuntime(Runtime):
                 if self.cluster_pods.owned_by_replicasets:
                     await self.owners.read()  # tells cluster_pods.owners_changed what changed
             # every pod's workers now exist: take them out of the cyclic collector's walks
-            host.settle_memory()
+            host.collect_and_freeze()
             tasks = [
                 asyncio.create_task(pods.run(), name="watch pods"),
                 asyncio.create_task(self._divergence_loop(), name="divergence"),
