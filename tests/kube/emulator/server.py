@@ -208,7 +208,10 @@ class ApiEmulator:
         await site.start()
         self.port = self._runner.addresses[0][1]
         self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}{self.path_prefix}"
-        self._session = aiohttp.ClientSession(auto_decompress=False)
+        # the real API server relays any number of proxy streams at once: no pool limit here
+        self._session = aiohttp.ClientSession(
+            auto_decompress=False, connector=aiohttp.TCPConnector(limit=0)
+        )
 
     async def stop(self) -> None:
         self.end_watches()
