@@ -8,7 +8,11 @@
   ServiceAccount token checked) counts every probe; one reader takes the stream as rows. After
   `--warmup`, the agent's CPU (cores) and RSS over `--duration`, its attempts a second, how far
   behind its ticks it ran, and what the reader received. Goals: under 1% of a core, under
-  100 MB.
+  100 MB. Beside them, what explains the CPU at this rate: how often the agent's event loop
+  slept and woke (its main thread's voluntary context switches a second; at a few dozen
+  attempts a second each wake-up costs more than most attempts' own Python), its threads, and
+  how busy the whole machine was meanwhile (cores; a loaded machine inflates every figure:
+  compare runs made side by side).
 - `ring`: an hour of those probes' attempts in the agent's ring, in this process: entries, bytes
   per attempt, and how long a late reader's whole replay takes to encode as rows.
 
@@ -39,6 +43,7 @@ from benchmarks.common import (
     add_output_args,
     environment,
     format_table,
+    machine_busy_seconds,
     process_cpu_seconds,
     report,
 )
@@ -173,6 +178,16 @@ def _cpu_split(pid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
+def _status_field(pid: int, name: str) -> int:
+    """An integer field of /proc/PID/status (0 when absent)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key == name:
+                return int(value.split()[0])
+    return 0
+
+
 def _rss(pid: int) -> tuple[float, float]:
     """(VmRSS, VmHWM) of a process, in MB."""
     fields: dict[str, float] = {}
@@ -246,11 +261,16 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(args.warmup)
                 cpu0, t0 = process_cpu_seconds(agent.pid), time.monotonic()
                 split0 = _cpu_split(agent.pid)
+                wakes0 = _status_field(agent.pid, "voluntary_ctxt_switches")
+                busy0 = machine_busy_seconds()
                 attempts0 = await _metric_sum(session, url, "probetui_agent_attempts_total")
                 bytes0 = got["bytes"]
                 await asyncio.sleep(args.duration)
                 cpu1, t1 = process_cpu_seconds(agent.pid), time.monotonic()
                 split1 = _cpu_split(agent.pid)
+                wakes1 = _status_field(agent.pid, "voluntary_ctxt_switches")
+                busy1 = machine_busy_seconds()
+                threads = _status_field(agent.pid, "Threads")
                 attempts1 = await _metric_sum(session, url, "probetui_agent_attempts_total")
                 lateness = await _metric_sum(session, url, "probetui_agent_lateness_seconds")
                 scrapes = await _metric_sum(session, url, "probetui_agent_kubelet_scrapes_total")
@@ -279,6 +299,9 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                     (cpu1 - cpu0) * 1000 / max(1.0, attempts1 - attempts0), 3
                 ),
                 "attempts_per_s": round((attempts1 - attempts0) / wall, 2),
+                "agent_wakeups_per_s": round((wakes1 - wakes0) / wall, 1),
+                "agent_threads": threads,
+                "machine_busy_cores": round((busy1 - busy0) / wall, 2),
                 "expected_attempts_per_s": round(3 * args.pods / args.period, 2),
                 "rss_mb": round(rss, 1),
                 "peak_rss_mb": round(hwm, 1),
@@ -436,10 +459,18 @@ def table(r: dict[str, Any]) -> str:
             f"{r['rss_mb']} MB (peak {r['peak_rss_mb']})  goal < {RSS_GOAL_MB:.0f} MB: "
             f"{ok(r['peak_rss_mb'] < RSS_GOAL_MB)}",
         ),
+        (
+            "  wake-ups, threads",
+            f"{r['agent_wakeups_per_s']}/s, {r['agent_threads']} threads",
+        ),
         ("lateness", f"{r['lateness_s']} s"),
         ("kubelet scrapes", f"{r['kubelet_scrapes']} ({r['kubelet_scrape_errors']} errors)"),
         ("reader", f"{r['reader_bytes_per_s']} B/s" if r["reader"] else "none"),
-        ("measured", f"{r['duration_s']} s after {r['warmup_s']} s of warm-up"),
+        (
+            "measured",
+            f"{r['duration_s']} s after {r['warmup_s']} s of warm-up; the machine "
+            f"{r['machine_busy_cores']} cores busy of {r['environment']['cpus']}",
+        ),
     ]
     return format_table("one node agent", rows)
 
@@ -458,7 +489,7 @@ def _parser() -> argparse.ArgumentParser:
         "--no-grpc",
         dest="grpc",
         action="store_false",
-        help="the sidecar's probe is HTTP, not gRPC (grpcio's own threads cost apart)",
+        help="the sidecar's probe is HTTP, not gRPC",
     )
     add_output_args(p)
     return p

@@ -112,6 +112,18 @@ class Engine:
         out.fields = self.redactor.fields(self.redactor.pod(event.pod), out.fields)
         self._publish(out)
 
+    def shadow_event(self, event: Event) -> None:
+        """An event of a shadow that runs elsewhere (a node agent's): masked by this engine's
+        policy over the pod as this engine knows it, as its own records are, then published.
+        An attempt is built again from its record, so it says what this engine's would."""
+        entry = self.pods.get(event.pod_uid)
+        if entry is None and event.pod_uid:
+            return  # a pod this engine does not show
+        if entry is None:
+            self._publish(event)  # about no pod (a gap in the stream)
+            return
+        self._publish(masked_elsewhere(self.redactor, entry.pod, event))
+
     def settle_memory(self) -> None:
         """Take what is alive now out of the cyclic garbage collector's sight (gc.freeze).
 
@@ -249,6 +261,9 @@ class Engine:
 
     def probe_now(self, key: ProbeKey) -> bool:
         """Run this probe once now, counted like a tick ("t")."""
+        elsewhere = self.runtime.probe_elsewhere(key)
+        if elsewhere is not None:
+            return elsewhere
         if self._manager is None or (self.runtime.read_only and self._would_change(key)):
             return False
         return self._manager.probe_now(key)
@@ -284,4 +299,20 @@ class Engine:
         return self.runtime.not_probed(entry.pod, container, key.probe_type) is not None
 
 
-__all__ = ["KUBELET", "SHADOW", "Engine", "Sink"]
+def masked_elsewhere(redactor: Redactor, pod: Pod, event: Event) -> Event:
+    """An event of a shadow that ran elsewhere, about `pod` as this process knows it, masked by
+    `redactor` as this process's own events are: an attempt built again from its masked record
+    (its `via` and `node` kept), any other event's texts masked."""
+    shown = redactor.pod(pod)
+    record = event.record
+    if record is not None and event.state is None:
+        out = record_event(shown.pod, redactor.record(shown, record), event.fields.get("via"))
+        if "node" in event.fields:
+            out.fields["node"] = event.fields["node"]
+        return out
+    event.namespace, event.pod = shown.pod.namespace, shown.pod.name
+    event.fields = redactor.fields(shown, event.fields)
+    return event
+
+
+__all__ = ["KUBELET", "SHADOW", "Engine", "Sink", "masked_elsewhere"]

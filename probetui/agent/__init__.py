@@ -16,5 +16,6 @@ readers who come through the API server's pods/proxy with the read token.
 - `metrics.py`: the agent's own `/metrics`;
 - `server.py`: the HTTP server: `/healthz`, `/v1/stream`, `/metrics`, the token, the limits;
 - `manifest.py`: `--print-manifest`;
+- `lazy_kube.py`: kubernetes_asyncio's API client without every API class and model;
 - `run.py`: `Agent`, which wires them.
 """

@@ -14,6 +14,8 @@ The objects, in the order `kubectl apply -f` needs them:
 - the Role `probetui-reader` that lets a reader through: get, list and watch on pods and get on
   pods/proxy in this namespace (the agents' pods only), get on that one Secret; and a commented
   RoleBinding to bind it (with the built-in `view` ClusterRole) to a user or group;
+- the Role `probetui-prober`: create on pods/proxy in this namespace, the POST that asks an
+  agent to probe now (the UI's `t`); bound apart, to whoever may trigger probes;
 - the PriorityClass `probetui-agent`: above ordinary pods, so a node under memory pressure evicts
   them first, and `preemptionPolicy: Never`, so an observer never evicts a workload to make room
   for itself. Not `system-node-critical`: that is for what a node cannot run without, and some
@@ -39,6 +41,7 @@ NAMESPACE = "probetui"
 NAME = "probetui-agent"
 SECRET = "probetui-agent-read"
 READER_ROLE = "probetui-reader"
+PROBER_ROLE = "probetui-prober"
 IMAGE = f"docker.io/probetui/agent:{__version__}"
 PORT = 9479
 UID = 65532
@@ -66,6 +69,12 @@ def reader_rules(secret: str = SECRET) -> list[dict[str, Any]]:
         {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["get"]},
         {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [secret], "verbs": ["get"]},
     ]
+
+
+# probe now through an agent: a POST of pods/proxy, which RBAC checks as create
+PROBER_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["create"]},
+]
 
 
 def new_token() -> str:
@@ -157,6 +166,12 @@ def objects(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = 
             "rules": reader_rules(),
         },
         {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": PROBER_ROLE, **meta},
+            "rules": PROBER_RULES,
+        },
+        {
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
             "metadata": {"name": NAME, "labels": dict(LABELS)},
@@ -237,7 +252,7 @@ def render(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = N
     parts = []
     for obj in objects(namespace, image, token):
         text = yaml.safe_dump(obj, sort_keys=False, default_flow_style=False)
-        if obj["kind"] == "Role":
+        if obj["kind"] == "Role" and obj["metadata"]["name"] == READER_ROLE:
             text += _reader_binding_example(namespace)
         parts.append(text)
     return header + "---\n" + "---\n".join(parts)
@@ -248,6 +263,8 @@ __all__ = [
     "IMAGE",
     "NAMESPACE",
     "PORT",
+    "PROBER_ROLE",
+    "PROBER_RULES",
     "SECRET",
     "objects",
     "reader_rules",

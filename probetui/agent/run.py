@@ -29,9 +29,11 @@ from probetui.agent.server import AgentServer, StreamQuery, TokenFile
 from probetui.engine import Engine
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.lateness import BEHIND
+from probetui.prober.worker import ProbeKey
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource
+from probetui.spec.model import ProbeType
 from probetui.stream.protocol import LATE, hello
 from probetui.stream.rows import PodNames
 
@@ -77,6 +79,7 @@ class Agent:
         self.runtime.read_only_reason = "the node agent only reads"
         self.runtime.on_note = lambda text: log.info("note: %s", text)
         self.runtime.on_state = lambda text: say(text or "connected to the API server again")
+        self.runtime.configured_kubelet = options.kubelet_version or DEFAULT_KUBE_VERSION
         self.engine = Engine(
             self.runtime,
             [self.hub],
@@ -103,6 +106,7 @@ class Agent:
             metrics=self.metrics,
             replay_window=lambda: time.time() - options.retain,
             ready=self.not_ready,
+            probe=self.probe_now,
             max_clients=options.max_clients,
             client_buffer=options.client_buffer,
         )
@@ -131,6 +135,19 @@ class Agent:
             via=self.runtime.via,
             kubeletVersion=self.runtime.kubelet_version,
         )
+
+    def probe_now(self, uid: str, container: str, probe: str) -> tuple[int, str]:
+        """Run one probe of this node once now, as the local `t` does: (HTTP status, line)."""
+        try:
+            probe_type = ProbeType.parse(probe)
+        except (KeyError, ValueError):
+            return 400, f"bad request: probe {probe!r} is liveness, readiness or startup"
+        key = ProbeKey(uid, container, probe_type)
+        if key not in self.engine.workers:
+            return 404, f"no {probe_type.key} probe of container {container!r} of pod {uid} here"
+        if self.engine.probe_now(key):
+            return 200, f"{probe_type.key} of {container}: attempt queued"
+        return 409, f"{probe_type.key} of {container} not probed: not run here, or already queued"
 
     def not_ready(self) -> str | None:
         """Why the agent cannot yet say what its node's pods do (None: it can)."""

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from probetui.kubelet.profile import profile_of_node
+from probetui.runtime.base import NodeKubelet
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod
@@ -46,11 +48,41 @@ class NodeRuntime(KubernetesRuntime):
         super().__init__(target, via="direct", **kwargs)
         self.node = node
         self.reacher.exec_not_run = EXEC_NOT_RUN
-        # the node's kubelet version, once read from the kubelet (None: the engine's)
-        self.kubelet_version: str | None = None
+        self._kubelet_version: str | None = None
+
+    @property
+    def kubelet_version(self) -> str | None:
+        """The node's kubelet version, once read from the kubelet (None: the configured one)."""
+        return self._kubelet_version
+
+    @kubelet_version.setter
+    def kubelet_version(self, version: str | None) -> None:
+        # the node's version is every pod's here: its pods' workers play that release from
+        # now on (ClusterPods, as a read of the nodes tells it), and the ones added later
+        self._kubelet_version = version
+        if version:
+            self.nodes.versions[self.node] = version
+            if self.nodes.on_read is not None:
+                self.nodes.on_read()
 
     def kube_version_of(self, pod: Pod) -> str | None:
         return self.kubelet_version
+
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        if self.kubelet_version:
+            return NodeKubelet(self.node, self.kubelet_version)
+        return NodeKubelet(self.node, None, "its kubelet's version not read yet")
+
+    def _kubelet_note(self) -> str:
+        if self.kubelet_version:
+            release = profile_of_node(self.kubelet_version).version
+            return (
+                f"kubelet version: node {self.node} runs {self.kubelet_version}: kubelet {release}"
+            )
+        return (
+            f"kubelet version: node {self.node}'s not read yet; its pods play the configured "
+            f"kubelet {profile_of_node(self.configured_kubelet).version} until it is"
+        )
 
 
 def node_selector(node: str) -> str:

@@ -1,4 +1,5 @@
-"""The agent's HTTP server: `/healthz`, `/readyz`, `/v1/stream` and `/metrics` on the node's IP.
+"""The agent's HTTP server: `/healthz`, `/readyz`, `/v1/stream`, `/metrics` and `POST /v1/probe`
+on the node's IP.
 
 Who calls: the kubelet's liveness and readiness probes (`/healthz`: the process serves;
 `/readyz`: its pod watch has listed and is connected; both answered to anyone, with no data)
@@ -8,7 +9,10 @@ reader's `Authorization`, so nothing on the connection tells the API server from
 process on the node's network; `/v1/stream` and `/metrics` therefore want the read token in
 `X-Probetui-Token` (compared in constant time with the token file, read again every minute).
 Without it: 401 and no data. Readers get the token from a Secret only RBAC-chosen users may read
-(docs/agents.md).
+(docs/agents.md). `POST /v1/probe` (the token too; a JSON body `{"uid", "container", "probe"}`)
+runs one probe once now, as the local `t` does: it reaches the agent only through a POST of
+pods/proxy, which RBAC grants as `create` on pods/proxy (the manifest's `probetui-prober` Role),
+never read-only.
 
 Bounded: request lines and header fields (`MAX_LINE`, `MAX_FIELD`, `MAX_HEADERS`), connections
 (`MAX_CONNECTIONS`; a connection whose first request has not arrived within `HEAD_TIMEOUT` is
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import json
 import logging
 import math
 import time
@@ -48,6 +53,7 @@ HEAD_TIMEOUT = 10.0
 KEEPALIVE = 15.0
 WRITE_TIMEOUT = 30.0
 MAX_PODS = 5000  # UIDs in one `pods=`
+MAX_PROBE_BODY = 4096  # a probe-now request's JSON body
 TOKEN_PERIOD = 60.0  # seconds between reads of the token file
 MIN_TOKEN = 16  # characters a read token must have
 NDJSON = "application/x-ndjson"
@@ -175,6 +181,7 @@ class AgentServer:
         metrics: Callable[[], str],
         replay_window: Callable[[], float | None],
         ready: Callable[[], str | None] = lambda: None,
+        probe: Callable[[str, str, str], tuple[int, str]] | None = None,
         max_clients: int = 8,
         client_buffer: int = 2 << 20,
     ) -> None:
@@ -184,6 +191,8 @@ class AgentServer:
         self.metrics = metrics
         self.replay_window = replay_window
         self.ready = ready
+        # probe now: (uid, container, probe) -> (HTTP status, one line)
+        self.probe = probe
         self.max_clients = max_clients
         self.client_buffer = client_buffer
         self._server: _GuardedServer | None = None
@@ -223,6 +232,8 @@ class AgentServer:
         if self._server is not None:
             self._server.served.add(request.protocol)  # type: ignore[arg-type]
         path = request.path
+        if path == "/v1/probe":
+            return await self._probe(request)
         if request.method not in ("GET", "HEAD"):
             return _text(405, "only GET is served here", {"Allow": "GET"})
         if path == "/healthz":
@@ -232,7 +243,9 @@ class AgentServer:
             return _text(200, "ok") if why is None else _text(503, f"not ready: {why}")
         if path not in ("/v1/stream", "/metrics"):
             return _text(
-                404, "not found (the agent serves /healthz, /readyz, /v1/stream, /metrics)"
+                404,
+                "not found (the agent serves /healthz, /readyz, /v1/stream, /metrics, "
+                "POST /v1/probe)",
             )
         if not self.token.check(request.headers.get(TOKEN_HEADER)):
             self.refused += 1
@@ -245,6 +258,29 @@ class AgentServer:
         if request.method != "GET":
             return _text(405, "the stream is read with GET", {"Allow": "GET"})
         return await self._stream(request)
+
+    async def _probe(self, request: web.BaseRequest) -> web.StreamResponse:
+        """Probe now: one run of a worker, counted like a tick, as the local `t`."""
+        if request.method != "POST":
+            return _text(405, "probe now is a POST", {"Allow": "POST"})
+        if not self.token.check(request.headers.get(TOKEN_HEADER)):
+            self.refused += 1
+            return _text(
+                401,
+                f"unauthorized: send the agent's read token in {TOKEN_HEADER} (docs/agents.md)",
+            )
+        if self.probe is None:
+            return _text(404, "this agent runs no probe now")
+        if (request.content_length or 0) > MAX_PROBE_BODY:
+            return _text(413, f"a probe-now request is at most {MAX_PROBE_BODY} bytes")
+        try:
+            body = await asyncio.wait_for(request.content.read(MAX_PROBE_BODY + 1), HEAD_TIMEOUT)
+            doc = json.loads(body) if len(body) <= MAX_PROBE_BODY else None
+            asked = tuple(str(doc[k]) for k in ("uid", "container", "probe"))  # type: ignore[index]
+        except (ValueError, TypeError, KeyError, TimeoutError):
+            return _text(400, 'bad request: a JSON body {"uid", "container", "probe"}')
+        status, text = self.probe(*asked)
+        return _text(status, text)
 
     async def _stream(self, request: web.BaseRequest) -> web.StreamResponse:
         try:

@@ -145,6 +145,10 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--namespace", args.namespace), ("--image", args.image)):
         if value is not None:
             raise UsageError(f"{flag}: only with --print-manifest")
+    from probetui.agent import lazy_kube
+
+    # before anything imports the API client: its packages' every API and model stay unloaded
+    lazy_kube.defer()
     options = _options(args)
     target = _target(args, options.node)
     return _serve(options, target, args.duration)

@@ -46,6 +46,7 @@ CLUSTER_DESTS = {
     "k8s_all_namespaces": "-A/--all-namespaces",
     "k8s_selector": "-l/--selector",
     "k8s_via": "--via",
+    "k8s_agent_namespace": "--agent-namespace",
     "k8s_read_only": "--read-only",
     "k8s_write": "--write",
     "k8s_kubelet_version": "--kubelet-version",
@@ -88,9 +89,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--via",
         dest="k8s_via",
-        choices=("direct", "port-forward", "proxy"),
-        help="how shadow probes reach pods: the pod IP, an API server port-forward, or "
-        "pods/proxy (HTTP only); default direct in a cluster, port-forward outside",
+        choices=("direct", "port-forward", "proxy", "agent", "auto"),
+        help="how shadow probes reach pods: the pod IP, an API server port-forward, "
+        "pods/proxy (HTTP only), or the node agents (docs/agents.md); default auto: the "
+        "agents where found, else direct in a cluster and port-forward outside",
+    )
+    g.add_argument(
+        "--agent-namespace",
+        dest="k8s_agent_namespace",
+        metavar="NS",
+        help="where the node agents run (default probetui)",
     )
     g.add_argument(
         "--read-only",
@@ -179,7 +187,12 @@ def run(args: argparse.Namespace) -> int:
     except KubeconfigError as e:
         raise UsageError(str(e)) from None
     # the first list must succeed in both modes (module docstring)
-    runtime = KubernetesRuntime(target, via=settings["via"].value, fail_fast=True)
+    runtime = KubernetesRuntime(
+        target,
+        via=settings["via"].value,
+        fail_fast=True,
+        agent_namespace=args.k8s_agent_namespace,
+    )
     runtime.read_only_reason = settings["read_only"].reason
     runtime.redaction = redaction(config)
     live = argparse.Namespace(

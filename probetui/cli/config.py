@@ -290,7 +290,7 @@ def _context_word(name: str, value: Any) -> str:
     from probetui.probe.base import DEFAULT_KUBE_VERSION
 
     return {
-        "via": "direct in a cluster, port-forward outside",
+        "via": "auto: node agents where found, else direct in a cluster, port-forward outside",
         "namespace": "the kubeconfig context's, else default",
         "selector": "(none)",
         "kubelet_version": DEFAULT_KUBE_VERSION,

@@ -212,6 +212,9 @@ def run_live(
     from probetui.runtime.base import RuntimeFailure
 
     kube_version = kube_version or DEFAULT_KUBE_VERSION
+    # the release the engine plays where a pod's node does not say its own, for what the
+    # screen and the notes say of it
+    runtime.configured_kubelet = kube_version
     duration = args.duration
     if duration is not None and not duration > 0:
         raise UsageError(f"--duration {duration:g}: must be more than 0 seconds")
@@ -244,6 +247,10 @@ def run_live(
 
             REGISTRY.install_exit_handlers()
             notices = [recorder.take_failure] if recorder is not None else []
+            # the runtime's own lines (the node agents' faults, each naming its node and fix)
+            take_notice = getattr(runtime, "take_notice", None)
+            if callable(take_notice):
+                notices.append(take_notice)
             engine = make_engine(
                 runtime,
                 sinks,

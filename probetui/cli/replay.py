@@ -13,6 +13,7 @@ exit 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 from typing import TYPE_CHECKING
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(recording: Recording, args: argparse.Namespace, selector: Selector) -> int:
+    from probetui.record.schema import RecordingError
     from probetui.record.timespec import TimeSpecError, parse_time
     from probetui.timeline.events import NOT_IN_JSONL
 
@@ -92,13 +94,22 @@ def _export(recording: Recording, args: argparse.Namespace, selector: Selector) 
         if args.selector:
             uids = [p.uid for p in recording.pods() if _matches(recording, p.uid, selector)]
         out = sys.stdout
+        events = recording.events(since, until, uids)
         try:
-            for event in recording.events(since, until, uids):
+            for event in events:
                 if event.type not in NOT_IN_JSONL:
                     out.write(event.to_line() + "\n")
             out.flush()
         except BrokenPipeError:
             silence_stdout()
+        except RecordingError:
+            # what came before the damage is out whole, then the one line saying where
+            with contextlib.suppress(BrokenPipeError):
+                out.flush()
+            raise
+        finally:
+            # closed here, before the file: nothing of it is left for the collector to finish
+            events.close()
     return EXIT_OK
 
 

@@ -9,7 +9,7 @@ keys:                      # binding id: key(s), comma-separated
 contexts:                  # kubeconfig context name or glob (fnmatch: * ? [...])
   "prod-*":
     readOnly: true
-    via: direct            # direct | port-forward | proxy
+    via: direct            # direct | port-forward | proxy | agent | auto
     namespace: payments
     selector: app=web
     kubeletVersion: "1.33" # the User-Agent's kube-probe/X.Y
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 VERSION = 1
-VIAS = ("direct", "port-forward", "proxy")
+VIAS = ("direct", "port-forward", "proxy", "agent", "auto")
 _VERSION_RE = re.compile(r"v?\d+\.\d+(\.\d+)?")
 
 

@@ -19,14 +19,17 @@ upstream file it is copied from; nothing here touches the network or the clock.
 - `url_error`, `GoError`: `url.Error.Error` with Op "Get" (`net/url/url.go`,
   `net/http/client.go`), and the exception that carries the text after `Get "<url>": `
 - `unsupported_scheme`: `net/http/transport.go` (`Transport.roundTrip`)
-- `tls_error`: `crypto/tls` (`alert.go`, `conn.go`) and net/http's reply to a plain-HTTP server
-  (`net/http/transport.go`), from Python's `ssl` errors
+- `tls_error`: `crypto/tls` (`alert.go`, `conn.go`, `handshake_client.go`'s "failed to verify
+  certificate"), `crypto/x509` (`UnknownAuthorityError`) and net/http's reply to a plain-HTTP
+  server (`net/http/transport.go`), from Python's `ssl` errors
 - `head_error`: `net/http/transport.go` (`persistConn.readLoop`) for a response head h11
   refuses after Go's own reading of it (`probetui.probe.response_head`) passed it
 - `TIMEOUT_AWAITING_HEADERS`, `TIMEOUT_READING_BODY`: `net/http/client.go` (`Client.do`'s
   timeout wrapping, `cancelTimerBody.Read`)
 - `TRANSPORT_BROKEN`, `MAX_RESPONSE_HEADER_BYTES`, `HEADERS_TOO_LARGE`: `net/http/transport.go`
   (`persistConn.readLoop`, `maxHeaderResponseSize`)
+- `H2C_HTTP1_ANSWER`: `net/http/h2_bundle.go` (`Framer.ReadFrame`), what the kubelet's h2c
+  transport says of a server that answers in HTTP/1.1
 - `TOO_MANY_REDIRECTS`, `http_status_failed`, `http_redirect_warning`: `pkg/probe/http/http.go`
   (`RedirectChecker`, `DoHTTPProbe`)
 - `grpc_*`, `GRPC_HEALTHY`: `pkg/probe/grpc/grpc.go` (`Probe`)
@@ -237,11 +240,27 @@ def tls_error(err: ssl.SSLError) -> str:
         return "http: server gave HTTP response to HTTPS client"
     if isinstance(err, ssl.SSLEOFError | ssl.SSLZeroReturnError):
         return "EOF"
+    if isinstance(err, ssl.SSLCertVerificationError):
+        # only a verifying client meets these (the h2c transport's TLS after a redirect)
+        return "tls: failed to verify certificate: " + _x509_error(err)
     if "_ALERT_" in reason:
         # a TLS alert from the server; Go words it "remote error: tls: <alert name>"
         alert = reason.split("_ALERT_", 1)[1].lower().replace("_", " ")
         return f"remote error: tls: {alert}"
     return f"tls: {(reason or str(err)).lower().replace('_', ' ')}"
+
+
+# OpenSSL's verify codes for a chain that ends in no root the client trusts
+_UNKNOWN_AUTHORITY = frozenset({2, 18, 19, 20, 21})
+
+
+def _x509_error(err: ssl.SSLCertVerificationError) -> str:
+    """crypto/x509's words for a chain it refuses: its UnknownAuthorityError exactly; for
+    the rest (names, validity), Go's texts quote the certificate, which Python's error does
+    not carry: OpenSSL's reason under Go's prefix."""
+    if err.verify_code in _UNKNOWN_AUTHORITY:
+        return "x509: certificate signed by unknown authority"
+    return f"x509: {err.verify_message}"
 
 
 _STATUS_LINE = re.compile(r"illegal status line: bytearray\(b(['\"])(.*)\1\)$", re.S)
@@ -280,6 +299,14 @@ TOO_MANY_REDIRECTS = "stopped after 10 redirects"
 def http_status_failed(status_code: int) -> str:
     """DoHTTPProbe's Failure output for a status outside 200-399."""
     return f"HTTP probe failed with statuscode: {status_code}"
+
+
+# h2cTransport (H2CContainerProbe) against a server that answered the client preface in
+# HTTP/1.1: its "HTTP/1.1 " read as a frame header (net/http's h2_bundle.go, Framer.ReadFrame)
+H2C_HTTP1_ANSWER = (
+    "http2: failed reading the frame payload: http2: frame too large, note that the frame "
+    "header looked like an HTTP/1.1 header"
+)
 
 
 def http_redirect_warning(body: str) -> str:

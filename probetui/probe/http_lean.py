@@ -29,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import lru_cache
 
 import h11
@@ -40,6 +41,7 @@ import h11
 import httpx
 
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt
+from probetui.probe.exchange import Hops as ExchangeHops
 from probetui.probe.exchange import Progress, exchange, read_at_most
 from probetui.probe.gotext import (
     MAX_RESPONSE_HEADER_BYTES,
@@ -77,7 +79,8 @@ _Target = tuple[str, str, int, bytes]
 
 
 @lru_cache(maxsize=32768)
-def _parse(url: str) -> _Target:
+def parse_url(url: str) -> _Target:
+    """The URL as httpx reads it: scheme, host, port and request target; raises `GoError`."""
     try:
         u = httpx.URL(url)
     except httpx.InvalidURL as exc:
@@ -284,7 +287,7 @@ def _h11_client(
 
 
 def _prepare(url: str, headers: HeaderMap, host: str) -> _Hop:
-    target = _parse(url)
+    target = parse_url(url)
     lines = tuple(wire_headers(url, headers, host))
     try:
         request: bytes | str = _h11_client(target, lines)[1]
@@ -300,15 +303,15 @@ def _first_hop(url: str, spec_headers: tuple[tuple[str, str], ...], kube_version
     return _prepare(url, headers, custom_host(headers))
 
 
-def _spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
+def spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
     return tuple((h.name, h.value) if isinstance(h, HTTPHeader) else (h[0], h[1]) for h in headers)
 
 
-class _Hops:
+class Hops:
     """The exchange's hops for one attempt: each dialled, sent and read here, under the
     attempt's deadline; every stream opened goes into `streams`, for the attempt to close."""
 
-    __slots__ = ("_deadline", "_kube_version", "_spec_headers", "_streams")
+    __slots__ = ("_deadline", "_kube_version", "_spec_headers", "_streams", "_tls")
 
     def __init__(
         self,
@@ -316,11 +319,14 @@ class _Hops:
         kube_version: str,
         deadline: Deadline,
         streams: list[Stream],
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._spec_headers = spec_headers
         self._kube_version = kube_version
         self._deadline = deadline
         self._streams = streams
+        # the TLS configuration of an https hop: the kubelet transport's unless given
+        self._tls = tls
 
     def header_map(self) -> HeaderMap:
         return header_map(self._spec_headers, self._kube_version)
@@ -332,7 +338,7 @@ class _Hops:
         else:
             hop = _prepare(url, headers, host)
         target, lines, request = hop
-        stream = await connect(target[0], target[1], target[2], self._deadline)
+        stream = await connect(target[0], target[1], target[2], self._deadline, self._tls)
         self._streams.append(stream)
         if isinstance(request, str):
             raise _Failed(request)
@@ -410,6 +416,26 @@ async def probe(
     """One HTTP probe attempt, exactly as `probetui.probe.http.probe` makes it (same arguments,
     same Attempt); see that function for what each argument means. `loop`: the running loop,
     when the caller has it at hand (saves looking it up)."""
+    key = spec_key(headers)
+    return await run_attempt(
+        url,
+        lambda deadline, streams: Hops(key, kube_version, deadline, streams),
+        timeout,
+        follow_non_local_redirects,
+        loop,
+    )
+
+
+async def run_attempt(
+    url: str,
+    make_hops: Callable[[Deadline, list[Stream]], ExchangeHops],
+    timeout: float,
+    follow_non_local_redirects: bool,
+    loop: asyncio.AbstractEventLoop | None,
+) -> Attempt:
+    """One attempt of `exchange` over the hops `make_hops` gives, under one deadline of
+    `timeout` seconds (`http.Client.Timeout`): every stream the hops open goes into the list
+    they are given and is closed when the attempt ends."""
     progress = Progress(url)
     streams: list[Stream] = []
     timed_out = False
@@ -419,8 +445,9 @@ async def probe(
     expired = False
     try:
         try:
-            hops = _Hops(_spec_key(headers), kube_version, deadline, streams)
-            outcome = await exchange(hops, url, follow_non_local_redirects, progress)
+            outcome = await exchange(
+                make_hops(deadline, streams), url, follow_non_local_redirects, progress
+            )
         finally:
             expired = deadline.disarm()
     except (asyncio.CancelledError, DialTimeout) as exc:
@@ -435,4 +462,4 @@ async def probe(
     return progress.attempt(url, outcome, latency, started_at, timed_out)
 
 
-__all__ = ["probe"]
+__all__ = ["Hops", "parse_url", "probe", "run_attempt", "spec_key"]

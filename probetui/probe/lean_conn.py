@@ -95,13 +95,18 @@ class Stream:
         if self.sock.fileno() != -1:
             self.sock.close()
 
-    async def start_tls(self, hostname: str) -> None:
+    async def start_tls(self, hostname: str, context: ssl.SSLContext | None = None) -> None:
+        """The TLS handshake, with the HTTP transport's context unless `context` is given."""
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
-        self._tls = tls_context().wrap_bio(
+        self._tls = (context or tls_context()).wrap_bio(
             self._incoming, self._outgoing, server_side=False, server_hostname=hostname or None
         )
         await self._tls_call(self._tls.do_handshake)
+
+    def selected_alpn(self) -> str | None:
+        """The protocol the TLS handshake agreed by ALPN (None: none, or no TLS)."""
+        return self._tls.selected_alpn_protocol() if self._tls is not None else None
 
     async def _flush(self) -> None:
         assert self._outgoing is not None
@@ -156,9 +161,13 @@ def read_error(err: OSError, stream: Stream) -> str:
     return stream_error("read", stream.addresses(), err.errno)
 
 
-async def connect(scheme: str, host: str, port: int, deadline: Deadline) -> Stream:
+async def connect(
+    scheme: str, host: str, port: int, deadline: Deadline, tls: ssl.SSLContext | None = None
+) -> Stream:
     """A connection to host:port, TLS on it for https, within what is left of `deadline`.
-    Raises `DialTimeout` when the dial runs out of time, `GoError` when it or TLS fails."""
+    `tls` is the TLS configuration, the kubelet transport's (`exchange.tls_context`) unless
+    given. Raises `DialTimeout` when the dial runs out of time, `GoError` when it or TLS
+    fails."""
     loop = deadline.loop
     when = deadline.when
     remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
@@ -171,7 +180,7 @@ async def connect(scheme: str, host: str, port: int, deadline: Deadline) -> Stre
     stream = Stream(sock, loop)
     if scheme == "https":
         try:
-            await stream.start_tls(host)
+            await stream.start_tls(host, tls)
         except ssl.SSLError as exc:
             stream.close()
             raise GoError(tls_error(exc)) from None

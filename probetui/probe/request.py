@@ -96,12 +96,8 @@ def wire_headers(url: str, headers: HeaderMap, host: str) -> list[tuple[bytes, b
     or else the URL's), User-Agent, the rest sorted by name, then the transport's
     `Connection: close` (DisableKeepAlives). Raises `GoError` where Go refuses to send."""
     host = host or authority(url)
-    for name, values in headers.items():
-        if not name or any(c not in _TCHAR for c in name):
-            raise GoError(f"net/http: invalid header field name {go_quote(name)}")
-        if not all(_valid_value(v) for v in values):
-            raise GoError(f"net/http: invalid header field value for {go_quote(name)}")
-    if not _valid_host_header(host):
+    check_header_map(headers)
+    if not valid_host_header(host):
         raise GoError("http: invalid Host header")
     lines = [(b"Host", _utf8(host))]
     agent = headers["User-Agent"][0] if "User-Agent" in headers else _GO_DEFAULT_USER_AGENT
@@ -116,11 +112,26 @@ def wire_headers(url: str, headers: HeaderMap, host: str) -> list[tuple[bytes, b
     return lines
 
 
+def check_header_map(headers: HeaderMap) -> None:
+    """`Transport.roundTrip`'s check of the header map before anything is dialled, whatever
+    the protocol: raises `GoError` with its text for a bad name or value."""
+    for name, values in headers.items():
+        if not is_token(name):
+            raise GoError(f"net/http: invalid header field name {go_quote(name)}")
+        if not all(_valid_value(v) for v in values):
+            raise GoError(f"net/http: invalid header field value for {go_quote(name)}")
+
+
+def is_token(name: str) -> bool:
+    """httpguts.ValidHeaderFieldName: a non-empty run of token characters."""
+    return bool(name) and all(c in _TCHAR for c in name)
+
+
 _HOST_BYTES = _ALNUM | frozenset("!$%&'()*+,-.:;=[]_~")
 
 
-def _valid_host_header(host: str) -> bool:
-    # httpguts.ValidHostHeader: bytes >= 0x80 pass (IDNA is dealt with elsewhere)
+def valid_host_header(host: str) -> bool:
+    """httpguts.ValidHostHeader: bytes >= 0x80 pass (IDNA is dealt with elsewhere)."""
     return all(c in _HOST_BYTES or ord(c) >= 0x80 for c in host)
 
 

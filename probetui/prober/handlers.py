@@ -60,6 +60,10 @@ class HandlerRunner:
     # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
     # their Attempts identical
     http_impl: str = "lean"
+    # which gRPC handler runs grpc probes: "lean" (probetui.probe.grpc_lean, a raw socket and
+    # hpack) or "grpcio" (probetui.probe.grpc, the reference); tests/probe/test_grpc.py holds
+    # their Attempts identical
+    grpc_impl: str = "lean"
     # the loop the handlers run on, when the owner has it (saves a lookup per attempt)
     loop: asyncio.AbstractEventLoop | None = None
 
@@ -132,11 +136,6 @@ class HandlerRunner:
             if isinstance(handler, HTTPGetAction):
                 from probetui.probe.url import format_url
 
-                if profile.h2c and handler.protocol == "HTTP2":
-                    # prober.go's ProbeH2C: HTTP/2 with prior knowledge, which no handler of
-                    # probetui speaks; an error is discarded, where HTTP/1.1 would mislead
-                    return Attempt("http", "", Result.UNKNOWN, error=H2C_NOT_MODELLED)
-
                 named = dial_address(handler, container, status.pod_ip, profile)
                 host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
@@ -147,7 +146,18 @@ class HandlerRunner:
                     if not any(name.lower() == "host" for name, _ in headers):
                         headers.append(("Host", join_host_port(*named)))
                     linger = self.close_linger
-                if self.http_impl == "lean":
+                if profile.h2c and handler.protocol == "HTTP2":
+                    # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
+                    from probetui.probe import http_h2c
+
+                    attempt = await http_h2c.probe(
+                        url,
+                        headers,
+                        timeout + linger,
+                        kube_version=kube_version,
+                        loop=self.loop,
+                    )
+                elif self.http_impl == "lean":
                     from probetui.probe import http_lean
 
                     attempt = await http_lean.probe(
@@ -175,11 +185,24 @@ class HandlerRunner:
                 )
                 return await tcp.probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
-                from probetui.probe import grpc
-
                 host, port = await self._address(
                     pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
+                if self.grpc_impl == "lean":
+                    from probetui.probe import grpc_lean
+
+                    return await grpc_lean.probe(
+                        host,
+                        port,
+                        handler.service or "",
+                        timeout,
+                        kube_version=kube_version,
+                        loop=self.loop,
+                        # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
+                        tls=profile.grpc_tls and handler.mode == "TLS",
+                    )
+                from probetui.probe import grpc
+
                 return await grpc.probe(
                     host,
                     port,
@@ -203,12 +226,6 @@ class HandlerRunner:
         return await run_probe_with_retries(
             run, worker.probe_type, worker.spec, worker.pod, worker.container, status
         )
-
-
-H2C_NOT_MODELLED = (
-    "probetui does not speak h2c (httpGet.protocol HTTP2 with H2CContainerProbe on): "
-    "this attempt was not made"
-)
 
 
 def exec_timeout_as_played(attempt: Attempt, profile: KubeletProfile) -> Attempt:

@@ -21,6 +21,8 @@ format). Tables:
                before them); indexed by t0 and (probe, t0)
     recent     the items of segments not yet closed, one row each, written with each batch:
                what a `kill -9` leaves; a segment's rows become one chunk when it closes
+    tally      per table read by time and 10 s bucket of that time: its rows and the sum of
+               their checksums (format 2: every row carries `crc`; `checks.py`, `pages.py`)
 
 An item (attempt, skip, worker state, result change) is a header byte and a few varints on top
 of its shape: a steady attempt costs 4-6 bytes plus its share of the chunk row. Each chunk

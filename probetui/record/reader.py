@@ -20,7 +20,11 @@ published them in (a ResultChanged ahead of the attempt that caused it, as live)
 by the latest time of its chunk so far. Seeks cost an index lookup plus the decoding of one
 chunk (at most `CHUNK_ITEMS` items) per probe.
 
-Damage found while reading (a truncated or corrupt page) raises `RecordingError`.
+Damage found while reading raises `Damaged` (a `RecordingError`), which says from when the
+recording cannot be trusted: a format-2 file's rows are verified as they are read (`pages.py`,
+`checks.py`), and a stream of events in time order yields everything before that time before
+it raises (`_fenced`), so what is read of a damaged file is what the whole file held up to
+there. SQLite's own errors and a decoder's become `Damaged` too.
 
 Why one module of over 500 lines: `Recording` is one read-only connection and the caches every
 query shares (shapes, strings, probe and pod ids, decoded specs); its queries are short, and
@@ -34,8 +38,9 @@ import itertools
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -43,16 +48,19 @@ from urllib.parse import quote
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord
 from probetui.record import codec
+from probetui.record.checks import BUCKET
+from probetui.record.pages import DECODE_ERRORS, IN_LIMIT, Pages, Row
 from probetui.record.schema import (
+    CHECKED_FORMAT,
     FORMAT_VERSION,
     MAX_SPAN,
+    Damaged,
     RecordingError,
     SessionMeta,
     check_header,
     check_identity,
     check_size,
     damaged,
-    has_marks,
     has_steady,
 )
 from probetui.record.shapes import EVENT_TYPE, ITEM_TYPES, ProbeRef, Template
@@ -62,8 +70,6 @@ from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import RecordShape, Store
 
-# a filter of more ids than this is applied in Python rather than in an SQL IN (...)
-_SQL_IN_LIMIT = 500
 # probes whose latest chunk is too new to say alone that they were steady, from which their
 # chunk before it is looked at too (a second pass over the chunk index, some 15 ms)
 STEADY_RECHECK = 200
@@ -121,10 +127,8 @@ class Pending:
             store.event(self.event())
 
 
-# seconds of chunk starts (and of kubelet rows) a stream reads per query: no query stays open
-# between pulls, so a replay of a live recording never holds a read transaction (that would
-# stop the recorder's checkpoints and grow its WAL)
-STREAM_PAGE = 60.0
+# what reading a damaged file raises: SQLite's errors and a decoder's, and `Damaged` itself
+_BAD = (*DECODE_ERRORS, Damaged)
 
 
 def open_recording(path: str | Path) -> Recording:
@@ -142,7 +146,7 @@ def open_recording(path: str | Path) -> Recording:
         check_identity(conn, p)
         check_size(conn, p)
         return Recording(conn, p)
-    except sqlite3.DatabaseError as e:
+    except DECODE_ERRORS as e:
         conn.close()
         raise damaged(p, e) from None
     except BaseException:
@@ -167,15 +171,16 @@ class Recording:
         # in time order)
         self._in_force_at: list[tuple[float, Any, dict[int, Pod], dict[int, Any], list[Any]]]
         self._in_force_at = []
-        # where chunks can be decoded from (files from before marks: from their starts)
+        version = conn.execute("PRAGMA user_version").fetchone()[0] or FORMAT_VERSION
+        # format 2 on: every row read is verified (`pages.py`)
+        self.checked = version >= CHECKED_FORMAT
+        self._pages = Pages(conn, path, self.checked)
+        self._bad_refs: dict[int, str] = {}  # probes whose row or pod's row fails its checksum
         try:
-            self._marks = "marks" if has_marks(conn) else "NULL"
             self._has_steady = has_steady(conn)
         except sqlite3.DatabaseError as e:
             raise damaged(path, e) from None
-        self.meta = RecordingMeta(
-            self._q1("PRAGMA user_version") or FORMAT_VERSION, self._sessions()
-        )
+        self.meta = RecordingMeta(version, self._sessions())
 
     def close(self) -> None:
         self.conn.close()
@@ -189,27 +194,23 @@ class Recording:
     # -- small queries ------------------------------------------------------------------
 
     def _q(self, sql: str, args: Iterable[Any] = ()) -> list[Any]:
-        try:
-            return self.conn.execute(sql, tuple(args)).fetchall()
-        except sqlite3.DatabaseError as e:
-            raise damaged(self.path, e) from None
+        return self._pages.q(sql, tuple(args))
 
     def _q1(self, sql: str, args: Iterable[Any] = ()) -> Any:
         rows = self._q(sql, args)
         return rows[0][0] if rows else None
 
-    def _cursor(self, sql: str, args: Iterable[Any] = ()) -> Iterator[Any]:
-        try:
-            yield from self.conn.execute(sql, tuple(args))
-        except sqlite3.DatabaseError as e:
-            raise damaged(self.path, e) from None
-
     def _sessions(self) -> tuple[SessionMeta, ...]:
-        rows = self._q(
-            "SELECT started, probetui, kube_version, source, runtime, via, context, namespace,"
-            " selector, read_only FROM sessions ORDER BY id"
+        rows = self._pages.rows("sessions", "ORDER BY id")
+        if self.checked and [r[0] for r in rows] != list(range(1, len(rows) + 1)):
+            # sessions are numbered from 1 and never deleted: one missing is damage
+            raise Damaged(self.path, None, "sessions: a row is missing")
+        # id, started, probetui, kube_version, source, via, context, namespace, selector,
+        # read_only, runtime
+        return tuple(
+            SessionMeta(r[1], r[2], r[3], r[4], r[10], r[5], r[6], r[7], r[8], bool(r[9]))
+            for r in rows
         )
-        return tuple(SessionMeta(*r[:9], read_only=bool(r[9])) for r in rows)
 
     def span(self) -> tuple[float, float] | None:
         """(first, last) time of anything recorded; None for an empty recording."""
@@ -224,7 +225,21 @@ class Recording:
             if row[0] is not None:
                 lows.append(row[0])
                 highs.append(row[1])
-        return (min(lows), max(highs)) if lows else None
+        if not lows:
+            return None
+        first, last = min(lows), max(highs)
+        if self.checked:
+            # a damaged time read off an index must not stretch the recording: within the
+            # tallies' buckets (and what a chunk begun in the last can span, and `recent`)
+            a, b = self._q("SELECT MIN(bucket), MAX(bucket) FROM tally WHERE tbl != 'recent'")[0]
+            ends = self._q("SELECT MIN(t), MAX(t) FROM recent")[0]
+            if a is not None:
+                low, high = a * BUCKET, (b + 1) * BUCKET + MAX_SPAN
+                if ends[0] is not None:
+                    low, high = min(low, ends[0]), max(high, ends[1])
+                first = min(max(first, low), high)
+                last = max(min(last, high), first)
+        return first, last
 
     def gaps(self) -> list[tuple[float, float]]:
         """(the last thing recorded, the next session's start) for each session begun after
@@ -255,24 +270,19 @@ class Recording:
         return max(found) if found else None
 
     def pods(self) -> list[PodInfo]:
-        return [
-            PodInfo(*r)
-            for r in self._q(
-                "SELECT uid, namespace, name, first_t, last_t, deleted_t FROM pods ORDER BY id"
-            )
-        ]
+        return [PodInfo(*r[1:7]) for r in self._pages.rows("pods", "ORDER BY id")]
 
     def probe_keys(self) -> list[ProbeKey]:
-        return [
-            ProbeKey(uid, container, ProbeType.parse(probe))
-            for uid, container, probe in self._q(
-                "SELECT pods.uid, probes.container, probes.probe FROM probes"
-                " JOIN pods ON pods.id = probes.pod_id ORDER BY probes.id"
-            )
-        ]
+        if not self._refs_loaded:
+            self._load_refs()
+        if self._bad_refs:
+            i = min(self._bad_refs)
+            raise Damaged(self.path, None, self._bad_refs[i])
+        return [ref.key for _, ref in sorted(self._refs.items())]
 
     def _pod_id(self, uid: str) -> int | None:
-        return self._q1("SELECT id FROM pods WHERE uid = ?", (uid,))
+        rows = self._pages.rows("pods", "WHERE uid = ?", (uid,))
+        return rows[0][0] if rows else None
 
     # -- specs and statuses ---------------------------------------------------------------
 
@@ -281,45 +291,42 @@ class Recording:
         pod_id = self._pod_id(pod_uid)
         if pod_id is None:
             raise KeyError(pod_uid)
-        rows = self._q(
-            "SELECT id, source, manifest FROM specs WHERE pod_id = ? AND t <= ? ORDER BY t DESC,"
-            " id DESC LIMIT 1",
-            (pod_id, t),
-        ) or self._q(
-            "SELECT id, source, manifest FROM specs WHERE pod_id = ? ORDER BY t, id LIMIT 1",
-            (pod_id,),
-        )
+        rows = self._pages.rows(
+            "specs", "WHERE pod_id = ? AND t <= ? ORDER BY t DESC, id DESC LIMIT 1", (pod_id, t)
+        ) or self._pages.rows("specs", "WHERE pod_id = ? ORDER BY t, id LIMIT 1", (pod_id,))
         if not rows:
             raise KeyError(pod_uid)
         # through the same cache as snapshots(): a replay asks both for every pod at start-up
-        return self._spec(*rows[0])
+        spec_id, _, _, source, text, _ = rows[0]
+        return self._spec(spec_id, source, text)
 
     def specs(self) -> Iterator[Pod]:
         """Every recorded spec, each pod's oldest first: one query, not one per pod, through
         the cache that `snapshots()` decodes by (a replay reads the probe settings of all
         15,000 pods at start-up, then their specs in force)."""
-        for spec_id, source, text in self._cursor(
-            "SELECT id, source, manifest FROM specs ORDER BY pod_id, t, id"
-        ):
+        rows = [r for page in self._pages.by_time("specs", -math.inf, math.inf) for r in page]
+        rows.sort(key=itemgetter(1, 2, 0))  # by pod, time, id
+        for spec_id, _, _, source, text, _ in rows:
             yield self._spec(spec_id, source, text)
 
     def labels_of(self, pod_uid: str) -> list[dict[str, str]]:
         """The labels of each recorded spec of the pod, oldest first."""
         pod_id = self._pod_id(pod_uid)
-        rows = self._q("SELECT manifest FROM specs WHERE pod_id = ? ORDER BY id", (pod_id,))
-        return [json.loads(m)["metadata"].get("labels", {}) for (m,) in rows]
+        rows = self._pages.rows("specs", "WHERE pod_id = ? ORDER BY id", (pod_id,))
+        try:
+            return [json.loads(r[4])["metadata"].get("labels", {}) for r in rows]
+        except DECODE_ERRORS as e:
+            raise damaged(self.path, f"an undecodable spec of pod {pod_uid} ({e!r})") from None
 
     def status_at(self, pod_uid: str, t: float) -> PodStatus | None:
         """The status at `t`; None before the first one and after the pod was deleted."""
         pod_id = self._pod_id(pod_uid)
         if pod_id is None:
             return None
-        text = self._q1(
-            "SELECT status FROM statuses WHERE pod_id = ? AND t <= ? ORDER BY t DESC, id DESC"
-            " LIMIT 1",
-            (pod_id, t),
+        rows = self._pages.rows(
+            "statuses", "WHERE pod_id = ? AND t <= ? ORDER BY t DESC, id DESC LIMIT 1", (pod_id, t)
         )
-        return status_from_json(json.loads(text)) if text is not None else None
+        return self._status(rows[0][0], rows[0][3]) if rows else None
 
     def snapshots(
         self, since: float | None = None, until: float | None = None, *, in_force: bool = True
@@ -348,12 +355,10 @@ class Recording:
                 _, _, kept_pods, kept_statuses, before = cached
             else:
                 kept_pods, kept_statuses = {}, {}
-                for pod_id, (t, spec) in self._latest_before(
-                    "specs", "source, manifest", lo
-                ).items():
+                for pod_id, (t, spec) in self._latest_before("specs", lo).items():
                     kept_pods[pod_id] = spec
                     seen[pod_id] = t
-                for pod_id, (t, status) in self._latest_before("statuses", "status", lo).items():
+                for pod_id, (t, status) in self._latest_before("statuses", lo).items():
                     kept_statuses[pod_id] = status
                     seen[pod_id] = max(seen.get(pod_id, t), t)
                 before = sorted(
@@ -370,11 +375,19 @@ class Recording:
             pods, statuses = dict(kept_pods), dict(kept_statuses)
             for t, pod_id in before:
                 yield t, pods[pod_id], statuses[pod_id]
-        rows = self._cursor(
-            "SELECT t, 0, pod_id, id, source, manifest FROM specs WHERE t >= ? AND t <= ?"
-            " UNION ALL SELECT t, 1, pod_id, id, NULL, status FROM statuses"
-            " WHERE t >= ? AND t <= ? ORDER BY 1, 2",
-            (lo, hi, lo, hi),
+        # specs before statuses at one time; each table's rows verified by bucket
+        rows = heapq.merge(
+            (
+                (r[2], 0, r[1], r[0], r[3], r[4])
+                for page in self._pages.by_time("specs", lo, hi)
+                for r in page
+            ),
+            (
+                (r[2], 1, r[1], r[0], None, r[3])
+                for page in self._pages.by_time("statuses", lo, hi)
+                for r in page
+            ),
+            key=_time_kind,
         )
         looked: set[int] = set()
         for t, kind, pod_id, row_id, source, text in rows:
@@ -408,66 +421,89 @@ class Recording:
             (a, b, a, b),
         )
 
-    def _latest_before(self, table: str, columns: str, lo: float) -> dict[int, tuple[float, Any]]:
+    def _latest_before(self, table: str, lo: float) -> dict[int, tuple[float, Any]]:
         """Each pod's latest row of `table` ("specs" or "statuses") before `lo`: (its time, the
         decoded value). The ids first, the texts only of what is not decoded yet: a seek asks
         for the same 15,000 specs again, and reading their manifests was 0.04-0.1 s of it."""
         cache: dict[int, Any] = self._specs if table == "specs" else self._statuses
         decode = self._spec if table == "specs" else self._status
         rows = self._q(f"SELECT pod_id, MAX(t), id FROM {table} WHERE t < ? GROUP BY pod_id", (lo,))
-        texts = self._by_id(
-            f"SELECT id, {columns} FROM {table}", [i for _, _, i in rows if i not in cache]
-        )
+        texts = self._by_id(table, [i for _, _, i in rows if i not in cache])
         out: dict[int, tuple[float, Any]] = {}
         for pod_id, t, row_id in rows:
             got = texts.get(row_id)
-            out[pod_id] = (t, cache[row_id] if got is None else decode(row_id, *got))
+            if got is not None and (got[0] != pod_id or got[1] != t):
+                # the index said another pod or time than the row holds
+                raise Damaged(self.path, min(t, lo), f"{table} row {row_id} is out of place")
+            if got is None:
+                out[pod_id] = (t, cache[row_id])
+            elif table == "specs":
+                out[pod_id] = (t, decode(row_id, got[2], got[3]))
+            else:
+                out[pod_id] = (t, decode(row_id, got[2]))
         return out
 
-    def _by_id(self, select: str, ids: list[int]) -> dict[int, tuple[Any, ...]]:
-        """`select`'s rows (id first) for these ids, by id: all of the table at once where
-        most are asked for (a first screen), else a few hundred at a time."""
+    def _by_id(self, table: str, ids: list[int]) -> dict[int, tuple[Any, ...]]:
+        """`table`'s rows for these ids, verified, by id, each without its id and checksum:
+        all of the table at once where most are asked for (a first screen), else a few
+        hundred at a time."""
         if not ids:
             return {}
-        if len(ids) > 4 * _SQL_IN_LIMIT:
-            wanted = set(ids)
-            return {r[0]: r[1:] for r in self._q(select) if r[0] in wanted}
-        out: dict[int, tuple[Any, ...]] = {}
-        for a in range(0, len(ids), _SQL_IN_LIMIT):
-            part = ids[a : a + _SQL_IN_LIMIT]
-            where = f" WHERE id IN ({','.join('?' * len(part))})"
-            out.update((r[0], r[1:]) for r in self._q(select + where, part))
-        return out
+        select = f"SELECT {self._pages.full[table]} FROM {table}"
+        wanted = set(ids)
+        if len(ids) > 4 * IN_LIMIT:
+            got = [r for r in self._q(select) if r[0] in wanted]
+        else:
+            got = []
+            for a in range(0, len(ids), IN_LIMIT):
+                part = ids[a : a + IN_LIMIT]
+                got += self._q(select + f" WHERE id IN ({','.join('?' * len(part))})", part)
+        bad = self._pages.first_bad(table, got)
+        if bad is not None:
+            t = self._pages.time_of(table, bad)
+            raise Damaged(self.path, t, f"{table} row {bad[0]} fails its checksum")
+        return {r[0]: r[1:-1] for r in got}
 
     def _in_force(
         self, pod_id: int, lo: float, pods: dict[int, Pod], statuses: dict[int, PodStatus | None]
     ) -> None:
         """One pod's spec and status in force before `lo` (what the GROUP BY gives all)."""
-        for spec_id, source, text in self._q(
-            "SELECT id, source, manifest FROM specs WHERE pod_id = ? AND t < ?"
-            " ORDER BY t DESC, id DESC LIMIT 1",
-            (pod_id, lo),
-        ):
+        last = "WHERE pod_id = ? AND t < ? ORDER BY t DESC, id DESC LIMIT 1"
+        for spec_id, _, _, source, text, _ in self._rows_before("specs", last, pod_id, lo):
             pods[pod_id] = self._spec(spec_id, source, text)
-        for status_id, text in self._q(
-            "SELECT id, status FROM statuses WHERE pod_id = ? AND t < ?"
-            " ORDER BY t DESC, id DESC LIMIT 1",
-            (pod_id, lo),
-        ):
+        for status_id, _, _, text, _ in self._rows_before("statuses", last, pod_id, lo):
             statuses[pod_id] = self._status(status_id, text)
+
+    def _rows_before(self, table: str, where: str, pod_id: int, lo: float) -> list[Row]:
+        try:
+            return self._pages.rows(table, where, (pod_id, lo))
+        except Damaged as e:
+            raise Damaged(self.path, min(e.t if e.t is not None else lo, lo), e.where) from None
 
     def _status(self, status_id: int, text: str | None) -> PodStatus | None:
         if not text:
             return None
         status = self._statuses.get(status_id)
         if status is None:
-            status = self._statuses[status_id] = status_from_json(json.loads(text))
+            try:
+                status = status_from_json(json.loads(text))
+            except DECODE_ERRORS as e:
+                raise damaged(self.path, f"statuses row {status_id} ({e!r})") from None
+            self._statuses[status_id] = status
         return status
 
     def _spec(self, spec_id: int, source: str, text: str) -> Pod:
         pod = self._specs.get(spec_id)
         if pod is not None:
             return pod
+        try:
+            pod = self._decode_spec(source, text)
+        except DECODE_ERRORS as e:
+            raise damaged(self.path, f"specs row {spec_id} ({e!r})") from None
+        self._specs[spec_id] = pod
+        return pod
+
+    def _decode_spec(self, source: str, text: str) -> Pod:
         manifest = json.loads(text)
         meta = manifest["metadata"]
         # the replicas of a workload share their spec: parse it once, name each copy
@@ -488,7 +524,6 @@ class Recording:
                 source=source,
                 **{"owner_kind": "", "owner_name": "", **owner_of(meta)},
             )
-        self._specs[spec_id] = pod
         return pod
 
     # -- shapes ---------------------------------------------------------------------------
@@ -498,19 +533,25 @@ class Recording:
             return None
         s = self._strings.get(i)
         if s is None:
-            s = self._q1("SELECT text FROM strings WHERE id = ?", (i,))
-            if s is None:
-                raise damaged(self.path, f"string {i} is missing")
-            self._strings[i] = s
+            row = self._pages.row_by_id("strings", i)
+            if row is None:
+                raise Damaged(self.path, None, f"strings row {i} is missing")
+            s = self._strings[i] = row[1]
         return s
 
     def _template(self, i: int) -> Template:
         t = self._templates.get(i)
         if t is None:
-            body = self._q1("SELECT body FROM shapes WHERE id = ?", (i,))
-            if body is None:
-                raise damaged(self.path, f"shape {i} is missing")
-            t = self._templates[i] = Template(json.loads(body), self._text)
+            row = self._pages.row_by_id("shapes", i)
+            if row is None:
+                raise Damaged(self.path, None, f"shapes row {i} is missing")
+            try:
+                t = Template(json.loads(row[1]), self._text)
+            except Damaged:
+                raise
+            except DECODE_ERRORS as e:
+                raise Damaged(self.path, None, f"shapes row {i} is undecodable ({e!r})") from None
+            self._templates[i] = t
         return t
 
     def _kind(self, i: int) -> str:
@@ -523,89 +564,218 @@ class Recording:
             # a sixth of a first screen at 15,000 probes
             self._load_refs()
             ref = self._refs.get(probe_id)
+        if ref is None and probe_id not in self._bad_refs:
+            # a probe recorded since
+            row = self._pages.row_by_id("probes", probe_id)
+            if row is not None:
+                self._add_ref(row, self._pages.row_by_id("pods", row[1]))
+            ref = self._refs.get(probe_id)
         if ref is None:
-            rows = self._q(
-                "SELECT pods.uid, pods.namespace, pods.name, probes.container, probes.probe"
-                " FROM probes JOIN pods ON pods.id = probes.pod_id WHERE probes.id = ?",
-                (probe_id,),
+            raise Damaged(
+                self.path, None, self._bad_refs.get(probe_id, f"probes row {probe_id} is missing")
             )
-            if not rows:
-                raise damaged(self.path, f"probe {probe_id} is missing")
-            uid, ns, name, container, probe = rows[0]
-            key = ProbeKey(uid, container, ProbeType.parse(probe))
-            ref = self._refs[probe_id] = ProbeRef(key, ns, name, container, probe)
         return ref
 
     def _load_refs(self) -> None:
+        """Every probe's where: a row that fails its checksum (or its pod's) is damage only
+        where that probe is read, not for the probes before it."""
         self._refs_loaded = True
-        for i, uid, ns, name, container, probe in self._q(
-            "SELECT probes.id, pods.uid, pods.namespace, pods.name, probes.container,"
-            " probes.probe FROM probes JOIN pods ON pods.id = probes.pod_id"
-        ):
-            key = ProbeKey(uid, container, ProbeType.parse(probe))
-            self._refs[i] = ProbeRef(key, ns, name, container, probe)
+        pages = self._pages
+        pod_rows = self._q(f"SELECT {pages.full['pods']} FROM pods")
+        pods: dict[int, Row | None] = {row[0]: row for row in pod_rows}
+        probe_rows = self._q(f"SELECT {pages.full['probes']} FROM probes")
+        if pages.first_bad("pods", pod_rows) is not None:
+            for row in pod_rows:
+                if pages.bad("pods", row):
+                    pods[row[0]] = None
+        whole = pages.first_bad("probes", probe_rows) is None
+        refs, parse, gone = self._refs, ProbeType.parse, object()
+        for row in probe_rows:
+            if not whole and pages.bad("probes", row):
+                self._bad_refs[row[0]] = f"probes row {row[0]} fails its checksum"
+                continue
+            pod = pods.get(row[1], gone)
+            if pod is gone:
+                continue  # a probe of a pod retention dropped
+            try:
+                # as `_add_ref`, inline: 15,000 probes at a first screen
+                key = ProbeKey(pod[1], row[2], parse(row[3]))  # type: ignore[index]
+            except DECODE_ERRORS:
+                self._add_ref(row, pod)  # type: ignore[arg-type]  # says why
+                continue
+            refs[row[0]] = ProbeRef(key, pod[2], pod[3], row[2], row[3])  # type: ignore[index]
+
+    def _add_ref(self, row: Row, pod: Row | None) -> None:
+        """One probe's `ProbeRef` from its verified row and its pod's (None: that row fails its
+        checksum or is missing)."""
+        i, _, container, probe = row[0], row[1], row[2], row[3]
+        if pod is None:
+            self._bad_refs[i] = f"pods row {row[1]} is missing or fails its checksum"
+            return
+        try:
+            key = ProbeKey(pod[1], container, ProbeType.parse(probe))
+        except DECODE_ERRORS as e:
+            self._bad_refs[i] = f"probes row {i} is undecodable ({e!r})"
+            return
+        self._refs[i] = ProbeRef(key, pod[2], pod[3], container, probe)
 
     def _pod_of(self, pod_id: int) -> tuple[str, str, str]:
         p = self._pods.get(pod_id)
         if p is None:
-            rows = self._q("SELECT uid, namespace, name FROM pods WHERE id = ?", (pod_id,))
-            if not rows:
-                raise damaged(self.path, f"pod {pod_id} is missing")
-            p = self._pods[pod_id] = rows[0]
+            row = self._pages.row_by_id("pods", pod_id)
+            if row is None:
+                raise Damaged(self.path, None, f"pods row {pod_id} is missing")
+            p = self._pods[pod_id] = (row[1], row[2], row[3])
         return p
 
     # -- chunks ---------------------------------------------------------------------------
 
     def _segments(
-        self, lo: float, hi: float, probe_ids: Collection[int] | None
-    ) -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
+        self,
+        lo: float,
+        hi: float,
+        probe_ids: Collection[int] | None,
+        after_t0: float | None = None,
+        skip: Collection[int] = (),
+    ) -> Iterator[Segment]:
         """(t0, seg id, probe id, data, marks) of every segment overlapping [lo, hi], by t0: closed
-        chunks from the index, open ones (the last minutes of a live recording) from `recent`.
-        `recent` is read first: a segment closed in between is then seen twice, never missed."""
-        where, args = "", []
+        chunks by bucket (`pages.py`), open ones (the last minutes of a live recording) from
+        `recent`. `recent` is read first: a segment closed in between is then seen twice, never
+        missed. Damage in either: every segment before it, then `Damaged`. `probe_ids`: only
+        theirs; `skip`: not theirs (a seek defers 15,000 probes: their chunks are left in
+        the file, not read and thrown away).
+
+        The probes asked for (or not) are told apart on the time index the tallies are counted
+        on, where SQLite can: what a seek reads is then what was counted. Over more than a
+        seek's window, a few probes are found on their own index (`chunks_probe_t0`)."""
+        pages = self._pages
+        where: list[str] = []
+        args: list[Any] = []
         if probe_ids is not None and not isinstance(probe_ids, set | frozenset):
             probe_ids = set(probe_ids)  # looked up for every segment below
-        if probe_ids is not None and len(probe_ids) <= _SQL_IN_LIMIT:
-            where = f" AND probe_id IN ({','.join('?' * len(probe_ids))})"
-            args = list(probe_ids)
+        if skip and not isinstance(skip, set | frozenset):
+            skip = set(skip)
+        if probe_ids is not None:
+            where.append(pages.among("probe_id", probe_ids, args))
+        if skip:
+            where.append(pages.among("probe_id", skip, args, negate=True))
+        fence: Damaged | None = None
+        try:
+            open_segs, recent_t = self._open_segments(" AND ".join(w for w in where if w), args)
+        except Damaged as e:
+            fence, open_segs, recent_t = e, {}, None
+        opened: list[Segment] = []
+        for seg, (first_t, last_t, probe_id, data, rows) in open_segs.items():
+            if last_t < lo or first_t > hi or not _wanted(probe_id, probe_ids, skip):
+                continue
+            try:
+                self._verify_recent(rows, recent_t)
+            except Damaged as e:
+                fence = e if fence is None or e.sooner(fence) else fence
+                continue
+            opened.append((first_t, seg, probe_id, b"".join(data), None))
+        opened.sort(key=_first_two)
+        by_index = probe_ids is None or hi - lo <= 2 * MAX_SPAN
+        if lo > -math.inf:
+            where.insert(0, "t1 >= ?")
+            args.insert(0, lo)
+        first = lo - MAX_SPAN if after_t0 is None else max(lo - MAX_SPAN, after_t0)
+        sql = " AND ".join(w for w in where if w)
+        i, n = 0, len(opened)
+        try:
+            for page in pages.by_time("chunks", first, hi, sql, args, time_index=by_index):
+                for row in page:
+                    seg, probe_id, t0 = row[0], row[1], row[2]
+                    if seg in open_segs or not _wanted(probe_id, probe_ids, skip):
+                        continue
+                    if fence is not None and _past(t0, fence):
+                        raise fence  # out of both loops: nothing past the damage is read
+                    while i < n and (
+                        opened[i][0] < t0 or (opened[i][0] == t0 and opened[i][1] < seg)
+                    ):
+                        yield opened[i]
+                        i += 1
+                    marks = row[6]
+                    yield (t0, seg, probe_id, row[5], (t0, marks) if marks else None)
+        except Damaged as e:
+            fence = e if fence is None or e.sooner(fence) else fence
+        for x in opened[i:]:
+            if fence is not None and _past(x[0], fence):
+                break
+            yield x
+        if fence is not None:
+            raise fence
+
+    def segments_of(
+        self, since: float, stop: float, probe_ids: Collection[int]
+    ) -> tuple[dict[int, list[Segment]], Damaged | None]:
+        """`_segments(since, stop)` of these probes, by probe (each in the order read), and
+        the damage that ended the read (what is before it is there), or None: what a seek
+        deferred, read once for every fill after it."""
+        out: dict[int, list[Segment]] = {}
+        try:
+            for x in self._segments(since, stop, probe_ids):
+                out.setdefault(x[2], []).append(x)
+        except Damaged as e:
+            return out, e
+        return out, None
+
+    def _open_segments(
+        self, where: str = "", args: Sequence[Any] = ()
+    ) -> tuple[dict[int, list[Any]], float | None]:
+        """The open segments (`recent`, with `where`) by id: [first t, last t, probe id, the
+        items' bytes, the rows], the table counted against its tally in one read transaction,
+        and the earliest time among the rows: what damage in one of them is placed at. Each
+        segment's rows are verified where it is read (`_verify_recent`)."""
+        pages = self._pages
+        with pages.snapshot():
+            rows = self._q(
+                f"SELECT {pages.full['recent']} FROM recent"
+                f"{' WHERE ' + where if where else ''} ORDER BY id",
+                args,
+            )
+            if self.checked:
+                tally = self._q("SELECT tbl, bucket, n, sum, crc FROM tally WHERE tbl = 'recent'")
+                counted = (
+                    self._q("SELECT COUNT(*), SUM(crc) FROM recent")[0]
+                    if where
+                    else (len(rows), sum(r[-1] for r in rows if type(r[-1]) is int))
+                )
+        t = None
+        if self.checked:
+            times = [r[3] for r in rows if isinstance(r[3], float)]
+            t = min(times) if times else None
+            if tally and pages.bad("tally", tally[0]):
+                raise Damaged(self.path, t, "the tally of recent fails its checksum")
+            want = (tally[0][2], tally[0][3]) if tally else (0, 0)
+            if (counted[0], counted[1] or 0) != want:
+                raise Damaged(self.path, t, f"recent: {counted[0]} rows where {want[0]} were")
         open_segs: dict[int, list[Any]] = {}
-        for seg, probe_id, t, data in self._cursor(
-            f"SELECT seg, probe_id, t, data FROM recent WHERE 1 = 1{where} ORDER BY id", args
-        ):
+        for row in rows:
+            _, seg, probe_id, when, data, _ = row
             s = open_segs.get(seg)
             if s is None:
-                open_segs[seg] = [t, t, probe_id, [data]]
+                open_segs[seg] = [when, when, probe_id, [data], [row]]
             else:
-                s[0], s[1] = min(s[0], t), max(s[1], t)
+                s[0], s[1] = min(s[0], when), max(s[1], when)
                 s[3].append(data)
-        opened = sorted(
-            (s[0], seg, s[2], b"".join(s[3]), None)
-            for seg, s in open_segs.items()
-            if s[1] >= lo and s[0] <= hi and (probe_ids is None or s[2] in probe_ids)
-        )
-        closed = (
-            (t0, seg, probe_id, data, (t0, marks) if marks else None)
-            for seg, probe_id, t0, data, marks in self._cursor(
-                f"SELECT id, probe_id, t0, data, {self._marks} FROM chunks"
-                " WHERE t0 >= ? AND t0 <= ? AND t1 >= ?"
-                f"{where} ORDER BY t0",
-                [max(lo - MAX_SPAN, -1e300), min(hi, 1e300), max(lo, -1e300), *args],
-            )
-            if seg not in open_segs and (probe_ids is None or probe_id in probe_ids)
-        )
-        yield from heapq.merge(closed, opened)
+                s[4].append(row)
+        return open_segs, t
+
+    def _verify_recent(self, rows: list[Row], t: float | None) -> None:
+        """An open segment's rows, verified: `Damaged` from `t` (the earliest in `recent`)."""
+        pages = self._pages
+        for r in rows:
+            if pages.bad("recent", r):
+                raise Damaged(self.path, t, f"recent row {r[0]} fails its checksum")
 
     def _probe_ids(self, pod_uids: Collection[str] | None) -> set[int] | None:
         if pod_uids is None:
             return None
         uids = set(pod_uids)
-        return {
-            i
-            for i, uid in self._q(
-                "SELECT probes.id, pods.uid FROM probes JOIN pods ON pods.id = probes.pod_id"
-            )
-            if uid in uids
-        }
+        self._load_refs()
+        # a probe whose row is damaged may be one of them: read, it is damage where it is
+        return {i for i, ref in self._refs.items() if ref.key.pod_uid in uids} | set(self._bad_refs)
 
     # -- events ---------------------------------------------------------------------------
 
@@ -648,7 +818,7 @@ class Recording:
             streams.append(self._item_stream(lo, hi, ids, wanted, slack, records))
         if wanted is None or wanted - ITEM_TYPES:
             streams.append(self._row_stream(lo, hi, pod_uids, wanted))
-        return heapq.merge(*streams, key=lambda x: (x[0], x[1]))
+        return _fenced(streams, _first_two, _first)
 
     def _item_stream(
         self,
@@ -685,14 +855,24 @@ class Recording:
         try:
             start = codec.start_before(marks, lo_us)
             kept = codec.window(data, self._kind, lo_us, hi_us, stop, start)
-        except (IndexError, KeyError, ValueError) as e:
-            raise damaged(self.path, f"undecodable chunk ({e!r})") from None
+        except _BAD as e:
+            raise self._undecodable(e, None) from None
         template = self._template
         for key, item in kept:
-            tp = template(item.shape)
-            if wanted is not None and EVENT_TYPE[tp.kind] not in wanted:
-                continue
-            yield key / us, tp.event(ref, item, records)
+            try:
+                tp = template(item.shape)
+                if wanted is not None and EVENT_TYPE[tp.kind] not in wanted:
+                    continue
+                event = tp.event(ref, item, records)
+            except _BAD as e:
+                raise self._undecodable(e, key / us) from None
+            yield key / us, event
+
+    def _undecodable(self, e: BaseException, t: float | None) -> Damaged:
+        """A chunk that did not decode (or a row it needs), as damage from `t` on."""
+        if isinstance(e, Damaged):
+            return e.at(t)
+        return Damaged(self.path, t, f"an undecodable chunk ({e!r})")
 
     def _row_stream(
         self,
@@ -702,18 +882,34 @@ class Recording:
         wanted: frozenset[str] | None,
     ) -> Iterator[tuple[float, int, Event]]:
         uids = None if pod_uids is None else set(pod_uids)
-        for t, pod_id, type_, container, probe, source, fields in self._cursor(
-            "SELECT t, pod_id, type, container, probe, source, fields FROM events"
-            " WHERE t >= ? AND t <= ? ORDER BY t, id",
-            (max(lo, -1e300), min(hi, 1e300)),
-        ):
-            if wanted is not None and type_ not in wanted:
-                continue
+        for page in self._pages.by_time("events", lo, hi):
+            for _, t, pod_id, type_, container, probe, source, fields, _ in page:
+                if wanted is not None and type_ not in wanted:
+                    continue
+                event = self._event_row(t, pod_id, type_, container, probe, source, fields)
+                if uids is not None and event.pod_uid not in uids:
+                    continue
+                yield t, 1, event
+
+    def _event_row(
+        self,
+        t: float,
+        pod_id: int,
+        type_: str,
+        container: str | None,
+        probe: str | None,
+        source: str,
+        fields: int,
+    ) -> Event:
+        """One row of `events` as its event: damage in what it refers to is damage from `t`."""
+        try:
             uid, ns, name = self._pod_of(pod_id)
-            if uids is not None and uid not in uids:
-                continue
             text = self._text(fields) or "{}"
-            yield t, 1, Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
+            return Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
+        except _BAD as e:
+            if isinstance(e, Damaged):
+                raise e.at(t) from None
+            raise Damaged(self.path, t, f"an undecodable event ({e!r})") from None
 
     # -- a stream to the end -------------------------------------------------------------
 
@@ -723,7 +919,7 @@ class Recording:
         the replay plays forward on one stream, each chunk decoded once, from where it was."""
         items = self._pending_items(since)
         rows = self._pending_rows(since)
-        for _, _, p in heapq.merge(items, rows, key=lambda x: (x[0], x[1])):
+        for _, _, p in _fenced((items, rows), _first_two, _first):
             yield p
 
     def _pending_items(self, lo: float) -> Iterator[tuple[float, int, Pending]]:
@@ -737,41 +933,9 @@ class Recording:
     def _segment_pages(
         self, lo: float, after_t0: float | None = None
     ) -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
-        """`_segments(lo, inf)`, the closed chunks a page of start times at a time (from
+        """`_segments(lo, inf)`, the closed chunks a bucket of start times at a time (from
         `after_t0` on, given: a stream resumed there has read those before)."""
-        open_segs: dict[int, list[Any]] = {}
-        for seg, probe_id, t, data in self._q(
-            "SELECT seg, probe_id, t, data FROM recent ORDER BY id"
-        ):
-            s = open_segs.get(seg)
-            if s is None:
-                open_segs[seg] = [t, t, probe_id, [data]]
-            else:
-                s[0], s[1] = min(s[0], t), max(s[1], t)
-                s[3].append(data)
-        opened = sorted(
-            (s[0], seg, s[2], b"".join(s[3]), None) for seg, s in open_segs.items() if s[1] >= lo
-        )
-        first, last = self._q("SELECT MIN(t0), MAX(t0) FROM chunks")[0]
-
-        def closed() -> Iterator[tuple[float, int, int, bytes, codec.Marks | None]]:
-            if first is None:
-                return
-            a = max(lo - MAX_SPAN, first)
-            if after_t0 is not None:
-                a = max(a, after_t0)
-            while a <= last:
-                b = a + STREAM_PAGE
-                for seg, probe_id, t0, data, marks in self._q(
-                    f"SELECT id, probe_id, t0, data, {self._marks} FROM chunks"
-                    " WHERE t0 >= ? AND t0 < ? AND t1 >= ? ORDER BY t0",
-                    (a, b, max(lo, -1e300)),
-                ):
-                    if seg not in open_segs:
-                        yield t0, seg, probe_id, data, (t0, marks) if marks else None
-                a = b
-
-        yield from heapq.merge(closed(), opened)
+        return self._segments(lo, math.inf, None, after_t0)
 
     def steady_probes(self, at: float, began_by: float) -> dict[int, tuple[ProbeKey, RecordShape]]:
         """The probes that did the same thing every time from `began_by` to `at`: their
@@ -842,6 +1006,8 @@ class Recording:
         skip: Collection[int] = (),
         only: Collection[int] | None = None,
         rows: bool = True,
+        whole_to: float | None = None,
+        segments: list[Segment] | None = None,
     ) -> tuple[dict[Group, list[Keyed]], Resumed | None]:
         """What `pending(since)` yields stamped up to `until` and keyed up to `stop`, by probe
         (pod uid, container, probe; a kubelet row by what it names), each as (key, 0 for an
@@ -858,22 +1024,43 @@ class Recording:
         in the first step of playing after it).
 
         `skip`: probes not read (a seek defers them); `only`: just these probes, and without
-        `rows` none of the kubelet's rows (a deferred history filled after the seek fed them)."""
+        `rows` none of the kubelet's rows (a deferred history filled after the seek fed them).
+        `whole_to` (default `until`): damage found past it is read up to, not raised (the
+        stream that plays on raises it): what a seek feeds is published by then.
+        `segments`: what `_segments` would give (in its order), read before (`segments_of`:
+        what a seek deferred, read once for all the fills after it)."""
         stop_us = _us_at_most(stop)
+        whole = until if whole_to is None else whole_to
         lists: list[tuple[int, list[Pending]]] = []
         stopped: list[tuple[int, float, int, int, bytes, Any, Any]] = []
-        for t0, seg, probe_id, data, marks in self._segments(since, stop, only):
-            if probe_id in skip:
-                continue
-            left: list[Any] | None = [] if resume is not None else None
-            got = list(
-                self._segment_pending(probe_id, data, since, stop_us, stop_us, None, left, marks)
+        # damage found past `until` is read up to (what is fed is whole), and raised by the
+        # stream that plays on (`Resumed.fence`), where it reaches it
+        fence: Damaged | None = None
+        try:
+            source = (
+                self._segments(since, stop, only, skip=skip) if segments is None else iter(segments)
             )
-            if got:
-                lists.append((probe_id, got))
-            if left:
-                key, item, state = left[0]
-                stopped.append((key, t0, seg, probe_id, data, item, state))
+            for t0, seg, probe_id, data, marks in source:
+                if probe_id in skip:
+                    continue
+                left: list[Any] | None = [] if resume is not None else None
+                got: list[Pending] = []
+                try:
+                    got.extend(
+                        self._segment_pending(
+                            probe_id, data, since, stop_us, stop_us, None, left, marks
+                        )
+                    )
+                except Damaged as e:
+                    fence = _later_than(e, whole, fence)
+                    left = None
+                if got:
+                    lists.append((probe_id, got))
+                if left:
+                    key, item, state = left[0]
+                    stopped.append((key, t0, seg, probe_id, data, item, state))
+        except Damaged as e:
+            fence = _later_than(e, whole, fence)
         by_probe: dict[int, list[list[Pending]]] = {}
         for probe_id, got in lists:
             by_probe.setdefault(probe_id, []).append(got)
@@ -888,7 +1075,12 @@ class Recording:
             kept = [(p.key, 0, p) for p in merged if p.t <= until]
             if kept:
                 out[kept[0][2].group] = kept
-        row_list = [p for _, _, p in self._pending_rows(since, stop)] if rows else []
+        row_list: list[Pending] = []
+        if rows:
+            try:
+                row_list.extend(p for _, _, p in self._pending_rows(since, stop))
+            except Damaged as e:
+                fence = _later_than(e, whole, fence)
         by_group: dict[Group, list[Keyed]] = {}
         for p in row_list:
             if p.t <= until:
@@ -898,7 +1090,7 @@ class Recording:
             out[group] = kept if items is None else list(heapq.merge(items, kept, key=_merge_key))
         if resume is None:
             return out, None
-        return out, Resumed(resume, stop, [got for _, got in lists], row_list, stopped)
+        return out, Resumed(resume, stop, [got for _, got in lists], row_list, stopped, fence)
 
     def pending_resumed(self, r: Resumed) -> Iterator[Pending]:
         """`pending(r.since)`, from what a seek read (`pending_groups`) and on from there;
@@ -938,7 +1130,7 @@ class Recording:
         segments = heapq.merge(resumed, later, key=_first)
         items = _merge_segments(segments, opened)
         rows = self._pending_rows(math.nextafter(r.stop, math.inf))
-        for _, _, p in heapq.merge(items, rows, key=_merge_key):
+        for _, _, p in _fenced((items, rows, _raising(r.fence)), _merge_key, _first):
             yield p
 
     def _resumed_segment(self, seg: tuple[Any, ...], lo: float) -> Iterator[tuple[float, Pending]]:
@@ -974,6 +1166,7 @@ class Recording:
         group = (ref.key.pod_uid, ref.container, ref.probe)
         template = self._template
         lo_us = _us_at_least(lo)
+        key: int | None = None
         try:
             if start is None:
                 start = codec.start_before(marks, lo_us)
@@ -983,31 +1176,16 @@ class Recording:
                 kind = tp.kind
                 done = t + item.latency / us if kind == "A" else t
                 yield Pending(key / us, t, done, EVENT_TYPE[kind], group, (tp, ref, item))
-        except (IndexError, KeyError, ValueError) as e:
-            raise damaged(self.path, f"undecodable chunk ({e!r})") from None
+        except _BAD as e:
+            raise self._undecodable(e, None if key is None else key / us) from None
 
     def _pending_rows(
         self, lo: float, hi: float = math.inf
     ) -> Iterator[tuple[float, int, Pending]]:
-        first, last = self._q("SELECT MIN(t), MAX(t) FROM events")[0]
-        if first is None:
-            return
-        last = min(last, hi)
-        a = max(lo, first)
-        while a <= last:
-            b = a + STREAM_PAGE
-            for t, pod_id, type_, container, probe, source, fields in self._q(
-                "SELECT t, pod_id, type, container, probe, source, fields FROM events"
-                " WHERE t >= ? AND t < ? ORDER BY t, id",
-                (a, b),
-            ):
-                if t > hi:
-                    return
-                uid, ns, name = self._pod_of(pod_id)
-                text = self._text(fields) or "{}"
-                e = Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
-                yield t, 1, Pending(t, t, t, type_, (uid, container, probe), e)
-            a = b
+        for page in self._pages.by_time("events", lo, hi):
+            for _, t, pod_id, type_, container, probe, source, fields, _ in page:
+                e = self._event_row(t, pod_id, type_, container, probe, source, fields)
+                yield t, 1, Pending(t, t, t, type_, (e.pod_uid, container, probe), e)
 
     # -- one probe ------------------------------------------------------------------------
 
@@ -1053,7 +1231,7 @@ class Recording:
         snaps = ((t, -1, (pod, status)) for t, pod, status in self.snapshots(since, until))
         events = self._keyed(since, until, None, None)
         n = 0
-        for _, kind, x in heapq.merge(snaps, events, key=lambda x: (x[0], x[1])):
+        for _, kind, x in _fenced((snaps, events), _first_two, _first):
             if kind < 0:
                 sink.pod(*x)
             else:
@@ -1091,6 +1269,8 @@ T = TypeVar("T")
 Group = tuple[str, str | None, str | None]
 # (merge key, 0 for a chunk's item or 1 for a kubelet row, the event)
 Keyed = tuple[float, int, Pending]
+# a segment as `Recording._segments` gives it: (t0, seg id, probe id, data, marks)
+Segment = tuple[float, int, int, bytes, codec.Marks | None]
 
 
 @dataclass(slots=True)
@@ -1105,6 +1285,8 @@ class Resumed:
     items: list[list[Pending]]
     rows: list[Pending]
     stopped: list[tuple[int, float, int, int, bytes, Any, Any]]
+    # damage the seek read past what it fed: the stream that plays on raises it there
+    fence: Damaged | None = None
 
 
 def _first(x: tuple[Any, ...]) -> Any:
@@ -1129,26 +1311,124 @@ def _merge_segments(
 ) -> Iterator[tuple[float, int, T]]:
     """The (key, item) streams of segments that come in order of their start (`seg[0]`),
     merged by key: a segment is opened only once the merge reaches its start, so a long
-    recording is never opened all at once. Yields (key, 0, item), as `events()` merges."""
+    recording is never opened all at once. Yields (key, 0, item), as `events()` merges.
+
+    Damage (`Damaged`) in the segments read, in opening one or in reading on in one ends that
+    stream there: what the others hold keyed before its time comes first, then it is raised
+    (the earliest, where there are several), as a whole file would have given it."""
     order = itertools.count()
     heap: list[tuple[float, int, T, Iterator[tuple[float, T]]]] = []
-    pending = next(segments, None)
+    fence: Damaged | None = None
+
+    def fenced(e: Damaged) -> None:
+        nonlocal fence
+        if fence is None or e.sooner(fence):
+            fence = e
+
+    def pull() -> tuple[Any, ...] | None:
+        if fence is not None and fence.t is None:
+            return None
+        try:
+            got = next(segments, None)
+        except Damaged as e:
+            fenced(e)
+            return None
+        return None if got is None or (fence is not None and _past(got[0], fence)) else got
+
+    pending = pull()
     while heap or pending is not None:
         while pending is not None and (not heap or pending[0] <= heap[0][0]):
-            it = open_segment(pending)
-            first = next(it, None)
+            try:
+                it = open_segment(pending)
+                first = next(it, None)
+            except Damaged as e:
+                fenced(e.at(pending[0]))
+                first = None
             if first is not None:
                 heapq.heappush(heap, (first[0], next(order), first[1], it))
-            pending = next(segments, None)
+            pending = pull()
         if not heap:
             continue
         key, n, item, it = heap[0]
+        if fence is not None and _past(key, fence):
+            break
         yield key, 0, item
-        following = next(it, None)
+        try:
+            following = next(it, None)
+        except Damaged as e:
+            fenced(e.at(key))
+            following = None
         if following is None:
             heapq.heappop(heap)
         else:
             heapq.heapreplace(heap, (following[0], n, following[1], it))
+    if fence is not None:
+        raise fence
+
+
+def _fenced(
+    streams: Iterable[Iterator[T]], key: Callable[[T], Any], time: Callable[[T], float]
+) -> Iterator[T]:
+    """`heapq.merge(*streams, key=key)` (ties to the stream given first), where a stream that
+    raises `Damaged` ends there: what the others hold before its time (`time(item)`) comes
+    first, then it is raised (the earliest, where there are several)."""
+    heap: list[tuple[Any, int, T, Iterator[T]]] = []
+    fence: Damaged | None = None
+
+    def pull(it: Iterator[T], order: int) -> None:
+        nonlocal fence
+        try:
+            x = next(it)
+        except StopIteration:
+            return
+        except Damaged as e:
+            if fence is None or e.sooner(fence):
+                fence = e
+            return
+        heapq.heappush(heap, (key(x), order, x, it))
+
+    for order, it in enumerate(streams):
+        pull(iter(it), order)
+    while heap:
+        _, order, x, it = heapq.heappop(heap)
+        if fence is not None and _past(time(x), fence):
+            break
+        yield x
+        pull(it, order)
+    if fence is not None:
+        raise fence
+
+
+def _wanted(probe_id: int, only: Collection[int] | None, skip: Collection[int]) -> bool:
+    """Whether a probe's segment is read: one of `only` (None: any), none of `skip`."""
+    return (only is None or probe_id in only) and probe_id not in skip
+
+
+def _later_than(e: Damaged, until: float, fence: Damaged | None) -> Damaged:
+    """`e` where it lies past `until` (the sooner of it and `fence`); else it is raised."""
+    if e.t is None or e.t <= until:
+        raise e
+    return e if fence is None or e.sooner(fence) else fence
+
+
+def _raising(fence: Damaged | None) -> Iterator[Any]:
+    """A stream that is nothing but `fence` (none: empty), for `_fenced` to merge."""
+    if fence is not None:
+        raise fence
+    yield from ()
+
+
+def _past(t: float, fence: Damaged) -> bool:
+    """Whether what is stamped `t` lies where `fence` says the recording is damaged."""
+    return fence.t is None or t >= fence.t
+
+
+def _first_two(x: tuple[Any, ...]) -> tuple[Any, Any]:
+    return (x[0], x[1])
+
+
+def _time_kind(x: tuple[Any, ...]) -> tuple[Any, Any]:
+    return (x[0], x[1])
 
 
 __all__ = [
@@ -1159,5 +1439,6 @@ __all__ = [
     "Recording",
     "RecordingMeta",
     "Resumed",
+    "Segment",
     "open_recording",
 ]

@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from probetui.prober.status import PodStatus
+from probetui.record.checks import COLUMNS, row_crc
 from probetui.record.schema import (
     APPLICATION_ID,
+    CHECKED_FORMAT,
     FORMAT_VERSION,
     SCHEMA,
     RecordingError,
@@ -275,21 +277,26 @@ def _statements(script: str) -> list[str]:
 
 
 def _add_session(conn: sqlite3.Connection, m: SessionMeta) -> None:
+    i = 1 + conn.execute("SELECT COALESCE(MAX(id), 0) FROM sessions").fetchone()[0]
+    row = (
+        i,
+        m.started,
+        m.probetui,
+        m.kube_version,
+        m.source,
+        m.via,
+        m.context,
+        m.namespace,
+        m.selector,
+        int(m.read_only),
+        m.runtime,
+    )
+    names = [name for name, _ in COLUMNS["sessions"]]
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= CHECKED_FORMAT:
+        row = (*row, row_crc("sessions", row))
+        names.append("crc")
     conn.execute(
-        "INSERT INTO sessions (started, probetui, kube_version, source, via, context, namespace,"
-        " selector, read_only, runtime) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            m.started,
-            m.probetui,
-            m.kube_version,
-            m.source,
-            m.via,
-            m.context,
-            m.namespace,
-            m.selector,
-            int(m.read_only),
-            m.runtime,
-        ),
+        f"INSERT INTO sessions ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", row
     )
 
 

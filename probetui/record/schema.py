@@ -14,54 +14,75 @@ from pathlib import Path
 # "PRBT": PRAGMA application_id of every recording, so another SQLite file is told apart
 APPLICATION_ID = 0x50524254
 # PRAGMA user_version: the format; a reader refuses a newer one instead of misreading it.
-# Still 1 with `chunks.marks` (where a chunk can be decoded from, `codec.close_marks`): a column
-# added, not a meaning changed. A reader without it never selects it and decodes each chunk
-# from its start, as it always did; this one reads a file without it (NULL, or no column:
-# `has_marks`) the same way; a recorder adding to an older file adds the column first.
-# `chunks.steady` the same: the shape every item of the chunk has where they all have one and a
-# run under way, NULL otherwise (a replay's seek gives such a probe its state without decoding
-# it); a file or chunk without it is decoded
-FORMAT_VERSION = 1
+# Format 1 added `chunks.marks` (where a chunk can be decoded from, `codec.close_marks`) and
+# `chunks.steady` (the shape every item of the chunk has where they all have one and a run
+# under way) as columns, not meanings: a file without them (NULL, or no column: `has_marks`)
+# is decoded from each chunk's start, and a recorder adding to one adds the columns first.
+# Format 2: every row carries its checksum (`crc`) and the rows read by time are counted in
+# `tally` (`checks.py`); a reader verifies what it reads. The time indexes carry the id (the
+# order rows are read in) and `crc`, so a bucket's rows are counted and summed on the index;
+# `chunks_t0` also carries what a seek asks of 15,000 chunks (`Recording.steady_probes`),
+# format 1's `chunks_t0_steady`. A format-1 file has none of it: it is read as it always
+# was, and a recorder adding to one goes on writing format 1
+FORMAT_VERSION = 2
+# the first format whose rows carry checksums
+CHECKED_FORMAT = 2
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 SCHEMA = """
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started REAL NOT NULL, probetui TEXT NOT NULL,
     kube_version TEXT NOT NULL, source TEXT NOT NULL, via TEXT, context TEXT,
-    namespace TEXT, selector TEXT, read_only INTEGER NOT NULL, runtime TEXT NOT NULL);
-CREATE TABLE strings (id INTEGER PRIMARY KEY, text TEXT NOT NULL, last_t REAL NOT NULL);
-CREATE TABLE shapes (id INTEGER PRIMARY KEY, body TEXT NOT NULL, last_t REAL NOT NULL);
+    namespace TEXT, selector TEXT, read_only INTEGER NOT NULL, runtime TEXT NOT NULL,
+    crc INTEGER);
+CREATE TABLE strings (
+    id INTEGER PRIMARY KEY, text TEXT NOT NULL, last_t REAL NOT NULL, crc INTEGER);
+CREATE TABLE shapes (
+    id INTEGER PRIMARY KEY, body TEXT NOT NULL, last_t REAL NOT NULL, crc INTEGER);
 CREATE TABLE pods (
     id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
-    name TEXT NOT NULL, first_t REAL NOT NULL, last_t REAL NOT NULL, deleted_t REAL);
+    name TEXT NOT NULL, first_t REAL NOT NULL, last_t REAL NOT NULL, deleted_t REAL,
+    crc INTEGER);
 CREATE TABLE probes (
     id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, container TEXT NOT NULL,
-    probe TEXT NOT NULL, first_t REAL NOT NULL);
+    probe TEXT NOT NULL, first_t REAL NOT NULL, crc INTEGER);
 CREATE TABLE specs (
     id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, source TEXT NOT NULL,
-    manifest TEXT NOT NULL);
+    manifest TEXT NOT NULL, crc INTEGER);
 CREATE INDEX specs_pod_t ON specs (pod_id, t);
-CREATE INDEX specs_t ON specs (t);
+CREATE INDEX specs_t ON specs (t, id, crc);
 CREATE TABLE statuses (
-    id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, status TEXT);
+    id INTEGER PRIMARY KEY, pod_id INTEGER NOT NULL, t REAL NOT NULL, status TEXT,
+    crc INTEGER);
 CREATE INDEX statuses_pod_t ON statuses (pod_id, t);
-CREATE INDEX statuses_t ON statuses (t);
+CREATE INDEX statuses_t ON statuses (t, id, crc);
 CREATE TABLE events (
     id INTEGER PRIMARY KEY, t REAL NOT NULL, pod_id INTEGER NOT NULL, type TEXT NOT NULL,
-    container TEXT, probe TEXT, source TEXT NOT NULL, fields INTEGER NOT NULL);
-CREATE INDEX events_t ON events (t);
+    container TEXT, probe TEXT, source TEXT NOT NULL, fields INTEGER NOT NULL, crc INTEGER);
+CREATE INDEX events_t ON events (t, id, crc);
 CREATE TABLE recent (
     id INTEGER PRIMARY KEY, seg INTEGER NOT NULL, probe_id INTEGER NOT NULL, t REAL NOT NULL,
-    data BLOB NOT NULL);
+    data BLOB NOT NULL, crc INTEGER);
 CREATE INDEX recent_seg ON recent (seg);
 CREATE INDEX recent_probe ON recent (probe_id);
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY, probe_id INTEGER NOT NULL, t0 REAL NOT NULL, t1 REAL NOT NULL,
-    n INTEGER NOT NULL, data BLOB NOT NULL, marks BLOB, steady INTEGER);
-CREATE INDEX chunks_t0 ON chunks (t0);
+    n INTEGER NOT NULL, data BLOB NOT NULL, marks BLOB, steady INTEGER, crc INTEGER);
+CREATE INDEX chunks_t0 ON chunks (t0, id, probe_id, steady, crc);
 CREATE INDEX chunks_probe_t0 ON chunks (probe_id, t0);
-CREATE INDEX chunks_t0_steady ON chunks (t0, probe_id, steady);
+CREATE TABLE tally (
+    tbl TEXT NOT NULL, bucket INTEGER NOT NULL, n INTEGER NOT NULL, sum INTEGER NOT NULL,
+    crc INTEGER NOT NULL, PRIMARY KEY (tbl, bucket)) WITHOUT ROWID;
 """
+
+# the index each tallied table is read and counted through (in a format-2 file it carries
+# `crc`, so counting a bucket never visits its rows)
+TIME_INDEX = {
+    "chunks": "chunks_t0",
+    "events": "events_t",
+    "specs": "specs_t",
+    "statuses": "statuses_t",
+}
 
 # a chunk closes at this many items or this span, whichever comes first; readers rely on the
 # span: a chunk overlapping [a, b] starts after a - MAX_SPAN. The items only set the cost of a
@@ -90,6 +111,47 @@ class SessionMeta:
 
 class RecordingError(Exception):
     """A file that cannot be read or written as a recording: one line, problem and fix."""
+
+
+class Damaged(RecordingError):
+    """A recording damaged from time `t` on (None: from its start, or where no time is known),
+    found at `where` (a table and row, or what SQLite said): what lies before `t` reads."""
+
+    def __init__(self, path: Path, t: float | None, where: str) -> None:
+        self.path = path
+        self.t = t
+        self.where = where
+        super().__init__(self.line())
+
+    def at(self, t: float | None) -> Damaged:
+        """The same damage, placed at `t` where it had no time yet."""
+        if self.t is not None or t is None:
+            return self
+        return Damaged(self.path, t, self.where)
+
+    def sooner(self, other: Damaged) -> bool:
+        """Whether this damage begins before `other` (no time: from the start)."""
+        if self.t is None:
+            return other.t is not None
+        return other.t is not None and self.t < other.t
+
+    def line(self, when: str | None = None) -> str:
+        """The one line a user reads; `when` the time as the caller words it."""
+        at = "" if self.t is None else f"from {when or _utc(self.t)} "
+        return (
+            f"{self.path}: damaged recording {at}({self.where}); what is recorded before it "
+            "reads; copy out what still reads with sqlite3's .recover, or record again"
+        )
+
+
+def _utc(t: float) -> str:
+    """`t` as the `ts` of an exported line words it."""
+    import datetime
+
+    try:
+        return datetime.datetime.fromtimestamp(t, datetime.UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return repr(t)
 
 
 def check_header(path: Path) -> bool:
@@ -142,7 +204,10 @@ LATER_INDEXES = (
 
 def upgrade(conn: sqlite3.Connection) -> None:
     """What a file written before marks, steady chunks and the time indexes lacks, added in
-    place (columns and indexes: the format stays 1, an older reader reads the file as before)."""
+    place (columns and indexes: the format stays 1, an older reader reads the file as before).
+    A format-2 file has them all from the start."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= CHECKED_FORMAT:
+        return
     columns = _chunk_columns(conn)
     if "marks" not in columns:
         conn.execute("ALTER TABLE chunks ADD COLUMN marks BLOB")
@@ -180,19 +245,20 @@ def check_size(conn: sqlite3.Connection, path: Path) -> None:
         raise damaged(path, "shorter than its header says")
 
 
-def damaged(path: Path, e: object) -> RecordingError:
-    return RecordingError(
-        f"{path}: damaged recording (truncated or corrupt: {e}); "
-        "copy out what still reads with sqlite3's .recover, or record again"
-    )
+def damaged(path: Path, e: object, t: float | None = None) -> Damaged:
+    """What SQLite or a decoder said of a damaged file, as `Damaged` from `t` on."""
+    return Damaged(path, t, f"truncated or corrupt: {e}")
 
 
 __all__ = [
     "APPLICATION_ID",
+    "CHECKED_FORMAT",
     "CHUNK_ITEMS",
     "FORMAT_VERSION",
     "MAX_SPAN",
     "SCHEMA",
+    "TIME_INDEX",
+    "Damaged",
     "RecordingError",
     "SessionMeta",
     "check_header",

@@ -28,11 +28,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from operator import itemgetter
 from typing import Any
 
 from probetui.prober.status import PodStatus
 from probetui.record import codec
-from probetui.record.schema import CHUNK_ITEMS, MAX_SPAN, upgrade
+from probetui.record.checks import (
+    COLUMNS,
+    CRC,
+    TALLIED,
+    WHOLE,
+    Tallies,
+    bucket_of,
+    recent_crc,
+    sql_crc,
+)
+from probetui.record.schema import CHECKED_FORMAT, CHUNK_ITEMS, MAX_SPAN, upgrade
 from probetui.record.snapshot import status_json
 from probetui.spec.encode import encode
 from probetui.spec.model import Pod
@@ -47,30 +58,68 @@ HOLD_GIL = 0.001
 YIELD_SLEEP = 0.0002
 
 
-# in this order: a segment's recent rows are written before a close in the same batch
-# deletes them
-_SQL = {
-    "strings": "INSERT INTO strings (id, text, last_t) VALUES (?, ?, ?)",
-    "shapes": "INSERT INTO shapes (id, body, last_t) VALUES (?, ?, ?)",
-    "pods": "INSERT INTO pods (id, uid, namespace, name, first_t, last_t) VALUES (?, ?, ?, ?, ?, ?)",
-    "probes": "INSERT INTO probes (id, pod_id, container, probe, first_t) VALUES (?, ?, ?, ?, ?)",
-    "specs": "INSERT INTO specs (pod_id, t, source, manifest) VALUES (?, ?, ?, ?)",
-    "statuses": "INSERT INTO statuses (pod_id, t, status) VALUES (?, ?, ?)",
+# the tables whose rows a batch inserts, in this order: a segment's recent rows are written
+# before a close in the same batch deletes them (`closed`); each row its id first
+_INSERTED = ("strings", "shapes", "pods", "probes", "specs", "statuses", "events", "recent")
+_AFTER = ("chunks",)
+_CHANGES = {
     "deleted": "UPDATE pods SET deleted_t = ? WHERE id = ?",
-    "events": "INSERT INTO events (t, pod_id, type, container, probe, source, fields) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-    "recent": "INSERT INTO recent (seg, probe_id, t, data) VALUES (?, ?, ?, ?)",
-    "chunks": "INSERT INTO chunks (id, probe_id, t0, t1, n, data, marks, steady) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     "closed": "DELETE FROM recent WHERE seg = ?",
 }
+# where rows carry checksums, a pod's row is written whole (`_pod_update`: its checksum from
+# what the writer keeps of it, not by an SQL function called back for 15,000 pods a minute)
+_POD_UPDATE = "UPDATE pods SET last_t = ?, deleted_t = ?, crc = ? WHERE id = ?"
+# and another changed row's checksum is computed anew from its columns
+_CHECKED_CHANGES = {
+    "deleted": _POD_UPDATE,
+    "closed": "DELETE FROM recent WHERE seg = ?",
+}
+_LAST_USED = {
+    "pods": "UPDATE pods SET last_t = ? WHERE id = ?",
+    "shapes": "UPDATE shapes SET last_t = ? WHERE id = ?",
+    "strings": "UPDATE strings SET last_t = ? WHERE id = ?",
+}
+_CHECKED_LAST_USED = {
+    "pods": _POD_UPDATE,
+    "shapes": "UPDATE shapes SET last_t = ?1, crc = probetui_crc('shapes', id, body, ?1)"
+    " WHERE id = ?2",
+    "strings": "UPDATE strings SET last_t = ?1, crc = probetui_crc('strings', id, text, ?1)"
+    " WHERE id = ?2",
+}
+# the tables whose ids the writer gives out (the others' ids are their own keys too)
+_NUMBERED = (
+    "strings",
+    "shapes",
+    "pods",
+    "probes",
+    "chunks",
+    "specs",
+    "statuses",
+    "events",
+    "recent",
+)
+
+
+# a queued `recent` row's checksum
+_CRC_OF_RECENT = itemgetter(5)
+
+# where a tallied table's time is in its row
+_TIME_AT = {
+    table: [name for name, _ in COLUMNS[table]].index(column) for table, column in TALLIED.items()
+}
+
+
+def _insert(table: str, checked: bool) -> str:
+    names = [name for name, _ in COLUMNS[table]] + (["crc"] if checked else [])
+    return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
 
 
 # an open segment: (its bytes so far, its chain, id, n, t0, t1, its marks so far or None, the
 # latest item time in µs, the shape of all its items while they are records of one shape with
-# a run under way, else -1: `chunks.steady`), replaced by a new tuple with every item; the
-# collector tracks neither a bytearray nor a tuple of ints and floats
-Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int, int]
+# a run under way, else -1: `chunks.steady`; the sum of its `recent` rows' checksums), replaced
+# by a new tuple with every item; the collector tracks neither a bytearray nor a tuple of ints
+# and floats
+Segment = tuple[bytearray, codec.Chain, int, int, float, float, bytearray | None, int, int, int]
 
 # an item as the recorder's sink queues it (`item_of`): tag, pod uid, namespace, pod name,
 # container, probe, t, raw key, then for records t / tick / result run / latency in µs
@@ -138,6 +187,9 @@ class Writer:
         # seen: two dicts of references, not 15,000 objects)
         self._pod_ids: dict[str, int] = {}
         self._pod_last: dict[str, float] = {}
+        # in a checked file, each pod's row but for last_t: (id, uid, namespace, name,
+        # first_t, deleted_t)
+        self._pod_rows: dict[str, tuple[int, str, str, str, float, float | None]] = {}
         self._pod_seen: dict[str, Pod] = {}
         self._manifests: dict[str, str] = {}
         self._statuses: dict[str, PodStatus] = {}
@@ -146,6 +198,16 @@ class Writer:
         self._open: dict[int, Segment] = {}  # by probe id
         self._rows: dict[str, list[tuple[Any, ...]]] = {}
         self._touched_pods: set[str] = set()
+        # format 2 and on: rows carry checksums, rows read by time are tallied (`checks.py`)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        self.checked = version >= CHECKED_FORMAT
+        self._tally = Tallies()
+        changes = _CHECKED_CHANGES if self.checked else _CHANGES
+        self._sql = {t: _insert(t, self.checked) for t in (*_INSERTED, *_AFTER)}
+        self._sql.update(changes)
+        self._last_used = _CHECKED_LAST_USED if self.checked else _LAST_USED
+        if self.checked:
+            conn.create_function("probetui_crc", -1, sql_crc, deterministic=True)
         self._load()
 
     # -- state kept in the file ---------------------------------------------------------
@@ -163,9 +225,13 @@ class Writer:
             self._shape_used[i] = last
             self._shape_strings[i] = codec.shape_strings(json.loads(body))
         by_id: dict[int, str] = {}
-        for i, uid, last in c.execute("SELECT id, uid, last_t FROM pods"):
+        for i, uid, ns, name, first, last, deleted in c.execute(
+            "SELECT id, uid, namespace, name, first_t, last_t, deleted_t FROM pods"
+        ):
             self._pod_ids[uid] = i
             self._pod_last[uid] = last
+            if self.checked:
+                self._pod_rows[uid] = (i, uid, ns, name, first, deleted)
             by_id[i] = uid
         for i, pod_id, container, probe in c.execute(
             "SELECT id, pod_id, container, probe FROM probes"
@@ -178,8 +244,13 @@ class Writer:
         # ids are never given out twice, also after retention dropped the highest
         self._next = {
             table: 1 + c.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}").fetchone()[0]
-            for table in ("strings", "shapes", "pods", "probes", "chunks")
+            for table in _NUMBERED
         }
+        # the next `recent` row's id, kept apart: given out once an item
+        self._next_recent = self._next.pop("recent")
+        if self.checked:
+            for table, bucket, n, total in c.execute("SELECT tbl, bucket, n, sum FROM tally"):
+                self._tally.counts[(table, bucket)] = (n, total)
         self._next["chunks"] = max(
             self._next["chunks"],
             1 + c.execute("SELECT COALESCE(MAX(seg), 0) FROM recent").fetchone()[0],
@@ -190,15 +261,21 @@ class Writer:
         ):
             left.setdefault(seg, []).append((probe_id, t, data))
         if left:
-            c.execute("BEGIN")
+            self._rows = {}
             for seg, rows in left.items():
                 ts = [t for _, t, _ in rows]
-                c.execute(
-                    "INSERT INTO chunks (id, probe_id, t0, t1, n, data) VALUES (?, ?, ?, ?, ?, ?)",
-                    (seg, rows[0][0], min(ts), max(ts), len(rows), b"".join(d for *_, d in rows)),
+                data = b"".join(d for *_, d in rows)
+                self._row(
+                    "chunks", (seg, rows[0][0], min(ts), max(ts), len(rows), data, None, None)
                 )
+            if self.checked:
+                n, total = self._tally.counts.get(("recent", WHOLE), (0, 0))
+                self._tally.add_sum("recent", WHOLE, -n, -total)
+            c.execute("BEGIN")
             c.execute("DELETE FROM recent")
+            self._flush_rows()
             c.execute("COMMIT")
+            self._rows = {}
 
     # -- one batch ------------------------------------------------------------------------
 
@@ -269,17 +346,44 @@ class Writer:
         c.execute("PRAGMA incremental_vacuum")
 
     def _row(self, table: str, row: tuple[Any, ...]) -> None:
+        """Queue one row (its id first) for the batch; in a checked file with its checksum,
+        counted in its tally."""
         rows = self._rows.get(table)
         if rows is None:
             rows = self._rows[table] = []
+        if not self.checked:
+            rows.append(row)
+            return
+        crc = CRC[table](row)
+        rows.append((*row, crc))
+        at = _TIME_AT.get(table)
+        if at is not None:
+            self._tally.add(table, row[at], crc)
+
+    def _write_tallies(self) -> None:
+        if self._tally.dirty:
+            kept, gone = self._tally.rows()
+            c = self.conn
+            c.executemany("INSERT OR REPLACE INTO tally VALUES (?, ?, ?, ?, ?)", kept)
+            c.executemany("DELETE FROM tally WHERE tbl = ? AND bucket = ?", gone)
+
+    def _change(self, kind: str, row: tuple[Any, ...]) -> None:
+        rows = self._rows.get(kind)
+        if rows is None:
+            rows = self._rows[kind] = []
         rows.append(row)
 
     def _flush_rows(self) -> None:
         c = self.conn
-        for table, sql in _SQL.items():
+        recent = self._rows.get("recent")
+        if recent and self.checked:
+            # the items' rows, in their tally at once (`_item` queues them)
+            self._tally.add_sum("recent", WHOLE, len(recent), sum(map(_CRC_OF_RECENT, recent)))
+        for table, sql in self._sql.items():
             rows = self._rows.get(table)
             if rows:
                 c.executemany(sql, rows)
+        self._write_tallies()
 
     # -- interning ----------------------------------------------------------------------
 
@@ -325,12 +429,21 @@ class Writer:
 
     # -- pods -----------------------------------------------------------------------------
 
+    def _pod_update(self, uid: str) -> tuple[float, float | None, int, int]:
+        """A pod's `_POD_UPDATE` as it stands now: its last use, its deletion, its checksum."""
+        pod_id, _, namespace, name, first, deleted = self._pod_rows[uid]
+        last = self._pod_last[uid]
+        crc = CRC["pods"]((pod_id, uid, namespace, name, first, last, deleted))
+        return (last, deleted, crc, pod_id)
+
     def _pod(self, uid: str, namespace: str, name: str, t: float) -> int:
         pod_id = self._pod_ids.get(uid)
         if pod_id is None:
             pod_id = self._pod_ids[uid] = self._id("pods")
             self._pod_last[uid] = t
-            self._row("pods", (pod_id, uid, namespace, name, t, t))
+            self._row("pods", (pod_id, uid, namespace, name, t, t, None))
+            if self.checked:
+                self._pod_rows[uid] = (pod_id, uid, namespace, name, t, None)
         elif t > self._pod_last[uid]:
             self._pod_last[uid] = t
             self._touched_pods.add(uid)
@@ -342,8 +455,12 @@ class Writer:
         uid = pod.uid
         pod_id = self._pod(uid, pod.namespace, pod.name, t)
         if status is None:
-            self._row("statuses", (pod_id, t, None))
-            self._row("deleted", (t, pod_id))
+            self._row("statuses", (self._id("statuses"), pod_id, t, None))
+            if self.checked:
+                self._pod_rows[uid] = (*self._pod_rows[uid][:5], t)
+                self._change("deleted", self._pod_update(uid))
+            else:
+                self._change("deleted", (t, pod_id))
             self._statuses.pop(uid, None)
             self._status_texts.pop(uid, None)
             return
@@ -354,14 +471,14 @@ class Writer:
             manifest = json.dumps(encode(pod), separators=(",", ":"))
             if manifest != self._manifests.get(uid, ""):
                 self._manifests[uid] = manifest
-                self._row("specs", (pod_id, t, pod.source, manifest))
+                self._row("specs", (self._id("specs"), pod_id, t, pod.source, manifest))
         before = self._statuses.get(uid)
         if status is not before and status != before:
             self._statuses[uid] = status
             text = json.dumps(status_json(status), separators=(",", ":"))
             if text != self._status_texts.get(uid):
                 self._status_texts[uid] = text
-                self._row("statuses", (pod_id, t, text))
+                self._row("statuses", (self._id("statuses"), pod_id, t, text))
 
     # -- events ---------------------------------------------------------------------------
 
@@ -372,7 +489,8 @@ class Writer:
             return
         pod_id = self._pod(e.pod_uid, e.namespace, e.pod, e.t)
         sid = self._string(json.dumps(e.fields, separators=(",", ":"), default=str), e.t)
-        self._row("events", (e.t, pod_id, e.type, e.container, e.probe, e.source, sid))
+        row = (self._id("events"), e.t, pod_id, e.type, e.container, e.probe, e.source, sid)
+        self._row("events", row)
 
     def _item(
         self,
@@ -411,8 +529,9 @@ class Writer:
             )
             marks, key = None, -(1 << 62)
             steady = shape
+            sums = 0
         else:
-            data, chain, seg_id, n, t0, t1, marks, key, steady = seg
+            data, chain, seg_id, n, t0, t1, marks, key, steady, sums = seg
         if steady != shape or run < 1 or kind not in codec.RECORD_KINDS:
             steady = -1
         start = len(data)
@@ -427,6 +546,20 @@ class Writer:
         n += 1
         if chain[4] > key:
             key = chain[4]
+        # the item's `recent` row, queued as `_row` would (inline: one an item), its checksum
+        # added to the segment's
+        piece = bytes(data[start:])
+        i = self._next_recent
+        self._next_recent = i + 1
+        recent = self._rows.get("recent")
+        if recent is None:
+            recent = self._rows["recent"] = []
+        if self.checked:
+            crc = recent_crc(i, seg_id, probe_id, t, piece)
+            sums += crc
+            recent.append((i, seg_id, probe_id, t, piece, crc))
+        else:
+            recent.append((i, seg_id, probe_id, t, piece))
         self._open[probe_id] = (
             data,
             chain,
@@ -437,17 +570,19 @@ class Writer:
             marks,
             key,
             steady,
+            sums,
         )
-        self._row("recent", (seg_id, probe_id, t, bytes(data[start:])))
         if n >= self.chunk_items:
             self._close(probe_id)
 
     def _close(self, probe_id: int) -> None:
-        data, _, seg_id, n, t0, t1, marks, _, steady = self._open.pop(probe_id)
+        data, _, seg_id, n, t0, t1, marks, _, steady, sums = self._open.pop(probe_id)
         stored = codec.close_marks(marks, t0) if marks else None
         kept = steady if steady >= 0 else None
         self._row("chunks", (seg_id, probe_id, t0, t1, n, bytes(data), stored, kept))
-        self._row("closed", (seg_id,))
+        self._change("closed", (seg_id,))
+        if self.checked:
+            self._tally.add_sum("recent", WHOLE, -n, -sums)
 
     def _close_idle(self) -> None:
         horizon = self.now - self.chunk_span / 2
@@ -463,8 +598,10 @@ class Writer:
         if self._touched_pods:
             ids, last = self._pod_ids, self._pod_last
             c.executemany(
-                "UPDATE pods SET last_t = ? WHERE id = ?",
-                [(last[u], ids[u]) for u in self._touched_pods if u in ids],
+                self._last_used["pods"],
+                [self._pod_update(u) for u in self._touched_pods if u in ids]
+                if self.checked
+                else [(last[u], ids[u]) for u in self._touched_pods if u in ids],
             )
             self._touched_pods = set()
         for i in self._dirty_shapes:
@@ -474,11 +611,11 @@ class Writer:
                     self._string_used[s] = t
                     self._dirty_strings.add(s)
         c.executemany(
-            "UPDATE shapes SET last_t = ? WHERE id = ?",
+            self._last_used["shapes"],
             [(self._shape_used[i], i) for i in self._dirty_shapes],
         )
         c.executemany(
-            "UPDATE strings SET last_t = ? WHERE id = ?",
+            self._last_used["strings"],
             [(self._string_used[i], i) for i in self._dirty_strings if i in self._string_used],
         )
         self._dirty_shapes = set()
@@ -493,12 +630,13 @@ class Writer:
         """Retention: whole chunks and rows older than `cutoff`; of specs and statuses the one
         in force at `cutoff` stays; pods deleted before it go with everything of theirs."""
         c = self.conn
-        c.execute("DELETE FROM chunks WHERE t1 < ?", (cutoff,))
-        c.execute("DELETE FROM events WHERE t < ?", (cutoff,))
+        delete = self._delete
+        delete("chunks", "t1 < ?", (cutoff,))
+        delete("events", "t < ?", (cutoff,))
         for table in ("specs", "statuses"):
-            c.execute(
-                f"DELETE FROM {table} WHERE t < ? AND id NOT IN "
-                f"(SELECT MAX(id) FROM {table} WHERE t < ? GROUP BY pod_id)",
+            delete(
+                table,
+                f"t < ? AND id NOT IN (SELECT MAX(id) FROM {table} WHERE t < ? GROUP BY pod_id)",
                 (cutoff, cutoff),
             )
         gone = [
@@ -510,11 +648,12 @@ class Writer:
         ]
         for pod_id, uid in gone:
             for table in ("specs", "statuses", "probes", "events"):
-                c.execute(f"DELETE FROM {table} WHERE pod_id = ?", (pod_id,))
+                delete(table, "pod_id = ?", (pod_id,))
             c.execute("DELETE FROM pods WHERE id = ?", (pod_id,))
             for table in (
                 self._pod_ids,
                 self._pod_last,
+                self._pod_rows,
                 self._pod_seen,
                 self._manifests,
                 self._statuses,
@@ -546,6 +685,17 @@ class Writer:
                 del self._string_used[i]
         if old_shapes or old_strings:
             self._raw.clear()
+
+    def _delete(self, table: str, where: str, args: tuple[Any, ...]) -> None:
+        """Retention's DELETE, taken off the table's tallies in a checked file: what retention
+        drops is then not missing, as what damage drops is."""
+        c = self.conn
+        column = TALLIED.get(table)
+        if self.checked and column is not None:
+            for t, crc in c.execute(f"SELECT {column}, crc FROM {table} WHERE {where}", args):
+                self._tally.add_sum(table, bucket_of(t), -1, -crc)
+        c.execute(f"DELETE FROM {table} WHERE {where}", args)
+        self._write_tallies()
 
 
 __all__ = ["ITEM", "Segment", "Writer", "item_of"]

@@ -13,13 +13,13 @@ from __future__ import annotations
 import gc
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import ProbeKey
-from probetui.record.reader import Pending, Recording, Resumed
-from probetui.record.schema import MAX_SPAN
+from probetui.record.reader import Pending, Recording, Resumed, Segment
+from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import RecordShape, Store
@@ -100,6 +100,9 @@ class Stream:
         # the first step feeds the pods as they stood before it too, unless the store holds
         # them already (a stream going on from a rebuild)
         self._began = resumed is None
+        # where the recording is damaged, once the stream has read up to there: what lies
+        # before it is fed, and a step past it raises it
+        self.fence: Damaged | None = None
 
     def _pull(self, limit: float) -> None:
         """Read on until an event keyed past `limit` (or the end) is read."""
@@ -110,7 +113,11 @@ class Stream:
         push = heapq.heappush
         seq = self._seq
         while True:
-            p = next(it, None)
+            try:
+                p = next(it, None)
+            except Damaged as e:
+                self.fence = e
+                p = None
             if p is None:
                 self._it = None
                 break
@@ -189,13 +196,23 @@ class Stream:
             else:
                 x.feed(store)  # type: ignore[union-attr]
                 n += 1
+        fence = self.fence
+        if fence is not None and (fence.t is None or until >= fence.t):
+            # the state up to `until` is whole only where everything stamped by then is
+            raise fence
         return n
+
+
+# a fill of this many deferred probes or more (the player's batch, not the rows on screen)
+# reads the segments of every probe still deferred, for the fills after it
+READ_ALL = 256
 
 
 @dataclass(slots=True)
 class Rebuilt:
     """What a rebuild hands on: the stream that goes on from its end, and the probes it
-    deferred (`Store.defer`) by key, with their ids, for `fill`."""
+    deferred (`Store.defer`) by key, with their ids, for `fill`; once a fill has read them, the
+    segments of those probes by id, with the damage that ended that read; the ids filled."""
 
     stream: Stream
     resumed: Resumed
@@ -203,6 +220,9 @@ class Rebuilt:
     after: float
     until: float
     back: float
+    segments: dict[int, list[Segment]] | None = None
+    fence: Damaged | None = None
+    filled: set[int] = field(default_factory=set)
 
 
 def rebuild(
@@ -244,7 +264,7 @@ def rebuild(
             later.setdefault(key.pod_uid, []).append((key, shape))
             deferred[key] = probe_id
     groups, resumed = recording.pending_groups(
-        lo, hi, hi + back, until - back, skip=set(deferred.values())
+        lo, hi, hi + back, until - back, skip=set(deferred.values()), whole_to=until
     )
     assert resumed is not None
     by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
@@ -290,22 +310,51 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
     """Feed deferred histories (emptied, `Store.materialize`) what `rebuild` would have fed
     them: their events of the same span, or a keyframe where the span holds none. What was
     read for playing on goes to the rebuilt stream (it has not begun: `Store.materialize`
-    of all comes before its first step)."""
+    of all comes before its first step).
+
+    The segments are read from the window as the rebuild would have: the first fill of a
+    player's batch (`READ_ALL` or more) reads those of every probe still deferred, once for
+    all the fills after it (one pass over the window, not one a batch); a fill of what the
+    screen shows reads only its own, so that its repaint does not wait for the rest."""
     ids = {rebuilt.deferred[k] for k in keys if k in rebuilt.deferred}
     after, until, back = rebuilt.after, rebuilt.until, rebuilt.back
     lo, hi = after - back, until + back
+    if rebuilt.segments is None and len(ids) >= READ_ALL:
+        left = set(rebuilt.deferred.values()) - rebuilt.filled
+        rebuilt.segments, rebuilt.fence = recording.segments_of(lo, hi + back, left)
+    if rebuilt.segments is not None:
+        fence = rebuilt.fence
+        found = [x for i in ids for x in rebuilt.segments.pop(i, ())]
+    else:
+        by_probe, fence = recording.segments_of(lo, hi + back, ids)
+        found = [x for got in by_probe.values() for x in got]
+    rebuilt.filled |= ids
+    if fence is not None and (fence.t is None or fence.t <= until):
+        raise fence  # within what the fill feeds: as a rebuild would have found it
+    segments = sorted(found, key=_segment_order)
     was = gc.isenabled()
     gc.disable()
     try:
         groups, got = recording.pending_groups(
-            lo, hi, hi + back, until - back, only=ids, rows=False
+            lo,
+            hi,
+            hi + back,
+            until - back,
+            only=ids,
+            rows=False,
+            whole_to=until,
+            segments=segments,
         )
         for keyed in groups.values():
             for _, _, p in _fed_of(keyed, after, until):
                 p.feed(store)
         if got is not None:
-            rebuilt.resumed.items.extend(got.items)
-            rebuilt.resumed.stopped.extend(got.stopped)
+            resumed = rebuilt.resumed
+            resumed.items.extend(got.items)
+            resumed.stopped.extend(got.stopped)
+            for damage in (got.fence, fence):
+                if damage is not None and (resumed.fence is None or damage.sooner(resumed.fence)):
+                    resumed.fence = damage
         empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
         keyframes(store, recording, empty, after)
     finally:
@@ -347,6 +396,10 @@ def _fed_of(
         elif p.type == "ProbeAttempt":
             following = i
     return [x for x, w in zip(keyed, when, strict=True) if after < w <= until]
+
+
+def _segment_order(x: Segment) -> tuple[float, int]:
+    return (x[0], x[1])
 
 
 def _seq_of(x: tuple[int, Pending]) -> int:

@@ -33,11 +33,12 @@ import gc
 import time
 from collections.abc import Callable
 
+from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Recording
-from probetui.record.schema import SessionMeta
+from probetui.record.schema import Damaged, SessionMeta
 from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, probing, rebuild
-from probetui.runtime.base import Runtime, RuntimeHost
+from probetui.runtime.base import NodeKubelet, Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.store import Store
 
@@ -77,6 +78,10 @@ SPEEDS = (1.0, 10.0, 100.0)
 # what counts as a moment worth jumping to
 NOTABLE = ("ResultChanged", "Killing", "BackOff", "Divergence")
 NOTHING_RUNS = "this is a recording: nothing is probed or paused in a replay"
+# where damage is found, the cursor stays this much before it; and a seek that finds damage
+# before the place it held the cursor to tries again before that, at most this often
+DAMAGE_MARGIN = 1e-3
+DAMAGE_TRIES = 4
 # what the threshold pane says where a live one says when the next attempt is
 NOT_RUN = "replayed"
 # the same, where the cursor is between two sessions: no recorder ran, so nothing is known
@@ -96,6 +101,8 @@ class ReplayRuntime(Runtime):
         self.source = f"replay {path}" + (f"  ({session.source})" if session else "")
         self.via = session.via or "" if session else ""
         self.observes_kubelet = session is not None and session.runtime == "kubernetes"
+        if session is not None:
+            self.configured_kubelet = session.kube_version
         self._gap = gap
 
     async def run(self, host: RuntimeHost) -> None:  # pragma: no cover - never run
@@ -103,6 +110,12 @@ class ReplayRuntime(Runtime):
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
         return NOT_RECORDED if self._gap() is not None else NOT_RUN
+
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        # the session's configured release is recorded, the nodes' own are not
+        if not self.observes_kubelet:
+            return NodeKubelet()
+        return NodeKubelet(unknown="the recording keeps no node's version")
 
 
 class Player:
@@ -129,10 +142,15 @@ class Player:
         self.speed = SPEEDS[0]
         self.cursor = self.first
         self._fed = self.first  # what was published up to here is in the store
+        # where the recording is damaged (the earliest found): the cursor stays before it
+        self.damage: Damaged | None = None
         was = gc.isenabled()
         gc.disable()  # as in a feed: every spec decoded, and kept
         try:
             self.lookback, rate = probing(recording)
+        except Damaged as e:
+            self._damaged(e)
+            self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
         finally:
             if was:
                 gc.enable()
@@ -157,7 +175,29 @@ class Player:
         return self.cursor
 
     def seek(self, t: float) -> None:
-        """Move the cursor to `t` (held within the recording)."""
+        """Move the cursor to `t` (held within the recording, and before where it is damaged:
+        damage found on the way holds the cursor before it, and the top bar says where)."""
+        for _ in range(DAMAGE_TRIES):
+            try:
+                self._seek(t)
+                return
+            except Damaged as e:
+                self._damaged(e)
+                self._stream = None  # what it read ends at the damage: a rebuild reads anew
+        # damaged wherever it is read: nothing is shown
+        self.store.rebase()
+        self.store.settle()
+        self.cursor = self._fed = self.first
+
+    def _damaged(self, e: Damaged) -> None:
+        """Keep the earliest damage found, and the cursor's range before it."""
+        if self.damage is None or e.sooner(self.damage):
+            self.damage = e
+        t = e.t if e.t is not None else self.first
+        self.last = max(self.first, min(self.last, t - DAMAGE_MARGIN))
+        self.playing = self.playing and self.cursor < self.last
+
+    def _seek(self, t: float) -> None:
         t = min(max(t, self.first), self.last)
         # a move forward within the seek window feeds what is in between; farther, a rebuild
         # from the window before `t` feeds less and comes to the same state
@@ -223,9 +263,13 @@ class Player:
         keyframes(store, self.recording, missing, lo)
 
     def _fill(self, keys: list[ProbeKey]) -> None:
-        """The store's loader: deferred histories fed what the last rebuild deferred."""
+        """The store's loader: deferred histories fed what the last rebuild deferred (damage
+        found meanwhile: kept, the next move of the cursor holds it before it)."""
         if self._rebuilt is not None:
-            fill(self.store, self.recording, self._rebuilt, keys)
+            try:
+                fill(self.store, self.recording, self._rebuilt, keys)
+            except Damaged as e:
+                self._damaged(e)
 
     def warm(self) -> bool:
         """Decode the pods as they stood where one gap between sessions begins (its specs and
@@ -234,8 +278,11 @@ class Player:
         does one gap a wake while idle; whether any are left."""
         if self._cold:
             at = just_after(self._cold.pop())
-            for _ in self.recording.snapshots(at, at):
-                break
+            try:
+                for _ in self.recording.snapshots(at, at):
+                    break
+            except Damaged as e:
+                self._damaged(e)
         return bool(self._cold)
 
     def fill_some(self, n: int = FILL_BATCH) -> bool:
@@ -244,6 +291,8 @@ class Player:
         left = self.store.deferred_keys(n)
         if left:
             self.store.materialize(left)
+        if self.damage is not None and self.cursor > self.last:
+            self.seek(self.last)  # a fill found damage before the cursor
         return self.store.deferred() > 0
 
     def notable(self, direction: int) -> float | None:
@@ -259,6 +308,14 @@ class Player:
         return max([*ends, found] if found is not None else ends, default=None)
 
     def _notable_event(self, direction: int) -> float | None:
+        try:
+            found = self._notable_in(direction)
+        except Damaged as e:
+            self._damaged(e)
+            return None
+        return found if found is None or found <= self.last else None
+
+    def _notable_in(self, direction: int) -> float | None:
         if direction > 0:
             for e in self.recording.events(since=just_after(self.cursor), types=NOTABLE):
                 return e.t
@@ -299,6 +356,11 @@ class Player:
             gap = " · not recorded " + (
                 f"{words(span[0])}-{words(span[1])}" if words is not None else "here"
             )
+        damage = self.damage
+        if damage is not None:
+            words = self.clock_words
+            at = "" if damage.t is None or words is None else f" from {words(damage.t)}"
+            gap += f" · damaged recording{at} ({damage.where})"
         if not self.playing:
             return "REPLAY ‖" + gap
         slow = self.reached is not None and self.reached < 0.8 * self.speed

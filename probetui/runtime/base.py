@@ -22,10 +22,11 @@ and port) into one to dial, and `exec_runner` runs a command "in the container".
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.status import PodStatus
 from probetui.redact import DEFAULT, Policy
 from probetui.spec.model import Container, Pod, ProbeType
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from probetui.probe.exec import ExecRunner
     from probetui.prober.clock import Clock
     from probetui.prober.manager import Manager
+    from probetui.prober.worker import ProbeKey
+    from probetui.timeline.events import Event
 
 
 class RuntimeFailure(Exception):
@@ -84,12 +87,27 @@ class RuntimeHost(Protocol):
 
     def report(self, event: RuntimeEvent) -> None: ...
 
+    def shadow_event(self, event: Event) -> None:
+        """An event of a shadow that runs elsewhere (a node agent's workers), about a pod the
+        runtime has snapshotted: masked as the host's own and handed to its sinks."""
+        ...
+
     def lateness(self) -> float:
         """How far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
         ...
 
     def settle_memory(self) -> None:
         """After a large batch of pods (a cluster's first list): freeze what is alive for gc."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeKubelet:
+    """What a runtime knows of the kubelet that runs a pod: its node and that node's
+    `kubeletVersion`, or why the version is not known (then the configured one is played)."""
+
+    node: str = ""
+    version: str | None = None  # "v1.37.2", as the node reports it
+    unknown: str = ""  # why no version: "nodes not read in read-only mode", ...
 
 
 class Runtime(ABC):
@@ -112,6 +130,9 @@ class Runtime(ABC):
     # what of the pods' secrets may be shown or kept (config `redact:`): the engine masks every
     # pod, status, record and event it hands its sinks by it, where the data enters
     redaction: Policy = DEFAULT
+    # the kubelet version configured (--kubelet-version, kubeletVersion in the config file): the
+    # release the engine plays where a pod's node does not say its own (`run_live` sets it)
+    configured_kubelet: str = DEFAULT_KUBE_VERSION
 
     @abstractmethod
     async def run(self, host: RuntimeHost) -> None:
@@ -156,10 +177,31 @@ class Runtime(ABC):
         """Why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
         return None
 
+    def probe_now_refused(self, key: ProbeKey) -> str | None:
+        """Why "probe now" of this probe is refused before anything is sent (one line), or
+        None. For a probe whose shadow runs elsewhere: its read-only refusal."""
+        return None
+
+    def probe_elsewhere(self, key: ProbeKey) -> bool | None:
+        """Ask the shadow that runs this probe elsewhere (a node agent) to run it once now:
+        True asked, False refused; None where the probe's shadow runs here."""
+        return None
+
+    def focus(self, pod_uids: Collection[str] | None) -> None:
+        """The pods a screen shows in full now (None: all of them, headless): a runtime that
+        reads the shadow from elsewhere may take only their attempts, and less of the rest."""
+        return None
+
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        """The kubelet that runs `pod`, as far as the runtime knows it: the engine plays its
+        node's release where `version` is known, the configured one elsewhere. Where probetui
+        plays the kubelet itself (local, demo), there is no node: the configured one."""
+        return NodeKubelet()
+
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
         """The container's recent stdout/stderr lines, where the runtime keeps them, with the
         pod's secrets masked (`redaction`)."""
         return []
 
 
-__all__ = ["PodStatus", "Runtime", "RuntimeEvent", "RuntimeFailure", "RuntimeHost"]
+__all__ = ["NodeKubelet", "PodStatus", "Runtime", "RuntimeEvent", "RuntimeFailure", "RuntimeHost"]

@@ -37,9 +37,11 @@ def reach_settings(runtime: Any) -> dict[str, Any]:
     """What the parent's hello tells a shard of how the cluster's pods are reached, and where
     the cluster is: the kubeconfig files and context as resolved (no credentials)."""
     target = runtime.target
+    # the path of the pods no node agent covers: the agents' own pods never reach a shard
+    reacher = runtime.reacher
     return {
-        "via": runtime.via,
-        "via_explicit": bool(runtime.via_explicit),
+        "via": reacher.via,
+        "via_explicit": bool(reacher.via_explicit),
         "read_only": bool(runtime.read_only),
         "in_cluster": bool(target.in_cluster),
         "files": list(target.files),

@@ -86,10 +86,12 @@ class RouterHost:
         report: Callable[[RuntimeEvent], None],
         lateness: Callable[[], float],
         verdicts: Verdicts | None = None,
+        shadow_event: Callable[[Pod, Any], None] | None = None,
     ) -> None:
         self._clock: Clock = LoopClock()
         self._snapshot = snapshot
         self._report = report
+        self._shadow_event = shadow_event
         self._lateness = lateness
         self._manager = ManagerProxy(manager_call, verdicts)
         self._pods: dict[str, Pod] = {}
@@ -113,6 +115,11 @@ class RouterHost:
 
     def report(self, event: RuntimeEvent) -> None:
         self._report(event)
+
+    def shadow_event(self, event: Any) -> None:
+        pod = self._pods.get(event.pod_uid)
+        if self._shadow_event is not None and (pod is not None or not event.pod_uid):
+            self._shadow_event(pod, event)
 
     def lateness(self) -> float:
         return self._lateness()

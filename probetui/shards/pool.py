@@ -476,7 +476,12 @@ class ShardPool:
         from probetui.shards.fed import RouterHost
 
         return RouterHost(
-            self._route_pod, self._route_manager, self._report, self.lateness, self.verdicts
+            self._route_pod,
+            self._route_manager,
+            self._report,
+            self.lateness,
+            self.verdicts,
+            self._shadow_event,
         )
 
     def _route_pod(self, pod: Pod, status: PodStatus | None) -> None:
@@ -525,6 +530,19 @@ class ShardPool:
         for sink in self.sinks:
             sink.event(ev)
 
+    def _shadow_event(self, pod: Pod | None, event: Any) -> None:
+        """A node agent's event (the source reads the agents here): masked as the shards'
+        engines mask their own, to every sink."""
+        if pod is not None:
+            from probetui.engine import masked_elsewhere
+
+            event = masked_elsewhere(self.redactor, pod, event)
+        for sink in self.sinks:
+            try:
+                sink.event(event)
+            except Exception:  # a broken sink must not stop the stream
+                log.exception("sink %r failed on %s", sink, event.type)
+
     # -- Controls ---------------------------------------------------------------------------
 
     def lateness(self) -> float:
@@ -563,6 +581,9 @@ class ShardPool:
         return self.runtime.not_probed(pod, spec, probe_type) is not None
 
     def probe_now(self, key: ProbeKey) -> bool:
+        elsewhere = self.runtime.probe_elsewhere(key)
+        if elsewhere is not None:
+            return bool(elsewhere)
         if self.runtime.read_only and self._not_offered(*key):
             return False
         return self._command("probe", key.pod_uid, key.container, key.probe_type.key) is not None

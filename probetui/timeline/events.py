@@ -209,6 +209,18 @@ def runtime_event(event: RuntimeEvent) -> Event:
 
 
 EVENTS_DROPPED = "EventsDropped"
+# the kubelet's own prober_probe_total over a window, beside the shadow's count of the same, from
+# a node agent (runtime/kubernetes/kubelet_counts.py)
+KUBELET_PROBE_COUNTS = "KubeletProbeCounts"
+_COUNT_GLYPHS = (("successful", "✓"), ("failed", "✖"))
+
+
+def count_words(counts: dict[str, int]) -> str:
+    """A KubeletProbeCounts side in words: `12 ✓ 3 ✖` (and `1 ?` where some were unknown)."""
+    parts = [f"{counts.get(result, 0)} {glyph}" for result, glyph in _COUNT_GLYPHS]
+    if counts.get("unknown"):
+        parts.append(f"{counts['unknown']} ?")
+    return " ".join(parts)
 
 
 def dropped_event(shard: int, count: int, total: int, by_type: Any, t: float) -> Event:
@@ -221,11 +233,13 @@ def dropped_event(shard: int, count: int, total: int, by_type: Any, t: float) ->
 __all__ = [
     "EVENTS_DROPPED",
     "KUBELET",
+    "KUBELET_PROBE_COUNTS",
     "NOT_IN_JSONL",
     "SHADOW",
     "WORKER_STATE",
     "Event",
     "attempt_fields",
+    "count_words",
     "dropped_event",
     "not_probed_event",
     "record_event",

@@ -27,7 +27,7 @@ from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
 from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
-from probetui.timeline.events import WORKER_STATE, Event
+from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
 from probetui.timeline.history import (
     OTHER_SKIP,
     SKIP_CODE,
@@ -49,6 +49,8 @@ HISTORY_SLACK = 1.5
 MIN_CAPACITY = 64
 DEFAULT_DETAIL = 50  # per probe: attempts whose body, target and event text are kept
 DEFAULT_MARKS = 256  # per container: starts, exits, kills, back-offs, Ready changes ...
+# per probe: the kubelet's counts windows kept (a window is a minute: the last half hour)
+KUBELET_WINDOWS = 30
 # deferred histories filled with one that is read (`Store.materialize`)
 FILL_AROUND = 63
 
@@ -162,6 +164,9 @@ class Store:
         # them their entries (a replay's player: the same feeding an eager seek does)
         self._deferred: dict[ProbeKey, ProbeHistory] = {}
         self.loader: Callable[[list[ProbeKey]], None] | None = None
+        # per probe, the node agent's windows of the kubelet's counts beside the shadow's
+        # (KubeletProbeCounts), newest last: the threshold pane sums the recent ones
+        self.kubelet_counts: dict[ProbeKey, deque[Event]] = {}
 
     # -- Sink -------------------------------------------------------------------------
 
@@ -197,9 +202,15 @@ class Store:
             self._record(event)
         elif type_ == "ResultChanged":
             self._result_changed(event)
+        elif type_ == KUBELET_PROBE_COUNTS:
+            self._counts(event)
         elif type_ == WORKER_STATE:
             if event.state is not None:
-                h = self.probes.get(event.state.key)  # a worker of a pod gone: nothing to keep
+                key = event.state.key
+                h = self.probes.get(key)  # a worker of a pod gone: nothing to keep
+                if h is None and key.pod_uid in self.pods:
+                    # a worker known by its state alone (a node agent's summary)
+                    h = self._probe(key)
                 if h is not None:
                     self._state(h, event.state)
                     self._touch(h)
@@ -313,6 +324,7 @@ class Store:
         }
         self._refill = _Refill(pods, self.containers, self.probes, list(pods), listed)
         self.pods, self.containers, self.probes = {}, {}, {}
+        self.kubelet_counts = {}
         # a fresh intern table rather than each history giving its texts back: that walked
         # every ring and detail slot (15,000 probes: 0.3-0.9 s of a seek); a history still
         # held by a reader keeps the old table and reads on
@@ -469,6 +481,18 @@ class Store:
         h.published = result
         self._touch(h)
 
+    def _counts(self, event: Event) -> None:
+        if event.container is None or event.probe is None:
+            return
+        key = ProbeKey(event.pod_uid, event.container, ProbeType.parse(event.probe))
+        kept = self.kubelet_counts.get(key)
+        if kept is None:
+            kept = self.kubelet_counts[key] = deque(maxlen=KUBELET_WINDOWS)
+        kept.append(event)
+        c = self.containers.get(ContainerKey(event.pod_uid, event.container))
+        if c is not None:
+            c.version = self.version
+
     def _mark(self, event: Event) -> None:
         if event.container is None:
             return  # pod-level events have no lane
@@ -486,6 +510,8 @@ class Store:
 
     def _drop_pod(self, uid: str) -> None:
         self.pods.pop(uid, None)
+        for key in [k for k in self.kubelet_counts if k.pod_uid == uid]:
+            del self.kubelet_counts[key]
         for ckey in [k for k in self.containers if k.pod_uid == uid]:
             c = self.containers.pop(ckey)
             for h in c.probes.values():

@@ -12,6 +12,7 @@ from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Container, Pod
 from probetui.timeline.store import ContainerKey, Store
 from probetui.ui.controls import Controls
+from probetui.ui.describe import kubelet_played
 
 if TYPE_CHECKING:
     from probetui.record.archive import HistoryArchive
@@ -47,6 +48,14 @@ class UIContext:
             return None
         c = entry.pod.container(key.container)
         return (entry.pod, c) if c is not None else None
+
+    def kubelet_played(self, key: ContainerKey | None) -> str | None:
+        """Which kubelet release the pod's probes are played as, in words (`describe`)."""
+        entry = self.store.pods.get(key.pod_uid) if key is not None else None
+        if entry is None:
+            return None
+        runtime = self.controls.runtime
+        return kubelet_played(runtime.configured_kubelet, runtime.node_kubelet(entry.pod))
 
     def not_probed(self, key: ProbeKey) -> str | None:
         """Why the shadow does not run this probe (e.g. "not run: read-only"), or None."""

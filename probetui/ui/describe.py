@@ -9,10 +9,13 @@ likely reasons: path, timing, flakiness, vantage), for the pane and the details 
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from probetui.kubelet.kuberuntime import restart_after_probe_kill
+from probetui.kubelet.profile import profile_of_node
 from probetui.prober.results import ResultValue
+from probetui.runtime.base import NodeKubelet
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 
 
@@ -71,6 +74,32 @@ def settings_text(probe: Probe) -> str:
         f"success {probe.success_threshold}  failure {probe.failure_threshold}  "
         f"delay {probe.initial_delay_seconds}s"
     )
+
+
+_MINOR = re.compile(r"v?1\.(\d+)")
+
+
+def kubelet_played(configured: str, node: NodeKubelet) -> str:
+    """Which kubelet release a pod's probes are played as, and why that one: its node's
+    `kubeletVersion` ("kubelet 1.37 (node b)"), the nearest modelled for a release outside
+    them ("kubelet 1.33 (node a runs v1.31.4)"), or the configured one and why the node's is
+    not known ("kubelet 1.35 (configured: nodes not read in read-only mode)")."""
+    fallback = profile_of_node(configured)
+    played = profile_of_node(node.version, fallback)
+    if played is not fallback and node.version:
+        where = f"node {node.node}" if node.node else "its node"
+        minor = _MINOR.match(node.version.strip())
+        if minor is not None and int(minor[1]) != played.minor:
+            # outside the modelled releases: the nearest plays (a node cannot be refused)
+            return f"kubelet {played.version} ({where} runs {node.version})"
+        return f"kubelet {played.version} ({where})"
+    why = f": {node.unknown}" if node.unknown else ""
+    return f"kubelet {fallback.version} (configured{why})"
+
+
+def threshold_title(played: str | None) -> str:
+    """The Threshold state pane's title, with the kubelet release played where known."""
+    return "Threshold state" if played is None else f"Threshold state · {played}"
 
 
 def detect_seconds(probe: Probe) -> int:

@@ -204,4 +204,7 @@ async def test_a_real_agent_process_serves_and_stops_on_sigterm(
     assert frames[-1] == {"k": "fail", "message": f"the agent on node {NODE} is stopping"}
     imported = re.findall(r"\|\s+(\S+)$", err, re.MULTILINE)
     assert imported and not [m for m in imported if m.split(".")[0] in NOT_IMPORTED]
+    # neither kubernetes_asyncio's models nor grpcio: the agent uses neither (lazy_kube.py)
+    assert not [m for m in imported if m.startswith("kubernetes_asyncio.client.models.")]
+    assert not [m for m in imported if m.split(".")[0] == "grpc"]
     assert "Traceback" not in err

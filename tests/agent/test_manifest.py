@@ -19,6 +19,7 @@ KINDS = [
     "ClusterRoleBinding",
     "Secret",
     "Role",
+    "Role",
     "PriorityClass",
     "DaemonSet",
 ]
@@ -27,7 +28,11 @@ KINDS = [
 def _objects(text: str) -> dict[str, dict[str, Any]]:
     docs = [d for d in yaml.safe_load_all(text) if d is not None]
     assert [d["kind"] for d in docs] == KINDS
-    return {d["kind"]: d for d in docs}
+    # the two Roles: the reader's under "Role", probe-now's under "ProberRole"
+    return {
+        "ProberRole" if d["metadata"].get("name") == "probetui-prober" else d["kind"]: d
+        for d in docs
+    }
 
 
 def test_printed_by_the_command(capsys: Any) -> None:
@@ -65,6 +70,11 @@ def test_rbac_is_exactly_what_the_agent_and_a_reader_need() -> None:
             "resourceNames": ["probetui-agent-read"],
             "verbs": ["get"],
         },
+    ]
+    prober = objs["ProberRole"]
+    assert prober["metadata"]["namespace"] == "probetui"
+    assert prober["rules"] == [
+        {"apiGroups": [""], "resources": ["pods/proxy"], "verbs": ["create"]}
     ]
     # never nodes/proxy (exec in every pod of a node through its kubelet), never a wildcard
     assert "nodes/proxy" not in text and "'*'" not in text and '"*"' not in text
@@ -137,7 +147,7 @@ def test_the_pod_template_validates_and_lints_clean(tmp_path: Path, capsys: Any)
 
 def test_namespace_and_image() -> None:
     objs = _objects(render("watchers", "registry.example/probetui:dev"))
-    for kind in ("ServiceAccount", "Secret", "Role", "DaemonSet"):
+    for kind in ("ServiceAccount", "Secret", "Role", "ProberRole", "DaemonSet"):
         assert objs[kind]["metadata"]["namespace"] == "watchers"
     assert objs["Namespace"]["metadata"]["name"] == "watchers"
     assert objs["ClusterRoleBinding"]["subjects"][0]["namespace"] == "watchers"

@@ -170,3 +170,37 @@ def test_the_token_file_is_read_again_and_must_be_long(tmp_path: Path) -> None:
         TokenFile(path)
     with pytest.raises(TokenError, match=r"cannot read the read token .*print-manifest"):
         TokenFile(tmp_path / "missing")
+
+
+async def test_probe_now_is_a_post_with_the_token_and_a_json_body(read_token: Path) -> None:
+    asked: list[tuple[str, str, str]] = []
+
+    def probe(uid: str, container: str, probe: str) -> tuple[int, str]:
+        asked.append((uid, container, probe))
+        return (200, "readiness of app: attempt queued") if uid == "u1" else (404, "no such probe")
+
+    async def post(url: str, token: str | None, body: bytes) -> tuple[int, str]:
+        headers = {"X-Probetui-Token": token} if token is not None else {}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(url, headers=headers, data=body) as resp,
+        ):
+            return resp.status, await resp.text()
+
+    good = b'{"uid": "u1", "container": "app", "probe": "readiness"}'
+    async with _serving(read_token, probe=probe) as (url, _):
+        assert (await post(url + "/v1/probe", None, good))[0] == 401
+        assert (await post(url + "/v1/probe", "wrong", good))[0] == 401
+        assert (await _get(url + "/v1/probe", READ_TOKEN))[0] == 405
+        assert asked == []
+        assert (await post(url + "/v1/probe", READ_TOKEN, b"{}"))[0] == 400
+        assert (await post(url + "/v1/probe", READ_TOKEN, b"x" * 5000))[0] == 413
+        assert await post(url + "/v1/probe", READ_TOKEN, good) == (
+            200,
+            "readiness of app: attempt queued\n",
+        )
+        other = b'{"uid": "u2", "container": "app", "probe": "readiness"}'
+        assert (await post(url + "/v1/probe", READ_TOKEN, other))[0] == 404
+        # POST nowhere else
+        assert (await post(url + "/v1/stream", READ_TOKEN, good))[0] == 405
+    assert asked == [("u1", "app", "readiness"), ("u2", "app", "readiness")]

@@ -120,6 +120,12 @@ async def test_stream_carries_the_nodes_shadow_and_the_kubelets_counts(
         status = await read_stream(run.url, reader, query="rows=1", until=enough, timeout=15)
         assert status == 200
         assert enough(reader), dump(reader)
+        # its pods' workers play the release of the node's own kubelet, not the default
+        manager = run.agent.engine.manager
+        assert {manager.profile_of(uids[name]).version for name in ("web", "rpc")} == {"1.33"}
+        pod = next(iter(run.agent.engine.pods.values())).pod
+        node = run.agent.runtime.node_kubelet(pod)
+        assert (node.node, node.version) == (NODE, "v1.33.7")
 
     hello = reader.frames[0]
     assert hello["role"] == "agent" and hello["node"] == NODE and hello["counts"] is True

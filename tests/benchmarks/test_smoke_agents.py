@@ -22,6 +22,8 @@ def test_node_mode_runs_small() -> None:
     assert result["attempts_per_s"] > 0 and result["agent_cores"] > 0
     assert result["rss_mb"] > 0 and result["kubelet_scrapes"] >= 1
     assert result["kubelet_scrape_errors"] == 0 and result["reader_bytes_per_s"] > 0
+    assert result["agent_wakeups_per_s"] > 0 and result["agent_threads"] >= 1
+    assert result["machine_busy_cores"] > 0
     assert "one node agent" in agents.table(result)
 
 

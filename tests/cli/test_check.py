@@ -239,3 +239,38 @@ async def test_check_imports_no_ui_or_cluster_client(closed_port: int) -> None:
     )
     out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
     assert out.decode().strip().splitlines()[-1] == "[]"
+
+
+async def test_check_h2c_under_the_gate_only(tmp_path: Path) -> None:
+    """`check --protocol HTTP2` plays prober.go's runProbe: h2c with prior knowledge where the
+    release has H2CContainerProbe on (1.37 with the gate), HTTP/1.1 with a note elsewhere, a
+    refused gate or an https URL one line and exit 2; a manifest's `protocol` the same."""
+    from tests.probe.h2c_servers import serve_h2c
+
+    gate = ["--kubelet-version", "1.37", "--feature-gates", "H2CContainerProbe=true"]
+    async with serve_h2c(lambda s, f: (200, [], b"h2c ok")) as server:
+        url = server.url("/healthz")
+        code, out, err = await probetui("check", "--http-get", url, "--protocol", "h2c", *gate)
+        assert code == 0 and "h2c ok" in out and err == ""
+        code, out, err = await probetui(
+            "check", "--http-get", url, "--protocol", "HTTP2", "--kubelet-version", "1.37"
+        )
+        assert code == 1 and "h2c ok" not in out
+        assert err.startswith("note: protocol HTTP2 is read only with H2CContainerProbe on")
+        manifest = tmp_path / "pod.yaml"
+        manifest.write_text(
+            "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: x\n"
+            f"    livenessProbe: {{httpGet: {{port: {server.port}, protocol: HTTP2}}}}\n"
+        )
+        code, out, _ = await probetui("check", "-f", str(manifest), "--json", *gate)
+        assert code == 0 and json.loads(out)["output"] == "h2c ok"
+        assert len(server.requests) == 2
+    code, _, err = await probetui(
+        "check", "--http-get", url, "--protocol", "HTTP2", "--kubelet-version", "1.36",
+        "--feature-gates", "H2CContainerProbe=true",
+    )  # fmt: skip
+    assert code == 2 and "unrecognized feature gate in kubelet 1.36" in err
+    code, _, err = await probetui(
+        "check", "--http-get", "https://127.0.0.1:1/", "--protocol", "HTTP2", *gate
+    )
+    assert code == 2 and "h2c is HTTP/2 without TLS" in err and err.count("\n") == 1

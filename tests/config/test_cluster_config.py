@@ -301,3 +301,17 @@ def test_which_contexts_a_system_lock_holds(tmp_path: Path) -> None:
     write(tmp_path / "kubeconfig", doc)
     assert not _locked(tmp_path, "dev-laptop")
     assert _locked(tmp_path, "roots")
+
+
+def test_a_context_may_name_the_agents_and_auto_as_its_via(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from probetui.config.schema import Expected, check_via
+
+    assert check_via("agent") == "agent" and check_via("auto") == "auto"
+    with pytest.raises(Expected, match="agent or auto"):
+        check_via("agents")
+    # the cluster view's flags, refused before another command as its others are
+    assert main(["--via", "agent", "--agent-namespace", "w", "check", "--tcp", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "--via, --agent-namespace before 'check' belong to the cluster view" in err

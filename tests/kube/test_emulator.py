@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from kubernetes_asyncio import watch
 from kubernetes_asyncio.client import ApiClient, CoreV1Api, EventsV1Api
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -674,6 +675,49 @@ async def test_proxy_to_an_unmapped_port_is_503(api: ApiEmulator, core_v1: CoreV
     assert body["message"] == (
         "error trying to reach service: dial tcp 127.0.0.1:9999: connect: connection refused"
     )
+
+
+async def test_proxy_relays_a_chunked_stream_as_it_comes_and_can_cut_it(api: ApiEmulator) -> None:
+    """A node agent's stream through pods/proxy: each chunk as it comes, for as long as it
+    lasts (the API server flushes every 200 ms), headers and the query passed on."""
+    second = asyncio.Event()
+    seen: dict[str, str] = {}
+
+    async def stream(request: web.Request) -> web.StreamResponse:
+        seen.update(query=request.query_string, token=request.headers.get("X-Token", ""))
+        resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        await resp.write(b'{"k":"hello"}\n')
+        await second.wait()
+        await resp.write(b'{"k":"late"}\n')
+        await asyncio.sleep(30)
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/v1/stream", stream)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.2)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        api.add_pod(make_pod("agent"))
+        api.map_port("agent", 9479, runner.addresses[0][1])
+        url = f"{api.url}/api/v1/namespaces/default/pods/agent:9479/proxy/v1/stream"
+        headers = {"Authorization": f"Bearer {api.token}", "X-Token": "t0k"}
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(url, params={"rows": "1"}, headers=headers) as resp,
+        ):
+            assert resp.status == 200
+            assert await asyncio.wait_for(resp.content.readline(), 5) == b'{"k":"hello"}\n'
+            second.set()
+            assert await asyncio.wait_for(resp.content.readline(), 5) == b'{"k":"late"}\n'
+            assert api.cut_proxy_streams() == 1
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await asyncio.wait_for(resp.content.read(), 5)
+        assert seen == {"query": "rows=1", "token": "t0k"}
+    finally:
+        await runner.cleanup()
 
 
 # ----- RBAC view -----

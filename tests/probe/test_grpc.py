@@ -1,5 +1,6 @@
 """gRPC handler (`pkg/probe/grpc`, docs/kubelet-behaviour.md §15.1-15.2, docs/test-vectors.md F)
-against real grpc.aio servers.
+against real grpc.aio servers, for both handlers: the reference on grpcio (`probetui.probe.grpc`)
+and the lean one on a raw socket (`probetui.probe.grpc_lean`), which must give the same Attempt.
 
 Upstream's TestGrpcProber_Probe uses 1-2 s timeouts and a 4 s server sleep; here the timeouts
 are scaled down (0.3-0.5 s) so each real-time case stays well under a second.
@@ -8,15 +9,22 @@ are scaled down (0.3-0.5 s) so each real-time case stays well under a second.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from probetui.probe import gotext
-from probetui.probe import grpc as grpc_probe
+from probetui.probe import gotext, grpc_lean
+from probetui.probe import grpc as grpc_reference
 from probetui.probe.base import Result
 from tests.probe.conftest import NOT_SERVING, SERVING, ServerCert, StartGRPC
 
 SERVICE_UNKNOWN = 3  # HealthCheckResponse.SERVICE_UNKNOWN
+
+
+@pytest.fixture(params=["grpcio", "lean"])
+def grpc_probe(request: pytest.FixtureRequest) -> Any:
+    """The handler module under test: the reference or the lean one."""
+    return grpc_reference if request.param == "grpcio" else grpc_lean
 
 
 def connect_timeout(port: int, within: str) -> str:
@@ -26,7 +34,9 @@ def connect_timeout(port: int, within: str) -> str:
     )
 
 
-async def test_vector_f1_nothing_listening_is_connect_timeout(closed_port: int) -> None:
+async def test_vector_f1_nothing_listening_is_connect_timeout(
+    grpc_probe: Any, closed_port: int
+) -> None:
     """F1: with nothing listening the blocking dial retries until the deadline, so the output is
     the connect-timeout text ending in `context deadline exceeded`, and no error."""
     attempt = await grpc_probe.probe("127.0.0.1", closed_port, "", 0.3)
@@ -39,7 +49,7 @@ async def test_vector_f1_nothing_listening_is_connect_timeout(closed_port: int) 
     assert attempt.target == f"127.0.0.1:{closed_port}"
 
 
-async def test_vector_f2_plain_http_server_is_failure(http_server: int) -> None:
+async def test_vector_f2_plain_http_server_is_failure(grpc_probe: Any, http_server: int) -> None:
     """F2: an HTTP/1.1 server never sends an HTTP/2 server preface, so the connection never gets
     READY and the blocking dial times out: Failure, error nil."""
     attempt = await grpc_probe.probe("127.0.0.1", http_server, "", 0.3)
@@ -48,7 +58,7 @@ async def test_vector_f2_plain_http_server_is_failure(http_server: int) -> None:
     assert attempt.output == connect_timeout(http_server, "300ms")
 
 
-async def test_vector_f3_not_serving(grpc_server: StartGRPC) -> None:
+async def test_vector_f3_not_serving(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """F3: NOT_SERVING is Failure `service unhealthy (responded with "NOT_SERVING")`."""
     server = await grpc_server(statuses={"": NOT_SERVING})
     attempt = await grpc_probe.probe("127.0.0.1", server.port, "", 1.0)
@@ -57,7 +67,9 @@ async def test_vector_f3_not_serving(grpc_server: StartGRPC) -> None:
     assert attempt.output == 'service unhealthy (responded with "NOT_SERVING")'
 
 
-async def test_vector_f4_slow_health_rpc_is_rpc_timeout(grpc_server: StartGRPC) -> None:
+async def test_vector_f4_slow_health_rpc_is_rpc_timeout(
+    grpc_probe: Any, grpc_server: StartGRPC
+) -> None:
     """F4: connected, but Check outlives the shared deadline: `timeout: health rpc did not
     complete within <t>` (server sleeps 1 s, probe timeout 0.3 s)."""
     server = await grpc_server(delay=1.0)
@@ -69,7 +81,7 @@ async def test_vector_f4_slow_health_rpc_is_rpc_timeout(grpc_server: StartGRPC) 
     assert 0.25 <= attempt.latency < 0.9
 
 
-async def test_vector_f5_serving_is_success(grpc_server: StartGRPC) -> None:
+async def test_vector_f5_serving_is_success(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """F5: SERVING is Success with output "service healthy"."""
     server = await grpc_server()
     attempt = await grpc_probe.probe("127.0.0.1", server.port, "", 1.0)
@@ -80,7 +92,7 @@ async def test_vector_f5_serving_is_success(grpc_server: StartGRPC) -> None:
 
 
 async def test_vector_f6_tls_probe_to_tls_server(
-    grpc_server: StartGRPC, server_cert: ServerCert
+    grpc_probe: Any, grpc_server: StartGRPC, server_cert: ServerCert
 ) -> None:
     """F6 (GRPCContainerProbeTLS, mode TLS): TLS to a server whose CA the probe does not know
     succeeds, since the kubelet uses InsecureSkipVerify."""
@@ -91,7 +103,7 @@ async def test_vector_f6_tls_probe_to_tls_server(
 
 
 async def test_vector_f7_plaintext_probe_to_tls_server(
-    grpc_server: StartGRPC, server_cert: ServerCert
+    grpc_probe: Any, grpc_server: StartGRPC, server_cert: ServerCert
 ) -> None:
     """F7: plaintext against a TLS server never connects: Failure (connect timeout)."""
     server = await grpc_server(cert=server_cert)
@@ -101,7 +113,9 @@ async def test_vector_f7_plaintext_probe_to_tls_server(
     assert attempt.output == connect_timeout(server.port, "300ms")
 
 
-async def test_vector_f8_tls_probe_to_plaintext_server(grpc_server: StartGRPC) -> None:
+async def test_vector_f8_tls_probe_to_plaintext_server(
+    grpc_probe: Any, grpc_server: StartGRPC
+) -> None:
     """F8: TLS against a plaintext server fails the handshake on every try: Failure."""
     server = await grpc_server()
     attempt = await grpc_probe.probe("127.0.0.1", server.port, "", 0.3, tls=True)
@@ -111,7 +125,7 @@ async def test_vector_f8_tls_probe_to_plaintext_server(grpc_server: StartGRPC) -
 
 
 async def test_tls_skips_every_certificate_check(
-    grpc_server: StartGRPC, odd_server_cert: ServerCert
+    grpc_probe: Any, grpc_server: StartGRPC, odd_server_cert: ServerCert
 ) -> None:
     """KEP-4939 InsecureSkipVerify: an expired certificate for another name is accepted."""
     server = await grpc_server(cert=odd_server_cert, statuses={"": NOT_SERVING})
@@ -119,14 +133,16 @@ async def test_tls_skips_every_certificate_check(
     assert attempt.output == 'service unhealthy (responded with "NOT_SERVING")'
 
 
-async def test_tls_slow_rpc_is_rpc_timeout(grpc_server: StartGRPC, server_cert: ServerCert) -> None:
+async def test_tls_slow_rpc_is_rpc_timeout(
+    grpc_probe: Any, grpc_server: StartGRPC, server_cert: ServerCert
+) -> None:
     """Over TLS too, a connected but slow Check is the RPC timeout, not a connect timeout."""
     server = await grpc_server(cert=server_cert, delay=1.0)
     attempt = await grpc_probe.probe("127.0.0.1", server.port, "", 0.3, tls=True)
     assert attempt.output == "timeout: health rpc did not complete within 300ms"
 
 
-async def test_spec_15_1_service_name_is_sent(grpc_server: StartGRPC) -> None:
+async def test_spec_15_1_service_name_is_sent(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """§15.1: grpc.service goes in HealthCheckRequest.service; each service its own status."""
     server = await grpc_server(statuses={"": SERVING, "db": NOT_SERVING, "cache": SERVICE_UNKNOWN})
     healthy = await grpc_probe.probe("127.0.0.1", server.port, "", 1.0)
@@ -137,7 +153,7 @@ async def test_spec_15_1_service_name_is_sent(grpc_server: StartGRPC) -> None:
     assert cache.output == 'service unhealthy (responded with "SERVICE_UNKNOWN")'
 
 
-async def test_spec_15_2_other_rpc_error(grpc_server: StartGRPC) -> None:
+async def test_spec_15_2_other_rpc_error(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """§15.2: any other RPC error is `error: health rpc probe failed: <status error>`, in
     grpc-go's `rpc error: code = <Code> desc = <message>` form."""
     server = await grpc_server(statuses={"": SERVING})
@@ -149,7 +165,7 @@ async def test_spec_15_2_other_rpc_error(grpc_server: StartGRPC) -> None:
     )
 
 
-async def test_spec_15_2_unimplemented(grpc_server: StartGRPC) -> None:
+async def test_spec_15_2_unimplemented(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """§15.2: a gRPC server without grpc.health.v1.Health is the Unimplemented text with the
     server's own status message."""
     server = await grpc_server(health=False)
@@ -161,7 +177,7 @@ async def test_spec_15_2_unimplemented(grpc_server: StartGRPC) -> None:
     )
 
 
-async def test_spec_15_1_user_agent(grpc_server: StartGRPC) -> None:
+async def test_spec_15_1_user_agent(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """§15.1: the user agent starts `kube-probe/<major>.<minor>` (grpc-go appends its own
     name after it, as grpcio does)."""
     server = await grpc_server()
@@ -173,7 +189,7 @@ async def test_spec_15_1_user_agent(grpc_server: StartGRPC) -> None:
     assert second.startswith("kube-probe/1.31 ")
 
 
-async def test_new_connection_per_attempt(grpc_server: StartGRPC) -> None:
+async def test_new_connection_per_attempt(grpc_probe: Any, grpc_server: StartGRPC) -> None:
     """grpc.go dials a new connection for every probe: sequential and concurrent attempts to the
     same target each arrive from their own client port."""
     server = await grpc_server()

@@ -116,3 +116,34 @@ async def test_cancelled_dial_leaves_no_socket_open(stalled_port: int) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert len(os.listdir("/proc/self/fd")) == fds_before
+
+
+async def test_a_connect_done_within_the_call_does_not_wait_for_the_loop(
+    tcp_listener: TCPListener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listener on this host completes the handshake inside connect(): the dial takes the
+    connection at once instead of waiting a turn of the loop for the socket to turn writable
+    (the same socket and the same packets either way)."""
+
+    async def no_wait(*args: object) -> int:
+        raise AssertionError("waited for writable")
+
+    monkeypatch.setattr(tcp, "_writable", no_wait)
+    attempt = await tcp.probe("127.0.0.1", tcp_listener.port, 1.0)
+    assert attempt.result is Result.SUCCESS
+
+
+async def test_a_connect_still_in_progress_waits_for_the_loop(
+    stalled_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A handshake not done within the call is waited for as before: here, into the timeout."""
+    waited: list[int] = []
+    real = tcp._writable
+
+    async def counting(*args: object) -> int:
+        waited.append(1)
+        return await real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tcp, "_writable", counting)
+    attempt = await tcp.probe("127.0.0.1", stalled_port, 0.2)
+    assert attempt.timed_out and waited == [1]

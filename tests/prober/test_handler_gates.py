@@ -1,12 +1,13 @@
 """The handler gates of `prober.go` runProbe, release by release: GRPCContainerProbeTLS
-(`grpc.mode`), H2CContainerProbe (`httpGet.protocol`), both alpha in 1.37, and ExecProbeTimeout
+(`grpc.mode`), H2CContainerProbe (`httpGet.protocol`; its attempts are in
+tests/probe/test_http_h2c.py), both alpha in 1.37, and ExecProbeTimeout
 (`pkg/probe/exec/exec.go`, settable before 1.35). Real gRPC servers on 127.0.0.1."""
 
 from __future__ import annotations
 
 from probetui.kubelet.profile import profile_for
 from probetui.probe.base import Attempt, Result
-from probetui.prober.handlers import H2C_NOT_MODELLED, HandlerRunner, exec_timeout_as_played
+from probetui.prober.handlers import HandlerRunner, exec_timeout_as_played
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PodStatus
 from probetui.prober.worker import Worker
@@ -51,17 +52,6 @@ async def test_grpc_mode_tls_only_with_the_gate_prober_go_runProbe(
     off = await runner.run_probe(_worker(probe, "1.37"), STATUS)
     assert off.result is ResultValue.FAILURE and off.error is None
     assert off.attempt is not None and off.attempt.output.startswith("timeout: failed to connect")
-
-
-async def test_h2c_is_refused_not_faked_prober_go_ProbeH2C() -> None:
-    """prober.go runProbe (1.37): protocol HTTP2 with H2CContainerProbe on goes to
-    `ProbeH2C`. probetui has no h2c client: the attempt is an error (retried, discarded), never
-    an HTTP/1.1 answer standing in for it. With the gate off the field is not read."""
-    probe = Probe(http_get=HTTPGetAction(port=1, protocol="HTTP2"), timeout_seconds=1)
-    out = await HandlerRunner().run_probe(
-        _worker(probe, "1.37", {"H2CContainerProbe": True}), STATUS
-    )
-    assert out.error == H2C_NOT_MODELLED and len(out.attempts) == 3
 
 
 def test_exec_timeout_before_ExecProbeTimeout_exec_go() -> None:

@@ -193,6 +193,27 @@ def assert_same_store(live: Store, replayed: Store) -> None:
             assert all(abs(x[0] - y[0]) < 1e-5 for x, y in zip(got[name], want[name], strict=True))
 
 
+def as_format_1(conn: sqlite3.Connection) -> None:
+    """Make a recording a format-1 file, as probetui wrote it before checksums: no `crc`
+    columns, no tallies."""
+    from probetui.record.checks import COLUMNS
+    from probetui.record.schema import TIME_INDEX
+
+    # the time indexes carry `crc` in format 2: as format 1 had them, on the time alone, and
+    # what a seek asks of the chunks in an index of its own
+    for table, index in TIME_INDEX.items():
+        column = "t0" if table == "chunks" else "t"
+        conn.execute(f"DROP INDEX {index}")
+        conn.execute(f"CREATE INDEX {index} ON {table} ({column})")
+    conn.execute("CREATE INDEX chunks_t0_steady ON chunks (t0, probe_id, steady)")
+    for table in COLUMNS:
+        if table != "tally":
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN crc")
+    conn.execute("DROP TABLE tally")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+
+
 def record_demo(path: Path, seconds: float, *sinks: Any) -> Recorder:
     """Run the demo for `seconds` with a recorder writing `path` beside `sinks`; closed."""
     recorder = Recorder(path, META, flush_every=0.2)

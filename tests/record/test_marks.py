@@ -15,7 +15,7 @@ from probetui.record import codec
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
 from probetui.record.schema import CHUNK_ITEMS, has_marks, has_steady
-from tests.record.helpers import META, attempt, kinds_of, pod
+from tests.record.helpers import META, as_format_1, attempt, kinds_of, pod
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -46,6 +46,7 @@ def _write(path: Path, rounds: int = 90) -> None:
 def _as_before_marks(path: Path) -> None:
     """The file as an older probetui wrote it: no marks or steady column, no time indexes."""
     conn = sqlite3.connect(path)
+    as_format_1(conn)
     conn.execute("DROP INDEX chunks_t0_steady")
     conn.execute("ALTER TABLE chunks DROP COLUMN steady")
     conn.execute("ALTER TABLE chunks DROP COLUMN marks")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from probetui.record.reader import open_recording
+from probetui.record.schema import FORMAT_VERSION
 from probetui.timeline.events import NOT_IN_JSONL
 from probetui.timeline.jsonl import JsonlWriter
 from probetui.timeline.store import Store
@@ -93,7 +94,7 @@ def test_specs_statuses_and_meta(demo_run: dict[str, Any]) -> None:
     live: Store = demo_run["store"]
     pods = {uid: e.pod for uid, e in live.pods.items()}
     with open_recording(demo_run["path"]) as rec:
-        assert rec.meta.format_version == 1 and rec.meta.first == META
+        assert rec.meta.format_version == FORMAT_VERSION and rec.meta.first == META
         first, last = rec.span() or (0.0, 0.0)
         assert 0 < last - first < SECONDS + 2
         seen = {p.uid for p in rec.pods()}

@@ -52,7 +52,8 @@ def test_steady_attempts_cost_a_few_bytes_each(tmp_path: Path) -> None:
             "'chunks_probe_t0')"
         ).fetchone()[0]
     per_attempt = grown / (n * len(pods))
-    assert per_attempt < 10, per_attempt
+    # each chunk's checksum (format 2) is 5 of its bytes: a sixth of a byte an attempt
+    assert per_attempt < 10.5, per_attempt
     with open_recording(path) as r:
         records = r.attempts(r.probe_keys()[3])
         assert [x.result_run for x in records] == list(range(1, n + 1))

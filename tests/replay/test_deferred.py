@@ -27,7 +27,7 @@ from probetui.replay.player import Player
 from probetui.spec.model import ProbeType
 from probetui.timeline.events import Event
 from probetui.timeline.store import Store
-from tests.record.helpers import META, assert_same_store, attempt, probe_state
+from tests.record.helpers import META, as_format_1, assert_same_store, attempt, probe_state
 from tests.record.helpers import pod as steady_pod
 
 pytestmark = pytest.mark.timeout(120)
@@ -201,6 +201,7 @@ def test_a_recording_without_the_column_is_read_in_full(steady: Path, tmp_path: 
     with sqlite3.connect(steady) as src, sqlite3.connect(old) as dst:
         src.backup(dst)
     with sqlite3.connect(old) as c:
+        as_format_1(c)
         c.execute("DROP INDEX chunks_t0_steady")
         c.execute("ALTER TABLE chunks DROP COLUMN steady")
     with open_recording(old) as rec, open_recording(steady) as ref:

@@ -154,10 +154,10 @@ def test_a_seek_into_a_gap_keyframes_every_probe_in_one_pass(tmp_path: Path) -> 
         passes = 0
         segments = r._segments
 
-        def counted(*args: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
             nonlocal passes
             passes += 1
-            return segments(*args)
+            return segments(*args, **kwargs)
 
         r._segments = counted  # type: ignore[method-assign]
         player.seek(1100.0)  # 70 s into the gap: nothing within the window

@@ -46,7 +46,11 @@ from probetui.runtime.kubernetes.credentials import (
     TokenSource,
     refresh_hook,
 )
-from probetui.runtime.kubernetes.guard import install_read_only_guard, server_path_problem
+from probetui.runtime.kubernetes.guard import (
+    AgentReadPaths,
+    install_read_only_guard,
+    server_path_problem,
+)
 from probetui.runtime.kubernetes.kubeconfig import (
     FIX_VIEW,
     ClusterIdentity,
@@ -122,6 +126,9 @@ class ClusterTarget:
     # the one token source every client of this target shares (client-go caches its
     # authenticators per user the same way): one plugin run serves list, watch and streams
     _auth: _AuthCache = field(default_factory=lambda: _AuthCache(), repr=False, compare=False)
+    # the node agents' read paths that read-only lets through (guard.py), filled by discovery
+    # (agents.py) with the agent pods it checked; shared by every client of this target
+    agent_paths: AgentReadPaths = field(default_factory=AgentReadPaths, repr=False, compare=False)
 
     def _what(self) -> str:
         return "in-cluster config" if self.in_cluster else f'context "{self.context}"'
@@ -263,7 +270,7 @@ class ClusterTarget:
             on_unauthorized=source.unauthorized if source is not None else None,
         )
         if self.read_only:
-            install_read_only_guard(client)
+            install_read_only_guard(client, agents=self.agent_paths)
         return client
 
 

@@ -32,6 +32,14 @@ cannot be stripped safely: `https://host/api/v1/namespaces/NS/pods/web/proxy` ma
 a pods/proxy request to that API server, whatever follows. With such a server URL every request
 is refused, and `ClusterTarget` refuses the target before a client is made.
 
+The one exception: a GET of a node agent's stream, `pods/NAME:PORT/proxy/v1/stream` in the
+agents' namespace, for an agent pod this client listed and checked itself (owned by the agents'
+DaemonSet, Running and Ready: `agents.py`). Discovery admits each such pod's read paths into
+an `AgentReadPaths`, which the guard consults; the path must be exactly one admitted, decoded as
+the API server decodes it. Anything else under pods/proxy stays refused: another pod of that
+namespace, another port, another path, any method but GET, any upgrade. The agent's stream
+changes nothing (docs/agents.md): it is the shadow's attempts, read.
+
 Every API client of the cluster source is made by `ClusterTarget.api_client`, which installs
 this guard when `--read-only` is set; a test asserts from a recording server that refused calls
 send nothing.
@@ -48,6 +56,8 @@ from urllib.parse import unquote, urlsplit
 from kubernetes_asyncio.client import ApiClient
 
 __all__ = [
+    "AGENT_READ_PATHS",
+    "AgentReadPaths",
     "ApiPath",
     "ReadOnlyGuard",
     "ReadOnlyViolation",
@@ -65,6 +75,40 @@ _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 # where the API server's RequestInfoFactory starts a resource path
 _API_PREFIXES = frozenset({"api", "apis"})
 _MARK = "_probetui_read_only_guard"
+# what a node agent serves to readers with GET, below its pods/proxy (docs/agents.md)
+AGENT_READ_PATHS = ("v1/stream",)
+
+
+class AgentReadPaths:
+    """The agents' read paths read-only may GET: filled by discovery with the agent pods it
+    listed and checked, consulted by every guard of the target's clients."""
+
+    def __init__(self) -> None:
+        # (namespace, pod) -> the decoded paths admitted for it
+        self._by_pod: dict[tuple[str, str], frozenset[str]] = {}
+        self._paths: frozenset[str] = frozenset()
+
+    @staticmethod
+    def paths_of(namespace: str, pod: str, port: int) -> frozenset[str]:
+        base = f"/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/"
+        return frozenset(base + tail for tail in AGENT_READ_PATHS)
+
+    def admit(self, namespace: str, pod: str, port: int) -> None:
+        """`pod` is an agent this client checked: its read paths on `port` may be read."""
+        self._by_pod[(namespace, pod)] = self.paths_of(namespace, pod, port)
+        self._paths = frozenset().union(*self._by_pod.values())
+
+    def revoke(self, namespace: str, pod: str) -> None:
+        """`pod` is gone, or no longer passes the checks."""
+        if self._by_pod.pop((namespace, pod), None) is not None:
+            self._paths = frozenset().union(*self._by_pod.values())
+
+    def allows(self, path: str) -> bool:
+        """Whether `path` (decoded, the server's prefix stripped) is an admitted read path."""
+        return path in self._paths
+
+    def __len__(self) -> int:
+        return len(self._by_pod)
 
 
 class ReadOnlyViolation(Exception):
@@ -179,12 +223,17 @@ def _forbidden(info: ApiPath) -> str | None:
 
 
 def refusal(
-    method: str, raw_path: str, headers: Mapping[str, str] | None = None, prefix: str = ""
+    method: str,
+    raw_path: str,
+    headers: Mapping[str, str] | None = None,
+    prefix: str = "",
+    agents: AgentReadPaths | None = None,
 ) -> str | None:
     """Why read-only mode refuses this request, or None when it may go.
 
     `raw_path` is the path as sent (percent-encoded); it is decoded as the API server decodes it.
-    `prefix` is the server URL's own path (`server_prefix`), stripped first.
+    `prefix` is the server URL's own path (`server_prefix`), stripped first. `agents`: the node
+    agents' read paths a GET may reach through pods/proxy (the one exception, above).
     """
     if method.upper() != "GET":
         return f"method {method.upper()} changes state; only GET is allowed"
@@ -203,7 +252,17 @@ def refusal(
         info = api_path(path)
     except ValueError as e:
         return str(e)
-    return _forbidden(info)
+    forbidden = _forbidden(info)
+    if (
+        forbidden is not None
+        and agents is not None
+        and not info.legacy_proxy
+        and info.resource == "pods"
+        and info.subresource == "proxy"
+        and agents.allows(path)
+    ):
+        return None
+    return forbidden
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,14 +275,17 @@ class Refused:
 class ReadOnlyGuard:
     """The check installed on one client's connector; keeps the last refusals for display."""
 
-    def __init__(self, keep: int = 64, prefix: str = "") -> None:
+    def __init__(
+        self, keep: int = 64, prefix: str = "", agents: AgentReadPaths | None = None
+    ) -> None:
         self.refused: deque[Refused] = deque(maxlen=keep)
         self.refused_total = 0
         self.prefix = prefix
+        self.agents = agents
 
     def check(self, method: str, url: Any, headers: Mapping[str, str]) -> None:
         raw_path = getattr(url, "raw_path", None) or str(url)
-        reason = refusal(method, raw_path, headers, self.prefix)
+        reason = refusal(method, raw_path, headers, self.prefix, self.agents)
         if reason is None:
             return
         self.refused_total += 1
@@ -238,8 +300,11 @@ class ReadOnlyGuard:
         return guarded_connect
 
 
-def install_read_only_guard(client: ApiClient, guard: ReadOnlyGuard | None = None) -> ReadOnlyGuard:
-    """Guard `client` (an ApiClient or WsApiClient) for good; idempotent. Returns the guard."""
+def install_read_only_guard(
+    client: ApiClient, guard: ReadOnlyGuard | None = None, agents: AgentReadPaths | None = None
+) -> ReadOnlyGuard:
+    """Guard `client` (an ApiClient or WsApiClient) for good; idempotent. Returns the guard.
+    `agents`: the node agents' read paths its GETs may reach (discovery fills it)."""
     session = client.rest_client.pool_manager
     connector = session.connector
     if connector is None:
@@ -247,7 +312,9 @@ def install_read_only_guard(client: ApiClient, guard: ReadOnlyGuard | None = Non
     existing = getattr(connector, _MARK, None)
     if isinstance(existing, ReadOnlyGuard):
         return existing
-    guard = guard or ReadOnlyGuard(prefix=server_prefix(client.configuration.host or ""))
+    guard = guard or ReadOnlyGuard(
+        prefix=server_prefix(client.configuration.host or ""), agents=agents
+    )
     # an instance attribute shadows the class's method for this connector alone
     connector.connect = guard.wrap(connector.connect)  # type: ignore[method-assign]
     setattr(connector, _MARK, guard)

@@ -9,6 +9,10 @@ ProbeWarning, Killing, BackOff, ...) go to the timeline with `source: kubelet`. 
 ReplicaSet owns is shown under the workload that ReplicaSet names (`owners.py`), once read. Each
 probe the shadow does not run is said once, with the reason, as `ProbeNotRun`.
 
+A pod on a node whose agent probes it (`agent_streams.AgentReader`) goes to the engine's sinks
+and to nobody's workers here: the agent's stream brings its attempts. With `--via agent`, a pod
+no agent covers gets no workers either; its probes are said not run, with the reason.
+
 It also makes the fresh read that confirms a divergence before it is reported
 (`divergence.py`): one get of the pod at a time, its answer fed through the pod reflector
 (`offer`), so the watch and the read never disagree about which version is newest.
@@ -38,6 +42,8 @@ from probetui.spec.model import Container, Pod, ProbeType
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import CoreV1Api
 
+    from probetui.runtime.kubernetes.agent_streams import AgentReader
+
 log = logging.getLogger(__name__)
 # pods a step of the divergence walk checks (some 1-2 ms of the loop at a time)
 DIVERGENCE_SLICE = 100
@@ -65,8 +71,12 @@ class ClusterPods:
         owners: ReplicaSetOwners,
         divergence: Divergence,
         not_probed: Callable[[Pod, Container, ProbeType], str | None],
+        agents: AgentReader | None = None,
     ) -> None:
         self.selector = selector
+        self.agents = agents
+        # pods handed to the engine's manager: their workers run here
+        self._managed: set[str] = set()
         self.via = via
         self.nodes = nodes
         self.owners = owners
@@ -131,7 +141,11 @@ class ClusterPods:
             self._specs.forget(pod.uid)
             self.divergence.forget_pod(pod.uid)
             self._not_run_said = {k for k in self._not_run_said if k[0] != pod.uid}
-            host.manager.remove_pod(pod)
+            if self.agents is not None:
+                self.agents.gone(pod.uid)
+            if pod.uid in self._managed:
+                self._managed.discard(pod.uid)
+                host.manager.remove_pod(pod)
             host.pod_deleted(pod.uid)
             return
         rs = replicaset_of(obj.get("metadata") or {})
@@ -145,6 +159,22 @@ class ClusterPods:
         host.pod_snapshot(pod, status)
         for change in kubelet_changes(pod, before.status if before else None, status, now):
             host.report(change)
+        agents = self.agents
+        if agents is not None and agents.covers(observed.node_name):
+            # the node's agent probes it: its attempts come with the agent's stream
+            agents.placed(pod.uid, observed.node_name)
+            if pod.uid in self._managed:
+                self._managed.discard(pod.uid)
+                host.manager.remove_pod(pod)
+                # what this view said it could not run is the agent's to say now
+                self._not_run_said = {k for k in self._not_run_said if k[0] != pod.uid}
+            # the agent runs no exec probe: said once here, as for the view's own workers
+            self._say_not_run(host, pod, now)
+            return
+        if agents is not None and agents.mode == "agent":
+            self._say_not_run(host, pod, now)  # no workers: the agents alone probe
+            return
+        self._managed.add(pod.uid)
         if kind == ADDED or before is None:
             # the release of the kubelet that runs it: its node's, where nodes can be read
             profile = profile_of_node(self.nodes.known(pod.uid), host.manager.profile)
@@ -160,6 +190,19 @@ class ClusterPods:
         # (docs/kubelet-behaviour.md §10.3)
         host.manager.update_pod_status(pod, status)
         self.divergence.check_pod(host, pod, status, now, set())
+
+    def agent_came(self, node: str) -> None:
+        """An agent now serves `node`: its pods are its, and the workers here stop."""
+        host, agents = self.host, self.agents
+        if host is None or agents is None:
+            return
+        for uid, seen in list(self.pods.items()):
+            if self.nodes.node_of.get(uid) != node:
+                continue
+            agents.placed(uid, node)
+            if uid in self._managed:
+                self._managed.discard(uid)
+                host.manager.remove_pod(seen.pod)
 
     def _confirmed_owner(self, pod: Pod) -> Pod:
         """The pod under the workload its ReplicaSet names, where that was read; the same

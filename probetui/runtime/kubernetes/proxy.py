@@ -90,6 +90,15 @@ def api_path_error(status: int, body: bytes) -> str | None:
     return None
 
 
+def pod_proxy_prefix(host: str, namespace: str, pod: str, port: int) -> str:
+    """The path of `pods/POD:PORT/proxy` on the API server `host` (its own path first)."""
+    server_path = URL(host).raw_path.rstrip("/")
+    return (
+        f"{server_path}/api/v1/namespaces/{quote(namespace, safe='')}/pods/"
+        f"{quote(pod, safe='')}:{port}/proxy"
+    )
+
+
 def unproxied_location(location: str, prefix: str) -> str:
     """The pod's own Location, from the one the API server rewrote.
 
@@ -148,11 +157,7 @@ class OneShotProxy:
     @property
     def prefix(self) -> str:
         """The proxy's path on the API server, below any path of the server URL itself."""
-        server_path = URL(self.api.configuration.host).raw_path.rstrip("/")
-        return (
-            f"{server_path}/api/v1/namespaces/{quote(self.namespace, safe='')}/pods/"
-            f"{quote(self.pod, safe='')}:{self.port}/proxy"
-        )
+        return pod_proxy_prefix(self.api.configuration.host, self.namespace, self.pod, self.port)
 
     def url(self, target: str) -> URL:
         path, _, query = target.partition("?")
@@ -228,4 +233,10 @@ async def _read_body(stream: aiohttp.StreamReader, limit: int) -> bytes:
     return bytes(body)
 
 
-__all__ = ["OneShotProxy", "api_forbidden", "api_path_error", "unproxied_location"]
+__all__ = [
+    "OneShotProxy",
+    "api_forbidden",
+    "api_path_error",
+    "pod_proxy_prefix",
+    "unproxied_location",
+]

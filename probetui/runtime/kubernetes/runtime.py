@@ -17,6 +17,11 @@ clients, wires the reflectors, says how the connection is, and delegates to thre
   `pods/exec`), what a path refused, the forbidden memory and what RBAC must grant. In
   `--read-only` mode only `direct` probes run, and only where the pod network is reachable;
   exec never runs; each probe not run is reported once, with the reason, as `ProbeNotRun`.
+- `agent_streams.py` (`AgentReader`, with `--via agent` or `auto`, the default): the node
+  agents (docs/agents.md) probe the pods of the nodes they cover, and their streams feed the
+  engine's sinks as the shadow's (`host.shadow_event`); the view's own workers do not run
+  there. `auto` probes the other nodes' pods itself by the path it would have taken without
+  agents; `--via agent` leaves them not run, with the reason.
 
 Start-up: the first list of pods must succeed. Bad credentials (401) or missing permissions
 (403) stop the run with one line saying what to fix. An unreachable or failing API server does
@@ -30,26 +35,31 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections import deque
+from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from probetui.kubelet.profile import profile_of_node
 from probetui.prober.status import PodSnapshot
-from probetui.runtime.base import Runtime, RuntimeFailure, RuntimeHost
+from probetui.runtime.base import NodeKubelet, Runtime, RuntimeFailure, RuntimeHost
+from probetui.runtime.kubernetes.agent_streams import MODES as AGENT_MODES
+from probetui.runtime.kubernetes.agent_streams import AgentReader
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
-from probetui.runtime.kubernetes.nodes import NodeVersions
+from probetui.runtime.kubernetes.nodes import NodeVersions, releases_played
 from probetui.runtime.kubernetes.owners import ReplicaSetOwners
 from probetui.runtime.kubernetes.pods import ClusterPods
 from probetui.runtime.kubernetes.reach import VIAS, Reacher, fetch_server_version
 from probetui.runtime.kubernetes.reflector import ApiStatusError, Reflector, api_lister, describe
-from probetui.spec.model import Container, Pod, ProbeType
+from probetui.spec.model import Container, ExecAction, Pod, ProbeType
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
     from probetui.probe.exec import ExecRunner
+    from probetui.prober.worker import ProbeKey
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +68,10 @@ WATCH_TIMEOUT_SECONDS = 300
 # how often divergence is re-checked between observed changes
 DIVERGENCE_CHECK = 1.0
 FIRST_LIST_TRIES = 3
+NOTICES = 50
+READ_ONLY_PROBE_NOW = "read-only: probe now through an agent is a POST"
+# every path `--via` takes: the reacher's, the agents', and auto (agents where found)
+ALL_VIAS = (*VIAS, *AGENT_MODES)
 
 
 class KubernetesRuntime(Runtime):
@@ -79,18 +93,34 @@ class KubernetesRuntime(Runtime):
         fail_fast: bool = False,
         divergence_check: float = DIVERGENCE_CHECK,
         reflector_options: dict[str, Any] | None = None,
+        agent_namespace: str | None = None,
+        agents: bool = True,
     ) -> None:
         self.target = target
         self.read_only = target.read_only
         self.all_namespaces = target.all_namespaces
-        # how shadow probes reach pods (raises on an unknown --via)
-        self.reacher = Reacher(target, via)
+        if via is not None and via not in ALL_VIAS:
+            raise ValueError(f"--via must be one of {', '.join(ALL_VIAS)}")
+        # the node agents, with --via agent or auto (None: auto, unless `agents` is off)
+        mode = via if via in AGENT_MODES else ("auto" if via is None and agents else None)
+        self.agents: AgentReader | None = None
+        if mode is not None:
+            from probetui.runtime.kubernetes.agents import AGENT_NAMESPACE
+
+            self.agents = AgentReader(
+                mode,
+                agent_namespace or AGENT_NAMESPACE,
+                target.agent_paths,
+                say=self._say,
+            )
+        # how shadow probes reach the pods no agent covers (raises on an unknown --via)
+        self.reacher = Reacher(target, None if mode is not None else via)
         self.nodes = NodeVersions()
         # a ReplicaSet's pods' workload, confirmed from the ReplicaSet (owners.py)
         self.owners = ReplicaSetOwners(None if target.all_namespaces else target.namespace)
-        self.via_explicit = self.reacher.via_explicit
-        self.via = self.reacher.via
-        self.divergence = Divergence(self.via, self.reacher.not_probed)
+        self.via_explicit = self.reacher.via_explicit or mode == "agent"
+        self.via = "agent" if mode == "agent" else self.reacher.via
+        self.divergence = Divergence(self.via, self.not_probed)
         # the watched pods and what their changes tell the engine (pods.py)
         self.cluster_pods = ClusterPods(
             selector=target.selector,
@@ -99,7 +129,10 @@ class KubernetesRuntime(Runtime):
             owners=self.owners,
             divergence=self.divergence,
             not_probed=self.not_probed,
+            agents=self.agents,
         )
+        if self.agents is not None:
+            self.agents.on_cover = self.cluster_pods.agent_came
         self.owners.on_change = self.cluster_pods.owners_changed
         self.divergence.confirm = self.cluster_pods.confirm
         self.watch_timeout = watch_timeout
@@ -116,6 +149,9 @@ class KubernetesRuntime(Runtime):
         self.on_note: Callable[[str], None] | None = None
         self.pods_reflector: Reflector | None = None
         self.events_reflector: Reflector | None = None
+        self.agents_reflector: Reflector | None = None
+        # lines for the UI to show once (the agents' faults); headless says them on stderr
+        self.notices: deque[str] = deque(maxlen=NOTICES)
 
     @property
     def pods(self) -> dict[str, PodSnapshot]:
@@ -147,13 +183,30 @@ class KubernetesRuntime(Runtime):
         Not before: a run that cannot connect prints its one error line and nothing else.
         """
         out = []
+        agents = self.agents
+        if agents is not None and agents.usable():
+            rest = (
+                f"the pods of other nodes by {self.reacher.via}"
+                if agents.mode == "auto"
+                else "no other pods (--via agent)"
+            )
+            out.append(
+                f"node agents on {len(agents.directory.by_node)} node(s) probe their pods from "
+                f"the node, as the kubelet does (via agent); this view probes {rest}"
+            )
+        elif agents is not None and agents.problem and agents.lasting and agents.mode == "auto":
+            out.append(
+                f"node agents not used: {agents.problem} (--via {self.reacher.via} to skip them)"
+            )
+        if agents is not None and agents.usable() and agents.mode == "agent":
+            return out
         if self.read_only:
             why = f" ({self.read_only_reason})" if self.read_only_reason else ""
             out.append(
                 f"read-only{why}: only get, list and watch reach the API server; exec probes are not "
                 "run" + ("" if self.via == "direct" else ", nor probes that need --via " + self.via)
             )
-        elif self.via != "direct":
+        elif self.via != "direct" and not (agents is not None and agents.usable()):
             out.append(
                 f"shadow probes go via {self.via}: the kubelet dials the pod IP from its node, "
                 "so answers can differ (see each attempt's via)"
@@ -174,6 +227,7 @@ class KubernetesRuntime(Runtime):
                 self._ws_core = CoreV1Api(self._ws_api)
             self.reacher.connect(self._api, self._core, self._ws_core)
             self.nodes.connect(self._core)
+            await self._start_agents(host)
             pods = self.pods_reflector = Reflector(
                 self._pod_lister(),
                 self.cluster_pods.on_pod,
@@ -206,6 +260,12 @@ class KubernetesRuntime(Runtime):
             ]
             if events is not None:
                 tasks.append(asyncio.create_task(events.run(), name="watch events"))
+            if self.agents is not None and self.agents.watching:
+                assert self.agents_reflector is not None
+                tasks.append(
+                    asyncio.create_task(self.agents_reflector.run(), name="watch agent pods")
+                )
+                tasks.append(asyncio.create_task(self.agents.run(), name="agent streams"))
             try:
                 await asyncio.gather(*tasks)
             finally:
@@ -220,6 +280,44 @@ class KubernetesRuntime(Runtime):
                 if client is not None:
                     with contextlib.suppress(Exception):
                         await client.close()
+
+    async def _start_agents(self, host: RuntimeHost) -> None:
+        """The agents' pods listed and checked, and the token read, before the view's pods
+        are placed: a covered node's pods then never start the view's own workers."""
+        agents = self.agents
+        if agents is None:
+            return
+        assert self._core is not None and self._api is not None
+        from probetui.runtime.kubernetes.agents import AGENT_SELECTOR, AgentProblem
+
+        agents.publish_to = host.shadow_event
+        reflector = self.agents_reflector = Reflector(
+            api_lister(
+                self._core.list_namespaced_pod,
+                agents.directory.namespace,
+                watch_timeout=self.watch_timeout,
+                label_selector=AGENT_SELECTOR,
+            ),
+            agents.directory.on_pod,
+            name="agent pods",
+            on_state=lambda text: log.info("agent pods: %s", text or "watching"),
+            **self.reflector_options,
+        )
+        try:
+            await agents.start(self._api, self._core, lambda: reflector.first_list(1))
+        except AgentProblem as e:
+            raise RuntimeFailure(f"--via agent: {e}") from None
+
+    def _say(self, text: str) -> None:
+        """A line about the agents: headless on stderr (`on_note`), else the UI's notices."""
+        if self.on_note is not None:
+            self.on_note(text)
+        else:
+            self.notices.append(text)
+
+    def take_notice(self) -> str | None:
+        """The oldest line not yet shown (the UI polls it)."""
+        return self.notices.popleft() if self.notices else None
 
     async def _first_list(self, pods: Reflector) -> None:
         try:
@@ -244,14 +342,40 @@ class KubernetesRuntime(Runtime):
         none), and a locked shell must leave no refused request in the audit log. Its probes,
         with `--via direct` the only ones it sends, carry the configured version."""
         if self.read_only:
-            self.nodes.unreadable = "not read in read-only mode"
-            return
-        await self.nodes.read()
-        if self.nodes.unreadable is not None and self.on_note is not None:
-            self.on_note(
-                f"kubelet version: {self.nodes.unreadable}; probes send the configured "
-                "kube-probe/X.Y (--kubelet-version, or kubeletVersion in the config file)"
+            self.nodes.unreadable = "nodes not read in read-only mode"
+        else:
+            await self.nodes.read()
+        if self.on_note is not None:
+            self.on_note(self._kubelet_note())
+
+    def _kubelet_note(self) -> str:
+        """Which kubelet release the pods' probes are played as, said once: their nodes', or
+        where nodes are not read, the configured one (docs/kubelet-versions.md)."""
+        configured = f"kubelet {profile_of_node(self.configured_kubelet).version}"
+        where = "(--kubelet-version, or kubeletVersion in the config file)"
+        if self.nodes.unreadable is not None:
+            return (
+                f"kubelet version: {self.nodes.unreadable}; every pod's probes play the "
+                f"configured {configured} and send its kube-probe/X.Y {where}"
             )
+        return (
+            f"kubelet version: each pod's probes play its node's release "
+            f"({releases_played(self.nodes.versions)}), the configured {configured} where a "
+            "node's is not known"
+        )
+
+    def node_kubelet(self, pod: Pod) -> NodeKubelet:
+        node = self.nodes.node_of.get(pod.uid, "")
+        version = self.nodes.known(pod.uid)
+        if version:
+            return NodeKubelet(node, version)
+        if self.nodes.unreadable is not None:
+            why = self.nodes.unreadable
+        elif not node:
+            why = "the pod is on no node yet"
+        else:
+            why = f"node {node} not read yet"
+        return NodeKubelet(node, None, why)
 
     def kube_version_of(self, pod: Pod) -> str | None:
         return self.nodes.of(pod.uid)
@@ -326,7 +450,40 @@ class KubernetesRuntime(Runtime):
     # -- reaching pods (reach.py) -----------------------------------------------------------
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
+        agents = self.agents
+        if agents is not None:
+            if pod.uid in agents.node_of:
+                # the agent runs it, or says why not (exec: it has no way into the container)
+                probe = container.probe(probe_type)
+                if probe is not None and isinstance(probe.handler, ExecAction):
+                    from probetui.agent.runtime import EXEC_NOT_RUN
+
+                    return EXEC_NOT_RUN
+                return None
+            if agents.mode == "agent":
+                return f"not run: --via agent: {agents.why_not(self.nodes.node_of.get(pod.uid))}"
         return self.reacher.not_probed(pod, container, probe_type)
+
+    def focus(self, pod_uids: Collection[str] | None) -> None:
+        """The screen's pods: the agents' streams take their attempts and summaries of the rest."""
+        if self.agents is not None:
+            self.agents.set_focus(pod_uids)
+
+    def probe_now_refused(self, key: ProbeKey) -> str | None:
+        agents = self.agents
+        if self.read_only and agents is not None and key.pod_uid in agents.node_of:
+            return READ_ONLY_PROBE_NOW
+        return None
+
+    def probe_elsewhere(self, key: ProbeKey) -> bool | None:
+        """A probe an agent runs is probed now by that agent (a POST of pods/proxy); read-only
+        sends no POST."""
+        agents = self.agents
+        if agents is None or key.pod_uid not in agents.node_of:
+            return None
+        if self.read_only:
+            return False
+        return agents.probe_now(key.pod_uid, key.container, key.probe_type.key)
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
         """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`."""
@@ -358,4 +515,4 @@ class KubernetesRuntime(Runtime):
         return self.reacher.exec_runner(pod, container)
 
 
-__all__ = ["VIAS", "KubernetesRuntime", "fetch_server_version"]
+__all__ = ["ALL_VIAS", "VIAS", "KubernetesRuntime", "fetch_server_version"]

@@ -229,6 +229,18 @@ class MainScreen(PacedScreen, Screen[None]):
         if second != self._second:
             self._second = second
             self.header.update()
+            self._focus()
+
+    def _focus(self) -> None:
+        """Tell the runtime which pods the screen shows in full: the list's lines, the
+        selection, a selected workload's replicas (a node agent's stream then carries their
+        attempts and summaries of the rest)."""
+        pods = self.workloads.shown_pods()
+        if self.selected is not None:
+            pods.add(self.selected.pod_uid)
+        if self.group:
+            pods.update(self.workloads.members.get(self.group, ()))
+        self.ctx.controls.runtime.focus(pods)
 
     def _rebuild(self) -> None:
         """The list's rows anew, and when the next re-sort may come: on the wall clock, not
@@ -401,6 +413,11 @@ class MainScreen(PacedScreen, Screen[None]):
         if key is None or self.probe not in self._probe_types():
             self.say("no probe selected", warning=True)
             return
+        refused = self.ctx.controls.runtime.probe_now_refused(key)
+        if refused is not None:
+            # said before anything is sent (read-only and an agent's probe: a POST)
+            self.say(f"{key.probe_type.key} of {key.container} not probed: {refused}", warning=True)
+            return
         reason = self.ctx.not_probed(key)
         if self.ctx.controls.probe_now(key):
             self.say(f"{key.probe_type.key} of {key.container}: attempt queued")
@@ -411,6 +428,14 @@ class MainScreen(PacedScreen, Screen[None]):
     def action_probe_all(self) -> None:
         if self.selected is None:
             return
+        runtime = self.ctx.controls.runtime
+        for pt in self._probe_types():
+            refused = runtime.probe_now_refused(
+                ProbeKey(self.selected.pod_uid, self.selected.container, pt)
+            )
+            if refused is not None:
+                self.say(f"{self.selected.container} not probed: {refused}", warning=True)
+                return
         n = self.ctx.controls.probe_container(self.selected.pod_uid, self.selected.container)
         self.say(f"{self.selected.container}: {n} probe{'s' if n != 1 else ''} queued")
 

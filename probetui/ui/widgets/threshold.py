@@ -19,6 +19,7 @@ from probetui.lint.model import Finding, Severity
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeKey, Skip
 from probetui.spec.model import Container, Pod, Probe, ProbeType
+from probetui.timeline.events import Event, count_words
 from probetui.timeline.history import Kind, ProbeHistory
 from probetui.timeline.store import ContainerHistory, ContainerKey
 from probetui.ui import glyphs as g
@@ -33,6 +34,7 @@ from probetui.ui.describe import (
     run_words,
     settings_text,
     startup_budget,
+    threshold_title,
 )
 from probetui.ui.widgets.lines import LineCached, join_rows, split_lines, wrap_line
 from probetui.ui.widgets.pane import EdgeTitle
@@ -48,6 +50,8 @@ FIXED_ABOVE = 1 + 7
 ATTEMPTS_LEAST = 4
 # an advice finding's mark: the screen's failure cross for an error, its warning mark (the
 # kubelet lane's Unhealthy) for a warning
+# the kubelet's counts line sums the node agent's windows that ended this recently
+COUNTS_SPAN = 300.0
 SEVERITY_GLYPH = {
     Severity.ERROR: (g.KIND_GLYPH[Kind.FAILURE], g.BAD),
     Severity.WARNING: (g.REPORT, g.WARN),
@@ -72,6 +76,44 @@ def last_divergence(
         elif m.type == "DivergenceCleared" and found is not None:
             found = (found[0], str(m.fields.get("message", "agree again")))
     return found
+
+
+def counts_line(windows: list[Event], now: float, span: float = COUNTS_SPAN) -> Text | None:
+    """Sum the node agent's windows of the kubelet's own counts (KubeletProbeCounts) that ended
+    in the last `span` seconds into one line, the shadow's beside them: "kubelet counted 12 ✓
+    3 ✖ in 5 min; shadow 12 ✓ 3 ✖" (docs/agents.md). None where there are none."""
+    recent = [w for w in windows if now - w.t <= span]
+    if not recent:
+        return None
+    kubelet: dict[str, int] = {}
+    shadow: dict[str, int] | None = {}
+    seconds = 0.0
+    for w in recent:
+        seconds += float(w.fields.get("seconds") or 0.0)
+        for side, into in (("kubelet", kubelet), ("shadow", shadow)):
+            counts = w.fields.get(side)
+            if into is None:
+                continue
+            if not isinstance(counts, dict):
+                if side == "shadow":
+                    shadow = None
+                continue
+            for result, n in counts.items():
+                into[result] = into.get(result, 0) + int(n)
+    minutes = max(1, round(seconds / 60))
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append("≡ ", style=g.INFO)
+    line.append(f"kubelet counted {count_words(kubelet)} in {minutes} min; ")
+    if shadow is None:
+        line.append("the shadow does not run it", style=g.DIM)
+    else:
+        # one attempt apart is the two workers' phases (kubelet_counts.py), not a difference
+        apart = abs(sum(kubelet.values()) - sum(shadow.values())) > 1
+        line.append(f"shadow {count_words(shadow)}", style=g.WARN if apart else "")
+    node = recent[-1].fields.get("node")
+    if node:
+        line.append(f" · node {node}", style=g.DIM)
+    return line
 
 
 def sparkline(samples: list[tuple[float, int]], timeout: float) -> Text:
@@ -159,6 +201,7 @@ class ThresholdPane(LineCached):
 
     def _text(self, fresh_advice: bool = True) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
+        self.border_title = threshold_title(self.ctx.kubelet_played(self.key))
         self.advice = self.selected = None
         self._hint_for = self.probe  # no advice: no hint
         if self.key is None:
@@ -263,6 +306,13 @@ class ThresholdPane(LineCached):
     def _extra_lines(self, history: ContainerHistory | None, probe: ProbeType) -> list[Text]:
         """The divergence and the advice for the selected probe, a Text a line."""
         lines: list[Text] = []
+        if self.key is not None:
+            windows = self.ctx.store.kubelet_counts.get(
+                ProbeKey(self.key.pod_uid, self.key.container, probe)
+            )
+            counted = counts_line(list(windows), self.ctx.now()) if windows else None
+            if counted is not None:
+                lines.append(counted)
         div = last_divergence(history, probe)
         if div is not None:
             fields, cleared = div

@@ -154,6 +154,11 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return self._row_key(self.cursor)
 
     # not "_key_<name>": Textual would take that for the handler of the key <name>
+    def shown_pods(self) -> set[str]:
+        """The pods of the lines on the screen now."""
+        rows = self.rows[self.top : self.top + max(1, self.size.height)]
+        return {row.pod_uid for row in rows if row.pod_uid}
+
     def _row_key(self, i: int) -> ContainerKey | None:
         if 0 <= i < len(self.rows):
             row = self.rows[i]

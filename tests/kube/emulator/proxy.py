@@ -4,10 +4,18 @@
 first declared container port is used (pod strategy ResourceLocation). The apiserver drops the
 client's credentials before proxying (the authentication filter removes `Authorization`), does
 not verify a pod's TLS certificate, and answers 503 when it cannot reach the pod.
+
+An answer without a Content-Length (chunked: a node agent's `/v1/stream`) is relayed as it
+comes, for as long as it lasts: pods/proxy is a long-running request with no timeout, and the
+apiserver's `UpgradeAwareHandler` flushes what it has every 200 ms (`defaultFlushInterval`),
+which this relay does as the chunks arrive. `streams` holds the relays in flight, for a test
+to cut (`ApiEmulator.cut_proxy_streams`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import posixpath
 from dataclasses import dataclass
 
@@ -99,7 +107,8 @@ async def serve_proxy(
     *,
     shown: tuple[str, str],
     timeout: float = 10.0,
-) -> web.Response:
+    streams: set[web.StreamResponse] | None = None,
+) -> web.StreamResponse:
     """Relay one request; `shown` is the pod IP and port the real apiserver would have dialled."""
     host, port = target
     url = f"{scheme or 'http'}://{host}:{port}/{path}"
@@ -118,14 +127,9 @@ async def serve_proxy(
             data=body,
             allow_redirects=False,
             ssl=False,
-            timeout=aiohttp.ClientTimeout(total=timeout),
+            # a stream's body has no end in sight: the deadline is on the connect and the head
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout),
         ) as upstream:
-            # read(n) returns what has arrived; readexactly-or-EOF gives the whole body up to the cap
-            payload = b""
-            while len(payload) < MAX_BODY and (
-                chunk := await upstream.content.read(MAX_BODY - len(payload))
-            ):
-                payload += chunk
             relayed = CIMultiDict(
                 (k, v)
                 for k, v in upstream.headers.items()
@@ -135,6 +139,9 @@ async def serve_proxy(
                 relayed["Location"] = rewrite_location(
                     relayed["Location"], request, f"{host}:{port}", path
                 )
+            if upstream.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                return await _relay_stream(request, upstream, relayed, streams)
+            payload = await asyncio.wait_for(_read_capped(upstream.content), timeout)
             return web.Response(status=upstream.status, body=payload, headers=relayed)
     except (aiohttp.ClientConnectorError, ConnectionRefusedError):
         return unreachable(*shown)
@@ -142,3 +149,43 @@ async def serve_proxy(
         return unreachable(*shown, why="i/o timeout")
     except aiohttp.ClientError as err:
         return status.response(status.status(503, f"error trying to reach service: {err}"))
+
+
+async def _read_capped(content: aiohttp.StreamReader) -> bytes:
+    # read(n) returns what has arrived; readexactly-or-EOF gives the whole body up to the cap
+    payload = b""
+    while len(payload) < MAX_BODY and (chunk := await content.read(MAX_BODY - len(payload))):
+        payload += chunk
+    return payload
+
+
+async def _relay_stream(
+    request: web.Request,
+    upstream: aiohttp.ClientResponse,
+    headers: CIMultiDict[str],
+    streams: set[web.StreamResponse] | None,
+) -> web.StreamResponse:
+    resp = web.StreamResponse(status=upstream.status, headers=headers)
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    if streams is not None:
+        streams.add(resp)
+    try:
+        async for chunk in upstream.content.iter_any():
+            await resp.write(chunk)
+        await resp.write_eof()
+    except (ConnectionError, aiohttp.ClientError):
+        pass  # either end went away: the relay ends with it
+    finally:
+        if streams is not None:
+            streams.discard(resp)
+    return resp
+
+
+def cut(resp: web.StreamResponse) -> None:
+    """End a relayed stream in the middle, without the chunked terminator (the apiserver
+    restarting, a load balancer's idle cut)."""
+    transport = resp._req.transport if resp._req is not None else None
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.abort()

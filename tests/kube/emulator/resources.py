@@ -253,12 +253,27 @@ REPLICASETS = ResourceType(
         "metadata.namespace": _text(_get(r, "metadata.namespace")),
     },
 )
+SECRETS = ResourceType(
+    "",
+    "v1",
+    "secrets",
+    "Secret",
+    True,
+    "secrets",
+    "secret",
+    (),
+    lambda s: {
+        "metadata.name": _text(_get(s, "metadata.name")),
+        "metadata.namespace": _text(_get(s, "metadata.namespace")),
+        "type": _text(s.get("type")),
+    },
+)
 RESOURCES: dict[tuple[str, str, str], ResourceType] = {
     (r.group, r.version, r.name): r
-    for r in (PODS, EVENTS, NAMESPACES, NODES, EVENTS_V1, REPLICASETS)
+    for r in (PODS, EVENTS, NAMESPACES, NODES, EVENTS_V1, REPLICASETS, SECRETS)
 }
 # the views that read one stored collection, so a change fans out to each view's watchers
-STORAGES = ("pods", "events", "namespaces", "nodes", "replicasets")
+STORAGES = ("pods", "events", "namespaces", "nodes", "replicasets", "secrets")
 
 
 def discovery_resources(group: str, version: str) -> list[Obj]:

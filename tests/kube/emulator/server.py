@@ -166,6 +166,8 @@ class ApiEmulator:
         self.kubelet = KubeletRecorder(self.add_event)
         self._faults: list[Fault] = []
         self._ports: dict[tuple[str, str, int], tuple[str, int]] = {}
+        # pods/proxy answers being relayed as they come (a node agent's stream)
+        self.proxy_streams: set[web.StreamResponse] = set()
         self._changed = asyncio.Event()
         self._long_running: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
@@ -398,6 +400,19 @@ class ApiEmulator:
         rs = {"metadata": meta, "spec": {"replicas": 1}, "status": {"replicas": 1}}
         return self._put("replicasets", rs)
 
+    def add_secret(self, name: str, data: dict[str, str], namespace: str = "default") -> Obj:
+        """An Opaque Secret whose `data` holds each value base64-encoded, as the API serves it."""
+        self.add_namespace(namespace)
+        secret = {
+            "metadata": {"name": name, "namespace": namespace},
+            "type": "Opaque",
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+        }
+        return self._put("secrets", secret)
+
+    def delete_secret(self, name: str, namespace: str = "default") -> None:
+        self.store.delete("secrets", namespace, name)
+
     def _ensure_namespace(self, obj: Obj) -> None:
         self.add_namespace(obj.get("metadata", {}).get("namespace") or "default")
 
@@ -543,6 +558,13 @@ class ApiEmulator:
                 watcher.put(_cut_item())
             cut += 1
         return cut
+
+    def cut_proxy_streams(self) -> int:
+        """Cut every pods/proxy stream being relayed (no chunked terminator); how many."""
+        streams = list(self.proxy_streams)
+        for resp in streams:
+            proxy.cut(resp)
+        return len(streams)
 
     def end_watches(self, resource: str | None = None) -> int:
         """End open watches cleanly, as the apiserver does when their timeout passes."""
@@ -715,8 +737,8 @@ class ApiEmulator:
             user.role == "view"
             and verb in READ_VERBS
             and info.subresource not in CONNECT_SUBRESOURCES
-            # the view ClusterRole covers namespaced objects only: no nodes
-            and info.resource != "nodes"
+            # the view ClusterRole covers namespaced objects only: no nodes; and no secrets
+            and info.resource not in ("nodes", "secrets")
         )
 
     def _forbidden(self, user: User, info: RequestInfo) -> web.Response | None:
@@ -949,7 +971,13 @@ class ApiEmulator:
             return proxy.unreachable(pod_ip, port)
         assert self._session is not None
         return await proxy.serve_proxy(
-            request, self._session, mapped, target.scheme, rest, shown=(pod_ip, port)
+            request,
+            self._session,
+            mapped,
+            target.scheme,
+            rest,
+            shown=(pod_ip, port),
+            streams=self.proxy_streams,
         )
 
 

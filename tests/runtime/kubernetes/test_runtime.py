@@ -29,6 +29,7 @@ from probetui.runtime.kubernetes.relist import AGAIN_AFTER
 from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
+from probetui.ui.describe import kubelet_played
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod, running_status
 from tests.kube.emulator.fixtures import EchoServer, HttpTarget
 
@@ -98,6 +99,7 @@ def make_runtime(
     fail_fast: bool = False,
     token: str | None = None,
     sleeps: list[float] | None = None,
+    agents: bool = False,
 ) -> KubernetesRuntime:
     path = api.kubeconfig(tmp_path / "kubeconfig", token=token)
     options = ConnectOptions(
@@ -120,6 +122,8 @@ def make_runtime(
         fail_fast=fail_fast,
         divergence_check=0.05,
         reflector_options={"sleep": fast_sleep},
+        # the node agents are tests/runtime/kubernetes/test_agent_reader.py's
+        agents=agents,
     )
 
 
@@ -568,7 +572,7 @@ async def test_read_only_makes_no_request_but_get_list_watch(
     assert api.count_requests(subresource="proxy") == 0
     # nor a node list the view role would refuse: a locked shell leaves no 403 in the audit log
     assert api.count_requests(resource="nodes") == 0
-    assert c.runtime.nodes.unreadable == "not read in read-only mode"
+    assert c.runtime.nodes.unreadable == "nodes not read in read-only mode"
     assert {r.method for r in api.requests} == {"GET"}
     assert {r.verb for r in api.requests} <= {"list", "watch", "get"}
     assert not c.rec.of("ProbeAttempt") and http_target.seen == []
@@ -856,8 +860,76 @@ async def test_probes_carry_the_kubelet_version_of_the_pods_node(
         uids = {p.pod.name: uid for uid, p in c.runtime.pods.items()}
         played = {name: c.engine.manager.profile_of(uid).version for name, uid in uids.items()}
         assert played == {"old": "1.33", "new": "1.35"}
+        # and the screen says which, and why (ui/describe.py kubelet_played)
+        said = {
+            p.pod.name: kubelet_played(c.runtime.configured_kubelet, c.runtime.node_kubelet(p.pod))
+            for p in c.runtime.pods.values()
+        }
+        assert said == {
+            "old": "kubelet 1.33 (node node-old)",
+            "new": "kubelet 1.35 (node node-new)",
+        }
     agents = {path: headers["User-Agent"] for _, path, headers in http_target.seen}
     assert agents == {"/old": "kube-probe/1.33", "/new": "kube-probe/1.35"}
+
+
+async def test_the_release_played_is_said_once_headless_and_on_screen(
+    api: ApiEmulator, tmp_path: Path, http_target: HttpTarget
+) -> None:
+    """Headless, one note says which kubelet release the probes play: their nodes' (counted),
+    or, where nodes are not read, the configured one and why. A node outside the modelled
+    releases plays the nearest, and the screen's words say what it runs."""
+    web = http_target.port
+    api.add_node("node-a", kubelet_version="v1.31.2")
+    api.add_node("node-b", kubelet_version="v1.37.2")
+    api.add_node("node-c", kubelet_version="v1.37.0")
+    api.add_pod(make_pod("old", node="node-a", containers=[container("app", ports=(web,))]))
+    notes: list[str] = []
+    runtime = make_runtime(api, tmp_path, via="direct")
+    runtime.on_note = notes.append
+    runtime.configured_kubelet = "1.36"
+    engine = Engine(runtime, [Recorder()], kube_version="1.36")
+    task = asyncio.create_task(engine.run())
+    try:
+        await until(lambda: any(n.startswith("kubelet version") for n in notes))
+        await until(lambda: bool(runtime.pods))
+        (snap,) = runtime.pods.values()
+        words = kubelet_played(runtime.configured_kubelet, runtime.node_kubelet(snap.pod))
+        assert engine.manager.profile_of(snap.pod.uid).version == "1.33"
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    (note,) = [n for n in notes if n.startswith("kubelet version")]
+    assert note == (
+        "kubelet version: each pod's probes play its node's release (kubelet 1.33 on 1 node, "
+        "1.37 on 2 nodes), the configured kubelet 1.36 where a node's is not known"
+    )
+    assert words == "kubelet 1.33 (node node-a runs v1.31.2)"
+
+
+async def test_read_only_plays_the_configured_release_and_says_why(
+    api: ApiEmulator, tmp_path: Path
+) -> None:
+    """Read-only reads no node (the view role has none): every pod plays the configured
+    release, and the note and the screen say so."""
+    api.role = "view"
+    api.add_node("node-b", kubelet_version="v1.37.2")
+    api.add_pod(make_pod("web", node="node-b", containers=[container("app")]))
+    notes: list[str] = []
+    async with running(api, tmp_path, read_only=True, via="direct") as c:
+        c.runtime.on_note = notes.append
+        await c.runtime._read_nodes()
+        (snap,) = c.runtime.pods.values()
+        words = kubelet_played(c.runtime.configured_kubelet, c.runtime.node_kubelet(snap.pod))
+        assert c.engine.manager.profile_of(snap.pod.uid).version == DEFAULT_KUBE_VERSION
+    assert words == f"kubelet {DEFAULT_KUBE_VERSION} (configured: nodes not read in read-only mode)"
+    assert notes == [
+        "kubelet version: nodes not read in read-only mode; every pod's probes play the "
+        f"configured kubelet {DEFAULT_KUBE_VERSION} and send its kube-probe/X.Y "
+        "(--kubelet-version, or kubeletVersion in the config file)"
+    ]
+    assert api.count_requests(resource="nodes") == 0
 
 
 async def test_nodes_the_view_role_cannot_read_leave_the_configured_version(

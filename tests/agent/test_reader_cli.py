@@ -1,0 +1,53 @@
+"""`probetui -o jsonl` (headless, read-only) reading a node agent: the JSONL and stderr."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agent.bench import running_agent
+from tests.agent.conftest import NODE, READ_TOKEN, FakeKubelet
+from tests.agent.reader_bench import install, viewer
+from tests.cli.test_cluster import _clean_env, run_probetui
+from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
+from tests.kube.emulator.fixtures import HttpTarget
+
+__all__ = ["_clean_env"]  # an autouse fixture, used by name
+
+pytestmark = pytest.mark.slow
+
+
+async def test_headless_read_only_jsonl_carries_the_agents_attempts(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    port = http_target.port
+    api.add_pod(
+        make_pod(
+            "web",
+            node=NODE,
+            containers=[container("app", readiness=http_get_probe("/ready", port, period=1))],
+        )
+    )
+    token = viewer(api)
+    config = api.kubeconfig(tmp_path / "viewer-kubeconfig", namespace="default", token=token)
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, "probetui-agent-x7k2p", run.agent.address[1])
+        code, lines, err = await run_probetui(
+            "--kubeconfig", str(config), "--read-only", "-o", "jsonl", "--duration", "5"
+        )
+    assert code == 0, err
+    tried = [line for line in lines if line["type"] == "ProbeAttempt"]
+    assert tried and all(line["via"] == "agent" and line["node"] == NODE for line in tried)
+    assert not [line for line in lines if line["type"] in ("ProbeNotRun", "Divergence")]
+    assert "node agents on 1 node(s) probe their pods from the node" in err
+    assert READ_TOKEN not in err + str(lines)
+    mine = [r for r in api.requests if r.user == "alice"]
+    assert {r.method for r in mine} == {"GET"}
+    assert {(r.verb, r.subresource) for r in mine if r.subresource} == {("get", "proxy")}
