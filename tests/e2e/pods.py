@@ -18,6 +18,8 @@ from tests.e2e.cluster import NODE, Node
 
 HTTP_PORT = 8080
 GRPC_PORT = 9090
+# the flap endpoint turns between Success and Failure every this many seconds of wall time
+FLAP_SECONDS = 10
 
 
 def _cgi(name: str, body: str) -> str:
@@ -39,7 +41,7 @@ def _reply(status: str, text: str) -> str:
 
 def web_script(
     *,
-    flap: int = 10,
+    flap: int = FLAP_SECONDS,
     sick_after: int | None = None,
     sleep_first: int = 0,
     port: int = HTTP_PORT,
@@ -158,6 +160,12 @@ def node_pod_name(base: str, node: Node) -> str:
     return base if node == NODE else f"{base}-{node.link}"
 
 
+# the pods whose tests compare each side's outcome with what the app answered it: a CGI answer
+# is a shell forked per request, which on a loaded machine can come after the default 1 s and
+# turn the app's 200 into a timeout on one side only
+_CGI_TIMING = {"periodSeconds": 2, "timeoutSeconds": 3}
+
+
 def shadow_pod_set(ns: str, node: Node = NODE) -> list[dict[str, Any]]:
     """Every demo behaviour on one node, for the shadow-beside-the-kubelet run."""
 
@@ -168,12 +176,12 @@ def shadow_pod_set(ns: str, node: Node = NODE) -> list[dict[str, Any]]:
         placed(
             "flap-ft1",
             ns,
-            [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=1))],
+            [web(readinessProbe=_http("/cgi-bin/flap", failureThreshold=1, **_CGI_TIMING))],
         ),
         placed(
             "flap-ft3",
             ns,
-            [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=3))],
+            [web(readinessProbe=_http("/cgi-bin/flap", failureThreshold=3, **_CGI_TIMING))],
         ),
         placed(
             "kubelet-first",
@@ -181,7 +189,7 @@ def shadow_pod_set(ns: str, node: Node = NODE) -> list[dict[str, Any]]:
             [
                 web(
                     script=web_script(node=node),
-                    readinessProbe=_http("/cgi-bin/once", periodSeconds=2, failureThreshold=3),
+                    readinessProbe=_http("/cgi-bin/once", failureThreshold=3, **_CGI_TIMING),
                 )
             ],
         ),
