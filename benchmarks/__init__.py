@@ -21,9 +21,9 @@
   100x while `j`/`k` are pressed: key press to repaint p50/p99 and the speed playing reaches.
 - `python -m benchmarks.shards`: the prober in 1, 2, 4 shard processes beside the in-process
   engine, HTTP and TCP: the largest attempt rate held with p99 tick lateness under 50 ms, and
-  CPU per attempt including the stream (issue 19).
+  CPU per attempt including the stream.
 - `python -m benchmarks.triage`: the workload's probe view and one `--summary` tick over 2,000
-  pods in 100 Deployments (issue 16): view p50/p99, summary tick and per workload.
+  pods in 100 Deployments: view p50/p99, summary tick and per workload.
 - `python -m benchmarks.supervisor`: what the per-container supervisor of the local runtime
   costs: start latency and CPU against a direct spawn, and its memory per running container.
 - `python -m benchmarks.agents`: one node agent (`probetui agent`) for a node of 110 pods with

@@ -356,10 +356,11 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 def _ring(args: argparse.Namespace) -> dict[str, Any]:
     from probetui.agent.client import StreamClient
     from probetui.agent.ring import Ring
+    from probetui.keys import ProbeKey
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
-    from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+    from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.spec.model import Pod, ProbeType
     from probetui.stream.rows import row_parts
     from probetui.timeline.events import record_event

@@ -57,12 +57,13 @@ from typing import Any
 
 from benchmarks.common import BenchError, machine_busy_seconds, quantile, run_main
 from benchmarks.target import Target, start_target
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import LoopClock
 from probetui.prober.handlers import HandlerRunner
 from probetui.prober.manager import Manager
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+from probetui.prober.worker import ProbeRecord, Trigger
 from probetui.spec.model import (
     Container,
     GRPCAction,

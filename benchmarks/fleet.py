@@ -1,4 +1,4 @@
-"""Fleet benchmark (issue 16, Measure): the real cluster view over 2,000 pods in 100 workloads
+"""Fleet benchmark: the real cluster view over 2,000 pods in 100 workloads
 on the API emulator, while every pod's status changes once per 10 s.
 
     python -m benchmarks.fleet [--pods 2000] [--workloads 100] [--duration 20] [--warmup 12]

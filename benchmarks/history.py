@@ -43,11 +43,12 @@ from benchmarks.common import (
     report,
     rss_mb,
 )
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event, attempt_fields
 from probetui.timeline.history import REC

@@ -15,7 +15,7 @@ run as in a real one. Goal: 10,000 objects in under 10 s.
 (b) For each rule whose message carries a simulation, its check on its own corpus hit
 (`tests/lint/corpus/RULE/hit.yaml`), memo emptied before every call: milliseconds per object.
 Goal: under 5 ms.
-(c) For each evidence rule (issue 15, item 2), its check on one pod's observed history of
+(c) For each evidence rule, its check on one pod's observed history of
 `--history` minutes (the kubelet's model run over a flapping, slow, erroring, diverging app),
 with the counterfactual of its proposal for those that replay one, both memos emptied before
 every call: milliseconds per object, the same 5 ms goal. lint replays the 4 minutes around the

@@ -275,10 +275,11 @@ def _pod(i: int) -> Any:
 
 def _attempt(pod: Any, t: float, tick: float, run: int, latency: float) -> Any:
     """An HTTP 200 attempt as the engine publishes it (benchmarks.engine's pods and target)."""
+    from probetui.keys import ProbeKey
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
-    from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+    from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.spec.model import ProbeType
     from probetui.timeline.events import SHADOW, Event, attempt_fields
 

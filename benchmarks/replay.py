@@ -65,11 +65,12 @@ def write_steady(
 ) -> dict[str, Any]:
     """`probes` steady probes for `minutes`, ending `end` (default now), appended to `path`
     as a session of their own."""
+    from probetui.keys import ProbeKey
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
     from probetui.prober.status import ContainerStatus, PodStatus, Running
-    from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+    from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.record.recorder import Recorder
     from probetui.record.schema import SessionMeta
     from probetui.spec.model import ProbeType

@@ -1,4 +1,4 @@
-"""Shards benchmark (issue 19): the prober in N shard processes against the in-process engine.
+"""Shards benchmark: the prober in N shard processes against the in-process engine.
 
     python -m benchmarks.shards [--handler http,tcp] [--shards 0,1,2,4]
         [--rates 1000,2000,3000,4500] [--duration 10] [--warmup 3] [--json [PATH]]

@@ -1,4 +1,4 @@
-"""What the per-container supervisor costs (issue 19, item 3): start latency, CPU, memory.
+"""Measure what the per-container supervisor costs: start latency, CPU, memory.
 
     python -m benchmarks.supervisor [--starts 40] [--resident 9] [--attempts 200]
                                     [--json [PATH]] [--out PATH]

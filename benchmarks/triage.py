@@ -1,4 +1,4 @@
-"""Triage benchmark (issue 16, items 4 and 6): what the workload's probe view and `--summary`
+"""Triage benchmark: what the workload's probe view and `--summary`
 cost at cluster scale.
 
     python -m benchmarks.triage [--pods 2000] [--workloads 100] [--attempts 60]
@@ -35,11 +35,12 @@ from benchmarks.common import (
     quantile,
     report,
 )
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+from probetui.prober.worker import ProbeRecord, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event
 from probetui.timeline.store import Store

@@ -81,11 +81,12 @@ from benchmarks.common import (
     summary_ms,
     terminal_size,
 )
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType, TCPSocketAction
 from probetui.timeline.events import SHADOW, Event, attempt_fields

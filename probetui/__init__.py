@@ -1,3 +1,3 @@
-"""probetui: what the kubelet's prober is thinking, live."""
+"""probetui shows what the kubelet's prober is thinking, live."""
 
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""`python -m probetui`: the same entry point as the `probetui` command."""
+"""`python -m probetui` runs the same entry point as the `probetui` command."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Durations as kubectl and Go write them: `90s`, `5m`, `1h30m`, `1.5h`, `300ms`, plus `2d`.
+"""Parse durations as kubectl and Go write them: `90s`, `5m`, `1h30m`, `1.5h`, `300ms`, plus `2d`.
 
 Every flag and scenario key that takes a duration reads it here, so one spelling works
 everywhere; a bare number is seconds, as those flags and keys always took.
@@ -58,7 +58,7 @@ def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> floa
 
 
 def duration_arg(text: str) -> float:
-    """An argparse `type=` for a duration flag: seconds (0 too: the command says whether 0 is
+    """Return an argparse `type=` for a duration flag: seconds (0 too: the command says whether 0 is
     allowed, naming its flag), or argparse's one-line error."""
     import argparse
 

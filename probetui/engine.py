@@ -1,4 +1,4 @@
-"""The live engine: one runtime, one prober manager, and the sinks that record what happens.
+"""The live engine joins one runtime, one prober manager, and the sinks that record what happens.
 
 The engine is the `RuntimeHost` a runtime drives. It owns the clock, the prober's `Manager`
 and the handler runner (which asks the runtime how to reach a container), keeps the latest
@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import profile_of_node
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.clock import Clock, LoopClock
@@ -30,7 +31,7 @@ from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, Worker
+from probetui.prober.worker import ProbeRecord, Worker
 from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType
@@ -127,9 +128,9 @@ class Engine:
     def settle_memory(self) -> None:
         """Take what is alive now out of the cyclic garbage collector's sight (gc.freeze).
 
-        For a runtime to call after a large batch of pods (its initial list): with 15,000
-        workers a full collection walks every pod, container, probe and worker, a 70-230 ms
-        stall of the event loop each time (benchmarks.engine --gc-freeze shows the effect).
+        For a runtime to call after a large batch of pods (its initial list): otherwise every
+        full collection walks every pod, container, probe and worker and stalls the event loop
+        (benchmarks.engine --gc-freeze shows the effect).
         Frozen objects are still freed by reference counting; only cycles among them wait.
         """
         gc.collect()

@@ -1,5 +1,6 @@
-"""Decides what of a pod's secrets may be shown or kept, and masks the rest once, where data
-enters, so that no output and no file ever holds a secret (docs/architecture.md, Redaction).
+"""Decide what of a pod's secrets may be shown or kept, and mask the rest once, where data enters.
+
+No output and no file then ever holds a secret (docs/architecture.md, Redaction).
 
 What is masked (`MASK`), in the pod specs every sink receives:
 
@@ -309,8 +310,8 @@ def _rule_spans(text: str, policy: Policy) -> list[Span]:
         for m in _HEADER_ARG.finditer(text):
             if m.group("value") and not policy.header_shown(m.group("name")):
                 spans.append(m.span("value"))
-    # the case-insensitive regexes cost a tenth of a microsecond a character in Python: each
-    # runs only where a plain search of the lower-cased text found what it needs
+    # the case-insensitive regexes are dear per character in Python, so each runs only where a
+    # plain search of the lower-cased text found what it needs
     low = text.lower()
     starts: set[int] = set()
     for word in SECRET_WORDS:

@@ -31,10 +31,11 @@ import time
 from pathlib import Path
 
 from probetui.engine import Engine
+from probetui.keys import ContainerKey
 from probetui.runtime.demo import load_demo
 from probetui.runtime.local.groups import REGISTRY
 from probetui.runtime.local.runtime import LocalRuntime
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.app import ProbeApp
 from probetui.ui.screens.main import MainScreen
 

@@ -11,8 +11,8 @@ import json
 import time
 
 from probetui.engine import Engine
+from probetui.keys import ProbeKey
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeHost
 from probetui.spec.model import Container, ContainerPort, Pod, Probe, ProbeType, TCPSocketAction
 from probetui.timeline.events import Event

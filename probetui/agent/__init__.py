@@ -1,4 +1,4 @@
-"""The node agent (`probetui agent`, docs/agents.md): one node's shadow, served over HTTP.
+"""The node agent (`probetui agent`, docs/agents.md) serves one node's shadow over HTTP.
 
 A DaemonSet runs one agent per node. Each runs the cluster view's engine over the pods of its
 node only, reads the kubelet's own probe counts, and serves the stream (docs/stream.md) to

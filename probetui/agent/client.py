@@ -1,4 +1,4 @@
-"""One reader of `/v1/stream`: what it asked for, its replay, then its live frames.
+"""Serve one reader of `/v1/stream`: what it asked for, its replay, then its live frames.
 
 A client asks with the request's query (`pods`, `summary`, `since`, `rows`: docs/agents.md)
 what the shards' parent says in its hello. Its frames go through the shards' own `Sender`, so a
@@ -33,13 +33,13 @@ from probetui.timeline.events import Event
 
 if TYPE_CHECKING:
     from probetui.agent.summary import ProbeSummary
-    from probetui.prober.worker import ProbeKey
+    from probetui.keys import ProbeKey
 
-REPLAY_BATCH = 512  # ring entries encoded per write of a replay (some 7 ms of the loop)
+REPLAY_BATCH = 512  # ring entries encoded per write of a replay: a short hold of the loop
 ROWS_PER_FRAME = 256  # rows in one replayed `rows` frame (bodies in the ring are cut to 1 KiB)
 SLOW_CLOSE = 30.0  # seconds a reader may stay over its buffer before it is closed
-# a frame waits this long to leave with the ones after it: a reader through the API server
-# sees a tenth of a second no more than 10 ms, and the agent makes a tenth of the writes
+# a frame waits this long to leave with the ones after it, so the agent makes far fewer
+# writes while a reader through the API server hardly sees the delay
 FLUSH_DELAY = 0.1
 
 
@@ -73,14 +73,14 @@ class QueueTransport:
         self._ready.set()
 
     async def take(self) -> bytes:
-        """What waits, once something does; b"" once closed and empty."""
+        """Tell what waits, once something does; b"" once closed and empty."""
         while not self._chunks and not self._closing:
             self._ready.clear()
             await self._ready.wait()
         return self.take_now()
 
     def take_now(self) -> bytes:
-        """What waits now (b"" for nothing)."""
+        """Tell what waits now (b"" for nothing)."""
         data = b"".join(self._chunks)
         self._chunks.clear()
         self._size = 0
@@ -130,7 +130,7 @@ class StreamClient:
         self._replay_rows: tuple[RowWriter, RowReader] | None = None
 
     def wants(self, uid: str) -> bool:
-        """Whether this client takes the attempts of pod `uid` (else, at most, summaries)."""
+        """Tell whether this client takes the attempts of pod `uid` (else, at most, summaries)."""
         return self.pods is None or uid in self.pods
 
     # -- the live path (the hub calls these as the engine publishes) ----------------------
@@ -255,7 +255,7 @@ class StreamClient:
         return b"".join(out), n
 
     def _replayed_event(self, e: RowEntry) -> bytes:
-        """The `event` frame of a kept attempt: the row decoded as a client decodes it."""
+        """Return the `event` frame of a kept attempt: the row decoded as a client decodes it."""
         if self._replay_rows is None:
             self._replay_rows = (RowWriter(), RowReader())
         writer, reader = self._replay_rows

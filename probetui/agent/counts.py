@@ -1,4 +1,4 @@
-"""The kubelet's counts beside the shadow's, per probe, after each scrape: `counts` frames.
+"""Set the kubelet's counts beside the shadow's, per probe, after each scrape: `counts` frames.
 
 Both sides are cumulative and counted the same way: the kubelet's `prober_probe_total` by
 result (successful, failed, unknown) for the probe's pod UID, container and probe type, and the
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from probetui.agent.kubelet import RESULTS, KubeletCounts
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.stream.protocol import COUNTS
 from probetui.stream.rows import PodNames
 

@@ -1,4 +1,4 @@
-"""The engine's sink on a node agent: stamps, keeps and fans out what the engine publishes.
+"""The engine's sink on a node agent stamps, keeps and fans out what the engine publishes.
 
 Every event gets a publication stamp (wall-clock seconds, strictly increasing), goes into the
 ring (`ring.py`) and out to each attached client (`client.py`) that takes it: the shadow's
@@ -23,9 +23,9 @@ from typing import Any
 from probetui.agent.client import SLOW_CLOSE, StreamClient, _Encoded
 from probetui.agent.ring import Ring
 from probetui.agent.summary import ProbeSummary
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, kind_of_outcome
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Pod
 from probetui.stream.codec import event_frame
 from probetui.stream.protocol import NOTE, dumps

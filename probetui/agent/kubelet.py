@@ -1,4 +1,4 @@
-"""The kubelet's own counts: `GET https://NODE_IP:10250/metrics/probes`, as metrics-server reads.
+"""Read the kubelet's own counts from `https://NODE_IP:10250/metrics/probes`, as metrics-server.
 
 The kubelet serves its prober's `prober_probe_total` (and `process_start_time_seconds`) on
 `/metrics/probes` (`InstallDefaultHandlers` in pkg/kubelet/server/server.go), behind its
@@ -70,7 +70,7 @@ class KubeletCounts:
 
 
 def counts_from(text: str, t: float) -> KubeletCounts:
-    """The counters in a `/metrics/probes` body."""
+    """Return the counters in a `/metrics/probes` body."""
     parsed = parse(text, (TOTAL, START))
     out = KubeletCounts(t=t, start=None, skipped=parsed.skipped)
     for s in parsed.samples:
@@ -140,12 +140,12 @@ class KubeletClient:
             self._session = None
 
     async def probes(self) -> KubeletCounts:
-        """One scrape of `/metrics/probes`; ScrapeError when it gives nothing."""
+        """Return one scrape of `/metrics/probes`; ScrapeError when it gives nothing."""
         text = await self._get(self.url, MAX_BODY)
         return counts_from(text, time.time())
 
     async def version(self) -> str | None:
-        """The kubelet's gitVersion (`kubernetes_build_info` on `/metrics`), or None."""
+        """Return the kubelet's gitVersion (`kubernetes_build_info` on `/metrics`), or None."""
         try:
             text = await self._get(self.base + METRICS_PATH, MAX_BODY, until=BUILD_INFO)
         except ScrapeError:

@@ -1,5 +1,6 @@
-"""kubernetes_asyncio without its packages' eager imports: what the agent does not use stays out
-of its memory.
+"""Import kubernetes_asyncio without its packages' eager imports.
+
+What the agent does not use stays out of its memory.
 
 `kubernetes_asyncio/__init__.py` imports every subpackage; `kubernetes_asyncio.client`'s
 `__init__` imports every API class and every model, and `client.api`'s and `client.models`' do

@@ -1,4 +1,4 @@
-"""`probetui agent --print-manifest`: everything a cluster needs to run the agents, as YAML.
+"""`probetui agent --print-manifest` writes everything a cluster needs to run the agents, as YAML.
 
 The objects, in the order `kubectl apply -f` needs them:
 
@@ -47,10 +47,12 @@ PORT = 9479
 UID = 65532
 TOKEN_DIR = "/var/run/probetui"
 TOKEN_FILE = f"{TOKEN_DIR}/token"
+# the header a reader sends the read token in (the API server's proxy carries no identity)
+TOKEN_HEADER = "X-Probetui-Token"
 LABELS = {"app.kubernetes.io/name": "probetui", "app.kubernetes.io/component": "agent"}
 PRIORITY = 1_000_000
-# from benchmarks/agents.py (110 pods, three probes each at period 10 s, one reader): the
-# requests hold that node with room; the CPU limit is high because a throttled prober runs its
+# the requests hold benchmarks/agents.py's node (110 pods, three probes each at period 10 s,
+# one reader) with room; the CPU limit is high because a throttled prober runs its
 # probes late (a reader's replay of the hour is a burst), the memory limit holds a full ring
 # and every reader's buffer
 REQUESTS = {"cpu": "100m", "memory": "160Mi"}
@@ -82,7 +84,7 @@ def new_token() -> str:
 
 
 def objects(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = None) -> list[dict]:
-    """The manifest's objects, in apply order."""
+    """Return the manifest's objects, in apply order."""
     token = token or new_token()
     meta = {"namespace": namespace, "labels": dict(LABELS)}
     container = {
@@ -244,7 +246,7 @@ def _reader_binding_example(namespace: str) -> str:
 
 
 def render(namespace: str = NAMESPACE, image: str = IMAGE, token: str | None = None) -> str:
-    """The manifest as YAML documents, the reader's RoleBinding example after the Role."""
+    """Return the manifest as YAML documents, the reader's RoleBinding example after the Role."""
     header = (
         f"# probetui node agents ({__version__}): kubectl apply -f this file.\n"
         "# The Secret holds a read token made just now: applying the file again replaces it.\n"
@@ -266,6 +268,7 @@ __all__ = [
     "PROBER_ROLE",
     "PROBER_RULES",
     "SECRET",
+    "TOKEN_HEADER",
     "objects",
     "reader_rules",
     "render",

@@ -1,4 +1,4 @@
-"""The agent's own `/metrics`: what it probed, where the shadow and the kubelet part ways.
+"""The agent's own `/metrics` say what it probed and where the shadow and the kubelet part ways.
 
 | metric | type | what |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""The few lines of Prometheus text exposition the agent reads, and the text it writes.
+"""Read the few lines of Prometheus text exposition the agent needs, and write the text it serves.
 
 Reading: the kubelet's `/metrics/probes` (`compbasemetrics.HandlerFor` over a registry with
 `process_start_time_seconds`, `prober_probe_total` and `prober_probe_duration_seconds`, in the
@@ -42,7 +42,7 @@ class PromTextError(ValueError):
 
 
 def parse(text: str, names: Iterable[str]) -> Parsed:
-    """The samples of `names` in `text` (the text format, 0.0.4)."""
+    """Return the samples of `names` in `text` (the text format, 0.0.4)."""
     wanted = tuple(names)
     out = Parsed()
     for line in text.split("\n"):
@@ -78,7 +78,7 @@ _ESCAPE = re.compile(r"\\(.)")
 
 
 def parse_line(line: str) -> Sample:
-    """One sample line: `name{label="value",...} value [timestamp]`."""
+    """Return one sample line: `name{label="value",...} value [timestamp]`."""
     m = _SAMPLE.fullmatch(line.rstrip("\r"))
     if m is None:
         raise PromTextError(f"not a sample line: {line[:60]!r}")

@@ -1,4 +1,4 @@
-"""The agent's memory of what it published: the last `--retain` of frames, in publication order.
+"""The agent's ring remembers what it published: the last `--retain` of frames, in order.
 
 A client that attaches late asks for everything published after a stamp (`since`) and gets it
 at once, then the live frames, with nothing twice: every entry carries its publication stamp,
@@ -32,8 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
-from probetui.prober.worker import ProbeKey
 from probetui.stream.rows import PodNames
 
 CHUNK = 1024  # entries per chunk: the unit of eviction
@@ -85,7 +85,7 @@ class _Chunk:
         return self.nums[(self.n - 1) * STRIDE]
 
     def first_after(self, cursor: float) -> int:
-        """The index of the first entry stamped after `cursor` (`n` when none is)."""
+        """Return the index of the first entry stamped after `cursor` (`n` when none is)."""
         lo, hi = 0, self.n
         nums = self.nums
         while lo < hi:
@@ -296,7 +296,7 @@ class Ring:
 
     @property
     def oldest(self) -> float | None:
-        """The stamp of the oldest entry kept, or None."""
+        """Return the stamp of the oldest entry kept, or None."""
         return self._chunks[0].stamp(0) if self._chunks else None
 
     @property

@@ -1,4 +1,4 @@
-"""One node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
+"""Run one node agent: the engine over its node's pods, the kubelet's counts, the HTTP server.
 
 `Agent.run` starts the server first (the DaemonSet's liveness probe asks `/healthz` from the
 start), then the engine over `NodeRuntime`, the scrape of the kubelet's `/metrics/probes` every
@@ -27,14 +27,14 @@ from probetui.agent.ring import Ring
 from probetui.agent.runtime import NodeRuntime
 from probetui.agent.server import AgentServer, StreamQuery, TokenFile
 from probetui.engine import Engine
+from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.lateness import BEHIND
-from probetui.prober.worker import ProbeKey
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource
 from probetui.spec.model import ProbeType
-from probetui.stream.protocol import LATE, hello
+from probetui.stream.protocol import KUBELET, LATE, hello
 from probetui.stream.rows import PodNames
 
 log = logging.getLogger(__name__)
@@ -150,7 +150,7 @@ class Agent:
         return 409, f"{probe_type.key} of {container} not probed: not run here, or already queued"
 
     def not_ready(self) -> str | None:
-        """Why the agent cannot yet say what its node's pods do (None: it can)."""
+        """Say why the agent cannot yet say what its node's pods do (None: it can)."""
         pods = self.runtime.pods_reflector
         if pods is None or not pods.synced.is_set():
             return "the pods of this node have not been listed yet"
@@ -170,6 +170,9 @@ class Agent:
 
     async def run(self, duration: float | None = None) -> None:
         o = self.options
+        if o.kubelet_version is None:
+            # before serving: a reader's hello names the release its node's pods play
+            await self._read_version()
         try:
             self.address = await self.server.start(o.bind, o.port)
         except OSError as e:
@@ -182,9 +185,6 @@ class Agent:
             f"{self.address[1]}; the kubelet's counts from {self.kubelet.url} every "
             f"{o.scrape_every:g}s"
         )
-        if o.kubelet_version is None:
-            # before the first probe: its User-Agent names the kubelet's version
-            await self._read_version()
         tasks = [
             asyncio.create_task(self._scrape_loop(), name="kubelet counts"),
             asyncio.create_task(self._tick_loop(), name="agent tick"),
@@ -240,18 +240,27 @@ class Agent:
         if KUBELET_NOTE in self.hub.notes:
             self.say(f"node {self.options.node}: the kubelet's counts are read again")
         self.hub.note(KUBELET_NOTE, "")
-        if counts.start != self._kubelet_start:
-            if self._kubelet_start is not None and self.options.kubelet_version is None:
-                await self._read_version()  # a kubelet restarted, perhaps another version
-            self._kubelet_start = counts.start
+        if self.options.kubelet_version is None and (
+            self.runtime.kubelet_version is None
+            or (self._kubelet_start is not None and counts.start != self._kubelet_start)
+        ):
+            # not read yet, or the kubelet restarted (perhaps another version)
+            await self._read_version()
+        self._kubelet_start = counts.start
         on_time = self.engine.lateness() < BEHIND
         self.join.frames(counts, self._shadow_probes(), on_time)
         self.hub.publish_counts(self.join.latest)
 
     async def _read_version(self) -> None:
         version = await self.kubelet.version()
-        if version is not None:
-            self.runtime.kubelet_version = version
+        if version is None or version == self.runtime.kubelet_version:
+            return
+        self.runtime.kubelet_version = version
+        # readers attached before know the node's release from this frame, later ones from
+        # their hello
+        self.hub.broadcast(
+            {"k": KUBELET, "t": time.time(), "node": self.options.node, "version": version}
+        )
 
     def _shadow_probes(self) -> list[ShadowProbe]:
         out = []

@@ -1,4 +1,4 @@
-"""The cluster source for one node: the pods the API server places on it, probed from the node.
+"""Source one node's pods, as the API server places them on it, for probing from the node.
 
 `NodeRuntime` is the cluster view's `KubernetesRuntime` with a narrower watch and fewer reads:
 
@@ -25,15 +25,10 @@ from typing import Any
 
 from probetui.kubelet.profile import profile_of_node
 from probetui.runtime.base import NodeKubelet
+from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod
-
-EXEC_NOT_RUN = (
-    "not run: an exec probe runs its command in the container, which needs pods/exec or the "
-    "node's CRI socket, and the agent is given neither; the kubelet's own counts of it are in "
-    "the counts frames"
-)
 
 
 class NodeRuntime(KubernetesRuntime):
@@ -52,7 +47,8 @@ class NodeRuntime(KubernetesRuntime):
 
     @property
     def kubelet_version(self) -> str | None:
-        """The node's kubelet version, once read from the kubelet (None: the configured one)."""
+        """Return the node's kubelet version, once read from the kubelet (None: the configured
+        one)."""
         return self._kubelet_version
 
     @kubelet_version.setter
@@ -86,8 +82,8 @@ class NodeRuntime(KubernetesRuntime):
 
 
 def node_selector(node: str) -> str:
-    """The pod watch's field selector for the pods of `node`."""
+    """Return the pod watch's field selector for the pods of `node`."""
     return f"spec.nodeName={node}"
 
 
-__all__ = ["EXEC_NOT_RUN", "NodeRuntime", "node_selector"]
+__all__ = ["NodeRuntime", "node_selector"]

@@ -1,5 +1,6 @@
-"""The agent's HTTP server: `/healthz`, `/readyz`, `/v1/stream`, `/metrics` and `POST /v1/probe`
-on the node's IP.
+"""Serve the agent's HTTP endpoints on the node's IP.
+
+`/healthz`, `/readyz`, `/v1/stream`, `/metrics` and `POST /v1/probe`.
 
 Who calls: the kubelet's liveness and readiness probes (`/healthz`: the process serves;
 `/readyz`: its pod watch has listed and is connected; both answered to anyone, with no data)
@@ -37,6 +38,7 @@ from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
 from probetui.agent.client import StreamClient
+from probetui.agent.manifest import TOKEN_HEADER
 from probetui.stream.protocol import dumps
 
 if TYPE_CHECKING:
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TOKEN_HEADER = "X-Probetui-Token"
 MAX_LINE = 4096
 MAX_FIELD = 4096
 MAX_HEADERS = 32
@@ -360,7 +361,6 @@ def _text(status: int, text: str, headers: dict[str, str] | None = None) -> web.
 
 __all__ = [
     "MAX_PODS",
-    "TOKEN_HEADER",
     "AgentServer",
     "StreamQuery",
     "TokenError",

@@ -1,4 +1,4 @@
-"""One probe in a few numbers: what a client that does not take its attempts is sent instead.
+"""Sum one probe up in a few numbers, for a client that does not take its attempts.
 
 A client of many nodes asks for the attempts of the pods it shows in full (`pods=`) and for
 `summary` frames for the rest (`summary=1`): per probe, what its worker published and holds,
@@ -12,8 +12,9 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, kind_of_outcome
-from probetui.prober.worker import ProbeKey, ProbeRecord
+from probetui.prober.worker import ProbeRecord
 from probetui.stream.protocol import SUMMARY
 from probetui.stream.rows import PodNames
 from probetui.triage.probes import percentile

@@ -1,4 +1,6 @@
-"""Command line: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`,
+"""Parse the command line and run its command.
+
+The commands: `probetui` (the cluster view), `check`, `simulate`, `local`, `demo`, `replay`,
 `config`, `lint`, `agent`.
 
 One module a command, as pip's `commands/`: `cluster.py` (no COMMAND), `check.py`,

@@ -1,4 +1,4 @@
-"""`python -m probetui.cli`: the same entry point as the `probetui` command."""
+"""`python -m probetui.cli` runs the same entry point as the `probetui` command."""
 
 import sys
 

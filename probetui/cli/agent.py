@@ -1,4 +1,4 @@
-"""`probetui agent`: the node agent a DaemonSet runs on every node (docs/agents.md).
+"""`probetui agent` runs the node agent a DaemonSet puts on every node (docs/agents.md).
 
 It shadows the kubelet of one node: the pods the API server places there (a pod watch with
 `fieldSelector=spec.nodeName=NODE`), probed from the node's network with the cluster view's

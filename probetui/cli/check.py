@@ -1,4 +1,4 @@
-"""`probetui check`: one probe attempt of one handler, exactly as the kubelet runs it.
+"""`probetui check` runs one probe attempt of one handler, exactly as the kubelet runs it.
 
 Only the handler that runs is imported, so a script can call `check` in a loop. An exec probe
 (`--exec`, or a manifest's) runs a command: a shell locked read-only refuses it.
@@ -155,7 +155,7 @@ def _protocol(text: str) -> str:
 
 
 def _profile(args: argparse.Namespace, kube_version: str) -> Any:
-    """The kubelet played: the release and gates the flags name. Without --feature-gates a
+    """Return the kubelet played: the release and gates the flags name. Without --feature-gates a
     version outside the modelled ones plays the nearest (it once only named the User-Agent)."""
     from probetui.kubelet.profile import (
         ProfileError,
@@ -273,7 +273,7 @@ async def _check(args: argparse.Namespace) -> tuple[Any, str, Any]:
 
 
 def _adhoc_pod(args: argparse.Namespace) -> Any:
-    """The probe given by flags as a pod, for the redaction to know its secrets."""
+    """Return the probe given by flags as a pod, for the redaction to know its secrets."""
     from urllib.parse import urlsplit
 
     from probetui.spec.model import Container, ExecAction, HTTPGetAction, HTTPHeader, Pod, Probe

@@ -1,4 +1,4 @@
-"""`probetui` with no COMMAND: the cluster view, shadowing a cluster's kubelets.
+"""`probetui` with no COMMAND opens the cluster view, shadowing a cluster's kubelets.
 
 Its defaults come from the configuration (`probetui.config`): read-only globally, by context
 rule or from `PROBETUI_READ_ONLY`, and per context `--via`, the namespace, the selector and the
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
 def configured_target(
     config: Config, target: ClusterTarget, args: argparse.Namespace
 ) -> tuple[ClusterTarget, dict[str, Sourced]]:
-    """The target with what the configuration says for its context (flags first), and those
+    """Return the target with what the configuration says for its context (flags first), and those
     settings by name. Resolving happens first because a context rule needs the context's name,
     which may be the kubeconfig's current one, and a lock the cluster's identity."""
     from probetui.cli.config import cluster_kin, read_only

@@ -1,6 +1,8 @@
-"""`probetui config`: the settings in force and where each came from; `--init` writes a
-commented starting file. Also the `--config` and `--theme` options every screen command takes,
-and reading the configuration for them (bad input: one line, exit 2, before anything runs).
+"""`probetui config` shows the settings in force and where each came from.
+
+`--init` writes a commented starting file. Also the `--config` and `--theme` options every
+screen command takes, and reading the configuration for them (bad input: one line, exit 2,
+before anything runs).
 
 The configuration itself is `probetui.config`; this module only turns flags into its inputs
 and its answers into lines. It imports it when a command runs, not when the parser is built.
@@ -46,7 +48,7 @@ def load_config(args: argparse.Namespace) -> Config:
 
 
 def ui_settings(config: Config, args: argparse.Namespace) -> dict[str, Any]:
-    """The screen's keymap and theme: keyword arguments of `probetui.ui.app.run`."""
+    """Return the screen's keymap and theme: keyword arguments of `probetui.ui.app.run`."""
     from probetui.config import ConfigError
 
     try:
@@ -58,7 +60,7 @@ def ui_settings(config: Config, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def redaction(config: Config) -> Policy:
-    """What of the pods' secrets may be shown or kept: the `redact:` allow-lists in force."""
+    """Tell what of the pods' secrets may be shown or kept: the `redact:` allow-lists in force."""
     from probetui.redact import Policy
 
     lists = {key: s.value for key, s in config.redaction().items()}
@@ -101,7 +103,7 @@ def refuse_under_lock(what: str, lock: Sourced | None = None) -> None:
 
 
 def cluster_kin(clusters: Mapping[str | None, ClusterIdentity], context: str | None) -> ClusterKin:
-    """What the kubeconfig's cluster identities tell of `context`'s cluster (None: the
+    """Tell what the kubeconfig's cluster identities tell of `context`'s cluster (None: the
     in-cluster config), for the lock; a cluster that cannot be identified has no CA."""
     from probetui.config import IN_CLUSTER, ClusterKin
 
@@ -204,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The per-context settings' flags as the cluster view reads them."""
+    """Return the per-context settings' flags as the cluster view reads them."""
     version = args.cfg_kubelet_version
     if version is not None:
         from probetui.config.schema import Expected, check_kubelet_version
@@ -243,7 +245,7 @@ def _init(flag: str | None) -> int:
 def _context(
     args: argparse.Namespace,
 ) -> tuple[str | None, str, Mapping[str | None, ClusterIdentity]]:
-    """The context to show, why that one, and the kubeconfig's clusters by context."""
+    """Return the context to show, why that one, and the kubeconfig's clusters by context."""
     from probetui.runtime.kubernetes.kubeconfig import (
         KubeconfigError,
         identity_of,

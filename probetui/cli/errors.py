@@ -1,4 +1,4 @@
-"""What the command line exits with, and the error that means bad usage or input.
+"""Name what the command line exits with, and the error that means bad usage or input.
 
 Every command returns these, so `probetui check`'s documented statuses and the live runs'
 128+N cannot come apart between commands.

@@ -1,4 +1,4 @@
-"""`--kubelet-version` and `--feature-gates`: which kubelet `simulate` and `lint` play."""
+"""`--kubelet-version` and `--feature-gates` choose which kubelet `simulate` and `lint` play."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def add_arguments(group: argparse._ActionsContainer) -> None:
 
 
 def profile_from(args: argparse.Namespace) -> KubeletProfile:
-    """The profile the flags name; a bad version or gate is one line, exit 2."""
+    """Return the profile the flags name; a bad version or gate is one line, exit 2."""
     try:
         return profile_for(args.kubelet_version, parse_feature_gates(args.feature_gates))
     except ProfileError as e:

@@ -1,10 +1,10 @@
-"""`probetui lint PATH... | -`: probe advice for CI, from the manifest and the kubelet's model.
+"""`probetui lint PATH... | -` gives probe advice for CI, from the manifest and the kubelet's model.
 
 Exit status: 0 nothing at or above `--fail-on`, 1 findings at or above it, 2 bad usage, or bad
 input when nothing at all could be read (otherwise what could not be read is listed and the
 rest is linted).
 
-Evidence (issue 15, item 2): `--recording FILE` lints with what a recording observed (alone, it
+Evidence: `--recording FILE` lints with what a recording observed (alone, it
 lints the recorded pods, one object per workload); `--cluster` watches a cluster read-only
 (only get, list and watch) for `--for` (default 2m) through the cluster view's runtime and
 engine, then lints the pods it saw, or the PATHs given, with what it saw. Read-only, the shadow
@@ -171,7 +171,7 @@ def _report(
 
 
 def _evidence(args: argparse.Namespace) -> Any:
-    """The `Observed` of --recording or --cluster, or None. Bad input is a UsageError."""
+    """Return the `Observed` of --recording or --cluster, or None. Bad input is a UsageError."""
     if args.recording and args.cluster:
         raise UsageError("--recording and --cluster: pick one source of evidence")
     cluster_flags = [

@@ -1,4 +1,4 @@
-"""`probetui local` and `probetui demo`, and the live runner they share with the cluster view.
+"""Run `probetui local` and `probetui demo`, and the live runner they share with the cluster view.
 
 `local` and `demo` run the live engine over the local runtime. With `--no-ui` (or `--output
 jsonl`) the engine runs headless: one JSON object a line on stdout, flushed line by line. It
@@ -284,7 +284,7 @@ def run_live(
 
 
 def open_recorder(runtime: Runtime, path: str | None, retain: str | None, kube_version: str) -> Any:
-    """The `--record` sink, its file checked and locked, or None without --record."""
+    """Return the `--record` sink, its file checked and locked, or None without --record."""
     if path is None:
         if retain is not None:
             raise UsageError("--retain: only with --record FILE")
@@ -383,8 +383,8 @@ def _headless(
 
 
 def cancel_on_signals(signals: list[int]) -> asyncio.Task[Any]:
-    """The running task, cancelled by SIGINT or SIGTERM, each signal appended to `signals`: an
-    orderly stop whose exit status names the signal (128+N)."""
+    """Return the running task, cancelled by SIGINT or SIGTERM, each signal appended to `signals`:
+    an orderly stop whose exit status names the signal (128+N)."""
     task = asyncio.current_task()
     assert task is not None
     loop = asyncio.get_running_loop()

@@ -1,4 +1,4 @@
-"""`probetui replay FILE`: a recording (`--record`) read back.
+"""`probetui replay FILE` reads a recording (`--record`) back.
 
 Without `--no-ui` it is the live screen on the recording, a time cursor standing for "now"
 (`probetui.replay.player`), put at `--at T` (default: the recording's end).
@@ -114,7 +114,7 @@ def _export(recording: Recording, args: argparse.Namespace, selector: Selector) 
 
 
 def _matches(recording: Recording, uid: str, selector: Selector) -> bool:
-    """Whether any recorded spec of the pod carries matching labels."""
+    """Tell whether any recorded spec of the pod carries matching labels."""
     return any(selector.matches(labels) for labels in recording.labels_of(uid))
 
 

@@ -1,5 +1,7 @@
-"""`probetui simulate`: a scenario's kubelet decisions in virtual time, as text or JSON; or, with
-`--recording`, a recorded pod's history replayed through the same model with other settings.
+"""`probetui simulate` plays a scenario's kubelet decisions in virtual time, as text or JSON.
+
+With `--recording`, it replays a recorded pod's history through the same model with other
+settings.
 
 The simulation is `probetui.simulate`; this is its command line: `--set` overrides run
 beside the scenario (or the recorded settings) as given, so the output can show both side by
@@ -168,8 +170,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _scenario(args: argparse.Namespace, plain: bool) -> Any:
-    """The scenario file's, or a plain manifest's with the default app, and the flags' changes
-    to its duration and app."""
+    """Return the scenario file's, or a plain manifest's with the default app, and the flags'
+    changes to its duration and app."""
     from probetui import simulate as sim
     from probetui.simulate import manifest
     from probetui.simulate.scenario import checked_duration

@@ -1,5 +1,6 @@
-"""`--summary DURATION` on the live modes, headless: a `WorkloadSummary` line per workload
-every DURATION beside the event lines (`probetui.triage.report` writes them).
+"""`--summary DURATION` writes a `WorkloadSummary` line per workload, headless, every DURATION.
+
+It runs on the live modes, beside the event lines (`probetui.triage.report` writes them).
 
 The live runner calls `summary_sink(args, headless)` before anything starts (a bad value is
 one line and exit 2) and adds what it returns to the engine's sinks. The sink keeps a small
@@ -40,7 +41,7 @@ def add_summary_arguments(
 
 
 def summary_sink(args: argparse.Namespace, headless: bool) -> SummarySink | None:
-    """The `--summary` sink, or None without it; bad usage raises `UsageError`."""
+    """Return the `--summary` sink, or None without it; bad usage raises `UsageError`."""
     from probetui.record.timespec import TimeSpecError, parse_duration
 
     text = getattr(args, "summary", None)
@@ -93,8 +94,8 @@ class SummarySink:
             self._timer = loop.call_at(self._due, self._tick)
 
     def _tick(self) -> None:
-        """A tick, written a slice at a time with the loop served between slices (at 15,000
-        pods a whole tick was 0.89 s during which no event or key was handled)."""
+        """Write a tick a slice at a time, serving the loop between slices, so that a large
+        fleet's tick never holds back events and keys (guarded by benchmarks/triage.py)."""
         from probetui.triage.report import summary_slices
 
         self._writing = summary_slices(self.store, time.time())

@@ -1,4 +1,4 @@
-"""probetui's configuration: the config files, the environment and the flags, merged.
+"""Merge probetui's configuration: the config files, the environment and the flags.
 
 One module a job: `files.py` (where the files are, reading one), `schema.py` (the versioned
 schema and its validation), `keymap.py` (binding ids and keys), `resolve.py` (what is in force

@@ -1,4 +1,4 @@
-"""The one error of configuration: bad input, said in one line naming where it is."""
+"""The one error of configuration says bad input in one line naming where it is."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where the config files are, and reading one.
+"""Find the config files, and read one.
 
 - The system file: `/etc/probetui/config.yaml`, a bastion's, which may `lock` read-only.
   `PROBETUI_SYSTEM_CONFIG` names another (tests; hosts that keep /etc elsewhere), except where
@@ -45,7 +45,7 @@ class ConfigFile:
 
 
 def read_system(environ: Mapping[str, str]) -> ConfigFile:
-    """The system file: `PROBETUI_SYSTEM_CONFIG`'s where it is set, unless /etc's locks."""
+    """Return the system file: `PROBETUI_SYSTEM_CONFIG`'s where it is set, unless /etc's locks."""
     named = environ.get("PROBETUI_SYSTEM_CONFIG")
     if not named or named == SYSTEM_CONFIG:
         return read("system", SYSTEM_CONFIG, "default")

@@ -1,7 +1,7 @@
-"""`keys:`: binding id to key(s), checked against the app's own bindings (`probetui.ui.keys`).
+"""`keys:` maps binding ids to keys, checked against the app's own bindings (`probetui.ui.keys`).
 
 An id may be written as the app names it (`probetui.probe-now`) or with underscores and
-without the prefix (`probe_now`), as the issue and k9s users write it; errors and `probetui
+without the prefix (`probe_now`), as k9s users write it; errors and `probetui
 config` use the app's name. A key is Textual's name (`ctrl+t`, `f5`, `question_mark`) or one
 character (`?`); several keys are comma-separated or a YAML list.
 

@@ -1,5 +1,7 @@
-"""The settings in force and where each came from: default < system file < user file <
-environment < flag, for every setting that layer can hold.
+"""Resolve the settings in force and where each came from.
+
+The order is default < system file < user file < environment < flag, for every setting that
+layer can hold.
 
 | setting         | file (top level) | file (`contexts:`) | environment              | flag              |
 |-----------------|------------------|--------------------|--------------------------|-------------------|
@@ -146,7 +148,7 @@ class Config:
         return Sourced(value, f"environment {name}", reason if value else "", locked)
 
     def rules(self, file: ConfigFile, context: str) -> list[ContextRule]:
-        """The file's rules that match `context`, least specific first."""
+        """Return the file's rules that match `context`, least specific first."""
         if file.settings is None:
             return []
         matching = [
@@ -158,7 +160,7 @@ class Config:
         return [r for _, r in matching]
 
     def _layers(self, setting: str, context: str | None) -> list[Sourced]:
-        """Every value the files give `setting`, lowest precedence first."""
+        """Return every value the files give `setting`, lowest precedence first."""
         out = []
         for file in self.files:
             settings = file.settings
@@ -207,7 +209,7 @@ class Config:
         return out
 
     def redaction(self) -> dict[str, Sourced]:
-        """The `redact:` allow-lists in force, by YAML key (`REDACT_KEYS`): each the last
+        """Return the `redact:` allow-lists in force, by YAML key (`REDACT_KEYS`): each the last
         file's that gives it, else empty."""
         out: dict[str, Sourced] = {}
         for key, name in REDACT_KEYS.items():
@@ -225,7 +227,7 @@ class Config:
         return {s: self.setting(s, context, flags.get(s)) for s in CONTEXT_SETTINGS}
 
     def _system_read_only(self, context: str | None) -> Sourced | None:
-        """What the system file alone says of `context`'s read-only, where it says true."""
+        """Tell what the system file alone says of `context`'s read-only, where it says true."""
         layers = [x for x in self._layers("read_only", context) if x.source.startswith("system ")]
         return layers[-1] if layers and layers[-1].value else None
 
@@ -239,7 +241,7 @@ class Config:
         )
 
     def lock(self, context: str | None, kin: ClusterKin | None = None) -> Sourced | None:
-        """The lock that holds `context` read-only, or None (the module docstring says when).
+        """Return the lock that holds `context` read-only, or None (the module docstring says when).
 
         `kin` is what the kubeconfig tells of the context's cluster; without it (no kubeconfig,
         or no context at all: local, demo, check) only the environment and the names count.
@@ -279,7 +281,7 @@ class Config:
         flag_write: bool = False,
         kin: ClusterKin | None = None,
     ) -> Sourced:
-        """Whether read-only is on, why, and whether it is locked; raises ConfigError for a
+        """Tell whether read-only is on, why, and whether it is locked; raises ConfigError for a
         `--write` the lock refuses."""
         if flag_read_only and flag_write:
             raise ConfigError("--read-only and --write: pick one")
@@ -306,7 +308,7 @@ class Config:
 
 
 def shell_lock(environ: Mapping[str, str] | None = None) -> Sourced | None:
-    """The lock over what has no context (`local`, `demo`, `check --exec`), or None: only the
+    """Return the lock over what has no context (`local`, `demo`, `check --exec`), or None: only the
     environment and the system file can lock, so the user file is not read. Raises
     ConfigError."""
     env = dict(os.environ if environ is None else environ)

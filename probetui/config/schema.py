@@ -1,4 +1,4 @@
-"""The config file's schema, version 1, and its validation into dataclasses.
+"""Define the config file's schema, version 1, and validate a file into dataclasses.
 
 ```yaml
 version: 1                 # the schema; a file without it is read as version 1

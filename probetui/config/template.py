@@ -1,5 +1,6 @@
-"""`probetui config --init`: a starting file, every setting shown and commented out, so that
-what it changes is only what the user uncomments."""
+"""`probetui config --init` writes a starting file with every setting shown and commented out.
+
+What it changes is then only what the user uncomments."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The kubelet around the prober (kuberuntime, the pod worker): kills, restarts, back-off."""
+"""Play the kubelet around the prober (kuberuntime, the pod worker): kills, restarts, back-off."""

@@ -1,4 +1,4 @@
-"""Container restart back-off (CrashLoopBackOff) as the kubelet computes it, with time passed in.
+"""Compute container restart back-off (CrashLoopBackOff) as the kubelet does, with time passed in.
 
 Two upstream pieces are modelled here:
 
@@ -31,7 +31,7 @@ When the check fails, the start goes ahead and `next(key, FinishedAt)` moves the
 reset compares the next exit with the previous restart: the window starts again only after a
 container ran for more than ten minutes. When no exited instance exists, which is the case on
 the very first start and often after the first crash, `doBackOff` returns at once. It does not
-call `next`, so the first restart after a first crash is immediate (upstream issue #133472,
+call `next`, so the first restart after a first crash is immediate (kubernetes#133472,
 open). Only the following crash finds a 10 s window.
 
 A kill and a restart in the same pod sync. `computePodActions` reads one pod-status snapshot,
@@ -53,8 +53,8 @@ Housekeeping calls `gc` every 2 s (`HandlePodCleanups`). It drops any entry whos
 `next` is more than 600 s old, so a kill of a container that ran for a long time starts again
 from 10 s.
 
-Retrying when the window ends (PR #133066, merged July 2025 and present at v1.35; issue
-#123602). `doBackOff` now returns a `BackoffError` (`pkg/kubelet/container/sync_result.go`)
+Retrying when the window ends (kubernetes#133066, present at v1.35; kubernetes#123602).
+`doBackOff` now returns a `BackoffError` (`pkg/kubelet/container/sync_result.go`)
 carrying FinishedAt + window. The pod worker's `completeWork` finds the earliest such time with
 `MinBackoffExpiration`. It requeues the pod for that moment, clamped to [0, resync interval] and
 stretched by up to 50 % (`wait.Jitter(d, 0.5)`). Before this change a failed sync was retried
@@ -94,9 +94,7 @@ CRASH_LOOP_RESET_AFTER = 600.0
 HOUSEKEEPING_PERIOD = 2.0
 # kubelet sync loop timings, for callers that model them (see the module docstring)
 PLEG_RELIST_PERIOD = 1.0
-SYNC_FREQUENCY = 60.0
 POD_WORKER_ERROR_BACK_OFF = 10.0
-POD_WORKER_JITTER_FACTOR = 0.5
 
 
 @dataclass(slots=True)
@@ -141,7 +139,7 @@ class Backoff:
         return self.random() * self.jitter_factor * delay
 
     def get(self, key: str) -> float:
-        """The current window in seconds, 0.0 for an unknown key."""
+        """Return the current window in seconds, 0.0 for an unknown key."""
         entry = self._entries.get(key)
         return entry.backoff if entry is not None else 0.0
 
@@ -205,7 +203,7 @@ def crash_loop_backoff(
     reduce_default_decay: bool = False,
     max_container_restart_period: float | None = None,
 ) -> Backoff:
-    """The kubelet's container back-off (`newCrashLoopBackOff` plus its `HasExpiredFunc`).
+    """Return the kubelet's container back-off (`newCrashLoopBackOff` plus its `HasExpiredFunc`).
 
     `reduce_default_decay` is the ReduceDefaultCrashLoopBackOffDecay gate (off by default).
     `max_container_restart_period` is `crashLoopBackOff.maxContainerRestartPeriod` under
@@ -222,7 +220,7 @@ def crash_loop_backoff(
 
 
 def backoff_key(pod: Pod, container: Container) -> str:
-    """A stable per-container key, like kuberuntime's `getStableKey`.
+    """Return a stable per-container key, like kuberuntime's `getStableKey`.
 
     Upstream also hashes the image and the resources, so changing either starts a fresh
     window. The model has no resources, so only the image is part of the key.

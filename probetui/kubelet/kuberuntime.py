@@ -1,4 +1,4 @@
-"""What the kubelet does with cached probe results: kill, restart, grace period, event texts.
+"""Decide what the kubelet does with cached probe results: kill, restart, grace period, event texts.
 
 Pure functions of the pod spec and the cached results (`pkg/kubelet/kuberuntime`,
 `pkg/api/v1/pod/util.go`). Nothing here reads a clock or does I/O, so `probetui simulate`
@@ -55,13 +55,9 @@ MINIMUM_GRACE_PERIOD_SECONDS = 2
 
 # Event reasons (`pkg/kubelet/events`) and the waiting reason of a container in back-off
 # (`kubecontainer.ErrCrashLoopBackOff`)
-REASON_KILLING = "Killing"
-REASON_BACK_OFF = "BackOff"
 REASON_CREATED = "Created"
 REASON_STARTED = "Started"
 CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
-EVENT_NORMAL = "Normal"
-EVENT_WARNING = "Warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +118,7 @@ def _sidecar_probe_action(
     liveness: ResultValue | None,
     startup: ResultValue | None,
 ) -> KillDecision:
-    """The running-sidecar branch of `computeInitContainerActions`."""
+    """Return the running-sidecar branch of `computeInitContainerActions`."""
     if not running:
         # an exited sidecar is simply started again; that is not a probe kill
         return KEEP
@@ -172,7 +168,7 @@ def init_container_blocks_next(
 def restart_after_probe_kill(
     container: Container, pod: Pod, profile: KubeletProfile = DEFAULT_PROFILE
 ) -> bool:
-    """Whether a container killed for a probe is queued to start again in the same sync.
+    """Tell whether a container killed for a probe is queued to start again in the same sync.
 
     Sidecars always restart. For regular containers this is `shouldRestartOnFailure` (pod
     restartPolicy is not Never, §11.2). With ContainerRestartRules on (beta and on since 1.35)
@@ -222,6 +218,27 @@ def should_restart(
     return True if decided is None else decided
 
 
+def restarts_after_exit(
+    container: Container, pod: Pod, exit_code: int, profile: KubeletProfile = DEFAULT_PROFILE
+) -> bool:
+    """Decide whether a container that exited with `exit_code` is started again.
+
+    A plain init container follows `computeInitContainerActions`: a completed one is done; a
+    failed one is restarted unless the pod restartPolicy is Never (`shouldRestartOnFailure`),
+    or, with ContainerRestartRules, unless `ShouldContainerBeRestarted` says no. An exited
+    sidecar is always restarted; a regular container as `ShouldContainerBeRestarted` says.
+    """
+    if container.kind is ContainerKind.INIT and not container.is_restartable_init:
+        if exit_code == 0:
+            return False
+        if profile.container_restart_rules:
+            return should_restart(container, pod, exit_code, profile)
+        return pod.restart_policy != "Never"
+    if container.is_restartable_init:
+        return True
+    return should_restart(container, pod, exit_code, profile)
+
+
 def container_restartable(container: Container, pod: Pod) -> bool:
     """`podutil.IsContainerRestartable`: can the container restart at all, whatever its exit?
 
@@ -236,7 +253,7 @@ def container_restartable(container: Container, pod: Pod) -> bool:
 
 
 def restarts_all_containers(container: Container, exit_code: int) -> bool:
-    """Whether this exit matches a restartPolicyRules entry whose action is
+    """Tell whether this exit matches a restartPolicyRules entry whose action is
     RestartAllContainers (`FindMatchingContainerRestartRule`: the first match decides)."""
     for rule in container.restart_policy_rules:
         if rule.matches(exit_code):
@@ -418,12 +435,12 @@ def pod_desc(pod: Pod) -> str:
 
 
 def stopping_message(container_name: str) -> str:
-    """The Killing event text when no reason is given (pod teardown)."""
+    """Return the Killing event text when no reason is given (pod teardown)."""
     return f"Stopping container {container_name}"
 
 
 def created_message(container_name: str, profile: KubeletProfile = DEFAULT_PROFILE) -> str:
-    """The Created event text (`startContainer`): "Container created" since 1.35, before it
+    """Return the Created event text (`startContainer`): "Container created" since 1.35, before it
     "Created container: X"."""
     if profile.short_lifecycle_messages:
         return "Container created"
@@ -431,7 +448,7 @@ def created_message(container_name: str, profile: KubeletProfile = DEFAULT_PROFI
 
 
 def started_message(container_name: str, profile: KubeletProfile = DEFAULT_PROFILE) -> str:
-    """The Started event text (`startContainer`): "Container started" since 1.35, before it
+    """Return the Started event text (`startContainer`): "Container started" since 1.35, before it
     "Started container X"."""
     if profile.short_lifecycle_messages:
         return "Container started"
@@ -439,12 +456,13 @@ def started_message(container_name: str, profile: KubeletProfile = DEFAULT_PROFI
 
 
 def backoff_event_message(container_name: str, pod: Pod) -> str:
-    """The Warning BackOff event text recorded by `doBackOff`."""
+    """Return the Warning BackOff event text recorded by `doBackOff`."""
     return f"Back-off restarting failed container {container_name} in pod {pod_desc(pod)}"
 
 
 def crash_loop_message(delay: float, container_name: str, pod: Pod) -> str:
-    """The CrashLoopBackOff waiting message: `back-off 40s restarting failed container=...`."""
+    """Return the CrashLoopBackOff waiting message: `back-off 40s restarting failed
+    container=...`."""
     return (
         f"back-off {go_duration(delay)} restarting failed container={container_name} "
         f"pod={pod_desc(pod)}"

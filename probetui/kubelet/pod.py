@@ -1,4 +1,4 @@
-"""The kubelet around one pod: start order, kills, restarts with back-off, status generation.
+"""Play the kubelet around one pod: start order, kills, restarts with back-off, status generation.
 
 `PodKubelet` plays the parts of the kubelet's pod worker and `kuberuntime` that react to a pod's
 containers and to its published probe results. It runs on any `Clock`: `probetui simulate` drives
@@ -48,10 +48,10 @@ another release differs, the manager's `KubeletProfile` says so, docs/kubelet-ve
 - A kubelet restart, `kubelet_restarted`: a new probe manager, no back-off entries, the first
   status generated before `AddPod` (`SyncPod`), the running containers adopted by new workers.
 
-Why one module of over 500 lines: `PodKubelet` is one state machine, the pod worker's. Its
-steps (start, exit, kill, result, teardown) read and change the same instance table and call one
-another in causal order within one instant; cut apart, one sync would be spread over files.
-The decisions themselves are already apart, in `kuberuntime.py` and `backoff.py`.
+`PodKubelet` is one state machine, the pod worker's: its steps (start, exit, kill, result,
+teardown) read and change the same instance table and call one another in causal order within
+one instant. The decisions live in `kuberuntime.py` and `backoff.py`; the instance table in
+`instance.py`, the sidecars' termination order in `termination.py`, the phase in `pod_status.py`.
 
 Time model: the kubelet's own latencies (PLEG relist, pod-worker queueing) are zero; a reaction
 happens at the instant of its cause. The pod sync is event driven rather than a periodic
@@ -69,13 +69,27 @@ kubelet's part of reacting to them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from probetui.kubelet import backoff as bo
 from probetui.kubelet import kuberuntime as kr
-from probetui.prober.clock import Cancellable, Clock
+from probetui.kubelet.instance import (
+    REASON_FAILED,
+    RESET_KILL_MESSAGE,
+    RESET_STATUS_MESSAGE,
+    RESTARTING_ALL_CONTAINERS,
+    START_ERROR_EXIT_CODE,
+    START_ERROR_REASON,
+    ContainerBackend,
+    Emit,
+    Instance,
+    keeps_another,
+)
+from probetui.kubelet.pod_status import containers_ready, pod_phase, with_containers
+from probetui.kubelet.termination import TerminationTurns
+from probetui.prober.clock import Clock
 from probetui.prober.manager import Manager
 from probetui.prober.results import ResultValue, Update
 from probetui.prober.status import (
@@ -87,65 +101,7 @@ from probetui.prober.status import (
     whole_seconds,
 )
 from probetui.prober.worker import ProbeRecord
-from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
-
-# what a runtime records for a container whose process could not be started (containerd CRI)
-START_ERROR_EXIT_CODE = 128
-START_ERROR_REASON = "StartError"
-# the kubelet's event reason when a container fails to start (`events.FailedToStartContainer`)
-REASON_FAILED = "Failed"
-# RestartAllContainers: SyncPod's Killing message, and the removed containers' status
-RESET_KILL_MESSAGE = "killing"
-RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
-RESET_STATUS_MESSAGE = "The container is removed because RestartAllContainers in place"
-
-# (type, container, t, fields): one event in `probetui simulate`'s vocabulary
-Emit = Callable[[str, str, float, dict[str, Any]], None]
-
-
-class ContainerBackend(Protocol):
-    """Where container instances run: simulated in `probetui simulate`, processes locally."""
-
-    def start(self, kubelet: PodKubelet, container: Container, restart_count: int) -> None:
-        """Create and start one instance; report `kubelet.started` or `kubelet.start_failed`."""
-
-    def kill(
-        self, kubelet: PodKubelet, container: Container, container_id: str, grace: float
-    ) -> None:
-        """SIGTERM the instance, SIGKILL it after `grace` s; its exit comes via `kubelet.exited`."""
-
-
-@dataclass(slots=True)
-class Instance:
-    """One container of the pod across its instances."""
-
-    spec: Container
-    n: int = 0  # instances created so far; the next one's restartCount
-    status: ContainerStatus | None = None
-    started_at: float = 0.0  # the runtime's exact start; the status has it in whole seconds
-    killing: bool = False
-    kill_reason: kr.KillReason | None = None
-    # the kubelet has decided to start it (again) and has not seen it start yet
-    restart_pending: bool = False
-    starting: bool = False  # the backend is creating it
-    retry: Cancellable | None = None  # the start after a back-off window
-    # FinishedAt of the newest exited instance (the runtime's, exact: doBackOff reads it)
-    last_finished: float | None = None
-    # the newest exit as the status shows it, and the termination before it: what the status
-    # goes back to when a start in back-off is given up (ShouldContainerBeRestarted false)
-    last_exit: Terminated | None = None
-    exit_before: Terminated | None = None
-    # Started of the instance a probe kill is replacing in the same sync, which 1.35-1.37
-    # copy to the new instance by name (`convertToAPIContainerStatuses`)
-    keep_started: bool = False
-
-    @property
-    def running(self) -> bool:
-        return self.status is not None and self.status.running is not None
-
-    @property
-    def is_plain_init(self) -> bool:
-        return self.spec.kind is ContainerKind.INIT and not self.spec.is_restartable_init
+from probetui.spec.model import Pod, ProbeType
 
 
 class PodKubelet:
@@ -192,10 +148,8 @@ class PodKubelet:
         self.killing_pod = False
         self.terminating = False  # probetui is stopping every container
         self.removed = False  # every worker of the pod removed, nothing runs
-        # a whole-pod kill in progress: the sidecars still waiting for their turn, each with
-        # the time its wait began (`waitForTurn`), its grace period and its wait's deadline
-        self._turns: dict[str, tuple[float, int, Cancellable]] = {}
-        self._ordering: dict[str, tuple[str, ...]] = {}
+        # a whole-pod kill in progress: the sidecars still waiting for their turn to stop
+        self._turns = TerminationTurns(clock, self.instances, self._kill_now)
         # RestartAllContainers in progress: the running containers still to kill, in order
         self._resetting: list[Instance] | None = None
         # this is the kubelet, not an observer of one: it reacts to its pod's published results
@@ -229,16 +183,13 @@ class PodKubelet:
         return self.instances[cs.name] if cs is not None else None
 
     def _statuses(self) -> PodStatus:
-        """The pod status with each container's current status, in spec order."""
+        return with_containers(self.status, self.pod, self.instances)
 
-        def group(containers: tuple[Container, ...]) -> tuple[ContainerStatus, ...]:
-            out = (self.instances[c.name].status for c in containers)
-            return tuple(s for s in out if s is not None)
-
-        return replace(
-            self.status,
-            container_statuses=group(self.pod.containers),
-            init_container_statuses=group(self.pod.init_containers),
+    def _phase(self) -> str:
+        if self._resetting is not None:
+            return self.status.phase  # one sync kills and removes: no status in between
+        return pod_phase(
+            self.pod, self.instances, initialized=self.initialized, init_failed=self.init_failed
         )
 
     def generate_status(self) -> None:
@@ -258,7 +209,9 @@ class PodKubelet:
         if self.status.ready_condition is not None:
             # after a kubelet restart the API pod's Ready condition is read (§8.5); it
             # follows what this kubelet publishes, at once in this model
-            self.status = replace(self.status, ready_condition=self._pod_ready(self.status))
+            self.status = replace(
+                self.status, ready_condition=containers_ready(self.pod, self.status)
+            )
         for cs in (*self.status.container_statuses, *self.status.init_container_statuses):
             self.instances[cs.name].status = cs
             before = self._shown.get(cs.name, (False, False))
@@ -270,38 +223,6 @@ class PodKubelet:
             self._shown[cs.name] = now
         if self.on_status is not None:
             self.on_status(self.status)
-
-    def _pod_ready(self, status: PodStatus) -> bool:
-        """The pod's Ready condition without readiness gates (`GenerateContainersReadyCondition`):
-        every regular container and sidecar has a status, and each is Ready."""
-        wanted = [c.name for c in self.pod.probed_containers()]
-        shown = {
-            s.name: s.ready for s in (*status.container_statuses, *status.init_container_statuses)
-        }
-        return all(shown.get(name, False) for name in wanted)
-
-    def _phase(self) -> str:
-        """`getPhase`, with the kubelet's own intent standing in for the restart policy.
-
-        The pod is terminal once no regular container runs or is going to start again: then
-        Succeeded if all of them exited 0, else Failed. A failed plain init container under
-        restartPolicy Never fails the pod at once.
-        """
-        if self._resetting is not None:
-            return self.status.phase  # one sync kills and removes: no status in between
-        if self.init_failed:
-            return "Failed"
-        if not self.initialized:
-            return "Pending"
-        regular = [self.instances[c.name] for c in self.pod.containers]
-        if any(i.status is None for i in regular):
-            return "Pending"
-        if any(i.running or i.restart_pending for i in regular):
-            return "Running"
-        codes = [i.status.terminated.exit_code for i in regular if i.status and i.status.terminated]
-        if len(codes) < len(regular):
-            return "Running"  # waiting to start again
-        return "Succeeded" if all(c == 0 for c in codes) else "Failed"
 
     # -- the pod's life -----------------------------------------------------------------------
 
@@ -474,7 +395,7 @@ class PodKubelet:
         inst.killing = False
         inst.kill_reason = None
         if self._turns:
-            self._next_turns()
+            self._turns.exited()
         if self.terminating or self.done:
             self.generate_status()
             self._maybe_removed()
@@ -515,7 +436,7 @@ class PodKubelet:
                 inst.retry.cancel()
                 self._sync_exited(inst)
             return
-        if self._restarts_after_exit(inst, exit_code):
+        if kr.restarts_after_exit(inst.spec, self.pod, exit_code, self.profile):
             inst.restart_pending = True
             self.generate_status()
             self._try_start(inst, now)
@@ -540,7 +461,7 @@ class PodKubelet:
         if self.terminating or self.done or self.killing_pod or term is None or inst.running:
             inst.restart_pending = False
             return
-        if self._restarts_after_exit(inst, term.exit_code):
+        if kr.restarts_after_exit(inst.spec, self.pod, term.exit_code, self.profile):
             self._try_start(inst, inst.last_finished)
             return
         inst.restart_pending = False
@@ -598,20 +519,6 @@ class PodKubelet:
         self.initialized = False
         self.generate_status()
         self._advance()
-
-    def _restarts_after_exit(self, inst: Instance, exit_code: int) -> bool:
-        if inst.is_plain_init:
-            # computeInitContainerActions: a completed init container is done; a failed one is
-            # restarted unless the pod restartPolicy is Never (`shouldRestartOnFailure`), or,
-            # with ContainerRestartRules, unless `ShouldContainerBeRestarted` says no
-            if exit_code == 0:
-                return False
-            if self.profile.container_restart_rules:
-                return kr.should_restart(inst.spec, self.pod, exit_code, self.profile)
-            return self.pod.restart_policy != "Never"
-        if inst.spec.is_restartable_init:
-            return True  # computeInitContainerActions restarts an exited sidecar, always
-        return kr.should_restart(inst.spec, self.pod, exit_code, self.profile)
 
     # -- probe results ------------------------------------------------------------------------
 
@@ -671,7 +578,7 @@ class PodKubelet:
         )
         if not decision.kill:
             return
-        if not decision.restart and not self._keeps_any_other(inst):
+        if not decision.restart and not keeps_another(self.pod, self.instances, inst):
             self._kill_pod(inst, decision.reason)
             return
         inst.killing = True
@@ -685,20 +592,6 @@ class PodKubelet:
         if decision.restart:
             inst.restart_pending = True
         self.backend.kill(self, inst.spec, cs.container_id, grace)
-
-    def _keeps_any_other(self, inst: Instance) -> bool:
-        """computePodActions' `keepCount > 0 || len(ContainersToStart) > 0`, besides `inst`.
-
-        A regular container counts while it runs and is not being killed for good, or while it
-        is due to start (back-off, being created, killed to be restarted). Sidecars never count.
-        """
-        for c in self.pod.containers:
-            other = self.instances[c.name]
-            if other is inst:
-                continue
-            if (other.running and not other.killing) or other.restart_pending or other.starting:
-                return True
-        return False
 
     def _kill_pod(self, cause: Instance, reason: kr.KillReason | None) -> None:
         """KillPod: `killPodWithSyncResult` stops every running container of the pod.
@@ -721,9 +614,7 @@ class PodKubelet:
         """`killContainersWithSyncResult`: every running container at once, but the sidecars
         in termination order (`newTerminationOrdering`): each waits for the regular containers
         and the sidecar after it to exit, at most its grace period, then gets what is left."""
-        if any(c.is_restartable_init for c in self.pod.init_containers):
-            running = frozenset(i.spec.name for i in self.instances.values() if i.running)
-            self._ordering = kr.termination_prereqs(self.pod, running)
+        self._turns.order(self.pod)
         if cause is not None:
             self._stop(cause, probe=reason)
         for inst in self.instances.values():
@@ -819,7 +710,7 @@ class PodKubelet:
         if self.removed:
             return
         api = self._statuses()
-        self.status = replace(self.status, ready_condition=self._pod_ready(api))
+        self.status = replace(self.status, ready_condition=containers_ready(self.pod, api))
         waiting = []
         for inst in self.instances.values():
             # the new kubelet does not know why a container is being stopped
@@ -852,7 +743,7 @@ class PodKubelet:
 
         `probe` names the probe whose failure led to it; upstream's event does not say. The
         Killing event is recorded at once; a sidecar that has to wait for its turn
-        (`waitForTurn`) is sent SIGTERM only when its turn comes (`_take_turn`).
+        (`waitForTurn`) is sent SIGTERM only when its turn comes (`TerminationTurns`).
         """
         cs = inst.status
         if cs is None or cs.running is None or inst.killing:
@@ -863,46 +754,20 @@ class PodKubelet:
         grace = kr.grace_before_minimum(
             self.pod, inst.spec, None, deletion_grace_period=self.pod.deletion_grace_period_seconds
         )
-        waits = [n for n in self._ordering.get(name, ()) if self.instances[n].running]
+        waits = self._turns.waits_for(name)
         if grace > 0 and waits:
             # probetui's note of whom its SIGTERM waits for; upstream's event does not say
             fields["waitsFor"] = waits
         self._emit("Killing", name, **fields, message=kr.stopping_message(name))
         if grace > 0 and waits:
             # waitForTurn: until the containers before it have exited, at most `grace` s
-            now = self.clock.now()
-            timer = self.clock.call_at(now + grace, lambda: self._take_turn(name))
-            self._turns[name] = (now, grace, timer)
+            self._turns.wait(name, grace)
             return
         self.backend.kill(self, inst.spec, cs.container_id, kr.grace_after_turn(grace, 0.0))
 
-    def _turn_has_come(self, name: str) -> bool:
-        """Every container this sidecar waits for in the current termination order is down."""
-        return not any(self.instances[n].running for n in self._ordering.get(name, ()))
-
-    def _take_turn(self, name: str) -> None:
-        """The end of a sidecar's `waitForTurn`: its prerequisites exited, or its grace period
-        ran out. It is stopped with the grace left, whole seconds taken off (`killContainer`)."""
-        turn = self._turns.pop(name, None)
-        if turn is None:
-            return
-        began, grace, timer = turn
-        timer.cancel()
-        inst = self.instances[name]
-        cs = inst.status
-        if cs is None or cs.running is None:
-            return
-        left = kr.grace_after_turn(grace, self.clock.now() - began)
-        self.backend.kill(self, inst.spec, cs.container_id, left)
-
-    def _next_turns(self) -> None:
-        """`containerTerminated`: an exit may be the last one a waiting sidecar waits for."""
-        for name in list(self._turns):
-            if not self.instances[name].running:
-                _, _, timer = self._turns.pop(name)
-                timer.cancel()  # it exited by itself while it waited
-            elif self._turn_has_come(name):
-                self._take_turn(name)
+    def _kill_now(self, inst: Instance, grace: float) -> None:
+        assert inst.status is not None
+        self.backend.kill(self, inst.spec, inst.status.container_id, grace)
 
     def _maybe_removed(self) -> None:
         """SyncTerminatedPod: once nothing runs, every worker of the pod goes (RemovePod)."""
@@ -920,12 +785,4 @@ class PodKubelet:
         return self.removed
 
 
-__all__ = [
-    "REASON_FAILED",
-    "START_ERROR_EXIT_CODE",
-    "START_ERROR_REASON",
-    "ContainerBackend",
-    "Emit",
-    "Instance",
-    "PodKubelet",
-]
+__all__ = ["PodKubelet"]

@@ -1,4 +1,4 @@
-"""Which kubelet the model plays: a release and its feature gates (docs/kubelet-versions.md).
+"""Name which kubelet the model plays: a release and its feature gates (docs/kubelet-versions.md).
 
 A `KubeletProfile` is a kubelet minor release (1.33 to 1.38) with the feature gates it runs
 with: upstream's defaults for that release (`pkg/features/kube_features.go`), changed by
@@ -67,7 +67,8 @@ _GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 def parse_version(version: str) -> int:
-    """The minor release of "1.37", "v1.35.4", "v1.38.0-beta.0" or a node's kubeletVersion."""
+    """Return the minor release of "1.37", "v1.35.4", "v1.38.0-beta.0" or a node's
+    kubeletVersion."""
     m = _VERSION.match(version.strip())
     if m is None or m.group(1) != "1":
         raise ProfileError(f"kubelet version {version!r}: expected 1.MINOR, e.g. 1.35 or v1.35.4")
@@ -253,7 +254,7 @@ class KubeletProfile:
 
 
 def profile_for(version: str, gates: Mapping[str, bool] = {}) -> KubeletProfile:
-    """The profile of a kubelet release with upstream's gate defaults, `gates` on top.
+    """Return the profile of a kubelet release with upstream's gate defaults, `gates` on top.
 
     Refuses, as the kubelet does, a gate the release does not know ("unrecognized feature
     gate") and a locked gate set away from its value; and a gate that the release knows but
@@ -294,8 +295,8 @@ DEFAULT_PROFILE = profile_for(DEFAULT_VERSION)
 def profile_of_node(
     version: str | None, fallback: KubeletProfile = DEFAULT_PROFILE
 ) -> KubeletProfile:
-    """The profile a live node's kubelet plays: its `kubeletVersion` (`v1.37.2`) with the gate
-    defaults of that release; a release outside the modelled ones plays the nearest modelled
+    """Return the profile a live node's kubelet plays: its `kubeletVersion` (`v1.37.2`) with the
+    gate defaults of that release; a release outside the modelled ones plays the nearest modelled
     one (a node cannot be refused), and an unknown or unreadable version plays `fallback`."""
     if not version:
         return fallback

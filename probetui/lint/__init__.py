@@ -1,5 +1,4 @@
-"""`probetui lint`: probe advice from the manifest, the kubelet's model and what was observed
-(issue 15).
+"""`probetui lint` gives probe advice from the manifest, the kubelet's model and what was observed.
 
 - `model.py`: the object a rule judges (`LintObject`), `Rule`, `Hit`, `Finding`, `Problem`,
   `Severity`, and the `Evidence` protocol the recording rules will fill.
@@ -9,7 +8,7 @@
 - `rules_model.py`: the rules only the kubelet's model gives, with their consequences.
 - `simulated.py`: those consequences, each a short run of `probetui simulate`'s model.
 - `observed.py`: `Observed`, the `Evidence` of a recording, a live cluster session or the UI's
-  store (item 2), with the counterfactual of a proposed setting over it.
+  store, with the counterfactual of a proposed setting over it.
 - `rules_evidence.py`: the rules that read it (latency against the timeout, starts against the
   budget, Ready flaps, errored attempts, divergence from the kubelet).
 - `budget.py`: the start-up budget a container needs, from its starts seen or declared,

@@ -1,5 +1,6 @@
-"""The start-up budget a container needs, from what is known of its starts, proven on the
-kubelet's model before it is proposed.
+"""Work out the start-up budget a container needs, from what is known of its starts.
+
+The budget is proven on the kubelet's model before it is proposed.
 
 What is known of a container's starts (`Starts`): the slowest start seen to finish (from the
 container's start to its gate probe's first success), the longest a start lived before a kill
@@ -53,7 +54,7 @@ class Starts:
 
     @property
     def need(self) -> float | None:
-        """The start the budget must cover: the longest of those known."""
+        """Return the start the budget must cover: the longest of those known."""
         known = [v for v in (self.finished, self.survived, self.declared) if v is not None]
         return max(known, default=None)
 
@@ -90,7 +91,7 @@ class Starts:
 
 
 def wanted_seconds(starts: Starts, factor: float = 1.0, extra: float = 0.0) -> float | None:
-    """The budget to aim for: `factor` x the start needed, plus `extra` seconds; or the guess
+    """Return the budget to aim for: `factor` x the start needed, plus `extra` seconds; or the guess
     where only kills are known (module docstring)."""
     need = starts.need
     if need is None:
@@ -126,7 +127,7 @@ def gated(container: Container) -> bool:
 
 
 def start_run(pod: Pod, container: Container, start: float) -> simulated.Run:
-    """The kubelet's model of the container alone, its app answering every probe only `start`
+    """Return the kubelet's model of the container alone, its app answering every probe only `start`
     seconds after each start: until its third kill, or until the start is over."""
     killer = _killer(container)
     if killer is None:
@@ -197,7 +198,7 @@ def _killer(container: Container) -> tuple[ProbeType, Probe] | None:
 def with_threshold(
     pod: Pod, container: Container, pt: ProbeType, threshold: int, *, add: bool = False
 ) -> tuple[Pod, Container]:
-    """The pod with `pt`'s failureThreshold at `threshold`; with `add`, a startupProbe added
+    """Return the pod with `pt`'s failureThreshold at `threshold`; with `add`, a startupProbe added
     like the liveness probe (its handler, period and timeout, no initial delay)."""
     if add:
         live = container.liveness_probe
@@ -232,7 +233,7 @@ def _ends_the_kills(run: simulated.Run, gated: bool) -> bool:
 def propose(
     pod: Pod, container: Container, starts: Starts, wanted: float, *, add_startup: bool = False
 ) -> Proposal | str:
-    """The smallest failureThreshold at or above `wanted` seconds of budget that the model
+    """Return the smallest failureThreshold at or above `wanted` seconds of budget that the model
     shows ends the kills of a start of `starts.need` (module docstring); a startupProbe to add
     with `add_startup` (where the container has none). A one-line reason where there is none."""
     need = starts.need

@@ -1,5 +1,6 @@
-"""`probetui lint`'s output for people: findings grouped by object, worst first, coloured on a
-terminal (ANSI, nothing when NO_COLOR is set or the output is not a TTY), and a count; inputs
+"""Write `probetui lint`'s output for people: findings by object, worst first, and a count.
+
+Coloured on a terminal (ANSI, nothing when NO_COLOR is set or the output is not a TTY); inputs
 that could not be read are counted (each is its own line on stderr, whatever the format)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The lint advice for one container of a live session (issue 15, item 3): what the UI shows.
+"""Give the lint advice for one container of a live session: what the UI shows.
 
 `Advisor` answers "what would `probetui lint` say about this container now": the static and
 model rules on the pod's spec as it is now, and the evidence rules on the store's history of
@@ -20,6 +20,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from probetui.keys import ContainerKey
 from probetui.lint import simulated
 from probetui.lint.model import Finding, Rule
 from probetui.lint.observed import (
@@ -33,11 +34,11 @@ from probetui.lint.observed import (
 from probetui.prober.outcome import Kind
 from probetui.simulate.scenario import App, Behaviour
 from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 
 REFRESH = 5.0  # seconds a container's advice stands while its history moves on
 # the attempts of each probe the advice reads: bounds what one computation costs on the
-# event loop (about 10 ms for three probes' 900), whatever the rings hold (3,600 at period 1 s)
+# event loop, whatever the rings hold (an hour at period 1 s)
 ATTEMPTS = 900
 _CACHE = 512  # containers whose advice is kept
 
@@ -49,7 +50,7 @@ class Advice:
     at: float
 
     def for_probe(self, probe: ProbeType) -> list[Finding]:
-        """The findings about this probe, and those about the container as a whole."""
+        """Return the findings about this probe, and those about the container as a whole."""
         return [f for f in self.findings if f.hit.probe in (probe, None)]
 
 
@@ -75,7 +76,7 @@ class Advisor:
         self._replays = Replays()
 
     def advice(self, key: ContainerKey) -> Advice | None:
-        """The container's advice, from the cache while it stands (module docstring)."""
+        """Return the container's advice, from the cache while it stands (module docstring)."""
         entry = self.store.pods.get(key.pod_uid)
         history = self.store.containers.get(key)
         if entry is None or entry.pod.container(key.container) is None:
@@ -94,7 +95,7 @@ class Advisor:
         return advice
 
     def last(self, key: ContainerKey) -> Advice | None:
-        """The advice last worked out for the container, as it was, without working it out
+        """Return the advice last worked out for the container, as it was, without working it out
         again (None where there is none for its pod as it stands)."""
         entry = self.store.pods.get(key.pod_uid)
         cached = self._cache.get(key)

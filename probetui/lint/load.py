@@ -1,4 +1,4 @@
-"""Reading what `probetui lint` is given: files, directories, stdin, into LintObjects.
+"""Read what `probetui lint` is given, files, directories and stdin, into LintObjects.
 
 The documents are read by `spec/documents.py` (lines kept) and each object's pod template by
 `spec/parse.py`, as every other command reads a manifest. What lint adds is tolerance: a
@@ -84,7 +84,7 @@ class Loaded:
 
 
 def expand(paths: Iterable[str]) -> Iterator[str]:
-    """Each path, a directory's manifests (recursively, sorted), `-` for stdin."""
+    """Return each path, a directory's manifests (recursively, sorted), `-` for stdin."""
     for p in paths:
         path = Path(p)
         if p != STDIN and path.is_dir():
@@ -95,9 +95,9 @@ def expand(paths: Iterable[str]) -> Iterator[str]:
 
 
 def load(paths: Iterable[str]) -> Loaded:
-    # reading makes hundreds of thousands of objects that all stay and hold no cycles: the
-    # collector's full passes over them while they were made freed nothing and were a fifth
-    # of reading the benchmark's 10,000 objects
+    # reading makes hundreds of thousands of objects that all stay and hold no cycles, so the
+    # collector is off while they are made: its passes over them would free nothing
+    # (guarded by benchmarks/lint.py)
     was = gc.isenabled()
     gc.disable()
     try:
@@ -167,7 +167,7 @@ def _documents(text: str, name: str, out: Loaded) -> Iterator[tuple[int, Any]]:
 
 
 def _chunks(text: str) -> Iterator[tuple[int, str]]:
-    """The documents of a YAML stream as (lines before it, text), cut at `---` lines."""
+    """Return the documents of a YAML stream as (lines before it, text), cut at `---` lines."""
     lines = text.splitlines(keepends=True)
     start, first = 0, True
     for i, line in enumerate(lines):
@@ -203,7 +203,7 @@ def _shift(node: Any, offset: int) -> None:
 
 
 def _problem(e: ManifestError, name: str, document: str | None = None, shift: int = 0) -> Problem:
-    """A spec reader's error as a Problem: the document it names kept apart from the rest."""
+    """Return a spec reader's error as a Problem: the document it names kept apart from the rest."""
     match = _DOC_INDEX.search(e.origin)
     if match is not None and document is None:
         document = match[1]
@@ -296,7 +296,7 @@ def _objects(doc: Any, name: str, index: str, templated: bool, out: Loaded) -> N
 
 
 def _annotations(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, str]:
-    """The object's annotations, the pod template's over them."""
+    """Return the object's annotations, the pod template's over them."""
     merged: dict[str, str] = {}
     node: Any = doc
     for step in ("", *path):
@@ -310,7 +310,7 @@ def _annotations(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, str]:
 
 
 def _first_template(node: Any, line: int | None = None) -> tuple[str, int | None] | None:
-    """The first `{{ ... }}` in a document's keys or values, with its line."""
+    """Return the first `{{ ... }}` in a document's keys or values, with its line."""
     if isinstance(node, str):
         m = _TEMPLATE.search(node)
         return (m[0], line) if m else None

@@ -1,5 +1,6 @@
-"""`probetui lint`'s output for programs: `--output json` (probetui's own schema, versioned) and
-`--output sarif` (SARIF 2.1.0, what code-scanning UIs read).
+"""Write `probetui lint`'s output for programs: `--output json` and `--output sarif`.
+
+The JSON is probetui's own schema, versioned; SARIF 2.1.0 is what code-scanning UIs read.
 
 The JSON document's `schema` names its version; a change that removes or renames a field gets
 a new one. SARIF levels are error, warning and note (for info); a finding's location is the
@@ -38,8 +39,8 @@ def dumps(doc: Any) -> str:
     """`json.dumps(doc, indent=2, ensure_ascii=False) + "\n"`, the same bytes for any value.
 
     json.dumps with an indent runs the pure-Python encoder; this writes the same text for the
-    plain values the documents hold, in half the time for tens of thousands of findings, and
-    leaves anything else to json.dumps."""
+    plain values the documents hold, much faster for tens of thousands of findings (guarded by
+    benchmarks/lint.py), and leaves anything else to json.dumps."""
     out: list[str] = []
     try:
         _encode(doc, out, "\n")

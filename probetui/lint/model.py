@@ -1,9 +1,9 @@
-"""What `probetui lint` judges and what it says: the object, the rule, the finding, evidence.
+"""Define what `probetui lint` judges and what it says: the object, the rule, the finding, evidence.
 
 A rule is a function of one object and, optionally, evidence about how its probes behave in
 practice (a recording, a live session). The static rules take the evidence argument and ignore
 it; a rule with `needs_evidence` runs only when evidence is there. That one signature is the
-seam the recording rules of issue 15 (item 2) plug into without changing the runner.
+seam the evidence rules (`rules_evidence.py`) plug into without changing the runner.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Slot:
         object.__setattr__(self, "_probes", tuple(probes))
 
     def probes(self) -> Iterator[tuple[ProbeType, Probe, str]]:
-        """The container's probes in report order, each with its manifest path."""
+        """Return the container's probes in report order, each with its manifest path."""
         return iter(self._probes)
 
 
@@ -125,23 +125,23 @@ class LintObject:
         return self._validation
 
     def refuses(self, container: str) -> bool:
-        """Whether the API server rejects this container or the pod as a whole."""
+        """Tell whether the API server rejects this container or the pod as a whole."""
         return any(err.container in (None, container) for err in self.validation())
 
 
 class Evidence(Protocol):
-    """What was observed of an object's probes (a recording, a live session): issue 15 item 2.
+    """Tell what was observed of an object's probes (a recording, a live session).
 
     Static lint passes None. A rule asks only for what it needs; None from a method means
     "not observed", and the rule falls back to what the manifest declares.
     """
 
     def start_seconds(self, obj: LintObject, container: str) -> float | None:
-        """How long the container was seen to take from start to answering its probes."""
+        """Tell how long the container was seen to take from start to answering its probes."""
         ...
 
     def starts(self, obj: LintObject, container: str) -> Starts | None:
-        """What was seen of the container's starts: those that finished, and those killed
+        """Tell what was seen of the container's starts: those that finished, and those killed
         before they did (how long they lived)."""
         ...
 

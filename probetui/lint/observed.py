@@ -1,4 +1,4 @@
-"""What was observed of pods' probes, as lint's `Evidence`: from a recording or a live store.
+"""Gather what was observed of pods' probes, as lint's `Evidence`: from a recording or a live store.
 
 Both sources become the same thing: per pod, a `RecordedPod` (`simulate/recorded.py`: each
 container's instances with their attempts, the kubelet's kills, starts and Ready changes) plus
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -40,10 +40,9 @@ T = TypeVar("T")
 ANSWERED = (Kind.SUCCESS, Kind.WARNING, Kind.FAILURE, Kind.TIMEOUT)
 # the counterfactual's cache: a UI asks the same what-if on every repaint of its screen
 _WHAT_IF_CACHE = 256
-# what lint replays of a history for one finding: the stretch before and around the problem
-# (a counterfactual's two model runs cost about 0.5 ms a minute of history together, measured
-# on the lint benchmark's 60 min history on a loaded 2-core machine: lint's budget is 5 ms an
-# object); the UI's what-if screen replays all the session holds
+# what lint replays of a history for one finding: the stretch before and around the problem,
+# so that a counterfactual's cost stays within lint's budget per object (guarded by
+# benchmarks/lint.py); the UI's what-if screen replays all the session holds
 REPLAY_SECONDS = 240.0
 REPLAY_AFTER = 60.0
 
@@ -63,7 +62,7 @@ class PodHistory:
         return max(0.0, self.rec.until - self.rec.since)
 
     def window(self, since: float, until: float) -> RecordedPod:
-        """The history over [since, until] within it, each container running at `since`
+        """Return the history over [since, until] within it, each container running at `since`
         carried in as the full history saw it (its start, restart count and Ready)."""
         since, until = max(since, self.rec.since), min(until, self.rec.until)
         if since <= self.rec.since and until >= self.rec.until:
@@ -227,7 +226,7 @@ class Observed:
         overrides: tuple[str, ...],
         focus: float | None = None,
     ) -> Counterfactual | str:
-        """The counterfactual of `overrides` over the pod's history, or why there is none.
+        """Return the counterfactual of `overrides` over the pod's history, or why there is none.
         With `focus` (the time of the problem), over the REPLAY_SECONDS up to REPLAY_AFTER
         past it; without, over the whole history."""
         rec = history.rec
@@ -281,7 +280,7 @@ def _running_before(status: PodStatus | None, t: float) -> dict[str, tuple[float
 
 
 def from_recording(recording: Recording) -> Observed:
-    """Every pod of a recording over the time it was seen (one pass over the events)."""
+    """Return every pod of a recording over the time it was seen (one pass over the events)."""
     source = f"recording {recording.path.name}"
     span = recording.span()
     if span is None:
@@ -307,7 +306,7 @@ def from_recording(recording: Recording) -> Observed:
 
 
 def recorded_objects(observed: Observed, file: str) -> list[LintObject]:
-    """The pods observed, as lint objects: one per workload (its newest pod's spec), one per
+    """Return the pods observed, as lint objects: one per workload (its newest pod's spec), one per
     bare pod, so three replicas are linted once with the evidence of all three."""
     newest: dict[tuple[str, str, str], PodHistory] = {}
     for h in observed.histories:
@@ -360,7 +359,8 @@ ERROR_TEXT_LOOKBACK = 64
 
 
 def _last_error_text(h: ProbeHistory) -> str:
-    """The newest errored attempt's words, for the advice to quote; the columns carry none."""
+    """Return the newest errored attempt's words, for the advice to quote; the columns carry
+    none."""
     for view in h.recent(ERROR_TEXT_LOOKBACK):
         if view.kind == Kind.ERROR:
             return view.error or view.output
@@ -370,12 +370,12 @@ def _last_error_text(h: ProbeHistory) -> str:
 def store_events(
     store: Store, pod_uid: str, attempts: int | None = None
 ) -> tuple[list[Event], float | None]:
-    """One pod's history in the store as events (its marks and its rings' attempts, the last
+    """Return one pod's history in the store as events (its marks and its rings' attempts, the last
     `attempts` of each probe when given), and the oldest time the store still holds for it.
     Reads the store: call it where the store is fed (the event loop), never from another
     thread. The rings are read through their (t, kind) and (latency, kind) columns, which
     unpack no entry's texts: a few microseconds an attempt."""
-    from probetui.timeline.store import ContainerKey
+    from probetui.keys import ContainerKey
 
     entry = store.pods.get(pod_uid)
     if entry is None:
@@ -456,7 +456,7 @@ def _started_before(events: list[Event], since: float) -> dict[str, tuple[float,
 def pod_history(
     pod: Pod, status: PodStatus | None, events: list[Event], now: float, oldest: float | None
 ) -> PodHistory:
-    """A pod's history from events already taken out of a store (`store_events`)."""
+    """Return a pod's history from events already taken out of a store (`store_events`)."""
     since = min(oldest if oldest is not None else now, now)
     before = _running_before(status, since)
     # a container running since before the history began: its start-up is not in it. Where
@@ -471,7 +471,7 @@ def pod_history(
 def from_store(
     store: Store, now: float, source: str = "live session", pod_uids: Iterable[str] | None = None
 ) -> Observed:
-    """The pods of a timeline store (all, or `pod_uids`), each over what its rings hold."""
+    """Return the pods of a timeline store (all, or `pod_uids`), each over what its rings hold."""
     uids = list(store.pods) if pod_uids is None else [u for u in pod_uids if u in store.pods]
     histories = []
     for uid in uids:
@@ -479,12 +479,6 @@ def from_store(
         events, oldest = store_events(store, uid)
         histories.append(pod_history(entry.pod, entry.status, events, now, oldest))
     return Observed(histories, source)
-
-
-def iter_seen(observed: Observed) -> Iterator[tuple[PodHistory, RecordedContainer]]:
-    for h in observed.histories:
-        for rc in h.rec.containers.values():
-            yield h, rc
 
 
 __all__ = [

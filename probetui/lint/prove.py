@@ -1,4 +1,4 @@
-"""An evidence rule's proposed setting, proven on the kubelet's model before it is shown.
+"""Prove an evidence rule's proposed setting on the kubelet's model before it is shown.
 
 A rule hands over its proposal and the next ones to try (a longer timeout, a higher
 threshold, in order), and what its problem is in a run (`Problem`: a probe's kills, seconds not
@@ -39,7 +39,8 @@ class Proven:
 
 
 def _measure(problem: Problem, probe: ProbeType, side: object) -> float:
-    """The problem in one run: a counterfactual's `RunSummary` or the fallback's `ModelSide`."""
+    """Return the problem in one run: a counterfactual's `RunSummary` or the fallback's
+    `ModelSide`."""
     if problem is Problem.KILLS:
         kills = getattr(side, "kills", 0)
         return float(kills.get(probe.key, 0) if isinstance(kills, dict) else kills)
@@ -63,7 +64,7 @@ def prove(
     focus: Callable[[Seen], float | None] | None,
     words: Callable[[Counterfactual | str, PodHistory], str],
 ) -> Proven:
-    """The first of `candidates` that ends `problem` in the replay of `s`'s history (module
+    """Return the first of `candidates` that ends `problem` in the replay of `s`'s history (module
     docstring); `words` says a counterfactual in the finding's terms."""
     from probetui.lint.live import model_what_if
 

@@ -1,4 +1,4 @@
-"""Every rule by its stable id, which of them run, and running them over objects.
+"""Keep every rule by its stable id, choose which of them run, and run them over objects.
 
 `--disable` and `--enable` pick rules by id (or `all`); an object silences rules for itself
 with the annotation `probetui.io/lint-disable: rule-a,rule-b` (or `all`) on its metadata or
@@ -47,7 +47,8 @@ def _ids(items: Iterable[str]) -> list[str]:
 
 
 def select(disable: Sequence[str] = (), enable: Sequence[str] = ()) -> list[Rule]:
-    """The rules that run: the default set, less `--disable`, plus `--enable` (which wins)."""
+    """Return the rules that run: the default set, less `--disable`, plus `--enable` (which
+    wins)."""
     off, on = set(_ids(disable)), set(_ids(enable))
     chosen: list[Rule] = []
     for r in RULES.values():
@@ -70,7 +71,7 @@ def run(
     evidence: Evidence | None = None,
     policy: Policy = DEFAULT,
 ) -> list[Finding]:
-    """The findings of `rules` on `objects`, their texts masked by the redaction `policy`."""
+    """Return the findings of `rules` on `objects`, their texts masked by the redaction `policy`."""
     redactor = Redactor(policy)
     findings: list[Finding] = []
     for obj in objects:

@@ -1,4 +1,4 @@
-"""Evidence rules (issue 15, item 2): what a recording or a live session showed of the probes.
+"""Judge what a recording or a live session showed of the probes: the evidence rules.
 
 Each rule reads `Observed` (`observed.py`: the same for a recording, `lint --cluster` and the
 UI's store) and runs only when there is evidence. Each proposes a setting (`Hit.overrides`, in
@@ -114,7 +114,7 @@ def counterfactual_words(cf: Counterfactual | str, history: PodHistory) -> str:
 
 
 def _proven_words(proven: prove.Proven, s: Seen | None) -> str:
-    """How the proposal fared on the model, or why it could not be tried."""
+    """Tell how the proposal fared on the model, or why it could not be tried."""
     if s is None:
         return "; not proven: no shadow attempts were recorded to try the proposal against"
     return proven.words
@@ -125,7 +125,7 @@ def _last(times: Iterable[float]) -> float | None:
 
 
 def _last_start_trouble(s: Seen) -> float | None:
-    """The last kill, else the end of the slowest start."""
+    """Return the last kill, else the end of the slowest start."""
     kill = _last(t for t, _ in s.container.kills)
     if kill is not None:
         return kill
@@ -138,7 +138,7 @@ def _last_start_trouble(s: Seen) -> float | None:
 
 
 def _worst(seen: list[Seen], score: object) -> Seen | None:
-    """The replayable history that shows the problem most (by `score`), or None."""
+    """Return the replayable history that shows the problem most (by `score`), or None."""
     candidates = [s for s in seen if _replayable(s)]
     if not candidates:
         return None
@@ -298,7 +298,7 @@ def _flaps(s: Seen) -> int:
 
 
 def _failure_run(s: Seen, at: float, period: float) -> int:
-    """The readiness failures in a row around the Ready loss at `at` (errors are dropped by
+    """Return the readiness failures in a row around the Ready loss at `at` (errors are dropped by
     the kubelet, §5.11: they neither count nor break the run). An attempt within half a period
     of the one before is the kubelet's own re-probe after the Ready change (a manual trigger)
     and is not counted: with a higher threshold there is no such change to trigger it."""

@@ -1,8 +1,10 @@
-"""Rules only the kubelet's model can give, each backed by a consequence: simulated in virtual
-time (`simulated.py`) or, for what the API server refuses, upstream's validation text
-(`spec/validate.py`). Two anchor rules live here too, because their messages carry a
-simulation: liveness-same-as-readiness and timeout-exceeds-period. The § items cited are
-docs/kubelet-behaviour.md's, as in the rest of the code.
+"""Give the rules only the kubelet's model can give, each backed by a consequence.
+
+A consequence is simulated in virtual time (`simulated.py`) or, for what the API server
+refuses, upstream's validation text (`spec/validate.py`). Two anchor rules live here too,
+because their messages carry a simulation: liveness-same-as-readiness and
+timeout-exceeds-period. The § items cited are docs/kubelet-behaviour.md's, as in the rest of
+the code.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ NOT_SIMULATED = " (not simulated: the API server rejects this container, see inv
 
 
 def _evidence(obj: LintObject, container: Container, make: Callable[[], T]) -> T | str:
-    """The simulated consequence, or why there is none: a lint run must not die of one odd
+    """Return the simulated consequence, or why there is none: a lint run must not die of one odd
     object, and the finding stands without its evidence. A container the API server rejects
     is never simulated: the kubelet never runs it, and values it refuses (a periodSeconds of
     -1) have no meaning in the model."""
@@ -77,7 +79,7 @@ def declared_start(obj: LintObject, container: str) -> float | None:
 
 
 def known_starts(obj: LintObject, container: str, evidence: Evidence | None) -> Starts | None:
-    """What lint knows of the container's starts: those observed (a start seen to finish
+    """Tell what lint knows of the container's starts: those observed (a start seen to finish
     overrides the annotation; one killed unfinished is a lower bound), else the annotation."""
     seen: Starts | None = None
     if evidence is not None:
@@ -371,7 +373,7 @@ def _unresolved_consequence(run: simulated.Run, pt: ProbeType) -> str:
 
 
 def tls_port(c: Container, port: int) -> str | None:
-    """Why `port` looks TLS-only: its declared name, or a number TLS owns."""
+    """Say why `port` looks TLS-only: its declared name, or a number TLS owns."""
     for p in c.ports:
         if p.container_port == port and p.name:
             return f"named {p.name!r}" if _TLS_NAME.search(p.name) else None

@@ -1,4 +1,4 @@
-"""The anchor rules: what other probe linters check, read from the manifest alone.
+"""The anchor rules check what other probe linters check, from the manifest alone.
 
 Credited where they come from: kubectl-probes (six of its seven rules; the seventh,
 probe-failures-recent, reads a cluster's Unhealthy events and belongs with the evidence rules),
@@ -32,7 +32,7 @@ def seconds(value: float) -> str:
 
 
 def target(probe: Probe) -> str:
-    """What a probe checks, in a few words: `GET /healthz on port 8080`."""
+    """Tell what a probe checks, in a few words: `GET /healthz on port 8080`."""
     h = probe.handler
     if isinstance(h, HTTPGetAction):
         scheme = "" if h.scheme == "HTTP" else f"{h.scheme} "

@@ -1,4 +1,4 @@
-"""Simulated consequences for the model-backed rules: the container alone in `probetui simulate`.
+"""Simulate the consequences the model-backed rules cite: the container alone in `simulate`'s model.
 
 Each function here runs one short scenario through the kubelet's model (the real workers on
 `SimClock`, `PodKubelet`: `probetui/simulate/`) and returns what happened in numbers, which the
@@ -78,7 +78,7 @@ def alone(
     keep: frozenset[ProbeType] = ALL,
     instant: frozenset[ProbeType] = frozenset(),
 ) -> Pod:
-    """The pod reduced to the one container a rule is about, under fixed names and with every
+    """Return the pod reduced to the one container a rule is about, under fixed names and with every
     probe that reaches its target on one stand-in handler: names, texts, env and targets
     change no decision of the model (a scenario answers by probe type and time), and without
     them equal settings in different objects are one simulation. A probe whose port name
@@ -162,7 +162,7 @@ def run(
     stop: Stop | None = None,
     keep: frozenset[ProbeType] = ALL,
 ) -> Run:
-    """The container alone in its pod under `app`, with the probe types in `keep`, for
+    """Return the container alone in its pod under `app`, with the probe types in `keep`, for
     `duration` s (at most an hour) or until `stop` says so."""
     if not 0 <= duration <= _LONGEST:
         raise ValueError(f"a run of {duration:g} s: at most {_LONGEST:g} s of virtual time")
@@ -174,7 +174,7 @@ def run(
 
 
 def _with(probe_type: ProbeType) -> frozenset[ProbeType]:
-    """A probe and what gates it: startup holds liveness and readiness back (§5.10)."""
+    """Return a probe and what gates it: startup holds liveness and readiness back (§5.10)."""
     return frozenset((probe_type, ProbeType.STARTUP))
 
 
@@ -231,7 +231,7 @@ def _healthy(start: float = 0.0) -> App:
 
 
 def _grid_after(seconds: float, period: int) -> float:
-    """The first tick of a worker made at 0 that is at or after `seconds` (§4.3, §4.4)."""
+    """Return the first tick of a worker made at 0 that is at or after `seconds` (§4.3, §4.4)."""
     return math.ceil(seconds / period) * period
 
 
@@ -293,7 +293,7 @@ def failing(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
 
 
 def unresolved(pod: Pod, container: Container, probe_type: ProbeType) -> Run:
-    """A healthy app: what the probe's own target makes of it (a port that resolves to
+    """Return a healthy app: what the probe's own target makes of it (a port that resolves to
     nothing errors on every attempt, §16.4)."""
     probe = container.probe(probe_type)
     assert probe is not None

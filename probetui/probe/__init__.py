@@ -1,4 +1,4 @@
-"""One attempt of one handler, as `pkg/probe` runs it: http, tcp, grpc, exec.
+"""Run one attempt of one handler, as `pkg/probe` runs it: http, tcp, grpc, exec.
 
 Imports nothing heavy at package level: `probetui check` imports only the handler it runs.
 """

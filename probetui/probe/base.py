@@ -1,4 +1,4 @@
-"""What one handler attempt returns (`pkg/probe/probe.go`)."""
+"""Define what one handler attempt returns (`pkg/probe/probe.go`)."""
 
 from __future__ import annotations
 
@@ -50,10 +50,6 @@ def user_agent(kube_version: str = DEFAULT_KUBE_VERSION) -> str:
     """`kube-probe/<major>.<minor>` as the kubelet sends it (request.go, grpc.go)."""
     parts = kube_version.lstrip("v").split(".")
     return "kube-probe/" + ".".join(parts[:2])
-
-
-def truncate_bytes(data: bytes, limit: int = MAX_OUTPUT_BYTES) -> bytes:
-    return data[:limit]
 
 
 def decode(data: bytes) -> str:

@@ -1,8 +1,9 @@
-"""The course of one HTTP probe attempt, the same in both HTTP handlers (docs/kubelet-behaviour.md
-§13.6-13.8): net/http's `Client.Do` with the kubelet's CheckRedirect, hop by hop under
-`probetui.probe.redirect`'s policy; DoHTTPProbe's reading of the answer (at most 10 KiB of body)
-and its verdict; what a deadline that ran out makes of the attempt; and the TLS settings of the
-kubelet's transport.
+"""Run the course of one HTTP probe attempt, the same in both HTTP handlers.
+
+It follows docs/kubelet-behaviour.md §13.6-13.8: net/http's `Client.Do` with the kubelet's
+CheckRedirect, hop by hop under `probetui.probe.redirect`'s policy; DoHTTPProbe's reading of
+the answer (at most 10 KiB of body) and its verdict; what a deadline that ran out makes of the
+attempt; and the TLS settings of the kubelet's transport.
 
 A handler brings the transport, as `Hops`: one GET per hop, each on a new connection, handing
 back the response head as a `Response` whose body is read here. `probetui.probe.http` does that
@@ -100,7 +101,7 @@ def classify(status_code: int, body: str) -> tuple[Result, str]:
         return Result.SUCCESS, body
     if 300 <= status_code < 400:
         return Result.WARNING, http_redirect_warning(body)
-    # the body stays out of the message until issue 99425 is resolved upstream
+    # the body stays out of the message, as upstream keeps it until kubernetes#99425 is resolved
     return Result.FAILURE, http_status_failed(status_code)
 
 

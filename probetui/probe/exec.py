@@ -1,5 +1,6 @@
-"""Exec handler, `pkg/probe/exec` with the kubelet side of `prober.go`
-(docs/kubelet-behaviour.md §15.3-15.4, §9.6).
+"""Run the exec handler, `pkg/probe/exec`, with the kubelet side of `prober.go`.
+
+See docs/kubelet-behaviour.md §15.3-15.4, §9.6.
 
 The handler itself only classifies what a runner reports. A runner is whatever runs the command
 "in the container": `run_local` runs it as a local process; a Kubernetes runtime supplies one that

@@ -1,4 +1,4 @@
-"""Go's and the kubelet's exact texts, and the pure helpers that make them, in one place.
+"""Make Go's and the kubelet's exact texts, with the pure helpers behind them, in one place.
 
 What the kubelet writes in a probe event, or returns as a probe's error, is the `Error()` of a
 Go value: a `*url.Error`, a `*net.OpError`, an errno, a duration. probetui's handlers, the
@@ -46,53 +46,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from probetui.goquote import go_quote
+
 if TYPE_CHECKING:
     import ssl
-
-# ---------------------------------------------------------------------------------------------
-# strconv.Quote
-
-_GO_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    '"': '\\"',
-    "\\": "\\\\",
-}
-
-
-def go_quote(text: str | bytes) -> str:
-    """Go's `%q` of a string (strconv.Quote), which the kubelet's texts use for URLs, commands,
-    addresses, status names and the lines a server sent.
-
-    Go strings are bytes: `bytes`, and the lone surrogates that `surrogateescape` leaves for
-    bytes that are not UTF-8, come out as `\\xNN`, as Go prints a byte that is not UTF-8.
-    """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "surrogateescape")
-    out = ['"']
-    for c in text:
-        code = ord(c)
-        if c in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[c])
-        elif 0xDC80 <= code <= 0xDCFF:
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif c.isprintable():
-            out.append(c)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif 0xD800 <= code <= 0xDFFF:
-            # a surrogate is no rune: Go prints the replacement character's escape
-            out.append("\\ufffd")
-        else:
-            out.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
 
 # ---------------------------------------------------------------------------------------------
 # time.Duration.String

@@ -1,4 +1,4 @@
-"""gRPC health handler, `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2).
+"""Run the gRPC health handler, `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2).
 
 Like the kubelet: a new connection per attempt, a blocking dial and then one Health/Check call,
 both inside one deadline of `timeout` seconds, and every outcome a Failure or Success with the

@@ -1,5 +1,6 @@
-"""gRPC health handler, `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2), lean: one
-HTTP/2 connection on a raw asyncio socket.
+"""Run the gRPC health handler on one HTTP/2 connection over a raw asyncio socket.
+
+It is `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2), lean.
 
 The same attempt as `probetui.probe.grpc` (the reference, on grpcio) at a fraction of the CPU and
 memory. grpcio builds a channel, a resolver, a subchannel and a completion queue for each

@@ -1,5 +1,6 @@
-"""HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), on httpx: the
-reference the lean handler (`probetui.probe.http_lean`) is held to.
+"""Run the HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), on httpx.
+
+It is the reference the lean handler (`probetui.probe.http_lean`) is held to.
 
 One attempt is one GET, on a new connection per request, with the kubelet's headers, redirect
 policy, 10 KiB body cap and one overall deadline. Transport errors are reported in the words

@@ -1,5 +1,6 @@
-"""HTTP probe handler over h2c: `httpProber.ProbeH2C` (`pkg/probe/http/http.go`, 1.37 with
-H2CContainerProbe on; docs/kubelet-versions.md V13).
+"""Run the HTTP probe handler over h2c: `httpProber.ProbeH2C` (`pkg/probe/http/http.go`).
+
+It is 1.37's, with H2CContainerProbe on (docs/kubelet-versions.md V13).
 
 With the gate on, the kubelet's `runProbe` (`pkg/kubelet/prober/prober.go`) sends an httpGet
 probe whose `protocol` is `HTTP2` through the prober's second transport, `h2cTransport`: an

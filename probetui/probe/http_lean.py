@@ -1,5 +1,6 @@
-"""HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), lean: raw asyncio
-sockets and h11.
+"""Run the HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), on raw sockets.
+
+It is the lean one: raw asyncio sockets and h11.
 
 The same attempt as `probetui.probe.http` (the reference, on httpx) at a fraction of the CPU:
 one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap
@@ -218,8 +219,9 @@ def _plain_head(
     obs-fold, a bare CR or LF, bytes over 0x7e, anything h11 might reject. The caller then gives
     h11 the same bytes from the start, so h11 alone decides every case but the plain one.
 
-    Why: h11's event objects and state machine were a quarter of the engine's CPU per HTTP
-    attempt; the plain case is nearly every probe. `tests/probe/test_http_lean_plain.py` holds
+    Why: h11's event objects and state machine are a large share of the engine's CPU per HTTP
+    attempt (guarded by benchmarks/engine.py), and the plain case is nearly every probe.
+    `tests/probe/test_http_lean_plain.py` holds
     this handler's attempts identical to the httpx handler's on the same bytes, response by
     response and split at every byte.
     """

@@ -1,5 +1,7 @@
-"""One connection of the lean HTTP handler (`probetui.probe.http_lean`): the dial, TLS, reads
-and writes, and Go's words for their failures; and the attempt's deadline it is dialled under.
+"""Hold one connection of the lean HTTP handler (`probetui.probe.http_lean`).
+
+The dial, TLS, reads and writes, and Go's words for their failures; and the attempt's deadline
+it is dialled under.
 
 The dial is the TCP handler's (the kubelet's `ProbeDialer`, which upstream's HTTP transport uses
 too; see `probetui.probe.tcp` on linger).

@@ -1,4 +1,5 @@
-"""The redirect policy of the kubelet's HTTP client (docs/kubelet-behaviour.md §13.5, §13.7):
+"""Decide a redirect as the kubelet's HTTP client does (docs/kubelet-behaviour.md §13.5, §13.7).
+
 `RedirectChecker` (`pkg/probe/http/http.go`) and what net/http's `Client.do` decides on each
 3xx (`net/http/client.go`): which codes are followed, where to, with which Host and headers.
 The loop that applies it is `probetui.probe.exchange`.

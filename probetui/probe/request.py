@@ -1,6 +1,8 @@
-"""The probe's request headers: `newProbeRequest` and `v1HeaderToHTTPHeader`
-(`pkg/probe/http/request.go`, docs/kubelet-behaviour.md §13.2-13.5), and the header lines Go's
-`Request.write` makes of them: validation, Host, order, and the transport's `Connection: close`.
+"""Build the probe's request headers: `newProbeRequest` and `v1HeaderToHTTPHeader`.
+
+See `pkg/probe/http/request.go` and docs/kubelet-behaviour.md §13.2-13.5; also the header
+lines Go's `Request.write` makes of them: validation, Host, order, and the transport's
+`Connection: close`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Go's reading of a response head (`net/http/response.go` ReadResponse, `net/textproto`
-readMIMEHeader, `net/http/transport.go` readLoop), which both HTTP handlers apply before h11
-sees the bytes, so that what Go refuses is refused first and in Go's words.
+"""Read a response head as Go does, before h11 sees the bytes, in both HTTP handlers.
+
+It follows `net/http/response.go` ReadResponse, `net/textproto` readMIMEHeader and
+`net/http/transport.go` readLoop, so that what Go refuses is refused first and in Go's words.
 """
 
 from __future__ import annotations

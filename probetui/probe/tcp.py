@@ -1,4 +1,4 @@
-"""TCP socket handler, `pkg/probe/tcp` (docs/kubelet-behaviour.md §14).
+"""Run the TCP socket handler, `pkg/probe/tcp` (docs/kubelet-behaviour.md §14).
 
 A probe is a connect and nothing more: Success when the three-way handshake completes within the
 timeout, Failure with Go's dial error text otherwise. `dial` is also the ProbeDialer for the gRPC
@@ -30,10 +30,9 @@ from probetui.probe.gotext import (
 # ProbeDialer (`pkg/probe/dialer_others.go`) sets SO_LINGER on, 1 s, believing it shortens
 # TIME-WAIT. On Linux it does not (TIME-WAIT is a fixed 60 s; linger 1 s only makes close() sleep
 # until the peer acknowledges the FIN, at most 1 s) and the wire sees the same FIN either way. A
-# goroutine may sleep in close(); the event loop may not (measured: 0.2 ms median per close
-# against a loopback server in another process, 2-6 ms against a busy one, 40 ms against one that
-# keeps the connection open and delays its ACK). So probe sockets are dialled without linger: the
-# same packets, no stall, and two system calls fewer per attempt.
+# goroutine may sleep in close(); the event loop may not, and a peer that delays its ACK would
+# stall it. So probe sockets are dialled without linger: the same packets, no stall, and two
+# system calls fewer per attempt.
 
 # a non-blocking socket from the start saves the fcntl of setblocking(False) (Linux)
 _NONBLOCK = getattr(socket, "SOCK_NONBLOCK", 0)
@@ -86,9 +85,9 @@ def _unique(infos: list) -> tuple[_Address, ...]:
 
 @lru_cache(maxsize=32768)
 def _literal_addresses(host: str, port: int) -> tuple[_Address, ...] | None:
-    """An IP literal's addresses, which never change: worked out once per (host, port) instead
-    of per probe (the parse, getaddrinfo and its enum conversions cost about 9 us of a 100 us TCP
-    attempt). None for a name: names are looked up every time, as Go does."""
+    """Work out an IP literal's addresses, which never change, once per (host, port) instead
+    of per probe, since the parse and getaddrinfo are a real share of a TCP attempt's CPU.
+    None for a name: names are looked up every time, as Go does."""
     if not is_ip_literal(host):
         return None
     return _unique(
@@ -132,7 +131,7 @@ async def _writable(
     """Wait for a connect in progress to end; its errno (0: connected). TimeoutError at
     `deadline` (None: the caller's own deadline cancels the wait). The loop's own sock_connect is
     not used: uvloop's sends every address, literal or not, through getaddrinfo on its thread
-    pool, which cost a quarter of an HTTP attempt."""
+    pool, a large share of an attempt's CPU (guarded by benchmarks/engine.py)."""
     waiter: asyncio.Future[None] = loop.create_future()
     fd = sock.fileno()
     loop.add_writer(fd, _settle, waiter, False)

@@ -1,6 +1,8 @@
-"""The probe's URL: `formatURL` (`pkg/probe/http/request.go`, docs/kubelet-behaviour.md §13.1)
-with the parts of Go's `net/url` it depends on, and the pieces of a URL that Go's client
-compares on a redirect or names in an error (`url.URL.Host`, `Hostname()`, `canonicalAddr`).
+"""Format the probe's URL as `formatURL` does (`pkg/probe/http/request.go`).
+
+See docs/kubelet-behaviour.md §13.1; with the parts of Go's `net/url` it depends on, and the
+pieces of a URL that Go's client compares on a redirect or names in an error (`url.URL.Host`,
+`Hostname()`, `canonicalAddr`).
 
 Go strings are bytes, so the parser works on one code point per UTF-8 byte and gives text back
 with `surrogateescape` for bytes that are not UTF-8.

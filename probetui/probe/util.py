@@ -1,4 +1,4 @@
-"""Port resolution, `probe.ResolveContainerPort` (`pkg/probe/util.go`).
+"""Resolve a probe's port as `probe.ResolveContainerPort` does (`pkg/probe/util.go`).
 
 What upstream does is docs/kubelet-behaviour.md §16.
 """

@@ -1,1 +1,1 @@
-"""The kubelet prober replica (`pkg/kubelet/prober`): worker, manager, results, prober."""
+"""Replicate the kubelet's prober (`pkg/kubelet/prober`): worker, manager, results, prober."""

@@ -1,4 +1,4 @@
-"""The clock a worker runs on: the event loop live, virtual time in tests and simulation.
+"""Give a worker its clock: the event loop live, virtual time in tests and simulation.
 
 Times are float seconds. The live clock reports wall-clock seconds (so `startedAt` from a
 runtime compares directly) but advances with the loop's monotonic time, so a wall-clock step
@@ -36,9 +36,8 @@ class LoopClock:
         self._loop = loop or asyncio.get_running_loop()
         self._offset = time.time() - self._loop.time()
         # one context for every timer: the workers read no context variables, and the copy
-        # call_at makes by default cost 7 of the 59 us of worker machinery per attempt and kept
-        # one Context per worker alive for the cyclic collector to walk (measured, 15,000
-        # workers, asyncio loop)
+        # call_at makes by default costs CPU on every attempt and keeps one Context per worker
+        # alive for the cyclic collector to walk (guarded by benchmarks/engine.py)
         self._context = contextvars.copy_context()
 
     def now(self) -> float:

@@ -1,5 +1,6 @@
-"""Run a probe's handler against a container: `prober.runProbe`
-(docs/kubelet-behaviour.md §9.3, §13.1, §14.1, §15).
+"""Run a probe's handler against a container, as `prober.runProbe` does.
+
+See docs/kubelet-behaviour.md §9.3, §13.1, §14.1, §15.
 
 Builds the target from the probe as written and the pod status (the pod IP), asks the runtime
 how to reach it, then runs exactly one handler attempt. Handler modules are imported on first

@@ -1,4 +1,4 @@
-"""The probe manager: `prober_manager.go` (docs/kubelet-behaviour.md §3, §7.3, §8.5-8.6, §10).
+"""Manage the probe workers as `prober_manager.go` does (docs/kubelet-behaviour.md §3, §7, §8, §10).
 
 It owns the worker map and the three results caches, starts and stops workers, and computes
 the Started / Ready fields of a pod status the way `UpdatePodStatus` does, sending the
@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.prober.clock import Clock
 from probetui.prober.prober import ProbeOutcome
@@ -22,7 +23,6 @@ from probetui.prober.worker import (
     KUBELET_RESTART_GRACE,
     Launch,
     Listener,
-    ProbeKey,
     ProbeRecord,
     RunProbe,
     Worker,
@@ -93,7 +93,7 @@ class Manager:
     @property
     def _records(self) -> Listener | None:
         # a record no one is told of is not built: a model run read only for what the kubelet
-        # did (the counterfactual's) has no listener, and its records were 5% of its calls
+        # did (the counterfactual's) has no listener and should not pay for records
         return self._publish_record if self._listeners else None
 
     def remove_listener(self, fn: Listener) -> None:

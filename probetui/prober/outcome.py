@@ -1,4 +1,4 @@
-"""What one doProbe did, in one vocabulary: its code, its word and its glyph.
+"""Say what one doProbe did in one vocabulary: its code, its word and its glyph.
 
 Every place that names or draws an attempt reads it from here: the timeline store's `kind`
 column, the attempt log and timeline on the screen, the JSON of `check`, `simulate` and the

@@ -1,4 +1,4 @@
-"""Published probe results per container ID (`pkg/kubelet/prober/results/results_manager.go`).
+"""Publish probe results per container ID (`pkg/kubelet/prober/results/results_manager.go`).
 
 One manager per probe type (docs/kubelet-behaviour.md §1.5). `set` notifies subscribers only when
 the stored value changes or the ID is new; `remove` is silent. Keyed by container ID, never by

@@ -1,4 +1,4 @@
-"""Observed pod status as the kubelet's status manager holds it: what a worker reads each tick.
+"""Hold the observed pod status as the kubelet's status manager does: what a worker reads each tick.
 
 Times are float seconds on the clock's timeline (epoch seconds live, virtual seconds in
 simulation), so the same worker code runs on either.
@@ -106,18 +106,6 @@ class PodStatus:
                 if s.container_id == container_id:
                     return s
         return None
-
-    def with_container(self, status: ContainerStatus) -> PodStatus:
-        """A copy with the status of `status.name` replaced (in whichever group holds it)."""
-
-        def swap(group: tuple[ContainerStatus, ...]) -> tuple[ContainerStatus, ...]:
-            return tuple(status if s.name == status.name else s for s in group)
-
-        if any(s.name == status.name for s in self.container_statuses):
-            return replace(self, container_statuses=swap(self.container_statuses))
-        if any(s.name == status.name for s in self.init_container_statuses):
-            return replace(self, init_container_statuses=swap(self.init_container_statuses))
-        return replace(self, container_statuses=(*self.container_statuses, status))
 
 
 @dataclass(slots=True)

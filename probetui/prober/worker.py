@@ -1,5 +1,6 @@
-"""One probe worker: the kubelet's `worker.go` / `worker_legacy.go`
-(docs/kubelet-behaviour.md §4-7).
+"""Run one probe worker, as the kubelet's `worker.go` / `worker_legacy.go` does.
+
+See docs/kubelet-behaviour.md §4-7.
 
 The decision procedure is split at the one place it waits, the probe itself:
 `Worker.begin(status, now)` is doProbe up to the handler call (§5.2-5.10) and returns a `Step`;
@@ -15,8 +16,9 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.kuberuntime import (
     all_containers_restarting,
     container_restartable,
@@ -44,12 +46,6 @@ INITIAL_VALUE = {
     ProbeType.LIVENESS: ResultValue.SUCCESS,  # alive until proven dead
     ProbeType.STARTUP: ResultValue.UNKNOWN,  # not started
 }
-
-
-class ProbeKey(NamedTuple):
-    pod_uid: str
-    container: str
-    probe_type: ProbeType
 
 
 class Skip(StrEnum):
@@ -175,7 +171,7 @@ class Worker:
         self.on_hold = False
         # the current container's cached result is one this worker reached (a threshold), not
         # its initial value or an inherited one: only then is it an opinion of the container
-        self.judged = False
+        self.result_is_own = False
         # prober_probe_total by result: successful / failed / unknown (§12.1)
         self.probe_total = {"successful": 0, "failed": 0, "unknown": 0}
 
@@ -236,7 +232,7 @@ class Worker:
             # before 1.35, or ChangeContainerStatusOnKubeletRestart on: no survivors
             self.results.set(self.container_id, self.initial_value, self.pod.uid)
             self.on_hold = False
-            self.judged = False
+            self.result_is_own = False
             return
         is_restart = self._is_kubelet_restart(c)
         if (
@@ -251,7 +247,7 @@ class Worker:
             self.results.set(self.container_id, self.initial_value, self.pod.uid)
         # a new container: resume probing. resultRun and lastResult carry over (§6.6)
         self.on_hold = False
-        self.judged = False
+        self.result_is_own = False
 
     def _started(self, c: ContainerStatus) -> bool:
         """Started, as this startup worker must read it.
@@ -343,7 +339,7 @@ class Worker:
             return False  # below threshold: the published value stays as it is (§5.14)
 
         changed = self.results.set(self.container_id, result, self.pod.uid)
-        self.judged = True
+        self.result_is_own = True
         if (
             self.probe_type is ProbeType.LIVENESS and result is ResultValue.FAILURE
         ) or self.probe_type is ProbeType.STARTUP:

@@ -1,4 +1,4 @@
-"""Recording (`--record FILE`) and reading back (`probetui replay`, `open_recording`).
+"""Record (`--record FILE`) and read back (`probetui replay`, `open_recording`).
 
 One SQLite file (stdlib `sqlite3`, WAL while written, application_id "PRBT", user_version the
 format). Tables:

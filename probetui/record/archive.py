@@ -1,4 +1,4 @@
-"""The timeline's history beyond the in-memory rings, read back from the recording.
+"""Read the timeline's history beyond the in-memory rings back from the recording.
 
 When a recording is being written (`--record FILE`), or replayed, the store's rings hold only
 the last hour or so of each probe; scrolling the timeline further back asks this archive for
@@ -17,8 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import kind_of_outcome
-from probetui.prober.worker import ProbeKey
 
 KEEP = 8  # probes whose span is kept
 MARGIN = 3.0  # a read covers this many times the span asked for, back in time, for scrolling
@@ -42,7 +42,7 @@ class HistoryArchive:
         self.failure: str | None = None
 
     def window(self, key: ProbeKey, start: float, end: float) -> list[tuple[float, int]]:
-        """The recorded (t, kind) of `key` with start <= t < end, as far as they are read;
+        """Return the recorded (t, kind) of `key` with start <= t < end, as far as they are read;
         a read of what is missing is started."""
         span = self._spans.get(key)
         if span is not None:

@@ -1,4 +1,4 @@
-"""Checksums and tallies: what lets a reader tell a damaged recording from a whole one.
+"""Checksums and tallies let a reader tell a damaged recording from a whole one.
 
 Every row of a format-2 file carries `crc`: zlib's CRC-32 over its id and every other column
 (`row_crc`), computed by the writer from the values it inserts and by the reader from the
@@ -91,7 +91,7 @@ WHOLE = 0
 
 
 def columns(table: str) -> str:
-    """The checksummed columns of `table` and `crc`, for a SELECT that verifies its rows."""
+    """Return the checksummed columns of `table` and `crc`, for a SELECT that verifies its rows."""
     return ", ".join(name for name, _ in COLUMNS[table]) + ", crc"
 
 
@@ -106,7 +106,7 @@ _HEAD = {"i": "q", "r": "d", "t": "I", "b": "I"}
 
 
 def _body(table: str) -> list[str]:
-    """The statements that leave the checksum of row `r` of `table` in `c`, unsigned."""
+    """Return the statements that leave the checksum of row `r` of `table` in `c`, unsigned."""
     head, tail, lines = [], [], []
     for j, (_, kind) in enumerate(COLUMNS[table]):
         v = f"r[{j}]"
@@ -137,7 +137,7 @@ def _body(table: str) -> list[str]:
 
 
 def _source(table: str) -> str:
-    """The Python source of `table`'s checksum functions: of one row (`CRC`), and the first
+    """Return the Python source of `table`'s checksum functions: of one row (`CRC`), and the first
     of a list of rows (each with its stored checksum last) that does not match (`FIRST_BAD`).
 
     Generated, one statement per column and no loop over them: a seek or a first screen
@@ -179,12 +179,12 @@ BAD_VALUE = (struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
 
 def row_crc(table: str, values: Sequence[Any]) -> int:
-    """The checksum of one row: its values in `COLUMNS` order (the id first)."""
+    """Return the checksum of one row: its values in `COLUMNS` order (the id first)."""
     return CRC[table](values)
 
 
 def bad(table: str, row: Sequence[Any]) -> bool:
-    """Whether a row read back (its columns, then its stored `crc`) fails its checksum."""
+    """Tell whether a row read back (its columns, then its stored `crc`) fails its checksum."""
     try:
         return bool(row[-1] != CRC[table](row))
     except BAD_VALUE:
@@ -192,7 +192,7 @@ def bad(table: str, row: Sequence[Any]) -> bool:
 
 
 def first_bad(table: str, rows: Sequence[Sequence[Any]]) -> Sequence[Any] | None:
-    """The first of these rows read back (each its columns, then its stored `crc`) that fails
+    """Return the first of these rows read back (each its columns, then its stored `crc`) that fails
     its checksum, or None."""
     try:
         return _FIRST_BAD[table](rows)
@@ -219,7 +219,7 @@ def sql_crc(table: str, *values: Any) -> int:
 
 
 def bucket_of(t: float) -> int:
-    """The tally bucket of time `t`: the n with n * BUCKET <= t < (n + 1) * BUCKET."""
+    """Return the tally bucket of time `t`: the n with n * BUCKET <= t < (n + 1) * BUCKET."""
     n = math.floor(t / BUCKET)
     while n * BUCKET > t:
         n -= 1
@@ -256,7 +256,7 @@ class Tallies:
         self.dirty.add(key)
 
     def rows(self) -> tuple[list[tuple[str, int, int, int, int]], list[tuple[str, int]]]:
-        """The changed tallies as rows to write, and those down to nothing, to delete."""
+        """Return the changed tallies as rows to write, and those down to nothing, to delete."""
         out, gone = [], []
         for key in self.dirty:
             n, total = self.counts[key]

@@ -1,4 +1,4 @@
-"""A probe's items in a chunk: their shapes, and the few numbers each item adds to its shape.
+"""Encode a probe's items in a chunk: their shapes, and the few numbers each item adds to its shape.
 
 An item is one per-probe event of the shadow, in the order the engine published it:
 
@@ -61,7 +61,7 @@ def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
     Only str, int, float, bool and None, in one flat tuple (enum members as their values): the
     cyclic collector stops tracking such a tuple at the first collection it survives, so the keys
     held in the writer's cache, and the items waiting in the recorder's queue, add nothing to
-    the old generation every full collection walks (at 15,000 probes they were most of it)."""
+    the old generation every full collection walks, where a large fleet's would be most of it."""
     type_ = event.type
     record = event.record
     if record is not None:
@@ -222,8 +222,8 @@ def put_record(
 # -- marks: where a chunk can be decoded from ----------------------------------------------
 
 # a mark every this many items of a chunk: a seek decodes a chunk from the last mark before
-# what it wants, not from the chunk's start (a third as many items at 32 a chunk: 15,000
-# chunks of a seek took 0.20 s from their starts, 0.06 s from marks every 8)
+# what it wants, not from the chunk's start, so it decodes a fraction of the items
+# (guarded by benchmarks/replay.py)
 MARK_EVERY = 11
 # a mark as the writer keeps it while the chunk is open: where its item begins in the data,
 # every item before it stamped at or before key (µs), the chain that item is coded against

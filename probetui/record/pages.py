@@ -1,4 +1,4 @@
-"""Reading a recording's rows by time, a page of tally buckets at a time, each verified.
+"""Read a recording's rows by time, a page of tally buckets at a time, each verified.
 
 `Pages.by_time(table, lo, hi)` yields the rows of `table` (chunks by `t0`; events, specs and
 statuses by `t`) whose time lies in [lo, hi], a tally's bucket at a time, in time order (then
@@ -70,7 +70,7 @@ def _time_at(table: str) -> int:
 
 
 def _text_of(data: bytes) -> str:
-    """A TEXT value as a checked file's reader takes it where it is not UTF-8: as it is, to
+    """Return a TEXT value as a checked file's reader takes it where it is not UTF-8: as it is, to
     fail its row's checksum (`surrogateescape` gives back the very bytes)."""
     return data.decode("utf-8", "surrogateescape")
 
@@ -122,14 +122,10 @@ class Pages:
         except DECODE_ERRORS as e:
             raise damaged(self.path, e) from None
 
-    def q1(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        rows = self.q(sql, args)
-        return rows[0][0] if rows else None
-
     def among(
         self, column: str, values: Collection[int], args: list[Any], negate: bool = False
     ) -> str:
-        """An SQL condition that `column` is one of `values` (or, `negate`, none of them),
+        """Return an SQL condition that `column` is one of `values` (or, `negate`, none of them),
         its parameters added to `args`; "" where SQLite cannot say it for so many (the caller
         tells them apart itself)."""
         op = "NOT IN" if negate else "IN"
@@ -143,7 +139,7 @@ class Pages:
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
-        """One read transaction around the queries within (a no-op inside one already)."""
+        """Return one read transaction around the queries within (a no-op inside one already)."""
         conn = self.conn
         if conn.in_transaction:
             yield
@@ -158,16 +154,18 @@ class Pages:
     # -- rows ---------------------------------------------------------------------------
 
     def bad(self, table: str, row: Row) -> bool:
-        """Whether a full row (`self.full[table]`'s columns) fails its checksum (never in a
+        """Tell whether a full row (`self.full[table]`'s columns) fails its checksum (never in a
         format-1 file)."""
         return self.checked and bad(table, row)
 
     def first_bad(self, table: str, rows: list[Row]) -> Row | None:
-        """The first of these full rows that fails its checksum (never in a format-1 file)."""
+        """Return the first of these full rows that fails its checksum (never in a format-1
+        file)."""
         return first_bad(table, rows) if self.checked else None  # type: ignore[return-value]
 
     def row_by_id(self, table: str, i: int, t: float | None = None) -> Row | None:
-        """The full row with id `i` (None: there is none), verified: `Damaged` from `t` on."""
+        """Return the full row with id `i` (None: there is none), verified: `Damaged` from `t`
+        on."""
         rows = self.q(f"SELECT {self.full[table]} FROM {table} WHERE id = ?", (i,))
         if not rows:
             return None
@@ -189,7 +187,7 @@ class Pages:
 
     @staticmethod
     def time_of(table: str, row: Row) -> float | None:
-        """A row's time where its table has one and it reads as one (a damaged row's may
+        """Return a row's time where its table has one and it reads as one (a damaged row's may
         not: the caller bounds it by what it asked for)."""
         column = TALLIED.get(table)
         if column is None:
@@ -258,7 +256,7 @@ class Pages:
     def _page(
         self, table: str, b: int, end: int, stream: bool, select: str, args: Sequence[Any]
     ) -> tuple[list[Row], list[Row], int, Damaged | None]:
-        """The tallies from `b` (through `end`: up to `PAGE_BOUNDED` of them, or for a
+        """Return the tallies from `b` (through `end`: up to `PAGE_BOUNDED` of them, or for a
         `stream` those within `PAGE_STREAM` buckets of the first) and the rows of their
         buckets and of the stretches between, read in one transaction with their counts:
         (tallies, rows, the bucket after the page, the damage found in the tallies and the
@@ -341,7 +339,7 @@ class Pages:
         return tallies, rows, last + 1, found
 
     def _gaps(self, table: str, b: int, last: int, tallies: list[Row]) -> list[tuple[int, int]]:
-        """The stretches of buckets in [b, last] without a tally, not yet found empty."""
+        """Return the stretches of buckets in [b, last] without a tally, not yet found empty."""
         out = []
         at = b
         for bucket, *_ in tallies:

@@ -1,4 +1,4 @@
-"""Reading a recording: `open_recording(path) -> Recording`, read-only, also while it is written.
+"""Read a recording: `open_recording(path) -> Recording`, read-only, also while it is written.
 
 The file is opened as a `file:...?mode=ro` URI: nothing is ever written to it, and in WAL mode
 a reader sees every committed batch of a recorder still running. Queries:
@@ -26,9 +26,8 @@ recording cannot be trusted: a format-2 file's rows are verified as they are rea
 it raises (`_fenced`), so what is read of a damaged file is what the whole file held up to
 there. SQLite's own errors and a decoder's become `Damaged` too.
 
-Why one module of over 500 lines: `Recording` is one read-only connection and the caches every
-query shares (shapes, strings, probe and pod ids, decoded specs); its queries are short, and
-cut apart they would each reach into the others' caches.
+`Recording` is one read-only connection and the caches every query shares (shapes, strings,
+probe and pod ids, decoded specs).
 """
 
 from __future__ import annotations
@@ -45,8 +44,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord
+from probetui.prober.worker import ProbeRecord
 from probetui.record import codec
 from probetui.record.checks import BUCKET
 from probetui.record.pages import DECODE_ERRORS, IN_LIMIT, Pages, Row
@@ -71,7 +71,7 @@ from probetui.timeline.events import Event
 from probetui.timeline.store import RecordShape, Store
 
 # probes whose latest chunk is too new to say alone that they were steady, from which their
-# chunk before it is looked at too (a second pass over the chunk index, some 15 ms)
+# chunk before it is looked at too (a second pass over the chunk index, worth it only for many)
 STEADY_RECHECK = 200
 IN_FORCE_KEPT = 3  # moments whose pods in force `snapshots` keeps
 
@@ -413,7 +413,7 @@ class Recording:
     def _none_between(self, was: float, lo: float) -> bool:
         """Whether no spec or status lies between `was` and `lo`, so that what was in force
         before one is what is in force before the other. A seek in a long steady stretch then
-        reads 15,000 pods' rows once, not at every seek (30 ms each)."""
+        reads every pod's rows once, not at every seek (guarded by benchmarks/replay.py)."""
         a, b = min(was, lo), max(was, lo)
         return not self._q1(
             "SELECT (SELECT COUNT(*) FROM specs WHERE t >= ? AND t < ?)"
@@ -424,7 +424,7 @@ class Recording:
     def _latest_before(self, table: str, lo: float) -> dict[int, tuple[float, Any]]:
         """Each pod's latest row of `table` ("specs" or "statuses") before `lo`: (its time, the
         decoded value). The ids first, the texts only of what is not decoded yet: a seek asks
-        for the same 15,000 specs again, and reading their manifests was 0.04-0.1 s of it."""
+        for the same specs again, and reading their manifests would be much of its time."""
         cache: dict[int, Any] = self._specs if table == "specs" else self._statuses
         decode = self._spec if table == "specs" else self._status
         rows = self._q(f"SELECT pod_id, MAX(t), id FROM {table} WHERE t < ? GROUP BY pod_id", (lo,))
@@ -1201,8 +1201,8 @@ class Recording:
         self, keys: Collection[ProbeKey], since: float, until: float
     ) -> dict[ProbeKey, list[Event]]:
         """`probe_events(key, since, until)` of each of `keys` (those with any), in one pass
-        over the chunks of the span: a lookup per probe scanned the span's index each time
-        (15,000 probes seeking into a gap between two sessions: 17 s)."""
+        over the chunks of the span, so a seek into a gap between two sessions does not scan
+        the span's index once per probe (guarded by benchmarks/replay.py)."""
         wanted = set(keys)
         ids = {i for i, ref in self._refs.items() if ref.key in wanted}
         if len(ids) < len(wanted):

@@ -1,4 +1,4 @@
-"""`--record FILE`: the engine sink that writes a recording, and the one thread it writes on.
+"""`--record FILE` adds the engine sink that writes a recording, and the one thread it writes on.
 
 The sink's `event()` and `pod()` run on the event loop, inside the engine's publishing: they
 append one tuple to a deque. The writer thread wakes every `flush_every` seconds (0.25 s),
@@ -8,7 +8,7 @@ not. Python's GIL still serialises the encoding, which is why the sink leaves mo
 work (shapes, varints, masking) to the writer and the batches stay large.
 
 The one piece the sink does on the loop is to copy a per-probe event into a tuple of atomics
-(`writer.item_of`, 1.4-2 µs): an `Event` with its record, outcome and attempt (6 tracked
+(`writer.item_of`, a few µs): an `Event` with its record, outcome and attempt (6 tracked
 objects) waiting a quarter second is promoted into the collector's old generation on the way,
 and every promotion brings the next full collection nearer; the collector stops tracking the
 tuple within two collections, before it could be promoted.
@@ -181,7 +181,7 @@ class Recorder:
             self.on_failure(self.failure)
 
     def take_failure(self) -> str | None:
-        """The failure line once, for a UI that polls."""
+        """Return the failure line once, for a UI that polls."""
         if self.failure is None or self._told:
             return None
         self._told = True

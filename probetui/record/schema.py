@@ -1,5 +1,7 @@
-"""The recording's SQLite schema, its identity (application_id, format version) and the checks
-that turn a file which is not a readable recording into one line naming the problem and the fix.
+"""Define the recording's SQLite schema and its identity (application_id, format version).
+
+The checks here turn a file which is not a readable recording into one line naming the problem
+and the fix.
 
 See `probetui.record` for what each table holds.
 """
@@ -85,10 +87,10 @@ TIME_INDEX = {
 }
 
 # a chunk closes at this many items or this span, whichever comes first; readers rely on the
-# span: a chunk overlapping [a, b] starts after a - MAX_SPAN. The items only set the cost of a
-# seek (a chunk decodes from its start: at 15,000 probes, 64 items made a third of a replay's
-# first screen) against the bytes per attempt (each chunk's row and index entries: 7.6 B at
-# 64, 8.7 B at 32, 11.3 B at 16, steady probes); files of any size read alike
+# span: a chunk overlapping [a, b] starts after a - MAX_SPAN. The items only weigh the cost of
+# a seek (a chunk decodes from its start) against the bytes per attempt (each chunk's row and
+# index entries), guarded by benchmarks/replay.py and benchmarks/record.py; files of any size
+# read alike
 CHUNK_ITEMS = 32
 MAX_SPAN = 600.0
 
@@ -124,19 +126,19 @@ class Damaged(RecordingError):
         super().__init__(self.line())
 
     def at(self, t: float | None) -> Damaged:
-        """The same damage, placed at `t` where it had no time yet."""
+        """Return the same damage, placed at `t` where it had no time yet."""
         if self.t is not None or t is None:
             return self
         return Damaged(self.path, t, self.where)
 
     def sooner(self, other: Damaged) -> bool:
-        """Whether this damage begins before `other` (no time: from the start)."""
+        """Tell whether this damage begins before `other` (no time: from the start)."""
         if self.t is None:
             return other.t is not None
         return other.t is not None and self.t < other.t
 
     def line(self, when: str | None = None) -> str:
-        """The one line a user reads; `when` the time as the caller words it."""
+        """Return the one line a user reads; `when` the time as the caller words it."""
         at = "" if self.t is None else f"from {when or _utc(self.t)} "
         return (
             f"{self.path}: damaged recording {at}({self.where}); what is recorded before it "
@@ -203,7 +205,7 @@ LATER_INDEXES = (
 
 
 def upgrade(conn: sqlite3.Connection) -> None:
-    """What a file written before marks, steady chunks and the time indexes lacks, added in
+    """Tell what a file written before marks, steady chunks and the time indexes lacks, added in
     place (columns and indexes: the format stays 1, an older reader reads the file as before).
     A format-2 file has them all from the start."""
     if conn.execute("PRAGMA user_version").fetchone()[0] >= CHECKED_FORMAT:
@@ -218,12 +220,12 @@ def upgrade(conn: sqlite3.Connection) -> None:
 
 
 def has_marks(conn: sqlite3.Connection) -> bool:
-    """Whether the file's chunks carry marks (files written before them have no column)."""
+    """Tell whether the file's chunks carry marks (files written before them have no column)."""
     return "marks" in _chunk_columns(conn)
 
 
 def has_steady(conn: sqlite3.Connection) -> bool:
-    """Whether the file's chunks say which are steady (files written before have no column)."""
+    """Tell whether the file's chunks say which are steady (files written before have no column)."""
     return "steady" in _chunk_columns(conn)
 
 
@@ -246,7 +248,7 @@ def check_size(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def damaged(path: Path, e: object, t: float | None = None) -> Damaged:
-    """What SQLite or a decoder said of a damaged file, as `Damaged` from `t` on."""
+    """Tell what SQLite or a decoder said of a damaged file, as `Damaged` from `t` on."""
     return Damaged(path, t, f"truncated or corrupt: {e}")
 
 

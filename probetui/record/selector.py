@@ -1,5 +1,6 @@
-"""Label selectors as kubectl's `-l` takes them (`labels.Parse` in k8s.io/apimachinery), for
-`replay -l`, matched against the labels of the recorded specs.
+"""Match label selectors as kubectl's `-l` takes them (`labels.Parse` in k8s.io/apimachinery).
+
+They serve `replay -l`, matched against the labels of the recorded specs.
 
 `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, `k>1`, `k<1`, joined by commas;
 `!=` and `notin` also match pods without the label, as upstream. (The cluster view hands `-l`

@@ -1,4 +1,4 @@
-"""A stored shape back to events: the reader's half of `codec.py`.
+"""Turn a stored shape back into events: the reader's half of `codec.py`.
 
 `Template` holds one shape with its texts resolved and its values typed, so that an item costs
 one `ProbeRecord` (and its outcome and attempt) built from the template and the item's times.
@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
+from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.codec import US, Item
 from probetui.timeline.events import (
     SHADOW,
@@ -124,8 +125,8 @@ class Template:
             finished = t + latency
         else:
             skip = self.state[0]
-        # positional, in the fields' order: half the cost of keywords on a frozen dataclass,
-        # and a seek builds 20,000 (the round-trip tests compare every field)
+        # positional, in the fields' order: cheaper than keywords on a frozen dataclass, and a
+        # seek builds many (the round-trip tests compare every field)
         return ProbeRecord(
             key,
             t,

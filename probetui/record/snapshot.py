@@ -1,4 +1,4 @@
-"""A pod status as JSON and back, for the `statuses` table (readiness and restarts at a time)."""
+"""Write a pod status as JSON and read it back, for the `statuses` table."""
 
 from __future__ import annotations
 

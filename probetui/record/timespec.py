@@ -1,5 +1,6 @@
-"""Times and durations as a user types them about a recording (`--since`, `--until`, `--retain`,
-the replay screen's jump-to-time).
+"""Parse times and durations as a user types them about a recording.
+
+They are `--since`, `--until`, `--retain` and the replay screen's jump-to-time.
 
 A time is one of:
 

@@ -1,4 +1,4 @@
-"""LEB128 varints, unsigned and zig-zag signed: the numbers in a chunk's byte string."""
+"""Encode LEB128 varints, unsigned and zig-zag signed: the numbers in a chunk's byte string."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def put_signed(out: bytearray, n: int) -> None:
 
 
 def get(buf: bytes, i: int) -> tuple[int, int]:
-    """The unsigned number at `buf[i]` and the offset after it."""
+    """Return the unsigned number at `buf[i]` and the offset after it."""
     b = buf[i]
     if b < 0x80:
         return b, i + 1

@@ -1,4 +1,4 @@
-"""The SQLite side of a recorder: turns batches of sink calls into rows, on one thread.
+"""Turn batches of sink calls into rows, on one thread: the SQLite side of a recorder.
 
 `Writer.write(batch)` is one transaction: per-probe items go to their probe's open segment
 (kept in memory and, for crash safety, as one `recent` row each); a segment that is full
@@ -12,15 +12,15 @@ Nothing here is thread-safe: the recorder calls it from its one writer thread on
 What the writer keeps between batches (intern tables, pods, open segments: one entry per
 probe, 15,000 of each in a cluster) is held in forms the cyclic garbage collector does not
 track: dicts of str / int / float keys and values, tuples of those, bytearrays.
-Held as objects (a dataclass per segment and per pod, lists, tuples of enum members) they were
-most of the old generation the collector walks on every full collection, which came three times
-as often with the recorder running and stalled the event loop up to 95 ms each time. The
+Held as objects (a dataclass per segment and per pod, lists, tuples of enum members) they would
+be most of the old generation the collector walks on every full collection, and those passes
+stall the event loop (guarded by benchmarks/record.py's tick lateness). The
 engine's own long-lived objects are frozen (`Engine.settle_memory`); the writer's appear after
 that, and are out of the collector's way by their form instead.
 
-Why one module of over 500 lines: `Writer` is one transaction's worth of state on one thread,
-and its parts (interning, open segments, snapshots, maintenance) all read and change the same
-intern tables and segments; the encoding of items is `codec.py`'s, the schema `schema.py`'s.
+`Writer` is one transaction's worth of state on one thread: its parts (interning, open
+segments, snapshots, maintenance) all read and change the same intern tables and segments; the
+encoding of items is `codec.py`'s, the schema `schema.py`'s.
 """
 
 from __future__ import annotations
@@ -324,11 +324,11 @@ class Writer:
     def _let_the_loop_run() -> None:
         """Give the GIL to the event loop if it waits for it. Python hands it over on its own
         only after the switch interval (5 ms), and again each time the loop let go of it for a
-        select() that returned at once (the GIL's convoy effect). A burst of encoding (the first
-        batches of 15,000 pods and their first shapes, 30-50 µs an item) then delayed the loop's
-        1 ms timers by 12 ms at p99; with this, 1.6-1.9 ms (and the burst takes 1.6 s instead
-        of 1.3 s of the writer's wall time). A real sleep, not sleep(0): that one takes the GIL
-        straight back before the woken loop thread runs."""
+        select() that returned at once (the GIL's convoy effect), so a burst of encoding (the
+        first batches of a large fleet and their first shapes) would delay the loop's timers
+        by many times their interval; the writer's burst takes a little longer instead
+        (guarded by benchmarks/record.py's tick lateness). A real sleep, not sleep(0): that one
+        takes the GIL straight back before the woken loop thread runs."""
         time.sleep(YIELD_SLEEP)
 
     def close(self) -> None:

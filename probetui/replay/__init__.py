@@ -1,1 +1,1 @@
-"""`probetui replay FILE`: a recording on the live screen, with a time cursor for "now"."""
+"""`probetui replay FILE` shows a recording on the live screen, with a time cursor for "now"."""

@@ -1,4 +1,4 @@
-"""Feeding a store from a recording: what was published in a span of recorded time.
+"""Feed a store from a recording: what was published in a span of recorded time.
 
 `Stream` reads the recording forward from a moment and feeds a store a step at a time (each
 chunk decoded once, each event built when it is fed); `rebuild` fills an empty store up to a
@@ -15,9 +15,9 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Pending, Recording, Resumed, Segment
 from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.spec.model import Pod, ProbeType
@@ -72,9 +72,8 @@ class Stream:
 
     What is read and not yet fed waits in a heap by when it was published, each item's time
     of publication worked out once, as it is read: a step takes what its span published off
-    the heap, so a short step (a slice of playing, some 15 ms) costs what it feeds, not a scan
-    of the lookbacks either side read ahead (12,000 items at 15,000 probes, 11-25 ms a step
-    whatever it fed)."""
+    the heap, so a short step (a slice of playing) costs what it feeds, not a scan of the
+    lookbacks either side read ahead (guarded by benchmarks/replay_keys.py)."""
 
     def __init__(
         self,
@@ -142,9 +141,9 @@ class Stream:
         """Feed `store` what was published in (after, until]; `after` is where the last step
         ended (or where the stream began).
 
-        The cyclic collector is held off meanwhile: a seek at 15,000 probes makes some 200,000
-        objects that live (the store) or die by reference count (the events read), and the
-        collections it set off walked the store each time, 40% of the seek. What it holds is
+        The cyclic collector is held off meanwhile: a seek makes many objects that live (the
+        store) or die by reference count (the events read), and the collections they would set
+        off walk the store each time (guarded by benchmarks/replay.py). What it holds is
         acyclic (a refill cuts the store's one cycle), so nothing waits for the collector."""
         was = gc.isenabled()
         gc.disable()

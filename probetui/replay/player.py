@@ -1,4 +1,4 @@
-"""The replay's time cursor: a recording fed into the store up to a moment, moved by the user.
+"""Move the replay's time cursor: a recording fed into the store up to a moment the user picks.
 
 `Player` stands where the live engine stands for the screen (`ui.controls.Controls`): the UI
 reads the same `Store`, and its clock (`now`) is the cursor, so every pane shows the state at
@@ -33,8 +33,8 @@ import gc
 import time
 from collections.abc import Callable
 
+from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
-from probetui.prober.worker import ProbeKey
 from probetui.record.reader import Recording
 from probetui.record.schema import Damaged, SessionMeta
 from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, probing, rebuild
@@ -44,7 +44,7 @@ from probetui.timeline.store import Store
 
 # seconds of history fed in before the cursor on a seek: at most WINDOW, and no more than
 # about SEEK_EVENTS attempts' worth at the recording's density (a seek feeds every event of
-# the window, some 30 µs each to read, build and store), but never under MIN_WINDOW; a probe
+# the window, so the window bounds what a seek costs), but never under MIN_WINDOW; a probe
 # not attempted within the window is keyframed (`Player._keyframes`). The timeline reads what
 # is older from the recording
 WINDOW = 900.0
@@ -55,15 +55,15 @@ MIN_WINDOW = 10.0
 FEED_LIMIT = 600.0
 TICK = 0.1  # seconds between cursor steps while playing
 # while playing, what a wake must feed is cut into slices, the loop served between them, so a
-# key waits one slice, not a tick's feeding (15,000 probes at 100x: 15,000 events, 0.3-0.5 s);
-# a slice covers at most this many events' worth of recorded time
+# key waits one slice, not a tick's feeding (guarded by benchmarks/replay_keys.py); a slice
+# covers at most this many events' worth of recorded time
 SLICE_EVENTS = 1500
 # within that, a slice is sized to feed in about this much wall time, and never covers less
 # than MIN_SLICE recorded seconds
 SLICE_WALL = 0.005
 MIN_SLICE = 0.01
-# deferred histories filled per wake of the player's task while idle (some 25 µs each; up to
-# 500 are read by their ids, more by reading every chunk of the window)
+# deferred histories filled per wake of the player's task while idle, so a wake stays short
+# (up to 500 are read by their ids, more by reading every chunk of the window)
 FILL_BATCH = 500
 # and not before this long after the seek: its repaint comes first
 FILL_DELAY = 0.3
@@ -230,10 +230,9 @@ class Player:
                 finally:
                     self.store.settle()
                 if was:
-                    # the store made anew (15,000 probes: some 200,000 objects) out of the
-                    # collector's way, as the engine settles after a first list: the screen's
-                    # relisting right after set off passes that walked all of it (0.3 s of a
-                    # 0.45 s listing); freed by reference counting at the next refill
+                    # the store made anew out of the collector's way, as the engine settles
+                    # after a first list, so the screen's relisting right after sets off no
+                    # passes that walk all of it; freed by reference counting at the next refill
                     gc.freeze()
         finally:
             if was:
@@ -274,7 +273,7 @@ class Player:
     def warm(self) -> bool:
         """Decode the pods as they stood where one gap between sessions begins (its specs and
         statuses, kept by the recording): a seek into the gap then reads them decoded, not
-        15,000 statuses for the first time (0.1-0.15 s of such a seek). The player's task
+        every pod's status for the first time. The player's task
         does one gap a wake while idle; whether any are left."""
         if self._cold:
             at = just_after(self._cold.pop())
@@ -374,7 +373,7 @@ class Player:
         rather than falling ever behind). Where it is behind, the next slice follows after a
         pause that leaves the screen `1 - FEED_SHARE` of the loop: a key's way to its repaint
         is several hops through Textual's queues, a frame and a poll, and a bare yield between
-        slices gave it one hop a slice (1.4 s a key at 15,000 probes). A slice is sized to
+        slices would give it one hop a slice. A slice is sized to
         take about `SLICE_WALL` (its recorded length follows how fast the last ones fed,
         within `slice`), so that is what a key waits for."""
         last = self._clock()
@@ -402,10 +401,9 @@ class Player:
                     at = min(target, began + min(self._span, self.slice))
                     fed = time.perf_counter()
                     self.seek(at)
-                    # what the slice read ahead and stored is alive for a while (15,000 probes:
-                    # some 40,000 objects a second at 100x): young, the collector walked it at
-                    # each pass, 10-20 ms a young pass and 50-100 ms a middle one, half of them
-                    # inside a frame. Frozen, it is freed by reference counting as it is fed;
+                    # what the slice read ahead and stored is alive for a while: young, the
+                    # collector would walk it at each pass, inside a frame as often as not.
+                    # Frozen, it is freed by reference counting as it is fed;
                     # the GC pacer's full passes unfreeze and collect (`ui/gcpace.py`)
                     gc.freeze()
                     took = time.perf_counter() - fed

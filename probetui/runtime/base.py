@@ -1,4 +1,4 @@
-"""What the prober needs from wherever containers live (docs/architecture.md, Runtimes).
+"""Define what the prober needs from wherever containers live (docs/architecture.md, Runtimes).
 
 A runtime is the only part of probetui that knows where containers run and how to reach them.
 It drives the engine through `RuntimeHost`, a push stream:
@@ -32,10 +32,10 @@ from probetui.redact import DEFAULT, Policy
 from probetui.spec.model import Container, Pod, ProbeType
 
 if TYPE_CHECKING:
+    from probetui.keys import ProbeKey
     from probetui.probe.exec import ExecRunner
     from probetui.prober.clock import Clock
     from probetui.prober.manager import Manager
-    from probetui.prober.worker import ProbeKey
     from probetui.timeline.events import Event
 
 
@@ -66,7 +66,7 @@ class RuntimeEvent:
     def played(
         cls, pod: Pod, type_: str, container: str, t: float, fields: Mapping[str, Any]
     ) -> RuntimeEvent:
-        """What a played kubelet (`PodKubelet`'s `Emit`) said, its `probe` field lifted out."""
+        """Tell what a played kubelet (`PodKubelet`'s `Emit`) said, its `probe` field lifted out."""
         rest = dict(fields)
         probe = rest.pop("probe", None)
         return cls(type_, t, pod, container, ProbeType.parse(probe) if probe else None, rest)
@@ -93,7 +93,7 @@ class RuntimeHost(Protocol):
         ...
 
     def lateness(self) -> float:
-        """How far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
+        """Tell how far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
         ...
 
     def settle_memory(self) -> None:
@@ -142,7 +142,7 @@ class Runtime(ABC):
         """
 
     async def reach(self, pod: Pod, container: Container, host: str, port: int) -> tuple[str, int]:
-        """The address a handler dials for `host:port` as the probe names it."""
+        """Return the address a handler dials for `host:port` as the probe names it."""
         return host, port
 
     def reach_refused(self, dialled: str) -> str | None:
@@ -161,24 +161,26 @@ class Runtime(ABC):
         return 0.0
 
     def exec_runner(self, pod: Pod, container: Container) -> ExecRunner | None:
-        """How to run an exec probe's command in the container; None runs it as a local process."""
+        """Tell how to run an exec probe's command in the container; None runs it as a local
+        process."""
         return None
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
-        """The path one probe's attempts take, for their label (exec may differ from `via`)."""
+        """Return the path one probe's attempts take, for their label (exec may differ from
+        `via`)."""
         return self.via
 
     def kube_version_of(self, pod: Pod) -> str | None:
-        """The kubelet version of the node that runs `pod` (its probes' kube-probe/X.Y), where
-        the runtime can tell; None: the configured one."""
+        """Return the kubelet version of the node that runs `pod` (its probes' kube-probe/X.Y),
+        where the runtime can tell; None: the configured one."""
         return None
 
     def not_probed(self, pod: Pod, container: Container, probe_type: ProbeType) -> str | None:
-        """Why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
+        """Say why the shadow does not run this probe here (e.g. "not run: read-only"), or None."""
         return None
 
     def probe_now_refused(self, key: ProbeKey) -> str | None:
-        """Why "probe now" of this probe is refused before anything is sent (one line), or
+        """Say why "probe now" of this probe is refused before anything is sent (one line), or
         None. For a probe whose shadow runs elsewhere: its read-only refusal."""
         return None
 
@@ -193,13 +195,13 @@ class Runtime(ABC):
         return None
 
     def node_kubelet(self, pod: Pod) -> NodeKubelet:
-        """The kubelet that runs `pod`, as far as the runtime knows it: the engine plays its
+        """Return the kubelet that runs `pod`, as far as the runtime knows it: the engine plays its
         node's release where `version` is known, the configured one elsewhere. Where probetui
         plays the kubelet itself (local, demo), there is no node: the configured one."""
         return NodeKubelet()
 
     def output_tail(self, pod_uid: str, container: str) -> list[str]:
-        """The container's recent stdout/stderr lines, where the runtime keeps them, with the
+        """Return the container's recent stdout/stderr lines, where the runtime keeps them, with the
         pod's secrets masked (`redaction`)."""
         return []
 

@@ -1,4 +1,4 @@
-"""The prober in shard processes, split by pod, streaming to the UI process (issue 19).
+"""Run the prober in shard processes, split by pod, streaming to the UI process.
 
 `pool.ShardPool` runs in the UI (or headless) process: it starts N shard processes
 (`python -m probetui.shards.child`, spawned, never forked), gives each the pods it owns by a

@@ -1,4 +1,4 @@
-"""A shard process: `python -m probetui.shards.child`, started by `ShardPool`, never by hand.
+"""Run a shard process: `python -m probetui.shards.child`, started by `ShardPool`, never by hand.
 
 It reads frames on stdin and writes frames on stdout (docs/stream.md): the parent's hello (the
 shard's number, the mode, the engine's settings), then its pods, then `start`; from then on
@@ -285,7 +285,7 @@ async def _commands(
     sender: Any,
     run: asyncio.Future[None],
 ) -> None:
-    from probetui.prober.worker import ProbeKey
+    from probetui.keys import ProbeKey
     from probetui.spec.model import ProbeType
 
     while True:
@@ -357,11 +357,10 @@ def main() -> int:
     die_with_parent()
     # A young collection every 700 net allocations (the default) catches every attempt in
     # flight, so their futures and buffers are promoted, and the old generations fill with
-    # what reference counting frees a moment later: at 2,500 HTTP attempts/s a shard ran ~900
-    # young, ~85 middle and 7-8 full passes in 8 s, the full ones walking every worker (the
-    # long tail of its tick lateness: max 30-38 ms against 4 ms). A shard holds no cycles of
-    # its own worth collecting often; at 20,000 the same 8 s ran 5-20 young passes and no
-    # full one (benchmarks/shards.py --profile, the .gc.json files).
+    # what reference counting frees a moment later; the full passes that follow walk every
+    # worker and make the long tail of tick lateness. A shard holds no cycles of its own worth
+    # collecting often, so its young threshold is raised (guarded by benchmarks/shards.py
+    # --profile, the .gc.json files).
     gc.set_threshold(int(os.environ.get(GC_YOUNG_ENV) or GC_YOUNG), 10, 10)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="shard: %(message)s")
     return asyncio.run(serve())

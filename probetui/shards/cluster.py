@@ -1,4 +1,4 @@
-"""The cluster view in shards: what a fed shard needs to probe a cluster's pods like the parent.
+"""Give a fed shard what it needs to probe a cluster's pods like the parent: the cluster view.
 
 The watch, the kubelet's side and the divergence check stay in the parent (`KubernetesRuntime`
 runs there once, through `fed.RouterHost`); a shard only probes. Which probes run is the

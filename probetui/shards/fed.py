@@ -1,4 +1,4 @@
-"""Fed mode: a source that runs once in the parent, its pods routed to the shards that own them.
+"""Run a source once in the parent and route its pods to the shards that own them: fed mode.
 
 In the parent, `RouterHost` is the `RuntimeHost` the source drives: pod snapshots and the
 manager calls (`add_pod`, `update_pod_status`, `remove_pod`, through `ManagerProxy`) become

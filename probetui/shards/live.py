@@ -1,10 +1,10 @@
-"""`--shards N|auto` for the live modes: the in-process engine (N = 0) or a pool of N shards.
+"""`--shards N|auto` picks the in-process engine (N = 0) or a pool of N shards for the live modes.
 
 `auto` (the default) chooses by the attempts a second the pods' probes ask for, which a local
 runtime knows before it starts (`choose`): few, and the engine stays in this process (cheaper in
 all: no second interpreter to start, no stream; the prober takes little of the UI's core); many,
 and the prober goes to shard processes, one per SHARD_RATE attempts a second, no more than the
-cores. The figures behind the rule are `benchmarks/shards.py`'s (below). The choice and its
+cores. The rule is guarded by `benchmarks/shards.py`. The choice and its
 reason are said at the start, and the header names the shards.
 """
 
@@ -21,16 +21,13 @@ from probetui.runtime.base import Runtime
 MAX_SHARDS = 64
 AUTO = "auto"
 DEFAULT_SHARDS = AUTO
-# Below this many attempts a second the engine stays in this process: at about 0.25 ms of CPU
-# an HTTP attempt (benchmarks/shards.py, in-process) it takes under a tenth of the UI's core,
-# while a shard costs a second interpreter (a start of about a second, ~40 MB) and its stream
-# (0.02-0.03 ms an attempt in this process, the store's insert included, 0.005 ms in the shard).
+# Below this many attempts a second the engine stays in this process, because so few attempts
+# cost the UI's core less than a shard's second interpreter and stream would
+# (guarded by benchmarks/shards.py).
 AUTO_MIN_RATE = 400.0
-# What one shard holds with p99 tick lateness under 50 ms on this 2-core machine, measured
-# (benchmarks/shards.py, 2026-12-02, neighbours on 1-1.5 of the cores: 2,000 HTTP attempts/s
-# held by one shard, 3,000 not (58, 82 ms) where two shards held it (46, 16 ms); with the
-# neighbours on 0.2-0.4 cores, 4,500 held by two shards (p99 13, 6 ms) and not by one (113, 607
-# ms) nor in one process; so past one shard's worth a second one pays off even on 2 cores)
+# The attempts a second one shard holds within the p99 tick lateness goal of
+# docs/performance.md, so past it a second shard pays off even on 2 cores
+# (guarded by benchmarks/shards.py).
 SHARD_RATE = 2000.0
 
 

@@ -1,4 +1,4 @@
-"""Which shard owns a pod: a stable hash of its UID, the same in every process and run."""
+"""Place a pod in a shard by a stable hash of its UID, the same in every process and run."""
 
 from __future__ import annotations
 

@@ -1,15 +1,16 @@
-"""The parent's side of the shards: start them, feed them their pods, read their streams into
-the sinks, route commands, restart a shard that dies, end them all on the way out.
+"""Run the parent's side of the shards.
+
+Start them, feed them their pods, read their streams into the sinks, route commands, restart a
+shard that dies, end them all on the way out.
 
 `ShardPool` stands where the in-process `Engine` stands: it satisfies the UI's `Controls`
 (`run`, `probe_now`, `probe_container`, `set_paused`, `lateness`, `runtime`) and has `sinks`.
 Every frame a shard sends is decoded here and handed to every sink at once, in the order that
 shard sent them (the UI's store, the JSONL writer, the recorder: they are all in this process).
 
-Why one module of over 500 lines: `ShardPool` is one supervisor, and its starting, feeding,
-reading, routing and restarting all work on the same tables (the shards, which pod is whose,
-what each was sent); the stream's encoding is `probetui/stream/`'s, the placement rule
-`placement.py`'s, the child's side `child.py`'s.
+`ShardPool` is one supervisor: its starting, feeding, reading, routing and restarting all work
+on the same tables (the shards, which pod is whose, what each was sent); the stream's encoding
+is `probetui/stream/`'s, the placement rule `placement.py`'s, the child's side `child.py`'s.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.redact import Redactor
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeFailure
 from probetui.shards.child import PARENT_ENV
@@ -163,9 +164,6 @@ class ShardPool:
         if index is None:
             index = self._owner[uid] = shard_of(uid, len(self.shards))
         return self.shards[index]
-
-    def shard_for(self, pod_uid: str) -> int:
-        return self._own(pod_uid).index
 
     def pids(self) -> list[int]:
         return [s.pid for s in self.shards if s.alive and s.pid is not None]

@@ -1,10 +1,10 @@
-"""The shadow's verdicts across the stream: what the cluster's divergence check reads.
+"""Carry the shadow's verdicts across the stream, for the cluster's divergence check.
 
 The divergence check (`runtime/kubernetes/divergence.py`) runs in the parent, beside the watch,
 and asks the prober's manager three things per probe: the worker's container ID, whether it has
-reached a threshold against it (`judged`), and the published result for that container. In fed mode
-the workers live in the shards, so each shard sends a `verdict` frame whenever one of those
-changes for a worker (`VerdictSink`, in the shard), and `Verdicts` (in the parent) answers the
+reached a threshold against it (`result_is_own`), and the published result for that container.
+In fed mode the workers live in the shards, so each shard sends a `verdict` frame whenever one of
+those changes for a worker (`VerdictSink`, in the shard), and `Verdicts` (in the parent) answers the
 check's questions from them: `readiness`/`startup` (`.get(container_id)`) and `get_worker`,
 the same shapes the in-process manager has, so the check itself is the same code.
 
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import VERDICT
 
@@ -28,7 +28,7 @@ TRACKED = (ProbeType.READINESS, ProbeType.STARTUP)
 
 
 def verdict_frame(
-    key: ProbeKey, container_id: str, judged: bool, published: ResultValue | None
+    key: ProbeKey, container_id: str, result_is_own: bool, published: ResultValue | None
 ) -> dict[str, Any]:
     return {
         "k": VERDICT,
@@ -36,7 +36,7 @@ def verdict_frame(
         "c": key.container,
         "probe": key.probe_type.key,
         "cid": container_id,
-        "j": judged,
+        "j": result_is_own,
         "pub": None if published is None else int(published),
     }
 
@@ -87,13 +87,13 @@ class VerdictSink:
                 self._send(gone_frame(key))
             return
         cid = worker.container_id
-        judged = bool(worker.judged)
+        result_is_own = bool(worker.result_is_own)
         published = manager.results_for(probe_type).get(cid) if cid else None
-        state = (cid, judged, published)
+        state = (cid, result_is_own, published)
         if self._sent.get(key) == state:
             return
         self._sent[key] = state
-        self._send(verdict_frame(key, cid, judged, published))
+        self._send(verdict_frame(key, cid, result_is_own, published))
 
 
 # -- the parent's side ------------------------------------------------------------------------
@@ -105,7 +105,7 @@ class WorkerView:
     threshold against it."""
 
     container_id: str
-    judged: bool = False
+    result_is_own: bool = False
 
 
 class ResultsView:
@@ -146,17 +146,17 @@ class Verdicts:
             return
         cid = str(frame.get("cid") or "")
         try:
-            judged = bool(frame.get("j"))
+            result_is_own = bool(frame.get("j"))
             pub = frame.get("pub")
             published = ResultValue(pub) if pub is not None else None
         except (TypeError, ValueError):
             return
         if key in self._held:
             old = self.workers.get(key)
-            if old is not None and old.container_id == cid and not judged:
+            if old is not None and old.container_id == cid and not result_is_own:
                 return  # the new worker has no opinion yet: the last one's stands
         self._drop(key)
-        self.workers[key] = WorkerView(cid, judged)
+        self.workers[key] = WorkerView(cid, result_is_own)
         if cid and published is not None:
             self._results(probe_type).by_container[cid] = published
 

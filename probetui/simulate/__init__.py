@@ -1,4 +1,4 @@
-"""`probetui simulate`: the kubelet's probe decisions for a scenario, in virtual time.
+"""`probetui simulate` plays the kubelet's probe decisions for a scenario, in virtual time.
 
 - `scenario.py`: the scenario (`Scenario`, `App`, `Behaviour`), loading and validating it, and
   `--set` overrides (`apply_overrides`).

@@ -1,4 +1,4 @@
-"""`probetui simulate --recording`: would other probe settings have changed what happened?
+"""`probetui simulate --recording` asks whether other probe settings would have changed the story.
 
 The recorded answers of the app (`recorded.py`) drive the kubelet model `simulate` runs
 (`SimKubelet`: the real Manager and Workers and `PodKubelet` on virtual time), twice: with the
@@ -130,9 +130,9 @@ class _RecordedApp(SimKubelet):
 
     The comparison reads what the kubelet did, never the attempts: the run lists none of them
     (`lists_probes`), and of the kubelet's events only the kills, starts and Ready changes, as
-    `_Did`s (building the attempts' events was half the run's time over a day; the result
-    changes' and the kubelet's other events, and each event's copy shifted to wall time, a
-    tenth of the calls of lint's 4 minute replay)."""
+    `_Did`s, because building the attempts' events, the result changes' and the kubelet's
+    other events, and each event's copy shifted to wall time, would be much of the run's time
+    (guarded by benchmarks/lint.py)."""
 
     lists_probes = False
 
@@ -176,7 +176,7 @@ def _median(values: list[float], default: float) -> float:
 
 
 def _start_after(rc: RecordedContainer) -> float:
-    """How long the runtime took from an exit to the next start, at its quickest: a restart
+    """Tell how long the runtime took from an exit to the next start, at its quickest: a restart
     with no back-off in the way (the first of a crash loop) shows the start-up time itself."""
     gaps = []
     for a, b in zip(rc.instances, rc.instances[1:], strict=False):
@@ -329,7 +329,7 @@ def _readiness(
 def _summarize_recorded(
     rc: RecordedContainer, since: float, until: float, opened: float | None = None
 ) -> RunSummary:
-    """The recording's side over [since, until]; `opened` is when the window opened (an
+    """Return the recording's side over [since, until]; `opened` is when the window opened (an
     instance started before it was carried in)."""
     kills: dict[str, int] = {pt.key: 0 for pt in ProbeType}
     kill_times = []
@@ -355,7 +355,7 @@ def _summarize_recorded(
 
 
 def _carried_kill(rc: RecordedContainer, spec: Container, opened: float) -> float | None:
-    """The kill of the instance carried into the window, where the failures that made it
+    """Return the kill of the instance carried into the window, where the failures that made it
     began before the window's first attempt of its probe (fewer than failureThreshold of them
     recorded, no success before them): the kubelet counted failures the model never saw."""
     if not rc.instances or rc.instances[0].start >= opened:
@@ -433,7 +433,7 @@ class Replay:
         )
 
     def counterfactual(self, overrides: list[str] | tuple[str, ...]) -> Counterfactual:
-        """The what-if of `overrides` beside the recording and the model with its settings
+        """Return the what-if of `overrides` beside the recording and the model with its settings
         (none where the self-check refused the model)."""
         rec, container = self.rec, self.container
         what_if_pod = apply_overrides(self.base, overrides).pod if overrides else None
@@ -474,12 +474,13 @@ def counterfactual(
     overrides: list[str] | tuple[str, ...],
     profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Counterfactual:
-    """The recorded settings' self-check and the what-if of `overrides` (module docstring)."""
+    """Return the recorded settings' self-check and the what-if of `overrides` (module
+    docstring)."""
     return Replay(rec, container, profile).counterfactual(overrides)
 
 
 def _unfinished(rc: RecordedContainer, opened: float) -> int:
-    """The starts in the window that a kill ended before their start-up did."""
+    """Return the starts in the window that a kill ended before their start-up did."""
     return sum(
         1
         for inst in rc.instances

@@ -1,5 +1,6 @@
-"""`probetui simulate MANIFEST`: a plain manifest (a Pod or any workload kind) simulated without
-a scenario file, its app answering as a default model that a few flags change.
+"""`probetui simulate MANIFEST` simulates a plain manifest (a Pod or any workload), no scenario.
+
+Its app answers as a default model that a few flags change.
 
 The default app runs a second after each start and answers every probe at once, healthy: what
 the probes' settings alone do. `--ready-after`, `--fail-between` and `--latency` cover what a
@@ -19,7 +20,7 @@ DEFAULT_DURATION = 600.0
 
 
 def looks_like_manifest(path: str | Path) -> bool:
-    """Whether a YAML file holds Kubernetes objects rather than a scenario: its first document
+    """Tell whether a YAML file holds Kubernetes objects rather than a scenario: its first document
     names a `kind` or `apiVersion` and no scenario `pod`. Only the first document's top-level
     keys are looked at, from its node graph (no alias is expanded); a file that cannot be read
     or parsed is left to the scenario reader to report."""
@@ -90,8 +91,8 @@ def manifest_scenario(
     duration: float | None = None,
     app: App | None = None,
 ) -> Scenario:
-    """The scenario for a plain manifest: its pod (`pod` names one where it holds several), its
-    first probed container unless `container` names one, and the default app model."""
+    """Return the scenario for a plain manifest: its pod (`pod` names one where it holds several),
+    its first probed container unless `container` names one, and the default app model."""
     from probetui.spec.errors import ManifestError
     from probetui.spec.parse import load_pods
 
@@ -126,7 +127,7 @@ def manifest_scenario(
 
 
 def describe_app(app: App) -> str:
-    """The app model in words, for the first lines of the output."""
+    """Return the app model in words, for the first lines of the output."""
     b = app.default
     parts = [f"runs {app.start_after:g}s after each start"]
     if b.ready_after:

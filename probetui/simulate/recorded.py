@@ -1,4 +1,4 @@
-"""A pod's recorded history as the answers of its app: what `simulate --recording` replays.
+"""Read a pod's recorded history as the answers of its app: what `simulate --recording` replays.
 
 A recording holds every attempt the shadow prober made (outcome and latency, per probe) and
 what the kubelet did (starts, kills, Ready changes). `RecordedPod` is that history for one pod
@@ -108,7 +108,7 @@ def recorded_pod(
     *,
     started_before: dict[str, tuple[float, int, bool]] | None = None,
 ) -> RecordedPod:
-    """The history of `pod` from its events in [since, until] (kubelet and shadow sides).
+    """Return the history of `pod` from its events in [since, until] (kubelet and shadow sides).
 
     `started_before` gives, per container already running when the window opens, its start,
     restart count and Ready (from the status at `since`), so its first instance is not missed.
@@ -269,15 +269,10 @@ class AnswerBook:
         self.answered = 0
         self.inferred = 0
 
-    def startup_length(self, k: int) -> float:
-        """How long the recorded instance k (or the last one) took to get through start-up."""
-        lengths = self._startup_lengths
-        return lengths[min(k, len(lengths) - 1)] if lengths else 0.0
-
     def lookup(
         self, pt: ProbeType, t: float, k: int, since_start: float
     ) -> tuple[Answer | None, bool]:
-        """The answer for probe `pt` at wall time t, model instance k, `since_start` into it;
+        """Return the answer for probe `pt` at wall time t, model instance k, `since_start` into it;
         and whether it had to be inferred."""
         into, tolerance = self._probes[pt]
         return self._lookup(into, tolerance, t, k, since_start)
@@ -302,7 +297,8 @@ class AnswerBook:
     def attempt(
         self, probe: Probe, pt: ProbeType, t: float, k: int, since_start: float, target: str
     ) -> Attempt:
-        """The Attempt the handler would report: the recorded answer under the probe's timeout."""
+        """Return the Attempt the handler would report: the recorded answer under the probe's
+        timeout."""
         into, tolerance = self._probes[pt]
         answer, inferred = self._lookup(into, tolerance, t, k, since_start)
         # the probe's timeout and handler, read once per probe (two properties deep)
@@ -330,7 +326,7 @@ class AnswerBook:
         return attempt
 
     def same_under(self, pt: ProbeType, timeout: float, other: float) -> bool:
-        """Whether every answer of probe `pt` asked for so far reads the same under timeout
+        """Tell whether every answer of probe `pt` asked for so far reads the same under timeout
         `other` as under `timeout`: none timed out, none took longer than either (a timed out
         attempt's latency is the timeout; a slower answer than one of them times out there)."""
         into = self._probes[pt][0]
@@ -359,7 +355,7 @@ def _as_attempt(answer: Answer, handler_name: str | None, timeout: float, target
 
 
 def _nearest(answers: list[Answer] | None, times: list[float] | None, t: float) -> Answer | None:
-    """The answer nearest to t in a list sorted by time (`times` beside it)."""
+    """Return the answer nearest to t in a list sorted by time (`times` beside it)."""
     if not answers or times is None:
         return None
     j = bisect.bisect_left(times, t)
@@ -373,7 +369,7 @@ def _nearest(answers: list[Answer] | None, times: list[float] | None, t: float) 
 def from_recording(
     recording: Recording, pod_ref: str, since: str | None, until: str | None
 ) -> RecordedPod:
-    """The pod `NS/NAME` (or `NAME`, when one pod has it) of a recording over [since, until].
+    """Return the pod `NS/NAME` (or `NAME`, when one pod has it) of a recording over [since, until].
 
     ValueError (one line) for a pod the recording does not hold, or a window outside it."""
     from probetui.record.timespec import parse_time

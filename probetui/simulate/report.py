@@ -1,6 +1,8 @@
-"""What `probetui simulate` reports of a run: the summary of the scenario container's events
-(restarts, kills, readiness, Unhealthy events), the human timeline with runs of equal attempts
-folded into one line, the summary table beside a `--set` baseline, and the `--json` document.
+"""Report what `probetui simulate` saw of a run, for people and for `--json`.
+
+The summary of the scenario container's events (restarts, kills, readiness, Unhealthy events),
+the human timeline with runs of equal attempts folded into one line, the summary table beside
+a `--set` baseline, and the `--json` document.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class Summary:
                 self.ready_since = None
 
     def result(self, phase: str | None = None) -> dict[str, Any]:
-        """The summary; `phase`, the pod's phase at the end, is added when given."""
+        """Return the summary; `phase`, the pod's phase at the end, is added when given."""
         ready_total = self.ready_total
         if self.ready_since is not None:
             ready_total += self.duration - self.ready_since
@@ -231,7 +233,7 @@ def render_summary(summary: dict[str, Any], baseline: dict[str, Any] | None = No
 
 
 def render_counterfactual(cf: Counterfactual) -> list[str]:
-    """The side-by-side text: recorded, the model with the recorded settings, the what-if."""
+    """Return the side-by-side text: recorded, the model with the recorded settings, the what-if."""
     c = cf.check
     lines = [
         f"self-check (model with the recorded settings against the recording, "

@@ -1,4 +1,4 @@
-"""`probetui simulate`: the kubelet's probe decisions for a scenario, in virtual time.
+"""`probetui simulate` plays the kubelet's probe decisions for a scenario, in virtual time.
 
 The real `Manager` and `Worker` run on `SimClock`, a synchronous timer heap; a probe "runs" by
 asking the scenario how the app answers at that instant and completes after the answer's
@@ -8,7 +8,7 @@ results: start order of init containers and sidecars, status generation (Started
 the readiness manual trigger), kills with their grace period, restarts with CrashLoopBackOff.
 `SimKubelet` runs it on `SimClock` with a simulated container backend and records the events.
 
-Time model (from the issue): workers are created at t=0 and probe at once (no start-up jitter,
+Time model: workers are created at t=0 and probe at once (no start-up jitter,
 the kubelet is long up); every container start takes `start_after`, and init containers start
 one after another as the kubelet orders them (a plain init container other than the scenario's
 exits 0 as soon as it runs); a container has no status until it runs; ticks stay on the grid
@@ -202,7 +202,7 @@ class SimKubelet:
         )
 
     def _new_manager(self, start: float) -> Manager:
-        """A probe manager as a kubelet process makes one when it starts, at `start`."""
+        """Return a probe manager as a kubelet process makes one when it starts, at `start`."""
         manager = Manager(
             self.clock,
             self._status_of,
@@ -327,7 +327,7 @@ class SimKubelet:
         self.early.append((record.t, key.container, key.probe_type.key))
 
     def notes(self) -> list[str]:
-        """What the output should say about the release played where it decided something."""
+        """Tell what the output should say about the release played where it decided something."""
         out = []
         for t, container, _ in self.early:
             out.append(
@@ -367,7 +367,7 @@ class SimKubelet:
         self.clock.call_at(now + elapsed, end)
 
     def answer(self, worker: Worker, status: PodStatus, t: float) -> Attempt:
-        """What the probe's handler would meet from the app at time t."""
+        """Tell what the probe's handler would meet from the app at time t."""
         probe, container = worker.spec, worker.container
         app = self.scenario.app_of(container.name)
         if app is None:
@@ -413,7 +413,7 @@ class SimKubelet:
                 return
 
     def listed(self) -> list[dict[str, Any]]:
-        """The event list as `probetui simulate` prints it."""
+        """Return the event list as `probetui simulate` prints it."""
         return [simulated_view(e) for e in self.events]
 
 
@@ -428,7 +428,8 @@ _LISTED = {
 
 
 def simulated_view(event: Event) -> dict[str, Any]:
-    """One event as `probetui simulate` lists it: time, type, container, probe, then fields."""
+    """Return one event as `probetui simulate` lists it: time, type, container, probe, then
+    fields."""
     out: dict[str, Any] = {"t": round(event.t, 6), "type": event.type, "container": event.container}
     if event.probe is not None:
         out["probe"] = event.probe
@@ -449,11 +450,11 @@ def synthetic_attempt(
     exec_answer: ExecAnswer | None = None,
     profile: KubeletProfile = DEFAULT_PROFILE,
 ) -> Attempt:
-    """An Attempt as each handler reports a healthy or broken app, texts as the kubelet's: the
-    handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one. A
-    scripted `http` or `exec_answer` is what the app answers instead, unless the attempt
-    times out first; an HTTP answer goes through the handlers' own `exchange` (redirects
-    followed or not as the kubelet's client does)."""
+    """Return an Attempt as each handler reports a healthy or broken app, texts as the kubelet's:
+    the handlers' own, from `gotext`, so a synthetic attempt reads exactly as a real one. A scripted
+    `http` or `exec_answer` is what the app answers instead, unless the attempt times out first; an
+    HTTP answer goes through the handlers' own `exchange` (redirects followed or not as the
+    kubelet's client does)."""
     from probetui.probe.util import PortResolutionError
     from probetui.prober.handlers import dial_address, exec_argv
 
@@ -560,7 +561,7 @@ class _ScriptedHops:
 
 
 def scripted_http(url: str, answer: HttpAnswer, *, fails: bool, latency: float) -> Attempt:
-    """An HTTP attempt against a scripted answer, through the handlers' `exchange`: the
+    """Return an HTTP attempt against a scripted answer, through the handlers' `exchange`: the
     kubelet's CheckRedirect (`RedirectChecker(false)`: a Location on the same hostname is
     followed, another host's 3xx is the answer, a Warning), then DoHTTPProbe's verdict."""
     from probetui.probe.exchange import Progress, exchange
@@ -611,5 +612,5 @@ def simulate(scenario: Scenario, profile: KubeletProfile = DEFAULT_PROFILE) -> d
 
 
 def kubelet_json(profile: KubeletProfile) -> dict[str, Any]:
-    """The release played and the gates set away from its defaults, for `--json`."""
+    """Return the release played and the gates set away from its defaults, for `--json`."""
     return {"version": profile.version, "featureGates": dict(profile.changed)}

@@ -1,8 +1,10 @@
-"""The scenario `probetui simulate` runs: its model (`Scenario`, `App`, `Behaviour` and what they
-script: HTTP and exec answers per window, exits, the preStop hook, the pod's deletion and kubelet
-restarts), loading and validating a scenario file (each error one line naming the key), and
-`--set` overrides of the scenario container's probes, defaulted and validated as the API server
-treats a manifest. docs/simulate.md is the language's reference.
+"""Load and validate the scenario `probetui simulate` runs, and its `--set` overrides.
+
+Its model is `Scenario`, `App`, `Behaviour` and what they script: HTTP and exec answers per
+window, exits, the preStop hook, the pod's deletion and kubelet restarts. Each error in a file
+is one line naming the key; `--set` overrides of the scenario container's probes are
+defaulted and validated as the API server treats a manifest. docs/simulate.md is the
+language's reference.
 """
 
 from __future__ import annotations
@@ -71,14 +73,14 @@ class Behaviour:
         return any(a <= t < b for a, b in self.fail_between)
 
     def http_answer(self, t: float) -> HttpAnswer | None:
-        """The scripted HTTP answer at t: the first window that holds it."""
+        """Return the scripted HTTP answer at t: the first window that holds it."""
         for a in self.http:
             if a.start <= t < a.end:
                 return a
         return None
 
     def exec_answer(self, t: float) -> ExecAnswer | None:
-        """The scripted exec answer at t: the first window that holds it."""
+        """Return the scripted exec answer at t: the first window that holds it."""
         for a in self.exec:
             if a.start <= t < a.end:
                 return a
@@ -112,7 +114,7 @@ class Deletion:
     grace_period: int | None = None
 
     def deletion_grace_period(self, pod: Pod) -> int:
-        """The pod's deletionGracePeriodSeconds as `CheckGracefulDelete` (pod strategy) sets
+        """Return the pod's deletionGracePeriodSeconds as `CheckGracefulDelete` (pod strategy) sets
         it: the delete's value, else the pod's terminationGracePeriodSeconds, else 0."""
         if self.grace_period is not None:
             return self.grace_period
@@ -134,7 +136,7 @@ class Scenario:
     seed: int = 0
 
     def app_of(self, name: str) -> App | None:
-        """The app that container `name` runs: `app` for the scenario's, else its `apps`
+        """Return the app that container `name` runs: `app` for the scenario's, else its `apps`
         entry, else None (healthy at once, never exiting by itself)."""
         return self.app if name == self.container else self.apps.get(name)
 
@@ -199,7 +201,7 @@ MAX_DURATION = 30 * 86400.0
 
 
 def checked_duration(value: object, key: str = "duration") -> float:
-    """A scenario's length in seconds, within what a run may take."""
+    """Return a scenario's length in seconds, within what a run may take."""
     seconds = _number(value, key)
     if not math.isfinite(seconds) or seconds > MAX_DURATION:
         raise ScenarioError(
@@ -242,7 +244,7 @@ def _text(value: object, key: str) -> str:
 
 
 def _entries(value: object, key: str, allowed: set[str], example: str) -> list[dict[str, Any]]:
-    """A list of mappings with only `allowed` keys, each checked to name its index."""
+    """Return a list of mappings with only `allowed` keys, each checked to name its index."""
     if value is None:
         return []
     if not isinstance(value, list):

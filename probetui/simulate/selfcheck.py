@@ -1,5 +1,6 @@
-"""The counterfactual's self-check: does the model, with the settings recorded, do what the
-kubelet did? Only what the model could have seen is compared, and what is left out is counted.
+"""Check the counterfactual's model: with the settings recorded, does it do what the kubelet did?
+
+Only what the model could have seen is compared, and what is left out is counted.
 
 Each side (the recording, the model's run) is a list of container instances in the window,
 each with its start and end, and the times of its kills, restarts and Ready changes. A
@@ -48,7 +49,7 @@ TIE = bo.PLEG_RELIST_PERIOD + 1.0
 
 
 def backoff_windows() -> list[float]:
-    """The crash-loop windows of the kubelet's default back-off: 10, 20, 40, ... 300 s."""
+    """Return the crash-loop windows of the kubelet's default back-off: 10, 20, 40, ... 300 s."""
     out, w = [], bo.INITIAL_CRASH_LOOP_BACK_OFF
     while w < bo.MAX_CRASH_LOOP_BACK_OFF:
         out.append(w)
@@ -75,7 +76,7 @@ class Lives:
         return bool(self.starts)
 
     def where(self, t: float) -> int:
-        """The instance running at t (the newest started by then), -1 before the first."""
+        """Return the instance running at t (the newest started by then), -1 before the first."""
         return bisect.bisect_right(self.starts, t) - 1
 
     def age(self, k: int, t: float) -> float | None:
@@ -86,7 +87,7 @@ class Lives:
         return t - self.starts[k]
 
     def cannot_show(self, k: int, age: float | None, tolerance: float, until: float) -> bool:
-        """Whether this side's window ends before it could show an event `age` into its
+        """Tell whether this side's window ends before it could show an event `age` into its
         instance k: that instance still running at the end and younger than that, or not
         started by the end while the one before it ran to the end or stopped within a
         back-off window of it."""
@@ -100,7 +101,7 @@ class Lives:
         return until - self.starts[k] < age + tolerance
 
     def tied(self, k: int) -> bool:
-        """Whether the back-off decision for instance k's start is at a window's edge, or
+        """Tell whether the back-off decision for instance k's start is at a window's edge, or
         rests on exits before the window (which the recording cannot say)."""
         if k < 1 or k >= len(self.starts):
             return False
@@ -251,7 +252,7 @@ class SelfCheck:
 def self_check(
     recorded: Any, model: Any, tolerance: float, until: float | None = None
 ) -> SelfCheck:
-    """The model's run with the recorded settings against the recording (module docstring).
+    """Return the model's run with the recorded settings against the recording (module docstring).
     `recorded` and `model` are `counterfactual.RunSummary`s."""
     rec: Lives = getattr(recorded, "lives", None) or Lives()
     mod: Lives = getattr(model, "lives", None) or Lives()

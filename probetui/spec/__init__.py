@@ -1,4 +1,4 @@
-"""Pod / Container / Probe model parsed from manifests, with the API's defaults and validation."""
+"""Parse the Pod / Container / Probe model from manifests, with the API's defaults and checks."""
 
 from probetui.spec.model import (
     Container,

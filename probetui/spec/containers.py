@@ -1,4 +1,4 @@
-"""One container of a manifest to the model: probes, handlers, env, ports, restart rules.
+"""Turn one container of a manifest into the model: probes, handlers, env, ports, restart rules.
 
 Probes come out defaulted as the API server stores them: `SetDefaults_Probe`,
 `SetDefaults_HTTPGetAction` and `SetDefaults_ContainerPort` (docs/kubelet-behaviour.md §2.1,
@@ -104,7 +104,8 @@ def set_probe_defaults(probe: Probe) -> Probe:
 
 
 def _probe(value: object, at: At) -> Probe | None:
-    """A probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (§2.1, §2.2)."""
+    """Return a probe with `SetDefaults_Probe` and `SetDefaults_HTTPGetAction` applied (§2.1,
+    §2.2)."""
     if value is None:
         return None
     m = mapping(value, at)
@@ -117,8 +118,8 @@ def _probe(value: object, at: At) -> Probe | None:
     tgps = integer(
         m.get("terminationGracePeriodSeconds"), at.key(m, "terminationGracePeriodSeconds"), INT64
     )
-    # set_probe_defaults' zeros, written in: a second Probe per probe (dataclasses.replace)
-    # was a tenth of reading a manifest's containers
+    # set_probe_defaults' zeros, written in, so that no second Probe per probe
+    # (dataclasses.replace) is made while a manifest's containers are read
     return Probe(
         exec=_exec(m.get("exec"), at.key(m, "exec")),
         http_get=_http_get(m.get("httpGet"), at.key(m, "httpGet")),
@@ -310,7 +311,7 @@ def _container(value: object, at: At, kind: ContainerKind) -> Container:
 
 
 def containers_of(spec: dict[str, Any], key: str, at: At, kind: ContainerKind) -> list[Container]:
-    """The containers a pod spec lists under `key` (`containers`, `initContainers`, ...)."""
+    """Return the containers a pod spec lists under `key` (`containers`, `initContainers`, ...)."""
     list_at = at.key(spec, key)
     items = sequence(spec.get(key), list_at)
     return [_container(item, list_at.index(items, i), kind) for i, item in enumerate(items)]

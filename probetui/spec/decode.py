@@ -1,4 +1,4 @@
-"""Typed reads of decoded manifest values, each failure naming its place.
+"""Read decoded manifest values by type, each failure naming its place.
 
 The API server decodes a manifest strictly: a string where an integer belongs, or an integer
 past int32, is refused before any validation runs. These readers refuse the same, and `At`
@@ -36,7 +36,7 @@ INT64 = (-(2**63), 2**63 - 1)
 
 
 def describe(value: object) -> str:
-    """A value as an error message names it: `the number 3`, `the string "x"`, `a list`."""
+    """Return a value as an error message names it: `the number 3`, `the string "x"`, `a list`."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -61,9 +61,8 @@ class At:
     """Where a value sits: document, container, field path and line, for error messages.
 
     A manifest's every field takes one and nearly none is ever read, so `key` and `index`
-    only remember their parent: the path and the line are worked out when an error asks
-    (building them for every field was a third of `probetui lint` reading ten thousand
-    objects)."""
+    only remember their parent: the path and the line are worked out when an error asks, not
+    for every field (guarded by benchmarks/lint.py's read)."""
 
     __slots__ = ("_key", "_line", "_node", "_path", "_up", "container", "container_kind", "origin")
 

@@ -1,4 +1,4 @@
-"""Manifest text to documents: a YAML or JSON stream, decoded with the line of every key and item.
+"""Split manifest text into documents: a YAML or JSON stream, with the line of every key and item.
 
 Mappings and lists come back as `dict` and `list` subclasses that carry `line` (their own) and
 `lines` (each key's or item's), which `line_in` reads, so that an error further up can name the
@@ -22,8 +22,8 @@ from probetui.spec.errors import LimitExceeded, ManifestError
 __all__ = ["documents", "line_in"]
 
 
-# no __init__ of their own: a Python __init__ was a tenth of reading a manifest; whoever makes
-# one sets both slots
+# no __init__ of their own, since a Python __init__ is dear on the read of every manifest;
+# whoever makes one sets both slots
 
 
 class _LineDict(dict):  # type: ignore[type-arg]
@@ -109,7 +109,7 @@ def _construct_map(loader: yaml.SafeLoader, node: yaml.MappingNode) -> Iterable[
     data.update(loader.construct_mapping(node))
     for key_node, _ in node.value:
         if key_node.tag == _STR_TAG:
-            # a string key is its text: constructing it again would cost a tenth of the read
+            # a string key is its text, not constructed again: it is the commonest node
             data.lines[key_node.value] = key_node.start_mark.line + 1
             continue
         # an unhashable key was already refused by construct_mapping
@@ -135,9 +135,9 @@ class _Slow(Exception):
 
 
 def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
-    """A node as the constructors above make it, for the documents manifests are: plain
+    """Return a node as the constructors above make it, for the documents manifests are: plain
     scalars, string keys set once. A straight walk, without the constructor's bookkeeping per
-    node (which was half of reading a manifest); anything else raises _Slow. `built` holds
+    node (most of a manifest's read); anything else raises _Slow. `built` holds
     each collection by node, so that an alias is the same object, as PyYAML makes it; what
     aliases repeat is counted in the loader's `bounds`, and `depth` is the node's nesting."""
     cls = node.__class__
@@ -218,7 +218,7 @@ def _yaml_fix(text: str, line: int | None) -> str | None:
 def _yaml_documents(
     text: str, source: str, bounds: yaml_safe.Bounds, shallow: bool = False
 ) -> list[Any]:
-    """The documents of a YAML stream; `shallow`: the text is known to nest no deeper than
+    """Return the documents of a YAML stream; `shallow`: the text is known to nest no deeper than
     libyaml's composer can take (it was read as JSON), so it need not be checked first."""
     docs: list[Any] = []
     try:
@@ -291,7 +291,7 @@ def _json_documents(text: str, source: str) -> list[Any]:
 
 
 def documents(text: str, source: str, bounds: yaml_safe.Bounds | None = None) -> list[Any]:
-    """Every document of a YAML stream or JSON stream; a syntax error is a ManifestError, and
+    """Return every document of a YAML stream or JSON stream; a syntax error is a ManifestError, and
     an input past the readers' bounds (`yaml_safe`) a LimitExceeded. `bounds` carries what
     aliases have repeated across calls, for a stream read in parts."""
     if bounds is None:
@@ -339,7 +339,8 @@ def _check_depth(docs: list[Any], source: str) -> None:
 
 
 def line_in(parent: object, key: object) -> int | None:
-    """The line of a key of a mapping or an item of a list `documents` made; None if unknown."""
+    """Return the line of a key of a mapping or an item of a list `documents` made; None if
+    unknown."""
     lines = getattr(parent, "lines", None)
     if isinstance(lines, dict):
         return lines.get(key)

@@ -1,4 +1,4 @@
-"""The Pod model back to a manifest: a dict shaped as the API's Pod that `parse_pods` reads back.
+"""Write the Pod model back as a manifest: a dict shaped as the API's Pod that `parse_pods` reads.
 
 A recording keeps each pod's spec as first seen and on every change, so that a replay knows
 the probe settings of the moment. `encode(pod)` writes every field the model holds and nothing
@@ -50,13 +50,13 @@ def encode(pod: Pod, header_value: Callable[[str, str], str] | None = None) -> d
 
 
 def decode(manifest: dict[str, Any], source: str = "") -> Pod:
-    """The Pod `encode` wrote, with `source` as it was."""
+    """Return the Pod `encode` wrote, with `source` as it was."""
     pod = pod_from_object(manifest, source or "<recording>")
     return replace(pod, source=source, **owner_of(manifest["metadata"]))
 
 
 def owner_of(meta: dict[str, Any]) -> dict[str, str]:
-    """The workload `encode` wrote in metadata.ownerReferences, as Pod's owner fields."""
+    """Return the workload `encode` wrote in metadata.ownerReferences, as Pod's owner fields."""
     refs = meta.get("ownerReferences") or ()
     if not refs:
         return {}

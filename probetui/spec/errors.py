@@ -1,4 +1,4 @@
-"""The one error type a bad manifest produces: a single line that says where and what to change.
+"""A bad manifest raises one error type: a single line that says where and what to change.
 
 `str(err)` reads, for example::
 
@@ -64,7 +64,7 @@ class ManifestError(Exception):
 
     @property
     def where(self) -> str:
-        """The location part: origin, line, container and field, without the problem."""
+        """Return the location part: origin, line, container and field, without the problem."""
         head = ", ".join(p for p in (self.origin, f"line {self.line}" if self.line else "") if p)
         parts = [head] if head else []
         if self.container:

@@ -1,5 +1,6 @@
-"""`field.Error`, the API server's validation error, and the text it prints
-(`k8s.io/apimachinery/pkg/util/validation/field/errors.go`).
+"""Format `field.Error`, the API server's validation error, as upstream prints it.
+
+See `k8s.io/apimachinery/pkg/util/validation/field/errors.go`.
 """
 
 from __future__ import annotations
@@ -7,9 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-# spec's one import from probe: gotext has no imports of probetui, and its go_quote is the
-# project's one strconv.Quote
-from probetui.probe.gotext import go_quote
+from probetui.goquote import go_quote
 from probetui.spec.model import ContainerKind
 
 __all__ = ["ErrorType", "FieldError"]
@@ -26,7 +25,7 @@ class ErrorType(StrEnum):
 
     @property
     def text(self) -> str:
-        """The words upstream prints for the type (`ErrorType.String`)."""
+        """Return the words upstream prints for the type (`ErrorType.String`)."""
         return _TYPE_TEXT[self]
 
 
@@ -40,7 +39,8 @@ _TYPE_TEXT = {
 
 
 def _go_value(value: object) -> str:
-    """A bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil null."""
+    """Return a bad value as `field.Error.ErrorBody` prints it: numbers bare, strings quoted, nil
+    null."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -83,7 +83,8 @@ class FieldError:
         return text
 
     def summary(self) -> str:
-        """The body for people: Required/Forbidden details say it all without the type word."""
+        """Return the body for people: Required/Forbidden details say it all without the type
+        word."""
         if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN) and self.detail:
             return self.detail
         return self.body()

@@ -1,6 +1,7 @@
-"""The format checks of `k8s.io/apimachinery/pkg/util/validation` that probes meet, with
-upstream's message texts: `IsValidPortNum`, `IsValidPortName`, `IsDNS1123Label`,
-`IsHTTPHeaderName`. Each returns the list of what is wrong, empty when the value is fine.
+"""Check the formats of `k8s.io/apimachinery/pkg/util/validation` that probes meet.
+
+`IsValidPortNum`, `IsValidPortName`, `IsDNS1123Label`, `IsHTTPHeaderName`, with upstream's
+message texts. Each returns the list of what is wrong, empty when the value is fine.
 """
 
 from __future__ import annotations

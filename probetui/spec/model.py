@@ -1,4 +1,4 @@
-"""The parts of a Pod that probing depends on, already defaulted (`pkg/apis/core/v1/defaults.go`).
+"""Model the parts of a Pod that probing depends on, defaulted (`pkg/apis/core/v1/defaults.go`).
 
 Field names follow the Kubernetes API in snake_case. Every object is frozen: a worker keeps the
 spec it was created with, as the kubelet's worker keeps its pod object

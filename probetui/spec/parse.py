@@ -1,4 +1,4 @@
-"""Manifests (YAML or JSON) to the frozen Pod model, with the API server's defaults applied.
+"""Parse manifests (YAML or JSON) into the frozen Pod model, with the API server's defaults applied.
 
 A file may hold several documents and `kind: List` objects. Each Pod, and the pod template of
 each workload kind below, gives one Pod; other kinds are skipped. Defaults follow
@@ -50,7 +50,7 @@ WORKLOAD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
 
 
 def _timestamp(value: object, at: At) -> float | None:
-    """An RFC 3339 time (YAML may already have made it a datetime) as epoch seconds."""
+    """Return an RFC 3339 time (YAML may already have made it a datetime) as epoch seconds."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -77,7 +77,8 @@ class _Parsed:
     spec: dict[str, Any] = field(repr=False)
 
     def line_of(self, path: str) -> int | None:
-        """The line of a validation error's path (`spec.containers[0]...`), or the nearest."""
+        """Return the line of a validation error's path (`spec.containers[0]...`), or the
+        nearest."""
         node: Any = self.spec
         line: int | None = getattr(node, "line", None)
         for key in _steps(path):
@@ -105,14 +106,15 @@ def _synthetic_uid(kind: str, namespace: str, name: str) -> str:
 
 
 def pod_from_object(obj: dict[str, Any], source: str) -> Pod:
-    """A Pod object from the API (a dict), parsed but not validated: the API server did that."""
+    """Return a Pod object from the API (a dict), parsed but not validated: the API server did
+    that."""
     return _pod_from_object(obj, "Pod", source).pod
 
 
 def parse_object(
     doc: dict[str, Any], kind: str, base: str, template_path: tuple[str, ...] | None = None
 ) -> _Parsed:
-    """One object's pod template, parsed but not validated, with `line_of` for its spec's
+    """Return one object's pod template, parsed but not validated, with `line_of` for its spec's
     paths: `probetui lint` validates on its own terms. `template_path` is where a kind outside
     WORKLOAD_TEMPLATE_PATHS keeps its template (`spec.template` for any such workload)."""
     return _pod_from_object(doc, kind, base, template_path)

@@ -1,4 +1,4 @@
-"""API validation of the probe-related parts of a pod (`pkg/apis/core/validation/validation.go`).
+"""Validate the probe-related parts of a pod as the API does (`pkg/apis/core/validation`).
 
 The checks and their message texts follow upstream (`validateProbe`, `validateLivenessProbe`,
 `validateReadinessProbe`, `validateStartupProbe`, `validateHandler`, `validateExecAction`,

@@ -1,4 +1,4 @@
-"""Reading YAML within bounds: the size of an input, how deep it nests, what its aliases repeat.
+"""Read YAML within bounds: the size of an input, how deep it nests, what its aliases repeat.
 
 Every YAML reader of probetui (manifests, scenarios, config files, kubeconfigs) reads through
 here, so that no input can take the memory or the stack:
@@ -92,14 +92,15 @@ class TextError(ValueError):
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:
-    """A file's text, at most MAX_BYTES of it; OSError as `open` raises it, else TextError."""
+    """Return a file's text, at most MAX_BYTES of it; OSError as `open` raises it, else
+    TextError."""
     with open(path, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     return _decode(data, encoding)
 
 
 def read_stream(stream: IO[str]) -> str:
-    """A text stream (stdin) read as `read_text` reads a file: bytes where it has them."""
+    """Return a text stream (stdin) read as `read_text` reads a file: bytes where it has them."""
     raw = getattr(stream, "buffer", None)
     if raw is not None:
         return _decode(raw.read(MAX_BYTES + 1), "utf-8-sig")
@@ -149,7 +150,7 @@ def check_text(text: str) -> None:
 
 
 def _long_prefix(text: str) -> bool:
-    """Whether a line starts with _PREFIX_SAFE or more spaces, tabs and block indicators."""
+    """Tell whether a line starts with _PREFIX_SAFE or more spaces, tabs and block indicators."""
     if _FIRST_PREFIX.match(text):
         return True
     if any(b in text for b in _OTHER_BREAKS):
@@ -197,7 +198,7 @@ class Bounds:
             raise LimitError(TOO_MANY_ALIASES)
 
     def _size(self, node: yaml.Node) -> tuple[int, int]:
-        """The number of nodes in `node` and the levels of collections, with every alias in
+        """Return the number of nodes in `node` and the levels of collections, with every alias in
         it written out."""
         sizes = self._sizes
         known = sizes.get(id(node))
@@ -269,7 +270,7 @@ def construct(loader: yaml.BaseLoader, node: yaml.Node) -> Any:
 
 
 def value_problem(error: Exception) -> str:
-    """A ValueError's text on one line, Python's limit on a number's digits in our words."""
+    """Return a ValueError's text on one line, Python's limit on a number's digits in our words."""
     text = " ".join(str(error).split())
     if "integer string conversion" in text:
         return f"a number of more than {sys.get_int_max_str_digits()} digits"

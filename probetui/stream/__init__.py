@@ -1,4 +1,4 @@
-"""The stream between the engine and whoever shows or keeps what it does (docs/stream.md).
+"""Stream what the engine does to whoever shows or keeps it (docs/stream.md).
 
 One vocabulary, the JSONL events `--output jsonl` prints, carried as newline-delimited JSON
 frames: `protocol.py` frames, versions and checks; `codec.py` turns the engine's `Event`s and

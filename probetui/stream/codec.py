@@ -1,4 +1,4 @@
-"""The engine's `Event`s and pod snapshots as stream frames, and back (docs/stream.md).
+"""Encode the engine's `Event`s and pod snapshots as stream frames and back (docs/stream.md).
 
 An event frame is `{"k": "event", "e": <the JSONL object>, "x": {...}}`: `e` is exactly what
 `--output jsonl` prints for the event (`Event.to_json`, the one encoder), so a consumer of the
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
+from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.snapshot import status_from_json, status_json
 from probetui.spec.encode import decode as decode_pod
 from probetui.spec.encode import encode as encode_pod
@@ -65,10 +66,6 @@ def event_from_frame(frame: dict[str, Any]) -> Event:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"event frame: {type(exc).__name__} {exc}") from None
-
-
-def _result_value(v: ResultValue | None) -> int | None:
-    return None if v is None else int(v)
 
 
 def _record(r: ProbeRecord) -> dict[str, Any]:

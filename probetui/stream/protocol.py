@@ -1,4 +1,4 @@
-"""Frames of the stream: newline-delimited JSON objects, each with a kind `k` (docs/stream.md).
+"""Frame the stream as newline-delimited JSON objects, each with a kind `k` (docs/stream.md).
 
 Newline JSON and not a length prefix or msgpack: `json` escapes every newline inside a string,
 so a line is a frame; a person can read the stream with `head`; and msgpack is not installed
@@ -44,6 +44,8 @@ NOTE = "note"
 SUMMARY = "summary"
 # a node agent: what was kept before the client came has all been sent; live from here
 LIVE = "live"
+# a node agent: its kubelet's version, learned or changed after the hello said it
+KUBELET = "kubelet"
 # client -> engine
 CMD = "cmd"  # probe now, pause, resume; answered by an ack
 START = "start"  # the pods sent so far are the engine's: run them

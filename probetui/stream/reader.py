@@ -1,10 +1,10 @@
-"""The client's end of the stream: frames off a byte stream, a chunk at a time.
+"""Read frames off a byte stream a chunk at a time: the client's end of the stream.
 
 `StreamReader.readline` deletes each line from the front of its buffer, a copy of everything
 behind it: with a writer that sends a turn of its loop's frames in one write, the buffer holds
-hundreds of frames and reading them one line at a time costs the square of their number (the
-benchmark saw a shard's stream fall seconds behind). Reading 64 KiB and splitting it costs one
-pass.
+hundreds of frames and reading them one line at a time costs the square of their number, so a
+shard's stream falls behind (guarded by benchmarks/shards.py). Reading 64 KiB and splitting it
+costs one pass.
 """
 
 from __future__ import annotations

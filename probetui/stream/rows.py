@@ -1,4 +1,4 @@
-"""Compact attempt rows: the shadow's attempts and skips as short arrays, many to a frame.
+"""Pack the shadow's attempts and skips as short arrays, many to a frame: compact attempt rows.
 
 An addition within version 1 (docs/stream.md, "rows"), used when the client's hello asks for
 it. Nearly every frame of a busy engine is a worker's `ProbeAttempt`, and nearly every attempt
@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import ProtocolError
 from probetui.timeline.events import SHADOW, Event, record_event

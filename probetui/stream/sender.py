@@ -1,4 +1,4 @@
-"""The engine's end of the stream: frames onto a transport that never blocks the engine.
+"""Write frames onto a transport that never blocks the engine: the engine's end of the stream.
 
 A slow reader must not slow the prober (its ticks would run late and its verdicts be wrong),
 so nothing here awaits the reader: frames go into the transport's write buffer, and while that
@@ -10,10 +10,10 @@ reader without them would misread everything after.
 
 Frames are not written one by one: what the engine sends is gathered for FLUSH_DELAY and
 written in one write, the attempt rows among it (`rows.py`) as one frame. A pipe write is a
-system call that wakes the reader: at 1,500 attempts/s one write per turn of the shard's loop
-was 180 writes a second and 7% of the shard's profile, each waking the UI's process for a
-handful of rows; every 10 ms it is at most 100, and a row waits at most that long (a screen
-frame is 16 ms). Order is kept: a frame that is not a row closes the rows gathered before it.
+system call that wakes the reader, and one write per turn of the shard's loop would wake the
+UI's process for a handful of rows; every 10 ms it is at most 100 a second, and a row waits at
+most that long, less than a screen frame (guarded by benchmarks/shards.py). Order is kept: a
+frame that is not a row closes the rows gathered before it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The one event type everything downstream of the engine reads, and its one encoder.
+"""Define the one event type everything downstream of the engine reads, and its one encoder.
 
 The vocabulary is `probetui simulate`'s: `ProbeAttempt`, `ResultChanged`, `ContainerStarted`,
 `ContainerExited`, `Killing`, `BackOff`, `Unhealthy`, `ProbeWarning`, `StartedChanged`,
@@ -20,9 +20,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import outcome_label
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
+from probetui.prober.worker import ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""One probe's history: the bit-packed ring of every doProbe, its layout, and the intern table.
+"""Keep one probe's history: the bit-packed ring of every doProbe, its layout, and the intern table.
 
 `ProbeHistory` keeps, per probe worker, a ring of every doProbe (attempt or skip) packed into
 one `array("I")` of small numbers: no Python object per attempt. The codes stored in its
@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 
 if TYPE_CHECKING:
     from probetui.timeline.store import ContainerHistory
@@ -454,14 +455,6 @@ class ProbeHistory:
                 break
         out.reverse()
         return out
-
-    def last_attempt_t(self) -> float | None:
-        self._ensure()
-        rec = self._rec
-        for i in self.indices_back():
-            if rec[i + F_CODE] & 7 != Kind.SKIP:
-                return self._time(rec[i])
-        return None
 
     def last_skip(self) -> AttemptView | None:
         """The newest entry when it is a skip (why the probe is not running now)."""

@@ -1,4 +1,4 @@
-"""Headless output: one JSON object a line, flushed line by line (`--no-ui --output jsonl`)."""
+"""Write the headless output, one JSON object a line, flushed line by line (`--output jsonl`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bounded history behind the UI: attempts per probe, kubelet marks per container, the pods table.
+"""Keep the bounded history behind the UI: attempts per probe, kubelet marks, the pods table.
 
 The store is an engine sink. It keeps, per probe worker, a ring of every doProbe (attempt or
 skip), a `ProbeHistory` (`history.py`: the bit-packed entries, their layout and the intern
@@ -21,11 +21,11 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, WorkerState
+from probetui.prober.worker import ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
 from probetui.timeline.history import (
@@ -42,7 +42,7 @@ from probetui.timeline.history import (
 
 DEFAULT_CAPACITY = 3600  # per probe at most: an hour at period 1 s
 # what each ring should cover: the ring is sized by the probe's period so that memory is set by
-# time, not by how fast a probe runs (15,000 probes at period 10 s: 540 entries each, not 3,600)
+# time, not by how fast a probe runs (guarded by benchmarks/history.py)
 DEFAULT_HISTORY_SECONDS = 3600.0
 # slack over one entry per period: kubelet-triggered and manual attempts, skips
 HISTORY_SLACK = 1.5
@@ -56,11 +56,6 @@ FILL_AROUND = 63
 
 
 # -- containers and pods ------------------------------------------------------------------
-
-
-class ContainerKey(NamedTuple):
-    pod_uid: str
-    container: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,9 +304,9 @@ class Store:
         """Begin a refill (a replay's seek): the store is empty (the versions go on rising, so
         every reader redraws), and what is fed until `settle` takes back the objects of the
         pods, containers and probes it held, emptied. Where the same pods and containers come back, in the same order, the layout
-        stays (the list is not rebuilt: at 15,000 containers that was 0.24-0.39 s of a seek's
-        repaint), and a container whose listed state came back as it was is marked so
-        (`ContainerHistory.same_as`): the list does not sort it again."""
+        stays (the list is not rebuilt, the larger part of a seek's repaint), and a container
+        whose listed state came back as it was is marked so (`ContainerHistory.same_as`): the
+        list does not sort it again."""
         if self._refill is not None:
             self.settle()
         for h in self._deferred.values():
@@ -325,9 +320,9 @@ class Store:
         self._refill = _Refill(pods, self.containers, self.probes, list(pods), listed)
         self.pods, self.containers, self.probes = {}, {}, {}
         self.kubelet_counts = {}
-        # a fresh intern table rather than each history giving its texts back: that walked
-        # every ring and detail slot (15,000 probes: 0.3-0.9 s of a seek); a history still
-        # held by a reader keeps the old table and reads on
+        # a fresh intern table rather than each history giving its texts back, which would walk
+        # every ring and detail slot at every seek; a history still held by a reader keeps the
+        # old table and reads on
         self.texts = Texts()
         self._by_cid.clear()
         self.version += 1
@@ -611,7 +606,6 @@ _RESULT_BY_LABEL = {r.label: r for r in ResultValue}
 
 __all__ = [
     "ContainerHistory",
-    "ContainerKey",
     "Mark",
     "RecordShape",
     "Store",

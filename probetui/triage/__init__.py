@@ -1,5 +1,4 @@
-"""Triage at cluster scale, apart from any screen: which workload is in trouble, and is it
-every replica?
+"""Tell which workload is in trouble, and whether on every replica: triage at cluster scale.
 
 `groups` names a pod's workload and sums its replicas up (`Summary`, the fleet, how much a
 container needs looking at); `probes` lays one workload's probes out across its replicas

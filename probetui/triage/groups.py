@@ -1,4 +1,4 @@
-"""A pod's workload, a workload's summary over its replicas, and the fleet's.
+"""Group pods by workload, and sum up a workload over its replicas and the fleet over workloads.
 
 A group is the controller the cluster names for a pod (`Pod.owner_kind`/`owner_name`: a
 Deployment, StatefulSet, DaemonSet, Job, CronJob, ...). Pods without one (bare pods, a
@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from probetui.keys import ContainerKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod, ProbeType
 from probetui.timeline.history import ProbeHistory
-from probetui.timeline.store import ContainerHistory, ContainerKey, Store
+from probetui.timeline.store import ContainerHistory, Store
 
 PROBE_ORDER = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 # which replica's result stands for the group's, per probe: the most alarming
@@ -40,7 +41,7 @@ def split_group(gid: str) -> tuple[str, str, str]:
 
 
 def workloads(store: Store) -> dict[str, list[str]]:
-    """Every pod under its workload: group id -> pod uids in name order. A pod without a
+    """Return every pod under its workload: group id -> pod uids in name order. A pod without a
     controller is a workload of its own (`namespace/Pod/name`), so every pod is counted once."""
     out: dict[str, list[tuple[str, str]]] = {}
     for uid, entry in store.pods.items():
@@ -51,12 +52,12 @@ def workloads(store: Store) -> dict[str, list[str]]:
 
 
 def attempted(h: ProbeHistory | None) -> bool:
-    """Whether the probe has had an attempt: before one it has only its initial value."""
+    """Tell whether the probe has had an attempt: before one it has only its initial value."""
     return h is not None and h.attempted()
 
 
 def problem_score(entry: PodSnapshot, c: Container, history: ContainerHistory | None) -> int:
-    """How much a container needs looking at: divergence, not running or ready, failing or
+    """Tell how much a container needs looking at: divergence, not running or ready, failing or
     held probes, a run of failures short of the threshold, restarts. 0: nothing wrong."""
     score = 0
     cs = entry.status.lookup(c.name)
@@ -150,7 +151,7 @@ def recent_restarts(store: Store, uids: list[str], now: float) -> int:
 
 
 def ranked(store: Store, uids: list[str]) -> list[tuple[int, ContainerKey]]:
-    """The replicas' containers by how much they need looking at (`problem_score`), most
+    """Return the replicas' containers by how much they need looking at (`problem_score`), most
     first; equal ones in the order of `uids`."""
     scored: list[tuple[int, int, ContainerKey]] = []
     for uid in uids:
@@ -166,7 +167,7 @@ def ranked(store: Store, uids: list[str]) -> list[tuple[int, ContainerKey]]:
 
 
 def worst_member(store: Store, uids: list[str]) -> ContainerKey | None:
-    """The replica's container that most needs looking at (the first, where none does)."""
+    """Return the replica's container that most needs looking at (the first, where none does)."""
     order = ranked(store, uids)
     return order[0][1] if order else None
 

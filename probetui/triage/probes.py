@@ -1,5 +1,6 @@
-"""One workload's probes across its replicas: what the workload's probe view shows and the
-`WorkloadSummary` line counts.
+"""Gather one workload's probes across its replicas.
+
+What the workload's probe view shows and the `WorkloadSummary` line counts.
 
 Per container name and probe type: how many replicas pass, fail, are on hold (a liveness or
 startup failure acted on, waiting for the new container) or are unknown now (no result, or
@@ -15,11 +16,12 @@ import math
 from collections import Counter
 from typing import NamedTuple
 
+from probetui.keys import ContainerKey
 from probetui.prober.outcome import Kind
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
 from probetui.timeline.history import ProbeHistory
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import (
     PROBE_ORDER,
     Summary,
@@ -87,13 +89,13 @@ class WorkloadProbes(NamedTuple):
 
     @property
     def worst(self) -> ContainerKey | None:
-        """The replica's container that most needs looking at: the highest problem score
+        """Return the replica's container that most needs looking at: the highest problem score
         (`groups.problem_score`), else one that differs from the rest (a slow one)."""
         return self.replicas[0][1] if self.replicas else None
 
     @property
     def differing(self) -> bool:
-        """Whether anything sets the worst replica apart from the others."""
+        """Tell whether anything sets the worst replica apart from the others."""
         if not self.replicas:
             return False
         score, key = self.replicas[0]
@@ -101,7 +103,7 @@ class WorkloadProbes(NamedTuple):
 
 
 def percentile(sorted_values: list[float], p: float) -> float | None:
-    """The nearest-rank `p`th percentile of values sorted ascending (None for none)."""
+    """Return the nearest-rank `p`th percentile of values sorted ascending (None for none)."""
     if not sorted_values:
         return None
     rank = max(1, math.ceil(p / 100.0 * len(sorted_values)))
@@ -109,7 +111,7 @@ def percentile(sorted_values: list[float], p: float) -> float | None:
 
 
 def state_of(h: ProbeHistory | None) -> str:
-    """A replica's state on one probe now. Before its first attempt a probe has only its
+    """Return a replica's state on one probe now. Before its first attempt a probe has only its
     initial value (readiness Failure, liveness Success): nothing to judge the replica by yet."""
     if h is None or h.published is None or h.published is ResultValue.UNKNOWN:
         return UNKNOWN
@@ -157,7 +159,7 @@ def _kubelet_differ(
 
 
 def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> ProbeAcross:
-    """One probe of one container name over the replicas (`uids`) whose pods have it."""
+    """Return one probe of one container name over the replicas (`uids`) whose pods have it."""
     states: list[tuple[ContainerKey, str, str]] = []
     medians: dict[ContainerKey, float] = {}
     pooled: list[float] = []
@@ -218,7 +220,7 @@ def across(store: Store, uids: list[str], container: str, probe: ProbeType) -> P
 
 
 def workload_probes(store: Store, gid: str, uids: list[str], now: float) -> WorkloadProbes:
-    """Every probe of the workload across its replicas as of `now`, in the pods' container
+    """Return every probe of the workload across its replicas as of `now`, in the pods' container
     order, then startup, readiness, liveness."""
     names: dict[str, set[ProbeType]] = {}
     for uid in uids:

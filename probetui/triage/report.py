@@ -1,5 +1,7 @@
-"""The `WorkloadSummary` JSON line: a workload's summary and its probes across replicas, in the
-headless output's vocabulary (`timeline.events`), for a script to alert on.
+"""Write the `WorkloadSummary` JSON line, for a script to alert on.
+
+A workload's summary and its probes across replicas, in the headless output's vocabulary
+(`timeline.events`).
 
 One object per workload (a pod without a controller is a workload of kind `Pod`), with the
 keys every line has (`type`, `ts`, `namespace`, `pod`, `container`, `probe`, `source`; the
@@ -25,7 +27,7 @@ SOURCE = "probetui"
 # among probes as bad as each other, the one whose failure costs most is named
 _COST = {ProbeType.LIVENESS: 2, ProbeType.STARTUP: 1, ProbeType.READINESS: 0}
 # the work between two turns of the event loop while a tick is written: a key or an event
-# waits at most about this long for it (a whole tick at 15,000 pods took 0.89 s)
+# waits at most about this long for it, however large the fleet's tick
 SLICE_SECONDS = 0.02
 
 
@@ -54,7 +56,7 @@ def _probe_json(p: ProbeAcross) -> dict[str, Any]:
 
 
 def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
-    """The probe with the most replicas failing or held (the costliest at a tie); None where
+    """Return the probe with the most replicas failing or held (the costliest at a tie); None where
     none fails: unknown alone (nothing probed yet, or read-only) is in the counts, no alarm."""
     worst = max(
         probes,
@@ -67,7 +69,7 @@ def worst_probe(probes: tuple[ProbeAcross, ...]) -> ProbeAcross | None:
 
 
 def workload_summary(store: Store, gid: str, uids: list[str], now: float) -> dict[str, Any]:
-    """One workload's `WorkloadSummary` object."""
+    """Return one workload's `WorkloadSummary` object."""
     ns, kind, name = split_group(gid)
     view = workload_probes(store, gid, uids, now)
     s = view.summary
@@ -107,7 +109,7 @@ def _line(store: Store, gid: str, uids: list[str], now: float) -> str:
 
 
 def summary_lines(store: Store, now: float) -> list[str]:
-    """Every workload's line, in namespace, kind and name order."""
+    """Return every workload's line, in namespace, kind and name order."""
     return [_line(store, gid, uids, now) for gid, uids in workloads(store).items()]
 
 

@@ -1,4 +1,4 @@
-"""The Textual app: wires the engine, the store and the screens together.
+"""The Textual app wires the engine, the store and the screens together.
 
 `run(engine)` is the entry point the CLI calls. The engine runs as an asyncio task the app owns;
 it feeds the `Store` synchronously (no message per event reaches Textual), and the app polls

@@ -1,4 +1,4 @@
-"""The command palette's probetui commands: every enabled key binding, by its description.
+"""Offer every enabled key binding, by its description, in the command palette.
 
 Built from the screen's active bindings, so read-only mode's hidden actions are hidden here
 too and a remapped key shows its new key.

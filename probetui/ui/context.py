@@ -1,4 +1,4 @@
-"""What every widget reads: the store, the engine's controls, the clock and the time zone."""
+"""Give every widget what it reads: the store, the engine's controls, the clock, the time zone."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.status import PodSnapshot
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.controls import Controls
 from probetui.ui.describe import kubelet_played
 
@@ -50,7 +50,7 @@ class UIContext:
         return (entry.pod, c) if c is not None else None
 
     def kubelet_played(self, key: ContainerKey | None) -> str | None:
-        """Which kubelet release the pod's probes are played as, in words (`describe`)."""
+        """Tell which kubelet release the pod's probes are played as, in words (`describe`)."""
         entry = self.store.pods.get(key.pod_uid) if key is not None else None
         if entry is None:
             return None
@@ -58,7 +58,7 @@ class UIContext:
         return kubelet_played(runtime.configured_kubelet, runtime.node_kubelet(entry.pod))
 
     def not_probed(self, key: ProbeKey) -> str | None:
-        """Why the shadow does not run this probe (e.g. "not run: read-only"), or None."""
+        """Say why the shadow does not run this probe (e.g. "not run: read-only"), or None."""
         spec = self.container_spec(ContainerKey(key.pod_uid, key.container))
         if spec is None:
             return None

@@ -1,5 +1,6 @@
-"""What the UI needs from the engine: its runtime and the user's commands. The workers' state
-comes through the store (`probetui.timeline.store`), never from here.
+"""Define what the UI needs from the engine: its runtime and the user's commands.
+
+The workers' state comes through the store (`probetui.timeline.store`), never from here.
 
 `probetui.engine.Engine` satisfies it; tests may pass a stand-in that runs nothing.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.runtime.base import Runtime
 
 
@@ -24,5 +25,5 @@ class Controls(Protocol):
     def set_paused(self, key: ProbeKey, paused: bool) -> bool: ...
 
     def lateness(self) -> float:
-        """How far behind its ticks the prober runs (`probetui.prober.lateness`)."""
+        """Tell how far behind its ticks the prober runs (`probetui.prober.lateness`)."""
         ...

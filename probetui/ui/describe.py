@@ -1,8 +1,8 @@
-"""Words for what a probe's settings and state mean: the Threshold state pane's sentences.
+"""Put into words what a probe's settings and state mean: the Threshold state pane's sentences.
 
 Pure functions of the probe as written and the worker's counters, so they can be tested
-without a screen. `divergence_lines` says why the shadow and the kubelet disagree (issue 16,
-item 5), from a `Divergence` event's fields as the cluster runtime wrote them
+without a screen. `divergence_lines` says why the shadow and the kubelet disagree, from a
+`Divergence` event's fields as the cluster runtime wrote them
 (`runtime/kubernetes/divergence.py`: both verdicts, since when, the shadow's path and the
 likely reasons: path, timing, flakiness, vantage), for the pane and the details alike.
 """
@@ -47,7 +47,7 @@ def latency(seconds: float) -> str:
 
 
 def handler_text(probe: Probe) -> str:
-    """The handler as the pod's redacted copy has it (`probetui.redact`: the store holds no
+    """Return the handler as the pod's redacted copy has it (`probetui.redact`: the store holds no
     other), with the pod IP left symbolic."""
     if probe.exec is not None:
         return "exec " + shlex.join(probe.exec.command)
@@ -80,7 +80,7 @@ _MINOR = re.compile(r"v?1\.(\d+)")
 
 
 def kubelet_played(configured: str, node: NodeKubelet) -> str:
-    """Which kubelet release a pod's probes are played as, and why that one: its node's
+    """Tell which kubelet release a pod's probes are played as, and why that one: its node's
     `kubeletVersion` ("kubelet 1.37 (node b)"), the nearest modelled for a release outside
     them ("kubelet 1.33 (node a runs v1.31.4)"), or the configured one and why the node's is
     not known ("kubelet 1.35 (configured: nodes not read in read-only mode)")."""
@@ -98,7 +98,7 @@ def kubelet_played(configured: str, node: NodeKubelet) -> str:
 
 
 def threshold_title(played: str | None) -> str:
-    """The Threshold state pane's title, with the kubelet release played where known."""
+    """Return the Threshold state pane's title, with the kubelet release played where known."""
     return "Threshold state" if played is None else f"Threshold state · {played}"
 
 
@@ -108,12 +108,13 @@ def detect_seconds(probe: Probe) -> int:
 
 
 def startup_budget(probe: Probe) -> int:
-    """How long a container may take to start: initialDelaySeconds + period x failureThreshold."""
+    """Tell how long a container may take to start: initialDelaySeconds + period x
+    failureThreshold."""
     return probe.initial_delay_seconds + probe.period_seconds * probe.failure_threshold
 
 
 def on_failure(probe_type: ProbeType, pod: Pod, container: Container) -> tuple[str, str]:
-    """What a published Failure makes the kubelet do: the verb phrase, singular and plural."""
+    """Tell what a published Failure makes the kubelet do: the verb phrase, singular and plural."""
     if probe_type is ProbeType.READINESS:
         return "takes it out of service", "take it out of service"
     if restart_after_probe_kill(container, pod):
@@ -149,7 +150,8 @@ def run_words(
     result_run: int,
     on_hold: bool,
 ) -> str:
-    """The current run in words: "2 of 3 failures: the next failure restarts the container"."""
+    """Return the current run in words: "2 of 3 failures: the next failure restarts the
+    container"."""
     fail_t, ok_t = probe.failure_threshold, probe.success_threshold
     fails = on_failure(probe_type, pod, container)
     oks = on_success(probe_type)
@@ -183,7 +185,7 @@ def run_words(
 def divergence_lines(
     fields: dict[str, object], cleared: str | None = None, since: str | None = None
 ) -> list[str]:
-    """The disagreement in one line, then one line per likely reason (the reasons are long:
+    """Return the disagreement in one line, then one line per likely reason (the reasons are long:
     each gets the width, in the pane and, wider, in the details). `cleared`: the
     DivergenceCleared message when the two agree again; `since`: when it began, as a clock."""
     head = str(fields.get("message") or "the shadow and the kubelet disagree")

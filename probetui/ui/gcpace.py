@@ -1,27 +1,23 @@
 """Keeps full garbage collections away from key presses.
 
 A full collection walks every live Python object. With thousands of probe workers, their
-histories and the widget tree, that is 100,000+ objects and 50-170 ms: long enough to push a
-key press's repaint past 100 ms when it lands at the wrong moment. Nearly all of those objects
+histories and the widget tree, that is long enough to push a key press's repaint past its goal
+(docs/performance.md, The screen) when it lands at the wrong moment. Nearly all of those objects
 live as long as the process, so they are frozen out of the collector's way (`gc.freeze`):
 
 - the young freeze, every couple of seconds whatever the keys do: the young generations are
-  collected (a few thousand objects, about a millisecond) and what survives is frozen. In front
-  of a cluster every pod's status is replaced every few seconds; without this the new objects
-  pile up unfrozen and the collector's own full passes walk them all again, 18 of up to 171 ms
-  in 40 s of benchmarks/fleet with keys every 0.2-0.5 s;
+  collected (a short pass) and what survives is frozen. In front of a cluster every pod's status
+  is replaced every few seconds; without this the new objects pile up unfrozen and the
+  collector's own full passes walk them all again (guarded by benchmarks/fleet.py);
 - the full pass, at a quiet moment (no key for a while): everything is unfrozen, collected
   once and frozen again, so that cycles that died while frozen are freed. It runs when pods
   have come or gone and every 20 s given a quiet moment; and, so that memory stays bounded
-  when keys never stop, every `force` seconds (two minutes) whatever the keys do. In
-  benchmarks/fleet the collector's own full passes free 5,000-10,000 objects of cyclic garbage
-  every few seconds; what of that dies frozen waits for the next full pass, and the longer the
-  wait the longer the pass: with keys every 0.2-0.5 s for 150 s, peak RSS went 194 -> 269 MB
-  and the forced pass at 2 min took 952 ms. Nearly all of it was Textual's strips holding
-  themselves in their own caches, which `ui/strips.py` stops (benchmarks/ui, the pass forced
-  every 60 s: 10,000-23,000 objects and 104-139 ms a pass, from 191,000-394,000 and
-  265-438 ms). Frequent quiet passes keep each one short; a key stream that never pauses for
-  2 s still pays the forced pass, now about the walk of the live heap.
+  when keys never stop, every `force` seconds (two minutes) whatever the keys do. Cyclic
+  garbage that dies frozen waits for the next full pass, and the longer the wait the larger
+  the heap and the longer the pass; Textual's strips holding themselves in their own caches
+  were most of it, which `ui/strips.py` stops (guarded by benchmarks/ui.py and
+  benchmarks/fleet.py). Frequent quiet passes keep each one short; a key stream that never
+  pauses for 2 s still pays the forced pass, about the walk of the live heap.
 
 Frozen objects are still freed by reference counting; only cycles among them wait for the
 next full pass.

@@ -1,5 +1,4 @@
-"""The screen's vocabulary of glyphs and colours (docs/screen.md), in one place for widgets
-and help.
+"""Define the screen's glyphs and colours (docs/screen.md), in one place for widgets and help.
 
 Colour repeats what the glyph says and is never the only carrier of it: the screen reads in
 monochrome. Every glyph is one terminal cell wide, so a timeline column is one cell. The

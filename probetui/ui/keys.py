@@ -1,4 +1,4 @@
-"""Every key of the app, as Bindings with ids so a keymap can remap them (`App.set_keymap`).
+"""Define every key of the app, as Bindings with ids so a keymap can remap them.
 
 The help screen and the command palette list these same bindings, so what they show is what
 the keys do.
@@ -90,7 +90,7 @@ RESERVED = {
 
 
 def shown(app: App[object], binding_id: str) -> str:
-    """The first key in force for `binding_id` as the footer writes it (`^t`), for the hints
+    """Return the first key in force for `binding_id` as the footer writes it (`^t`), for the hints
     that name a key in a title or the top bar, so a remapped key is named as remapped."""
     keymap: dict[str, str] = getattr(app, "keymap_in_force", {})
     keys = keymap.get(binding_id)

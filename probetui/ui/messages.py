@@ -1,4 +1,4 @@
-"""Messages between the widgets and the screen. Low rate only: user actions, never store events."""
+"""Carry messages between the widgets and the screen. Low rate only: user actions, never events."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from probetui.timeline.store import ContainerKey
+from probetui.keys import ContainerKey
 
 
 @dataclass

@@ -1,21 +1,21 @@
-"""Screen updates paced from the last frame, not from a fixed grid of ticks.
+"""Pace screen updates from the last frame, not from a fixed grid of ticks.
 
 Textual draws a screen on a timer at most MAX_FPS times a second (`Screen._update_timer`).
 Its timer keeps a grid of ticks from when it started, and when a tick comes after a pause
 (a refresh asked for between grid points) it skips ahead to the grid point after the next
 one (`Timer._run`: `count = int(elapsed / interval + 1)`, then waits for `count + 1`). The
-frame after an unscheduled one therefore comes 17-33 ms later, not 17: every key whose
-repaint takes two frames (the filter box's character at once, the list re-filtered when its
-Changed message has gone round) waited about 33 ms for the second one, most of the filter
-figure of `benchmarks.fleet`. `PacedTimer` keeps the same ceiling on the rate, counted from
+frame after an unscheduled one therefore comes up to two intervals later, not one, and every
+key whose repaint takes two frames (the filter box's character at once, the list re-filtered
+when its Changed message has gone round) would wait that long for the second one (guarded by
+`benchmarks.fleet`'s filter figure). `PacedTimer` keeps the same ceiling on the rate, counted from
 the last frame: a frame asked for at least an interval after the last is drawn at once, one
 asked for sooner is drawn an interval after the last.
 
 A key press is what someone waits on, so the frames asked for just after one (`hasten`:
 `HASTE` seconds, the key's own and the one that follows when its work takes two) are drawn
 as soon as asked for, at most `MIN_GAP` apart: the ceiling holds back the polls' and the
-engine's repaints, which came within an interval before the key's about half the time and
-made its frame wait up to that interval (`benchmarks.fleet`: to the terminal p90 10 ms).
+engine's repaints, which come within an interval before the key's about half the time and
+would make its frame wait up to that interval (guarded by `benchmarks.fleet`).
 """
 
 from __future__ import annotations

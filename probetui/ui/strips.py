@@ -1,13 +1,13 @@
-"""Textual's strips without the reference cycles two of their caches make.
+"""Keep Textual's strips free of the reference cycles two of their caches make.
 
 A Textual `Strip` memoizes its operations in caches of its own, and two of them can answer
 with the strip itself, which the cache then holds: `divide` at the strip's own length (the
 compositor divides every line it draws at its regions' cuts, and a line one region wide gives
 `[self]`) and `crop_extend` to its own length. A strip in such a cycle is not freed by
 reference counting when the screen drops it; it waits for the cyclic collector with its
-segments and its seven caches. At 1,000 containers with keys every 0.2-0.6 s
-(`benchmarks/ui`) that was 190,000 objects a minute, 95% of the UI's cyclic garbage, and what
-of it died frozen (`ui/gcpace.py`) was what made the forced full pass take 0.27-0.69 s.
+segments and its seven caches. Such strips are nearly all of the UI's cyclic garbage, and
+what of it dies frozen (`ui/gcpace.py`) makes the forced full pass long (guarded by
+`benchmarks/ui`).
 
 `install` answers those two cases before the cache is reached: the same strips come back, and
 nothing refers to itself. It changes Textual's class once per process, and leaves it alone

@@ -1,5 +1,6 @@
-"""The themes a user can pick (`theme:` in the config file, `--theme`, the palette's Theme
-command): Textual's built-in ones and probetui's own.
+"""Offer the themes a user can pick: Textual's built-in ones and probetui's own.
+
+They are chosen by `theme:` in the config file, `--theme`, or the palette's Theme command.
 
 probetui's themes keep the borders and the cursor quiet, so that the glyphs' own colours
 (green, yellow, red: `glyphs.py`) are what the eye goes to; a colour never carries meaning

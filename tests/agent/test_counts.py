@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from probetui.agent.counts import CountsJoin, ShadowProbe
 from probetui.agent.kubelet import KubeletCounts
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.spec.model import ProbeType
 from probetui.stream.rows import PodNames
 

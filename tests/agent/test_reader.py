@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from probetui.agent.manifest import NAMESPACE
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
 from tests.agent.bench import Reader, read_stream, running_agent
@@ -99,6 +99,11 @@ async def test_read_only_viewer_reads_the_agent_and_sends_only_reads(
         install(api, AGENT, run.agent.address[1])
         async with running_view(api, tmp_path, read_only=True, token=token) as view:
             await until(lambda: len(attempts(view.sink)) >= 2)
+            # nodes are not read in read-only mode: the pod's release is its agent's kubelet's
+            # (KubernetesRuntime.node_kubelet)
+            pod = next(p.pod for p in view.engine.pods.values() if p.pod.name == "web")
+            node = view.runtime.node_kubelet(pod)
+            assert (node.node, node.version) == (NODE, kubelet.version)
     # shadow attempts come from the agent: no "not run: read-only allows no port-forward"
     assert not view.sink.of("ProbeNotRun")
     assert all(e.fields["via"] == "agent" for e in attempts(view.sink))

@@ -234,7 +234,7 @@ async def test_every_proxied_request_of_a_read_only_view_is_a_get_of_the_stream(
             assert refused is not None
             # probe now through the agent would be a POST: refused before anything is sent
             key = next(iter(view.runtime.agents.node_of))
-            from probetui.prober.worker import ProbeKey
+            from probetui.keys import ProbeKey
             from probetui.spec.model import ProbeType
 
             probe = ProbeKey(key, "app", ProbeType.READINESS)

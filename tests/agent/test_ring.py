@@ -8,10 +8,11 @@ import pytest
 
 from probetui.agent import ring as ring_module
 from probetui.agent.ring import BODY, CHUNK, BlobEntry, Ring, RowEntry
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.stream.rows import row_parts
 from probetui.timeline.events import record_event

@@ -14,7 +14,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from probetui.agent.runtime import EXEC_NOT_RUN
+from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from tests.agent.bench import Reader, attempts, dump, read_stream, running_agent
 from tests.agent.conftest import NODE, READ_TOKEN, SA_TOKEN, FakeKubelet
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
@@ -237,3 +237,36 @@ async def test_a_kubelet_that_refuses_is_one_note_and_the_shadow_goes_on(
         # (a reader that came while it held got the note, then its clearing: an empty text)
         assert later.of("counts") and all(n["text"] == "" for n in later.of("note")[-1:])
         assert any("read again" in line for line in run.said)
+
+
+async def test_a_kubelet_version_read_late_reaches_the_readers_already_attached(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+) -> None:
+    # Agent._read_version: a kubelet that did not answer at the agent's start is asked again at
+    # each scrape, and readers attached meanwhile get its version in a frame of its own
+    kubelet.version = "v1.33.7"
+    kubelet.status = 503
+    async with running_agent(
+        api, tmp_path, sa_dir, read_token, kubelet.port, scrape_every=0.2
+    ) as run:
+        reader = Reader()
+        attached = asyncio.Event()
+
+        def told(r: Reader) -> bool:
+            attached.set()
+            return bool(r.of("kubelet"))
+
+        first = asyncio.create_task(read_stream(run.url, reader, until=told, timeout=10))
+        await asyncio.wait_for(attached.wait(), 10)
+        assert reader.frames[0]["kubeletVersion"] is None
+        kubelet.status = None
+        assert await first == 200
+        assert [(f["node"], f["version"]) for f in reader.of("kubelet")] == [(NODE, "v1.33.7")]
+        assert run.agent.runtime.kubelet_version == "v1.33.7"
+        later = Reader()
+        await read_stream(run.url, later, until=lambda r: bool(r.frames), timeout=10)
+        assert later.frames[0]["kubeletVersion"] == "v1.33.7"

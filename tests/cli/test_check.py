@@ -76,7 +76,7 @@ async def test_http_success_json(web_app: int) -> None:
 
 
 async def test_http_failure_event_leaves_body_out(web_app: int) -> None:
-    """§13.8 / issue 99425: the event says the status code only, not the body."""
+    """§13.8 / kubernetes#99425: the event says the status code only, not the body."""
     code, out, _ = await probetui(
         "check", "--http-get", f"http://127.0.0.1:{web_app}/fail", "--probe", "readiness", "--json"
     )

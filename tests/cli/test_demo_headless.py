@@ -1,4 +1,4 @@
-"""Issue 4's acceptance run: `probetui demo --no-ui --output jsonl --duration 40`.
+"""Run the demo headless, `probetui demo --no-ui --output jsonl --duration 40`, end to end.
 
 Real time on purpose (40 s, the one long test of the suite): the demo's services are real
 processes on loopback and the point is that every behaviour shows up within the duration.

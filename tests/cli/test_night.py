@@ -1,5 +1,5 @@
-"""Issue 14's "done when", in miniature: a flapping pod recorded headless, replayed to the moment
-of its first kill, and asked what `failureThreshold: 5` would have changed.
+"""Record a flapping pod headless, replay it to the moment of its first kill, and ask what
+`failureThreshold: 5` would have changed: the night's story in miniature.
 
 A real container (a Python HTTP server on 127.0.0.1) answers 500 for 3 s of every 17 s of wall
 time from 4 s after the launch; its liveness probe (period 1 s, failureThreshold 2) sees two failures in each such window,

@@ -1,4 +1,4 @@
-"""`--summary DURATION` (issue 16, item 6): the cluster view headless against the API emulator
+"""`--summary DURATION`: the cluster view headless against the API emulator
 writes a `WorkloadSummary` line per workload every DURATION beside the event lines; read-only,
 it still sends only get/list/watch; bad values are one line and exit 2 before anything runs."""
 

@@ -148,7 +148,7 @@ def test_jitter_adds_up_to_factor_times_delay_when_a_source_is_given() -> None:
 
 
 def test_doBackOff_without_exited_instance_starts_at_once_and_records_nothing() -> None:
-    """First start, and the first crash restart (issue #133472): no entry, no Next."""
+    """First start, and the first crash restart (kubernetes#133472): no entry, no Next."""
     b = crash_loop_backoff()
     check = do_back_off(b, KEY, last_exit_finished_at=None, now=5.0)
     assert check == BackOffCheck(in_backoff=False, delay=0.0, retry_at=None)

@@ -137,7 +137,7 @@ def test_computePodActions_reads_the_cache_not_the_spec() -> None:
         ("Always", None, True),
         ("OnFailure", None, True),
         ("", None, True),
-        # v1.35 ContainerRestartRules beta (PR #134631): a set container policy decides
+        # v1.35 ContainerRestartRules beta (kubernetes#134631): a set container policy decides
         ("Never", "Always", True),
         ("Never", "OnFailure", True),
         ("Always", "Never", False),

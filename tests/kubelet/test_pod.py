@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.kubelet import backoff as bo
 from probetui.kubelet import kuberuntime as kr
 from probetui.kubelet.pod import PodKubelet
@@ -23,7 +24,7 @@ from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey, Worker
+from probetui.prober.worker import Worker
 from probetui.simulate import synthetic_attempt
 from probetui.spec.model import (
     Container,
@@ -473,7 +474,7 @@ def test_simulate_orders_init_containers_and_sidecars() -> None:
     assert [(e["container"], e["exitCode"]) for e in exited] == [("setup", 0)]
 
 
-# -- issue 13: corrections against upstream ------------------------------------------------
+# -- corrections against upstream ----------------------------------------------------------
 
 
 def test_liveness_success_does_not_sync_pod_kubelet_go_syncLoopIteration() -> None:

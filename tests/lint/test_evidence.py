@@ -1,4 +1,4 @@
-"""The evidence rules (issue 15, item 2): a hit and a near miss each, on synthetic histories
+"""Pin the evidence rules: a hit and a near miss each, on synthetic histories
 (`simulate`'s kubelet model, edited where the model's app cannot answer that way) and on real
 recording files read back through `probetui lint --recording`."""
 
@@ -367,8 +367,8 @@ def test_store_evidence_gives_the_recordings_findings() -> None:
 def test_the_live_advisor_reads_the_last_attempts_only() -> None:
     """A probe at period 1 s for an hour: the advisor reads its last ATTEMPTS, and the history
     starts there (before it, that probe's answers would be missing)."""
+    from probetui.keys import ContainerKey
     from probetui.lint.live import ATTEMPTS, Advisor
-    from probetui.timeline.store import ContainerKey
 
     pod = web(readiness=probe(period=1, failure=1))
     events = simulate(pod, _flapping(24), 3600)

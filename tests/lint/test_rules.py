@@ -11,8 +11,8 @@ from probetui.lint import RULES, load, run, select
 from probetui.lint.model import Finding
 
 CORPUS = Path(__file__).parent / "corpus"
-# the rules whose messages carry what `simulate` showed (issue 15: "each backed by a simulated
-# consequence"); success-threshold-not-one and invalid-spec quote the API server instead
+# the rules whose messages carry what `simulate` showed (each model rule is backed by a
+# simulated consequence); success-threshold-not-one and invalid-spec quote the API server instead
 SIMULATED = {r.id for r in RULES.values() if r.simulated and not r.needs_evidence}
 # the evidence rules' corpora are histories, not manifests: tests/lint/test_evidence.py
 MANIFEST_RULES = sorted(r.id for r in RULES.values() if not r.needs_evidence)

@@ -203,7 +203,7 @@ async def test_spec_13_8_attempt_fields_on_success(d1_server: LoopbackServer) ->
 
 
 async def test_spec_13_8_failure_keeps_body_out_of_output(d1_server: LoopbackServer) -> None:
-    """§13.8 / issue 99425: the failure message leaves the body out; the Attempt keeps it."""
+    """§13.8 / kubernetes#99425: the failure message leaves the body out; the Attempt keeps it."""
     attempt = await http.probe(d1_server.url("/fail"))
     assert attempt.output == "HTTP probe failed with statuscode: 500"
     assert attempt.status_code == 500

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile, profile_for
 from probetui.prober.clock import VirtualClock
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated
-from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger, Worker
+from probetui.prober.worker import ProbeRecord, Trigger, Worker
 from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
 from tests.prober.fixtures import (
     CONTAINER,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.kubelet.profile import KubeletProfile, profile_for
 from probetui.prober.clock import SimClock
 from probetui.prober.manager import Manager, is_container_started
@@ -16,7 +17,6 @@ from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated
 from probetui.prober.worker import (
     EXEC_CONTEXT_CANCELED,
-    ProbeKey,
     ProbeRecord,
     Worker,
     can_inherit_probe_state,

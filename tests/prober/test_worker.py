@@ -352,7 +352,7 @@ def test_a22_inside_grace_publishes_initial_value() -> None:
 
 
 def test_a22_replaced_container_does_not_inherit() -> None:
-    """§8.3 (PR #141487, 1.38 on): the API pod must list the same container ID to inherit
+    """§8.3 (kubernetes#141487, 1.38 on): the API pod must list the same container ID to inherit
     state."""
     w = _restarted_worker(
         ProbeType.READINESS, -3600.0, api_same_id=False, profile=profile_for("1.38")
@@ -362,7 +362,7 @@ def test_a22_replaced_container_does_not_inherit() -> None:
 
 
 def test_a23_restarted_sidecar_keeps_startup_success() -> None:
-    """§8.4 (issue #136910): a started sidecar's startup worker seeds Success on adoption."""
+    """§8.4 (kubernetes#136910): a started sidecar's startup worker seeds Success on adoption."""
     c = Container(
         CONTAINER, kind=ContainerKind.INIT, restart_policy="Always", startup_probe=probe()
     )

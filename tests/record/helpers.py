@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from probetui.engine import Engine
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Trigger
+from probetui.prober.worker import ProbeRecord, Trigger
 from probetui.record.recorder import Recorder
 from probetui.record.schema import SessionMeta
 from probetui.record.shapes import Template

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.record import reader
 from probetui.record.reader import Recording, open_recording
 from probetui.record.recorder import Recorder

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey
 from probetui.record.reader import open_recording
 from probetui.record.recorder import Recorder
 from probetui.replay.feed import feed, lookback, published

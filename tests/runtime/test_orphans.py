@@ -1,4 +1,4 @@
-"""No child outlives probetui, however probetui ends (issue 19, item 3): `probetui demo --no-ui`
+"""No child outlives probetui, however probetui ends: `probetui demo --no-ui`
 and `probetui local MANIFEST --no-ui` run as real processes, every descendant is collected from
 /proc before probetui is killed, and each must be gone within a few seconds after.
 

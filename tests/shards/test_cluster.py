@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.probe.util import ReachError
-from probetui.prober.worker import ProbeKey
 from probetui.shards.cluster import ShardReach, reach_settings
 from probetui.shards.live import make_engine, shards_problem
 from probetui.shards.pool import ShardPool

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from probetui.prober.worker import ProbeKey, Trigger
+from probetui.keys import ProbeKey
+from probetui.prober.worker import Trigger
 from probetui.redact import MASK
 from probetui.shards.pool import ShardPool
 from probetui.spec.model import Container, HTTPGetAction, HTTPHeader, Pod, Probe, ProbeType

@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from probetui.prober.worker import ProbeKey, Trigger
+from probetui.keys import ProbeKey
+from probetui.prober.worker import Trigger
 from probetui.runtime.local.runtime import LocalRuntime
 from probetui.shards.placement import shard_of
 from probetui.shards.pool import ShardPool

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, Running
-from probetui.prober.worker import ProbeKey
 from probetui.runtime.kubernetes import divergence
 from probetui.shards.fed import ManagerProxy
 from probetui.shards.verdicts import Verdicts, gone_frame, verdict_frame

@@ -41,7 +41,7 @@ READY_HTTP = {"readinessProbe": {**HTTP, "periodSeconds": 5, "failureThreshold":
 
 def test_http_status_per_window_and_no_body_in_the_failure_do_http_probe() -> None:
     """DoHTTPProbe: 200-299 is Success with the body, any code from 400 a Failure whose output
-    names the code and never the body (issue 99425)."""
+    names the code and never the body (kubernetes#99425)."""
     r = scripted(
         READY_HTTP,
         duration=30,

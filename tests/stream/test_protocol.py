@@ -10,11 +10,12 @@ import sys
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger, WorkerState
+from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import PodReader, PodWriter, event_frame, event_from_frame

@@ -8,11 +8,12 @@ from dataclasses import replace
 
 import pytest
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodStatus
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import event_frame

@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetui.engine import Sink
+from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.outcome import outcome_label
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated, Waiting
-from probetui.prober.worker import INITIAL_VALUE, ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import INITIAL_VALUE, ProbeRecord, Skip, Trigger
 from probetui.spec.model import HTTPGetAction, Pod, Probe, ProbeType, TCPSocketAction
 from probetui.timeline.events import KUBELET, SHADOW, Event, attempt_fields
 

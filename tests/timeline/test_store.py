@@ -7,14 +7,15 @@ import tracemalloc
 
 import pytest
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, ProbeRecord, Skip, Trigger
+from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event
 from probetui.timeline.history import Kind
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from tests.record.helpers import assert_same_store
 from tests.timeline.synth import T0, Synth
 

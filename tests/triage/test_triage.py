@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 from probetui.engine import Sink
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod, Probe, ProbeType
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import recent_restarts, workloads, worst_member
 from probetui.triage.probes import FAIL, HOLD, PASS, UNKNOWN, percentile, workload_probes
 from probetui.triage.report import summary_lines, workload_summary

@@ -11,8 +11,9 @@ import asyncio
 from datetime import UTC
 from typing import Any
 
+from probetui.keys import ProbeKey
 from probetui.probe.base import Result
-from probetui.prober.worker import ProbeKey, Skip
+from probetui.prober.worker import Skip
 from probetui.redact import MASK, redact_pod
 from probetui.runtime.base import Runtime, RuntimeHost
 from probetui.spec.model import (

@@ -1,5 +1,5 @@
-"""The lint advice live (issue 15, item 3) and the divergence reasons where they show (issue 16,
-item 5), with the Pilot on the synthetic store: the threshold pane lists the selected probe's
+"""Show the lint advice live and the divergence reasons where they show, with the Pilot on
+the synthetic store: the threshold pane lists the selected probe's
 findings worst first, says why the shadow and the kubelet disagree, and a key (remappable)
 opens the what-if of a proposed setting, replayed over the session's history."""
 
@@ -9,9 +9,10 @@ from typing import Any
 
 from textual.widgets import Static
 
+from probetui.keys import ContainerKey
 from probetui.lint.live import REFRESH, Advisor
 from probetui.timeline.events import Event
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.describe import divergence_lines
 from probetui.ui.screens.main import MainScreen
 from probetui.ui.screens.whatif import WhatIfScreen

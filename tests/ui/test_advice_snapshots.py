@@ -13,8 +13,8 @@ from typing import Any
 
 from textual.app import App, ComposeResult
 
+from probetui.keys import ContainerKey
 from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerKey
 from probetui.ui.context import UIContext
 from probetui.ui.screens.whatif import WhatIfScreen
 from probetui.ui.widgets.threshold import ThresholdPane

@@ -6,8 +6,7 @@ from pathlib import Path
 
 from textual.command import CommandPalette
 
-from probetui.prober.worker import ProbeKey
-from probetui.timeline.store import ContainerKey
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.ui.commands import ProbeCommands
 from probetui.ui.screens.help import HelpScreen
 from probetui.ui.screens.main import MainScreen

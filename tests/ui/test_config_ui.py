@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.command import CommandPalette
 
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.ui.screens.help import HelpScreen
 from probetui.ui.themes import PROBETUI_THEMES
 from probetui.ui.widgets.header import TopBar

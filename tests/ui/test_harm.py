@@ -3,9 +3,9 @@ triggers a kill says the run that reached the threshold (docs/screen.md, Thresho
 
 from __future__ import annotations
 
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey
 from probetui.ui.screens.main import MainScreen, harmful_probe
 from probetui.ui.widgets.attempts import AttemptLog
 from probetui.ui.widgets.timeline import Timeline

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probetui.prober.worker import ProbeKey
+from probetui.keys import ProbeKey
 from probetui.timeline.events import Event
 from probetui.ui.widgets.header import TopBar
 from probetui.ui.widgets.threshold import ThresholdPane, counts_line

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC
 
+from probetui.keys import ContainerKey
 from probetui.runtime.base import NodeKubelet
 from probetui.spec.model import Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.app import ProbeApp
 from probetui.ui.describe import kubelet_played, threshold_title
 from probetui.ui.screens.main import MainScreen

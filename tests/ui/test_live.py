@@ -9,8 +9,9 @@ import asyncio
 import time
 
 from probetui.engine import Engine
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.worker import ProbeKey, Trigger
+from probetui.prober.worker import Trigger
 from probetui.runtime.base import Runtime, RuntimeEvent, RuntimeHost
 from probetui.spec.model import (
     Container,
@@ -22,7 +23,7 @@ from probetui.spec.model import (
     TCPSocketAction,
 )
 from probetui.timeline.history import Kind
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.app import ProbeApp
 from probetui.ui.widgets.attempts import AttemptLog
 from probetui.ui.widgets.threshold import ThresholdPane

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC
 
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.app import ProbeApp
 from probetui.ui.screens.main import MainScreen
 from probetui.ui.widgets.rows import RowIndex

@@ -1,5 +1,5 @@
-"""The Workloads list's row index (issue 16, Measure: filter and sort under 50 ms at 2,000
-pods): kept up to date from one listing to the next, it answers as a walk of every pod would."""
+"""The Workloads list's row index, kept up to date from one listing to the next, answers as a
+walk of every pod would."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import random
 
 import pytest
 
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import group_id, problem_score
 from probetui.ui.widgets.rows import SORTS, Listing, Row, RowIndex, build_rows
 from tests.timeline.synth import T0, Synth

@@ -147,7 +147,7 @@ def test_the_demo_in_a_real_terminal(terminal: Terminal, tmp_path: Path) -> None
     terminal.wait(lambda s: "PROBETUI-EXIT=0" in s, seconds=20)
 
 
-# -- issue 16: the fleet at a glance --------------------------------------------------------
+# -- the fleet at a glance ------------------------------------------------------------------
 
 
 def list_lines(screen: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The workload's probe view (issue 16, item 4): the cursor on a workload's line shows its
+"""The workload's probe view: the cursor on a workload's line shows its
 probes across replicas in place of one container's panes; `w` goes to the worst replica's
 line and timeline. Snapshots at 160x45 and 80x24, and in monochrome."""
 
@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod, Probe, TCPSocketAction
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.ui.widgets.workload_probes import WorkloadProbeView
 from tests.timeline.synth import T0, Synth
 from tests.ui.fakes import R, http, make_app

@@ -1,11 +1,12 @@
-"""The Workloads list at cluster scale (issue 16): one line per container, problems first, the
+"""The Workloads list at cluster scale shows one line per container, problems first, the
 jumps to the next problem, the fleet summary, and the columns at 80 and 160 columns."""
 
 from __future__ import annotations
 
 import pytest
 
-from probetui.timeline.store import ContainerKey, Store
+from probetui.keys import ContainerKey
+from probetui.timeline.store import Store
 from probetui.ui.widgets.header import TopBar
 from probetui.ui.widgets.rows import columns, fit, header_text, label
 from probetui.ui.widgets.workloads import WorkloadHeader, WorkloadList
@@ -353,3 +354,26 @@ async def test_keys_that_come_in_one_read_after_slash_are_the_filter() -> None:
         screen = main(app)
         assert screen.filter_box.value == "api" and screen.filter_box.has_focus
         assert app.query_one(WorkloadList).filter == "api"
+
+
+async def test_the_cursor_stops_on_every_line_and_at_either_end() -> None:
+    app, _, _ = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        wl = app.query_one(WorkloadList)
+        last = len(wl.rows) - 1
+        assert wl.cursor == 0
+        await pilot.press("k")  # up at the first line: it stays
+        assert wl.cursor == 0
+        await pilot.press("j", "j")  # one line a key, none skipped
+        assert wl.cursor == 2
+        await pilot.press("pagedown")  # a page past the end stops on the last line
+        assert wl.cursor == last
+        await pilot.press("j")  # down at the last line: it stays
+        assert wl.cursor == last
+        await pilot.press("pageup")
+        assert wl.cursor == 0
+        await pilot.press("end")
+        assert wl.cursor == last
+        await pilot.press("home")
+        assert wl.cursor == 0

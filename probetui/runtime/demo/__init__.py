@@ -1,5 +1,7 @@
-"""The bundled demo for `probetui demo`: small services (`services.py`) and the Pod manifest
-that runs them under the local runtime (`demo.yaml`, filled in by `manifest.py`).
+"""Bundle the demo for `probetui demo`: small services and the Pod manifest that runs them.
+
+The services are `services.py`'s; the manifest is `demo.yaml`, filled in by `manifest.py` and
+run under the local runtime.
 
 The manifest half is imported on first use, so that starting a demo service (`python -m
 probetui.runtime.demo.services`) does not load the YAML parser and the Pod model.

@@ -1,4 +1,4 @@
-"""What every demo service shares: loopback binding, one-line logs, and stopping on a signal."""
+"""Share what every demo service needs: loopback binding, one-line logs, stopping on a signal."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _bind_error(port: int, exc: OSError) -> PortTaken:
 
 
 def bind_loopback(port: int) -> socket.socket:
-    """A TCP socket bound to 127.0.0.1:`port` (0 lets the OS choose), not yet listening.
+    """Return a TCP socket bound to 127.0.0.1:`port` (0 lets the OS choose), not yet listening.
 
     Bound but not listening refuses connections, exactly like a port nobody has opened, which is
     what a probe should see while an app is still starting; binding early still reports a taken
@@ -92,7 +92,8 @@ def bound_port(sock: socket.socket) -> int:
 
 
 def stop_on_signals() -> asyncio.Event:
-    """An event set by SIGTERM or SIGINT: how the kubelet (and Ctrl-C) asks a container to stop."""
+    """Return an event set by SIGTERM or SIGINT: how the kubelet (and Ctrl-C) asks a container to
+    stop."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 

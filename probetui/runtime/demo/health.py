@@ -1,5 +1,6 @@
-"""The gRPC demo service: the standard health service, with one named service that flips to
-NOT_SERVING on a schedule while the server as a whole ("") stays SERVING."""
+"""Serve the standard gRPC health service, one named service flipping to NOT_SERVING on a schedule.
+
+The server as a whole ("") stays SERVING."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The bundled demo manifest: `demo.yaml` with the Python, free ports and a health-file path
-filled in, parsed into Pods like any user manifest."""
+"""Fill in the bundled demo manifest and parse it into Pods like any user manifest.
+
+`demo.yaml` gets the Python, free ports and a health-file path."""
 
 from __future__ import annotations
 
@@ -31,12 +32,12 @@ _PICK_ATTEMPTS = 64
 
 
 def template_text() -> str:
-    """The manifest template as shipped, placeholders and comments included."""
+    """Return the manifest template as shipped, placeholders and comments included."""
     return resources.files(__package__).joinpath(_TEMPLATE).read_text(encoding="utf-8")
 
 
 def demo_port_names(template: str | None = None) -> tuple[str, ...]:
-    """The names `ports` may use: one per pod that listens, in manifest order."""
+    """Return the names `ports` may use: one per pod that listens, in manifest order."""
     text = template_text() if template is None else template
     return tuple(
         dict.fromkeys(m[2] for m in _PLACEHOLDER.finditer(text) if m[1] == "port" and m[2])
@@ -70,7 +71,7 @@ def _yaml_string(value: str) -> str:
 
 
 def _source_root() -> str:
-    """What the demo services need on PYTHONPATH to import this very probetui, or "".
+    """Tell what the demo services need on PYTHONPATH to import this very probetui, or "".
 
     From a checkout (or an editable install) the children must import the same code as the
     parent, whatever their working directory. An installed probetui is importable anyway, and
@@ -83,7 +84,8 @@ def _source_root() -> str:
 
 
 def default_health_file() -> str:
-    """A path of its own per demo, under the temp directory; the exec-file service creates it."""
+    """Return a path of its own per demo, under the temp directory; the exec-file service creates
+    it."""
     return str(Path(tempfile.gettempdir()) / f"probetui-demo-{secrets.token_hex(4)}" / "healthy")
 
 
@@ -93,8 +95,8 @@ def demo_manifest_text(
     *,
     health_file: str | None = None,
 ) -> str:
-    """The demo manifest, ready for `probetui local`: `python` runs the services, `ports` fixes
-    some ports by pod name (see `demo_port_names`), every other port is a free one.
+    """Return the demo manifest, ready for `probetui local`: `python` runs the services, `ports`
+    fixes some ports by pod name (see `demo_port_names`), every other port is a free one.
 
     Raises ValueError for an unknown pod name or a port out of range.
     """
@@ -140,6 +142,6 @@ def load_demo(
     *,
     health_file: str | None = None,
 ) -> list[Pod]:
-    """The demo's Pods, validated, with free ports unless `ports` fixes them."""
+    """Return the demo's Pods, validated, with free ports unless `ports` fixes them."""
     text = demo_manifest_text(python, ports, health_file=health_file)
     return parse_pods(text, source=DEMO_SOURCE)

@@ -1,4 +1,4 @@
-"""Small demo services for `probetui demo`, one per kind, each a real server on 127.0.0.1.
+"""Run small demo services for `probetui demo`, one per kind, each a real server on 127.0.0.1.
 
     python -m probetui.runtime.demo.services KIND [options]
 

@@ -1,4 +1,4 @@
-"""The HTTP demo services: flapping readiness, a slow starter, a redirect and a slow answer.
+"""Serve the HTTP demo: flapping readiness, a slow starter, a redirect and a slow answer.
 
 A deliberately tiny HTTP/1.1 server on asyncio streams: one request per connection (the kubelet
 sends `Connection: close`), a bounded request head, and `Connection: close` on every answer.

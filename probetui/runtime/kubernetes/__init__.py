@@ -1,4 +1,4 @@
-"""The cluster source: connect like kubectl, watch pods and events, shadow the kubelets.
+"""Source a cluster: connect like kubectl, watch pods and events, shadow the kubelets.
 
 - `config`: the connect options, context, namespace, in-cluster; builds API clients;
   `kubeconfig` reads and merges the kubeconfig files as client-go does; `credential_plugin`

@@ -1,4 +1,4 @@
-"""The cluster view reading the node agents: one stream per node, into the engine's sinks.
+"""Read the node agents for the cluster view: one stream per node, into the engine's sinks.
 
 `AgentReader` is what `KubernetesRuntime` holds with `--via agent` or `auto`: it watches the
 agents' pods (`agents.AgentDirectory`), reads the read token once (and again when an agent
@@ -7,12 +7,7 @@ a pod the view shows. A node it covers stays covered for the run: a cut, an agen
 replaced, a fault, each is waited out and resumed, never handed back to the view's own workers
 (which would count the same probes twice).
 
-A `NodeStream` is a GET of `pods/AGENT:PORT/proxy/v1/stream` through the view's own API client
-(the read-only guard admits exactly that path of a checked agent), with `X-Probetui-Token`,
-long-lived. It asks for rows, `pods=` the UIDs it shows in full (all of the node's pods the view
-shows when they do not fit `POD_QUERY_BUDGET`, then filtered here) and `since=` the `at` of the
-last frame it took, so a stream cut and opened again, even on a replaced agent, shows nothing
-twice and misses nothing the agent kept (docs/agents.md, "Stamps, resuming, nothing twice").
+Each `NodeStream` (`node_stream.py`) reads one node's agent, resumed where it stopped.
 
 What the agent sends becomes what the view's own shadow would have made:
 
@@ -29,357 +24,50 @@ What the agent sends becomes what the view's own shadow would have made:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from probetui.agent.server import TOKEN_HEADER
+from probetui.agent.manifest import TOKEN_HEADER
+from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, WorkerState
+from probetui.prober.worker import WorkerState
 from probetui.runtime.kubernetes.agents import (
-    READER_FIX,
     AgentDirectory,
     AgentPod,
     AgentProblem,
     list_problem,
     read_token,
 )
-from probetui.runtime.kubernetes.guard import ReadOnlyViolation
 from probetui.runtime.kubernetes.kubelet_counts import WINDOW, CountsJudge
-from probetui.runtime.kubernetes.proxy import api_forbidden, api_path_error, pod_proxy_prefix
+from probetui.runtime.kubernetes.node_stream import (
+    CONNECT_TIMEOUT,
+    MODES,
+    POD_QUERY_BUDGET,
+    PROBE_PATH,
+    REFUSED_RETRY,
+    STREAM_PATH,
+    Fault,
+    NodeStream,
+    base_url,
+    one_line,
+    read_capped,
+)
+from probetui.runtime.kubernetes.proxy import api_forbidden, pod_proxy_prefix
 from probetui.spec.model import ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import event_from_frame
 from probetui.stream.reader import lines
 from probetui.stream.rows import ROWS, WORKER, RowReader
-from probetui.timeline.events import EVENTS_DROPPED, SHADOW, WORKER_STATE, Event
+from probetui.timeline.events import SHADOW, WORKER_STATE, Event
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
 
 log = logging.getLogger(__name__)
-
-STREAM_PATH = "v1/stream"
-PROBE_PATH = "v1/probe"
-# UIDs named in `pods=` at most this many characters: the agent reads request lines of 4 KiB
-POD_QUERY_BUDGET = 3000
-# the agent says `late` every 5 s and the API server flushes every 200 ms: a quiet stream is dead
-READ_IDLE = 30.0
-CONNECT_TIMEOUT = 10.0
-BACKOFF_FIRST = 0.5
-BACKOFF_CAP = 10.0
-# a refusal (RBAC, a token the agent does not take) is not retried at once
-REFUSED_RETRY = 30.0
-# how long a change of the wanted pods waits for more before the stream is opened again
-REOPEN_AFTER = 1.0
-MODES = ("agent", "auto")
-
-
-class Fault(Exception):
-    """Why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
-    before trying again (None: the back-off), `token` when the read token was refused."""
-
-    def __init__(self, text: str, wait: float | None = None, token: bool = False) -> None:
-        super().__init__(text)
-        self.text = text
-        self.wait = wait
-        self.token = token
-
-
-@dataclass
-class NodeStream:
-    """One node's agent stream, opened again after every cut, resumed from `last_at`."""
-
-    node: str
-    reader: AgentReader
-    last_at: float | None = None
-    agent_start: float | None = None  # the hello's `start` of the agent last read
-    agent_uid: str = ""  # the agent pod last read
-    connections: int = 0
-    live: bool = False
-    wanted: frozenset[str] | None = None  # UIDs asked for in `pods=` (None: every pod)
-    reopen: asyncio.Event = field(default_factory=asyncio.Event)
-    frames: int = 0
-    dropped: int = 0
-    notes: dict[str, str] = field(default_factory=dict)  # topic -> text in force
-    _reopen_due: asyncio.TimerHandle | None = None
-
-    async def run(self) -> None:
-        delay = BACKOFF_FIRST
-        while True:
-            pod = self.reader.directory.of(self.node)
-            if pod is None:
-                self.reader.say_once(self.node, f"node {self.node}: {self._no_agent()}")
-                await self.reader.agent_changed(self.node)
-                continue
-            fault: Fault | None = None
-            try:
-                if await self._read(pod):
-                    continue  # opened again for other pods: at once, nothing missed
-                fault = Fault(f"node {self.node}: the stream of agent pod {pod.name} ended")
-            except asyncio.CancelledError:
-                raise
-            except Fault as f:
-                fault = f
-            except ReadOnlyViolation as e:  # a bug: the guard admits every path asked here
-                fault = Fault(f"node {self.node}: {e}", wait=REFUSED_RETRY)
-            except (aiohttp.ClientError, OSError, TimeoutError, p.ProtocolError) as e:
-                fault = Fault(
-                    f"node {self.node}: the stream of agent pod {pod.name} was cut "
-                    f"({_one_line(e)}); resuming"
-                )
-            cut = self.live
-            self.live = False
-            for event in self.reader.counts.gap(self.node):
-                self.reader.publish(event)
-            if fault.token:
-                await self.reader.refresh_token()
-            if cut:
-                # a stream that had gone live was healthy: resume at once, quietly
-                delay = BACKOFF_FIRST
-                log.info("%s", fault.text)
-            else:
-                self.reader.say_once(self.node, fault.text)
-            wait = fault.wait if fault.wait is not None else delay
-            delay = min(BACKOFF_CAP, delay * 2)
-            await self.reader.wait_or_change(self.node, wait, self.reopen)
-
-    def reopen_soon(self) -> None:
-        """Open the stream again (its query changed) in `REOPEN_AFTER`, with what is wanted
-        then: changes meanwhile ride on the same reopening."""
-        if self._reopen_due is not None:
-            return
-        self._reopen_due = asyncio.get_running_loop().call_later(REOPEN_AFTER, self._reopen_now)
-
-    def _reopen_now(self) -> None:
-        self._reopen_due = None
-        self.reopen.set()
-
-    def _no_agent(self) -> str:
-        d = self.reader.directory
-        rejected = "; ".join(f"{n}: {why}" for n, why in sorted(d.rejected.items())[:3])
-        return (
-            f"no Ready agent pod of the DaemonSet probetui-agent here "
-            f"{'(' + rejected + ') ' if rejected else ''}"
-            "(is the DaemonSet rolling? `kubectl -n "
-            f"{d.namespace} get pods -o wide`); the view waits for one"
-        )
-
-    def query(self) -> dict[str, str]:
-        q = {"rows": "1"}
-        if self.last_at is not None:
-            q["since"] = repr(self.last_at)
-        if self.wanted is not None:
-            q["pods"] = ",".join(sorted(self.wanted))
-        if self.reader.focus is not None:
-            q["summary"] = "1"  # the screen shows the others' state from summaries
-        return q
-
-    async def _read(self, pod: AgentPod) -> bool:
-        """One connection, until it ends (False) or the pods wanted change (True)."""
-        reader = self.reader
-        self.wanted = reader.query_pods(self.node)
-        self.reopen.clear()
-        api = reader.api
-        assert api is not None
-        url = reader.url(pod, STREAM_PATH)
-        headers = {TOKEN_HEADER: reader.token or "", "Accept": "application/x-ndjson"}
-        queries: list[Any] = []
-        await api.update_params_for_auth(headers, queries, ["BearerToken"])
-        session: aiohttp.ClientSession = api.rest_client.pool_manager
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=CONNECT_TIMEOUT, sock_read=READ_IDLE
-        )
-        self.connections += 1
-        async with session.get(
-            url, params=self.query(), headers=headers, timeout=timeout, allow_redirects=False
-        ) as resp:
-            if resp.status != 200:
-                raise self._refusal(pod, resp.status, await _read_capped(resp))
-            reading = asyncio.ensure_future(self._frames(pod, resp))
-            reopen = asyncio.ensure_future(self.reopen.wait())
-            try:
-                await asyncio.wait({reading, reopen}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                reopen.cancel()
-                if not reading.done():
-                    # between two reads: no frame is half taken, and what the socket held
-                    # comes again from `since`
-                    reading.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await reading
-            if reading.cancelled():
-                return True
-            reading.result()
-            return False
-
-    def _refusal(self, pod: AgentPod, status: int, body: bytes) -> Fault:
-        """A non-200 answer as one line: the API server's own, or the agent's."""
-        where = f"node {self.node}"
-        ns = self.reader.directory.namespace
-        forbidden = api_forbidden(status, body)
-        if forbidden is not None:
-            return Fault(
-                f"{where}: cannot read its agent: {forbidden} ({READER_FIX.format(ns=ns)})",
-                wait=REFUSED_RETRY,
-            )
-        path_error = api_path_error(status, body)
-        if path_error is not None:
-            return Fault(f"{where}: agent pod {pod.name}: {path_error}; retrying")
-        text = body.decode("utf-8", "replace").strip().splitlines()
-        said = text[0][:200] if text else f"HTTP {status}"
-        if status == 401:
-            return Fault(
-                f"{where}: agent pod {pod.name} refused the read token ({said}): the Secret "
-                "probetui-agent-read and the token the agent mounted differ (the kubelet "
-                "updates a mounted Secret within a minute or two; else apply the manifest "
-                "again)",
-                wait=REFUSED_RETRY,
-                token=True,
-            )
-        if status == 404:
-            return Fault(
-                f"{where}: agent pod {pod.name} is gone ({said}); waiting for its successor"
-            )
-        if status == 503:
-            return Fault(f"{where}: agent pod {pod.name}: {said}", wait=REFUSED_RETRY)
-        return Fault(f"{where}: agent pod {pod.name} answered {status}: {said}")
-
-    async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
-        reader = self.reader
-        rows = RowReader()
-        first = True
-        async for batch in lines(resp.content):  # type: ignore[arg-type]
-            for line in batch:
-                frame = p.loads(line)
-                if first:
-                    first = False
-                    self._hello(pod, frame)
-                    continue
-                self.frames += 1
-                kind = frame["k"]
-                if kind == ROWS:
-                    at = frame.get("at")
-                    if self._seen(at):
-                        continue
-                    for event in rows.events(frame):
-                        reader.take(self.node, event)
-                    self._advance(at)
-                elif kind == WORKER:
-                    rows.declare(frame)
-                elif kind == p.EVENT:
-                    at = frame.get("at")
-                    if self._seen(at):
-                        continue
-                    reader.take(self.node, event_from_frame(frame))
-                    self._advance(at)
-                elif kind == p.COUNTS:
-                    if reader.shows(str(frame.get("uid"))):
-                        for event in reader.counts.frame(self.node, frame):
-                            reader.publish(event)
-                elif kind == p.NOTE:
-                    self._note(frame)
-                elif kind == p.SUMMARY:
-                    uid = str(frame.get("uid"))
-                    if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
-                        reader.summary(self.node, frame)
-                elif kind == p.LIVE:
-                    if not self.live:
-                        self.live = True
-                        reader.healthy(self.node)
-                elif kind == p.DROPPED:
-                    self._dropped(frame)
-                elif kind == p.FAIL:
-                    raise Fault(
-                        f"node {self.node}: agent pod {pod.name}: {frame.get('message')}; resuming"
-                    )
-
-    def _hello(self, pod: AgentPod, frame: dict[str, Any]) -> None:
-        try:
-            p.check_hello(frame)
-        except p.VersionMismatch:
-            raise Fault(
-                f"node {self.node}: agent pod {pod.name} speaks stream protocol version "
-                f"{frame.get('v')!r} (probetui {frame.get('probetui', '?')}), this probetui "
-                f"{p.VERSION}: run the same probetui version as the agents (upgrade one or the "
-                "other: `probetui agent --print-manifest --image ...`)",
-                wait=REFUSED_RETRY * 4,
-            ) from None
-        if frame.get("role") != "agent":
-            raise Fault(
-                f"node {self.node}: pod {pod.name} is no probetui agent", wait=REFUSED_RETRY
-            )
-        start = frame.get("start")
-        if self.agent_start is not None and start != self.agent_start:
-            # another agent process (restarted or replaced): its counts start a new span
-            for event in self.reader.counts.gap(self.node):
-                self.reader.publish(event)
-        kept = frame.get("kept")
-        if (
-            self.last_at is not None
-            and isinstance(kept, int | float)
-            and kept > self.last_at
-            and (self.agent_uid == pod.uid or self.agent_start == start)
-        ):
-            self.reader.say(
-                f"node {self.node}: agent pod {pod.name} no longer keeps what it published "
-                f"between {_clock(self.last_at)} and {_clock(kept)}: those attempts are "
-                "missing here (its --retain)"
-            )
-        if self.agent_uid and pod.uid != self.agent_uid:
-            log.info("node %s: agent pod %s replaced by %s", self.node, self.agent_uid, pod.uid)
-        self.agent_start = start if isinstance(start, int | float) else None
-        self.agent_uid = pod.uid
-        version = frame.get("kubeletVersion")
-        if isinstance(version, str) and version:
-            self.reader.kubelet_versions[self.node] = version
-
-    def _seen(self, at: Any) -> bool:
-        """A frame stamped at or before the last one taken: never shown twice."""
-        return isinstance(at, int | float) and self.last_at is not None and at <= self.last_at
-
-    def _advance(self, at: Any) -> None:
-        if isinstance(at, int | float) and math.isfinite(at):
-            self.last_at = float(at)
-
-    def _note(self, frame: dict[str, Any]) -> None:
-        topic = str(frame.get("topic") or "")
-        text = str(frame.get("text") or "")
-        before = self.notes.get(topic, "")
-        if text == before:
-            return
-        if text:
-            self.notes[topic] = text
-            self.reader.say(text if self.node in text else f"node {self.node}: {text}")
-        else:
-            self.notes.pop(topic, None)
-            what = "the kubelet's counts are read again" if topic == "kubelet-counts" else topic
-            self.reader.say(f"node {self.node}: {what}")
-
-    def _dropped(self, frame: dict[str, Any]) -> None:
-        n = int(frame.get("n", 0))
-        fresh, self.dropped = n - self.dropped, n
-        if fresh <= 0:
-            return
-        fields = {
-            "node": self.node,
-            "count": fresh,
-            "total": n,
-            "byType": dict(frame.get("by") or {}),
-        }
-        self.reader.publish(
-            Event(EVENTS_DROPPED, time.time(), "", "", "", None, None, SHADOW, fields)
-        )
-        self.reader.say(
-            f"node {self.node}: its agent dropped {fresh} events this view read too slowly "
-            "(the recording marks the gap: EventsDropped)"
-        )
 
 
 class AgentReader:
@@ -692,12 +380,12 @@ class AgentReader:
                 timeout=aiohttp.ClientTimeout(total=CONNECT_TIMEOUT),
                 allow_redirects=False,
             ) as resp:
-                body = await _read_capped(resp)
+                body = await read_capped(resp)
                 status = resp.status
         except asyncio.CancelledError:
             raise
         except Exception as e:
-            return f"{what}: {_one_line(e)}"
+            return f"{what}: {one_line(e)}"
         if status == 200:
             return None
         forbidden = api_forbidden(status, body)
@@ -738,9 +426,7 @@ class AgentReader:
                     self.url(pod, STREAM_PATH), params=params, headers=headers
                 ) as resp:
                     if resp.status != 200:
-                        return None, stream._refusal(
-                            pod, resp.status, await _read_capped(resp)
-                        ).text
+                        return None, stream._refusal(pod, resp.status, await read_capped(resp)).text
                     rows = RowReader()
                     first = True
                     async for batch in lines(resp.content):  # type: ignore[arg-type]
@@ -780,13 +466,13 @@ class AgentReader:
         except TimeoutError:
             return latest, "" if latest else f"no attempt within {timeout:g}s"
         except (aiohttp.ClientError, OSError, p.ProtocolError) as e:
-            return None, f"node {node}: agent pod {pod.name}: {_one_line(e)}"
+            return None, f"node {node}: agent pod {pod.name}: {one_line(e)}"
         return latest, "" if latest else "the stream ended"
 
     def url(self, pod: AgentPod, path: str) -> str:
         assert self.api is not None
         host = self.api.configuration.host
-        return f"{_base(host)}{pod_proxy_prefix(host, pod.namespace, pod.name, pod.port)}/{path}"
+        return f"{base_url(host)}{pod_proxy_prefix(host, pod.namespace, pod.name, pod.port)}/{path}"
 
     # -- what comes -----------------------------------------------------------------------
 
@@ -825,35 +511,11 @@ class AgentReader:
         return self.streams.keys()
 
 
-def _base(host: str) -> str:
-    from yarl import URL
-
-    return str(URL(host).with_path("").with_query(None)).rstrip("/")
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return text or type(e).__name__
-
-
-def _clock(t: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(t))
-
-
-async def _read_capped(resp: aiohttp.ClientResponse, limit: int = 4096) -> bytes:
-    body = b""
-    with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-        while len(body) < limit and (chunk := await resp.content.read(limit - len(body))):
-            body += chunk
-    return body
-
-
 __all__ = [
     "MODES",
     "POD_QUERY_BUDGET",
     "PROBE_PATH",
     "STREAM_PATH",
-    "TOKEN_HEADER",
     "AgentReader",
     "Fault",
     "NodeStream",

@@ -1,4 +1,4 @@
-"""The node agents, as the cluster view finds them: which pod serves which node, and the token.
+"""Find the node agents as the cluster view sees them: which pod serves which node, and the token.
 
 A reader does not trust a pod because of its name. The agents' namespace (`probetui`, or
 `--agent-namespace`) is watched for pods labelled as agents, and each is checked before it is
@@ -40,6 +40,12 @@ READER_FIX = (
     "bind the probetui-reader Role of `probetui agent --print-manifest` to this user in "
     "namespace {ns}"
 )
+# what the view says of an exec probe of an agent-covered pod, and the agent of its own
+EXEC_NOT_RUN = (
+    "not run: an exec probe runs its command in the container, which needs pods/exec or the "
+    "node's CRI socket, and the agent is given neither; the kubelet's own counts of it are in "
+    "the counts frames"
+)
 
 
 class AgentProblem(Exception):
@@ -64,7 +70,7 @@ class AgentPod:
 
     @property
     def proxy_name(self) -> str:
-        """The pods/proxy name: `NAME:PORT`."""
+        """Return the pods/proxy name: `NAME:PORT`."""
         return f"{self.name}:{self.port}"
 
 
@@ -99,7 +105,7 @@ def _stream_port(spec: dict[str, Any]) -> int:
 
 
 def check_agent(obj: dict[str, Any], namespace: str) -> tuple[AgentPod | None, str]:
-    """The agent pod `obj` is, or None and why it is not one to read (a few words)."""
+    """Return the agent pod `obj` is, or None and why it is not one to read (a few words)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -186,12 +192,12 @@ class AgentDirectory:
         return self.by_node.get(node)
 
     def why_not(self, node: str) -> str:
-        """Why no agent serves `node`, in a few words."""
+        """Say why no agent serves `node`, in a few words."""
         return f"no Ready agent pod of the DaemonSet {AGENT_DAEMONSET} on node {node}"
 
 
 async def read_token(core: Any, namespace: str) -> str:
-    """The read token from the Secret (a plain GET); AgentProblem says what stopped it."""
+    """Return the read token from the Secret (a plain GET); AgentProblem says what stopped it."""
     try:
         resp = await core.read_namespaced_secret(
             READ_SECRET, namespace, _preload_content=False, _request_timeout=TOKEN_TIMEOUT
@@ -231,7 +237,7 @@ async def read_token(core: Any, namespace: str) -> str:
 
 
 def list_problem(e: BaseException, namespace: str) -> AgentProblem:
-    """What a failed list of the agent pods means, and the fix."""
+    """Tell what a failed list of the agent pods means, and the fix."""
     lasting = isinstance(e, ApiStatusError) and e.status in (401, 403, 404)
     if isinstance(e, ApiStatusError) and e.status == 403:
         return AgentProblem(
@@ -247,6 +253,7 @@ __all__ = [
     "AGENT_DAEMONSET",
     "AGENT_NAMESPACE",
     "AGENT_SELECTOR",
+    "EXEC_NOT_RUN",
     "READ_SECRET",
     "AgentDirectory",
     "AgentPod",

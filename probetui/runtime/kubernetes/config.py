@@ -141,11 +141,11 @@ class ClusterTarget:
 
     @property
     def token_source(self) -> TokenSource | None:
-        """Where this target's bearer token comes from, once a client has been made."""
+        """Tell where this target's bearer token comes from, once a client has been made."""
         return self._auth.source
 
     async def client_configuration(self) -> Configuration:
-        """A kubernetes-asyncio Configuration for this target (runs exec credential plugins).
+        """Return a kubernetes-asyncio Configuration for this target (runs exec credential plugins).
 
         Its `refresh_api_key_hook` keeps the bearer token fresh (credentials.py).
         """
@@ -231,7 +231,7 @@ class ClusterTarget:
             )
 
     async def api_client(self, *, websocket: bool = False) -> ApiClient:
-        """A client for this target; with `--read-only` the guard is installed before return.
+        """Return a client for this target; with `--read-only` the guard is installed before return.
 
         Every API client of the cluster source comes from here, so none escapes the guard.
         `websocket` gives the `WsApiClient` that exec and port-forward use.
@@ -366,7 +366,7 @@ def resolve(
     environ: Mapping[str, str] | None = None,
     service_account_dir: Path = SERVICE_ACCOUNT_DIR,
 ) -> ClusterTarget:
-    """The cluster, user and namespace to use, as kubectl would pick them.
+    """Return the cluster, user and namespace to use, as kubectl would pick them.
 
     `environ` (default `os.environ`) and `service_account_dir` are injectable for tests.
     Raises KubeconfigError.

@@ -1,5 +1,6 @@
-"""Exec credential plugins: run a kubeconfig user's plugin once and read its ExecCredential,
-as client-go's exec authenticator does (`plugin/pkg/client/auth/exec/exec.go`).
+"""Run a kubeconfig user's exec credential plugin once and read its ExecCredential.
+
+It does what client-go's exec authenticator does (`plugin/pkg/client/auth/exec/exec.go`).
 
 Run here rather than by kubernetes-asyncio, whose runner has no time limit and cannot be
 cancelled without leaving the child behind. When to run it again (on expiry, after a 401) is
@@ -159,7 +160,7 @@ def _exec_cluster(who: str, cluster: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def with_credential(user: Mapping[str, Any], credential: Credential) -> dict[str, Any]:
-    """The user entry with the plugin's answer in place of `exec`."""
+    """Return the user entry with the plugin's answer in place of `exec`."""
     answer = {k: v for k, v in user.items() if k != "exec"}
     if credential.token:
         answer["token"] = credential.token

@@ -1,4 +1,4 @@
-"""Bearer tokens that stay valid: exec credential plugins run again, token files read again.
+"""Keep bearer tokens valid: exec credential plugins run again, token files read again.
 
 client-go never holds a token for good. Its exec authenticator
 (`plugin/pkg/client/auth/exec/exec.go`) runs the plugin again once the answer's
@@ -66,7 +66,7 @@ class Credential:
 
 class TokenSource(Protocol):
     async def token(self) -> str | None:
-        """The token to send now, refreshed first when it is due."""
+        """Return the token to send now, refreshed first when it is due."""
         ...
 
     def unauthorized(self, sent: str | None, started: float) -> None:
@@ -175,7 +175,7 @@ class FileTokenSource:
 
 
 def refresh_hook(source: TokenSource) -> Callable[[Any], Awaitable[None]]:
-    """A `refresh_api_key_hook` for kubernetes-asyncio's Configuration."""
+    """Return a `refresh_api_key_hook` for kubernetes-asyncio's Configuration."""
 
     async def hook(configuration: Any) -> None:
         token = await source.token()

@@ -1,4 +1,4 @@
-"""Divergence: where the shadow's published result and the kubelet's verdict part ways.
+"""Find where the shadow's published result and the kubelet's verdict part ways: divergence.
 
 The verdicts compared are container `ready` for readiness and `started` for startup; liveness
 has no verdict in the status. Where the two differ for longer than one period and 1.5 s (the
@@ -246,8 +246,8 @@ def verdicts(
         if container.probe(probe_type) is None:
             continue
         worker = manager.get_worker(pod.uid, container.name, probe_type)
-        judged = worker is not None and worker.container_id == cs.container_id and worker.judged
-        value = results.get(cs.container_id) if judged else None
+        own = worker is not None and worker.container_id == cs.container_id and worker.result_is_own
+        value = results.get(cs.container_id) if own else None
         out.append((probe_type, None if value is None else value is ResultValue.SUCCESS, kubelet))
     return out
 

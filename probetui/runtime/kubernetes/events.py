@@ -1,4 +1,4 @@
-"""core/v1 Events about pods (raw JSON dicts) to `RuntimeEvent`s, counted once each.
+"""Turn core/v1 Events about pods (raw JSON dicts) into `RuntimeEvent`s, counted once each.
 
 Message formats are the kubelet's (v1.35):
 
@@ -197,7 +197,7 @@ def _positive(value: object) -> int | None:
 
 
 def parse_event(obj: Mapping[str, Any]) -> ObservedEvent | None:
-    """A core/v1 Event dict, or None when it is not about a Pod."""
+    """Return a core/v1 Event dict, or None when it is not about a Pod."""
     involved = _dict(obj.get("involvedObject"))
     if _str(involved.get("kind")) != "Pod":
         return None
@@ -285,7 +285,7 @@ class EventCounter:
 
 
 def kubelet_event(event: ObservedEvent, pod: Pod, increment: int, now: float) -> RuntimeEvent:
-    """The engine's event for `increment` new occurrences of `event` on `pod`.
+    """Return the engine's event for `increment` new occurrences of `event` on `pod`.
 
     `type` is the event's reason (Unhealthy, ProbeWarning, Killing, BackOff, Started, ...);
     `now` stands in for an event that carries no time at all.

@@ -1,4 +1,4 @@
-"""`--read-only`, enforced where every request must pass: the HTTP connector of the API client.
+"""Enforce `--read-only` where every request must pass: the HTTP connector of the API client.
 
 Which layer, and why there:
 
@@ -104,7 +104,7 @@ class AgentReadPaths:
             self._paths = frozenset().union(*self._by_pod.values())
 
     def allows(self, path: str) -> bool:
-        """Whether `path` (decoded, the server's prefix stripped) is an admitted read path."""
+        """Tell whether `path` (decoded, the server's prefix stripped) is an admitted read path."""
         return path in self._paths
 
     def __len__(self) -> int:
@@ -138,13 +138,14 @@ def _has_upgrade(headers: Mapping[str, str]) -> bool:
 
 
 def server_prefix(server: str) -> str:
-    """The path of a server URL before the API ("/k8s/clusters/c-1"; "" for none), decoded."""
+    """Return the path of a server URL before the API ("/k8s/clusters/c-1"; "" for none),
+    decoded."""
     path = unquote(urlsplit(server).path).rstrip("/")
     return path if path.strip("/") else ""
 
 
 def server_path_problem(server: str) -> str | None:
-    """Why read-only cannot take a server URL's path as a mere prefix, or None when it can."""
+    """Say why read-only cannot take a server URL's path as a mere prefix, or None when it can."""
     return prefix_problem(server_prefix(server))
 
 
@@ -214,7 +215,7 @@ def api_path(path: str) -> ApiPath:
 
 
 def _forbidden(info: ApiPath) -> str | None:
-    """Why a GET of this API path is not read-only, or None."""
+    """Say why a GET of this API path is not read-only, or None."""
     if info.legacy_proxy:
         return "proxy reaches into pods, services and nodes"
     if info.subresource in FORBIDDEN_SUBRESOURCES:
@@ -229,7 +230,7 @@ def refusal(
     prefix: str = "",
     agents: AgentReadPaths | None = None,
 ) -> str | None:
-    """Why read-only mode refuses this request, or None when it may go.
+    """Say why read-only mode refuses this request, or None when it may go.
 
     `raw_path` is the path as sent (percent-encoded); it is decoded as the API server decodes it.
     `prefix` is the server URL's own path (`server_prefix`), stripped first. `agents`: the node

@@ -1,5 +1,6 @@
-"""The kubeconfig files as client-go reads them (`tools/clientcmd/loader.go`), and
-`KubeconfigError`, the one error of setting up a connection.
+"""Read the kubeconfig files as client-go does (`tools/clientcmd/loader.go`).
+
+`KubeconfigError` is the one error of setting up a connection.
 
 - Files: `--kubeconfig PATH` alone (it must exist); else every file in `KUBECONFIG` (split on
   `os.pathsep`, duplicates dropped, missing files skipped); else `~/.kube/config`.
@@ -64,12 +65,13 @@ class KubeconfigError(RuntimeFailure):
 
 
 def one_line(error: object) -> str:
-    """An error's text, or a parser's, on one line, as every KubeconfigError is."""
+    """Return an error's text, or a parser's, on one line, as every KubeconfigError is."""
     return " ".join(str(error).split())
 
 
 def kubeconfig_files(flag: str | None, environ: Mapping[str, str]) -> list[str]:
-    """The files to read, in order: the --kubeconfig `flag`, else KUBECONFIG, else the default."""
+    """Return the files to read, in order: the --kubeconfig `flag`, else KUBECONFIG, else the
+    default."""
     if flag:
         path = os.path.expanduser(flag)
         if not os.path.exists(path):
@@ -84,7 +86,7 @@ def kubeconfig_files(flag: str | None, environ: Mapping[str, str]) -> list[str]:
 
 
 def _read_file(path: str) -> dict[str, Any] | None:
-    """One kubeconfig file as a mapping; None when it does not exist."""
+    """Return one kubeconfig file as a mapping; None when it does not exist."""
     try:
         text = yaml_safe.read_text(path, encoding="utf-8")
     except FileNotFoundError:
@@ -196,7 +198,7 @@ class Merged:
 
 
 def merge(paths: list[str]) -> Merged:
-    """The files in order, merged as client-go merges them; missing files are skipped."""
+    """Return the files in order, merged as client-go merges them; missing files are skipped."""
     merged = Merged()
     for path in paths:
         data = _read_file(path)
@@ -264,7 +266,8 @@ def _ca_bytes(cluster: Mapping[str, Any]) -> bytes:
 
 
 def cluster_identity(cluster: Mapping[str, Any]) -> ClusterIdentity | None:
-    """The identity of one `cluster` entry (paths already resolved); None without a server."""
+    """Return the identity of one `cluster` entry (paths already resolved); None without a
+    server."""
     server = cluster.get("server")
     if not isinstance(server, str) or not server:
         return None
@@ -280,7 +283,7 @@ def cluster_identity(cluster: Mapping[str, Any]) -> ClusterIdentity | None:
 
 
 def identity_of(merged: Merged) -> dict[str, ClusterIdentity]:
-    """Every context of the merged files, by name, to its cluster's identity (contexts whose
+    """Return every context of the merged files, by name, to its cluster's identity (contexts whose
     cluster is missing or has no server are left out)."""
     out: dict[str, ClusterIdentity] = {}
     for name, context in merged.contexts.items():

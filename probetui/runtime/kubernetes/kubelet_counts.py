@@ -1,4 +1,4 @@
-"""The kubelet's own probe counts, from the node agents' `counts` frames, beside the shadow's.
+"""Set the kubelet's own probe counts, from the node agents' `counts` frames, beside the shadow's.
 
 Each `counts` frame holds, per probe, the kubelet's `prober_probe_total` by result and the
 agent's worker's own count of the same, both cumulative (docs/stream.md, "counts"). Here
@@ -41,7 +41,7 @@ class _Window:
     start: float  # the `t` of the frame it starts at
     first: dict[str, Any]  # that frame
     last: dict[str, Any]  # the latest frame in it
-    judged: bool = True  # every span in it seen whole by the agent, both sides counting
+    comparable: bool = True  # every span in it seen whole by the agent, both sides counting
 
 
 @dataclass(slots=True)
@@ -73,7 +73,7 @@ class CountsJudge:
             del self._probes[key]
 
     def frame(self, node: str, frame: dict[str, Any]) -> list[Event]:
-        """A `counts` frame from the agent on `node`: the events it completes."""
+        """Return a `counts` frame from the agent on `node`: the events it completes."""
         try:
             key = (str(frame["uid"]), str(frame["c"]), str(frame["probe"]))
             t = float(frame["t"])
@@ -89,13 +89,13 @@ class CountsJudge:
             return []
         if t <= float(w.last["t"]):
             return []  # the same scrape again (a resumed stream sends the latest counts)
-        whole, judged = _span(w.last, frame)
+        whole, comparable = _span(w.last, frame)
         if not whole:
             out = self._close(probe)
             probe.window = _Window(t, frame, frame)
             return out
         w.last = frame
-        w.judged = w.judged and judged
+        w.comparable = w.comparable and comparable
         if t - w.start < self.window:
             return []
         out = self._close(probe)
@@ -103,7 +103,7 @@ class CountsJudge:
         return out
 
     def _close(self, probe: _Probe) -> list[Event]:
-        """The window's KubeletProbeCounts, and its verdict where it can be judged."""
+        """Return the window's KubeletProbeCounts, and its verdict where it can be judged."""
         w = probe.window
         if w is None or w.last is w.first:
             return []
@@ -120,10 +120,10 @@ class CountsJudge:
             "node": probe.node,
             "via": "agent",
         }
-        judged = w.judged and kubelet is not None and shadow is not None
-        fields["judged"] = judged
+        comparable = w.comparable and kubelet is not None and shadow is not None
+        fields["judged"] = comparable  # the event's key (docs/agents.md)
         out = [_event(KUBELET_COUNTS, t, last, fields, KUBELET)]
-        if not judged:
+        if not comparable:
             return out
         assert kubelet is not None and shadow is not None
         nk, ns = sum(kubelet.values()), sum(shadow.values())
@@ -175,7 +175,7 @@ class CountsJudge:
 
 
 def _span(before: dict[str, Any], after: dict[str, Any]) -> tuple[bool, bool]:
-    """(whether the span between two frames was seen whole, whether it can be judged)."""
+    """(whether the span between two frames was seen whole, whether both sides' counts compare)."""
     if before.get("since") != after.get("since"):
         return False, False  # the agent restarted
     if before.get("kubeletStart") != after.get("kubeletStart"):

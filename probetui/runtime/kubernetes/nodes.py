@@ -1,4 +1,4 @@
-"""Which kubelet version probes each pod: the `kube-probe/X.Y` its probes carry.
+"""Tell which kubelet version probes each pod: the `kube-probe/X.Y` its probes carry.
 
 A kubelet sends its own version in the User-Agent of every HTTP and gRPC probe (request.go,
 grpc.go), and nodes of one cluster can run different ones during an upgrade. The shadow sends
@@ -46,12 +46,12 @@ class NodeVersions(Relisted):
         self.node_of.pop(pod_uid, None)
 
     def known(self, pod_uid: str) -> str | None:
-        """The kubelet version of the pod's node where it has been read; asks for nothing."""
+        """Return the kubelet version of the pod's node where it has been read; asks for nothing."""
         node = self.node_of.get(pod_uid)
         return None if node is None else self.versions.get(node)
 
     def of(self, pod_uid: str) -> str | None:
-        """The kubelet version of the pod's node, or None (not scheduled, not readable)."""
+        """Return the kubelet version of the pod's node, or None (not scheduled, not readable)."""
         node = self.node_of.get(pod_uid)
         if node is None:
             return None
@@ -78,7 +78,7 @@ class NodeVersions(Relisted):
 
 
 def releases_played(versions: dict[str, str]) -> str:
-    """The kubelet releases the nodes' versions play, counted: "kubelet 1.35 on 3 nodes,
+    """Return the kubelet releases the nodes' versions play, counted: "kubelet 1.35 on 3 nodes,
     1.37 on 1" (a version outside the modelled ones plays the nearest, `profile_of_node`)."""
     counts = Counter(profile_of_node(v).version for v in versions.values())
     if not counts:

@@ -1,7 +1,7 @@
-"""Pods as the API server reports them (raw JSON dicts) to the engine's (Pod, PodStatus).
+"""Turn pods as the API server reports them (raw JSON dicts) into the engine's (Pod, PodStatus).
 
-The watch hands over `json.loads` output, never generated models: building those costs about
-30x the JSON decoding. The spec goes through the manifest parser (`probetui.spec.parse`), the
+The watch hands over `json.loads` output, never generated models: building those costs many
+times the JSON decoding. The spec goes through the manifest parser (`probetui.spec.parse`), the
 same defaults and types as a manifest file, without validation (the API server validated it).
 Probes are immutable in a pod spec, so `PodSpecCache` reuses the parsed spec per `uid` until
 one of the few mutable fields the model holds changes; only the metadata the model carries
@@ -53,7 +53,7 @@ class ObservedPodError(Exception):
 
 
 def parse_time(value: object) -> float | None:
-    """An API time (RFC 3339 `Time`, or `MicroTime` with microseconds) as epoch seconds."""
+    """Return an API time (RFC 3339 `Time`, or `MicroTime` with microseconds) as epoch seconds."""
     if not isinstance(value, str) or not value:
         return None
     try:
@@ -133,7 +133,7 @@ def _state(state: Mapping[str, Any], fallback_start: float) -> ContainerState:
 
 
 def container_status(d: Mapping[str, Any], fallback_start: float = 0.0) -> ContainerStatus:
-    """One `containerStatuses[]` / `initContainerStatuses[]` entry.
+    """Return one `containerStatuses[]` / `initContainerStatuses[]` entry.
 
     `fallback_start` stands in for a running state without `startedAt` (not seen from a real
     kubelet; the pod's `startTime` is the closest bound).
@@ -177,7 +177,7 @@ def _ready_condition(conditions: tuple[PodCondition, ...]) -> bool | None:
 
 
 def pod_status(obj: Mapping[str, Any]) -> PodStatus:
-    """The `status` of a pod object as the prober reads it."""
+    """Return the `status` of a pod object as the prober reads it."""
     status = _dict(obj.get("status"))
     start = parse_time(status.get("startTime")) or 0.0
 
@@ -219,7 +219,7 @@ def _parse_spec(obj: Mapping[str, Any]) -> Pod:
 
 
 def _with_metadata(pod: Pod, obj: Mapping[str, Any]) -> Pod:
-    """The cached spec with this object's labels, deletion fields and owner."""
+    """Return the cached spec with this object's labels, deletion fields and owner."""
     meta = _dict(obj.get("metadata"))
     # an owner changes rarely (orphaned, adopted), so the common case stays a comparison
     pod = _with_owner(pod, meta)
@@ -246,9 +246,9 @@ _CRONJOB_JOB = re.compile(r"^(?P<cronjob>.+)-(?P<minutes>\d{8,})$")
 
 
 def owner_of(meta: Mapping[str, Any]) -> tuple[str, str]:
-    """The workload a pod belongs to, from its own metadata alone (no request): its controller
-    reference, with a ReplicaSet taken to its Deployment where the ReplicaSet's name is the
-    Deployment's name and the pod's `pod-template-hash` (as the Deployment controller names
+    """Return the workload a pod belongs to, from its own metadata alone (no request): its
+    controller reference, with a ReplicaSet taken to its Deployment where the ReplicaSet's name is
+    the Deployment's name and the pod's `pod-template-hash` (as the Deployment controller names
     them), and a Job to its CronJob where the Job's name ends in the CronJob controller's
     scheduled-time suffix. ("", "") for a bare pod."""
     refs = meta.get("ownerReferences")
@@ -280,7 +280,7 @@ def _with_owner(pod: Pod, meta: Mapping[str, Any]) -> Pod:
 
 
 def _spec_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What can change in a live pod's spec that the Pod model holds.
+    """Tell what can change in a live pod's spec that the Pod model holds.
 
     Pod updates may change only images, `activeDeadlineSeconds`, tolerations and
     `terminationGracePeriodSeconds` (`ValidatePodUpdate`); resizes touch resources alone. Only
@@ -395,7 +395,7 @@ def _changes_of(
 def kubelet_changes(
     pod: Pod, before: PodStatus | None, after: PodStatus, now: float
 ) -> list[RuntimeEvent]:
-    """What the kubelet changed between two observed statuses of one pod.
+    """Tell what the kubelet changed between two observed statuses of one pod.
 
     `now` stamps the changes the API carries no time for (ready, started): the moment they were
     observed. The first snapshot of a pod (`before` None) reports its running containers as

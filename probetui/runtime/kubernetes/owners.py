@@ -1,4 +1,4 @@
-"""Which workload a ReplicaSet's pods belong to, confirmed from the ReplicaSet itself.
+"""Tell which workload a ReplicaSet's pods belong to, confirmed from the ReplicaSet itself.
 
 A pod names its ReplicaSet, not the Deployment: `observed.owner_of` takes the Deployment from
 the ReplicaSet's name and the pod's `pod-template-hash` (the Deployment controller names them
@@ -27,7 +27,7 @@ Key = tuple[str, str]  # (namespace, ReplicaSet name)
 
 
 def replicaset_of(meta: Mapping[str, Any]) -> str | None:
-    """The name of the ReplicaSet that controls the pod, from its own metadata, or None."""
+    """Return the name of the ReplicaSet that controls the pod, from its own metadata, or None."""
     refs = meta.get("ownerReferences")
     if not isinstance(refs, list):
         return None
@@ -73,7 +73,7 @@ class ReplicaSetOwners(Relisted):
         self._apps = apps
 
     def of(self, namespace: str, rs: str) -> tuple[str, str] | None:
-        """The confirmed workload of the ReplicaSet, or None (not read, or not readable)."""
+        """Return the confirmed workload of the ReplicaSet, or None (not read, or not readable)."""
         owner = self.owners.get((namespace, rs))
         if owner is None:
             self._read_soon()

@@ -1,4 +1,4 @@
-"""The cluster's pods as the runtime reads them: from the watches, and afresh to confirm.
+"""Read the cluster's pods for the runtime: from the watches, and afresh to confirm.
 
 `ClusterPods` holds the pods the pod watch brought (`pods`, by UID) and tells the engine's host
 what each change means: every observed pod goes to the engine as the kubelet reports it (the
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from probetui.runtime.kubernetes.agent_streams import AgentReader
 
 log = logging.getLogger(__name__)
-# pods a step of the divergence walk checks (some 1-2 ms of the loop at a time)
+# pods a step of the divergence walk checks: a short hold of the loop at a time
 DIVERGENCE_SLICE = 100
 
 # a read that confirms a divergence: a healthy API server answers a get in milliseconds
@@ -205,7 +205,7 @@ class ClusterPods:
                 host.manager.remove_pod(seen.pod)
 
     def _confirmed_owner(self, pod: Pod) -> Pod:
-        """The pod under the workload its ReplicaSet names, where that was read; the same
+        """Return the pod under the workload its ReplicaSet names, where that was read; the same
         object for the same observed spec, so an unchanged pod stays unchanged downstream."""
         shown = self._shown.get(pod.uid)
         if shown is not None and shown[0] is pod:
@@ -328,9 +328,9 @@ class ClusterPods:
         await self.check_divergence()
 
     async def check_divergence(self) -> None:
-        """Every pod observed, DIVERGENCE_SLICE at a time with the loop served between them:
-        at 2,000 pods the whole walk holds the loop 10-27 ms, once a second, in the middle of
-        a key's frame as often as not (benchmarks.fleet, the loop's slow steps). Each step
+        """Check every pod observed, DIVERGENCE_SLICE at a time with the loop served between
+        them, so that the walk never lands whole in a key's frame (guarded by
+        benchmarks.fleet, the loop's slow steps). Each step
         reads the pods as they are then; a pod that came meanwhile keeps what it has, and is
         checked as it came and at the next walk."""
         host = self.host
@@ -351,7 +351,7 @@ class ClusterPods:
 
 
 def _placeholder(namespace: str, name: str) -> Pod:
-    """An event about a pod not (or no longer) watched: shown under its name alone."""
+    """Return an event about a pod not (or no longer) watched: shown under its name alone."""
     return Pod(name=name, namespace=namespace, uid=f"{namespace}/{name}", containers=())
 
 

@@ -1,4 +1,4 @@
-"""`--via proxy`: an HTTP probe carried through the API server's `pods/proxy`.
+"""`--via proxy` carries an HTTP probe through the API server's `pods/proxy`.
 
 The handler dials a loopback listener as if it were the pod; for each connection (the first,
 and each same-host redirect the handler follows) the listener reads the one request, sends it to `/api/v1/namespaces/NS/pods/NAME:PORT/proxy/PATH` with the client's
@@ -64,7 +64,7 @@ def _api_status(body: bytes) -> dict[str, Any] | None:
 
 
 def api_forbidden(status: int, body: bytes) -> str | None:
-    """The API server's own refusal of `pods/proxy` (not the application's 403), or None."""
+    """Return the API server's own refusal of `pods/proxy` (not the application's 403), or None."""
     doc = _api_status(body) if status == 403 else None
     if doc is None or doc.get("reason") != "Forbidden":
         return None
@@ -73,7 +73,7 @@ def api_forbidden(status: int, body: bytes) -> str | None:
 
 
 def api_path_error(status: int, body: bytes) -> str | None:
-    """An answer the API server gave itself, not the pod: its 401 (the credentials, e.g. an
+    """Return an answer the API server gave itself, not the pod: its 401 (the credentials, e.g. an
     expired token) or its 503 when it could not reach the pod (`proxy.ErrorResponder` in
     apimachinery's upgrade-aware handler: "error trying to reach service: ..."). Neither says
     anything about the container, so the attempt is an error, which the prober throws away."""
@@ -91,7 +91,7 @@ def api_path_error(status: int, body: bytes) -> str | None:
 
 
 def pod_proxy_prefix(host: str, namespace: str, pod: str, port: int) -> str:
-    """The path of `pods/POD:PORT/proxy` on the API server `host` (its own path first)."""
+    """Return the path of `pods/POD:PORT/proxy` on the API server `host` (its own path first)."""
     server_path = URL(host).raw_path.rstrip("/")
     return (
         f"{server_path}/api/v1/namespaces/{quote(namespace, safe='')}/pods/"
@@ -100,7 +100,7 @@ def pod_proxy_prefix(host: str, namespace: str, pod: str, port: int) -> str:
 
 
 def unproxied_location(location: str, prefix: str) -> str:
-    """The pod's own Location, from the one the API server rewrote.
+    """Return the pod's own Location, from the one the API server rewrote.
 
     The pods/proxy transport (apimachinery `proxy.Transport.rewriteURL`) puts a same-host
     Location with an absolute path under the proxy's path, and on the API server's scheme and
@@ -139,14 +139,12 @@ class OneShotProxy:
         # the API server's own 401 or 503, when that was the answer (`api_path_error`)
         self.path_error: str | None = None
         self.connections = 0
-        self._expiry: asyncio.TimerHandle | None = None
 
     async def start(self) -> tuple[str, int]:
-        """The address to dial; it closes `timeout` + a second later (the attempt is over)."""
+        """Return the address to dial; it closes `timeout` + a second later (the attempt is
+        over)."""
         self.server = await asyncio.start_server(quiet_on_cancel(self._relay), "127.0.0.1", 0)
-        self._expiry = asyncio.get_running_loop().call_later(
-            self.timeout + ACCEPT_WINDOW, self._expire
-        )
+        asyncio.get_running_loop().call_later(self.timeout + ACCEPT_WINDOW, self._expire)
         return "127.0.0.1", self.server.sockets[0].getsockname()[1]
 
     def _expire(self) -> None:
@@ -156,7 +154,7 @@ class OneShotProxy:
 
     @property
     def prefix(self) -> str:
-        """The proxy's path on the API server, below any path of the server URL itself."""
+        """Return the proxy's path on the API server, below any path of the server URL itself."""
         return pod_proxy_prefix(self.api.configuration.host, self.namespace, self.pod, self.port)
 
     def url(self, target: str) -> URL:

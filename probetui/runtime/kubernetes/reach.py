@@ -1,4 +1,4 @@
-"""Reaching pods: how a shadow attempt gets to a container, and what the path refused.
+"""Reach pods: how a shadow attempt gets to a container, and what the path refused.
 
 `--via direct` dials the pod IP; `port-forward` opens one API server port-forward stream per
 attempt; `proxy` carries plain HTTP probes through `pods/proxy`. Exec probes go through
@@ -122,7 +122,7 @@ class Reacher:
         return None
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
-        """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`.
+        """Return the path one probe's attempts take: `self.via`, except exec, always `pods/exec`.
 
         For the engine to label attempts with (it labels every attempt with `self.via` today).
         """
@@ -144,7 +144,7 @@ class Reacher:
         return message
 
     async def rbac_needs(self, what: str) -> str:
-        """What RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
+        """Tell what RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
         from probetui.runtime.kubernetes.streams import rbac_needs
 
         if self.server_version is None and self._api is not None:

@@ -19,7 +19,7 @@ delivers differences only:
 tries for what is transient (429, 5xx), at once for the rest (refused connection, 401, 403):
 a headless run that cannot see the cluster says so and stops instead of retrying in silence.
 
-Objects stay dicts: deserialising generated models costs about 30x `json.loads`.
+Objects stay dicts, because deserialising generated models costs many times `json.loads`.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def api_lister(
     watch_timeout: int = 300,
     **params: Any,
 ) -> Lister:
-    """A `Lister` over a kubernetes-asyncio list call, e.g. `CoreV1Api.list_namespaced_pod`.
+    """Return a `Lister` over a kubernetes-asyncio list call, e.g. `CoreV1Api.list_namespaced_pod`.
 
     `args` and `params` (namespace, `label_selector`, ...) are bound; the response comes back
     unread (`_preload_content=False`) so that the objects stay dicts. Watches ask for bookmarks
@@ -243,7 +243,7 @@ class Reflector:
     # -- watch ------------------------------------------------------------------------------
 
     async def _watch(self) -> int:
-        """One watch until it ends; how many lines it carried. Raises on every fault."""
+        """Return one watch until it ends; how many lines it carried. Raises on every fault."""
         started = time.monotonic()
         received = self._received = 0
         resp = await self.lister(self.resource_version, True)
@@ -366,7 +366,7 @@ def transient(e: BaseException) -> bool:
 
 
 def describe(e: BaseException) -> str:
-    """One line for the header and for errors: what went wrong with the API server."""
+    """Return one line for the header and for errors: what went wrong with the API server."""
     if isinstance(e, ApiStatusError):
         return f"API server answered {e}"
     if isinstance(e, asyncio.TimeoutError):

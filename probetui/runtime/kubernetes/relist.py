@@ -1,4 +1,4 @@
-"""A list the runtime reads once and again only when asked for something it lacks.
+"""Read a list once, and again only when asked for something it lacks.
 
 `NodeVersions` (nodes.py) and `ReplicaSetOwners` (owners.py) each hold what one list of a
 resource said (the nodes' kubelet versions, the ReplicaSets' controllers). Both read it after

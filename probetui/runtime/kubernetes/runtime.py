@@ -1,4 +1,4 @@
-"""The cluster source: watch pods and events, shadow the kubelets, show both.
+"""Source a cluster: watch pods and events, shadow the kubelets, show both.
 
 Pods and core/v1 events are listed and watched (`reflector.py`). The runtime connects the API
 clients, wires the reflectors, says how the connection is, and delegates to three parts it holds:
@@ -46,6 +46,7 @@ from probetui.prober.status import PodSnapshot
 from probetui.runtime.base import NodeKubelet, Runtime, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.agent_streams import MODES as AGENT_MODES
 from probetui.runtime.kubernetes.agent_streams import AgentReader
+from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
 from probetui.runtime.kubernetes.nodes import NodeVersions, releases_played
@@ -58,8 +59,8 @@ from probetui.spec.model import Container, ExecAction, Pod, ProbeType
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
+    from probetui.keys import ProbeKey
     from probetui.probe.exec import ExecRunner
-    from probetui.prober.worker import ProbeKey
 
 log = logging.getLogger(__name__)
 
@@ -148,19 +149,18 @@ class KubernetesRuntime(Runtime):
         self.on_state: Callable[[str], None] | None = None
         self.on_note: Callable[[str], None] | None = None
         self.pods_reflector: Reflector | None = None
-        self.events_reflector: Reflector | None = None
         self.agents_reflector: Reflector | None = None
         # lines for the UI to show once (the agents' faults); headless says them on stderr
         self.notices: deque[str] = deque(maxlen=NOTICES)
 
     @property
     def pods(self) -> dict[str, PodSnapshot]:
-        """The watched pods by UID, as last observed (under their confirmed workload)."""
+        """Return the watched pods by UID, as last observed (under their confirmed workload)."""
         return self.cluster_pods.pods
 
     @property
     def server_version(self) -> tuple[int, int] | None:
-        """The API server's (major, minor), once a refusal made it worth asking /version."""
+        """Return the API server's (major, minor), once a refusal made it worth asking /version."""
         return self.reacher.server_version
 
     # -- what the header shows --------------------------------------------------------------
@@ -237,7 +237,7 @@ class KubernetesRuntime(Runtime):
             )
             events = None
             if self.watch_events:
-                events = self.events_reflector = Reflector(
+                events = Reflector(
                     self._event_lister(),
                     self.cluster_pods.on_event,
                     name="events",
@@ -316,7 +316,7 @@ class KubernetesRuntime(Runtime):
             self.notices.append(text)
 
     def take_notice(self) -> str | None:
-        """The oldest line not yet shown (the UI polls it)."""
+        """Return the oldest line not yet shown (the UI polls it)."""
         return self.notices.popleft() if self.notices else None
 
     async def _first_list(self, pods: Reflector) -> None:
@@ -349,7 +349,7 @@ class KubernetesRuntime(Runtime):
             self.on_note(self._kubelet_note())
 
     def _kubelet_note(self) -> str:
-        """Which kubelet release the pods' probes are played as, said once: their nodes', or
+        """Tell which kubelet release the pods' probes are played as, said once: their nodes', or
         where nodes are not read, the configured one (docs/kubelet-versions.md)."""
         configured = f"kubelet {profile_of_node(self.configured_kubelet).version}"
         where = "(--kubelet-version, or kubeletVersion in the config file)"
@@ -369,6 +369,13 @@ class KubernetesRuntime(Runtime):
         version = self.nodes.known(pod.uid)
         if version:
             return NodeKubelet(node, version)
+        agents = self.agents
+        if agents is not None and agents.covers(node):
+            # the node's agent plays its kubelet's release and says which: read-only mode,
+            # where nodes are not read, knows it from there
+            version = agents.kubelet_versions.get(node)
+            if version:
+                return NodeKubelet(node, version)
         if self.nodes.unreadable is not None:
             why = self.nodes.unreadable
         elif not node:
@@ -456,8 +463,6 @@ class KubernetesRuntime(Runtime):
                 # the agent runs it, or says why not (exec: it has no way into the container)
                 probe = container.probe(probe_type)
                 if probe is not None and isinstance(probe.handler, ExecAction):
-                    from probetui.agent.runtime import EXEC_NOT_RUN
-
                     return EXEC_NOT_RUN
                 return None
             if agents.mode == "agent":
@@ -486,11 +491,12 @@ class KubernetesRuntime(Runtime):
         return agents.probe_now(key.pod_uid, key.container, key.probe_type.key)
 
     def attempt_via(self, container: Container, probe_type: ProbeType) -> str:
-        """The path one probe's attempts take: `self.via`, except exec, always `pods/exec`."""
+        """Return the path one probe's attempts take: `self.via`, except exec, always
+        `pods/exec`."""
         return self.reacher.attempt_via(container, probe_type)
 
     async def rbac_needs(self, what: str) -> str:
-        """What RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
+        """Tell what RBAC must grant on `what` ("pods/exec") on this server, for a 403's message."""
         return await self.reacher.rbac_needs(what)
 
     def reach(  # type: ignore[override]

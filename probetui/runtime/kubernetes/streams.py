@@ -74,7 +74,7 @@ CREATE_CHECK_SINCE = (1, 35)
 
 
 def rbac_needs(what: str, version: tuple[int, int] | None) -> str:
-    """What a role must grant on `what` for a websocket exec or port-forward to `version`."""
+    """Tell what a role must grant on `what` for a websocket exec or port-forward to `version`."""
     if version is None:
         return (
             f"get on {what}, and from Kubernetes 1.35 create too (the server's version is not "
@@ -193,7 +193,7 @@ class PortForward:
         await self.ws.send_bytes(_frame(DATA, data))
 
     async def recv(self) -> bytes | None:
-        """The next data bytes from the pod, None at the end of the stream."""
+        """Return the next data bytes from the pod, None at the end of the stream."""
         return await self._data.get()
 
     async def close(self) -> None:
@@ -225,7 +225,7 @@ Relay = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 def quiet_on_cancel(relay: Relay) -> Relay:
-    """A connection handler for `asyncio.start_server` that ends quietly when cancelled (the
+    """Return a connection handler for `asyncio.start_server` that ends quietly when cancelled (the
     engine stopping): on 3.11 the streams callback asks a cancelled handler task for its
     exception, and logs the CancelledError it gets with a traceback."""
 
@@ -237,7 +237,8 @@ def quiet_on_cancel(relay: Relay) -> Relay:
 
 
 def _refused_address() -> tuple[socket.socket, tuple[str, int]]:
-    """A loopback port that refuses connections: bound, never listening, held until closed."""
+    """Return a loopback port that refuses connections: bound, never listening, held until
+    closed."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     return sock, sock.getsockname()
@@ -264,7 +265,6 @@ class OneShotForward:
         self.done = asyncio.Event()
         self._pf: PortForward | None = None
         self._refuser: socket.socket | None = None
-        self._expiry: asyncio.TimerHandle | None = None
         self._closing: asyncio.Future[None] | None = None
         self.connections = 0
         # seconds the end of file of the pod's side came after its last byte, over every
@@ -301,7 +301,7 @@ class OneShotForward:
             await pf.close()
             raise
         loop = asyncio.get_running_loop()
-        self._expiry = loop.call_later(self.timeout + _ACCEPT_WINDOW, self._expire)
+        loop.call_later(self.timeout + _ACCEPT_WINDOW, self._expire)
         return address
 
     def _expire(self) -> None:

@@ -1,4 +1,4 @@
-"""One way to reach the API server for every client: TLS as Go verifies it, one server name, one proxy.
+"""Reach the API server one way for every client: TLS as Go verifies it, one server name, one proxy.
 
 client-go builds one transport per `rest.Config` and every client made from it uses that
 transport: list and watch, the websocket upgrades of exec and port-forward, pods/proxy
@@ -71,7 +71,7 @@ def go_ssl_context(
     keyfile: str | None = None,
     verify: bool = True,
 ) -> ssl.SSLContext:
-    """A client context that accepts and refuses the chains Go's verifier does."""
+    """Return a client context that accepts and refuses the chains Go's verifier does."""
     context = ssl.create_default_context(cafile=cafile)
     context.verify_flags &= ~ssl.VERIFY_X509_STRICT
     context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN

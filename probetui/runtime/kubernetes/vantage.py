@@ -1,4 +1,4 @@
-"""One probe from every vantage point: the node agent, this machine, port-forward, pods/proxy.
+"""Probe once from every vantage point: the node agent, this machine, port-forward, pods/proxy.
 
 `probetui check --pod NS/NAME --compare-vias` runs one attempt of a probe of a running pod through
 each path the cluster view can take, and puts them side by side, to show when this machine's view
@@ -75,7 +75,7 @@ class Comparison:
 
     @property
     def agree(self) -> bool:
-        """Whether every path that ran got the same result."""
+        """Tell whether every path that ran got the same result."""
         return len({s.result for s in self.seen if s.result is not None}) <= 1
 
 
@@ -225,7 +225,7 @@ async def _agent(
 
 
 def _result_word(fields: dict[str, Any]) -> str:
-    """The attempt's word as `outcome_label` gives it (success, warning, failure, error)."""
+    """Return the attempt's word as `outcome_label` gives it (success, warning, failure, error)."""
     return str(fields.get("outcome") or "error")
 
 

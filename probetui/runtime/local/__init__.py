@@ -1,4 +1,4 @@
-"""The local runtime: a Pod manifest's containers run as local processes.
+"""The local runtime runs a Pod manifest's containers as local processes.
 
 `runtime` is `LocalRuntime`, which gives each pod a `PodKubelet` (`probetui.kubelet.pod`) over
 `backend`, the pod's containers as process groups. `process` supervises one container instance:

@@ -1,4 +1,4 @@
-"""A pod's containers as local process groups: the `ContainerBackend` of the local runtime.
+"""Run a pod's containers as local process groups: the `ContainerBackend` of the local runtime.
 
 Each instance is one `ContainerProcess`, started on the event loop and watched by one task that
 reports to the pod's kubelet: `started` (with the PID) or `start_failed`, then `exited` with the
@@ -36,7 +36,6 @@ class ProcessBackend:
         self.specs = specs
         self.registry = registry
         self.tail_bytes = tail_bytes
-        self.closing = False
         self.stop_cap: float | None = None  # set by close(): the longest grace period allowed
         self.by_id: dict[str, ContainerProcess] = {}
         # the newest instance of each container, whose output the UI shows
@@ -96,7 +95,6 @@ class ProcessBackend:
 
     def begin_close(self, cap: float) -> None:
         """From now on no kill waits longer than `cap` s before SIGKILL."""
-        self.closing = True
         self.stop_cap = cap
 
     def kill_now(self) -> None:

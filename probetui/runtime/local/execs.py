@@ -1,4 +1,4 @@
-"""Exec probe attempts run by the container's supervisor: probetui's end of its control socket.
+"""Run exec probe attempts through the container's supervisor: probetui's end of its control socket.
 
 An exec probe runs "in the container" (docs/kubelet-behaviour.md §15.4). The local runtime asks
 the container's supervisor (`supervisor.py`, `_Control`) to fork the command with the

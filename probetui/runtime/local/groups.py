@@ -1,4 +1,4 @@
-"""The local runtime's process groups: signalling one, and the registry that kills them all.
+"""Signal the local runtime's process groups, and keep the registry that kills them all.
 
 Every container and every exec probe attempt is the leader of a process group of its own, so a
 stop or a kill reaches the whole group. `ProcessGroupRegistry` holds the containers' groups still

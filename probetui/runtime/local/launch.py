@@ -1,5 +1,7 @@
-"""probetui's side of a container's supervisor (`supervisor.py`): how it is run, what it is
-handed, what it reports back, and the runtime's words for a container that did not start.
+"""Launch a container's supervisor (`supervisor.py`) from probetui's side.
+
+How it is run, what it is handed, what it reports back, and the runtime's words for a container
+that did not start.
 
 Every container runs under a supervisor of its own (a bare interpreter started with `-I -S`), so
 that no container outlives probetui however probetui ends, SIGKILL and the OOM killer included.
@@ -10,8 +12,8 @@ as the leader of its own group and, when probetui dies, sends the group SIGTERM 
 itself be killed. It costs one bare interpreter start per container start and its memory per
 running container (`python -m benchmarks.supervisor` measures both). The supervisor runs from
 its code compiled once per probetui process (`supervisor_code`, a memfd run as
-/proc/self/fd/N): compiling its source at each start would cost a fifth of its CPU and some of
-its memory.
+/proc/self/fd/N), because compiling its source at each start would cost a share of its CPU and
+memory (guarded by benchmarks/supervisor.py).
 
 The container is handed over in a memfd (`spec_memfd`: argv, working directory, the exact
 environment), with one end of a socket pair on which the container's exec probe attempts are
@@ -43,8 +45,8 @@ _code_fd: int | None = None
 
 
 def supervisor_code() -> int:
-    """A memfd holding the supervisor compiled, as a .pyc file: the interpreter runs a file by
-    its magic number, so `python /proc/self/fd/N` runs it without compiling. Made once per
+    """Return a memfd holding the supervisor compiled, as a .pyc file: the interpreter runs a file
+    by its magic number, so `python /proc/self/fd/N` runs it without compiling. Made once per
     probetui process, from the source as it is now; every supervisor reads it anew."""
     global _code_fd
     if _code_fd is None:
@@ -71,7 +73,7 @@ def supervisor_argv(
     control_fd: int | None = None,
     code_fd: int | None = None,
 ) -> list[str]:
-    """How probetui runs a container's supervisor: isolated, without site-packages, from its
+    """Tell how probetui runs a container's supervisor: isolated, without site-packages, from its
     compiled code's memfd (`supervisor_code`) when given, else from its source."""
     argv = [
         sys.executable,
@@ -87,7 +89,7 @@ def supervisor_argv(
 
 
 def spec_memfd(spec: ProcessSpec) -> int:
-    """The container's argv, cwd and environment in an anonymous file for the supervisor."""
+    """Return the container's argv, cwd and environment in an anonymous file for the supervisor."""
     data = encode_spec(list(spec.argv), dict(spec.env), spec.cwd)
     fd = os.memfd_create("probetui-container-spec", os.MFD_CLOEXEC)
     try:
@@ -102,7 +104,7 @@ def spec_memfd(spec: ProcessSpec) -> int:
 
 
 async def read_status(fd: int, loop: asyncio.AbstractEventLoop) -> bytes:
-    """The supervisor's one status line (without its newline), or b"" when it closed the pipe
+    """Return the supervisor's one status line (without its newline), or b"" when it closed the pipe
     without one. Bounded: the line is a few bytes."""
     done: asyncio.Future[bytes] = loop.create_future()
     got = bytearray()
@@ -127,7 +129,7 @@ async def read_status(fd: int, loop: asyncio.AbstractEventLoop) -> bytes:
 
 
 def start_failure(spec: ProcessSpec, status: bytes, code: int | None) -> str:
-    """The runtime's words for a failed start, from the supervisor's `E chdir|exec ERRNO`;
+    """Return the runtime's words for a failed start, from the supervisor's `E chdir|exec ERRNO`;
     `code` is how the supervisor itself exited, for a status line it never wrote."""
     parts = status.split()
     if len(parts) == 3 and parts[0] == b"E" and parts[2].isdigit():

@@ -1,4 +1,4 @@
-"""A container's output as the local runtime keeps it: the tail of each stream, as lines.
+"""Keep a container's output for the local runtime: the tail of each stream, as lines.
 
 Each stream keeps its last `tail_bytes` (64 KiB unless told) as timestamped lines; the oldest
 fall out and are counted. A line longer than `max_line_bytes` (16 KiB) is split, as the CRI log

@@ -1,4 +1,4 @@
-"""One container instance run as a local process, supervised the way a container runtime would.
+"""Run one container instance as a local process, supervised the way a container runtime would.
 
 Choices, and their limits:
 
@@ -36,7 +36,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
-from probetui.kubelet.pod import START_ERROR_EXIT_CODE, START_ERROR_REASON
+from probetui.kubelet.instance import START_ERROR_EXIT_CODE, START_ERROR_REASON
 from probetui.probe.exec import ExecOutput
 from probetui.runtime.local.execs import NOT_RUNNING, ExecChannel
 from probetui.runtime.local.groups import REGISTRY, ProcessGroupRegistry, signal_group
@@ -127,12 +127,12 @@ class ContainerProcess:
 
     @property
     def pid(self) -> int | None:
-        """The container's main process, also its process group id."""
+        """Return the container's main process, also its process group id."""
         return self._pid
 
     @property
     def supervisor_pid(self) -> int | None:
-        """The container's supervisor, the process probetui spawned and reaps."""
+        """Return the container's supervisor, the process probetui spawned and reaps."""
         return self._supervisor_pid
 
     @property
@@ -146,7 +146,7 @@ class ContainerProcess:
 
     @property
     def reason(self) -> str | None:
-        """The terminated-state reason a runtime gives: "Completed" for 0, else "Error"."""
+        """Return the terminated-state reason a runtime gives: "Completed" for 0, else "Error"."""
         if self._exit_code is None:
             return None
         return "Completed" if self._exit_code == 0 else "Error"
@@ -244,7 +244,7 @@ class ContainerProcess:
         return self._exit
 
     async def wait(self) -> int:
-        """The exit code once the process has exited: 128+N for death by signal N."""
+        """Return the exit code once the process has exited: 128+N for death by signal N."""
         return await asyncio.shield(self._task())
 
     async def stop(self, grace: float) -> int:
@@ -285,7 +285,7 @@ class ContainerProcess:
             signal_group(self._pid, signal.SIGKILL)
 
     def output_tail(self, stream: str | None = None) -> list[OutputLine]:
-        """The last lines of stdout and stderr (or one of them), oldest first.
+        """Return the last lines of stdout and stderr (or one of them), oldest first.
 
         Each stream keeps its last `tail_bytes`; a line still waiting for its newline is included
         with `partial` set.
@@ -296,7 +296,7 @@ class ContainerProcess:
         return lines
 
     def dropped_lines(self, stream: str) -> int:
-        """How many lines of `stream` fell out of the tail."""
+        """Tell how many lines of `stream` fell out of the tail."""
         return self._tails[stream].dropped
 
 

@@ -1,4 +1,4 @@
-"""What a container runs as a local process: its argv, environment and working directory.
+"""Work out what a container runs as a local process: its argv, environment and working directory.
 
 `process_spec` builds them from the manifest as the kubelet does (`makeEnvironmentVariables`,
 `ExpandContainerCommandAndArgs`), restricted to literal values: the local runtime runs commands,

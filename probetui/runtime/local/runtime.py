@@ -1,4 +1,4 @@
-"""`probetui local MANIFEST`: the manifest's pods run as local processes, with probetui as kubelet.
+"""`probetui local MANIFEST` runs the manifest's pods as local processes, with probetui as kubelet.
 
 Each pod gets a `PodKubelet` on the engine's clock and a `ProcessBackend`: its containers'
 `command` + `args` run as process groups with the literal `env` and `workingDir`, init containers
@@ -75,7 +75,7 @@ def is_loopback(host: str) -> bool:
 
 
 def select_containers(pods: Sequence[Pod], only: Sequence[str]) -> tuple[list[Pod], list[str]]:
-    """The pods with only the containers named by `-c`, and one note per pod left short."""
+    """Return the pods with only the containers named by `-c`, and one note per pod left short."""
     if not only:
         return list(pods), []
     wanted = set(only)
@@ -288,7 +288,7 @@ class LocalRuntime(Runtime):
 
 
 def _cannot_start(spec: ProcessSpec) -> str | None:
-    """Why the process will fail to start, when that can be seen before trying."""
+    """Say why the process will fail to start, when that can be seen before trying."""
     if spec.cwd is not None and not os.path.isdir(spec.cwd):
         return f'workingDir "{spec.cwd}" is not a directory'
     if not spec.argv:

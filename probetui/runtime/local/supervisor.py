@@ -1,5 +1,6 @@
-"""The per-container supervisor: one small process between probetui and a container, so that
-everything the container starts dies with it, and the container with probetui however probetui
+"""Supervise one container: a small process between probetui and the container.
+
+Everything the container starts dies with it, and the container with probetui however probetui
 dies (SIGKILL and the OOM killer included, when no handler of probetui's runs).
 
     python -I -S .../supervisor.py PARENT_PID SPEC_FD STATUS_FD GRACE [CONTROL_FD]
@@ -47,7 +48,8 @@ the subreaper needs no privilege and holds every descendant.
 
 from __future__ import annotations
 
-# _signal, not signal: the same calls without the enum module, 3 ms of a start that is ~15 ms
+# _signal, not signal: the same calls without importing the enum module, a real share of a
+# start (guarded by benchmarks/supervisor.py)
 import _signal as signal
 import errno
 import os
@@ -83,7 +85,8 @@ def _prctl_pdeathsig(sig: int) -> None:
 
 
 def encode_spec(argv: list[str], env: dict[str, str], cwd: str | None) -> bytes:
-    """The SPEC_FD payload: NUL-separated argc, argv, cwd ("" for none), then KEY=VALUE pairs."""
+    """Return the SPEC_FD payload: NUL-separated argc, argv, cwd ("" for none), then KEY=VALUE
+    pairs."""
     parts = [str(len(argv)).encode(), *map(os.fsencode, argv), os.fsencode(cwd or "")]
     parts += [os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items()]
     return b"\0".join(parts)
@@ -124,7 +127,7 @@ def _kill(pid: int, sig: int) -> None:
 
 
 def descendants(root: int) -> list[int]:
-    """Every process below `root` now (zombies included), parents before their children, read
+    """Return every process below `root` now (zombies included), parents before their children, read
     from /proc in one pass."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):

@@ -1,1 +1,1 @@
-"""Screens: the main screen's layout and the help screen."""
+"""Lay out the screens: the main screen and the help screen."""

@@ -1,4 +1,4 @@
-"""The `?` screen: every key that works where help was asked for, and the glyph legend."""
+"""The `?` screen lists every key that works where help was asked for, and the glyph legend."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The main screen: workloads on the left; timeline, threshold state and attempts on the right,
-or, with the cursor on a workload's line, that workload's probes across its replicas.
+"""Lay out the main screen: workloads on the left, the selection's panes on the right.
+
+The panes are timeline, threshold state and attempts, or, with the cursor on a workload's
+line, that workload's probes across its replicas.
 
 The screen owns the layout and the selection (container, probe). On each tick of the app's
 timer it asks the store what changed since it last looked and redraws only that.
@@ -20,11 +22,11 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
 from probetui.spec.model import Container, ProbeType
 from probetui.timeline.history import ProbeHistory
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerHistory
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
@@ -44,8 +46,8 @@ PREFERRED = (ProbeType.READINESS, ProbeType.LIVENESS, ProbeType.STARTUP)
 KILLERS = (ProbeType.LIVENESS.key, ProbeType.STARTUP.key)  # a Killing mark's probe
 CYCLE = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 # wall seconds between re-sorts when the order depends on live state; where a re-sort costs
-# more than a 1/RESORT_SHARE share of that, they come that much further apart (a replay of
-# 15,000 pods playing at 100x: every pod changed, a re-sort 0.15 s)
+# more than a 1/RESORT_SHARE share of that, they come that much further apart (a large replay
+# playing fast changes every pod between two re-sorts)
 RESORT_EVERY = 2.0
 RESORT_SHARE = 100.0
 WORKLOAD_EVERY = 1.0  # seconds between redraws of a workload's probe view as replicas change
@@ -92,8 +94,8 @@ def _failing(h: ProbeHistory) -> bool:
 class MainScreen(PacedScreen, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.MAIN
     # a focus move repaints the widgets whose styles it changes (Textual restyles them, and
-    # they refresh), not the whole screen as Textual's own `focused` does: that drew every
-    # widget anew in the frame of escape and of `/` (about 10 ms at 2,000 pods)
+    # they refresh), not the whole screen as Textual's own `focused` does, which draws every
+    # widget anew in the frame of escape and of `/` (guarded by benchmarks/fleet.py)
     focused: Reactive[Widget | None] = Reactive(None, repaint=False)
     # no auto focus: Textual's gives the focus back, when a screen over this one closes, to
     # the first focusable widget, which is the filter's box even where details hide it (and
@@ -298,9 +300,9 @@ class MainScreen(PacedScreen, Screen[None]):
                     break
         if message.rebuilt:
             # a filter, a re-sort or a clearing escape moved the cursor: the list is what is
-            # looked at, drawn first, and the panes come with the frame after it (at 2,000
-            # pods they are most of a filter character's frame: benchmarks.fleet, escape p50
-            # 35 ms with them in it); the selection itself is here at once, for the keys
+            # looked at, drawn first, and the panes come with the frame after it (they are
+            # most of a filter character's frame, guarded by benchmarks.fleet); the selection
+            # itself is here at once, for the keys
             if not self._panes_due:
                 self._panes_due = True
                 self.after_frame(self._panes_follow)
@@ -333,10 +335,10 @@ class MainScreen(PacedScreen, Screen[None]):
             if swap_now:
                 self._show_workload_view()
             elif not self._swap_due:
-                # the swap is a layout of the whole screen (20-30 ms at 2,000 pods): after the
-                # frame that draws the list, so the list's new cursor is not held back by it
-                # (benchmarks.fleet: a filter character's p99 45 ms with it in the frame); the
-                # panes follow a frame later, as the selection then stands
+                # the swap is a layout of the whole screen: after the frame that draws the
+                # list, so the list's new cursor is not held back by it (guarded by
+                # benchmarks.fleet's filter figure); the panes follow a frame later, as the
+                # selection then stands
                 self._swap_due = True
                 self.after_frame(self._show_workload_view)
         if on:
@@ -346,7 +348,7 @@ class MainScreen(PacedScreen, Screen[None]):
         self._show()
         if self.ctx.read_only:
             # only read-only mode hides actions per selection, and a footer redraw is not cheap
-            # (some 30 ms of a key press, benchmarks/fleet): only when what is offered changes
+            # (guarded by benchmarks/fleet.py): only when what is offered changes
             offered = (self.check_action("probe_now", ()), self.check_action("probe_all", ()))
             if offered != self._offered:
                 self._offered = offered
@@ -522,8 +524,8 @@ class MainScreen(PacedScreen, Screen[None]):
     def action_details(self) -> None:
         self.details = not self.details
         # the class says the mode (app.tcss hides the list with it), but setting it with a
-        # restyle recomputes the CSS of every widget on the screen (7-20 ms of each `enter`,
-        # benchmarks/ui): the one style it changes is set here directly instead
+        # restyle recomputes the CSS of every widget on the screen in the frame of each
+        # `enter` (guarded by benchmarks/ui.py): the one style it changes is set here directly
         self.set_class(self.details, "-details", update=False)
         self.workloads_pane.display = not self.details
         self.attempts.set_mode(details=self.details)

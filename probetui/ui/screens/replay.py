@@ -1,4 +1,4 @@
-"""The replay screen: the main screen over a recording, its clock a time cursor.
+"""Show the main screen over a recording, its clock a time cursor: the replay screen.
 
 Everything the main screen draws comes from the store, which the `Player` keeps at the state of
 the cursor; this screen adds the keys that move the cursor and the prompt for a time.

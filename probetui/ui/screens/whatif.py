@@ -1,4 +1,4 @@
-"""The what-if screen (issue 15, item 3): a proposed fix replayed over the session's history.
+"""Show a proposed fix replayed over the session's history: the what-if screen.
 
 Opened from the threshold pane's advice for the selected probe (its key: `probetui.what-if`).
 Each finding there that proposes a setting (`Hit.overrides`, in `simulate --set` terms) is
@@ -47,7 +47,7 @@ Result = tuple[Counterfactual | str, ModelWhatIf | str | None]
 
 
 def model_lines(m: ModelWhatIf) -> list[str]:
-    """The fallback's side by side: the model with the settings now and with the proposal."""
+    """Return the fallback's side by side: the model with the settings now and with the proposal."""
     lines = [
         f"the model over the last {m.seconds / 60:.0f} min of this probe's attempts instead",
         "(coarser: each failure a failing stretch, each answer the median latency):",
@@ -66,7 +66,7 @@ def model_lines(m: ModelWhatIf) -> list[str]:
 
 
 def result_text(finding: Finding, result: Result | None) -> Text:
-    """One proposal: the finding, then the side-by-side table (or why there is none)."""
+    """Return one proposal: the finding, then the side-by-side table (or why there is none)."""
     text = Text()
     text.append(f"{finding.rule.id}", style="bold")
     text.append(f"  propose {', '.join(finding.hit.overrides)}\n", style="bold " + g.INFO)

@@ -1,1 +1,1 @@
-"""Widgets, grouped by the pane of the main screen they draw."""
+"""Group the widgets by the pane of the main screen they draw."""

@@ -1,4 +1,4 @@
-"""The Attempts pane: the last attempts of the selected probe, or the container's output tail.
+"""Show the last attempts of the selected probe, or the container's output tail: the Attempts pane.
 
 An attempt line: time, outcome, latency, HTTP status, the output the kubelet puts in its event,
 the body it leaves out, the target dialled, manual or scheduled. Runs of the same skip fold into
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from probetui.prober.worker import ProbeKey, Trigger
+from probetui.keys import ContainerKey, ProbeKey
+from probetui.prober.worker import Trigger
 from probetui.spec.model import Probe, ProbeType
 from probetui.timeline.history import KIND_NAMES, AttemptView, Kind
-from probetui.timeline.store import ContainerKey
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
@@ -250,7 +250,7 @@ class AttemptLog(LineCached):
         text.append("  ·  ".join(parts), style=g.DIM)
 
     def _run(self, v: AttemptView) -> str:
-        """The attempt's run as the kubelet counted it against the threshold it heads for."""
+        """Return the attempt's run as the kubelet counted it against the threshold it heads for."""
         spec = self.ctx.container_spec(self.key) if self.key is not None else None
         probe = spec[1].probe(self.probe) if spec is not None else None
         return run_words(v, self.probe, probe)

@@ -1,8 +1,8 @@
-"""The Workloads filter's box: an Input whose text growing asks for no layout of the screen.
+"""Take the Workloads filter's text in an Input whose growing text asks for no layout of the screen.
 
 Textual's Input keeps its text's width as its virtual size, a reactive that asks for a layout
-on change, so each character typed reflowed the whole screen (8 ms of each filter keystroke at
-2,000 pods, benchmarks/fleet). This box's size is fixed by the stylesheet (one line, the pane's
+on change, so each character typed would reflow the whole screen (guarded by
+benchmarks/fleet.py). This box's size is fixed by the stylesheet (one line, the pane's
 width) and it shows no scrollbar, so a layout has nothing to move: a repaint of the box does.
 Its horizontal scroll still follows the cursor, which reads the virtual size when it moves.
 """

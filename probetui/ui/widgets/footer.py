@@ -1,10 +1,10 @@
-"""The key footer: the keys in force, drawn as one line by one widget.
+"""Draw the keys in force as one line by one widget: the key footer.
 
 Textual's Footer is a container of one FooterKey widget per binding, and it recomposes on every
 bindings change (a focus move, `enter`, "/" opening the filter): the old keys removed, new ones
-mounted, and the whole screen laid out again, 20-30 ms of a key press at 2,000 pods
-(benchmarks/fleet), in the frame of the key that moved the focus. Each recompose also leaked a
-`data_bind` watcher per key (Textual issue #6666). This footer is one widget that draws the same
+mounted, and the whole screen laid out again in the frame of the key that moved the focus, too
+slow for the key-press goal that benchmarks/fleet guards. Each recompose also leaked a
+`data_bind` watcher per key (textual#6666). This footer is one widget that draws the same
 line (each key in the key style, its description after it, the command palette's key at the
 right edge behind a thin rule) and repaints it when what it would show changes: no widget is
 mounted and nothing is laid out. A click on a key presses it, as on Textual's.

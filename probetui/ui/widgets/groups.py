@@ -1,4 +1,4 @@
-"""A workload's line in the Workloads list, drawn from its `triage.groups.Summary`.
+"""Draw a workload's line in the Workloads list from its `triage.groups.Summary`.
 
 Pods without a workload (bare pods, a manifest's, the demo's) have no such line: they stand
 alone, one line per container as everywhere. The group's line answers "is it one bad replica

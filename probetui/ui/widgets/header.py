@@ -1,5 +1,4 @@
-"""The top bar (source, clock, READ-ONLY or REPLAY) and the selected container's one-line
-summary."""
+"""Draw the top bar (source, clock, READ-ONLY or REPLAY) and the selected container's summary."""
 
 from __future__ import annotations
 
@@ -8,9 +7,10 @@ import time
 from rich.text import Text
 from textual.widget import Widget
 
+from probetui.keys import ContainerKey
 from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerHistory
 from probetui.triage.groups import RESTARTING_SECONDS, Fleet, fleet
 from probetui.ui import glyphs as g
 from probetui.ui import keys
@@ -29,8 +29,8 @@ class TopBar(Widget):
 
     FLASH_SECONDS = 5.0
     # the fleet summary counts every pod: where that costs more than FLEET_FREE seconds, it
-    # is counted again only after FLEET_SHARE times as long (15,000 pods of a replay playing at
-    # 100x, all changed at every poll: 51 ms a count, so one each 5 s, not one each frame)
+    # is counted again only after FLEET_SHARE times as long, so that a large fleet all changed
+    # at every poll (a replay playing fast) is not counted again in each frame
     FLEET_FREE = 0.004
     FLEET_SHARE = 100.0
 
@@ -55,7 +55,7 @@ class TopBar(Widget):
         self.refresh()
 
     def _room(self) -> int:
-        """The cells the bar has left for a message, between the fleet and the right side."""
+        """Return the cells the bar has left for a message, between the fleet and the right side."""
         return self.size.width - self._left().cell_len - self._right().cell_len - 4
 
     def tick(self) -> None:
@@ -103,7 +103,7 @@ class TopBar(Widget):
         return left
 
     def _right(self) -> Text:
-        """The badges and the help key."""
+        """Return the badges and the help key."""
         right = Text(no_wrap=True)
         late = self.ctx.controls.lateness()
         if late >= BEHIND:

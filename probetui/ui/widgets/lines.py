@@ -1,11 +1,10 @@
-"""A widget drawn a line at a time from the Text its `render()` returns, each line's strip
-kept by what the line shows.
+"""Draw a widget a line at a time from the Text its `render()` returns, each strip kept by line.
 
 Textual draws a `render()` widget whole on any refresh: the Rich Text becomes Content, then
 strips, every line of it, and the frame composites every line again. The right-hand panes
 change a line or two at a time (the threshold pane's countdown every 100 ms poll, an attempt
-log that moves down by one), so most of a frame was spent drawing lines that looked the same
-as before (benchmarks/ui: a frame 11.8 ms p50, two thirds of it in `Widget._render_content`).
+log that moves down by one), so most of a frame would go to drawing lines that look the same
+as before (guarded by benchmarks/ui.py).
 
 Here `render()` is still the one place a pane says what it shows (it is called in the frame,
 as before), but each of its lines is turned into a strip only when no line with the same text
@@ -29,7 +28,7 @@ CACHED = 256
 
 
 def line_key(line: Text) -> tuple:
-    """What a line shows: equal keys draw equal strips (at one width and widget style)."""
+    """Tell what a line shows: equal keys draw equal strips (at one width and widget style)."""
     return (line.plain, tuple(line.spans), line.style)
 
 
@@ -126,12 +125,12 @@ def wrap_line(line: Text, width: int, console: Console, indent: int = 2) -> list
 
 
 def join_rows(rows: list[Text]) -> Text:
-    """One Text of `rows`, a line each (what `render()` returns)."""
+    """Return one Text of `rows`, a line each (what `render()` returns)."""
     return Text("\n", no_wrap=True, overflow="ellipsis").join(rows)
 
 
 def split_lines(text: Text) -> list[Text]:
-    """The Text's lines, as Textual splits it when it draws the whole (blank lines kept)."""
+    """Return the Text's lines, as Textual splits it when it draws the whole (blank lines kept)."""
     if "\n" not in text.plain:
         return [text]
     return list(text.split("\n", allow_blank=True))

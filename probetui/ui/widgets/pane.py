@@ -1,12 +1,12 @@
-"""A bordered pane whose titles repaint only the border line they are on.
+"""Draw a bordered pane whose titles repaint only the border line they are on.
 
 Textual repaints a whole widget when its border title changes, and for a container that is
 every line of its region, children composited again with it: the Workloads pane's title
 carries the filter ("/svc-4") and the subtitle the order, so each filter keystroke and each
-`S` redrew the pane's 43 lines at 160x45 (benchmarks/fleet). The title is on the top border
-line and the subtitle on the bottom one: those lines are what changes. The right-hand panes
-take the same titles: the attempt log sets its counts on every new attempt, and Textual
-repaints the whole widget on every set, changed or not.
+`S` would redraw all of the pane's lines (guarded by benchmarks/fleet.py). The title is on the
+top border line and the subtitle on the bottom one: those lines are what changes. The
+right-hand panes take the same titles: the attempt log sets its counts on every new attempt,
+and Textual repaints the whole widget on every set, changed or not.
 """
 
 from __future__ import annotations

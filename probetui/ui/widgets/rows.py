@@ -1,4 +1,4 @@
-"""What the Workloads list shows and in which order, apart from how it is drawn.
+"""Decide what the Workloads list shows and in which order, apart from how it is drawn.
 
 A row is one container; its pod's name is on it (the container's too where the pod has
 several), so a screen of N lines shows N containers. The columns are laid out for the width at
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from probetui.keys import ContainerKey
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod
-from probetui.timeline.store import ContainerKey, Store
+from probetui.timeline.store import Store
 from probetui.triage.groups import group_id, problem_score
 from probetui.ui.glyphs import RESTARTS
 
@@ -41,7 +42,8 @@ class Columns(NamedTuple):
 
 
 def columns(width: int, ns_len: int) -> Columns:
-    """The column widths for `width` cells (scrollbar excluded); `ns_len` 0: no namespaces."""
+    """Return the column widths for `width` cells (scrollbar excluded); `ns_len` 0: no
+    namespaces."""
     names = width - PREFIX - WIDE_SUFFIX
     narrow = names - (min(ns_len, names // 3) + 1 if ns_len else 0) < WIDE_NAMES
     names = width - PREFIX - (NARROW_SUFFIX if narrow else WIDE_SUFFIX)
@@ -83,7 +85,7 @@ def label(pod: str, container: str | None, width: int) -> str:
 
 
 def pod_state(entry: PodSnapshot) -> str:
-    """The pod's state where it is not plain Running: the phase, or Terminating."""
+    """Return the pod's state where it is not plain Running: the phase, or Terminating."""
     if entry.pod.deletion_timestamp is not None:
         return "Terminating"
     phase = entry.status.phase
@@ -148,7 +150,7 @@ _ALL = tuple(tuple(range(n)) for n in range(8))  # every container of a pod of n
 
 
 def _same_names(a: _PodFacts, b: _PodFacts) -> bool:
-    """Whether two facts of a pod list it alike: same workload, names and containers."""
+    """Tell whether two facts of a pod list it alike: same workload, names and containers."""
     return (
         a[1] == b[1]
         and a[0].name == b[0].name  # the searched names are lowered; titles keep their case
@@ -170,7 +172,7 @@ class _Block(NamedTuple):
 class RowIndex:
     """The Workloads list's rows, as `build_rows` defines them, kept up to date from one
     listing to the next, so that a keystroke in the filter or an `S` costs what changed, not a
-    walk of every pod's containers (12 ms of each at 2,000 pods, benchmarks/fleet):
+    walk of every pod's containers (guarded by benchmarks/fleet.py):
 
     - a pod is looked at again only when it changed since (`Store.changed_since`): its order
       in each sort computed anew, and its workload's block sorted again only where that order
@@ -238,16 +240,15 @@ class RowIndex:
     def catch_up(self, changed: list[ContainerKey], since: int) -> None:
         """Look at the pods changed since the last listing or catch-up now, so that the next
         listing has only what changes after this to look at. The screen calls it on each
-        poll: at 2,000 pods each edited once per 10 s, the pods changed between two `S`
-        presses (a thousand and more, their order in every sort computed again) were 20 ms
-        of the second's listing; a poll's share is the 20 pods of its 100 ms. `changed`: the
+        poll, so that the pods changed between two `S` presses are spread over the polls
+        rather than all computed again in the second's listing. `changed`: the
         containers changed after version `since`, which the poll has read from the store
         already (the store's scan of every container is not made twice)."""
         self._renamed |= self._sync(changed if since <= self._version else None)
         self._reorder()
 
     def moved(self, sort: str) -> bool:
-        """Whether a pod's order in `sort` moved, or a pod was renamed, since that sort was
+        """Tell whether a pod's order in `sort` moved, or a pod was renamed, since that sort was
         last listed: the list shown in it is out of order until it is listed again."""
         return sort in self._moved or bool(self._renamed)
 
@@ -311,7 +312,7 @@ class RowIndex:
             self._set_matched(uid, e, ())
 
     def _match(self, terms: tuple[str, ...], renamed: set[str]) -> None:
-        """Which containers the filter lets through, where the filter or the names changed."""
+        """Tell which containers the filter lets through, where the filter or the names changed."""
         if terms == self._terms and not renamed:
             return
         self._terms = terms
@@ -422,7 +423,8 @@ class RowIndex:
         return key
 
     def _block(self, uids: set[str], sort: str) -> _Block:
-        """A workload's replicas in order: by their own order, then name (then the store's)."""
+        """Return a workload's replicas in order: by their own order, then name (then the
+        store's)."""
         pods = self._pods
         replicas = sorted(
             (self._key(e, sort), e.facts[0].name, e.pos, uid) for uid in uids for e in (pods[uid],)
@@ -447,7 +449,7 @@ def build_rows(
     collapsed: set[str] | frozenset[str] = frozenset(),
     cache: dict[str, _PodFacts] | None = None,
 ) -> Listing:
-    """The rows for the filter's `terms` in `sort` order: each workload's line, then its pods
+    """Return the rows for the filter's `terms` in `sort` order: each workload's line, then its pods
     (unless collapsed); a pod's containers stay together, a workload's pods too. Workloads
     and bare pods sort by their order (`problems`: the worst container first; `restarts`: the
     most restarts first; then namespace and name; a workload by its worst replica), ties in

@@ -1,9 +1,11 @@
-"""The Threshold state pane: each probe as written, its published result, the current run in
-words, the countdown to the next attempt, gating, and what the settings mean in seconds.
+"""Show each probe as written and what it is doing now: the Threshold state pane.
+
+Its published result, the current run in words, the countdown to the next attempt, gating, and
+what the settings mean in seconds.
 
 Below them, for the selected probe: why the shadow and the kubelet disagree, when they do or
-did (issue 16, item 5), and what `probetui lint` advises, worst first (issue 15, item 3: the
-static and model rules on the pod's spec now, the evidence rules on the store's history, from
+did, and what `probetui lint` advises, worst first (the static and model rules on the pod's
+spec now, the evidence rules on the store's history, from
 `lint.live.Advisor`, cached and asked from the poll, never from `render`). To make room within
 the pane's fixed height the other probes then take one line each. A finding that proposes a
 setting can be tried in the what-if screen (its key is in the border's subtitle).
@@ -14,14 +16,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.lint.live import Advice, Advisor
 from probetui.lint.model import Finding, Severity
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey, Skip
+from probetui.prober.worker import Skip
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.events import Event, count_words
 from probetui.timeline.history import Kind, ProbeHistory
-from probetui.timeline.store import ContainerHistory, ContainerKey
+from probetui.timeline.store import ContainerHistory
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
@@ -62,7 +65,7 @@ SEVERITY_GLYPH = {
 def last_divergence(
     history: ContainerHistory | None, probe: ProbeType
 ) -> tuple[dict[str, object], str | None] | None:
-    """The newest Divergence of the probe in the container's marks, and the DivergenceCleared
+    """Return the newest Divergence of the probe in the container's marks, and the DivergenceCleared
     message when the two agreed again after it."""
     if history is None:
         return None
@@ -171,7 +174,7 @@ class ThresholdPane(LineCached):
     def show(self, key: ContainerKey | None, probe: ProbeType) -> None:
         self.key, self.probe = key, probe
         # a key's own frame shows the advice last worked out for this container, if any:
-        # working it out again (every REFRESH seconds while its history moves, some 3-10 ms)
+        # working it out again (every REFRESH seconds while its history moves)
         # is left to the next poll, a tenth of a second later, not put between the key and
         # its frame
         self.tick(fresh_advice=False)
@@ -290,7 +293,7 @@ class ThresholdPane(LineCached):
             self.styles.height = height
 
     def proposals(self) -> list[Finding]:
-        """The findings for the selected probe that propose a setting, worst first."""
+        """Return the findings for the selected probe that propose a setting, worst first."""
         if self.advice is None or self.selected is None:
             return []
         return [f for f in self.advice.for_probe(self.selected) if f.hit.overrides]
@@ -304,7 +307,7 @@ class ThresholdPane(LineCached):
             self.border_subtitle = hint
 
     def _extra_lines(self, history: ContainerHistory | None, probe: ProbeType) -> list[Text]:
-        """The divergence and the advice for the selected probe, a Text a line."""
+        """Return the divergence and the advice for the selected probe, a Text a line."""
         lines: list[Text] = []
         if self.key is not None:
             windows = self.ctx.store.kubelet_counts.get(
@@ -453,7 +456,7 @@ class ThresholdPane(LineCached):
 
 
 def fill_rows(lines: list[Text], room: int, width: int, console: Console) -> list[Text]:
-    """The lines wrapped to the pane's width while its rows last, worst first: a finding's
+    """Return the lines wrapped to the pane's width while its rows last, worst first: a finding's
     fix is what the reader needs and sits at its end, so a row each would cut it off while
     rows below stay empty. Every line keeps at least one row; one that loses rows ends in …"""
     out: list[Text] = []
@@ -475,7 +478,7 @@ def fill_rows(lines: list[Text], room: int, width: int, console: Console) -> lis
 
 
 def finding_line(f: Finding) -> Text:
-    """One finding: severity glyph, rule id, the message, the fix."""
+    """Return one finding: severity glyph, rule id, the message, the fix."""
     glyph, style = SEVERITY_GLYPH[f.severity]
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(f"{glyph} ", style=style + " bold")

@@ -1,4 +1,4 @@
-"""The Timeline pane: one lane per probe type and one for the kubelet, on a shared time axis.
+"""Draw one lane per probe type and one for the kubelet, on a shared time axis: the Timeline pane.
 
 One cell is `scale` seconds. A cell shows the most alarming attempt that falls in it, or ▼/▲
 where the published result changed; the kubelet lane shows starts, exits, kills, back-offs and
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from probetui.keys import ContainerKey
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
-from probetui.timeline.store import ContainerHistory, ContainerKey, Mark
+from probetui.timeline.store import ContainerHistory, Mark
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
 from probetui.ui.describe import duration
@@ -112,7 +113,7 @@ class Timeline(LineCached):
 
     @property
     def frozen_at(self) -> float | None:
-        """The moment the view shows, when it stays put: what was published by then."""
+        """Return the moment the view shows, when it stays put: what was published by then."""
         return None if self.follow else self.end
 
     def scroll_by(self, cells: int) -> None:

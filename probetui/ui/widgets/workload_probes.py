@@ -1,4 +1,4 @@
-"""The workload's probe view: a group's probes across its replicas, in the detail area.
+"""Show a group's probes across its replicas in the detail area: the workload's probe view.
 
 What it answers, per probe (and per container where the pods have several): how many replicas
 pass, fail, are on hold or unknown now; how slow the probe is over every replica's recent
@@ -12,10 +12,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.outcome import KIND_GLYPH, Kind
 from probetui.prober.results import ResultValue
-from probetui.prober.worker import ProbeKey
-from probetui.timeline.store import ContainerKey
 from probetui.triage.probes import (
     FAIL,
     HOLD,
@@ -79,7 +78,7 @@ class WorkloadProbeView(Widget):
         self.refresh()
 
     def covers(self, keys_changed: list[ContainerKey]) -> bool:
-        """Whether any of these containers is one of the shown workload's."""
+        """Tell whether any of these containers is one of the shown workload's."""
         uids = set(self.uids)
         return any(k.pod_uid in uids for k in keys_changed)
 
@@ -130,7 +129,7 @@ class WorkloadProbeView(Widget):
         return text
 
     def _replicas(self, view: WorkloadProbes, width: int, room: int) -> Text:
-        """One line a replica's container, worst first: its state on each probe of the view
+        """Return one line a replica's container, worst first: its state on each probe of the view
         and its median latency on the first probe, so the odd one stands out by eye."""
         store = self.ctx.store
         text = Text()

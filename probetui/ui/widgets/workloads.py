@@ -1,4 +1,4 @@
-"""The Workloads pane: one line per container, drawn with the Line API.
+"""Draw one line per container with the Line API: the Workloads pane.
 
 Only the visible lines are drawn, and a line is drawn again only when what it shows changed,
 so thousands of containers scroll and update smoothly. Filtering and sorting ask a `RowIndex`
@@ -6,9 +6,9 @@ kept up to date from one listing to the next, which looks again only at the pods
 for a list of row keys, not widgets. The list keeps its own top line rather than being a ScrollView: moving a
 page is then a redraw of this widget, not a layout pass over the screen.
 
-Why one module of over 500 lines: `WorkloadList` is one widget, and its cursor, folding, keys
-and drawn lines all read and move the same view state (the listed rows, the top line, what is
-folded); the listing itself lives apart, in `rows.py` and `triage/`.
+`WorkloadList` is one widget: its cursor, folding, keys and drawn lines all read and move the
+same view state (the listed rows, the top line, what is folded); the listing itself lives
+apart, in `rows.py` and `triage/`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from probetui.keys import ContainerKey
 from probetui.prober.status import PodSnapshot
-from probetui.timeline.store import ContainerKey
 from probetui.triage.groups import (
     PROBE_ORDER,
     group_id,
@@ -123,16 +123,16 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         # the screen's handler, called at once instead of posting ContainerSelected: the
         # message reaches the screen three hops later, by when the cursor's two lines have
         # had a frame of their own and the panes wait for the next (Textual draws at most
-        # 60 frames a second; benchmarks/ui: `j` p50 50 ms, 20 of them before the panes'
-        # frame began). One frame then draws the cursor and the panes.
+        # 60 frames a second; guarded by benchmarks/ui.py). One frame then draws the cursor
+        # and the panes.
         self.on_select: Callable[[ContainerSelected], None] | None = None
 
     # -- the row list ---------------------------------------------------------------------
 
     @property
     def index(self) -> dict[ContainerKey, int]:
-        """Container -> its row; made when first asked after a rebuild, since a keystroke in
-        the filter needs none of it (a fifth of a rebuild's cost at 2,000 pods)."""
+        """Map each container to its row; made when first asked after a rebuild, since a
+        keystroke in the filter needs none of it."""
         if self._index is None:
             self._index = {
                 ContainerKey(row.pod_uid, row.container): i
@@ -142,7 +142,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return self._index
 
     def _find(self, row: Row) -> int | None:
-        """Where a row is, without the index: a scan in C of the list."""
+        """Tell where a row is, without the index: a scan in C of the list."""
         try:
             return self.rows.index(row)
         except ValueError:
@@ -150,12 +150,13 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     @property
     def selected(self) -> ContainerKey | None:
-        """The cursor's container; on a workload's line, its replica most in need of a look."""
+        """Return the cursor's container; on a workload's line, its replica most in need of a
+        look."""
         return self._row_key(self.cursor)
 
     # not "_key_<name>": Textual would take that for the handler of the key <name>
     def shown_pods(self) -> set[str]:
-        """The pods of the lines on the screen now."""
+        """Return the pods of the lines on the screen now."""
         rows = self.rows[self.top : self.top + max(1, self.size.height)]
         return {row.pod_uid for row in rows if row.pod_uid}
 
@@ -174,7 +175,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         on = self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
         height = max(1, self.size.height)
         # where the cursor stands in the view, kept across a re-sort: a workload that moved
-        # must not drag the eye to the edge (seen at 300 pods, every 2 s as problems come)
+        # must not drag the eye to the edge (re-sorts come every few seconds as problems come)
         offset = min(max(self.cursor - self.top, 0), height - 1) if on is not None else None
         before = (self.top, len(self.rows), self.ns_len)
         view = self.rows[self.top : self.top + height]
@@ -203,7 +204,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 gid = group_id(store.pods[keep.pod_uid].pod)
                 cursor = self._find(Row("", None, gid)) if gid in self.members else None
         if cursor is None:
-            cursor = self._next_container(0, 1)
+            cursor = self._row_at(0)
         elif offset is not None:
             self.top = max(0, min(cursor - offset, len(self.rows) - height))
         # a re-sort or a filter keeps the pods' specs: the panes need no new showing unless the
@@ -233,7 +234,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         self._rows.catch_up(changed, since)
 
     def out_of_order(self) -> bool:
-        """Whether what was caught up since the last rebuild moved a pod in the list's order."""
+        """Tell whether what was caught up since the last rebuild moved a pod in the list's
+        order."""
         return self._rows.moved(self.sort)
 
     def refresh_keys(self, keys: list[ContainerKey]) -> None:
@@ -322,14 +324,17 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
                 return True
         return False
 
-    def _next_container(self, start: int, step: int) -> int:
-        """The row the cursor goes to from `start` (every row is one: a workload's line shows
-        its replica most in need of a look), or -1 past the ends."""
-        return start if 0 <= start < len(self.rows) else -1
+    def _row_at(self, i: int) -> int:
+        """Return `i` when it is a line of the list, else -1 (past either end).
+
+        Every line is a stop for the cursor: a workload's line shows its replica most in need
+        of a look, so no line is skipped on the way.
+        """
+        return i if 0 <= i < len(self.rows) else -1
 
     @property
     def selected_group(self) -> str:
-        """The workload whose line the cursor is on ("" on a container's line)."""
+        """Return the workload whose line the cursor is on ("" on a container's line)."""
         return self._row_group(self.cursor)
 
     def _row_group(self, i: int) -> str:
@@ -338,7 +343,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
     def _set_cursor(self, cursor: int, announce: bool = False, rebuilt: bool = False) -> None:
         old = self.cursor
         if cursor == -1 and self.rows:
-            cursor = self._next_container(0, 1)
+            cursor = self._row_at(0)
         before = self.selected if old == cursor else self._row_key(old)
         group_before = self._row_group(old)
         self.cursor = cursor
@@ -404,23 +409,22 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if not self.rows:
             return
         start = self.cursor + step if self.cursor >= 0 else 0
-        nxt = self._next_container(start, step)
+        nxt = self._row_at(start)
         if nxt != -1:
             self._set_cursor(nxt)
 
     def action_page(self, direction: int) -> None:
         if not self.rows:
             return
+        # clamped to the list: a page past either end stops on its first or last line
         target = min(
             max(0, self.cursor + direction * max(1, self.size.height - 1)), len(self.rows) - 1
         )
-        nxt = self._next_container(target, direction)
-        if nxt == -1:
-            nxt = self._next_container(target, -direction)
-        self._set_cursor(nxt)
+        self._set_cursor(target)
 
     def _cursor_group(self) -> str:
-        """The workload of the cursor's line: its own on a workload's line, else its pod's."""
+        """Return the workload of the cursor's line: its own on a workload's line, else its
+        pod's."""
         if not 0 <= self.cursor < len(self.rows):
             return ""
         row = self.rows[self.cursor]
@@ -470,22 +474,16 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     def action_jump(self, where: int) -> None:
         if self.rows:
-            self._set_cursor(
-                self._next_container(0, 1)
-                if where == 0
-                else self._next_container(len(self.rows) - 1, -1)
-            )
+            self._set_cursor(0 if where == 0 else len(self.rows) - 1)
 
     def on_click(self, event: events.Click) -> None:
         y = event.y + self.top
         if 0 <= y < len(self.rows):
-            nxt = self._next_container(y, 1)
-            if nxt != -1:
-                self._set_cursor(nxt)
+            self._set_cursor(y)
 
     # Textual's own focus and blur handlers repaint the whole widget: the list's look changes on
-    # its cursor's line only, and "/" (the focus to the filter's box) and escape (back) redrew
-    # the list's 40 lines at 2,000 pods for it (6 ms of each, benchmarks/fleet). These do what
+    # its cursor's line only, so "/" (the focus to the filter's box) and escape (back) would
+    # redraw every line of the list for it (guarded by benchmarks/fleet.py). These do what
     # Textual's do but repaint that line alone.
     def _on_focus(self, event: events.Focus) -> None:
         event.prevent_default()
@@ -511,8 +509,8 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # the styles every line is drawn with, worked out once for the lines of this pass:
-        # `rich_style` walks the widget's ancestors, and each line asked for it and for the
-        # scrollbar's (a third of a line's cost where the line itself came from the cache)
+        # `rich_style` walks the widget's ancestors, and each line would ask for it and for the
+        # scrollbar's, much of a line's cost where the line itself comes from the cache
         self._styles = self._line_styles()
         try:
             return super().render_lines(crop)
@@ -561,7 +559,7 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         return Strip.join([strip, Strip([bar], 1)])
 
     def _scrollbar(self, y: int, style: Style) -> Segment | None:
-        """The last column, where the rows do not fit: a thumb shows where the view is."""
+        """Return the last column, where the rows do not fit: a thumb shows where the view is."""
         height, total = self.size.height, len(self.rows)
         if total <= height or height <= 0:
             return None
@@ -622,10 +620,6 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if history is not None and history.divergences:
             text.append(f" {g.DIVERGE}", style="magenta")
         return text
-
-    def row_region(self, key: ContainerKey) -> Region | None:
-        y = self.index.get(key)
-        return None if y is None else Region(0, y, self.size.width, 1)
 
 
 __all__ = ["SORTS", "ContainerSelected", "Row", "WorkloadHeader", "WorkloadList"]

@@ -1,4 +1,4 @@
-"""Which workload a pod belongs to, from its own metadata (issue 16): no extra request."""
+"""Tell which workload a pod belongs to from its own metadata, with no extra request."""
 
 from __future__ import annotations
 

@@ -561,7 +561,7 @@ async def test_read_only_makes_no_request_but_get_list_watch(
         api.record_event("web", "Unhealthy", "Liveness probe failed: boom")
         await until(lambda: bool(c.rec.of("Unhealthy")) and bool(c.rec.of("ReadyChanged")))
         # a user's "probe now" is refused too
-        from probetui.prober.worker import ProbeKey
+        from probetui.keys import ProbeKey
 
         uid = c.api.get_pod("web")["metadata"]["uid"]  # type: ignore[index]
         assert not c.engine.probe_now(ProbeKey(uid, "app", ProbeType.LIVENESS))
