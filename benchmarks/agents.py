@@ -1,4 +1,4 @@
-"""What one node agent costs: `python -m benchmarks.agents [--mode node|ring]`.
+"""What node agents cost: `python -m benchmarks.agents [--mode node|ring|fanin]`.
 
 - `node` (the default): a real `probetui agent` process for one node of `--pods` pods (110, the
   kubelet's default maxPods), each with three probes running at `--period` (10 s): an HTTP
@@ -15,6 +15,10 @@
   compare runs made side by side).
 - `ring`: an hour of those probes' attempts in the agent's ring, in this process: entries, bytes
   per attempt, and how long a late reader's whole replay takes to encode as rows.
+- `fanin`: the reader's side at scale: `--agents` agents (their server and hub, fed by a
+  synthetic shadow) streaming `--rate` attempts a second in all through the API emulator's
+  pods/proxy to one cluster view (`--via agent`), headless and on the screen
+  (`benchmarks/fanin.py` says what runs and what is measured).
 
 The machine is shared (two cores): the emulator, the targets and the reader compete with the
 agent; the figures are the agent's own process.
@@ -426,6 +430,11 @@ def _ring(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def table(r: dict[str, Any]) -> str:
+    if r["mode"] == "fanin":
+        from benchmarks import fanin
+
+        return fanin.table(r)
+
     def ok(met: bool) -> str:
         return "ok" if met else "OVER"
 
@@ -478,11 +487,13 @@ def table(r: dict[str, Any]) -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="benchmarks.agents", description=__doc__.splitlines()[0])
-    p.add_argument("--mode", choices=("node", "ring"), default="node")
+    p.add_argument("--mode", choices=("node", "ring", "fanin"), default="node")
     p.add_argument("--pods", type=int, default=110, help="pods on the node (110)")
     p.add_argument("--period", type=int, default=10, help="every probe's period, seconds (10)")
-    p.add_argument("--duration", type=float, default=60.0, help="seconds measured (60)")
-    p.add_argument("--warmup", type=float, default=30.0, help="seconds before measuring (30)")
+    p.add_argument("--duration", type=float, default=None, help="seconds measured (60; fanin 30)")
+    p.add_argument(
+        "--warmup", type=float, default=None, help="seconds before measuring (30; fanin 10)"
+    )
     p.add_argument("--scrape-every", type=float, default=10.0, help="kubelet scrapes (10 s)")
     p.add_argument("--no-reader", dest="reader", action="store_false", help="no stream reader")
     p.add_argument("--profile", metavar="PATH", help="write a cProfile of the agent to PATH")
@@ -492,11 +503,53 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="the sidecar's probe is HTTP, not gRPC",
     )
+    fanin = p.add_argument_group("fanin")
+    fanin.add_argument("--agents", type=int, default=50, help="agents, one a node (50)")
+    fanin.add_argument(
+        "--agents-per-process",
+        type=int,
+        default=1,
+        help="agents sharing one process and event loop (1: a process each)",
+    )
+    fanin.add_argument("--pods-per-agent", type=int, default=300, help="pods per node (300)")
+    fanin.add_argument("--rate", type=float, default=5000.0, help="attempts/s in all (5000)")
+    fanin.add_argument(
+        "--client", choices=("both", "headless", "screen"), default="both", help="(both)"
+    )
+    fanin.add_argument(
+        "--baseline", type=float, default=5.0, help="headless: seconds with the agents quiet (5)"
+    )
+    fanin.add_argument("--no-tls", dest="tls", action="store_false", help="plain HTTP to the API")
+    fanin.add_argument("--size", default="160x45", help="the screen's terminal COLSxROWS")
     add_output_args(p)
     return p
 
 
+def _fanin(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks import fanin
+    from benchmarks.common import terminal_size
+
+    return fanin.run(
+        fanin.Config(
+            agents=args.agents,
+            agents_per_process=args.agents_per_process,
+            pods_per_agent=args.pods_per_agent,
+            rate=args.rate,
+            client=args.client,
+            duration=30.0 if args.duration is None else args.duration,
+            warmup=10.0 if args.warmup is None else args.warmup,
+            baseline=args.baseline,
+            tls=args.tls,
+            size=terminal_size(args.size),
+        )
+    )
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.mode == "fanin":
+        return _fanin(args)
+    args.duration = 60.0 if args.duration is None else args.duration
+    args.warmup = 30.0 if args.warmup is None else args.warmup
     if args.pods < 1 or args.period < 1 or args.duration <= 0 or args.warmup < 0:
         raise BenchError("--pods and --period at least 1, --duration above 0, --warmup 0 or more")
     if args.mode == "ring":

@@ -51,7 +51,7 @@ import resource
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -293,9 +293,34 @@ def make_pods(config: Config, host: str, port: int, now: float) -> list[tuple[Po
 # Handlers
 
 
-def handler_runner(impl: str) -> HandlerRunner:
+def handler_runner() -> HandlerRunner:
     """As `probetui.engine.Engine` makes it (call it on the running loop)."""
-    return HandlerRunner(http_impl=impl, loop=asyncio.get_running_loop())
+    return HandlerRunner(loop=asyncio.get_running_loop())
+
+
+@contextlib.contextmanager
+def http_handler(impl: str) -> Iterator[None]:
+    """Runs the product's HTTP handler (`lean`), or the tests' httpx oracle in its place.
+
+    The product has one HTTP handler; `--impl httpx` measures the reference
+    (`tests/probe/http_oracle.py`) by putting its `probe` where the runner calls the lean one.
+    """
+    if impl == "lean":
+        yield
+        return
+    from probetui.probe import http_lean
+    from tests.probe import http_oracle
+
+    lean = http_lean.probe
+
+    async def oracle(*args: Any, loop: Any = None, **kwargs: Any) -> Attempt:
+        return await http_oracle.probe(*args, **kwargs)
+
+    http_lean.probe = oracle  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        http_lean.probe = lean
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,7 +337,7 @@ class _ManagerDriver:
         self.manager: Manager | None = None
 
     async def start(self, clock: LoopClock, pods: list[tuple[Pod, PodStatus]]) -> None:
-        runner = handler_runner(self.config.impl)
+        runner = handler_runner()
         self.manager = Manager(
             clock, self.statuses.get, runner.run_probe, listener=self.stats.on_record
         )
@@ -368,7 +393,6 @@ class _EngineDriver:
             SyntheticRuntime(),
             [RecordSink()],
             clock_factory=lambda: clock,
-            http_impl=self.config.impl,
         )
         self._task = asyncio.get_running_loop().create_task(self._engine.run())
         await ready.wait()
@@ -617,7 +641,7 @@ def run(config: Config, *, allow_remote: bool = False) -> BenchResult:
             raise BenchError("--uvloop: uvloop is not installed; pip install uvloop") from None
         loop_factory = uvloop.new_event_loop
     try:
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
+        with http_handler(config.impl), asyncio.Runner(loop_factory=loop_factory) as runner:
             return runner.run(_run(config, target, host, port))
     finally:
         if target is not None:

@@ -89,7 +89,7 @@ def _config(workers: int, period: int, duration: float, warmup: float, gc_freeze
         uvloop=False,
         driver="engine",
         target=None,
-        # as the cluster view does after its first list (Engine.settle_memory): at 15,000
+        # as the cluster view does after its first list (Engine.collect_and_freeze): at 15,000
         # workers every full collection of the unfrozen heap stalls the loop 70-230 ms
         gc_freeze=gc_freeze,
     )

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from probetui import memory
 from probetui.keys import ProbeKey
 from probetui.kubelet.profile import profile_of_node
 from probetui.probe.base import DEFAULT_KUBE_VERSION
@@ -65,10 +65,8 @@ class Engine:
         *,
         kube_version: str = DEFAULT_KUBE_VERSION,
         clock_factory: Callable[[], Clock] = LoopClock,
-        http_impl: str = "lean",
     ) -> None:
         self.runtime = runtime
-        self.http_impl = http_impl
         self.sinks: list[Sink] = list(sinks or [])
         self.kube_version = kube_version
         self._clock_factory = clock_factory
@@ -125,16 +123,12 @@ class Engine:
             return
         self._publish(masked_elsewhere(self.redactor, entry.pod, event))
 
-    def settle_memory(self) -> None:
-        """Take what is alive now out of the cyclic garbage collector's sight (gc.freeze).
-
-        For a runtime to call after a large batch of pods (its initial list): otherwise every
-        full collection walks every pod, container, probe and worker and stalls the event loop
-        (benchmarks.engine --gc-freeze shows the effect).
-        Frozen objects are still freed by reference counting; only cycles among them wait.
-        """
-        gc.collect()
-        gc.freeze()
+    def collect_and_freeze(self) -> None:
+        """Collect once, then take what is alive out of the cyclic collector's sight, for a
+        runtime to call after a large batch of pods (its first list): a full collection
+        would otherwise walk every pod, container, probe and worker each time
+        (`memory.freeze_after_start_up`; benchmarks.engine --gc-freeze guards it)."""
+        memory.freeze_after_start_up()
 
     # -- running --------------------------------------------------------------------------
 
@@ -149,7 +143,6 @@ class Engine:
             exec_for=self.runtime.exec_runner,
             kube_version=self.kube_version,
             kube_version_for=self.runtime.kube_version_of,
-            http_impl=self.http_impl,
             loop=asyncio.get_running_loop(),
         )
         self._manager = Manager(

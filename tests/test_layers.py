@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "probetui.durations",
             "probetui.goquote",
             "probetui.lifeline",
+            "probetui.memory",
             "probetui.record.timespec",
             "probetui.spec.yaml_safe",
         ),

@@ -30,9 +30,9 @@ from probetui.spec.model import Pod
 from probetui.stream.codec import event_frame
 from probetui.stream.protocol import NOTE, dumps
 from probetui.stream.rows import is_row_event, row_parts
-from probetui.timeline.events import Event
+from probetui.timeline.events import PROBE_SKIPPED, Event, EventType
 
-DIVERGENCE = "Divergence"
+DIVERGENCE = EventType.DIVERGENCE
 
 
 class Hub:
@@ -79,7 +79,7 @@ class Hub:
             for client in self.clients:
                 client.row(event, parts, encoded)
             return
-        if event.type == "ProbeSkipped":
+        if event.type == PROBE_SKIPPED:
             for client in self.clients:
                 client.transient(event)
             return

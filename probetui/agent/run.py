@@ -199,15 +199,7 @@ class Agent:
             await wait_closed(self.kubelet)
 
     async def _tick_loop(self) -> None:
-        late_at = 0.0
-        while True:
-            await asyncio.sleep(1.0)
-            now = time.time()
-            self.hub.tick(now)
-            self.ring.prune(now)
-            if now - late_at >= LATE_EVERY:
-                late_at = now
-                self.hub.broadcast({"k": LATE, "s": round(self.engine.lateness(), 4)})
+        await tick_forever(self.hub, self.ring, self.engine.lateness)
 
     async def _scrape_loop(self) -> None:
         every = self.options.scrape_every
@@ -282,6 +274,20 @@ class Agent:
         return out
 
 
+async def tick_forever(hub: Hub, ring: Ring, lateness: Callable[[], float]) -> None:
+    """Once a second: the hub's summaries and slow readers, the ring's age limit, and a `late`
+    frame every `LATE_EVERY` (a reader's sign that the stream is alive)."""
+    late_at = 0.0
+    while True:
+        await asyncio.sleep(1.0)
+        now = time.time()
+        hub.tick(now)
+        ring.prune(now)
+        if now - late_at >= LATE_EVERY:
+            late_at = now
+            hub.broadcast({"k": LATE, "s": round(lateness(), 4)})
+
+
 def _host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -299,4 +305,4 @@ async def serve(agent: Agent, duration: float | None = None) -> None:
         await agent.run(duration)
 
 
-__all__ = ["Agent", "AgentOptions", "serve"]
+__all__ = ["Agent", "AgentOptions", "serve", "tick_forever"]

@@ -225,20 +225,19 @@ def _target(args: argparse.Namespace, node: str) -> Any:
 
 def _serve(options: Any, target: Any, duration: float | None) -> int:
     import asyncio
-    import gc
 
     from probetui.agent.run import Agent
     from probetui.agent.server import TokenError
     from probetui.cli.live import cancel_on_signals
+    from probetui.memory import collect_young_rarely
     from probetui.runtime.base import RuntimeFailure
-    from probetui.shards.child import GC_YOUNG
 
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="probetui agent: %(message)s"
     )
     # as a shard's: young collections every 700 allocations catch every attempt in flight and
     # fill the old generations with what reference counting frees a moment later
-    gc.set_threshold(GC_YOUNG, 10, 10)
+    collect_young_rarely()
 
     def say(text: str) -> None:
         print(f"probetui agent: {text}", file=sys.stderr, flush=True)

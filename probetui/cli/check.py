@@ -310,8 +310,7 @@ async def _adhoc_attempt(
             return await http_h2c.probe(
                 args.http_get, _headers(args.header), timeout, kube_version=kube_version
             )
-        # the same handler the live engine runs (tests/probe/test_http_lean.py holds it
-        # identical to the httpx reference)
+        # the one HTTP handler, the same the live engine runs
         from probetui.probe import http_lean
 
         return await http_lean.probe(

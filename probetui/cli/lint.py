@@ -16,12 +16,12 @@ probes only by the pod IP: in a cluster (a CI runner's pod) by default, from out
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from probetui.cli.errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from probetui.memory import frozen_while_used
 
 if TYPE_CHECKING:
     from probetui.lint.load import Loaded
@@ -136,11 +136,8 @@ def run(args: argparse.Namespace) -> int:
         unreadable = False  # a recording or a namespace with no pods is clean, not bad input
     # what was read lives to the end: out of the collector's sight, its full passes during the
     # rules' simulations do not walk it again and again (benchmarks.lint does the same)
-    gc.freeze()
-    try:
+    with frozen_while_used():
         return _report(args, loaded, rules, evidence, unreadable)
-    finally:
-        gc.unfreeze()
 
 
 def _report(

@@ -64,7 +64,9 @@ def _canonical(path: str, raw: object, known: tuple[str, ...]) -> str:
 
 def _one_key(key: str) -> str | None:
     """Textual's name for one key, or None when it names none."""
-    from textual.keys import Keys, _character_to_key
+    from textual.keys import Keys
+
+    from probetui.ui.textual_compat import character_to_key
 
     *modifiers, base = key.split("+") if len(key) > 1 else [key]
     if any(m not in _MODIFIERS for m in modifiers) or not base:
@@ -72,7 +74,7 @@ def _one_key(key: str) -> str | None:
     if len(base) == 1:
         # Textual's own mapping of "?" to "question_mark" and the like, so that clashes
         # between the two spellings are seen
-        base = _character_to_key(base)
+        base = character_to_key(base)
     elif base not in {k.value for k in Keys}:
         try:
             unicodedata.lookup(base.replace("_", " "))

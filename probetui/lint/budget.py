@@ -27,7 +27,7 @@ from probetui.lint import simulated
 from probetui.lint.rules_static import seconds
 from probetui.simulate.scenario import App, Behaviour
 from probetui.spec.model import Container, Pod, Probe, ProbeType
-from probetui.timeline.events import Event
+from probetui.timeline.events import Event, EventType
 
 # a start that was never seen to end says only that it takes longer than it lived: the guess
 # errs long, since a budget too long only delays noticing a start that hangs, while one too
@@ -113,11 +113,11 @@ class Settled:
     def __call__(self, events: list[Event]) -> bool:
         kills, answered, ready = 0, False, not self.gated
         for e in events:
-            if e.type == "Killing":
+            if e.type == EventType.KILLING:
                 kills, answered, ready = kills + 1, False, not self.gated
-            elif e.type == "ProbeAttempt" and e.probe == self.killer:
+            elif e.type == EventType.PROBE_ATTEMPT and e.probe == self.killer:
                 answered = answered or e.fields.get("outcome") == "success"
-            elif e.type == "ReadyChanged" and e.fields.get("ready"):
+            elif e.type == EventType.READY_CHANGED and e.fields.get("ready"):
                 ready = True
         return kills >= KILLS_ENOUGH or (answered and ready)
 

@@ -10,7 +10,6 @@ so that one broken document costs only itself.
 
 from __future__ import annotations
 
-import gc
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from probetui.lint.model import LintObject, Problem
+from probetui.memory import no_collection_during_bulk_load
 from probetui.spec import yaml_safe
 from probetui.spec.documents import documents
 from probetui.spec.errors import LimitExceeded, ManifestError
@@ -98,13 +98,8 @@ def load(paths: Iterable[str]) -> Loaded:
     # reading makes hundreds of thousands of objects that all stay and hold no cycles, so the
     # collector is off while they are made: its passes over them would free nothing
     # (guarded by benchmarks/lint.py)
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    with no_collection_during_bulk_load():
         return _load(paths)
-    finally:
-        if was:
-            gc.enable()
 
 
 def _load(paths: Iterable[str]) -> Loaded:

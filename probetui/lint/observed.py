@@ -28,7 +28,7 @@ from probetui.prober.status import PodStatus
 from probetui.simulate.counterfactual import Counterfactual, CounterfactualError, Replay
 from probetui.simulate.recorded import RecordedContainer, RecordedPod, recorded_pod
 from probetui.spec.model import Pod, ProbeType
-from probetui.timeline.events import Event
+from probetui.timeline.events import Event, EventType
 
 if TYPE_CHECKING:
     from probetui.record.reader import Recording
@@ -300,7 +300,7 @@ def from_recording(recording: Recording) -> Observed:
         events = by_pod.get(info.uid, [])
         before = _running_before(recording.status_at(info.uid, lo), lo)
         rec = recorded_pod(first, events, lo, hi, started_before=before)
-        divergences = [e for e in events if e.type == "Divergence"]
+        divergences = [e for e in events if e.type == EventType.DIVERGENCE]
         histories.append(PodHistory(last, rec, divergences, events))
     return Observed(histories, source)
 
@@ -421,7 +421,7 @@ def store_events(
             for t, (latency, kind) in reversed(pairs):
                 events.append(
                     Event(
-                        "ProbeAttempt",
+                        EventType.PROBE_ATTEMPT,
                         t,
                         pod_uid,
                         pod.namespace,
@@ -444,11 +444,11 @@ def _started_before(events: list[Event], since: float) -> dict[str, tuple[float,
         name = e.container
         if name is None or e.source == "shadow":
             continue
-        if e.type == "ContainerStarted":
+        if e.type == EventType.CONTAINER_STARTED:
             out[name] = (e.t, int(e.fields.get("restartCount", 0)), False)
-        elif e.type == "ContainerExited":
+        elif e.type == EventType.CONTAINER_EXITED:
             out.pop(name, None)
-        elif e.type == "ReadyChanged":
+        elif e.type == EventType.READY_CHANGED:
             ready[name] = bool(e.fields.get("ready"))
     return {n: (t, k, ready.get(n, False)) for n, (t, k, _) in out.items()}
 
@@ -465,7 +465,7 @@ def pod_history(
     for name, started in _started_before(events, since).items():
         before.setdefault(name, started)
     rec = recorded_pod(pod, events, since, now, started_before=before)
-    return PodHistory(pod, rec, [e for e in events if e.type == "Divergence"], events)
+    return PodHistory(pod, rec, [e for e in events if e.type == EventType.DIVERGENCE], events)
 
 
 def from_store(

@@ -22,7 +22,7 @@ from functools import lru_cache
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.simulate import App, Behaviour, Scenario, SimKubelet
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
-from probetui.timeline.events import Event
+from probetui.timeline.events import Event, EventType
 
 # scenario time: the container starts at 0, so the numbers read as seconds since it started
 _MAX_SECONDS = 900.0
@@ -135,23 +135,23 @@ Stop = Callable[[list[Event]], bool]
 
 
 def _kills_enough(events: list[Event]) -> bool:
-    kills = sum(1 for e in events if e.type == "Killing")
+    kills = sum(1 for e in events if e.type == EventType.KILLING)
     return kills >= _KILLS_ENOUGH or any(
-        e.type == "ReadyChanged" and e.fields.get("ready") for e in events
+        e.type == EventType.READY_CHANGED and e.fields.get("ready") for e in events
     )
 
 
 def _first_exit_after_kill(events: list[Event]) -> bool:
     killed = False
     for e in events:
-        killed = killed or e.type == "Killing"
-        if killed and e.type == "ContainerExited":
+        killed = killed or e.type == EventType.KILLING
+        if killed and e.type == EventType.CONTAINER_EXITED:
             return True
     return False
 
 
 def _first_kill(events: list[Event]) -> bool:
-    return any(e.type == "Killing" for e in events)
+    return any(e.type == EventType.KILLING for e in events)
 
 
 def run(
@@ -208,19 +208,23 @@ def _run(
     events = sorted((e for e in sim.events if e.container == name), key=lambda e: e.t)
     unhealthy: dict[str, str] = {}
     for e in events:
-        if e.type == "Unhealthy" and e.probe and e.probe not in unhealthy:
+        if e.type == EventType.UNHEALTHY and e.probe and e.probe not in unhealthy:
             unhealthy[e.probe] = str(e.fields.get("message", ""))
     return Run(
         duration=t,
-        kills=tuple((e.t, e.probe or "") for e in events if e.type == "Killing"),
+        kills=tuple((e.t, e.probe or "") for e in events if e.type == EventType.KILLING),
         exits=tuple(
-            (e.t, int(e.fields.get("exitCode", 0))) for e in events if e.type == "ContainerExited"
+            (e.t, int(e.fields.get("exitCode", 0)))
+            for e in events
+            if e.type == EventType.CONTAINER_EXITED
         ),
-        ready=tuple((e.t, bool(e.fields.get("ready"))) for e in events if e.type == "ReadyChanged"),
+        ready=tuple(
+            (e.t, bool(e.fields.get("ready"))) for e in events if e.type == EventType.READY_CHANGED
+        ),
         attempts=tuple(
             (e.t, e.probe or "", str(e.fields.get("outcome")))
             for e in events
-            if e.type == "ProbeAttempt"
+            if e.type == EventType.PROBE_ATTEMPT
         ),
         unhealthy=tuple(unhealthy.items()),
     )

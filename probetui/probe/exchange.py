@@ -6,8 +6,8 @@ the answer (at most 10 KiB of body) and its verdict; what a deadline that ran ou
 attempt; and the TLS settings of the kubelet's transport.
 
 A handler brings the transport, as `Hops`: one GET per hop, each on a new connection, handing
-back the response head as a `Response` whose body is read here. `probetui.probe.http` does that
-on httpx, `probetui.probe.http_lean` on raw sockets and h11.
+back the response head as a `Response` whose body is read here. `probetui.probe.http_lean` does
+that on raw sockets and h11 (and the tests' oracle, `tests/probe/http_oracle.py`, on httpx).
 """
 
 from __future__ import annotations
@@ -148,7 +148,9 @@ async def exchange(
     Returns (result, output, error) the way DoHTTPProbe does.
     """
     headers: HeaderMap | None = None
-    original_hostname = hostname(url)
+    # the first URL's host, which the redirect policy compares with: worked out only when a
+    # redirect comes, as nearly every attempt has none
+    original_hostname: str | None = None
     current, host, hop_headers = url, "", headers
     requests = 0
     while True:
@@ -169,6 +171,8 @@ async def exchange(
         if not locations or not locations[0]:
             break
         location = locations[0]
+        if original_hostname is None:
+            original_hostname = hostname(url)
         try:
             hop = next_hop(current, location, host, original_hostname, follow_non_local_redirects)
         except GoError as exc:

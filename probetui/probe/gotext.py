@@ -19,9 +19,9 @@ upstream file it is copied from; nothing here touches the network or the clock.
 - `url_error`, `GoError`: `url.Error.Error` with Op "Get" (`net/url/url.go`,
   `net/http/client.go`), and the exception that carries the text after `Get "<url>": `
 - `unsupported_scheme`: `net/http/transport.go` (`Transport.roundTrip`)
-- `tls_error`: `crypto/tls` (`alert.go`, `conn.go`, `handshake_client.go`'s "failed to verify
-  certificate"), `crypto/x509` (`UnknownAuthorityError`) and net/http's reply to a plain-HTTP
-  server (`net/http/transport.go`), from Python's `ssl` errors
+- `tls_error`, `crypto_tls_error`: `crypto/tls` (`alert.go`, `conn.go`, `handshake_client.go`'s
+  "failed to verify certificate"), `crypto/x509` (`UnknownAuthorityError`) and net/http's reply
+  to a plain-HTTP server (`net/http/transport.go`), from Python's `ssl` errors
 - `head_error`: `net/http/transport.go` (`persistConn.readLoop`) for a response head h11
   refuses after Go's own reading of it (`probetui.probe.response_head`) passed it
 - `TIMEOUT_AWAITING_HEADERS`, `TIMEOUT_READING_BODY`: `net/http/client.go` (`Client.do`'s
@@ -181,20 +181,30 @@ def unsupported_scheme(scheme: str) -> str:
     return f"unsupported protocol scheme {go_quote(scheme.lower())}"
 
 
+# OpenSSL's reasons for a first record that is no TLS record
+_NOT_TLS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "PACKET_LENGTH_TOO_LONG"}
+)
+
+
 def tls_error(err: ssl.SSLError) -> str:
-    """Go's words for a TLS handshake or record that failed, from Python's `ssl` error."""
+    """Go's words for a TLS handshake or record that failed, from Python's `ssl` error, as
+    net/http's transport reports them."""
+    if (getattr(err, "reason", None) or "").upper() in _NOT_TLS:
+        # Nearly always a plain-HTTP port answering a TLS hello; Go sees "HTTP/" and says so
+        return "http: server gave HTTP response to HTTPS client"
+    return crypto_tls_error(err)
+
+
+def crypto_tls_error(err: ssl.SSLError) -> str:
+    """crypto/tls's own words for a TLS handshake or record that failed (`conn.go`), which
+    grpc-go's TLS credentials pass on unchanged."""
     # imported here: gotext is imported by nearly everything, TLS errors only by the handlers
     import ssl
 
     reason = (getattr(err, "reason", None) or "").upper()
-    if reason in {
-        "WRONG_VERSION_NUMBER",
-        "RECORD_LAYER_FAILURE",
-        "HTTP_REQUEST",
-        "PACKET_LENGTH_TOO_LONG",
-    }:
-        # Nearly always a plain-HTTP port answering a TLS hello; Go sees "HTTP/" and says so
-        return "http: server gave HTTP response to HTTPS client"
+    if reason in _NOT_TLS:
+        return "tls: first record does not look like a TLS handshake"
     if isinstance(err, ssl.SSLEOFError | ssl.SSLZeroReturnError):
         return "EOF"
     if isinstance(err, ssl.SSLCertVerificationError):

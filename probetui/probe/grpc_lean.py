@@ -10,18 +10,29 @@ HEADERS and one DATA frame out, and a few frames back.
 
 What grpc-go does for the kubelet, done here:
 
-- the blocking dial (`grpc.WithBlock`): the ProbeDialer's connect (`probetui.probe.tcp`), TLS
-  for `mode: TLS` (InsecureSkipVerify, TLS 1.2 or later, ALPN `h2` required, SNI for names
-  only), the client preface and SETTINGS, then the server's first frame, which must be its
-  SETTINGS: the connection is READY only then. A connection that fails before READY is tried
-  again after grpc-go's connection backoff (1 s, times 1.6 each time, jitter 0.2) until the
-  deadline, whose end is the connect-timeout text;
+- the connection (`http2_client.newHTTP2Client`): the ProbeDialer's connect
+  (`probetui.probe.tcp`), TLS for `mode: TLS` (InsecureSkipVerify, TLS 1.2 or later, ALPN `h2`
+  required, SNI for names only), the client preface and SETTINGS, then the server's first frame,
+  which must be a SETTINGS frame: the connection is READY only then. Each try has grpc-go's
+  connect deadline (20 s, `minConnectTimeout`);
+- 1.33-1.37 dial with `grpc.WithBlock`: a connection that fails before READY is tried again
+  after grpc-go's connection backoff (1 s, times 1.6 each time, jitter 0.2) until the deadline,
+  whose end is the connect-timeout text. 1.38 makes the client with `grpc.NewClient` and its
+  fail-fast Check fails on the first connection that fails, Unavailable with grpc-go's
+  `connection error: desc = "..."`;
 - the Check call on stream 1: grpc-go's request headers in its order (`grpc-timeout` the time
-  left), the request message, and the response read as grpc-go's HTTP/2 client reads it: the
-  HTTP status and content type checked, `grpc-status` and the percent-decoded `grpc-message` of
-  the trailers (or a trailers-only answer), RST_STREAM codes mapped to gRPC codes, one
-  length-prefixed message of at most 4 MiB; every RPC error as grpc-go's `status.Error` text;
-- one deadline over both, as the kubelet's single context.
+  left), the request message, and the response read as grpc-go's HTTP/2 client reads it
+  (`operateHeaders`, `handleData`, `handleRSTStream`, `handleGoAway`, `recvMsg`): the HTTP
+  status and content type, `grpc-status` and the percent-decoded `grpc-message` of the trailers
+  (or a trailers-only answer), RST_STREAM codes mapped to gRPC codes, one length-prefixed message
+  of at most 4 MiB; every RPC error as grpc-go's `status.Error` text;
+- a first attempt the server did not process (RST_STREAM REFUSED_STREAM, a GOAWAY below its
+  stream) is sent again once, transparently (`csAttempt.shouldRetry`): on a new stream, or after
+  a GOAWAY on a new connection;
+- one deadline over all of it, as the kubelet's single context.
+
+What differs by release is `probetui.probe.grpc_answer`'s `GrpcGo`: the kubelet's dial (1.38)
+and the grpc-go it vendors (1.68.1 in 1.33 to 1.85.0 in 1.38; docs/kubelet-versions.md V15).
 
 Response header blocks are decoded by `hpack` (Huffman codes, the dynamic table); the request's
 are written here as literals, which any HPACK decoder reads.
@@ -34,23 +45,45 @@ import random
 import ssl
 import struct
 import time
+from collections.abc import Awaitable
 from functools import lru_cache
-from http import HTTPStatus
+from typing import TypeVar
 
 from probetui.probe import tcp
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result, user_agent
 from probetui.probe.gotext import (
     GRPC_HEALTHY,
+    crypto_tls_error,
+    errno_text,
     go_quote,
-    grpc_rpc_error,
     grpc_rpc_timeout,
     grpc_unhealthy,
-    grpc_unimplemented,
     join_host_port,
+    op_error,
     stream_error,
 )
 from probetui.probe.gotext import grpc_connect_timeout as connect_timeout_text
+from probetui.probe.grpc_answer import (
+    DEADLINE_EXCEEDED,
+    INTERNAL,
+    NON_GRPC_BODY,
+    RST_CODES,
+    SERVING,
+    STATUS_NAMES,
+    UNAVAILABLE,
+    UNKNOWN,
+    GrpcGo,
+    RpcError,
+    client_for,
+    failure_text,
+    grpc_go_agent,
+    messages_read,
+    operate_headers,
+    with_body,
+)
 from probetui.probe.lean_conn import Deadline, Stream
+
+_T = TypeVar("_T")
 
 # -- HTTP/2 (RFC 9113) ---------------------------------------------------------------------------
 
@@ -63,8 +96,6 @@ _PADDED = 0x8
 _PRIORITY = 0x20
 # the frame size this client announces (the protocol's default): a larger frame is an error
 _MAX_FRAME = 16384
-# grpc-go's default largest message a client receives (defaultClientMaxReceiveMessageSize)
-_MAX_MESSAGE = 4 << 20
 # a response's header blocks, bounded: a health answer's headers take a few dozen bytes
 _MAX_HEADER_BLOCK = 1 << 20
 # inbound flow control: the window the peer may fill (the protocol's default) is given back once
@@ -78,55 +109,27 @@ BACKOFF_BASE = 1.0
 _BACKOFF_MULTIPLIER = 1.6
 _BACKOFF_JITTER = 0.2
 _BACKOFF_MAX = 120.0
-
-# codes.Code.String() of grpc-go, by number
-_CODE_NAMES = (
-    "OK",
-    "Canceled",
-    "Unknown",
-    "InvalidArgument",
-    "DeadlineExceeded",
-    "NotFound",
-    "AlreadyExists",
-    "PermissionDenied",
-    "ResourceExhausted",
-    "FailedPrecondition",
-    "Aborted",
-    "OutOfRange",
-    "Unimplemented",
-    "Internal",
-    "Unavailable",
-    "DataLoss",
-    "Unauthenticated",
-)
-_UNKNOWN, _DEADLINE_EXCEEDED, _RESOURCE_EXHAUSTED, _UNIMPLEMENTED = 2, 4, 8, 12
-_INTERNAL, _UNAVAILABLE = 13, 14
-
-# grpc-go's http2ErrConvTab: an RST_STREAM's HTTP/2 error code as a gRPC code, and its name
-_RST_CODES = {
-    0x0: ("NO_ERROR", _INTERNAL),
-    0x1: ("PROTOCOL_ERROR", _INTERNAL),
-    0x2: ("INTERNAL_ERROR", _INTERNAL),
-    0x3: ("FLOW_CONTROL_ERROR", _RESOURCE_EXHAUSTED),
-    0x4: ("SETTINGS_TIMEOUT", _INTERNAL),
-    0x5: ("STREAM_CLOSED", _INTERNAL),
-    0x6: ("FRAME_SIZE_ERROR", _INTERNAL),
-    0x7: ("REFUSED_STREAM", _UNAVAILABLE),
-    0x8: ("CANCEL", 1),
-    0x9: ("COMPRESSION_ERROR", _INTERNAL),
-    0xA: ("CONNECT_ERROR", _INTERNAL),
-    0xB: ("ENHANCE_YOUR_CALM", _RESOURCE_EXHAUSTED),
-    0xC: ("INADEQUATE_SECURITY", 7),
-    0xD: ("HTTP_1_1_REQUIRED", _INTERNAL),
+# grpc-go's deadline for one connection to get READY (clientconn.go minConnectTimeout)
+MIN_CONNECT_TIMEOUT = 20.0
+# Go's %T of the frame x/net's Framer.ReadFrame makes of each frame type (the reader of
+# grpc-go's client decodes header blocks as it reads them: MetaHeadersFrame)
+_FRAME_TYPE_NAMES = {
+    0x0: "*http2.DataFrame",
+    0x1: "*http2.MetaHeadersFrame",
+    0x2: "*http2.PriorityFrame",
+    0x3: "*http2.RSTStreamFrame",
+    0x5: "*http2.PushPromiseFrame",
+    0x6: "*http2.PingFrame",
+    0x7: "*http2.GoAwayFrame",
+    0x8: "*http2.WindowUpdateFrame",
 }
 
-# grpc-go's HTTPStatusConvTab: a response whose HTTP status is not 200, as a gRPC code
-_HTTP_CODES = {400: _INTERNAL, 401: 16, 403: 7, 404: _UNIMPLEMENTED, 429: _UNAVAILABLE}
-_HTTP_CODES.update(dict.fromkeys((502, 503, 504), _UNAVAILABLE))
-
-# grpc.health.v1.HealthCheckResponse.ServingStatus names
-_SERVING = 1
-_STATUS_NAMES = {0: "UNKNOWN", 1: "SERVING", 2: "NOT_SERVING", 3: "SERVICE_UNKNOWN"}
+# grpc-go's TLS credentials (credentials/tls.go) on a handshake that agreed no ALPN protocol
+_ALPN_MISSING = (
+    "credentials: cannot check peer: missing selected ALPN property. If you upgraded from a "
+    "grpc-go version earlier than 1.67, your TLS connections may have stopped working due to "
+    "ALPN enforcement. For more details, see: https://github.com/grpc/grpc-go/issues/434"
+)
 
 
 def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -180,12 +183,12 @@ def _request_block(scheme: str, authority: str, agent: str) -> bytes:
 
 
 @lru_cache(maxsize=4096)
-def _request_message(service: str) -> bytes:
+def _request_message(service: str, stream: int = _STREAM) -> bytes:
     """HealthCheckRequest{service} as one gRPC length-prefixed message, in a DATA frame that
     ends the stream."""
     raw = service.encode()
     body = b"\x0a" + _varint(len(raw)) + raw if raw else b""
-    return _frame(_DATA, _END_STREAM, _STREAM, b"\x00" + struct.pack(">I", len(body)) + body)
+    return _frame(_DATA, _END_STREAM, stream, b"\x00" + struct.pack(">I", len(body)) + body)
 
 
 def _varint(value: int) -> bytes:
@@ -236,49 +239,32 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class _NotReady(Exception):
-    """The connection failed before it was READY: grpc-go tries again after its backoff."""
+    """The connection failed before it was READY. `str()` is the error grpc-go's picker gives a
+    fail-fast RPC then: the transport's ConnectionError, `connection error: desc = "..."`."""
+
+    def __init__(self, desc: str) -> None:
+        super().__init__(f"connection error: desc = {go_quote(desc)}")
 
 
-class _RpcError(Exception):
-    """The Check call failed with a gRPC status."""
+class _Unprocessed(Exception):
+    """The server did not process the stream: an RST_STREAM REFUSED_STREAM, or a GOAWAY below
+    the stream's ID (`drained`: the connection takes no new streams)."""
 
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _code_name(code: int) -> str:
-    return _CODE_NAMES[code] if 0 <= code < len(_CODE_NAMES) else f"Code({code})"
+    def __init__(self, error: RpcError, *, drained: bool) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.drained = drained
 
 
-def _rpc_error_text(error: _RpcError, timeout: float) -> str:
-    if error.code == _UNIMPLEMENTED:
-        return grpc_unimplemented(error.message)
-    if error.code == _DEADLINE_EXCEEDED:
-        return grpc_rpc_timeout(timeout)
-    # grpc-go's status error: `rpc error: code = <Code> desc = <message>`
-    return grpc_rpc_error(f"rpc error: code = {_code_name(error.code)} desc = {error.message}")
-
-
-def _decode_grpc_message(raw: bytes) -> str:
-    """grpc-go's decodeGrpcMessage: %XX escapes decoded, anything else kept as it is."""
-    if b"%" not in raw:
-        return raw.decode("utf-8", errors="replace")
-    out = bytearray()
-    i, n = 0, len(raw)
-    while i < n:
-        if raw[i] == 0x25 and i + 3 <= n and _is_hex(raw[i + 1 : i + 3]):
-            out.append(int(raw[i + 1 : i + 3], 16))
-            i += 3
-        else:
-            out.append(raw[i])
-            i += 1
-    return out.decode("utf-8", errors="replace")
-
-
-def _is_hex(pair: bytes) -> bool:
-    return len(pair) == 2 and all(c in b"0123456789abcdefABCDEF" for c in pair)
+def _io_error(op: str, exc: OSError, stream: Stream, raw: bool = False) -> str:
+    """Go's text for a failed read or write on the connection (TLS's own words for a TLS
+    error). `raw`: a read by grpc-go's raw reader (`GrpcGo.raw_reads`), whose error is the
+    errno alone."""
+    if isinstance(exc, ssl.SSLError):
+        return crypto_tls_error(exc)
+    if raw and exc.errno is not None:
+        return errno_text(exc.errno)
+    return stream_error(op, stream.addresses(), exc.errno)
 
 
 # -- one connection -------------------------------------------------------------------------------
@@ -293,10 +279,12 @@ class _Conn:
     PING costs no extra write, and the connection closes right after it.
     """
 
-    __slots__ = ("_buf", "_decoder", "_owed", "_unacked", "stream")
+    __slots__ = ("_buf", "_decoder", "_owed", "_unacked", "raw", "stream")
 
-    def __init__(self, stream: Stream) -> None:
+    def __init__(self, stream: Stream, raw: bool) -> None:
         self.stream = stream
+        # grpc-go reads this connection with its raw reader (`GrpcGo.raw_reads`)
+        self.raw = raw
         self._buf = bytearray()
         self._decoder: object | None = None
         self._unacked = 0
@@ -307,13 +295,14 @@ class _Conn:
 
     async def frame(self) -> tuple[int, int, int, bytes]:
         """The next frame: (type, flags, stream id, payload). EOFError when the connection
-        ends, ValueError for a frame larger than this client allows."""
+        ends, ValueError for a frame larger than this client allows; `str()` of either is
+        x/net's Framer.ReadFrame error."""
         buf = self._buf
         while True:
             if len(buf) >= 9:
                 length = int.from_bytes(buf[:3], "big")
                 if length > _MAX_FRAME:
-                    raise ValueError(f"http2: frame too large ({length} bytes)")
+                    raise ValueError("http2: frame too large")
                 end = 9 + length
                 if len(buf) >= end:
                     kind, flags = buf[3], buf[4]
@@ -326,7 +315,9 @@ class _Conn:
                 await self.stream.send(owed)
             data = await self.stream.recv()
             if not data:
-                raise EOFError
+                # io.ReadFull of the header, then of the payload: nothing of either read is
+                # EOF, a part of it unexpected EOF
+                raise EOFError("EOF" if len(buf) in (0, 9) else "unexpected EOF")
             buf += data
 
     def decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
@@ -336,49 +327,105 @@ class _Conn:
             self._decoder = hpack.Decoder()
         return self._decoder.decode(block, raw=True)  # type: ignore[attr-defined, no-any-return]
 
-    def consumed(self, size: int) -> None:
+    def consumed(self, size: int, stream: int) -> None:
         """`size` bytes of DATA read: the window is given back once a quarter of it is used."""
         self._unacked += size
         if self._unacked >= _WINDOW_REFILL:
             increment = struct.pack(">I", self._unacked)
             self._unacked = 0
             self.reply(_frame(_WINDOW_UPDATE, 0, 0, increment))
-            self.reply(_frame(_WINDOW_UPDATE, 0, _STREAM, increment))
+            self.reply(_frame(_WINDOW_UPDATE, 0, stream, increment))
+
+
+async def _within(step: Awaitable[_T], until: float | None, failure: str) -> _T:
+    """`step` within grpc-go's connect deadline, loop time `until` (None: the probe's deadline
+    comes first); `_NotReady(failure)` once it has passed."""
+    if until is None:
+        return await step
+    try:
+        async with asyncio.timeout_at(until):
+            return await step
+    except TimeoutError:
+        raise _NotReady(failure) from None
 
 
 async def _dial(
-    host: str, port: int, tls: bool, deadline: Deadline, loop: asyncio.AbstractEventLoop
+    host: str,
+    port: int,
+    tls: bool,
+    deadline: Deadline,
+    loop: asyncio.AbstractEventLoop,
+    client: GrpcGo,
 ) -> _Conn:
-    """One connection made READY: TCP, TLS when asked, the prefaces. `_NotReady` when it fails,
-    TimeoutError when the dial's own clock ran out (the deadline's cancellation is due)."""
+    """One connection made READY (http2_client.newHTTP2Client): TCP, TLS when asked, the
+    prefaces. `_NotReady` when it fails; TimeoutError when the probe's deadline ran out first
+    (its cancellation is due)."""
     assert deadline.when is not None
     remaining = max(deadline.when - loop.time(), 0.0)
+    # grpc-go's own connect deadline matters only where the probe's is further away
+    until = loop.time() + MIN_CONNECT_TIMEOUT if remaining > MIN_CONNECT_TIMEOUT else None
     try:
-        sock = await tcp.dial(host, port, remaining, loop, bounded=True)
+        sock = await tcp.dial(
+            host, port, min(remaining, MIN_CONNECT_TIMEOUT), loop, bounded=until is None
+        )
     except tcp.DialError as exc:
-        if exc.timed_out:
+        if exc.timed_out and until is None:
             raise TimeoutError from None
-        raise _NotReady(str(exc)) from None
+        raise _NotReady(f"transport: Error while dialing: {exc}") from None
     stream = Stream(sock, loop)
     try:
         if tls:
-            # Go sends SNI only for names, never for an IP address (nor does Python's ssl)
-            await stream.start_tls(host, _tls_context())
-            # grpc-go refuses a TLS server that did not select h2 by ALPN
-            if stream.selected_alpn() != "h2":
-                raise _NotReady("credentials: cannot check peer: missing selected ALPN property")
-        await stream.send(_CLIENT_PREFACE)
-        conn = _Conn(stream)
-        kind, flags, _, _ = await conn.frame()
-        # http2_client.reader: the server's preface is a SETTINGS frame, or the transport fails
-        if kind != _SETTINGS or flags & _ACK:
-            raise _NotReady("transport: first frame received is not a setting frame")
-    except (OSError, EOFError, ValueError) as exc:
-        stream.close()
-        raise _NotReady(str(exc)) from None
+            await _within(
+                _handshake(stream, host),
+                until,
+                "transport: authentication handshake failed: context deadline exceeded",
+            )
+        raw = client.raw_reads and not tls
+        if until is None:
+            return await _prefaces(stream, raw)
+        # the connection is closed under a reader still waiting for the server's preface
+        op = "raw-read" if raw else "read"
+        closed = op_error(op, stream.addresses(), "use of closed network connection")
+        return await _within(
+            _prefaces(stream, raw), until, f"error reading server preface: {closed}"
+        )
     except BaseException:
         stream.close()
         raise
+
+
+async def _handshake(stream: Stream, host: str) -> None:
+    """grpc-go's TLS credentials' ClientHandshake: Go sends SNI only for names, never for an IP
+    address (nor does Python's ssl), and refuses a server that did not select h2 by ALPN."""
+    failed = "transport: authentication handshake failed: "
+    try:
+        await stream.start_tls(host, _tls_context())
+    except OSError as exc:
+        raise _NotReady(failed + _io_error("read", exc, stream)) from None
+    if stream.selected_alpn() != "h2":
+        raise _NotReady(failed + _ALPN_MISSING)
+
+
+async def _prefaces(stream: Stream, raw: bool) -> _Conn:
+    """The client's preface and SETTINGS out, the server's first frame in: it must be a
+    SETTINGS frame (http2_client.readServerPreface). `raw`: grpc-go reads the connection
+    with its raw reader."""
+    try:
+        await stream.send(_CLIENT_PREFACE)
+    except OSError as exc:
+        detail = _io_error("write", exc, stream)
+        raise _NotReady(f"transport: failed to write client preface: {detail}") from None
+    conn = _Conn(stream, raw)
+    try:
+        kind, _, _, _ = await conn.frame()
+    except (EOFError, ValueError) as exc:
+        raise _NotReady(f"error reading server preface: {exc}") from None
+    except OSError as exc:
+        detail = _io_error("read", exc, stream, raw)
+        raise _NotReady(f"error reading server preface: {detail}") from None
+    if kind != _SETTINGS:
+        name = _FRAME_TYPE_NAMES.get(kind, "*http2.UnknownFrame")
+        raise _NotReady(f"initial http2 frame from server is not a settings frame: {name}")
     return conn
 
 
@@ -387,187 +434,74 @@ def _header_block(kind: int, flags: int, payload: bytes) -> bytes:
     start, end = 0, len(payload)
     if flags & _PADDED:
         if not payload:
-            raise _RpcError(_INTERNAL, "http2: frame with padding but no pad length")
+            raise RpcError(INTERNAL, "http2: frame with padding but no pad length")
         start, end = 1, end - payload[0]
     if kind == _HEADERS and flags & _PRIORITY:
         start += 5
     if end < start:
-        raise _RpcError(_INTERNAL, "http2: pad length too large")
+        raise RpcError(INTERNAL, "http2: pad length too large")
     return payload[start:end]
 
 
-def _status_error(fields: list[tuple[bytes, bytes]], initial: bool) -> _RpcError | None:
-    """http2_client.operateHeaders' checks of a response's headers: the HTTP status and the
-    content type. None when they are a gRPC answer's."""
-    http_status: int | None = None
-    http_error = ""
-    content_type_error = "malformed header: missing HTTP content-type"
-    is_grpc = not initial
-    for name, value in fields:
-        if name == b"content-type":
-            subtype = value.decode("latin-1")
-            if subtype == "application/grpc" or subtype.startswith(
-                ("application/grpc+", "application/grpc;")
-            ):
-                is_grpc = True
-                content_type_error = ""
-            else:
-                content_type_error = (
-                    f"transport: received unexpected content-type {go_quote(subtype)}"
-                )
-        elif name == b":status":
-            try:
-                http_status = int(value)
-            except ValueError:
-                return _RpcError(
-                    _INTERNAL, f"transport: malformed http-status: {value.decode('latin-1')}"
-                )
-            if http_status != 200:
-                phrase = _status_text(http_status)
-                http_error = (
-                    f"unexpected HTTP status code received from server: {http_status} ({phrase})"
-                )
-    if is_grpc and not http_error:
-        return None
-    code = _INTERNAL
-    if http_status is not None:
-        code = _HTTP_CODES.get(http_status, _UNKNOWN)
-    return _RpcError(code, "; ".join(e for e in (http_error, content_type_error) if e))
-
-
-def _informational(fields: list[tuple[bytes, bytes]]) -> int | None:
-    """The status of a 1xx response head (None for any other head)."""
-    for name, value in fields:
-        if name == b":status":
-            return int(value) if len(value) == 3 and value[:1] == b"1" and value.isdigit() else None
-    return None
-
-
-def _status_text(status: int) -> str:
+async def _check(conn: _Conn, request: bytes, sid: int, client: GrpcGo) -> int:
+    """The Check call on stream `sid` of a READY connection: the serving status, `RpcError`,
+    or `_Unprocessed` for a stream the server did not process."""
     try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
+        await conn.stream.send(request)
+        return await _answer(conn, sid, client)
+    except OSError as exc:
+        # the connection broke while the request was written or the answer read
+        detail = _io_error("read", exc, conn.stream, conn.raw)
+        raise RpcError(UNAVAILABLE, f"error reading from server: {detail}") from None
 
 
-def _grpc_status(fields: list[tuple[bytes, bytes]]) -> _RpcError | None:
-    """The trailers' `grpc-status` and `grpc-message`: None for OK."""
-    code = _UNKNOWN
-    message = ""
-    for name, value in fields:
-        if name == b"grpc-status":
-            try:
-                code = int(value)
-            except ValueError:
-                return _RpcError(
-                    _INTERNAL, f"transport: malformed grpc-status: {value.decode('latin-1')}"
-                )
-        elif name == b"grpc-message":
-            message = _decode_grpc_message(value)
-    return None if code == 0 else _RpcError(code & 0xFFFFFFFF, message)
-
-
-def _serving_status(message: bytes) -> int:
-    """HealthCheckResponse.status from one length-prefixed gRPC message (protobuf wire format;
-    fields other than 1 skipped)."""
-    if message[0] != 0:
-        raise _RpcError(_INTERNAL, "grpc: compressed flag set with identity or empty encoding")
-    data = message[5:]
-    status = 0
-    i, n = 0, len(data)
-    try:
-        while i < n:
-            key, i = _read_varint(data, i)
-            field, wire = key >> 3, key & 7
-            if wire == 0:
-                value, i = _read_varint(data, i)
-                if field == 1:
-                    status = value
-            elif wire == 1:
-                i += 8
-            elif wire == 2:
-                size, i = _read_varint(data, i)
-                i += size
-            elif wire == 5:
-                i += 4
-            else:
-                raise IndexError
-            if i > n or field == 0:
-                raise IndexError
-    except IndexError:
-        raise _RpcError(
-            _INTERNAL,
-            "grpc: failed to unmarshal the received message: "
-            "proto: cannot parse invalid wire-format data",
-        ) from None
-    # an enum is an int32: a negative one comes as ten bytes of varint
-    status &= 0xFFFFFFFF
-    return status - (1 << 32) if status >= 1 << 31 else status
-
-
-def _read_varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, i
-        shift += 7
-        if shift >= 70:
-            raise IndexError
-
-
-async def _check(conn: _Conn, request: bytes) -> int:
-    """The Check call on a READY connection: the serving status, or `_RpcError`."""
-    await conn.stream.send(request)
-    initial: list[tuple[bytes, bytes]] | None = None
-    message = bytearray()
+async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
+    """The answer on stream `sid`, read as grpc-go's reader and recvMsg read it."""
+    headers_seen = False
+    messages = bytearray()
+    status: int | None = None
+    # grpc-go 1.82: a non-gRPC answer whose body is read for its status
+    refused: RpcError | None = None
+    body = b""
     while True:
         try:
             kind, flags, stream, payload = await conn.frame()
-        except EOFError:
-            raise _RpcError(_UNAVAILABLE, "error reading from server: EOF") from None
-        except ValueError as exc:
-            raise _RpcError(_UNAVAILABLE, f"error reading from server: {exc}") from None
+        except (EOFError, ValueError) as exc:
+            raise RpcError(UNAVAILABLE, f"error reading from server: {exc}") from None
         if stream == 0:
             if kind == _SETTINGS and not flags & _ACK:
                 conn.reply(_SETTINGS_ACK)
             elif kind == _PING and not flags & _ACK:
                 conn.reply(_frame(_PING, _ACK, 0, payload))
-            elif kind == _GOAWAY and int.from_bytes(payload[:4], "big") & 0x7FFFFFFF < _STREAM:
-                # the server will not process the stream: grpc-go's errStreamDrain
-                raise _RpcError(_UNAVAILABLE, "the connection is draining")
+            elif kind == _GOAWAY and int.from_bytes(payload[:4], "big") & 0x7FFFFFFF < sid:
+                # handleGoAway: a stream above the last one the server processes is unprocessed
+                # and closed with errStreamDrain
+                drain = RpcError(UNAVAILABLE, "the connection is draining")
+                raise _Unprocessed(drain, drained=True)
             continue
-        if stream != _STREAM:
+        if stream != sid:
             continue
         if kind == _RST_STREAM:
-            name, code = _RST_CODES.get(
-                int.from_bytes(payload[:4], "big"),
-                (f"unknown error code {payload[:4].hex()}", _INTERNAL),
-            )
-            raise _RpcError(code, f"stream terminated by RST_STREAM with error code: {name}")
+            value = int.from_bytes(payload[:4], "big")
+            name, code = RST_CODES.get(value, (f"unknown error code 0x{value:x}", UNKNOWN))
+            error = RpcError(code, f"stream terminated by RST_STREAM with error code: {name}")
+            if value == 0x7:
+                raise _Unprocessed(error, drained=False)
+            raise error
         if kind == _DATA:
             start, end = 0, len(payload)
             if flags & _PADDED and payload:
                 start, end = 1, end - payload[0]
-            message += payload[start:end]
-            if len(message) >= 5:
-                size = int.from_bytes(message[1:5], "big")
-                if size > _MAX_MESSAGE:
-                    raise _RpcError(
-                        _RESOURCE_EXHAUSTED,
-                        f"grpc: received message larger than max ({size} vs. {_MAX_MESSAGE})",
-                    )
-                if len(message) > 5 + size:
-                    raise _RpcError(
-                        _INTERNAL,
-                        "cardinality violation: expected <EOF> for non server-streaming RPCs, "
-                        "but received another message",
-                    )
-            conn.consumed(len(payload))
+            conn.consumed(len(payload), sid)
+            if refused is not None:
+                body += payload[start:end][: NON_GRPC_BODY - len(body)]
+                if len(body) >= NON_GRPC_BODY or flags & _END_STREAM:
+                    raise with_body(refused, body)
+                continue
+            messages += payload[start:end]
+            status = messages_read(messages, status, client)
             if flags & _END_STREAM:
-                raise _RpcError(_INTERNAL, "server closed the stream without sending trailers")
+                raise RpcError(INTERNAL, "server closed the stream without sending trailers")
             continue
         if kind != _HEADERS:
             continue
@@ -576,53 +510,123 @@ async def _check(conn: _Conn, request: bytes) -> int:
             try:
                 next_kind, next_flags, next_stream, fragment = await conn.frame()
             except (EOFError, ValueError):
-                raise _RpcError(_UNAVAILABLE, "error reading from server: EOF") from None
-            if next_kind != _CONTINUATION or next_stream != _STREAM:
-                raise _RpcError(_INTERNAL, "http2: expected CONTINUATION frame")
+                raise RpcError(UNAVAILABLE, "error reading from server: EOF") from None
+            if next_kind != _CONTINUATION or next_stream != sid:
+                raise RpcError(INTERNAL, "http2: expected CONTINUATION frame")
             block += fragment
             flags = (flags & _END_STREAM) | next_flags
             if len(block) > _MAX_HEADER_BLOCK:
-                raise _RpcError(_INTERNAL, "header list size to send violates the maximum size")
+                raise RpcError(INTERNAL, "header list size to send violates the maximum size")
         try:
             fields = conn.decode(block)
         except Exception as exc:  # hpack's errors: a block this client cannot read
-            raise _RpcError(_INTERNAL, f"transport: decoding header block: {exc}") from None
+            raise RpcError(INTERNAL, f"transport: decoding header block: {exc}") from None
         ended = bool(flags & _END_STREAM)
-        if initial is None:
-            informational = _informational(fields)
-            if informational is not None:
-                # operateHeaders skips a 1xx head; one that ends the stream is an error
-                if ended:
-                    raise _RpcError(
-                        _INTERNAL,
-                        f"protocol error: informational header with status code "
-                        f"{informational} must not have END_STREAM set",
-                    )
-                continue
-            refused = _status_error(fields, initial=True)
-            if refused is not None:
-                raise refused
-            if not ended:
-                initial = fields
-                continue
-        elif not ended:
+        if refused is not None:
+            # a trailing header block ends a non-gRPC answer's body
+            if ended:
+                raise with_body(refused, body)
             continue
-        # the trailers, or a trailers-only answer
-        failed = _grpc_status(fields)
-        if failed is not None:
-            raise failed
-        if len(message) < 5:
-            raise _RpcError(
-                _INTERNAL,
-                "cardinality violation: received no response message from non-streaming RPC",
-            )
-        size = int.from_bytes(message[1:5], "big")
-        if len(message) < 5 + size:
-            raise _RpcError(_INTERNAL, "unexpected EOF")
-        return _serving_status(bytes(message))
+        if headers_seen and not ended:
+            raise RpcError(INTERNAL, "a HEADERS frame cannot appear in the middle of a stream")
+        head = operate_headers(fields, not headers_seen, ended, client)
+        if head.informational:
+            continue
+        if head.refused is not None:
+            if client.non_grpc_body and not ended:
+                refused = head.refused
+                continue
+            raise head.refused
+        if not ended:
+            headers_seen = True
+            continue
+        # the trailers, or a trailers-only answer: recvMsg's end of the stream
+        if head.code != 0:
+            raise RpcError(head.code, head.message)
+        if status is not None:
+            return status
+        if not messages:
+            if client.content_type_decides:
+                raise RpcError(
+                    INTERNAL,
+                    "cardinality violation: received no response message from "
+                    "non-server-streaming RPC",
+                )
+            # grpc-go before 1.79 hands the caller recv's io.EOF as it is
+            raise RpcError(None, "EOF")
+        raise RpcError(INTERNAL, "unexpected EOF")
 
 
 # -- the attempt ----------------------------------------------------------------------------------
+
+
+async def _connect(
+    host: str,
+    port: int,
+    tls: bool,
+    deadline: Deadline,
+    loop: asyncio.AbstractEventLoop,
+    client: GrpcGo,
+) -> _Conn:
+    """The connection the Check goes out on. 1.33-1.37 (WithBlock): tried again after the
+    backoff until one is READY. 1.38: one try, whose failure fails the fail-fast Check."""
+    retries = 0
+    while True:
+        try:
+            return await _dial(host, port, tls, deadline, loop, client)
+        except _NotReady as exc:
+            if client.new_client:
+                raise RpcError(UNAVAILABLE, str(exc)) from None
+        await asyncio.sleep(_backoff(retries))
+        retries += 1
+
+
+async def _call(
+    conn: _Conn,
+    service: str,
+    agent_block: bytes,
+    tls: bool,
+    host: str,
+    port: int,
+    deadline: Deadline,
+    loop: asyncio.AbstractEventLoop,
+    client: GrpcGo,
+) -> int:
+    """The Check's serving status, the Check sent once more when the server did not process
+    it (stream.go shouldRetry's transparent retry of a first attempt): on the next stream, or
+    after a GOAWAY on a new connection, whose failure fails the call (it is fail-fast). `conn`
+    stays the caller's to close; a connection made here is closed here."""
+    sid = _STREAM
+    opening = _SETTINGS_ACK
+    first = True
+    redialled: _Conn | None = None
+    try:
+        while True:
+            assert deadline.when is not None
+            left = _grpc_timeout(deadline.when - loop.time())
+            request = (
+                opening
+                + _frame(_HEADERS, _END_HEADERS, sid, agent_block + _literal(b"grpc-timeout", left))
+                + _request_message(service, sid)
+            )
+            try:
+                return await _check(redialled or conn, request, sid, client)
+            except _Unprocessed as exc:
+                if not first:
+                    raise exc.error from None
+                first = False
+                if not exc.drained:
+                    sid, opening = sid + 2, b""
+                    continue
+            conn.stream.close()
+            try:
+                redialled = await _dial(host, port, tls, deadline, loop, client)
+            except _NotReady as exc:
+                raise RpcError(UNAVAILABLE, str(exc)) from None
+            sid, opening = _STREAM, _SETTINGS_ACK
+    finally:
+        if redialled is not None:
+            redialled.stream.close()
 
 
 async def probe(
@@ -636,38 +640,27 @@ async def probe(
     loop: asyncio.AbstractEventLoop | None = None,
 ) -> Attempt:
     """One grpc attempt, as `probetui.probe.grpc.probe` makes it (same arguments, same
-    Attempt). `loop`: the running loop, when the caller has it at hand."""
+    Attempt), played as the kubelet of `kube_version` makes it. `loop`: the running loop, when
+    the caller has it at hand."""
+    client = client_for(kube_version)
     addr = join_host_port(host, port)
     started_at = time.time()
     start = time.monotonic()
     loop = loop or asyncio.get_running_loop()
     deadline = Deadline(loop, timeout)
-    ready = False
+    # from 1.38 there is no dial of its own to time out: every timeout is the Check's
+    ready = client.new_client
     conn: _Conn | None = None
     result, output, timed_out = Result.FAILURE, "", False
     try:
         try:
-            retries = 0
-            # Go dials an empty host as the unspecified address, which reaches this host
-            dial_host = host or "0.0.0.0"
-            while conn is None:
-                try:
-                    conn = await _dial(dial_host, port, tls, deadline, loop)
-                except _NotReady:
-                    await asyncio.sleep(_backoff(retries))
-                    retries += 1
+            conn = await _connect(host, port, tls, deadline, loop, client)
             ready = True
-            assert deadline.when is not None
-            left = deadline.when - loop.time()
-            agent = f"{user_agent(kube_version)} {grpc_go_agent(kube_version)}"
-            block = _request_block("https" if tls else "http", addr, agent)
-            block += _literal(b"grpc-timeout", _grpc_timeout(left))
-            request = (
-                _SETTINGS_ACK
-                + _frame(_HEADERS, _END_HEADERS, _STREAM, block)
-                + _request_message(service)
+            agent = f"{user_agent(kube_version)} grpc-go/{client.version}"
+            agent_block = _request_block("https" if tls else "http", addr, agent)
+            status = await _call(
+                conn, service, agent_block, tls, host, port, deadline, loop, client
             )
-            status = await _check(conn, request)
         finally:
             expired = deadline.disarm()
     except (asyncio.CancelledError, TimeoutError) as exc:
@@ -675,21 +668,14 @@ async def probe(
             raise
         timed_out = True
         output = grpc_rpc_timeout(timeout) if ready else connect_timeout_text(addr, timeout)
-    except _RpcError as exc:
-        timed_out = exc.code == _DEADLINE_EXCEEDED
-        output = _rpc_error_text(exc, timeout)
-    except OSError as exc:
-        # the connection broke while the request was written or the answer read
-        where = conn.stream.addresses() if conn is not None else ""
-        detail = stream_error("read", where, exc.errno) if where else str(exc)
-        output = _rpc_error_text(
-            _RpcError(_UNAVAILABLE, f"error reading from server: {detail}"), timeout
-        )
+    except RpcError as exc:
+        timed_out = exc.code == DEADLINE_EXCEEDED
+        output = failure_text(exc, addr, timeout, client)
     else:
-        if status == _SERVING:
+        if status == SERVING:
             result, output = Result.SUCCESS, GRPC_HEALTHY
         else:
-            output = grpc_unhealthy(_STATUS_NAMES.get(status, str(status)))
+            output = grpc_unhealthy(STATUS_NAMES.get(status, str(status)))
     finally:
         if conn is not None:
             conn.stream.close()
@@ -704,25 +690,4 @@ async def probe(
     )
 
 
-# the grpc-go release each kubelet release vendors (k8s.io/kubernetes go.mod, the newest patch
-# served of each minor): grpc-go appends "grpc-go/VERSION" to the kubelet's user agent
-GRPC_GO_BY_MINOR = {
-    33: "1.68.1",
-    34: "1.72.1",
-    35: "1.72.2",
-    36: "1.79.3",
-    37: "1.82.1",
-    38: "1.85.0",
-}
-
-
-def grpc_go_agent(kube_version: str) -> str:
-    """What grpc-go adds to the user agent of the kubelet whose version is `kube_version`."""
-    _, _, minor = kube_version.removeprefix("v").partition(".")
-    digits = minor.split(".")[0]
-    number = int(digits) if digits.isdigit() else 35
-    nearest = min(GRPC_GO_BY_MINOR, key=lambda m: abs(m - number))
-    return f"grpc-go/{GRPC_GO_BY_MINOR[nearest]}"
-
-
-__all__ = ["probe"]
+__all__ = ["GrpcGo", "client_for", "grpc_go_agent", "probe"]

@@ -2,7 +2,8 @@
 
 It is the lean one: raw asyncio sockets and h11.
 
-The same attempt as `probetui.probe.http` (the reference, on httpx) at a fraction of the CPU:
+The same attempt as the tests' oracle on httpx (`tests/probe/http_oracle.py`), at a fraction
+of its CPU:
 one GET on a new connection per hop, the kubelet's headers, redirect policy, 10 KiB body cap
 and one overall deadline, and Go's words for every error. The request and response are framed
 by h11, the parser httpcore uses under httpx, so both handlers accept and reject the same
@@ -12,13 +13,12 @@ rules), so what Go refuses is refused in Go's words. The request's bytes are mad
 per probe and kept; the common response (a whole head in the first read, plain ASCII, framed by
 one Content-Length or by the close), which Go reads as it is, is read by `_plain_head` without
 h11's objects, and anything else goes through the gate to h11 from its first byte
-(`tests/probe/test_http_lean_plain.py` holds its answers to the httpx handler's, byte case by
-byte case). The header map, the
-wire header order, the head gate, the redirect loop, the body reading and the error texts come
-from the modules both handlers share (listed in `probetui.probe.http`); this one is the
-transport under them, and `probetui.probe.lean_conn` its connection.
-`tests/probe/test_http_lean.py` runs the reference's test vectors against both and compares
-every field of the Attempt.
+(`tests/probe/test_http_lean_plain.py` holds its answers to the oracle's, byte case by byte
+case). The header map, the wire header order, the head gate, the redirect loop, the body reading
+and the error texts come from the modules the oracle shares (`url`, `request`, `redirect`,
+`response_head`, `exchange`, `gotext`); this one is the transport under them, and
+`probetui.probe.lean_conn` its connection. `tests/probe/test_http_lean.py` runs the oracle's
+test vectors against both and compares every field of the Attempt.
 
 What it leaves out is httpx's machinery for a general client (request and response objects, a
 connection pool, anyio task groups, trace hooks): a probe needs a socket, one request, and the
@@ -415,9 +415,14 @@ async def probe(
     kube_version: str = DEFAULT_KUBE_VERSION,
     loop: asyncio.AbstractEventLoop | None = None,
 ) -> Attempt:
-    """One HTTP probe attempt, exactly as `probetui.probe.http.probe` makes it (same arguments,
-    same Attempt); see that function for what each argument means. `loop`: the running loop,
-    when the caller has it at hand (saves looking it up)."""
+    """Runs one HTTP probe attempt (`httpProber.Probe` + `DoHTTPProbe`, §13).
+
+    `url` comes from `format_url`. `headers` are the probe spec's httpHeaders as written
+    ((name, value) pairs or model HTTPHeader), not `build_headers` output. `timeout` is the
+    whole attempt's deadline in seconds (connect, redirects and body), as `http.Client.Timeout`
+    is; 0 or less means none, as in Go. `loop`: the running loop, when the caller has it at
+    hand (saves looking it up).
+    """
     key = spec_key(headers)
     return await run_attempt(
         url,

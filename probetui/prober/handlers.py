@@ -10,9 +10,12 @@ use so that `probetui check` loads only the one it needs.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.base import DEFAULT_KUBE_VERSION, Attempt, Result
@@ -23,6 +26,7 @@ from probetui.probe.gotext import (
     join_host_port,
     url_error,
 )
+from probetui.probe.url import format_url
 from probetui.probe.util import PortResolutionError, ReachError, resolve_container_port
 from probetui.prober.prober import ProbeOutcome, missing_handler, run_probe_with_retries
 from probetui.prober.status import PodStatus
@@ -36,6 +40,22 @@ from probetui.spec.model import (
     ProbeType,
     TCPSocketAction,
 )
+
+if TYPE_CHECKING:
+    from probetui.prober.worker import Worker
+
+_HANDLERS: dict[str, ModuleType] = {}
+
+
+def _handler(name: str) -> ModuleType:
+    """The handler module `probetui.probe.<name>`, imported on first use (so `probetui check`
+    loads only the one it runs) and bound once: an import statement in the per-attempt path
+    costs microseconds on every attempt."""
+    module = _HANDLERS.get(name)
+    if module is None:
+        module = _HANDLERS[name] = importlib.import_module(f"probetui.probe.{name}")
+    return module
+
 
 # How the runtime turns (pod, container, host, port) into an address to dial: the pod IP as
 # is, a port-forward listener, or loopback for the local runtime.
@@ -57,10 +77,6 @@ class HandlerRunner:
     kube_version: str = DEFAULT_KUBE_VERSION
     # the kubelet version of the pod's node where the runtime knows it (kube-probe/X.Y)
     kube_version_for: Callable[[Pod], str | None] | None = None
-    # which HTTP handler runs httpGet probes: "lean" (probetui.probe.http_lean, raw sockets and
-    # h11) or "httpx" (probetui.probe.http, the reference); tests/probe/test_http_lean.py holds
-    # their Attempts identical
-    http_impl: str = "lean"
     # which gRPC handler runs grpc probes: "lean" (probetui.probe.grpc_lean, a raw socket and
     # hpack) or "grpcio" (probetui.probe.grpc, the reference); tests/probe/test_grpc.py holds
     # their Attempts identical
@@ -129,14 +145,10 @@ class HandlerRunner:
             kube_version = self.kube_version_for(pod) or kube_version
         try:
             if isinstance(handler, ExecAction):
-                from probetui.probe import exec as exec_probe
-
                 argv = exec_argv(handler, container)
                 runner = self.exec_for(pod, container) if self.exec_for else None
-                return await exec_probe.probe(argv, timeout, runner)  # type: ignore[arg-type]
+                return await _handler("exec").probe(argv, timeout, runner)  # type: ignore[arg-type]
             if isinstance(handler, HTTPGetAction):
-                from probetui.probe.url import format_url
-
                 named = dial_address(handler, container, status.pod_ip, profile)
                 host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
@@ -149,19 +161,7 @@ class HandlerRunner:
                     linger = self.close_linger
                 if profile.h2c and handler.protocol == "HTTP2":
                     # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
-                    from probetui.probe import http_h2c
-
-                    attempt = await http_h2c.probe(
-                        url,
-                        headers,
-                        timeout + linger,
-                        kube_version=kube_version,
-                        loop=self.loop,
-                    )
-                elif self.http_impl == "lean":
-                    from probetui.probe import http_lean
-
-                    attempt = await http_lean.probe(
+                    attempt = await _handler("http_h2c").probe(
                         url,
                         headers,
                         timeout + linger,
@@ -169,30 +169,28 @@ class HandlerRunner:
                         loop=self.loop,
                     )
                 else:
-                    from probetui.probe import http
-
-                    attempt = await http.probe(
-                        url, headers, timeout + linger, kube_version=kube_version
+                    attempt = await _handler("http_lean").probe(
+                        url,
+                        headers,
+                        timeout + linger,
+                        kube_version=kube_version,
+                        loop=self.loop,
                     )
                 if linger and self.reach_lingered is not None:
                     held = self.reach_lingered(swaps[-1][0])
                     attempt = without_linger(attempt, timeout, held)
                 return attempt
             if isinstance(handler, TCPSocketAction):
-                from probetui.probe import tcp
-
                 host, port = await self._address(
                     pod, container, *dial_address(handler, container, status.pod_ip, profile), swaps
                 )
-                return await tcp.probe(host, port, timeout, loop=self.loop)
+                return await _handler("tcp").probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
                 host, port = await self._address(
                     pod, container, *dial_address(handler, container, status.pod_ip), swaps
                 )
                 if self.grpc_impl == "lean":
-                    from probetui.probe import grpc_lean
-
-                    return await grpc_lean.probe(
+                    return await _handler("grpc_lean").probe(
                         host,
                         port,
                         handler.service or "",
@@ -202,9 +200,7 @@ class HandlerRunner:
                         # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
                         tls=profile.grpc_tls and handler.mode == "TLS",
                     )
-                from probetui.probe import grpc
-
-                return await grpc.probe(
+                return await _handler("grpc").probe(
                     host,
                     port,
                     handler.service or "",
@@ -218,11 +214,8 @@ class HandlerRunner:
             return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, error=str(e))
         return missing_handler(pod, container)
 
-    async def run_probe(self, worker: object, status: PodStatus) -> ProbeOutcome:
+    async def run_probe(self, worker: Worker, status: PodStatus) -> ProbeOutcome:
         """The manager's RunProbe: `prober.probe` for one worker."""
-        from probetui.prober.worker import Worker
-
-        assert isinstance(worker, Worker)
         run = partial(self, profile=worker.profile)
         return await run_probe_with_retries(
             run, worker.probe_type, worker.spec, worker.pod, worker.container, status

@@ -27,7 +27,8 @@ format). Tables:
 An item (attempt, skip, worker state, result change) is a header byte and a few varints on top
 of its shape: a steady attempt costs 4-6 bytes plus its share of the chunk row. Each chunk
 starts from zeros (a keyframe), so a seek reads one chunk per probe. Writing: `recorder.py`
-(the sink and its one thread), `writer.py` (rows, chunks, retention). Reading: `reader.py`,
+(the sink and its one thread), `writer.py` (rows, chunks, retention). Reading: `reader.py`
+(`Recording`) on `source.py`, `pod_reads.py`, `segments.py`, `unbuilt.py` and `merge.py`;
 `shapes.py`. `timespec.py` reads `03:10` / `-6h` / ISO times and durations, `selector.py`
 kubectl's `-l`.
 """

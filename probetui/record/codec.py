@@ -10,8 +10,9 @@ An item is one per-probe event of the shadow, in the order the engine published 
 
 A *shape* is everything about an item but its times, latency and result run: for A the
 trigger, container ID, last result, published value, hold, pause, via, the outcome (result,
-error, tries, event) and the attempt (handler, target, result, output, error, status code,
-body excerpt, timed out). Shapes are interned (`shapes` table, a JSON array whose texts are ids
+error, tries, event), the attempt (handler, target, result, output, error, status code,
+body excerpt, timed out) and, for an attempt a node agent made, its node (last, absent
+otherwise: a reader that knows nothing of it reads the shape as before). Shapes are interned (`shapes` table, a JSON array whose texts are ids
 in `strings`), so a steady probe has one.
 
 An item is a header byte and varints (`varint.py`), relative to the item before it in the
@@ -32,17 +33,34 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from probetui.record import varint
-from probetui.timeline.events import Event
+from probetui.timeline.events import PROBE_SKIPPED, RESULT_CHANGED, WORKER_STATE, Event
 
 NEW_SHAPE = 1
 RUN_INC, RUN_SAME, RUN_EXPLICIT, RUN_ZERO = 0, 2, 4, 6
 RUN_MASK = 6
 OFF_GRID = 8
 
-RECORD_KINDS = frozenset("AS")
+
+class ItemKind(StrEnum):
+    """Names the kinds of per-probe item (the table above); each member is the letter a stored
+    shape begins with."""
+
+    ATTEMPT = "A"
+    SKIPPED = "S"
+    NOT_RUN = "N"
+    WORKER = "W"
+    RESULT = "R"
+
+
+# the letters as plain strings: a raw key must hold only values the cyclic collector stops
+# tracking (an enum member is tracked), and the decode loops compare them per item (a member's
+# lookup on its class costs several times the comparison)
+ATTEMPT, SKIPPED, NOT_RUN, WORKER, RESULT = (kind._value_ for kind in ItemKind)
+RECORD_KINDS = frozenset({ATTEMPT, SKIPPED})
 
 US = 1_000_000
 
@@ -54,7 +72,7 @@ def us(t: float) -> int:
 Text = Callable[[str | None], int | None]
 
 
-def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
+def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any, ...] | None:
     """What decides an item's shape, unmasked and not interned: the writer's cache key. None for
     an event that is not a per-probe item.
 
@@ -77,14 +95,14 @@ def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
         )
         if outcome is None:
             skip = record.skip
-            return ("S", *base, None if skip is None else skip._value_)
+            return (SKIPPED, *base, None if skip is None else skip._value_)
         a = outcome.attempt
         ev = outcome.event
         # flat, not a tuple of tuples: the collector untracks an inner tuple only after its
         # parent in the same pass, so each level of nesting costs one more collection, and
         # an item nested three deep reaches the old generation before it is untracked
         return (
-            "A",
+            ATTEMPT,
             *base,
             via,
             outcome.result._value_,
@@ -106,14 +124,15 @@ def raw_key(event: Event, via: str | None) -> tuple[Any, ...] | None:
                 if a is not None
                 else _NO_ATTEMPT
             ),
+            node,
         )
     state = event.state
-    if type_ == "ProbeSkipped" and state is not None:
-        return ("N", event.fields.get("reason", ""), *_state(state))
-    if type_ == "WorkerState" and state is not None:
-        return ("W", *_state(state))
-    if type_ == "ResultChanged" and event.container is not None and event.probe is not None:
-        return ("R", event.fields.get("result"), event.fields.get("containerID", ""))
+    if type_ == PROBE_SKIPPED and state is not None:
+        return (NOT_RUN, event.fields.get("reason", ""), *_state(state))
+    if type_ == WORKER_STATE and state is not None:
+        return (WORKER, *_state(state))
+    if type_ == RESULT_CHANGED and event.container is not None and event.probe is not None:
+        return (RESULT, event.fields.get("result"), event.fields.get("containerID", ""))
     return None
 
 
@@ -136,7 +155,7 @@ def shape_body(key: tuple[Any, ...], text: Text, excerpt: Text) -> list[Any]:
     kind = key[0]
     if kind in RECORD_KINDS:
         head = [kind, *key[1:7]]
-        if kind == "S":
+        if kind == SKIPPED:
             return [*head, key[7]]
         via, result, error, tries, has_event, ev_type, reason, message = key[7:15]
         event = [ev_type, reason, text(message)] if has_event else None
@@ -153,9 +172,12 @@ def shape_body(key: tuple[Any, ...], text: Text, excerpt: Text) -> list[Any]:
                 excerpt(body),
                 timed_out,
             ]
-        return [*head, via, result, text(error), tries, event, attempt]
-    if kind == "N":
-        return ["N", text(key[1]), *key[2:5]]
+        body = [*head, via, result, text(error), tries, event, attempt]
+        if key[24] is not None:
+            body.append(key[24])  # the node whose agent made the attempt
+        return body
+    if kind == NOT_RUN:
+        return [NOT_RUN, text(key[1]), *key[2:5]]
     return list(key)
 
 
@@ -163,9 +185,9 @@ def shape_strings(body: list[Any]) -> tuple[int, ...]:
     """The string ids a stored shape refers to (a tuple of ints: the writer keeps one for every
     shape, out of the collector's sight)."""
     kind = body[0]
-    if kind == "N":
+    if kind == NOT_RUN:
         return (body[1],) if body[1] is not None else ()
-    if kind != "A":
+    if kind != ATTEMPT:
         return ()
     out = [body[9]]
     if body[11] is not None:
@@ -213,7 +235,7 @@ def put_record(
         header |= OFF_GRID
         vput_signed(out, step)
     vput_signed(out, t - tick)
-    if kind == "A":
+    if kind == ATTEMPT:
         vput(out, lat)
     out[at] = header
     return (shape, run, tick, step, t)
@@ -346,7 +368,7 @@ def items(data: bytes, kind_of: Callable[[int], str]) -> Iterator[Item]:
             late, i = get_signed(data, i)
             t = tick + late
             lat = 0
-            if kind == "A":
+            if kind == ATTEMPT:
                 lat, i = get(data, i)
             yield Item(shape, t, tick, run, lat)
         else:
@@ -417,7 +439,7 @@ def scan(
         elif kind is None:
             kind = kind_of(shape)
         lat = 0
-        if kind == "A" or kind == "S":
+        if kind in RECORD_KINDS:
             mode = header & RUN_MASK
             if mode == RUN_INC:
                 run += 1
@@ -441,7 +463,7 @@ def scan(
                 else:
                     z, i = get(data, i)
             t = tick + ((z >> 1) if not z & 1 else -((z + 1) >> 1))
-            if kind == "A":
+            if kind == ATTEMPT:
                 b = data[i]
                 if b < 0x80:
                     lat = b

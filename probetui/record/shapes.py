@@ -15,8 +15,20 @@ from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
-from probetui.record.codec import US, Item
+from probetui.record.codec import (
+    ATTEMPT,
+    NOT_RUN,
+    RECORD_KINDS,
+    RESULT,
+    SKIPPED,
+    US,
+    WORKER,
+    Item,
+)
 from probetui.timeline.events import (
+    PROBE_ATTEMPT,
+    PROBE_SKIPPED,
+    RESULT_CHANGED,
     SHADOW,
     WORKER_STATE,
     Event,
@@ -24,15 +36,15 @@ from probetui.timeline.events import (
     result_fields,
     skipped_fields,
 )
-from probetui.timeline.store import RecordShape, Store, record_shape
+from probetui.timeline.history import RecordShape, record_shape
 
 # which event type each item kind is
 EVENT_TYPE = {
-    "A": "ProbeAttempt",
-    "S": "ProbeSkipped",
-    "N": "ProbeSkipped",
-    "W": WORKER_STATE,
-    "R": "ResultChanged",
+    ATTEMPT: PROBE_ATTEMPT,
+    SKIPPED: PROBE_SKIPPED,
+    NOT_RUN: PROBE_SKIPPED,
+    WORKER: WORKER_STATE,
+    RESULT: RESULT_CHANGED,
 }
 ITEM_TYPES = frozenset(EVENT_TYPE.values())
 
@@ -53,11 +65,22 @@ def _result(value: int | None) -> ResultValue | None:
 
 
 class Template:
-    __slots__ = ("_fields", "_shape", "attempt", "head", "kind", "outcome", "state", "via")
+    __slots__ = (
+        "_fields",
+        "_shape",
+        "attempt",
+        "head",
+        "kind",
+        "node",
+        "outcome",
+        "state",
+        "via",
+    )
 
     def __init__(self, body: list[Any], text: Callable[[int | None], str | None]) -> None:
         self.kind: str = body[0]
         self.via: str | None = None
+        self.node: str | None = None  # the node whose agent made an attempt
         self.attempt: tuple[Any, ...] | None = None
         self.outcome: tuple[Any, ...] | None = None
         self.state: tuple[Any, ...] = ()
@@ -65,10 +88,10 @@ class Template:
         # an attempt's fields but its result run and latency, the same for every item of the
         # shape: built from the first item, copied for the next (a seek builds 20,000)
         self._fields: dict[str, Any] | None = None
-        # what a record of the shape adds to a store's history (`Store.shaped`), built once
+        # what a record of the shape adds to a store's history (`shape_of`), built once
         self._shape: RecordShape | None = None
         kind = self.kind
-        if kind in ("A", "S"):
+        if kind in RECORD_KINDS:
             trigger, cid, last, published, on_hold, paused = body[1:7]
             self.head = (
                 Trigger(trigger),
@@ -78,11 +101,13 @@ class Template:
                 on_hold,
                 paused,
             )
-            if kind == "S":
+            if kind == SKIPPED:
                 self.state = (Skip(body[7]) if body[7] is not None else None,)
             else:
                 via, result, error, tries, ev, a = body[7:13]
                 self.via = via
+                if len(body) > 13:  # absent from shapes recorded before nodes were kept
+                    self.node = body[13]
                 event = ProbeEvent(ev[0], ev[1], text(ev[2]) or "") if ev is not None else None
                 self.outcome = (ResultValue(result), text(error), tries, event)
                 if a is not None:
@@ -97,9 +122,9 @@ class Template:
                         text(excerpt),
                         timed_out,
                     )
-        elif kind == "N":
+        elif kind == NOT_RUN:
             self.state = (text(body[1]) or "", body[2], body[3], _result(body[4]))
-        elif kind == "W":
+        elif kind == WORKER:
             self.state = (body[1], body[2], _result(body[3]))
         else:  # R
             self.state = (body[1], body[2])
@@ -110,7 +135,7 @@ class Template:
         outcome: ProbeOutcome | None = None
         skip: Skip | None = None
         finished: float | None = None
-        if self.kind == "A":
+        if self.kind == ATTEMPT:
             assert self.outcome is not None
             result, error, tries, event = self.outcome
             latency = item.latency / US
@@ -145,10 +170,10 @@ class Template:
         )
 
     def steady(self, key: ProbeKey) -> RecordShape | None:
-        """What every record of this shape leaves a history at (`Store.defer`'s state): an
-        attempt's whose result counts; None for a skip or an error, which leave the last
-        result as the record before them had it (the shape does not say it)."""
-        if self.kind != "A":
+        """Return what every record of this shape leaves a history at (the state a replay's
+        seek gives a probe it defers): an attempt's whose result counts; None for a skip or
+        an error, which leave the last result as the record before them had it."""
+        if self.kind != ATTEMPT:
             return None
         shape = self._shape
         if shape is None:
@@ -156,18 +181,16 @@ class Template:
             shape = self._shape = record_shape(self.record(key, Item(0, 0, 0, 1, 0)))
         return shape if shape[7] is not None else None
 
-    def feed(self, store: Store, ref: ProbeRef, item: Item) -> bool:
-        """Feed `store` the item as `store.event(self.event(ref, item))` would, without
-        building the event where it is a doProbe record; False where it is not."""
+    def shape_of(self, key: ProbeKey, item: Item) -> RecordShape | None:
+        """Return what a doProbe record of this shape adds to its probe's history but its own
+        times, latency and run (built once per shape); None where the item is no record."""
         kind = self.kind
-        if kind != "A" and kind != "S":
-            return False
+        if kind != ATTEMPT and kind != SKIPPED:
+            return None
         shape = self._shape
         if shape is None:
-            shape = self._shape = record_shape(self.record(ref.key, item))
-        latency = item.latency / US if self.attempt is not None else 0.0
-        store.shaped(ref.key, item.t / US, latency, item.run, shape)
-        return True
+            shape = self._shape = record_shape(self.record(key, item))
+        return shape
 
     def event(self, ref: ProbeRef, item: Item, records: bool = True) -> Event:
         """The item's event; without `records`, an attempt's fields alone (its ProbeRecord
@@ -190,12 +213,14 @@ class Template:
                 **extra,
             )
 
-        if kind == "A":
+        if kind == ATTEMPT:
             base = self._fields
             record = self.record(key, item) if records or base is None else None
             if base is None:
                 assert record is not None
                 fields = attempt_fields(record, self.via)
+                if self.node is not None:
+                    fields["node"] = self.node  # last, as the agent reader sets it live
                 self._fields = dict(fields)
             else:
                 # a copy keeps the keys' order; setting an existing key keeps its place
@@ -204,7 +229,7 @@ class Template:
                 if "latency_ms" in fields:
                     fields["latency_ms"] = round(item.latency / US * 1000.0, 3)
             return Event(
-                "ProbeAttempt",
+                PROBE_ATTEMPT,
                 t,
                 key.pod_uid,
                 ref.namespace,
@@ -215,18 +240,18 @@ class Template:
                 fields,
                 record if records else None,
             )
-        if kind == "S":
+        if kind == SKIPPED:
             record = self.record(key, item)
-            return ev("ProbeSkipped", skipped_fields(record), record=record)
-        if kind == "N":
+            return ev(PROBE_SKIPPED, skipped_fields(record), record=record)
+        if kind == NOT_RUN:
             reason, running, paused, published = self.state
             state = WorkerState(key, running, paused, None, published)
-            return ev("ProbeSkipped", {"reason": reason}, state=state)
-        if kind == "W":
+            return ev(PROBE_SKIPPED, {"reason": reason}, state=state)
+        if kind == WORKER:
             running, paused, published = self.state
             return ev(WORKER_STATE, {}, state=WorkerState(key, running, paused, None, published))
         label, cid = self.state
-        return ev("ResultChanged", result_fields(label, cid))
+        return ev(RESULT_CHANGED, result_fields(label, cid))
 
 
 __all__ = ["EVENT_TYPE", "ITEM_TYPES", "ProbeRef", "Template"]

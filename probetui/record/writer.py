@@ -15,7 +15,7 @@ track: dicts of str / int / float keys and values, tuples of those, bytearrays.
 Held as objects (a dataclass per segment and per pod, lists, tuples of enum members) they would
 be most of the old generation the collector walks on every full collection, and those passes
 stall the event loop (guarded by benchmarks/record.py's tick lateness). The
-engine's own long-lived objects are frozen (`Engine.settle_memory`); the writer's appear after
+engine's own long-lived objects are frozen (`Engine.collect_and_freeze`); the writer's appear after
 that, and are out of the collector's way by their form instead.
 
 `Writer` is one transaction's worth of state on one thread: its parts (interning, open
@@ -47,7 +47,7 @@ from probetui.record.schema import CHECKED_FORMAT, CHUNK_ITEMS, MAX_SPAN, upgrad
 from probetui.record.snapshot import status_json
 from probetui.spec.encode import encode
 from probetui.spec.model import Pod
-from probetui.timeline.events import Event
+from probetui.timeline.events import PROBE_ATTEMPT, Event
 from probetui.timeline.history import BODY_EXCERPT
 
 MAINTAIN_EVERY = 60.0  # seconds of wall time between maintenance passes
@@ -132,8 +132,9 @@ def item_of(e: Event) -> tuple[Any, ...] | None:
     its record, outcome, attempt and fields (6 tracked objects each, 1,500 a second, promoted
     into the old generation while they wait, bringing full collections on sooner), but one tuple
     the collector stops tracking within two collections, before it could be promoted."""
-    via = e.fields.get("via") if e.type == "ProbeAttempt" else None
-    key = codec.raw_key(e, via)
+    attempt = e.type == PROBE_ATTEMPT
+    via = e.fields.get("via") if attempt else None
+    key = codec.raw_key(e, via, e.fields.get("node") if attempt else None)
     if key is None:
         return None
     record = e.record

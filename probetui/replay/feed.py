@@ -10,19 +10,22 @@ it ended, a result change with the attempt that caused it. `replay.player` moves
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from probetui import memory
 from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.prober.status import PodStatus
-from probetui.record.reader import Pending, Recording, Resumed, Segment
+from probetui.record.codec import US
+from probetui.record.reader import Recording, Segment, StoppedRead, UnbuiltEvent
 from probetui.record.schema import MAX_SPAN, Damaged
+from probetui.replay.store import ReplayStore
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import Event
-from probetui.timeline.store import RecordShape, Store
+from probetui.timeline.history import RecordShape
+from probetui.timeline.store import Store
 
 
 def lookback(recording: Recording) -> float:
@@ -55,6 +58,20 @@ def published(event: Event) -> float:
     return r.finished_at if r is not None and r.finished_at is not None else event.t
 
 
+def feed_read(store: Store, p: UnbuiltEvent) -> None:
+    """Feed `store` one event read; a `ReplayStore` a recorded doProbe as its shape and its
+    own numbers, without building its record and event (a third of a seek's feeding)."""
+    b = p.parts
+    if type(b) is tuple and isinstance(store, ReplayStore):
+        template, ref, item = b
+        shape = template.shape_of(ref.key, item)
+        if shape is not None:
+            latency = item.latency / US if template.attempt is not None else 0.0
+            store.feed_shape(ref.key, item.t / US, latency, item.run, shape)
+            return
+    store.event(p.event())
+
+
 def feed(store: Store, recording: Recording, after: float, until: float, back: float) -> int:
     """Feed `store` what was published in (after, until], pods' specs and statuses with it;
     returns the events fed (`Stream.feed` on a stream begun for it)."""
@@ -80,22 +97,22 @@ class Stream:
         recording: Recording,
         after: float,
         back: float,
-        resumed: Resumed | None = None,
+        resumed: StoppedRead | None = None,
     ) -> None:
         self.recording = recording
         self.back = back
-        self._it: Iterator[Pending] | None = (
-            recording.pending(after - back)
+        self._it: Iterator[UnbuiltEvent] | None = (
+            recording.unbuilt_events(after - back)
             if resumed is None
-            else recording.pending_resumed(resumed)
+            else recording.unbuilt_events_from(resumed)
         )
         self._read_to = -float("inf")  # the latest key read
         self._seq = 0  # items in the order read: a step feeds in that order, as read
         # (published, seq, item) of what is read and not fed
-        self._heap: list[tuple[float, int, Pending]] = []
+        self._heap: list[tuple[float, int, UnbuiltEvent]] = []
         # per probe, the result changes read since its last attempt: each is published with
         # the attempt after it that caused it, or on its own where none comes in time
-        self._waiting: dict[tuple[str, str | None, str | None], list[tuple[int, Pending]]] = {}
+        self._waiting: dict[tuple[str, str | None, str | None], list[tuple[int, UnbuiltEvent]]] = {}
         # the first step feeds the pods as they stood before it too, unless the store holds
         # them already (a stream going on from a rebuild)
         self._began = resumed is None
@@ -145,13 +162,8 @@ class Stream:
         store) or die by reference count (the events read), and the collections they would set
         off walk the store each time (guarded by benchmarks/replay.py). What it holds is
         acyclic (a refill cuts the store's one cycle), so nothing waits for the collector."""
-        was = gc.isenabled()
-        gc.disable()
-        try:
+        with memory.no_collection_during_bulk_load():
             return self._feed(store, after, until)
-        finally:
-            if was:
-                gc.enable()
 
     def _feed(self, store: Store, after: float, until: float) -> int:
         """`feed`, under the collector's pause.
@@ -166,7 +178,7 @@ class Stream:
         self._pull(hi + back)
         heap = self._heap
         pop = heapq.heappop
-        ready: list[tuple[int, Pending]] = []
+        ready: list[tuple[int, UnbuiltEvent]] = []
         # a change whose attempt has not come within what is read stands on its own
         for group in [
             g for g, changes in self._waiting.items() if changes[0][1].published <= until
@@ -193,7 +205,7 @@ class Stream:
             if kind == 0:
                 store.pod(*x)  # type: ignore[misc]
             else:
-                x.feed(store)  # type: ignore[union-attr]
+                feed_read(store, x)  # type: ignore[arg-type]
                 n += 1
         fence = self.fence
         if fence is not None and (fence.t is None or until >= fence.t):
@@ -210,11 +222,12 @@ READ_ALL = 256
 @dataclass(slots=True)
 class Rebuilt:
     """What a rebuild hands on: the stream that goes on from its end, and the probes it
-    deferred (`Store.defer`) by key, with their ids, for `fill`; once a fill has read them, the
-    segments of those probes by id, with the damage that ended that read; the ids filled."""
+    deferred (`ReplayStore.defer_entries`) by key, with their ids, for `fill`; once a fill has
+    read them, the segments of those probes by id, with the damage that ended that read; the
+    ids filled."""
 
     stream: Stream
-    resumed: Resumed
+    resumed: StoppedRead
     deferred: dict[ProbeKey, int]
     after: float
     until: float
@@ -225,16 +238,17 @@ class Rebuilt:
 
 
 def rebuild(
-    store: Store,
+    store: ReplayStore,
     recording: Recording,
     after: float,
     until: float,
     back: float,
     steady: dict[int, tuple[ProbeKey, RecordShape]] | None = None,
 ) -> Rebuilt:
-    """Feed an empty `store` what was published in (after, until] and the pods as they stood
-    then, as a `Stream` begun at `after` feeds it in one step, each pod on its own; returns
-    the stream that goes on from `until`, reading on where this stopped.
+    """Feed a seek's fresh `store` (`ReplayStore.fresh_for_seek`) what was published in
+    (after, until] and the pods as they stood then, as a `Stream` begun at `after` feeds it in
+    one step, each pod on its own; returns the stream that goes on from `until`, reading on
+    where this stopped.
 
     The stream merges 15,000 probes' events by time and feeds them in that order, a heap
     step per event; the store's state of one pod depends only on the order of that pod's
@@ -244,8 +258,8 @@ def rebuild(
     `steady` (`Recording.steady_probes(until, until - back)`): probes that did one thing all
     through the span read, so whatever their records there, they leave the state their shape
     says with a run under way. Those of a pod that stood as one snapshot all through are
-    not read: the store is given their state (`Store.defer`) and `fill` feeds their entries
-    when something reads them."""
+    not read: the store is given their state (`ReplayStore.defer_entries`) and `fill` feeds
+    their entries when something reads them."""
     lo, hi = after - back, until + back
     snaps: dict[str, list[tuple[float, Pod, PodStatus | None]]] = {}
     order: list[str] = []
@@ -262,22 +276,22 @@ def rebuild(
         if shots is not None and len(shots) == 1 and shots[0][2] is not None:
             later.setdefault(key.pod_uid, []).append((key, shape))
             deferred[key] = probe_id
-    groups, resumed = recording.pending_groups(
+    groups, resumed = recording.unbuilt_by_probe(
         lo, hi, hi + back, until - back, skip=set(deferred.values()), whole_to=until
     )
     assert resumed is not None
-    by_pod: dict[str, list[list[tuple[float, int, Pending]]]] = {}
+    by_pod: dict[str, list[list[tuple[float, int, UnbuiltEvent]]]] = {}
     for group, keyed in groups.items():
         fed = _fed_of(keyed, after, until)
         if fed:
             by_pod.setdefault(group[0], []).append(fed)
     order.extend(uid for uid in by_pod if uid not in snaps)
     # bound once: a seek in a steady stretch runs this for 15,000 pods with nothing to feed
-    feed_pod, defer, deferred_of = store.pod, store.defer, later.get
+    feed_pod, defer, deferred_of = store.pod, store.defer_entries, later.get
     for uid in order:
         lists = by_pod.get(uid)
         if lists is None:
-            events: list[tuple[float, int, Pending]] = []
+            events: list[tuple[float, int, UnbuiltEvent]] = []
         elif len(lists) == 1:
             events = lists[0]
         else:
@@ -288,7 +302,7 @@ def rebuild(
             # of those deferred
             feed_pod(shots[0][1], shots[0][2])
             for _, _, p in events:
-                p.feed(store)
+                feed_read(store, p)
             for key, shape in deferred_of(uid, ()):
                 defer(key, shape)
             continue
@@ -301,15 +315,15 @@ def rebuild(
             if kind == 0:
                 store.pod(*x)  # type: ignore[misc]
             else:
-                x.feed(store)  # type: ignore[union-attr]
+                feed_read(store, x)  # type: ignore[arg-type]
     return Rebuilt(Stream(recording, until, back, resumed), resumed, deferred, after, until, back)
 
 
-def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
-    """Feed deferred histories (emptied, `Store.materialize`) what `rebuild` would have fed
-    them: their events of the same span, or a keyframe where the span holds none. What was
-    read for playing on goes to the rebuilt stream (it has not begun: `Store.materialize`
-    of all comes before its first step).
+def fill(store: ReplayStore, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeKey]) -> None:
+    """Feed deferred histories (emptied, `ReplayStore.fill_deferred`) what `rebuild` would
+    have fed them: their events of the same span, or a keyframe where the span holds none.
+    What was read for playing on goes to the rebuilt stream (it has not begun: filling all
+    the deferred comes before its first step).
 
     The segments are read from the window as the rebuild would have: the first fill of a
     player's batch (`READ_ALL` or more) reads those of every probe still deferred, once for
@@ -331,10 +345,8 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
     if fence is not None and (fence.t is None or fence.t <= until):
         raise fence  # within what the fill feeds: as a rebuild would have found it
     segments = sorted(found, key=_segment_order)
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        groups, got = recording.pending_groups(
+    with memory.no_collection_during_bulk_load():
+        groups, got = recording.unbuilt_by_probe(
             lo,
             hi,
             hi + back,
@@ -346,7 +358,7 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
         )
         for keyed in groups.values():
             for _, _, p in _fed_of(keyed, after, until):
-                p.feed(store)
+                feed_read(store, p)
         if got is not None:
             resumed = rebuilt.resumed
             resumed.items.extend(got.items)
@@ -356,9 +368,6 @@ def fill(store: Store, recording: Recording, rebuilt: Rebuilt, keys: list[ProbeK
                     resumed.fence = damage
         empty = [k for k in keys if (h := store.probes.get(k)) is not None and not len(h)]
         keyframes(store, recording, empty, after)
-    finally:
-        if was:
-            gc.enable()
 
 
 def keyframes(store: Store, recording: Recording, keys: list[ProbeKey], lo: float) -> None:
@@ -377,8 +386,8 @@ def keyframes(store: Store, recording: Recording, keys: list[ProbeKey], lo: floa
 
 
 def _fed_of(
-    keyed: list[tuple[float, int, Pending]], after: float, until: float
-) -> list[tuple[float, int, Pending]]:
+    keyed: list[tuple[float, int, UnbuiltEvent]], after: float, until: float
+) -> list[tuple[float, int, UnbuiltEvent]]:
     """One probe's events (in order, stamped within the lookback of the step) that a step
     over (after, until] feeds: published within it, a result change with its attempt."""
     if len(keyed) == 1:
@@ -401,11 +410,11 @@ def _segment_order(x: Segment) -> tuple[float, int]:
     return (x[0], x[1])
 
 
-def _seq_of(x: tuple[int, Pending]) -> int:
+def _seq_of(x: tuple[int, UnbuiltEvent]) -> int:
     return x[0]
 
 
-def _merge_key(x: tuple[float, int, Pending]) -> tuple[float, int]:
+def _merge_key(x: tuple[float, int, UnbuiltEvent]) -> tuple[float, int]:
     return (x[0], x[1])
 
 
@@ -438,6 +447,7 @@ __all__ = [
     "Rebuilt",
     "Stream",
     "feed",
+    "feed_read",
     "fill",
     "just_after",
     "keyframes",

@@ -1,19 +1,19 @@
 """Move the replay's time cursor: a recording fed into the store up to a moment the user picks.
 
 `Player` stands where the live engine stands for the screen (`ui.controls.Controls`): the UI
-reads the same `Store`, and its clock (`now`) is the cursor, so every pane shows the state at
-the cursor: threshold runs, on hold, published results, readiness, restarts, the timeline up
-to it. Moving the cursor forward feeds the store the events in between; moving it back, or
-far ahead, rebuilds the store from a window before the cursor (up to 15 minutes, what the
-timeline shows at its widest default zoom; shorter on a dense recording, so that a seek feeds
-about 15,000 events, never under 10 s), which is what a seek costs; a probe not attempted
-within the window is fed its last chunk before it (a keyframe: every record carries the
-probe's state). A rebuild feeds pod after pod (`rebuild`: a pod's state depends only on the
-order of its own events), not 15,000 probes merged by time; a probe that did one thing all
-through is not read at all: the store is given its state and fills its entries from the
-recording when something reads them (`Store.defer`), or the player's task does after the
-repaint. Moving forward reads on one stream (`Stream`, begun where the cursor stands when
-first asked): each chunk is decoded once.
+reads its `ReplayStore`, and its clock (`now`) is the cursor, so every pane shows the state at
+the cursor: threshold runs, on hold, published results, readiness, restarts, the timeline up to
+it. Moving the cursor forward feeds the store the events in between; moving it back, or far
+ahead, builds the state anew into a fresh store, swapped in, from a window before the cursor (up
+to 15 minutes, what the timeline shows at its widest default zoom; shorter on a dense recording,
+so that a seek feeds about 15,000 events, never under 10 s), which is what a seek costs; a probe
+not attempted within the window is fed its last chunk before it (a keyframe: every record
+carries the probe's state). A rebuild feeds pod after pod (`rebuild`: a pod's state depends only
+on the order of its own events), not 15,000 probes merged by time; a probe that did one thing
+all through is not read at all: the store is given its state and fills its entries from the
+recording when something reads them (`ReplayStore.defer_entries`), or the player's task does
+after the repaint. Moving forward reads on one stream (`Stream`, begun where the cursor stands
+when first asked): each chunk is decoded once.
 
 The state at a moment is what had been *published* by then, as the live store had it: an
 attempt counts from when it ended (it is stamped with when it began), so one still in flight
@@ -29,18 +29,18 @@ Nothing is probed, paused or run: `probe_now` and `set_paused` do nothing and sa
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Callable
 
+from probetui import memory
 from probetui.keys import ProbeKey
 from probetui.prober.prober import MAX_PROBE_RETRIES
 from probetui.record.reader import Recording
 from probetui.record.schema import Damaged, SessionMeta
 from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, probing, rebuild
+from probetui.replay.store import ReplayStore
 from probetui.runtime.base import NodeKubelet, Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
-from probetui.timeline.store import Store
 
 # seconds of history fed in before the cursor on a seek: at most WINDOW, and no more than
 # about SEEK_EVENTS attempts' worth at the recording's density (a seek feeds every event of
@@ -124,13 +124,13 @@ class Player:
     def __init__(
         self,
         recording: Recording,
-        store: Store | None = None,
+        store: ReplayStore | None = None,
         *,
         start: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.recording = recording
-        self.store = store if store is not None else Store()
+        self.store = store if store is not None else ReplayStore()
         span = recording.span()
         self.first, self.last = span if span is not None else (0.0, 0.0)
         self.gaps = recording.gaps()
@@ -144,16 +144,13 @@ class Player:
         self._fed = self.first  # what was published up to here is in the store
         # where the recording is damaged (the earliest found): the cursor stays before it
         self.damage: Damaged | None = None
-        was = gc.isenabled()
-        gc.disable()  # as in a feed: every spec decoded, and kept
-        try:
-            self.lookback, rate = probing(recording)
-        except Damaged as e:
-            self._damaged(e)
-            self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
-        finally:
-            if was:
-                gc.enable()
+        # as in a feed: every spec decoded, and kept
+        with memory.no_collection_during_bulk_load():
+            try:
+                self.lookback, rate = probing(recording)
+            except Damaged as e:
+                self._damaged(e)
+                self.lookback, rate = MAX_PROBE_RETRIES * 10.0 + 1.0, 0.0
         self.window = max(MIN_WINDOW, min(WINDOW, SEEK_EVENTS / rate)) if rate else WINDOW
         self._stream: Stream | None = None
         self._keys: list[ProbeKey] | None = None
@@ -185,8 +182,7 @@ class Player:
                 self._damaged(e)
                 self._stream = None  # what it read ends at the damage: a rebuild reads anew
         # damaged wherever it is read: nothing is shown
-        self.store.rebase()
-        self.store.settle()
+        self.store.swap_in(self.store.fresh_for_seek())
         self.cursor = self._fed = self.first
 
     def _damaged(self, e: Damaged) -> None:
@@ -202,41 +198,38 @@ class Player:
         # a move forward within the seek window feeds what is in between; farther, a rebuild
         # from the window before `t` feeds less and comes to the same state
         limit = min(FEED_LIMIT, self.window)
-        was = gc.isenabled()
-        gc.disable()  # the whole move: the keyframes after a rebuild set off full collections
-        try:
+        # the whole move: the keyframes after a rebuild set off full collections
+        with memory.no_collection_during_bulk_load() as collecting:
             if self._stream is not None and self._fed <= t <= self._fed + limit:
                 if t > self._fed:
                     # what comes after a deferred history's entries needs them before it,
                     # and the stream's first step the rest of what the rebuild read
-                    self.store.materialize()
+                    self.store.fill_deferred()
                     # what was published in between, on top of what the store holds
                     self._stream.feed(self.store, self._fed, t)
             else:
-                # the store's objects taken back as they are fed: where the pods are the same,
-                # the list keeps its layout and sorts again only what lists otherwise now
-                self.store.rebase()
+                # the state at `t` built into a fresh store that takes back the screen's
+                # store's objects as they are fed, then swapped in: where the pods are the
+                # same, the list keeps its layout and sorts again only what lists otherwise now
+                fresh = self.store.fresh_for_seek()
                 lo = max(self.first, t - self.window) - 1e-6
                 try:
                     # probes that did one thing all through what is read are given their
                     # state, and their entries when something reads them
                     steady = self.recording.steady_probes(t, t - self.lookback)
-                    rebuilt = rebuild(self.store, self.recording, lo, t, self.lookback, steady)
+                    rebuilt = rebuild(fresh, self.recording, lo, t, self.lookback, steady)
                     self._rebuilt = rebuilt
                     self._fill_from = self._clock() + FILL_DELAY
                     # playing on reads on from where the rebuild stopped reading
                     self._stream = rebuilt.stream
-                    self._keyframes(lo)
+                    self._keyframes(fresh, lo)
                 finally:
-                    self.store.settle()
-                if was:
-                    # the store made anew out of the collector's way, as the engine settles
+                    self.store.swap_in(fresh)
+                if collecting:
+                    # the store made anew out of the collector's way, as the engine freezes
                     # after a first list, so the screen's relisting right after sets off no
                     # passes that walk all of it; freed by reference counting at the next refill
-                    gc.freeze()
-        finally:
-            if was:
-                gc.enable()
+                    memory.freeze_what_lives()
         self.cursor = self._fed = t
 
     def gap(self) -> tuple[float, float] | None:
@@ -249,7 +242,7 @@ class Player:
     def step(self, seconds: float) -> None:
         self.seek(self.cursor + seconds)
 
-    def _keyframes(self, lo: float) -> None:
+    def _keyframes(self, store: ReplayStore, lo: float) -> None:
         """A probe not attempted within the seek window (its period is longer than a dense
         recording's window) stands as it did at the window's start: its last chunk before
         it, fed up to there, gives its published result, run and hold, which every record
@@ -257,7 +250,6 @@ class Player:
         window holds every probe."""
         if self._keys is None:
             self._keys = self.recording.probe_keys()
-        store = self.store
         missing = [k for k in self._keys if k not in store.probes and k.pod_uid in store.pods]
         keyframes(store, self.recording, missing, lo)
 
@@ -289,7 +281,7 @@ class Player:
         playing on from a seek finds them filled); whether any are left."""
         left = self.store.deferred_keys(n)
         if left:
-            self.store.materialize(left)
+            self.store.fill_deferred(left)
         if self.damage is not None and self.cursor > self.last:
             self.seek(self.last)  # a fill found damage before the cursor
         return self.store.deferred() > 0
@@ -389,7 +381,7 @@ class Player:
                     pause = MIN_GAP
                 # what the batch made lives on in the store: out of the collector's way, as
                 # what a slice of playing leaves (young passes walked it inside frames)
-                gc.freeze()
+                memory.freeze_what_lives()
                 last = now
                 continue
             if self._cold and not self.playing and now >= self._fill_from:
@@ -404,8 +396,8 @@ class Player:
                     # what the slice read ahead and stored is alive for a while: young, the
                     # collector would walk it at each pass, inside a frame as often as not.
                     # Frozen, it is freed by reference counting as it is fed;
-                    # the GC pacer's full passes unfreeze and collect (`ui/gcpace.py`)
-                    gc.freeze()
+                    # the GC pacer's full passes unfreeze and collect (`memory.GcPacer`)
+                    memory.freeze_what_lives()
                     took = time.perf_counter() - fed
                     self._fit(at - began, took)
                     if self.cursor < target:

@@ -96,8 +96,9 @@ class RuntimeHost(Protocol):
         """Tell how far behind its ticks the shadow prober runs (`probetui.prober.lateness`)."""
         ...
 
-    def settle_memory(self) -> None:
-        """After a large batch of pods (a cluster's first list): freeze what is alive for gc."""
+    def collect_and_freeze(self) -> None:
+        """Collect once and freeze what is alive, after a large batch of pods (a cluster's
+        first list): the pods' objects leave the cyclic collector's walks."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,6 @@ any means, `kill -9` included (PR_SET_PDEATHSIG sends it SIGTERM).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import logging
 import os
 import signal
@@ -23,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from probetui.lifeline import die_with_parent as die
+from probetui.memory import PROBER_YOUNG, CollectionLog, collect_young_rarely
 from probetui.stream.protocol import (
     CMD,
     END,
@@ -53,7 +52,7 @@ PARENT_ENV = "PROBETUI_SHARD_PARENT"
 # starts counting (the pods' setup is not what is measured); PROFILE_ENV_CALLS=0: no cProfile
 # (its overhead changes what a busy shard does), the collector's passes alone
 PROFILE_ENV = "PROBETUI_SHARD_PROFILE"
-GC_YOUNG = 20_000  # the collector's first threshold in a shard (main)
+GC_YOUNG = PROBER_YOUNG  # the collector's first threshold in a shard (main)
 GC_YOUNG_ENV = "PROBETUI_SHARD_GC_YOUNG"  # another, for a benchmark to compare (700: Python's)
 PROFILE_AFTER_ENV = "PROBETUI_SHARD_PROFILE_AFTER"
 
@@ -137,7 +136,6 @@ async def serve() -> int:
         runtime,
         sinks,
         kube_version=setup.get("kube_version") or _default_kube(),
-        http_impl=setup.get("http_impl", "lean"),
     )
     loop = asyncio.get_running_loop()
     profile = _profiler(loop, setup.get("shard"))
@@ -178,27 +176,13 @@ def _profiler(loop: asyncio.AbstractEventLoop, shard: Any) -> Callable[[], None]
         return None
     import cProfile
     import json
-    import time
 
     profile = cProfile.Profile()
-    # the collector's passes, by generation: [count, seconds, longest]
-    passes = {0: [0, 0.0, 0.0], 1: [0, 0.0, 0.0], 2: [0, 0.0, 0.0]}
-    began = [0.0]
-
-    def collected(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            began[0] = time.perf_counter()
-            return
-        took = time.perf_counter() - began[0]
-        row = passes[info["generation"]]
-        row[0] += 1
-        row[1] += took
-        row[2] = max(row[2], took)
-
+    collections = CollectionLog()
     calls = os.environ.get(PROFILE_ENV + "_CALLS", "1") != "0"  # 0: the collector's alone
 
     def start() -> None:
-        gc.callbacks.append(collected)
+        collections.start()
         if calls:
             profile.enable()
 
@@ -206,13 +190,12 @@ def _profiler(loop: asyncio.AbstractEventLoop, shard: Any) -> Callable[[], None]
 
     def stop() -> None:
         profile.disable()
-        with contextlib.suppress(ValueError):
-            gc.callbacks.remove(collected)
+        collections.stop()
         name = os.path.join(where, f"shard{shard}-{os.getpid()}")
         if calls:
             profile.dump_stats(name + ".prof")
         with open(name + ".gc.json", "w") as f:
-            json.dump({"passes": passes, "thresholds": gc.get_threshold()}, f)
+            json.dump({"passes": collections.passes, "thresholds": collections.thresholds()}, f)
 
     return stop
 
@@ -361,7 +344,7 @@ def main() -> int:
     # worker and make the long tail of tick lateness. A shard holds no cycles of its own worth
     # collecting often, so its young threshold is raised (guarded by benchmarks/shards.py
     # --profile, the .gc.json files).
-    gc.set_threshold(int(os.environ.get(GC_YOUNG_ENV) or GC_YOUNG), 10, 10)
+    collect_young_rarely(int(os.environ.get(GC_YOUNG_ENV) or GC_YOUNG))
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="shard: %(message)s")
     return asyncio.run(serve())
 

@@ -124,7 +124,7 @@ class RouterHost:
     def lateness(self) -> float:
         return self._lateness()
 
-    def settle_memory(self) -> None:
+    def collect_and_freeze(self) -> None:
         return None
 
 

@@ -32,6 +32,7 @@ from probetui.simulate.run import SimKubelet
 from probetui.simulate.scenario import App, Scenario, apply_overrides
 from probetui.simulate.selfcheck import MATCH_SLACK, Lives, SelfCheck, self_check
 from probetui.spec.model import Container, Pod, ProbeType
+from probetui.timeline.events import EventType
 
 DEFAULT_START_AFTER = 1.0
 
@@ -122,7 +123,14 @@ class _Did(NamedTuple):
 
 
 # what the comparison reads of the kubelet's doings (`_summarize_model`)
-_READ = frozenset({"Killing", "ContainerStarted", "ContainerExited", "ReadyChanged"})
+_READ = frozenset(
+    {
+        EventType.KILLING,
+        EventType.CONTAINER_STARTED,
+        EventType.CONTAINER_EXITED,
+        EventType.READY_CHANGED,
+    }
+)
 
 
 class _RecordedApp(SimKubelet):
@@ -269,20 +277,20 @@ def _summarize_model(
     for e in events:
         if e.container != name:
             continue
-        if e.type == "Killing" and e.probe:
+        if e.type == EventType.KILLING and e.probe:
             if e.t >= since:
                 kills[e.probe] += 1
                 kill_times.append(e.t)
-        elif e.type == "ContainerStarted":
+        elif e.type == EventType.CONTAINER_STARTED:
             starts.append(e.t)
             lives.starts.append(e.t)
             lives.ends.append(float("inf"))
             if e.fields.get("restartCount", 0) and e.t >= since:
                 restart_times.append(e.t)
-        elif e.type == "ContainerExited":
+        elif e.type == EventType.CONTAINER_EXITED:
             if lives.ends and lives.ends[-1] == float("inf"):
                 lives.ends[-1] = e.t
-        elif e.type == "ReadyChanged":
+        elif e.type == EventType.READY_CHANGED:
             ready.append((e.t, bool(e.fields.get("ready"))))
     summary = _readiness(kills, kill_times, restart_times, starts, ready, since, until)
     summary.answered, summary.inferred = book.answered, book.inferred

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from probetui.probe.base import Attempt, Result
 from probetui.prober.outcome import LABEL_KIND, Kind
 from probetui.spec.model import Container, Pod, Probe, ProbeType
-from probetui.timeline.events import Event
+from probetui.timeline.events import Event, EventType
 
 if TYPE_CHECKING:
     from probetui.record.reader import Recording
@@ -130,7 +130,7 @@ def recorded_pod(
         if e.container not in rec.containers:
             continue
         rc = rec.containers[e.container]
-        if e.type == "ProbeAttempt" and e.probe is not None:
+        if e.type == EventType.PROBE_ATTEMPT and e.probe is not None:
             inst = rc.instances[-1] if rc.instances else None
             if inst is None or inst.end is not None:
                 continue  # an attempt on a container not running: nothing to learn from it
@@ -138,21 +138,21 @@ def recorded_pod(
             pt = _PROBE_TYPES.get(e.probe) or ProbeType.parse(e.probe)
             inst.answers.setdefault(pt, []).append(answer)
             rec.attempts += 1
-        elif e.type == "ContainerStarted":
+        elif e.type == EventType.CONTAINER_STARTED:
             n = int(e.fields.get("restartCount", 0))
             if rc.instances and rc.instances[-1].end is None:
                 rc.instances[-1].end = e.t
             rc.instances.append(RecordedInstance(e.t, n))
             rc.starts.append((e.t, n))
-        elif e.type == "ContainerExited":
+        elif e.type == EventType.CONTAINER_EXITED:
             if rc.instances and rc.instances[-1].end is None:
                 rc.instances[-1].end = e.t
-        elif e.type == "Killing" and e.source != "shadow":
+        elif e.type == EventType.KILLING and e.source != "shadow":
             if e.probe:
                 rc.kills.append((e.t, e.probe))
             else:
                 rc.stops.append(e.t)
-        elif e.type == "ReadyChanged" and e.source != "shadow":
+        elif e.type == EventType.READY_CHANGED and e.source != "shadow":
             rc.ready.append((e.t, bool(e.fields.get("ready"))))
     for c in pod.probed_containers():
         rc = rec.containers[c.name]

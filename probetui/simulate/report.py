@@ -15,6 +15,7 @@ from probetui.probe import gotext
 from probetui.prober.outcome import KIND_GLYPH, LABEL_KIND, Kind
 from probetui.simulate.scenario import Scenario
 from probetui.spec.model import ProbeType
+from probetui.timeline.events import EventType
 
 if TYPE_CHECKING:
     from probetui.simulate.counterfactual import Counterfactual, RunSummary
@@ -36,13 +37,13 @@ class Summary:
     def add(self, e: dict[str, Any]) -> None:
         if e["container"] != self.name:
             return
-        if e["type"] == "Killing" and e.get("probe"):
+        if e["type"] == EventType.KILLING and e.get("probe"):
             self.kills[e["probe"]] += 1
-        elif e["type"] == "ContainerStarted":
+        elif e["type"] == EventType.CONTAINER_STARTED:
             self.restarts = e["restartCount"]
-        elif e["type"] == "Unhealthy":
+        elif e["type"] == EventType.UNHEALTHY:
             self.unhealthy += 1
-        elif e["type"] == "ReadyChanged":
+        elif e["type"] == EventType.READY_CHANGED:
             if e["ready"]:
                 self.ready_since = e["t"]
                 if self.first_ready is None:
@@ -102,7 +103,7 @@ class Timeline:
     def add(self, e: dict[str, Any]) -> list[str]:
         lines: list[str] = []
         runs = self._runs
-        if e["type"] == "ProbeAttempt":
+        if e["type"] == EventType.PROBE_ATTEMPT:
             key = (e["container"], e["probe"])
             run = runs.get(key)
             if run is not None and (
@@ -112,7 +113,10 @@ class Timeline:
                 run = None
             runs[key] = (e, e, 1) if run is None else (run[0], e, run[2] + 1)
             return lines
-        if e["type"] in ("Unhealthy", "ProbeWarning") and (e["container"], e["probe"]) in runs:
+        if (
+            e["type"] in (EventType.UNHEALTHY, EventType.PROBE_WARNING)
+            and (e["container"], e["probe"]) in runs
+        ):
             self._messages.setdefault((e["container"], e["probe"]), e["message"])
             return lines
         # an event of the pod (no container) ends every run, so the lines stay in time order
@@ -189,19 +193,19 @@ class JsonWriter:
 
 def _describe(e: dict[str, Any]) -> str:
     kind = e["type"]
-    if kind == "ContainerStarted":
+    if kind == EventType.CONTAINER_STARTED:
         return f"container started (restartCount {e['restartCount']})"
-    if kind == "ContainerExited":
+    if kind == EventType.CONTAINER_EXITED:
         return f"container exited with code {e['exitCode']} ({e['reason']})"
-    if kind == "ResultChanged":
+    if kind == EventType.RESULT_CHANGED:
         return f"{e['probe']} result -> {e['result']}"
-    if kind == "ReadyChanged":
+    if kind == EventType.READY_CHANGED:
         return "Ready" if e["ready"] else "NotReady"
-    if kind == "StartedChanged":
+    if kind == EventType.STARTED_CHANGED:
         return "Started" if e["started"] else "not Started"
-    if kind == "BackOff":
+    if kind == EventType.BACK_OFF:
         return f"BackOff {gotext.go_duration(e['delay'])}: {e['message']}"
-    if kind == "PodDeleted":
+    if kind == EventType.POD_DELETED:
         return f"pod deleted, deletionGracePeriodSeconds {e['gracePeriod']}"
     if kind == "KubeletRestarted":
         return "kubelet restarted: running containers adopted, probe workers started again"

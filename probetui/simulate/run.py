@@ -66,7 +66,13 @@ from probetui.spec.model import (
     ProbeType,
     TCPSocketAction,
 )
-from probetui.timeline.events import Event, record_event, result_changed_event, runtime_event
+from probetui.timeline.events import (
+    Event,
+    EventType,
+    record_event,
+    result_changed_event,
+    runtime_event,
+)
 
 # how much virtual time `SimKubelet.stream` runs between handing out the events made final
 STREAM_STEP = 60.0
@@ -257,7 +263,7 @@ class SimKubelet:
         grace = self.scenario.deletion.deletion_grace_period(self.pod)
         if self.kubelet.status.phase in ("Succeeded", "Failed"):
             grace = 0  # CheckGracefulDelete: a pod already terminal goes at once
-        self._on_event("PodDeleted", "", self.clock.now(), {"gracePeriod": grace})
+        self._on_event(EventType.POD_DELETED, "", self.clock.now(), {"gracePeriod": grace})
         self.kubelet.delete(grace)
 
     def _dropped_trigger(self, worker: Worker) -> None:
@@ -420,10 +426,17 @@ class SimKubelet:
 # what simulate lists of the shadow's events: what the scenario's answers decide (the handler's
 # target and texts are synthetic in a simulation, and its containers' IDs made up)
 _LISTED = {
-    "ProbeAttempt": ("outcome", "latency_ms", "resultRun", "manual", "trigger", "timedOut"),
-    "ResultChanged": ("result",),
-    "Unhealthy": ("message",),
-    "ProbeWarning": ("message",),
+    EventType.PROBE_ATTEMPT: (
+        "outcome",
+        "latency_ms",
+        "resultRun",
+        "manual",
+        "trigger",
+        "timedOut",
+    ),
+    EventType.RESULT_CHANGED: ("result",),
+    EventType.UNHEALTHY: ("message",),
+    EventType.PROBE_WARNING: ("message",),
 }
 
 

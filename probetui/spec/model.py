@@ -18,8 +18,9 @@ class ProbeType(Enum):
     READINESS = "Readiness"
     STARTUP = "Startup"
 
-    # by identity, in C: members are singletons and equal only to themselves, and Enum's own
-    # hash (of the name, in Python) was a tenth of a replay's seek, three per ProbeKey looked up
+    # hashed by identity in C, not by Enum's Python-level hash of the name: members are
+    # singletons equal only to themselves, and every ProbeKey lookup hashes one
+    # (benchmarks.probe_key_hash guards it)
     __hash__ = object.__hash__
 
     @property

@@ -31,11 +31,11 @@ from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import ProtocolError
-from probetui.timeline.events import SHADOW, Event, record_event
+from probetui.timeline.events import PROBE_ATTEMPT, PROBE_SKIPPED, SHADOW, Event, record_event
 
 ROWS = "rows"  # {"k": "rows", "r": [row, ...]}
 WORKER = "wk"  # {"k": "wk", "w": 3, "uid": ..., "ns": ..., "pod": ..., "c": ..., "probe": ...}
-ROW_TYPES = frozenset({"ProbeAttempt", "ProbeSkipped"})
+ROW_TYPES = frozenset({PROBE_ATTEMPT, PROBE_SKIPPED})
 # a row's leading cells before the tries' times: w, t, at, fin, next, run
 _HEAD = 6
 # a row's byte size as the sender guesses it before encoding (for its drop rule)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from probetui.keys import ProbeKey
@@ -32,16 +33,53 @@ if TYPE_CHECKING:
 SHADOW = "shadow"  # probetui's own workers
 KUBELET = "kubelet"  # the kubelet, real (cluster) or played (local runtime)
 
-# a worker's state changed without a doProbe record (paused, resumed, stopped): for the store
-WORKER_STATE = "WorkerState"
+
+class EventType(StrEnum):
+    """Names the kinds of event probetui itself makes; each member is its wire string, so
+    JSONL, the recording and the stream carry the same text as before.
+
+    A kubelet event seen on a cluster keeps its reason as a plain `str` (`Started`, `Pulled`,
+    ...): `Event.type` is an `EventType` or that text, and the two compare equal as strings.
+    """
+
+    PROBE_ATTEMPT = "ProbeAttempt"
+    PROBE_SKIPPED = "ProbeSkipped"
+    RESULT_CHANGED = "ResultChanged"
+    # a worker's state changed without a doProbe record (paused, resumed, stopped): for the store
+    WORKER_STATE = "WorkerState"
+    CONTAINER_STARTED = "ContainerStarted"
+    CONTAINER_EXITED = "ContainerExited"
+    KILLING = "Killing"
+    BACK_OFF = "BackOff"
+    UNHEALTHY = "Unhealthy"
+    PROBE_WARNING = "ProbeWarning"
+    STARTED_CHANGED = "StartedChanged"
+    READY_CHANGED = "ReadyChanged"
+    POD_DELETED = "PodDeleted"  # `probetui simulate`'s pod went away
+    DIVERGENCE = "Divergence"
+    PROBE_NOT_RUN = "ProbeNotRun"
+    EVENTS_DROPPED = "EventsDropped"
+    # the kubelet's own prober_probe_total over a window, beside the shadow's count of the same,
+    # from a node agent (runtime/kubernetes/kubelet_counts.py)
+    KUBELET_PROBE_COUNTS = "KubeletProbeCounts"
+
+
+# the members the per-attempt paths name, bound once: looking a member up on its enum class
+# costs several times the comparison it is used in
+PROBE_ATTEMPT = EventType.PROBE_ATTEMPT
+PROBE_SKIPPED = EventType.PROBE_SKIPPED
+RESULT_CHANGED = EventType.RESULT_CHANGED
+WORKER_STATE = EventType.WORKER_STATE
+EVENTS_DROPPED = EventType.EVENTS_DROPPED
+KUBELET_PROBE_COUNTS = EventType.KUBELET_PROBE_COUNTS
 
 # events the headless output does not print
-NOT_IN_JSONL = frozenset({"ProbeSkipped", WORKER_STATE})
+NOT_IN_JSONL = frozenset({PROBE_SKIPPED, WORKER_STATE})
 
 
 @dataclass(slots=True)
 class Event:
-    type: str
+    type: EventType | str  # a kubelet event seen on a cluster keeps its own reason
     t: float  # wall-clock seconds
     pod_uid: str
     namespace: str
@@ -120,7 +158,7 @@ def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any
 
 
 def _shadow(
-    type_: str,
+    type_: EventType,
     t: float,
     pod: Pod,
     key: ProbeKey,
@@ -157,13 +195,13 @@ def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event
     """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
     handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
     if record.outcome is None:
-        return _shadow("ProbeSkipped", record.t, pod, record.key, skipped_fields(record), record)
-    return _shadow("ProbeAttempt", record.t, pod, record.key, attempt_fields(record, via), record)
+        return _shadow(PROBE_SKIPPED, record.t, pod, record.key, skipped_fields(record), record)
+    return _shadow(PROBE_ATTEMPT, record.t, pod, record.key, attempt_fields(record, via), record)
 
 
 def not_probed_event(pod: Pod, state: WorkerState, t: float, reason: str) -> Event:
     """A tick the runtime would not let run (observe-only): no handler, no record."""
-    return _shadow("ProbeSkipped", t, pod, state.key, {"reason": reason}, state=state)
+    return _shadow(PROBE_SKIPPED, t, pod, state.key, {"reason": reason}, state=state)
 
 
 def worker_state_event(pod: Pod, state: WorkerState, t: float) -> Event:
@@ -181,7 +219,7 @@ def result_changed_event(
 ) -> Event:
     """The shadow's results cache published a new value for a container."""
     return Event(
-        "ResultChanged",
+        RESULT_CHANGED,
         t,
         pod.uid,
         pod.namespace,
@@ -209,10 +247,6 @@ def runtime_event(event: RuntimeEvent) -> Event:
     )
 
 
-EVENTS_DROPPED = "EventsDropped"
-# the kubelet's own prober_probe_total over a window, beside the shadow's count of the same, from
-# a node agent (runtime/kubernetes/kubelet_counts.py)
-KUBELET_PROBE_COUNTS = "KubeletProbeCounts"
 _COUNT_GLYPHS = (("successful", "✓"), ("failed", "✖"))
 
 
@@ -236,9 +270,13 @@ __all__ = [
     "KUBELET",
     "KUBELET_PROBE_COUNTS",
     "NOT_IN_JSONL",
+    "PROBE_ATTEMPT",
+    "PROBE_SKIPPED",
+    "RESULT_CHANGED",
     "SHADOW",
     "WORKER_STATE",
     "Event",
+    "EventType",
     "attempt_fields",
     "count_words",
     "dropped_event",

@@ -17,7 +17,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
@@ -26,14 +26,6 @@ from probetui.prober.worker import ProbeRecord, Skip, Trigger
 
 if TYPE_CHECKING:
     from probetui.timeline.store import ContainerHistory
-
-
-class Materializer(Protocol):
-    """What fills deferred histories (`Store`): their entries fed as an eager seek would."""
-
-    def fill_read(self, key: ProbeKey) -> None:
-        """Fill the deferred history of `key`, which is being read (and maybe others)."""
-        ...
 
 
 # -- codes stored in the columns ----------------------------------------------------------
@@ -176,7 +168,6 @@ class ProbeHistory:
         "_detail",
         "_head",
         "_last_t",
-        "_lazy",
         "_rec",
         "_run",
         "_seq",
@@ -194,16 +185,7 @@ class ProbeHistory:
 
     def __init__(self, key: ProbeKey, texts: Texts, capacity: int, detail: int) -> None:
         self.key = key
-        self.renew(texts, capacity, detail)
-
-    def renew(self, texts: Texts, capacity: int, detail: int) -> None:
-        """Empty, as made anew: a replay's seek refills the histories it had (`Store.rebase`)."""
         self.owner: ContainerHistory | None = None  # set by the store
-        self._lazy: Materializer | None = None
-        self.refill(texts, capacity, detail)
-
-    def refill(self, texts: Texts, capacity: int, detail: int) -> None:
-        """The ring and totals emptied, the owner kept (a deferred history being filled)."""
         self._texts = texts
         self.capacity = max(1, capacity)
         self._detail = max(0, min(detail, self.capacity))
@@ -230,32 +212,9 @@ class ProbeHistory:
         self._counts = [0] * 7  # by Kind
         self._seq = 0  # entries ever appended
 
-    # -- a deferred history ---------------------------------------------------------------
-    #
-    # A replay's seek may give a probe its state (published and last result, whether a run
-    # is under way, hold, pause) without its entries (`Store.defer`): what the list shows of
-    # 15,000 probes needs no more. Whatever reads the entries, the exact run or the totals
-    # fills it first (`Materializer.fill_read`), so it reads what an eager seek left.
-
-    def defer(self, lazy: Materializer) -> None:
-        self._lazy = lazy
-
-    @property
-    def deferred(self) -> bool:
-        return self._lazy is not None
-
-    def _ensure(self) -> None:
-        lazy = self._lazy
-        if lazy is not None:
-            lazy.fill_read(self.key)
-
-    def filled(self) -> None:
-        """Called by the materializer before it feeds the entries."""
-        self._lazy = None
-
     @property
     def result_run(self) -> int:
-        self._ensure()
+        """The run of equal results the last record said, towards a threshold."""
         return self._run
 
     @result_run.setter
@@ -266,24 +225,19 @@ class ProbeHistory:
     @property
     def counts(self) -> list[int]:
         """Entries by Kind since the worker began (a replay: since the store was filled)."""
-        self._ensure()
         return self._counts
 
     @property
     def last_t(self) -> float | None:
-        self._ensure()
         return self._last_t
 
     @property
     def seq(self) -> int:
         """Entries ever appended."""
-        self._ensure()
         return self._seq
 
     def attempted(self) -> bool:
-        """Whether any entry is an attempt (a deferred history is given one by its state)."""
-        if self._lazy is not None:
-            return True
+        """Tell whether any entry is an attempt."""
         c = self._counts
         return any(c[kind] for kind in Kind.ATTEMPTS)
 
@@ -384,7 +338,6 @@ class ProbeHistory:
     # -- reading ----------------------------------------------------------------------
 
     def __len__(self) -> int:
-        self._ensure()
         return len(self._rec) // REC
 
     def _time(self, ms: int) -> float:
@@ -393,7 +346,6 @@ class ProbeHistory:
 
     @property
     def oldest_t(self) -> float | None:
-        self._ensure()
         n = len(self)
         if n == 0:
             return None
@@ -415,7 +367,6 @@ class ProbeHistory:
     ) -> list[tuple[float, int]]:
         """(t, kind) of the entries with start <= t < end, newest first; with `published_by`,
         only those finished by then (an attempt is stamped with its start, known at its end)."""
-        self._ensure()
         out: list[tuple[float, int]] = []
         if self._base is None:
             return out
@@ -436,14 +387,12 @@ class ProbeHistory:
         return out
 
     def changes(self, start: float, end: float) -> list[tuple[float, ResultValue]]:
-        self._ensure()
         if not self._changes:
             return []
         return [(t, _RESULTS[r]) for t, r in self._changes if start <= t < end]
 
     def latencies(self, n: int) -> list[tuple[float, int]]:
         """(latency s, kind) of the last `n` attempts (skips left out), oldest first."""
-        self._ensure()
         out: list[tuple[float, int]] = []
         rec = self._rec
         for i in self.indices_back():
@@ -458,7 +407,6 @@ class ProbeHistory:
 
     def last_skip(self) -> AttemptView | None:
         """The newest entry when it is a skip (why the probe is not running now)."""
-        self._ensure()
         for i in self.indices_back():
             return self._view(i, {}) if self._rec[i + F_CODE] & 7 == Kind.SKIP else None
         return None
@@ -468,7 +416,6 @@ class ProbeHistory:
     ) -> list[AttemptView]:
         """The newest `n` entries (begun at or before `until`, when given; with `published`,
         finished by then too), newest first, with detail where it is still kept."""
-        self._ensure()
         d = self._d
         details = {d[j] - 1: j for j in range(0, len(d), DREC) if d[j]}
         out: list[AttemptView] = []
@@ -518,6 +465,66 @@ class ProbeHistory:
         )
 
 
+# what a doProbe record adds to its probe's history but its time, latency, result run and next
+# tick: kind, trigger, skip, HTTP status, output, the attempt log's detail (target, body, error,
+# event message, tries; None for a skip or an error without an attempt), container ID, last
+# result (None: unchanged, as after an error), published, on hold, paused. A steady probe's
+# records share one, so a replay builds it once per recorded shape
+RecordShape = tuple[
+    int,
+    int,
+    int,
+    int,
+    str | None,
+    tuple[str, str | None, str | None, str | None, int] | None,
+    str,
+    ResultValue | None,
+    ResultValue | None,
+    bool,
+    bool,
+]
+
+
+def record_shape(record: ProbeRecord) -> RecordShape:
+    trig = TRIGGER_CODE[record.trigger]
+    outcome = record.outcome
+    last: ResultValue | None = None
+    detail = None
+    if outcome is None:
+        kind = Kind.SKIP
+        skip = SKIP_CODE.get(record.skip, OTHER_SKIP) if record.skip else OTHER_SKIP
+        status, output = 0, None
+    else:
+        kind, skip = kind_of(record), 0
+        if kind != Kind.ERROR:
+            last = record.last_result
+        attempt = outcome.attempt
+        if attempt is None:
+            status, output = 0, None
+        else:
+            status, output = attempt.status_code or 0, attempt.output or attempt.error
+            detail = (
+                attempt.target,
+                attempt.body,
+                outcome.error,
+                outcome.event.message if outcome.event is not None else None,
+                len(outcome.attempts),
+            )
+    return (
+        kind,
+        trig,
+        skip,
+        status,
+        output,
+        detail,
+        record.container_id,
+        last,
+        record.published,
+        record.on_hold,
+        record.paused,
+    )
+
+
 _PUB_CODE: dict[ResultValue | None, int] = {
     ResultValue.SUCCESS: 0,
     ResultValue.FAILURE: 1,
@@ -542,6 +549,8 @@ __all__ = [
     "AttemptView",
     "Kind",
     "ProbeHistory",
+    "RecordShape",
     "Texts",
     "kind_of",
+    "record_shape",
 ]

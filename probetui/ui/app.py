@@ -22,17 +22,16 @@ from textual.app import App
 from textual.binding import BindingType
 from textual.screen import Screen
 
+from probetui.memory import GcPacer
 from probetui.runtime.base import RuntimeFailure
 from probetui.timeline.store import Store
 from probetui.ui import keys
 from probetui.ui.commands import ProbeCommands
 from probetui.ui.context import UIContext
 from probetui.ui.controls import Controls
-from probetui.ui.gcpace import GcPacer
-from probetui.ui.pacing import PacedScreen
 from probetui.ui.screens.help import HelpScreen, key_rows
 from probetui.ui.screens.main import MainScreen
-from probetui.ui.strips import install as install_strips
+from probetui.ui.textual_compat import PacedScreen, install_strips
 from probetui.ui.themes import DEFAULT_THEME, PROBETUI_THEMES
 
 if TYPE_CHECKING:
@@ -70,7 +69,7 @@ class ProbeApp(App[None]):
         notes: Sequence[str] = (),
     ) -> None:
         super().__init__()
-        # every line drawn would otherwise be freed only by the cyclic collector (ui/strips.py)
+        # every line drawn would otherwise be freed only by the cyclic collector
         install_strips()
         self.make_screen = make_screen or MainScreen
         # polled with the store: a line to show once (the recorder's full disk, say)
@@ -113,7 +112,7 @@ class ProbeApp(App[None]):
 
     def _poll(self) -> None:
         main = self._main
-        if main is not None and main.is_mounted and not self._exit:
+        if main is not None and main.is_mounted and self.return_code is None:
             main.poll()
         if self.gc_pacer is not None:
             self.gc_pacer.tick(self.store.layout_version)
@@ -126,7 +125,7 @@ class ProbeApp(App[None]):
         if isinstance(event, events.Key):
             if self.gc_pacer is not None:
                 self.gc_pacer.key_pressed()
-            screen = self.screen if self._screen_stack else None
+            screen = self.screen if self.screen_stack else None
             if isinstance(screen, PacedScreen):
                 screen.hasten()
         await super().on_event(event)

@@ -306,3 +306,29 @@ async def test_a_screen_takes_the_attempts_of_its_pods_and_summaries_of_the_rest
     assert h is not None and h.published is ResultValue.SUCCESS
     times = [e.t for e in attempts(sink)]
     assert len(times) == len(set(times))
+
+
+async def test_the_agents_streams_have_a_pool_of_their_own(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    # KubernetesRuntime._start_agents: a stream per node holds its connection for good, so in
+    # the view's own pool (the library's 100) a view of more nodes starved its own watches
+    from probetui.runtime.kubernetes.node_stream import STREAMS_MAX
+
+    _web(api, http_target.port)
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, AGENT, run.agent.address[1])
+        async with running_view(api, tmp_path) as view:
+            await until(lambda: len(attempts(view.sink)) >= 1)
+            agents = view.runtime.agents
+            assert agents is not None and agents.api is not None
+            streams = agents.api.rest_client.pool_manager.connector
+            own = view.runtime._api.rest_client.pool_manager.connector
+            assert streams is not own
+            assert streams.limit == STREAMS_MAX >= 5000

@@ -51,3 +51,42 @@ async def test_headless_read_only_jsonl_carries_the_agents_attempts(
     mine = [r for r in api.requests if r.user == "alice"]
     assert {r.method for r in mine} == {"GET"}
     assert {(r.verb, r.subresource) for r in mine if r.subresource} == {("get", "proxy")}
+
+
+async def test_a_recorded_agent_session_replays_with_each_attempts_node(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet: FakeKubelet,
+    http_target: HttpTarget,
+) -> None:
+    """`--record` of a view fed by an agent keeps each attempt's vantage: `probetui replay -o
+    jsonl` prints the `via` and `node` keys the live JSONL printed."""
+    port = http_target.port
+    api.add_pod(
+        make_pod(
+            "web",
+            node=NODE,
+            containers=[container("app", readiness=http_get_probe("/ready", port, period=1))],
+        )
+    )
+    token = viewer(api)
+    config = api.kubeconfig(tmp_path / "viewer-kubeconfig", namespace="default", token=token)
+    recording = tmp_path / "agent.probetui"
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
+        assert run.agent.address is not None
+        install(api, "probetui-agent-x7k2p", run.agent.address[1])
+        code, live, err = await run_probetui(
+            "--kubeconfig", str(config), "--read-only", "-o", "jsonl", "--duration", "5",
+            "--record", str(recording),
+        )  # fmt: skip
+    assert code == 0, err
+    code, replayed, err = await run_probetui("replay", str(recording), "--no-ui", "-o", "jsonl")
+    assert code == 0, err
+    live_tried = [line for line in live if line["type"] == "ProbeAttempt"]
+    tried = [line for line in replayed if line["type"] == "ProbeAttempt"]
+    assert live_tried and len(tried) == len(live_tried)
+    assert all(line["via"] == "agent" and line["node"] == NODE for line in tried)
+    # the same keys, in the same order, as the live lines
+    assert [list(line) for line in tried] == [list(line) for line in live_tried]

@@ -32,3 +32,43 @@ def test_ring_mode_runs_small() -> None:
     assert result["attempts"] == 5 * 3 * 60 == result["replay_entries"]
     assert result["bytes_per_attempt"] > 0 and result["replay_mb"] > 0
     assert "ring" in agents.table(result)
+
+
+def test_fanin_mode_runs_small() -> None:
+    """Three agents of a few pods (two in one process), the emulator relaying, the view headless
+    and on the screen."""
+    args = _args(
+        "--mode", "fanin", "--agents", "3", "--agents-per-process", "2", "--pods-per-agent", "4",
+        "--rate", "36", "--warmup", "1", "--duration", "2", "--baseline", "0.5",
+    )  # fmt: skip
+    result = agents.run(args)  # type: ignore[arg-type]
+    assert result["mode"] == "fanin" and result["pods"] == 12 and result["probes"] == 36
+    assert result["agent_processes"] == 2 and result["headless"]["stream_connections"] >= 3
+    headless, screen = result["headless"], result["screen"]
+    assert headless["fed_per_s"] > 0 and headless["attempts_per_s"] > 0
+    assert headless["late"]["n"] > 0 and headless["client_us_per_attempt"] > 0
+    assert headless["emulator_us_per_attempt"] > 0 and headless["relayed_bytes_per_attempt"] > 0
+    assert headless["client_baseline_cores"] is not None and headless["agents_cores"] > 0
+    assert screen["keys_without_repaint"] == [] and screen["key_to_repaint"]["n"] >= 2
+    assert screen["relayed_bytes_per_s"] > 0 and screen["focus_pods"]
+    assert screen["attempts_per_s"] > 0  # the pods shown are the Deployments', which have probes
+    assert result["agent_rss_mb"] > 0 and result["emulator_rss_mb"] > 0
+    assert "fan-in" in agents.table(result)
+
+
+def test_fanin_cluster_spreads_each_workload_over_every_node() -> None:
+    from benchmarks import fanin
+
+    config = fanin.Config(agents=3, pods_per_agent=4, rate=36.0)
+    nodes = fanin.cluster(config)
+    assert sorted(nodes) == [fanin.node_name(n) for n in range(3)]
+    assert all(len(pods) == 4 for pods in nodes.values())
+    owners: dict[str, set[str]] = {}
+    for pods in nodes.values():
+        for pod in pods:
+            owner = pod["metadata"]["ownerReferences"][0]["name"]
+            owners.setdefault(owner, set()).add(pod["spec"]["nodeName"])
+    assert len(owners) == 4 and all(found == set(nodes) for found in owners.values())
+    uids = {p["metadata"]["uid"] for pods in nodes.values() for p in pods}
+    assert len(uids) == 12 and all(len(u) == 36 for u in uids)
+    assert config.period == 1  # 36 probes at 36 attempts/s

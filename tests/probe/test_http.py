@@ -1,6 +1,10 @@
 """HTTP handler (`pkg/probe/http`, docs/kubelet-behaviour.md §13, docs/test-vectors.md D1-D9)
 against real servers on 127.0.0.1.
 
+`http` here is the oracle on httpx (`tests/probe/http_oracle.py`); `test_http_lean.py` runs every
+test of this module once more with the product's handler (`probetui.probe.http_lean`) in its
+place and compares their Attempts.
+
 Timeouts here are 0.2 s against servers that stall for seconds (and are cancelled at teardown),
 so each deadline test takes about 0.2 s of real time: the deadline is what is under test.
 """
@@ -15,9 +19,9 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import trustme
 
-from probetui.probe import http
 from probetui.probe.base import MAX_OUTPUT_BYTES, Result, user_agent
 from probetui.spec.model import HTTPHeader
+from tests.probe import http_oracle as http
 from tests.probe.http_servers import (
     LoopbackServer,
     SeenRequest,

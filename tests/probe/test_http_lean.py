@@ -1,4 +1,4 @@
-"""The lean HTTP handler against the reference (`probetui.probe.http`), differentially.
+"""The lean HTTP handler against the reference (`tests/probe/http_oracle.py`), differentially.
 
 Three parts:
 
@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 import trustme
 
-from probetui.probe import http, http_lean
+from probetui.probe import http_lean
 from probetui.probe.base import Attempt
+from tests.probe import http_oracle as http
 from tests.probe import test_http as reference
 from tests.probe.http_servers import (
     LoopbackServer,

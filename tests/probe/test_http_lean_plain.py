@@ -3,7 +3,7 @@
 The lean handler (`probetui.probe.http_lean`) reads the common response, a whole head in the
 first read framed by one Content-Length or by the close, without h11, and hands everything else
 to Go's head reading (`HeadGate`) and h11 from its first byte; the reference
-(`probetui.probe.http`, httpx over httpcore's h11) always takes the second way. Each response
+(`tests/probe/http_oracle.py`, httpx over httpcore's h11) always takes the second way. Each response
 below is sent by a real server on 127.0.0.1, once whole, then cut in two at every byte (large
 ones: 150 cuts) and one byte per write, ending in the server's close or in a reset, and probed
 by both handlers: every field of the two Attempts must be identical (result, status code,
@@ -29,9 +29,10 @@ from typing import Any
 
 import pytest
 
-from probetui.probe import http, http_lean
+from probetui.probe import http_lean
 from probetui.probe.base import MAX_OUTPUT_BYTES, Attempt
 from probetui.probe.response_head import HeadGate
+from tests.probe import http_oracle as http
 from tests.probe.http_servers import response, serve
 
 pytestmark = pytest.mark.timeout(60)

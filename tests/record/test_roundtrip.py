@@ -14,6 +14,8 @@ import pytest
 
 from probetui.record.reader import open_recording
 from probetui.record.schema import FORMAT_VERSION
+from probetui.replay.feed import feed_read
+from probetui.replay.store import ReplayStore
 from probetui.timeline.events import NOT_IN_JSONL
 from probetui.timeline.jsonl import JsonlWriter
 from probetui.timeline.store import Store
@@ -47,13 +49,13 @@ def test_replayed_store_equals_the_live_store(demo_run: dict[str, Any]) -> None:
 def test_records_fed_by_their_shapes_leave_the_store_the_events_leave(
     demo_run: dict[str, Any],
 ) -> None:
-    # a seek feeds recorded doProbes as their shape and their own numbers (`Store.shaped`),
+    # a seek feeds recorded doProbes as their shape and their own numbers (`feed_shape`),
     # without building each record and event: the store must end as the events leave it
     live: Store = demo_run["store"]
-    by_shape, by_event = Store(), Store()
+    by_shape, by_event = ReplayStore(), Store()
     with open_recording(demo_run["path"]) as rec:
         snaps = [(t, -1, (pod, status)) for t, pod, status in rec.snapshots()]
-        pending = [(p.t, 0, p) for p in rec.pending(-math.inf)]
+        pending = [(p.t, 0, p) for p in rec.unbuilt_events(-math.inf)]
     kinds = Counter()
     for _, kind, x in sorted(snaps + pending, key=lambda x: (x[0], x[1])):
         if kind < 0:
@@ -61,7 +63,7 @@ def test_records_fed_by_their_shapes_leave_the_store_the_events_leave(
             by_event.pod(*x)
         else:
             kinds[x.type] += 1
-            x.feed(by_shape)
+            feed_read(by_shape, x)
             by_event.event(x.event())
     assert kinds["ProbeAttempt"] > 0 and kinds["ResultChanged"] > 0
     assert_same_store(by_event, by_shape)

@@ -1,4 +1,4 @@
-"""A seek that gives steady probes their state and not their entries (`Store.defer`).
+"""A seek that gives steady probes their state and not their entries (`defer_entries`).
 
 Over a recording where most probes did the same thing for minutes, a seek reads none of
 their chunks: the store holds what the list shows of them (published and last result, a run
@@ -18,7 +18,7 @@ import pytest
 
 from probetui.keys import ProbeKey
 from probetui.prober.status import PodStatus
-from probetui.record import reader
+from probetui.record import pod_reads, segments
 from probetui.record.reader import Recording, open_recording
 from probetui.record.recorder import Recorder
 from probetui.replay import player as player_module
@@ -260,7 +260,7 @@ def test_just_after_a_chunk_began_the_one_before_says_it(
     """Probes close their chunks together (32 attempts each): just after they began new ones
     the latest says too little alone, so the chunk before it is asked too. Deferred where
     both are one shape; not a flapping probe whose new chunk follows failures."""
-    monkeypatch.setattr(reader, "STEADY_RECHECK", 0)
+    monkeypatch.setattr(segments, "STEADY_RECHECK", 0)
     with open_recording(steady) as rec, open_recording(steady) as ref:
         player, eager = Player(rec), _eager(ref)
         for t in (1161.0, 1130.0):  # chunks began at 1160 and 1128, lookback 4 s
@@ -293,8 +293,8 @@ def test_the_idle_task_decodes_the_pods_where_a_gap_begins(
                 rec.event(attempt(p, start + i + j / 100, i + 1))
         rec.close()
     decoded: list[object] = []
-    real = reader.status_from_json
-    monkeypatch.setattr(reader, "status_from_json", lambda d: decoded.append(d) or real(d))
+    real = pod_reads.status_from_json
+    monkeypatch.setattr(pod_reads, "status_from_json", lambda d: decoded.append(d) or real(d))
     # a dense recording's window (10 s), which holds nothing of the first session's statuses
     monkeypatch.setattr(player_module, "SEEK_EVENTS", 20)
     with open_recording(path) as rec:

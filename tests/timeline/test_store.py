@@ -12,6 +12,7 @@ from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
+from probetui.replay.store import ReplayStore
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event
 from probetui.timeline.history import Kind
@@ -256,22 +257,23 @@ def _two_moments() -> tuple[Tape, Tape, list[Pod]]:
 
 
 def test_a_refill_takes_the_objects_back_and_says_what_lists_as_before() -> None:
-    """A replay's seek refills the store (`rebase` ... `settle`): it ends as a store fed only
+    """A replay's seek fills a fresh store that takes back the screen's store's objects
+    (`fresh_for_seek` ... `swap_in`): the screen's store ends as a store fed only
     what was fed since, the layout stays where the pods are the same, and a container whose
     listed state is as before is marked so, and is not sorted again by the list."""
     from probetui.ui.widgets import rows
 
     first, second, _ = _two_moments()
-    store = Store()
+    store = ReplayStore()
     first.into(store)
     index = rows.RowIndex(store)
     assert [r.pod_uid for r in index.listing([], "problems").rows] == ["uid-a", "uid-b", "uid-c"]
     held = store.container(ContainerKey("uid-a", "app"))
     layout, before = store.layout_version, store.version
-    store.rebase()
-    assert not store.pods and not store.probes
-    second.into(store)
-    store.settle()
+    refill = store.fresh_for_seek()
+    assert not refill.pods and not refill.probes
+    second.into(refill)
+    store.swap_in(refill)
     fresh = Store()
     second.into(fresh)
     assert_same_store(fresh, store)
@@ -298,10 +300,10 @@ def test_a_refill_takes_the_objects_back_and_says_what_lists_as_before() -> None
 
 def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> None:
     first, second, pods = _two_moments()
-    store = Store()
+    store = ReplayStore()
     first.into(store)
     layout = store.layout_version
-    store.rebase()
+    refill = store.fresh_for_seek()
     # the seek's moment before pod c was created, and b's liveness never attempted
     for name, args in second.calls:
         if name == "pod" and args[0] is pods[2]:
@@ -310,8 +312,8 @@ def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> No
             continue
         if name == "event" and args[0].probe == "liveness":  # type: ignore[attr-defined]
             continue
-        getattr(store, name)(*args)
-    store.settle()
+        getattr(refill, name)(*args)
+    store.swap_in(refill)
     assert "uid-c" not in store.pods
     assert ContainerKey("uid-c", "app") not in store.containers
     assert not any(k.pod_uid == "uid-c" for k in store.probes)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from probetui.ui.gcpace import GcPacer
+from probetui.memory import GcPacer
 
 
 class Clock:

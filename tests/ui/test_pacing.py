@@ -1,5 +1,5 @@
 """The screens' update timer: frames at most an interval apart from the last one, never a
-grid point skipped (probetui.ui.pacing; Textual's own timer skips to the grid point after the
+grid point skipped (probetui.ui.pacing, ui/textual_compat.PacedTimer; Textual's own timer skips to the grid point after the
 next when resumed between two)."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from textual import _time
 from textual.app import App
 from textual.timer import Timer
 
-from probetui.ui.pacing import HASTE, MIN_GAP, PacedTimer
+from probetui.ui.pacing import HASTE, MIN_GAP
+from probetui.ui.textual_compat import PacedTimer
 
 INTERVAL = 0.1  # long enough that a loaded machine's late wake-ups (some ms) do not blur it
 
@@ -80,11 +81,11 @@ async def test_textual_own_timer_is_the_one_that_skips_a_grid_point() -> None:
 
 
 def test_every_screen_of_the_app_draws_on_a_paced_timer() -> None:
-    from probetui.ui.pacing import PacedScreen
     from probetui.ui.screens.help import HelpScreen
     from probetui.ui.screens.main import MainScreen
     from probetui.ui.screens.replay import ReplayScreen
     from probetui.ui.screens.whatif import WhatIfScreen
+    from probetui.ui.textual_compat import PacedScreen
 
     for screen in (MainScreen, ReplayScreen, HelpScreen, WhatIfScreen):
         owner = next(c for c in screen.__mro__ if "_update_timer" in c.__dict__)

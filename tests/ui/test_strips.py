@@ -1,4 +1,4 @@
-"""`ui/strips.py`: Textual's strips freed by reference counting, drawing exactly as before."""
+"""`textual_compat.install_strips`: Textual's strips freed by reference counting, drawing exactly as before."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from probetui.ui import strips
+from probetui.ui.textual_compat import STRIP_ORIGINALS, install_strips
 
 
 @pytest.fixture
 def unpatched() -> Iterator[tuple[Callable[..., list[Strip]], Callable[..., Strip]]]:
     """Textual's own methods, whether or not the patch is in (other tests make apps)."""
-    strips.install()
-    yield strips._original["divide"], strips._original["crop_extend"]
+    install_strips()
+    yield STRIP_ORIGINALS["divide"], STRIP_ORIGINALS["crop_extend"]
 
 
 def _strip() -> Strip:
@@ -46,7 +46,7 @@ def test_textual_strips_divided_or_crop_extended_to_themselves_are_cyclic(unpatc
 
 
 def test_patched_strips_are_freed_by_reference_counting() -> None:
-    assert strips.install()
+    assert install_strips()
     assert _cycles(lambda s: s.divide([11])) == 0
     assert _cycles(lambda s: s.divide([11, 12, 40])) == 0  # cuts past the end are dropped
     assert _cycles(lambda s: s.crop_extend(0, 11, None)) == 0
@@ -58,13 +58,13 @@ def test_patched_strips_are_freed_by_reference_counting() -> None:
 )
 def test_divide_gives_what_textual_gives(unpatched, cuts: list[int]) -> None:
     divide, _ = unpatched
-    assert strips.install()
+    assert install_strips()
     assert _strip().divide(cuts) == divide(_strip(), cuts)
 
 
 @pytest.mark.parametrize("span", [(0, 11), (-1, 11), (0, 15), (2, 11), (0, 5), (3, 20), (6, 6)])
 def test_crop_extend_gives_what_textual_gives(unpatched, span: tuple[int, int]) -> None:
     _, crop_extend = unpatched
-    assert strips.install()
+    assert install_strips()
     style = Style(reverse=True)
     assert _strip().crop_extend(*span, style) == crop_extend(_strip(), *span, style)

@@ -230,14 +230,19 @@ class ClusterTarget:
                 f"or /apis segment; {FIX_VIEW})"
             )
 
-    async def api_client(self, *, websocket: bool = False) -> ApiClient:
+    async def api_client(
+        self, *, websocket: bool = False, connections: int | None = None
+    ) -> ApiClient:
         """Return a client for this target; with `--read-only` the guard is installed before return.
 
         Every API client of the cluster source comes from here, so none escapes the guard.
-        `websocket` gives the `WsApiClient` that exec and port-forward use.
+        `websocket` gives the `WsApiClient` that exec and port-forward use; `connections` caps
+        the client's pool where the library's default (100) does not fit.
         """
         self.check_read_only()
         configuration = await self.client_configuration()
+        if connections is not None:
+            configuration.connection_pool_maxsize = connections
         proxy = transport.proxy_for(configuration.host, configuration.proxy, self.proxy_env)
         if proxy is not None and urlsplit(proxy).scheme.lower() not in ("http", "https"):
             where = "proxy-url" if configuration.proxy else "the proxy environment"

@@ -31,6 +31,7 @@ from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus
 from probetui.runtime.base import RuntimeEvent, RuntimeHost
 from probetui.spec.model import Container, ExecAction, Pod, ProbeType
+from probetui.timeline.events import EventType
 
 # a disagreement shorter than a period and this much is the two workers' tick phases plus the
 # status manager's way to the API server and the watch's way back, not a verdict
@@ -183,7 +184,7 @@ class Divergence:
         kubelet_says = word if kubelet else f"not {word}"
         host.report(
             RuntimeEvent(
-                "Divergence",
+                EventType.DIVERGENCE,
                 now,
                 pod,
                 container.name,

@@ -26,7 +26,14 @@ from typing import Any
 
 from probetui.agent.counts import RESULT_SLACK, TOTAL_SLACK
 from probetui.agent.kubelet import RESULTS
-from probetui.timeline.events import KUBELET, KUBELET_PROBE_COUNTS, SHADOW, Event, count_words
+from probetui.timeline.events import (
+    KUBELET,
+    KUBELET_PROBE_COUNTS,
+    SHADOW,
+    Event,
+    EventType,
+    count_words,
+)
 
 KUBELET_COUNTS = KUBELET_PROBE_COUNTS
 # a window is reported once it spans this long (a scrape comes every 10 s by default)
@@ -135,7 +142,7 @@ class CountsJudge:
             message = f"the kubelet counted {nk} attempts, the shadow {ns} in {seconds:.0f}s"
             out.append(
                 _event(
-                    "Divergence",
+                    EventType.DIVERGENCE,
                     t,
                     last,
                     {

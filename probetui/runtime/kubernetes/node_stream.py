@@ -50,6 +50,9 @@ REFUSED_RETRY = 30.0
 # how long a change of the wanted pods waits for more before the stream is opened again
 REOPEN_AFTER = 1.0
 MODES = ("agent", "auto")
+# connections of the agents' client: a stream per node holds one for good, and a cluster has
+# at most 5,000 nodes, so no stream ever waits for another to end
+STREAMS_MAX = 6000
 
 
 class Fault(Exception):
@@ -393,6 +396,7 @@ __all__ = [
     "READ_IDLE",
     "REFUSED_RETRY",
     "REOPEN_AFTER",
+    "STREAMS_MAX",
     "STREAM_PATH",
     "Fault",
     "NodeStream",

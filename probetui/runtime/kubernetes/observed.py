@@ -34,6 +34,7 @@ from probetui.runtime.base import RuntimeEvent
 from probetui.spec import parse as spec_parse
 from probetui.spec.errors import ManifestError
 from probetui.spec.model import Pod
+from probetui.timeline.events import EventType
 
 __all__ = [
     "ObservedPod",
@@ -361,7 +362,7 @@ def _changes_of(
     ):
         out.append(
             RuntimeEvent(
-                "ContainerStarted",
+                EventType.CONTAINER_STARTED,
                 running.started_at or now,
                 pod,
                 name,
@@ -376,7 +377,7 @@ def _changes_of(
     if exited is not None and (was is None or was.finished_at != exited.finished_at):
         out.append(
             RuntimeEvent(
-                "ContainerExited",
+                EventType.CONTAINER_EXITED,
                 exited.finished_at or now,
                 pod,
                 name,
@@ -385,10 +386,14 @@ def _changes_of(
         )
     if (before.started if before else None) != after.started and after.started is not None:
         out.append(
-            RuntimeEvent("StartedChanged", now, pod, name, fields={"started": after.started})
+            RuntimeEvent(
+                EventType.STARTED_CHANGED, now, pod, name, fields={"started": after.started}
+            )
         )
     if (before.ready if before else False) != after.ready:
-        out.append(RuntimeEvent("ReadyChanged", now, pod, name, fields={"ready": after.ready}))
+        out.append(
+            RuntimeEvent(EventType.READY_CHANGED, now, pod, name, fields={"ready": after.ready})
+        )
     return out
 
 

@@ -38,6 +38,7 @@ from probetui.runtime.kubernetes.observed import PodSpecCache, kubelet_changes, 
 from probetui.runtime.kubernetes.owners import ReplicaSetOwners, replicaset_of
 from probetui.runtime.kubernetes.reflector import ADDED, DELETED, ApiStatusError, Reflector
 from probetui.spec.model import Container, Pod, ProbeType
+from probetui.timeline.events import EventType
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import CoreV1Api
@@ -51,7 +52,7 @@ DIVERGENCE_SLICE = 100
 # a read that confirms a divergence: a healthy API server answers a get in milliseconds
 CONFIRM_TIMEOUT = 5.0
 
-NOT_RUN = "ProbeNotRun"
+NOT_RUN = EventType.PROBE_NOT_RUN
 
 
 class ClusterPods:

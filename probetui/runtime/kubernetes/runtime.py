@@ -49,6 +49,7 @@ from probetui.runtime.kubernetes.agent_streams import AgentReader
 from probetui.runtime.kubernetes.agents import EXEC_NOT_RUN
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.divergence import Divergence
+from probetui.runtime.kubernetes.node_stream import STREAMS_MAX
 from probetui.runtime.kubernetes.nodes import NodeVersions, releases_played
 from probetui.runtime.kubernetes.owners import ReplicaSetOwners
 from probetui.runtime.kubernetes.pods import ClusterPods
@@ -142,6 +143,7 @@ class KubernetesRuntime(Runtime):
         self.reflector_options = dict(reflector_options or {})
         self._api: ApiClient | None = None
         self._ws_api: ApiClient | None = None
+        self._agents_api: ApiClient | None = None
         self._core: CoreV1Api | None = None
         self._ws_core: CoreV1Api | None = None
         self._states: dict[str, str] = {}
@@ -253,7 +255,7 @@ class KubernetesRuntime(Runtime):
                 if self.cluster_pods.owned_by_replicasets:
                     await self.owners.read()  # tells cluster_pods.owners_changed what changed
             # every pod's workers now exist: take them out of the cyclic collector's walks
-            host.settle_memory()
+            host.collect_and_freeze()
             tasks = [
                 asyncio.create_task(pods.run(), name="watch pods"),
                 asyncio.create_task(self._divergence_loop(), name="divergence"),
@@ -276,7 +278,7 @@ class KubernetesRuntime(Runtime):
         finally:
             self.nodes.close()
             self.owners.close()
-            for client in (self._api, self._ws_api):
+            for client in (self._api, self._ws_api, self._agents_api):
                 if client is not None:
                     with contextlib.suppress(Exception):
                         await client.close()
@@ -303,8 +305,11 @@ class KubernetesRuntime(Runtime):
             on_state=lambda text: log.info("agent pods: %s", text or "watching"),
             **self.reflector_options,
         )
+        # the agents' streams each hold a connection for good, one per node: in the view's own
+        # pool they would take every connection past a hundred nodes and starve its watches
+        self._agents_api = await self.target.api_client(connections=STREAMS_MAX)
         try:
-            await agents.start(self._api, self._core, lambda: reflector.first_list(1))
+            await agents.start(self._agents_api, self._core, lambda: reflector.first_list(1))
         except AgentProblem as e:
             raise RuntimeFailure(f"--via agent: {e}") from None
 

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from probetui.ui import glyphs as g
 from probetui.ui.keys import EXPLAIN, HELP, ORDER
-from probetui.ui.pacing import PacedScreen
+from probetui.ui.textual_compat import PacedScreen
 
 
 def key_rows(bindings: dict[str, ActiveBinding], display) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]

@@ -17,7 +17,6 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
-from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input
@@ -30,7 +29,7 @@ from probetui.timeline.store import ContainerHistory
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
-from probetui.ui.pacing import PacedScreen
+from probetui.ui.textual_compat import PacedScreen, QuietFocusScreen
 from probetui.ui.widgets.attempts import AttemptLog
 from probetui.ui.widgets.filter_box import FilterBox
 from probetui.ui.widgets.footer import KeyFooter
@@ -91,12 +90,8 @@ def _failing(h: ProbeHistory) -> bool:
     return h.last_result is ResultValue.FAILURE and h.in_run
 
 
-class MainScreen(PacedScreen, Screen[None]):
+class MainScreen(PacedScreen, QuietFocusScreen, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = keys.MAIN
-    # a focus move repaints the widgets whose styles it changes (Textual restyles them, and
-    # they refresh), not the whole screen as Textual's own `focused` does, which draws every
-    # widget anew in the frame of escape and of `/` (guarded by benchmarks/fleet.py)
-    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
     # no auto focus: Textual's gives the focus back, when a screen over this one closes, to
     # the first focusable widget, which is the filter's box even where details hide it (and
     # the next `q` was typed into it); `on_screen_resume` puts it where it belongs

@@ -37,7 +37,7 @@ from probetui.simulate.counterfactual import Counterfactual
 from probetui.simulate.report import render_counterfactual
 from probetui.ui import glyphs as g
 from probetui.ui import keys
-from probetui.ui.pacing import PacedScreen
+from probetui.ui.textual_compat import PacedScreen
 
 if TYPE_CHECKING:
     from probetui.ui.screens.main import MainScreen

@@ -43,6 +43,7 @@ from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
 from probetui.ui.messages import ContainerSelected
+from probetui.ui.textual_compat import QuietFocusWidget
 from probetui.ui.widgets.groups import group_text
 from probetui.ui.widgets.rows import (
     SORTS,
@@ -70,7 +71,7 @@ class WorkloadHeader(Static):
         return text
 
 
-class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
+class WorkloadList(QuietFocusWidget, Widget, can_focus=True, inherit_bindings=False):
     """Pods and containers; the cursor selects a container for the panes on the right."""
 
     BINDINGS: ClassVar[list[BindingType]] = keys.WORKLOADS
@@ -481,24 +482,10 @@ class WorkloadList(Widget, can_focus=True, inherit_bindings=False):
         if 0 <= y < len(self.rows):
             self._set_cursor(y)
 
-    # Textual's own focus and blur handlers repaint the whole widget: the list's look changes on
-    # its cursor's line only, so "/" (the focus to the filter's box) and escape (back) would
-    # redraw every line of the list for it (guarded by benchmarks/fleet.py). These do what
-    # Textual's do but repaint that line alone.
-    def _on_focus(self, event: events.Focus) -> None:
-        event.prevent_default()
-        self._focus_moved(True, events.DescendantFocus(self))
-
-    def _on_blur(self, event: events.Blur) -> None:
-        event.prevent_default()
-        self._focus_moved(False, events.DescendantBlur(self))
-
-    def _focus_moved(self, focused: bool, told: events.Message) -> None:
-        self.has_focus = focused
+    def focus_repaint(self) -> None:
+        """Repaint the cursor's line: the one line whose look the focus changes."""
         if 0 <= self.cursor < len(self.rows):
             self.refresh_line(self.cursor)
-        if self.parent is not None:
-            self.parent.post_message(told)
 
     def on_resize(self) -> None:
         self.top = min(self.top, max(0, len(self.rows) - self.size.height))

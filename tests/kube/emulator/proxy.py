@@ -9,7 +9,8 @@ An answer without a Content-Length (chunked: a node agent's `/v1/stream`) is rel
 comes, for as long as it lasts: pods/proxy is a long-running request with no timeout, and the
 apiserver's `UpgradeAwareHandler` flushes what it has every 200 ms (`defaultFlushInterval`),
 which this relay does as the chunks arrive. `streams` holds the relays in flight, for a test
-to cut (`ApiEmulator.cut_proxy_streams`).
+to cut (`ApiEmulator.cut_proxy_streams`); `on_chunk` is told each relayed chunk's size, for a
+benchmark to weigh what the API server carries.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -108,6 +110,7 @@ async def serve_proxy(
     shown: tuple[str, str],
     timeout: float = 10.0,
     streams: set[web.StreamResponse] | None = None,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> web.StreamResponse:
     """Relay one request; `shown` is the pod IP and port the real apiserver would have dialled."""
     host, port = target
@@ -140,7 +143,7 @@ async def serve_proxy(
                     relayed["Location"], request, f"{host}:{port}", path
                 )
             if upstream.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                return await _relay_stream(request, upstream, relayed, streams)
+                return await _relay_stream(request, upstream, relayed, streams, on_chunk)
             payload = await asyncio.wait_for(_read_capped(upstream.content), timeout)
             return web.Response(status=upstream.status, body=payload, headers=relayed)
     except (aiohttp.ClientConnectorError, ConnectionRefusedError):
@@ -164,6 +167,7 @@ async def _relay_stream(
     upstream: aiohttp.ClientResponse,
     headers: CIMultiDict[str],
     streams: set[web.StreamResponse] | None,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> web.StreamResponse:
     resp = web.StreamResponse(status=upstream.status, headers=headers)
     resp.enable_chunked_encoding()
@@ -172,6 +176,8 @@ async def _relay_stream(
         streams.add(resp)
     try:
         async for chunk in upstream.content.iter_any():
+            if on_chunk is not None:
+                on_chunk(len(chunk))
             await resp.write(chunk)
         await resp.write_eof()
     except (ConnectionError, aiohttp.ClientError):

@@ -168,6 +168,9 @@ class ApiEmulator:
         self._ports: dict[tuple[str, str, int], tuple[str, int]] = {}
         # pods/proxy answers being relayed as they come (a node agent's stream)
         self.proxy_streams: set[web.StreamResponse] = set()
+        # what those relays carried: bytes and chunks (a benchmark's measure of the proxy)
+        self.proxied_bytes = 0
+        self.proxied_chunks = 0
         self._changed = asyncio.Event()
         self._long_running: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
@@ -205,7 +208,10 @@ class ApiEmulator:
         await site.start()
         self.port = self._runner.addresses[0][1]
         self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}{self.path_prefix}"
-        self._session = aiohttp.ClientSession(auto_decompress=False)
+        # the real API server relays any number of proxy streams at once: no pool limit here
+        self._session = aiohttp.ClientSession(
+            auto_decompress=False, connector=aiohttp.TCPConnector(limit=0)
+        )
 
     async def stop(self) -> None:
         self.end_watches()
@@ -978,7 +984,12 @@ class ApiEmulator:
             rest,
             shown=(pod_ip, port),
             streams=self.proxy_streams,
+            on_chunk=self._relayed,
         )
+
+    def _relayed(self, size: int) -> None:
+        self.proxied_bytes += size
+        self.proxied_chunks += 1
 
 
 def _error_item(body: Obj) -> WatchItem:

@@ -19,8 +19,9 @@ from typing import Any
 import yaml
 from kubernetes_asyncio.client import ApiClient, CoreV1Api
 
-from probetui.probe import http
+from probetui.probe import http_lean
 from probetui.probe.exec import ExecOutput
+from probetui.probe.url import format_url
 from probetui.runtime.kubernetes.config import ClusterTarget, ConnectOptions, resolve
 from probetui.runtime.kubernetes.proxy import OneShotProxy
 from probetui.runtime.kubernetes.streams import OneShotForward, exec_in_pod
@@ -161,7 +162,7 @@ class Clients:
         """An HTTP probe through pods/proxy; the status code it saw."""
         relay = OneShotProxy(self.core, "default", pod, port, 2.0)
         host, local = await relay.start()
-        attempt = await http.probe(http.format_url("http", host, local, "/healthz"), (), 2.0)
+        attempt = await http_lean.probe(format_url("http", host, local, "/healthz"), (), 2.0)
         return attempt.status_code
 
 

@@ -17,8 +17,9 @@ from kubernetes_asyncio.stream import WsApiClient
 
 from probetui.probe import exec as exec_probe
 from probetui.probe import grpc as grpc_probe
-from probetui.probe import http, tcp
+from probetui.probe import http_lean, tcp
 from probetui.probe.base import MAX_OUTPUT_BYTES, Result
+from probetui.probe.url import format_url
 from probetui.runtime.kubernetes.proxy import (
     OneShotProxy,
     api_forbidden,
@@ -110,7 +111,7 @@ async def test_http_handler_through_the_forward(
         http_target.status = status
         forward = OneShotForward(forward_to(ws_core, 8080), timeout=1.0)
         host, port = await forward.start()
-        attempt = await http.probe(http.format_url("http", host, port, "/healthz"), (), 1.0)
+        attempt = await http_lean.probe(format_url("http", host, port, "/healthz"), (), 1.0)
         assert attempt.result is result, attempt
         assert attempt.status_code == status and attempt.body == "ok /healthz"
         await asyncio.wait_for(forward.done.wait(), 2)
@@ -140,7 +141,7 @@ async def test_a_redirect_followed_by_the_handler_opens_a_second_stream(
         api.map_port("web", 8080, runner.addresses[0][1])
         forward = OneShotForward(forward_to(ws_core, 8080), timeout=1.0)
         host, port = await forward.start()
-        attempt = await http.probe(http.format_url("http", host, port, "/old"), (), 1.0)
+        attempt = await http_lean.probe(format_url("http", host, port, "/old"), (), 1.0)
         assert attempt.result is Result.SUCCESS and attempt.body == "moved here", attempt
         assert forward.connections == 2
         assert api.count_requests(subresource="portforward") == 2
@@ -170,7 +171,7 @@ async def test_nothing_listening_in_the_pod_fails_the_dial_as_the_kubelet_would(
     assert "failed to connect to localhost:9999" in forward.error
     forward = OneShotForward(forward_to(ws_core, 9999), timeout=1.0)
     host, port = await forward.start()
-    attempt = await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
+    attempt = await http_lean.probe(format_url("http", host, port, "/"), (), 1.0)
     assert attempt.result is Result.FAILURE and "connection refused" in attempt.output
 
 
@@ -300,8 +301,8 @@ async def test_http_handler_through_pods_proxy(
         http_target.status = status
         relay = OneShotProxy(core, "default", "web", 8080, 1.0)
         host, port = await relay.start()
-        url = http.format_url("http", host, port, "/healthz?deep=1")
-        attempt = await http.probe(url, (("X-Probe", "yes"),), 1.0)
+        url = format_url("http", host, port, "/healthz?deep=1")
+        attempt = await http_lean.probe(url, (("X-Probe", "yes"),), 1.0)
         assert attempt.result is result and attempt.status_code == status, attempt
         assert attempt.body == "ok /healthz"
     (record, _) = [r for r in api.requests if r.subresource == "proxy"]
@@ -318,7 +319,7 @@ async def test_proxy_to_a_port_nothing_listens_on_is_the_api_servers_503(
 ) -> None:
     relay = OneShotProxy(core, "default", "web", 9999, 1.0)
     host, port = await relay.start()
-    attempt = await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
+    attempt = await http_lean.probe(format_url("http", host, port, "/"), (), 1.0)
     assert attempt.result is Result.FAILURE and attempt.status_code == 503
     assert "error trying to reach service" in (attempt.body or "")
 
@@ -330,7 +331,7 @@ async def test_proxy_unreachable_pod_is_an_error_of_the_path_not_the_containers_
     handler's ErrorResponder) and its 401 are its own answers: the attempt is an error."""
     relay = OneShotProxy(core, "default", "web", 9999, 1.0)
     host, port = await relay.start()
-    await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
+    await http_lean.probe(format_url("http", host, port, "/"), (), 1.0)
     assert relay.path_error is not None
     assert relay.path_error.startswith("the API server could not reach the pod: error trying")
     unauthorized = (
@@ -353,7 +354,7 @@ async def test_proxy_gives_the_prober_the_pods_own_location_proxy_transport_rewr
     http_target.redirects["/a"] = "/b?x=1"
     relay = OneShotProxy(core, "default", "web", 8080, 1.0)
     host, port = await relay.start()
-    attempt = await http.probe(http.format_url("http", host, port, "/a"), (), 1.0)
+    attempt = await http_lean.probe(format_url("http", host, port, "/a"), (), 1.0)
     assert attempt.result is Result.SUCCESS and attempt.body == "ok /b", attempt
     assert [p for _, p, _ in http_target.seen] == ["/a", "/b?x=1"]
     prefix = "/api/v1/namespaces/default/pods/web:8080/proxy"
@@ -373,12 +374,12 @@ async def test_proxy_forbidden_is_told_apart_from_the_applications_403(
     seen: list[str] = []
     relay = OneShotProxy(core, "default", "web", 8080, 1.0, on_forbidden=seen.append)
     host, port = await relay.start()
-    attempt = await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
+    attempt = await http_lean.probe(format_url("http", host, port, "/"), (), 1.0)
     assert attempt.status_code == 403 and seen == []
     api.role = "view"
     relay = OneShotProxy(core, "default", "web", 8080, 1.0, on_forbidden=seen.append)
     host, port = await relay.start()
-    await http.probe(http.format_url("http", host, port, "/"), (), 1.0)
+    await http_lean.probe(format_url("http", host, port, "/"), (), 1.0)
     assert len(seen) == 1 and "pods/proxy" in seen[0] and "forbidden" in seen[0]
     assert api_forbidden(403, b"not json") is None
 

@@ -1,6 +1,9 @@
-"""Run the HTTP probe handler, `pkg/probe/http` (docs/kubelet-behaviour.md §13), on httpx.
+"""Runs one HTTP probe attempt, `pkg/probe/http` (docs/kubelet-behaviour.md §13), on httpx: the
+tests' oracle, the reference the product's handler (`probetui.probe.http_lean`) is held to.
 
-It is the reference the lean handler (`probetui.probe.http_lean`) is held to.
+It is not part of the product: `tests/probe/test_http_lean.py` and
+`tests/probe/test_http_lean_plain.py` compare the lean handler's Attempts with its own, and
+`benchmarks.engine --impl httpx` measures it in the lean handler's place.
 
 One attempt is one GET, on a new connection per request, with the kubelet's headers, redirect
 policy, 10 KiB body cap and one overall deadline. Transport errors are reported in the words
