@@ -3,7 +3,8 @@
 Lines are `kubectl logs --timestamps` output: the runtime's RFC 3339 stamp, then the app's line.
 
 - busybox httpd -vvv: `[::ffff:10.123.1.1]:41422: connected`, `...: url:/path`, `...: closed`,
-  `...: response:200` for a file, and our CGI scripts' `[10.123.1.1]:41422: answer:503`;
+  `...: response:200` for a file, and our CGI scripts' `[10.123.1.1]:41422: answer:503` and
+  `[10.123.1.1]:41422: agent:kube-probe/1.35` (the request's User-Agent);
 - grpchealth: `PROBE <unix time> grpc <peer ip:port> <service> <status>`.
 """
 
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 
 _STAMP = re.compile(r"^(\S+Z) (.*)$")
 _HTTPD = re.compile(
-    r"^\[(?:::ffff:)?([0-9.]+)\]:(\d+): (connected|url:(\S+)|(?:answer|response):(\d+)|.*)$"
+    r"^\[(?:::ffff:)?([0-9.]+)\]:(\d+): "
+    r"(connected|url:(\S+)|(?:answer|response):(\d+)|agent:(\S*)|.*)$"
 )
 _GRPC = re.compile(r"^PROBE (\S+) grpc ([0-9.]+):(\d+) (\S*) ?(\S+)$")
 
@@ -29,6 +31,7 @@ class Received:
     port: int
     path: str | None = None
     answer: str | None = None  # HTTP status code, gRPC status name; None for a bare connect
+    agent: str | None = None  # the User-Agent a CGI script was asked with
 
 
 def _ts(stamp: str) -> float:
@@ -61,6 +64,8 @@ def parse(text: str) -> list[Received]:
             conns[key].path = h.group(4)
         elif key in conns and h.group(5) is not None:
             conns[key].answer = h.group(5)
+        elif key in conns and h.group(6) is not None:
+            conns[key].agent = h.group(6)
     return out
 
 

@@ -1,17 +1,20 @@
 """What the test cluster runs, made once per machine and cached outside the repository.
 
-- kube-apiserver, kubelet, kubectl, kube-scheduler, kube-controller-manager, kube-proxy and
-  etcd, built from upstream Go modules (`gomod/go.mod` pins k8s.io/kubernetes and every staging
-  module at the matching v0 release);
-- `grpchealth`, a grpc.health.v1 server of our own (`gomod/cmd/grpchealth`);
+- from `gomod137/go.mod` (k8s.io/kubernetes v1.37.2, the newest release the module proxy serves,
+  every staging module at the matching v0 release): kube-apiserver, kube-controller-manager,
+  kube-scheduler, kube-proxy, kubectl, etcd at what that release requires, and the second node's
+  kubelet (`kubelet-1.37`);
+- from `gomod/go.mod` (k8s.io/kubernetes v1.35.4): the first node's kubelet (`kubelet-1.35`) and
+  `grpchealth`, a grpc.health.v1 server of our own (`gomod/cmd/grpchealth`);
 - a static `pause` program (`pause.c`);
 - OCI image tars for containerd: busybox (Debian's busybox-static), pause, grpchealth;
 - the agent image's cached layers, Debian 12's python3.11 and the project's dependencies
   (`pyimage.py`; its per-run layer, the project's wheel, is made at `up`).
 
-Every artefact has a cache key of its own, a hash of only what it is made of (a Go binary: go.mod,
-go.sum, the Go release, its package and flags; an image: the binary it holds), so a change to
-one rebuilds that one and nothing stale is used. The cache is `$PROBETUI_E2E_CACHE`, else
+Every artefact has a cache key of its own, a hash of only what it is made of (a Go binary: its
+module's go.mod and go.sum, the Go release, its package and flags; an image: the binary it
+holds), so a change to one rebuilds that one and nothing stale is used: a change to one go.mod
+rebuilds that module's binaries only. The cache is `$PROBETUI_E2E_CACHE`, else
 `~/.cache/probetui-e2e`: `go/NAME-KEY/`, `pause/`, `images/`, `layers/`, and per set of keys a
 directory of links (`bin/`, `images/`) that the cluster runs from.
 """
@@ -25,24 +28,62 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e import oci
 
 HERE = Path(__file__).resolve().parent
-GOMOD = HERE / "gomod"
 CACHE = Path(os.environ.get("PROBETUI_E2E_CACHE", Path.home() / ".cache" / "probetui-e2e"))
 
-GO_PACKAGES = {
-    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
-    "kubelet": "k8s.io/kubernetes/cmd/kubelet",
-    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
-    "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
-    "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
-    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
-    "etcd": "go.etcd.io/etcd/server/v3",
-    "grpchealth": "./cmd/grpchealth",
+
+@dataclass(frozen=True)
+class GoBinary:
+    """One Go binary: the module directory (under tests/e2e) it is built in, its package, and
+    how upstream's own build makes it (cgo, build tags, the version it stamps)."""
+
+    module: str
+    package: str
+    cgo: bool = True
+    tags: tuple[str, ...] = ()
+    stamp: str = "kubernetes"  # whose version variables -ldflags sets: kubernetes, containerd
+
+
+# the release the control plane runs: the skew policy lets a kubelet be older than the API
+# server, never newer
+CONTROL_PLANE = "gomod137"
+CONTAINERD = "gomod-containerd"
+GO_BINARIES = {
+    "kube-apiserver": GoBinary(CONTROL_PLANE, "k8s.io/kubernetes/cmd/kube-apiserver"),
+    "kubectl": GoBinary(CONTROL_PLANE, "k8s.io/kubernetes/cmd/kubectl"),
+    "kube-scheduler": GoBinary(CONTROL_PLANE, "k8s.io/kubernetes/cmd/kube-scheduler"),
+    "kube-controller-manager": GoBinary(
+        CONTROL_PLANE, "k8s.io/kubernetes/cmd/kube-controller-manager"
+    ),
+    "kube-proxy": GoBinary(CONTROL_PLANE, "k8s.io/kubernetes/cmd/kube-proxy"),
+    "etcd": GoBinary(CONTROL_PLANE, "go.etcd.io/etcd/server/v3"),
+    "kubelet-1.37": GoBinary(CONTROL_PLANE, "k8s.io/kubernetes/cmd/kubelet"),
+    "kubelet-1.35": GoBinary("gomod", "k8s.io/kubernetes/cmd/kubelet"),
+    # the one binary that runs inside a container, where there is no libc to link against
+    "grpchealth": GoBinary("gomod", "./cmd/grpchealth", cgo=False, stamp=""),
+    # the second node's runtime, as containerd's Makefile builds it (no btrfs: the snapshotter
+    # is disabled in our config, and its cgo needs headers Debian's base has not)
+    "containerd": GoBinary(
+        CONTAINERD,
+        "github.com/containerd/containerd/v2/cmd/containerd",
+        tags=("urfave_cli_no_docs", "no_btrfs"),
+        stamp="containerd",
+    ),
+    "containerd-shim-runc-v2": GoBinary(
+        CONTAINERD,
+        "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+        cgo=False,
+        tags=("urfave_cli_no_docs", "no_grpc"),
+        stamp="containerd",
+    ),
 }
+# each name with its package, as before the binaries came from more than one module
+GO_PACKAGES = {name: b.package for name, b in GO_BINARIES.items()}
 BUSYBOX = Path("/bin/busybox")
 IMAGES = {
     "busybox": "docker.io/probetui/busybox:1",
@@ -109,31 +150,42 @@ def _go_version() -> str:
 
 
 def _cgo(name: str) -> bool:
-    # the one binary that runs inside a container, where there is no libc to link against
-    return name != "grpchealth"
+    return GO_BINARIES[name].cgo
 
 
 def _ldflags(name: str) -> str:
-    return _version_ldflags() if _cgo(name) else ""
+    b = GO_BINARIES[name]
+    if b.stamp == "kubernetes":
+        return _version_ldflags(b.module)
+    if b.stamp == "containerd":
+        return _containerd_ldflags(b.module)
+    return ""
+
+
+def module_dir(module: str) -> Path:
+    return HERE / module
 
 
 def go_key(name: str) -> str:
-    """What one Go binary is made of: the module graph, the Go release, its package and flags
+    """What one Go binary is made of: its module graph, the Go release, its package and flags
     (and, for a package of ours, its sources); nothing another binary is made of."""
     pkg = GO_PACKAGES[name]
+    mod = module_dir(GO_BINARIES[name].module)
     parts: list[str | bytes] = [
         "go",
-        (GOMOD / "go.mod").read_bytes(),
-        (GOMOD / "go.sum").read_bytes(),
+        (mod / "go.mod").read_bytes(),
+        (mod / "go.sum").read_bytes(),
         _go_version(),
         pkg,
         _ldflags(name),
         str(_cgo(name)),
     ]
+    if GO_BINARIES[name].tags:
+        parts.append(",".join(GO_BINARIES[name].tags))
     if pkg.startswith("./"):
-        for f in sorted((GOMOD / pkg).rglob("*")):
+        for f in sorted((mod / pkg).rglob("*")):
             if f.is_file():
-                parts += [str(f.relative_to(GOMOD)), f.read_bytes()]
+                parts += [str(f.relative_to(mod)), f.read_bytes()]
     return _digest(*parts)
 
 
@@ -191,19 +243,20 @@ def image_dir() -> Path:
     return _top() / "images"
 
 
-def kubernetes_version() -> str:
-    """The k8s.io/kubernetes release gomod/go.mod requires, e.g. "v1.35.4"."""
-    for line in (GOMOD / "go.mod").read_text().splitlines():
-        words = line.split()
-        if "k8s.io/kubernetes" in words and "=>" not in words:
-            return words[words.index("k8s.io/kubernetes") + 1]
-    raise Unavailable("gomod/go.mod does not require k8s.io/kubernetes")
+def kubernetes_version(module: str = CONTROL_PLANE) -> str:
+    """The k8s.io/kubernetes release a module directory's go.mod requires, e.g. "v1.37.2"."""
+    return required_version(module, "k8s.io/kubernetes")
 
 
-def _version_ldflags() -> str:
+def binary_version(name: str) -> str:
+    """The k8s.io/kubernetes release a binary is built from, e.g. "v1.35.4" for kubelet-1.35."""
+    return kubernetes_version(GO_BINARIES[name].module)
+
+
+def _version_ldflags(module: str) -> str:
     # what upstream's hack/lib/version.sh stamps: without it the kubelet calls itself
     # v0.0.0-master and its probes' User-Agent says kube-probe/0.0
-    v = kubernetes_version()
+    v = kubernetes_version(module)
     major, minor = v[1:].split(".")[:2]
     pkg = "k8s.io/component-base/version"
     stamp = {
@@ -214,6 +267,23 @@ def _version_ldflags() -> str:
         "buildDate": "1970-01-01T00:00:00Z",
     }
     return " ".join(f"-X {pkg}.{k}={val}" for k, val in stamp.items())
+
+
+def required_version(module: str, path: str) -> str:
+    """The version of module `path` a module directory's go.mod requires, e.g. "v2.4.2"."""
+    for line in (module_dir(module) / "go.mod").read_text().splitlines():
+        words = line.split()
+        if path in words and "=>" not in words:
+            return words[words.index(path) + 1]
+    raise Unavailable(f"{module}/go.mod does not require {path}")
+
+
+def _containerd_ldflags(module: str) -> str:
+    # what containerd's Makefile stamps: `containerd --version` and the CRI's RuntimeName
+    # and version say which release runs
+    pkg = "github.com/containerd/containerd/v2"
+    v = required_version(module, pkg)
+    return f"-X {pkg}/version.Version={v} -X {pkg}/version.Package=github.com/containerd/containerd"
 
 
 def _publish(tmp: Path, final: Path) -> None:
@@ -227,26 +297,32 @@ def _publish(tmp: Path, final: Path) -> None:
 
 
 def _build_go(names: list[str]) -> None:
-    """`go build` the binaries named, those with the same flags in one run (go builds their
-    packages in parallel and each shared package once)."""
+    """`go build` the binaries named, those of one module with the same flags in one run (go
+    builds their packages in parallel and each shared package once)."""
     if shutil.which("go") is None:
         raise Unavailable(
             "Go is not installed (the e2e test bed builds its cluster from Go modules)"
         )
     env = {**os.environ, "GOFLAGS": "-buildvcs=false"}
-    groups: dict[tuple[str, bool], list[str]] = {}
+    groups: dict[tuple[str, str, bool, tuple[str, ...]], list[str]] = {}
     for name in names:
-        groups.setdefault((_ldflags(name), _cgo(name)), []).append(name)
-    for (ldflags, cgo), group in groups.items():
+        key = (GO_BINARIES[name].module, _ldflags(name), _cgo(name), GO_BINARIES[name].tags)
+        groups.setdefault(key, []).append(name)
+    for (module, ldflags, cgo, tags), group in groups.items():
         t0 = time.monotonic()
-        _log(f"go build {', '.join(group)} (cold: minutes each)")
+        _log(f"go build {', '.join(group)} in {module}/ (cold: minutes each)")
         with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
             out = Path(tmp)
             cmd = ["go", "build", "-o", str(out) + "/", *(GO_PACKAGES[n] for n in group)]
             if ldflags:
                 cmd[2:2] = ["-ldflags", ldflags]
+            if tags:
+                cmd[2:2] = ["-tags", ",".join(tags)]
             subprocess.run(
-                cmd, cwd=GOMOD, env={**env, "CGO_ENABLED": "1" if cgo else "0"}, check=True
+                cmd,
+                cwd=module_dir(module),
+                env={**env, "CGO_ENABLED": "1" if cgo else "0"},
+                check=True,
             )
             seconds = time.monotonic() - t0
             for name in group:

@@ -1,47 +1,56 @@
-"""A real single-node Kubernetes cluster inside network namespaces this harness creates.
+"""A real two-node Kubernetes cluster inside network namespaces this harness creates.
 
     python -m tests.e2e.cluster up --dir DIR      start it; print the kubeconfigs and audit log
     python -m tests.e2e.cluster status --dir DIR  what runs
     python -m tests.e2e.cluster down --dir DIR    stop what it started, by PID; remove the netns
 
-Layout (addresses exist only inside the two namespaces, so nothing here is ever dialled
-outside them):
+Layout (addresses exist only inside the namespaces, so nothing here is ever dialled outside
+them); the three share one link, a bridge in the client namespace:
 
-    netns pte2e-node    eth0 10.123.0.10   etcd (127.0.0.1), containerd, kube-apiserver :6443,
-                                           kube-controller-manager, kube-scheduler (127.0.0.1),
-                                           kubelet :10250, kube-proxy; bridge pte2e0 10.123.1.1
-                                           for pods
-    netns pte2e-client  eth0 10.123.0.20   where probetui runs, so its probes reach a pod from
+    netns pte2e-node    eth0 10.123.0.10   etcd (127.0.0.1), kube-apiserver :6443,
+                                           kube-controller-manager, kube-scheduler (127.0.0.1);
+                                           Debian's containerd 1.6, kubelet v1.35.4 :10250,
+                                           kube-proxy; bridge pte2e0 10.123.1.1 for its pods
+    netns pte2e-node2   eth0 10.123.0.11   containerd 2 (built, with its runc shim), kubelet
+                                           v1.37.2 :10250, kube-proxy; bridge pte2e1 10.123.2.1
+    netns pte2e-client  br0  10.123.0.20   where probetui runs, so its probes reach a pod from
                                            another address than the kubelet's
 
-The kubelet dials a bridge pod from 10.123.1.1 and a hostNetwork pod from 10.123.0.10; the
-shadow (`--via direct` from the client namespace) dials both from 10.123.0.20. The test apps log
-each probe's peer, so every attempt can be told as the kubelet's or the shadow's.
+The control plane runs the newer release (gomod137/go.mod), as the skew policy has it: a kubelet
+may be older than the API server, never newer. Each node's pod subnet is routed to it from the
+other node and the client. A kubelet dials a bridge pod from its bridge's address (10.123.1.1,
+10.123.2.1) and a hostNetwork pod from its node's; the shadow (`--via direct` from the client
+namespace) dials both from 10.123.0.20. The test apps log each probe's peer, so every attempt
+can be told as the kubelet's or the shadow's.
 
 Daemons are started with `nsenter --net=/run/netns/NAME` (`ip netns exec` remounts /sys and hides
-the cgroup mounts runc needs). The kube-scheduler places pods that name no node; the
-kube-controller-manager runs only the controllers the tests need (workloads: DaemonSet,
-Deployment, ReplicaSet; service accounts and their tokens, kube-root-ca.crt, EndpointSlices,
-garbage collection, namespaces, ClusterRole aggregation), without leader election.
-`namespace()` returns once the controller has made the namespace's default service account.
+the cgroup mounts runc needs). Each node's pods live under a cgroup of the node's own, below the
+cluster's (cgroup v1, cgroupfs driver). The kube-scheduler places pods that name no node on
+either node; the kube-controller-manager runs only the controllers the tests need (workloads:
+DaemonSet, Deployment, ReplicaSet; service accounts and their tokens, kube-root-ca.crt,
+EndpointSlices, garbage collection, namespaces, ClusterRole aggregation), without leader
+election. `namespace()` returns once the controller has made the namespace's default service
+account.
 
-The `kubernetes` Service (10.123.128.1:443) is reached through kube-proxy's iptables rules in the
-node namespace, as on a real node: OUTPUT for hostNetwork pods, PREROUTING for bridge pods, so
-the in-cluster config the kubelet injects (KUBERNETES_SERVICE_HOST/PORT) works from any pod.
-The kubelet authenticates by the API server's TokenReview and authorizes by SubjectAccessReview
+The `kubernetes` Service (10.123.128.1:443) is reached through kube-proxy's iptables rules in
+each node namespace, as on a real node: OUTPUT for hostNetwork pods, PREROUTING for bridge pods,
+so the in-cluster config the kubelet injects (KUBERNETES_SERVICE_HOST/PORT) works from any pod.
+The kubelets authenticate by the API server's TokenReview and authorize by SubjectAccessReview
 (webhook mode), so `nodes/metrics` and the rest are checked against RBAC; the API server's own
 kubelet client is bound to `system:kubelet-api-admin`.
 
-The kubelet runs in a mount namespace of its own where the kernel tunables it would set
+Each kubelet runs in a mount namespace of its own where the kernel tunables it would set
 machine-wide (vm.overcommit_memory, kernel.panic, ...) are files of ours. `up` builds the agent
-image (tests/e2e/pyimage.py) from the worktree and imports it into containerd.
+image (tests/e2e/pyimage.py) from the worktree and imports it into both nodes' containerd.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -49,32 +58,86 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e import build, pki, pyimage
 
-NODE_NS = "pte2e-node"
+
+@dataclass(frozen=True)
+class Node:
+    """One node: a network namespace of its own on the shared link, with its containerd,
+    kubelet and kube-proxy, and a bridge for its pods."""
+
+    name: str  # the Node object's name, and its network namespace's
+    ip: str
+    pod_subnet: str
+    pod_gateway: str
+    bridge: str
+    link: str  # its veth's end in the client namespace, on the link's bridge
+    kubelet: str  # the kubelet binary (tests/e2e/build.py GO_BINARIES)
+    containerd: str | None  # the containerd binary built, or None for Debian's
+    daemon_suffix: str  # "kubelet" + this names the node's daemon (its pid and log files)
+
+    @property
+    def ns(self) -> str:
+        return self.name
+
+    def daemon(self, what: str) -> str:
+        return what + self.daemon_suffix
+
+
+NODES = (
+    Node(
+        "pte2e-node",
+        "10.123.0.10",
+        "10.123.1.0/24",
+        "10.123.1.1",
+        "pte2e0",
+        "node1",
+        kubelet="kubelet-1.35",
+        containerd=None,
+        daemon_suffix="",
+    ),
+    Node(
+        "pte2e-node2",
+        "10.123.0.11",
+        "10.123.2.0/24",
+        "10.123.2.1",
+        "pte2e1",
+        "node2",
+        kubelet="kubelet-1.37",
+        containerd="containerd",
+        daemon_suffix="-node2",
+    ),
+)
+# the first node, where the control plane runs too
+NODE = NODES[0]
+NODE_NS = NODE.ns
+NODE_NAME = NODE.name
+NODE_IP = NODE.ip
+POD_SUBNET = NODE.pod_subnet
+POD_GATEWAY = NODE.pod_gateway
 CLIENT_NS = "pte2e-client"
-NODE_NAME = "pte2e-node"
-NODE_IP = "10.123.0.10"
 CLIENT_IP = "10.123.0.20"
-POD_SUBNET = "10.123.1.0/24"
-POD_GATEWAY = "10.123.1.1"
+LINK_BRIDGE = "br0"
+NAMESPACES = (*(n.ns for n in NODES), CLIENT_NS)
 SERVICE_RANGE = "10.123.128.0/24"
 # the `kubernetes` Service's ClusterIP: the range's first address
 SERVICE_IP = "10.123.128.1"
 APISERVER = f"https://{NODE_IP}:6443"
 VIEW_USER = "probetui-viewer"
 APISERVER_KUBELET_USER = "kube-apiserver-kubelet-client"
+# in the order `up` starts them; `down` stops them in the reverse
 DAEMONS = (
     "etcd",
-    "containerd",
+    *(n.daemon("containerd") for n in NODES),
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
-    "kubelet",
-    "kube-proxy",
+    *(n.daemon("kubelet") for n in NODES),
+    *(n.daemon("kube-proxy") for n in NODES),
 )
 # what the kube-controller-manager runs (by the aliases of its --controllers flag)
 CONTROLLERS = (
@@ -116,6 +179,12 @@ def in_ns(ns: str, *argv: str) -> list[str]:
 
 def netns_exists(ns: str) -> bool:
     return Path(f"/run/netns/{ns}").exists()
+
+
+def node_cgroup_root(dir: Path, node: Node) -> str:
+    """The cgroup a node's kubelet puts its pods under (its cgroupRoot), one per node: two
+    kubelets under one root would each take the other's pod cgroups for orphans of its own."""
+    return f"{own_cgroup_root(dir)}/{node.name}"
 
 
 def own_cgroup_root(dir: Path) -> str:
@@ -195,17 +264,21 @@ class Paths:
     def audit_log(self) -> Path:
         return self.dir / "audit.log"
 
-    @property
-    def containerd_sock(self) -> Path:
-        return self.dir / "containerd" / "containerd.sock"
+    def node(self, node: Node) -> Path:
+        """A node's own directory: its containerd, kubelet, CNI configuration and pod logs."""
+        return self.dir / "nodes" / node.name
 
-    @property
-    def runc_root(self) -> Path:
-        return self.dir / "runc"
+    def containerd_sock(self, node: Node) -> Path:
+        return self.node(node) / "containerd" / "containerd.sock"
 
-    @property
-    def pod_logs(self) -> Path:
-        return self.dir / "pod-logs"
+    def runc_root(self, node: Node) -> Path:
+        return self.node(node) / "runc"
+
+    def pod_logs(self, node: Node) -> Path:
+        return self.node(node) / "pod-logs"
+
+    def cni(self, node: Node) -> Path:
+        return self.node(node) / "cni"
 
     @property
     def state(self) -> Path:
@@ -217,7 +290,10 @@ class Cluster:
         self.paths = Paths(dir.resolve())
         self.bin: Path | None = None
         self.agent_image: str | None = None
-        self.kubelet_version: str | None = None
+        # what each Node says its kubelet is (status.nodeInfo.kubeletVersion), and the API
+        # server's own version, once `up` has them
+        self.kubelet_versions: dict[str, str] = {}
+        self.control_plane_version: str | None = None
         self._children: dict[str, subprocess.Popen] = {}
         self._lock: int | None = None
 
@@ -232,11 +308,11 @@ class Cluster:
         top = build.ensure_built()
         self.bin = top / "bin"
         p = self.paths
-        for d in (p.dir, p.logs, p.pids, p.pki, p.pod_logs):
+        for d in (p.dir, p.logs, p.pids, p.pki, *(p.pod_logs(n) for n in NODES)):
             d.mkdir(parents=True, exist_ok=True)
         if self.running():
             raise ClusterError(f"a test cluster already runs from {p.dir} (down it first)")
-        clear_stale_network(NODE_NS, CLIENT_NS)
+        clear_stale_network(NAMESPACES)
         _unmount_stale_clusters(p.dir.parent)
         try:
             self.agent_image, agent_tar = pyimage.agent_image(p.dir / "agent-image")
@@ -246,54 +322,72 @@ class Cluster:
         self._certificates()
         self._cgroups()
         self._start_etcd()
-        self._start_containerd()
+        for node in NODES:
+            self._start_containerd(node)
         self._import_images([*sorted((top / "images").glob("*.tar")), agent_tar])
         self._start_apiserver()
         self._bootstrap_objects()
         self._start_controller_manager()
         self._start_scheduler()
-        self._start_kubelet()
-        self._start_kube_proxy()
-        self._wait_node_ready()
-        self._untaint_node()
+        for node in NODES:
+            self._start_kubelet(node)
+        for node in NODES:
+            self._start_kube_proxy(node)
+        self._wait_nodes_ready()
+        self._untaint_nodes()
         self._wait_service_rules()
         self._wait_cluster_roles_aggregated()
         self.namespace("default")
+        self.control_plane_version = json.loads(self.kubectl("version", "-o", "json"))[
+            "serverVersion"
+        ]["gitVersion"]
         p.state.write_text(
             json.dumps(
                 {
                     "bin": str(self.bin),
                     "cgroup": own_cgroup_root(self.paths.dir),
-                    "ns": [NODE_NS, CLIENT_NS],
+                    "ns": list(NAMESPACES),
                 }
             )
         )
 
     def _network(self) -> None:
-        for ns in (NODE_NS, CLIENT_NS):
+        for ns in NAMESPACES:
             if not netns_exists(ns):
                 _run("ip", "netns", "add", ns)
-        node = ["ip", "-n", NODE_NS]
         client = ["ip", "-n", CLIENT_NS]
-        if _run(*node, "link", "show", "eth0", check=False).returncode != 0:
-            # both ends made inside the node namespace, then one moved: nothing touches the
-            # root namespace's links
-            _run(*node, "link", "add", "eth0", "type", "veth", "peer", "name", "peer0")
-            _run(*node, "link", "set", "peer0", "netns", CLIENT_NS)
-            _run(*client, "link", "set", "peer0", "name", "eth0")
-            _run(*node, "addr", "add", f"{NODE_IP}/24", "dev", "eth0")
-            _run(*client, "addr", "add", f"{CLIENT_IP}/24", "dev", "eth0")
-        for ns in (node, client):
+        # the link every namespace is on: a bridge in the client namespace, which holds the
+        # client's address; nothing touches the root namespace's links
+        if _run(*client, "link", "show", LINK_BRIDGE, check=False).returncode != 0:
+            _run(*client, "link", "add", LINK_BRIDGE, "type", "bridge")
+            _run(*client, "addr", "add", f"{CLIENT_IP}/24", "dev", LINK_BRIDGE)
+        _run(*client, "link", "set", "lo", "up")
+        _run(*client, "link", "set", LINK_BRIDGE, "up")
+        for node in NODES:
+            ns = ["ip", "-n", node.ns]
+            if _run(*ns, "link", "show", "eth0", check=False).returncode != 0:
+                # both ends made inside the node namespace, then one moved to the bridge
+                _run(*ns, "link", "add", "eth0", "type", "veth", "peer", "name", node.link)
+                _run(*ns, "link", "set", node.link, "netns", CLIENT_NS)
+                _run(*client, "link", "set", node.link, "master", LINK_BRIDGE)
+                _run(*ns, "addr", "add", f"{node.ip}/24", "dev", "eth0")
             _run(*ns, "link", "set", "lo", "up")
             _run(*ns, "link", "set", "eth0", "up")
-        _run(*client, "route", "replace", POD_SUBNET, "via", NODE_IP)
-        # a route to the Service range, so a hostNetwork pod's connect() to a ClusterIP gets as
-        # far as kube-proxy's OUTPUT rules (no route: ENETUNREACH before any rule is seen)
-        _run(*node, "route", "replace", SERVICE_RANGE, "dev", "eth0")
-        _run(*in_ns(NODE_NS, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"))
-        cni = self.paths.dir / "cni" / "net.d"
-        cni.mkdir(parents=True, exist_ok=True)
-        (cni / "10-pte2e.conflist").write_text(
+            _run(*client, "link", "set", node.link, "up")
+            _run(*client, "route", "replace", node.pod_subnet, "via", node.ip)
+            for other in NODES:
+                if other != node:
+                    _run(*ns, "route", "replace", other.pod_subnet, "via", other.ip)
+            # a route to the Service range, so a hostNetwork pod's connect() to a ClusterIP
+            # gets as far as kube-proxy's OUTPUT rules (no route: ENETUNREACH before any rule)
+            _run(*ns, "route", "replace", SERVICE_RANGE, "dev", "eth0")
+            _run(*in_ns(node.ns, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward"))
+            self._cni_config(node)
+
+    def _cni_config(self, node: Node) -> None:
+        conf = self.paths.cni(node) / "net.d"
+        conf.mkdir(parents=True, exist_ok=True)
+        (conf / "10-pte2e.conflist").write_text(
             json.dumps(
                 {
                     "cniVersion": "0.4.0",
@@ -301,15 +395,17 @@ class Cluster:
                     "plugins": [
                         {
                             "type": "bridge",
-                            "bridge": "pte2e0",
+                            "bridge": node.bridge,
                             "isGateway": True,
                             "ipMasq": False,
                             "hairpinMode": True,
                             "ipam": {
                                 "type": "host-local",
-                                "ranges": [[{"subnet": POD_SUBNET, "gateway": POD_GATEWAY}]],
+                                "ranges": [
+                                    [{"subnet": node.pod_subnet, "gateway": node.pod_gateway}]
+                                ],
                                 "routes": [{"dst": "0.0.0.0/0"}],
-                                "dataDir": str(self.paths.dir / "cni" / "ipam"),
+                                "dataDir": str(self.paths.cni(node) / "ipam"),
                             },
                         },
                         {"type": "portmap", "capabilities": {"portMappings": True}},
@@ -334,19 +430,25 @@ class Cluster:
         self.apiserver_kubelet_pair = ca.issue(
             "apiserver-kubelet-client", APISERVER_KUBELET_USER, client=True
         )
-        self.kubelet_serving = ca.issue(
-            "kubelet", NODE_NAME, ips=(NODE_IP,), dns=(NODE_NAME,), server=True
-        )
-        kubelet_client = ca.issue(
-            "kubelet-client", f"system:node:{NODE_NAME}", orgs=("system:nodes",), client=True
-        )
+        # each kubelet serves as its node and calls the API server as `system:node:NAME`,
+        # the identity the Node authorizer and NodeRestriction hold it to
+        self.kubelet_serving: dict[str, pki.Pair] = {}
+        for node in NODES:
+            self.kubelet_serving[node.name] = ca.issue(
+                f"kubelet-{node.name}", node.name, ips=(node.ip,), dns=(node.name,), server=True
+            )
+            client = ca.issue(
+                f"kubelet-client-{node.name}",
+                f"system:node:{node.name}",
+                orgs=("system:nodes",),
+                client=True,
+            )
+            self._kubeconfig(self.kubelet_kubeconfig(node), "kubelet", client)
         admin = ca.issue("admin", "probetui-e2e-admin", orgs=("system:masters",), client=True)
         viewer = ca.issue("viewer", VIEW_USER, client=True)
         self.sa_key = pki.service_account_key(self.paths.pki / "sa.key")
         self._kubeconfig(self.paths.admin_kubeconfig, "admin", admin)
         self._kubeconfig(self.paths.view_kubeconfig, VIEW_USER, viewer)
-        self.kubelet_kubeconfig = self.paths.dir / "kubelet.kubeconfig"
-        self._kubeconfig(self.kubelet_kubeconfig, "kubelet", kubelet_client)
         # the control plane's own users, each with the bootstrap RBAC its name is bound to
         for name, cn in (
             ("kube-controller-manager", "system:kube-controller-manager"),
@@ -357,6 +459,9 @@ class Cluster:
 
     def component_kubeconfig(self, name: str) -> Path:
         return self.paths.dir / f"{name}.kubeconfig"
+
+    def kubelet_kubeconfig(self, node: Node) -> Path:
+        return self.paths.node(node) / "kubelet.kubeconfig"
 
     def _kubeconfig(self, path: Path, user: str, pair: pki.Pair) -> None:
         doc = {
@@ -385,20 +490,21 @@ class Cluster:
         path.write_text(json.dumps(doc, indent=1))
 
     def _cgroups(self) -> None:
-        rel = own_cgroup_root(self.paths.dir).lstrip("/")
-        for h in _cgroup_hierarchies():
-            d = h / rel
-            if d.is_dir():
-                continue
-            d.mkdir(parents=True, exist_ok=True)
-            if h.name == "cpuset":
-                # a new cpuset has no CPUs or memory nodes until given its parent's
-                for f in ("cpuset.cpus", "cpuset.mems"):
-                    for parent in reversed(list(d.relative_to(h).parents)[:-1]):
-                        pd = h / parent
-                        if not (pd / f).read_text().strip():
-                            (pd / f).write_text((pd.parent / f).read_text())
-                    (d / f).write_text(d.parent.joinpath(f).read_text())
+        for root in (node_cgroup_root(self.paths.dir, n) for n in NODES):
+            rel = root.lstrip("/")
+            for h in _cgroup_hierarchies():
+                d = h / rel
+                if d.is_dir():
+                    continue
+                d.mkdir(parents=True, exist_ok=True)
+                if h.name == "cpuset":
+                    # a new cpuset has no CPUs or memory nodes until given its parent's
+                    for f in ("cpuset.cpus", "cpuset.mems"):
+                        for parent in reversed(list(d.relative_to(h).parents)[:-1]):
+                            pd = h / parent
+                            if not (pd / f).read_text().strip():
+                                (pd / f).write_text((pd.parent / f).read_text())
+                        (d / f).write_text(d.parent.joinpath(f).read_text())
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = (self.paths.logs / f"{name}.log").open("ab")
@@ -454,24 +560,34 @@ class Cluster:
             "etcd", lambda: self._ok(*in_ns(NODE_NS, "curl", "-sf", "http://127.0.0.1:2379/health"))
         )
 
-    def start_containerd(self) -> None:
-        self._start_containerd()
-
-    def _start_containerd(self) -> None:
-        d = self.paths.dir / "containerd"
+    def _start_containerd(self, node: Node) -> None:
+        d = self.paths.node(node) / "containerd"
         d.mkdir(parents=True, exist_ok=True)
-        cni = self.paths.dir / "cni" / "net.d"
         config = d / "config.toml"
-        config.write_text(
-            f"""version = 2
+        if node.containerd is None:
+            binary = "containerd"
+            config.write_text(self._containerd_1_config(node, d))
+        else:
+            assert self.bin
+            binary = str(self.bin / node.containerd)
+            config.write_text(self._containerd_2_config(node, d))
+        sock = self.paths.containerd_sock(node)
+        self._spawn(node.daemon("containerd"), in_ns(node.ns, binary, "--config", str(config)))
+        self._wait(
+            f"{node.daemon('containerd')}", lambda: self._ok("ctr", "-a", str(sock), "version")
+        )
+
+    def _containerd_1_config(self, node: Node, d: Path) -> str:
+        """Debian's containerd 1.6: the CRI plugin's config of version 2."""
+        return f"""version = 2
 root = "{d}/root"
 state = "{d}/state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 [grpc]
-  address = "{self.paths.containerd_sock}"
+  address = "{self.paths.containerd_sock(node)}"
 [ttrpc]
-  address = "{self.paths.containerd_sock}.ttrpc"
+  address = "{self.paths.containerd_sock(node)}.ttrpc"
 [plugins."io.containerd.internal.v1.opt"]
   path = "{d}/opt"
 [plugins."io.containerd.grpc.v1.cri"]
@@ -483,7 +599,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   stream_server_port = "0"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "{cni}"
+    conf_dir = "{self.paths.cni(node) / "net.d"}"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -491,32 +607,67 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        Root = "{self.paths.runc_root}"
+        Root = "{self.paths.runc_root(node)}"
 """
-        )
-        self._spawn("containerd", in_ns(NODE_NS, "containerd", "--config", str(config)))
-        self._wait(
-            "containerd", lambda: self._ok("ctr", "-a", str(self.paths.containerd_sock), "version")
-        )
+
+    def _containerd_2_config(self, node: Node, d: Path) -> str:
+        """containerd 2: config version 3, where the CRI plugin is split into its images and
+        runtime parts. The shim is named by path: on PATH is Debian's 1.6 one."""
+        assert self.bin
+        return f"""version = 3
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.erofs"]
+[grpc]
+  address = "{self.paths.containerd_sock(node)}"
+[ttrpc]
+  address = "{self.paths.containerd_sock(node)}.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "{d}/opt"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "{build.IMAGES["pause"]}"
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "{self.paths.cni(node) / "net.d"}"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      runtime_path = "{self.bin / "containerd-shim-runc-v2"}"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "{self.paths.runc_root(node)}"
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+"""
 
     def _import_images(self, tars: list[Path]) -> None:
-        for tar in tars:
-            r = _run(
-                "ctr",
-                "-a",
-                str(self.paths.containerd_sock),
-                "-n",
-                "k8s.io",
-                "images",
-                "import",
-                str(tar),
-                check=False,
-            )
-            if r.returncode != 0:
-                raise ClusterError(f"ctr images import {tar.name}: {r.stderr.strip()}")
+        """Every image into every node's containerd: one at a time into each (imports side by
+        side into one containerd contend for the same content refs), the nodes side by side."""
 
-    def start_apiserver(self) -> None:
-        self._start_apiserver()
+        def into(node: Node) -> list[str]:
+            for tar in tars:
+                sock = str(self.paths.containerd_sock(node))
+                r = _run(
+                    "ctr", "-a", sock, "-n", "k8s.io", "images", "import", str(tar), check=False
+                )
+                if r.returncode != 0:
+                    return [f"ctr images import {tar.name} into {node.name}: {r.stderr.strip()}"]
+            return []
+
+        with concurrent.futures.ThreadPoolExecutor(len(NODES)) as pool:
+            failed = [f for errors in pool.map(into, NODES) for f in errors]
+        if failed:
+            raise ClusterError("; ".join(failed))
 
     def _start_apiserver(self) -> None:
         assert self.bin
@@ -682,17 +833,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             ),
         )
 
-    def _start_kube_proxy(self) -> None:
+    def _start_kube_proxy(self, node: Node) -> None:
         assert self.bin
         self._spawn(
-            "kube-proxy",
+            node.daemon("kube-proxy"),
             in_ns(
-                NODE_NS,
+                node.ns,
                 str(self.bin / "kube-proxy"),
                 f"--kubeconfig={self.component_kubeconfig('kube-proxy')}",
-                f"--hostname-override={NODE_NAME}",
+                f"--hostname-override={node.name}",
                 "--proxy-mode=iptables",
-                f"--cluster-cidr={POD_SUBNET}",
+                # the node's own pods: what reaches its rules from a pod comes from there
+                f"--cluster-cidr={node.pod_subnet}",
                 # 0: leave the conntrack table's size and timeouts as they are; they are the
                 # machine's, not the node namespace's
                 "--conntrack-max-per-core=0",
@@ -705,15 +857,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         )
 
     def _wait_service_rules(self) -> None:
-        """Until kube-proxy has written the `kubernetes` Service's rules."""
+        """Until each node's kube-proxy has written the `kubernetes` Service's rules."""
+        for node in NODES:
 
-        def written() -> bool:
-            r = subprocess.run(
-                in_ns(NODE_NS, "iptables-save", "-t", "nat"), capture_output=True, text=True
-            )
-            return f"-d {SERVICE_IP}/32" in r.stdout
+            def written(node: Node = node) -> bool:
+                r = subprocess.run(
+                    in_ns(node.ns, "iptables-save", "-t", "nat"), capture_output=True, text=True
+                )
+                return f"-d {SERVICE_IP}/32" in r.stdout
 
-        self._wait(f"kube-proxy's rules for {SERVICE_IP}", written, 60)
+            self._wait(f"kube-proxy's rules for {SERVICE_IP} on {node.name}", written, 60)
 
     def namespace(self, name: str) -> None:
         """A namespace, returned once the controller-manager has made its default service
@@ -725,12 +878,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             30,
         )
 
-    def start_kubelet(self) -> None:
-        self._start_kubelet()
-
-    def _start_kubelet(self) -> None:
+    def _start_kubelet(self, node: Node) -> None:
         assert self.bin
-        d = self.paths.dir / "kubelet"
+        d = self.paths.node(node) / "kubelet"
         (d / "root").mkdir(parents=True, exist_ok=True)
         tun = d / "tunables"
         tun.mkdir(exist_ok=True)
@@ -745,7 +895,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 {
                     "apiVersion": "kubelet.config.k8s.io/v1beta1",
                     "kind": "KubeletConfiguration",
-                    "address": NODE_IP,
+                    "address": node.ip,
                     "port": 10250,
                     "readOnlyPort": 0,
                     "healthzBindAddress": "127.0.0.1",
@@ -758,17 +908,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                         "x509": {"clientCAFile": str(self.ca)},
                     },
                     "authorization": {"mode": "Webhook"},
-                    "tlsCertFile": str(self.kubelet_serving.cert),
-                    "tlsPrivateKeyFile": str(self.kubelet_serving.key),
+                    "tlsCertFile": str(self.kubelet_serving[node.name].cert),
+                    "tlsPrivateKeyFile": str(self.kubelet_serving[node.name].key),
                     "cgroupDriver": "cgroupfs",
                     "failCgroupV1": False,
-                    "cgroupRoot": own_cgroup_root(self.paths.dir),
+                    "cgroupRoot": node_cgroup_root(self.paths.dir, node),
                     "cgroupsPerQOS": True,
                     "enforceNodeAllocatable": [],
-                    "containerRuntimeEndpoint": f"unix://{self.paths.containerd_sock}",
+                    "containerRuntimeEndpoint": f"unix://{self.paths.containerd_sock(node)}",
                     "failSwapOn": False,
                     "protectKernelDefaults": False,
-                    "podLogsDir": str(self.paths.pod_logs),
+                    "podLogsDir": str(self.paths.pod_logs(node)),
                     "resolvConf": "/etc/resolv.conf",
                     "evictionHard": {
                         "memory.available": "100Mi",
@@ -786,12 +936,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         )
         kubelet = " ".join(
             [
-                str(self.bin / "kubelet"),
+                str(self.bin / node.kubelet),
                 f"--config={config}",
-                f"--kubeconfig={self.kubelet_kubeconfig}",
+                f"--kubeconfig={self.kubelet_kubeconfig(node)}",
                 f"--root-dir={d / 'root'}",
-                f"--hostname-override={NODE_NAME}",
-                f"--node-ip={NODE_IP}",
+                f"--hostname-override={node.name}",
+                f"--node-ip={node.ip}",
                 f"--cert-dir={d / 'pki'}",
                 "--v=2",
             ]
@@ -803,33 +953,43 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         _shared_mount(d / "root")
         script = " && ".join(["mount --make-rslave /proc", *binds, f"exec {kubelet}"])
         self._spawn(
-            "kubelet",
-            in_ns(NODE_NS, "unshare", "--mount", "--propagation", "unchanged", "sh", "-c", script),
+            node.daemon("kubelet"),
+            in_ns(node.ns, "unshare", "--mount", "--propagation", "unchanged", "sh", "-c", script),
         )
 
-    def _wait_node_ready(self) -> None:
-        def ready() -> bool:
-            out = subprocess.run(
-                self.kubectl_argv("get", "node", NODE_NAME, "-o", "json"),
-                capture_output=True,
-                text=True,
-            )
-            if out.returncode != 0:
-                return False
-            status = json.loads(out.stdout).get("status", {})
-            conds = status.get("conditions", [])
-            self.kubelet_version = status.get("nodeInfo", {}).get("kubeletVersion")
-            return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+    def _wait_nodes_ready(self) -> None:
+        for node in NODES:
 
-        self._wait(f"node {NODE_NAME} Ready", ready, 120)
+            def ready(node: Node = node) -> bool:
+                out = subprocess.run(
+                    self.kubectl_argv("get", "node", node.name, "-o", "json"),
+                    capture_output=True,
+                    text=True,
+                )
+                if out.returncode != 0:
+                    return False
+                status = json.loads(out.stdout).get("status", {})
+                conds = status.get("conditions", [])
+                version = status.get("nodeInfo", {}).get("kubeletVersion")
+                if version:
+                    self.kubelet_versions[node.name] = version
+                return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
 
-    def _untaint_node(self) -> None:
-        """What the node-lifecycle controller does once the node is Ready: lift the not-ready
+            self._wait(f"node {node.name} Ready", ready, 120)
+
+    def _untaint_nodes(self) -> None:
+        """What the node-lifecycle controller does once a node is Ready: lift the not-ready
         taint the API server's TaintNodesByCondition admission put on the new Node, without
         which nothing is scheduled there (a DaemonSet's pods tolerate only its NoExecute kin).
-        The controller itself is not run: past its grace period with the kubelet stopped it
+        The controller itself is not run: past its grace period with a kubelet stopped it
         would mark every pod not ready, a verdict the kubelet never made."""
-        self.kubectl("taint", "node", NODE_NAME, "node.kubernetes.io/not-ready:NoSchedule-")
+        for node in NODES:
+            self.kubectl("taint", "node", node.name, "node.kubernetes.io/not-ready:NoSchedule-")
+
+    @property
+    def kubelet_version(self) -> str | None:
+        """The first node's kubelet's version (`kubelet_versions` has every node's)."""
+        return self.kubelet_versions.get(NODE_NAME)
 
     def wait_running(self, ns: str, timeout: float = 60.0) -> None:
         """Until every pod of the namespace has all its containers running."""
@@ -859,17 +1019,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         self._children.pop(name, None)
 
     def restart(self, name: str) -> None:
+        """Stop and start one daemon by its name in DAEMONS ("kubelet" is the first node's,
+        "kubelet-node2" the second's)."""
         self.stop_daemon(name)
-        start = {
+        start: dict[str, Callable[[], None]] = {
             "kube-apiserver": self._start_apiserver,
             "kube-controller-manager": self._start_controller_manager,
             "kube-scheduler": self._start_scheduler,
-            "kubelet": self._start_kubelet,
-            "kube-proxy": self._start_kube_proxy,
-            "containerd": self._start_containerd,
             "etcd": self._start_etcd,
-        }[name]
-        start()
+        }
+        for node in NODES:
+            start[node.daemon("kubelet")] = functools.partial(self._start_kubelet, node)
+            start[node.daemon("kube-proxy")] = functools.partial(self._start_kube_proxy, node)
+            start[node.daemon("containerd")] = functools.partial(self._start_containerd, node)
+        start[name]()
 
     # ---------------------------------------------------------------- status, down
 
@@ -908,12 +1071,12 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         killed = _kill_cgroup_tree(cg)
         if killed:
             notes.append(f"killed {killed} container processes left in cgroup {cg}")
-        # containerd's shims for this cluster's socket
-        sock = str(self.paths.containerd_sock)
-        for pid in _pids_with_arg(sock):
-            _kill_group(pid)
+        # containerd's shims for this cluster's sockets
+        for node in NODES:
+            for pid in _pids_with_arg(str(self.paths.containerd_sock(node))):
+                _kill_group(pid)
         _unmount_under(self.paths.dir)
-        remove_network(NODE_NS, CLIENT_NS)
+        remove_network(NAMESPACES)
         _remove_cgroup_tree(cg)
         for f in self.paths.pids.glob("*.pid"):
             f.unlink()
@@ -1024,15 +1187,15 @@ def _pids_in_netns(inodes: set[int]) -> list[int]:
 
 
 def clear_stale_network(
-    node_ns: str, client_ns: str, sandboxes: str = "cni-*", min_age: float = 60.0
+    namespaces: Sequence[str], sandboxes: str = "cni-*", min_age: float = 60.0
 ) -> list[str]:
-    """Remove what a cluster killed without its `down` left: its node and client namespaces,
-    and the pod sandboxes' namespaces whose veths hang on its bridge. `_network` would reuse a
+    """Remove what a cluster killed without its `down` left: its nodes' and client's namespaces,
+    and the pod sandboxes' namespaces whose veths hang on its bridges. `_network` would reuse a
     node namespace it finds, so the dead sandboxes would stay on the bridge with the same
     addresses the fresh IPAM hands out again, and a dial to a new pod's IP would meet the old
     sandbox (no listener there: connection refused) while port-forward, which enters the right
     namespace, works. Namespaces that processes still run in are another cluster's: Busy."""
-    present = [ns for ns in (node_ns, client_ns) if netns_exists(ns)]
+    present = [ns for ns in namespaces if netns_exists(ns)]
     inodes = {i for ns in present if (i := _netns_inode(Path(f"/run/netns/{ns}"))) is not None}
     holders = _pids_in_netns(inodes)
     if holders:
@@ -1041,17 +1204,17 @@ def clear_stale_network(
             f"{'/'.join(present)}: another e2e test cluster (end it with "
             "`python -m tests.e2e.cluster down --dir DIR`)"
         )
-    return remove_network(node_ns, client_ns, sandboxes, min_age)
+    return remove_network(namespaces, sandboxes, min_age)
 
 
 def remove_network(
-    node_ns: str, client_ns: str, sandboxes: str = "cni-*", min_age: float = 60.0
+    namespaces: Sequence[str], sandboxes: str = "cni-*", min_age: float = 60.0
 ) -> list[str]:
-    """Delete the node and client namespaces and every sandbox namespace a veth of theirs leads
-    to (found before the node namespace goes: the kernel drops the veths only after its last
-    reference, so a sandbox still has its eth0 for a moment after), ending what still runs in
-    the sandboxes; and the `lo`-only sandboxes earlier runs left behind."""
-    present = [ns for ns in (node_ns, client_ns) if netns_exists(ns)]
+    """Delete the nodes' and client's namespaces and every sandbox namespace a veth of theirs
+    leads to (found before a node namespace goes: the kernel drops the veths only after its
+    last reference, so a sandbox still has its eth0 for a moment after), ending what still
+    runs in the sandboxes; and the `lo`-only sandboxes earlier runs left behind."""
+    present = [ns for ns in namespaces if netns_exists(ns)]
     attached: set[str] = set()
     for ns in present:
         attached |= _peer_namespaces(ns)
@@ -1108,6 +1271,11 @@ def _netns_of_ours(ns_file: Path) -> bool:
     return all(link.get("ifname") == "lo" for link in links)
 
 
+def kubelets_line(versions: dict[str, str]) -> str:
+    """Each node's kubelet version, in node order: `v1.35.4 (pte2e-node), v1.37.2 (...)`."""
+    return ", ".join(f"{versions.get(n.name, '?')} ({n.name})" for n in NODES)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m tests.e2e.cluster", description=__doc__.split("\n\n")[0]
@@ -1123,7 +1291,8 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             c.up()
             print(f"up in {time.monotonic() - t0:.1f} s")
-            print(f"kubelet:           {c.kubelet_version}")
+            print(f"control plane:     {c.control_plane_version}")
+            print(f"kubelet:           {kubelets_line(c.kubelet_versions)}")
             print(f"agent image:       {c.agent_image}")
             print(f"admin kubeconfig:  {c.paths.admin_kubeconfig}")
             print(
@@ -1140,10 +1309,10 @@ def main(argv: list[str] | None = None) -> int:
             running = c.running()
             for name in DAEMONS:
                 print(
-                    f"{name:15} {'pid ' + str(running[name]) if name in running else 'not running'}"
+                    f"{name:23} {'pid ' + str(running[name]) if name in running else 'not running'}"
                 )
-            for ns in (NODE_NS, CLIENT_NS):
-                print(f"netns {ns:9} {'present' if netns_exists(ns) else 'absent'}")
+            for ns in NAMESPACES:
+                print(f"netns {ns:12} {'present' if netns_exists(ns) else 'absent'}")
             return 0 if len(running) == len(DAEMONS) else 1
     except (ClusterError, build.Unavailable, Busy) as e:
         print(f"e2e cluster {args.action}: {e}", file=sys.stderr)

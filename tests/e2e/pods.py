@@ -4,6 +4,9 @@ HTTP apps are busybox `httpd -vvv` with small CGI scripts written at container s
 verbosity httpd logs every connection and request with its peer (`[::ffff:IP]:PORT: url:/p`,
 `response:200`), and the container runtime stamps each log line: that is the app's own record
 of who probed it, when, and what it answered. The gRPC app logs each Check the same way.
+
+Every pod names its node (`pod(..., node=...)`, the first node by default); the shadow's pod set
+is made once per node, the second node's names ending in its link's name (`flap-ft1-node2`).
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from tests.e2e.build import IMAGES
-from tests.e2e.cluster import NODE_NAME, POD_GATEWAY
+from tests.e2e.cluster import NODE, Node
 
 HTTP_PORT = 8080
 GRPC_PORT = 9090
+# the flap endpoint turns between Success and Failure every this many seconds of wall time
+FLAP_SECONDS = 10
 
 
 def _cgi(name: str, body: str) -> str:
@@ -24,9 +29,11 @@ def _cgi(name: str, body: str) -> str:
 
 
 def _reply(status: str, text: str) -> str:
-    # the answer goes to httpd's stderr too (the container log), beside httpd's own lines
+    # the answer and the User-Agent go to httpd's stderr too (the container log), beside
+    # httpd's own lines
     code = status.split()[0]
     return (
+        f'echo "$REMOTE_ADDR:$REMOTE_PORT: agent:$HTTP_USER_AGENT" >&2; '
         f'echo "$REMOTE_ADDR:$REMOTE_PORT: answer:{code}" >&2; '
         f"printf 'Status: {status}\\r\\nContent-Type: text/plain\\r\\n\\r\\n{text}\\n'"
     )
@@ -34,25 +41,32 @@ def _reply(status: str, text: str) -> str:
 
 def web_script(
     *,
-    flap: int = 10,
+    flap: int = FLAP_SECONDS,
     sick_after: int | None = None,
     sleep_first: int = 0,
     port: int = HTTP_PORT,
     exit_0_on_term: bool = False,
+    node: Node = NODE,
 ) -> str:
-    """The shell a web container runs: CGI endpoints, then httpd in the foreground."""
-    parts = ["mkdir -p /www/cgi-bin", "echo ok > /www/index.html"]
-    # flap: Success and Failure in turns of `flap` seconds of wall time
+    """The shell a web container runs: CGI endpoints, then httpd in the foreground. `node` is
+    where it runs: its kubelet dials a bridge pod from the node's pod gateway."""
+    parts = ["mkdir -p /www/cgi-bin", "echo ok > /www/index.html", "date +%s > /tmp/started"]
+    # flap: Success and Failure in turns of `flap` seconds of wall time, Failure for the first
+    # `flap` seconds: a turn to Failure just after the start could be seen as Success by the
+    # side that probed first only, before the other side has any verdict, and a threshold of
+    # failures holds it past the slack; started down, each side reaches Failure first
     flap_body = (
-        f"if [ $(( $(date +%s) / {flap} % 2 )) = 0 ]; then {_reply('200 OK', 'up')}; "
+        f"if [ $(( $(date +%s) - $(cat /tmp/started) )) -ge {flap} ] && "
+        f"[ $(( $(date +%s) / {flap} % 2 )) = 0 ]; then {_reply('200 OK', 'up')}; "
         f"else {_reply('503 Service Unavailable', 'down for a while')}; fi"
     )
     parts.append(_cgi("flap", flap_body))
     parts.append(_cgi("slow", f"sleep 3; {_reply('200 OK', 'late')}"))
     # once: 200 to the kubelet's first request (it dials from the pod gateway; httpd gives
     # REMOTE_ADDR as [::ffff:IP]), 503 to every other; mkdir is the atomic "first time"
+    gateway = node.pod_gateway
     once_body = (
-        f'case "$REMOTE_ADDR" in "{POD_GATEWAY}"|*":{POD_GATEWAY}]") first=1;; esac; '
+        f'case "$REMOTE_ADDR" in "{gateway}"|*":{gateway}]") first=1;; esac; '
         f'if [ -n "$first" ] && mkdir /tmp/once 2>/dev/null; '
         f"then {_reply('200 OK', 'first')}; "
         f"else {_reply('503 Service Unavailable', 'never again')}; fi"
@@ -87,17 +101,20 @@ def web_script(
     return script + f"exec httpd -f -vvv -p {port} -h /www\n"
 
 
-def _http(path: str, **probe: Any) -> dict[str, Any]:
-    return {"httpGet": {"path": path, "port": HTTP_PORT}, **probe}
+def _http(path: str, port: int | str = HTTP_PORT, **probe: Any) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": port}, **probe}
 
 
-def pod(name: str, ns: str, containers: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+def pod(
+    name: str, ns: str, containers: list[dict[str, Any]], node: Node = NODE, **spec: Any
+) -> dict[str, Any]:
+    """A pod bound to `node` by name, with the suite's defaults."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": ns, "labels": {"suite": "e2e", "app": name}},
         "spec": {
-            "nodeName": NODE_NAME,
+            "nodeName": node.name,
             "automountServiceAccountToken": False,
             "dnsPolicy": "Default",
             "terminationGracePeriodSeconds": 2,
@@ -142,25 +159,45 @@ def grpc_app(flip: str = "15s", **probes: Any) -> dict[str, Any]:
     }
 
 
-def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
-    """Every demo behaviour, for the shadow-beside-the-kubelet run."""
+def node_pod_name(base: str, node: Node) -> str:
+    """A pod's name on its node: the first node's pods keep the base name."""
+    return base if node == NODE else f"{base}-{node.link}"
+
+
+# the pods whose tests compare each side's outcome with what the app answered it: a CGI answer
+# is a shell forked per request, which on a loaded machine can come after the default 1 s and
+# turn the app's 200 into a timeout on one side only
+_CGI_TIMING = {"periodSeconds": 2, "timeoutSeconds": 3}
+
+
+def shadow_pod_set(ns: str, node: Node = NODE) -> list[dict[str, Any]]:
+    """Every demo behaviour on one node, for the shadow-beside-the-kubelet run."""
+
+    def placed(name: str, ns: str, containers: list[dict[str, Any]], **spec: Any) -> dict:
+        return pod(node_pod_name(name, node), ns, containers, node=node, **spec)
+
     return [
-        pod(
+        placed(
             "flap-ft1",
             ns,
-            [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=1))],
+            [web(readinessProbe=_http("/cgi-bin/flap", failureThreshold=1, **_CGI_TIMING))],
         ),
-        pod(
+        placed(
             "flap-ft3",
             ns,
-            [web(readinessProbe=_http("/cgi-bin/flap", periodSeconds=2, failureThreshold=3))],
+            [web(readinessProbe=_http("/cgi-bin/flap", failureThreshold=3, **_CGI_TIMING))],
         ),
-        pod(
+        placed(
             "kubelet-first",
             ns,
-            [web(readinessProbe=_http("/cgi-bin/once", periodSeconds=2, failureThreshold=3))],
+            [
+                web(
+                    script=web_script(node=node),
+                    readinessProbe=_http("/cgi-bin/once", failureThreshold=3, **_CGI_TIMING),
+                )
+            ],
         ),
-        pod(
+        placed(
             "slow-guarded",
             ns,
             [
@@ -172,7 +209,7 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
                 )
             ],
         ),
-        pod(
+        placed(
             "slow-unguarded",
             ns,
             [
@@ -182,7 +219,7 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
                 )
             ],
         ),
-        pod(
+        placed(
             "exec-file",
             ns,
             [
@@ -196,7 +233,7 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
                 )
             ],
         ),
-        pod(
+        placed(
             "exec-varied",
             ns,
             [
@@ -212,10 +249,10 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
                 )
             ],
         ),
-        pod(
+        placed(
             "tcp", ns, [web(readinessProbe={"tcpSocket": {"port": HTTP_PORT}, "periodSeconds": 3})]
         ),
-        pod(
+        placed(
             "grpc-flip",
             ns,
             [
@@ -228,18 +265,18 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
                 )
             ],
         ),
-        pod("redirect", ns, [web(readinessProbe=_http("/cgi-bin/redirect", periodSeconds=3))]),
-        pod(
+        placed("redirect", ns, [web(readinessProbe=_http("/cgi-bin/redirect", periodSeconds=3))]),
+        placed(
             "timeout",
             ns,
             [web(readinessProbe=_http("/cgi-bin/slow", periodSeconds=3, timeoutSeconds=1))],
         ),
-        pod(
+        placed(
             "initial-delay",
             ns,
             [web(readinessProbe=_http("/index.html", periodSeconds=2, initialDelaySeconds=10))],
         ),
-        pod(
+        placed(
             "never",
             ns,
             [
@@ -250,7 +287,7 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
             ],
             restartPolicy="Never",
         ),
-        pod(
+        placed(
             "onfailure-exit0",
             ns,
             [
@@ -261,7 +298,13 @@ def shadow_pod_set(ns: str) -> list[dict[str, Any]]:
             ],
             restartPolicy="OnFailure",
         ),
-        pod(
+        placed(
+            "unknown-port",
+            ns,
+            # a port name no container port has: an error, worded as the node's release words it
+            [web(readinessProbe=_http("/index.html", port="metrics", periodSeconds=3))],
+        ),
+        placed(
             "hostnet",
             ns,
             [

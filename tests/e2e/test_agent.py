@@ -1,5 +1,7 @@
 """The node agent on the real cluster: the DaemonSet of `probetui agent --print-manifest`, read
-through the API server's pods/proxy as a reader with the `probetui-reader` Role reads it.
+through the API server's pods/proxy as a reader with the `probetui-reader` Role reads it. The
+DaemonSet places an agent on each node; each is read beside its own kubelet (v1.35.4 on the
+first node, v1.37.2 on the second), over the same three pods on its node.
 
 What only a real cluster shows: the manifest applies and its pod runs as UID 65532 with no
 capability (hostNetwork, the Secret mounted, in-cluster config); its field-selected pod watch
@@ -30,8 +32,8 @@ import yaml
 
 from probetui import __version__
 from probetui.agent.manifest import objects
-from tests.e2e.cluster import CLIENT_NS, NODE_IP, NODE_NAME, VIEW_USER, Cluster, in_ns
-from tests.e2e.pods import GRPC_PORT, HTTP_PORT, SLEEP, busybox, grpc_app, pod, web
+from tests.e2e.cluster import CLIENT_NS, NODES, VIEW_USER, Cluster, Node, in_ns
+from tests.e2e.pods import GRPC_PORT, HTTP_PORT, SLEEP, busybox, grpc_app, node_pod_name, pod, web
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -96,14 +98,14 @@ def _agent_objects() -> list[dict[str, Any]]:
     return objs
 
 
-def _agent_pod(cluster: Cluster, timeout: float = 180.0) -> dict[str, Any]:
+def _agent_pod(cluster: Cluster, node: Node, timeout: float = 180.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
         listed = json.loads(
             cluster.kubectl(
                 "-n", AGENT_NS, "get", "pods", "-l", "app.kubernetes.io/component=agent",
-                "--field-selector", f"spec.nodeName={NODE_NAME}", "-o", "json",
+                "--field-selector", f"spec.nodeName={node.name}", "-o", "json",
             )
         )  # fmt: skip
         for p in listed["items"]:
@@ -115,7 +117,7 @@ def _agent_pod(cluster: Cluster, timeout: float = 180.0) -> dict[str, Any]:
     logs = cluster.kubectl(
         "-n", AGENT_NS, "logs", "-l", "app.kubernetes.io/component=agent", check=False
     )
-    raise AssertionError(f"no Ready agent pod on {NODE_NAME}: {last}\n{logs[-2000:]}")
+    raise AssertionError(f"no Ready agent pod on {node.name}: {last}\n{logs[-2000:]}")
 
 
 def _read(
@@ -136,8 +138,48 @@ def _read(
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
+def _node_pods(node: Node) -> list[dict[str, Any]]:
+    """On the node: an HTTP and a gRPC readiness probe, and an exec liveness probe (which the
+    agent does not run)."""
+    return [
+        pod(
+            node_pod_name("web", node),
+            NS,
+            [web(readinessProbe={"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 2})],
+            node=node,
+        ),
+        pod(
+            node_pod_name("rpc", node),
+            NS,
+            [grpc_app(flip="1h", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2})],
+            node=node,
+        ),
+        pod(
+            node_pod_name("worker", node),
+            NS,
+            [
+                busybox(
+                    "w", SLEEP, livenessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2}
+                )
+            ],
+            node=node,
+        ),
+    ]
+
+
+@pytest.fixture(params=NODES, ids=[n.name for n in NODES])
+def node(request: pytest.FixtureRequest) -> Node:
+    return request.param
+
+
+@pytest.fixture
+def agent(agents: dict[str, dict[str, Any]], node: Node) -> dict[str, Any]:
+    """The agent pod on the node under test."""
+    return agents[node.name]
+
+
 @pytest.fixture(scope="module")
-def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
+def agents(cluster: Cluster) -> Iterator[dict[str, dict[str, Any]]]:
     running = cluster.running()
     if "kube-controller-manager" not in running:
         pytest.skip("e2e: the harness runs no kube-controller-manager: a DaemonSet makes no pods")
@@ -159,45 +201,10 @@ def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
         }
     )
     cluster.namespace(NS)
-    cluster.apply(
-        [
-            pod(
-                "web",
-                NS,
-                [
-                    web(
-                        readinessProbe={
-                            "httpGet": {"path": "/", "port": HTTP_PORT},
-                            "periodSeconds": 2,
-                        }
-                    )
-                ],
-            ),
-            pod(
-                "rpc",
-                NS,
-                [
-                    grpc_app(
-                        flip="1h", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2}
-                    )
-                ],
-            ),
-            pod(
-                "worker",
-                NS,
-                [
-                    busybox(
-                        "w",
-                        SLEEP,
-                        livenessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2},
-                    )
-                ],
-            ),
-        ]
-    )
+    cluster.apply([p for node in NODES for p in _node_pods(node)])
     cluster.wait_running(NS, 120)
     try:
-        yield _agent_pod(cluster)
+        yield {node.name: _agent_pod(cluster, node) for node in NODES}
     finally:
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
         cluster.kubectl(
@@ -206,50 +213,53 @@ def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
         )  # fmt: skip
 
 
-def test_the_agent_runs_as_its_manifest_says(cluster: Cluster, agent: dict[str, Any]) -> None:
+def test_the_agent_runs_as_its_manifest_says(
+    cluster: Cluster, agent: dict[str, Any], node: Node
+) -> None:
     spec = agent["spec"]
-    assert spec["hostNetwork"] is True and agent["status"]["podIP"] == NODE_IP
+    assert spec["hostNetwork"] is True and agent["status"]["podIP"] == node.ip
     assert spec["securityContext"]["runAsUser"] == 65532
     statuses = agent["status"]["containerStatuses"]
     assert statuses[0]["ready"] is True and statuses[0]["restartCount"] == 0
     logs = cluster.kubectl("-n", AGENT_NS, "logs", agent["metadata"]["name"])
-    assert f"serving the pods of node {NODE_NAME} on http://{NODE_IP}:9479" in logs
+    assert f"serving the pods of node {node.name} on http://{node.ip}:9479" in logs
     assert "Traceback" not in logs
 
 
 def test_a_reader_through_pods_proxy_gets_the_nodes_shadow_and_the_kubelets_counts(
-    cluster: Cluster, agent: dict[str, Any]
+    cluster: Cluster, agent: dict[str, Any], node: Node
 ) -> None:
     frames = _read(cluster, agent["metadata"]["name"], READ_SECONDS)
     assert frames[0] == {"k": "_status", "status": 200}, frames[:3]
     hello = frames[1]
-    assert hello["k"] == "hello" and hello["role"] == "agent" and hello["node"] == NODE_NAME
+    assert hello["k"] == "hello" and hello["role"] == "agent" and hello["node"] == node.name
     assert hello["kubeletVersion"], hello  # asked of the kubelet itself
+    web_, rpc, worker = (node_pod_name(n, node) for n in ("web", "rpc", "worker"))
     pods = {f["spec"]["metadata"]["name"] for f in frames if f["k"] == "pod" and "spec" in f}
-    assert {"web", "rpc", "worker"} <= pods
+    assert {web_, rpc, worker} <= pods
     assert any(f["k"] == "live" for f in frames)
     # the shadow's attempts come as rows: HTTP and gRPC, from the node, succeeding
     workers = {f["w"]: (f["pod"], f["probe"]) for f in frames if f["k"] == "wk"}
     rows = [r for f in frames if f["k"] == "rows" for r in f["r"]]
     probed = {workers[r[0]] for r in rows}
-    assert {("web", "readiness"), ("rpc", "readiness")} <= probed
+    assert {(web_, "readiness"), (rpc, "readiness")} <= probed
     not_run = [f["e"] for f in frames if f["k"] == "event" and f["e"]["type"] == "ProbeNotRun"]
     assert [(e["pod"], e["probe"]) for e in not_run if e["namespace"] == NS] == [
-        ("worker", "liveness")
+        (worker, "liveness")
     ]
     # the kubelet's counts beside the shadow's, within what their phases allow
     notes = [f["text"] for f in frames if f["k"] == "note" and f["text"]]
     counts = [f for f in frames if f["k"] == "counts" and f["ns"] == NS]
     assert counts, f"no counts frames; the agent said: {notes}"
     by_probe = {(f["pod"], f["probe"]): f for f in counts}
-    web_counts = by_probe[("web", "readiness")]
+    web_counts = by_probe[(web_, "readiness")]
     assert web_counts["kubelet"]["successful"] > 0 and web_counts["shadow"]["successful"] > 0
-    assert by_probe[("worker", "liveness")]["shadow"] is None
+    assert by_probe[(worker, "liveness")]["shadow"] is None
     judged = [f["mismatch"] for f in counts if "mismatch" in f]
     assert judged and judged.count(True) == 0, [f for f in counts if f.get("mismatch")]
 
 
-def test_no_token_no_data(cluster: Cluster, agent: dict[str, Any]) -> None:
+def test_no_token_no_data(cluster: Cluster, agent: dict[str, Any], node: Node) -> None:
     frames = _read(cluster, agent["metadata"]["name"], 5, with_token=False)
     assert frames[0] == {"k": "_status", "status": 401}
     assert "X-Probetui-Token" in frames[1]["text"] and "hello" not in frames[1]["text"]
@@ -262,7 +272,7 @@ def test_no_token_no_data(cluster: Cluster, agent: dict[str, Any]) -> None:
             "import urllib.request, urllib.error\n"
             "for path in ('/v1/stream', '/metrics', '/healthz'):\n"
             "    try:\n"
-            f"        r = urllib.request.urlopen('http://{NODE_IP}:9479' + path, timeout=5)\n"
+            f"        r = urllib.request.urlopen('http://{node.ip}:9479' + path, timeout=5)\n"
             "        print(path, r.status, r.read(100))\n"
             "    except urllib.error.HTTPError as e:\n"
             "        print(path, e.code)\n",
@@ -274,7 +284,7 @@ def test_no_token_no_data(cluster: Cluster, agent: dict[str, Any]) -> None:
     assert direct.stdout.splitlines() == ["/v1/stream 401", "/metrics 401", "/healthz 200 b'ok\\n'"]
 
 
-def test_the_token_is_only_for_readers(cluster: Cluster, agent: dict[str, Any]) -> None:
+def test_the_token_is_only_for_readers(cluster: Cluster, agents: dict[str, dict[str, Any]]) -> None:
     """The agent's own ServiceAccount cannot read the Secret, nor anything but its pods."""
     sa = f"system:serviceaccount:{AGENT_NS}:probetui-agent"
     # kubectl reads RESOURCE/NAME, so a subresource is asked with --subresource

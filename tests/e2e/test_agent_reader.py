@@ -3,17 +3,19 @@
 The manifest of `probetui agent --print-manifest --image docker.io/probetui/agent:VERSION` is
 applied with kubectl as a person would (the harness imported the image; `IfNotPresent` takes
 it), the `probetui-reader` Role bound to the view user, and `probetui -n NS --read-only -o
-jsonl` run from the client's network namespace, where pod IPs are not its to dial. What only a
-real cluster shows:
+jsonl` run from the client's network namespace, where pod IPs are not its to dial. The same
+three pods run on each node (the DaemonSet places an agent beside each kubelet, v1.35.4 and
+v1.37.2). What only a real cluster shows:
 
-- the attempts come from the agent (`via: agent`, the node named), none "not run: read-only";
-- `KubeletProbeCounts` lines with the kubelet's own counts beside the shadow's, and no
-  `Divergence` over the shadow's pods (the agent probes from where the kubelet does);
+- the attempts come from the agent of the pod's node (`via: agent`, that node named), none
+  "not run: read-only";
+- `KubeletProbeCounts` lines with each kubelet's own counts beside the shadow's, and no
+  `Divergence` over the shadow's pods (each agent probes from where its kubelet does);
 - the API server's audit log holds, for the view user, only get, list and watch, and its
-  pods/proxy requests are `get` of `pods/proxy`, each the agent's `/v1/stream`;
-- an agent pod deleted is replaced by the DaemonSet and the view resumes from where it was:
-  nothing twice;
-- a direct dial of the agent's port without the token gets 401.
+  pods/proxy requests are `get` of `pods/proxy`, each an agent's `/v1/stream`, both agents read;
+- the first node's agent pod deleted is replaced by the DaemonSet and the view resumes from
+  where it was: nothing twice;
+- a direct dial of either agent's port without the token gets 401.
 
 The lead runs it (`-m e2e`); it skips where the harness runs no controller-manager.
 """
@@ -32,8 +34,17 @@ from typing import Any
 import pytest
 
 from probetui import __version__
-from tests.e2e.cluster import CLIENT_NS, NODE_IP, NODE_NAME, VIEW_USER, Cluster, in_ns
-from tests.e2e.pods import GRPC_PORT, HTTP_PORT, SLEEP, busybox, grpc_app, pod, web
+from tests.e2e.cluster import (
+    CLIENT_NS,
+    NODE,
+    NODE_NAME,
+    NODES,
+    VIEW_USER,
+    Cluster,
+    Node,
+    in_ns,
+)
+from tests.e2e.pods import GRPC_PORT, HTTP_PORT, SLEEP, busybox, grpc_app, node_pod_name, pod, web
 from tests.e2e.run import Run, start, stop, wait_listed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -67,13 +78,22 @@ def _gone(cluster: Cluster, timeout: float = 180.0) -> None:
     raise AssertionError(f"namespace {AGENT_NS} still terminating after {timeout:.0f} s")
 
 
-def _agent_pod(cluster: Cluster, not_named: str = "", timeout: float = 180.0) -> dict[str, Any]:
+# each pod of the set by name, with the node it is bound to
+POD_NODE = {node_pod_name(base, n): n.name for n in NODES for base in ("web", "rpc", "worker")}
+
+
+def _agent_pod(
+    cluster: Cluster, node: Node, not_named: str = "", timeout: float = 180.0
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
         listed = json.loads(
-            cluster.kubectl("-n", AGENT_NS, "get", "pods", "-l", SELECTOR, "-o", "json")
-        )
+            cluster.kubectl(
+                "-n", AGENT_NS, "get", "pods", "-l", SELECTOR,
+                "--field-selector", f"spec.nodeName={node.name}", "-o", "json",
+            )
+        )  # fmt: skip
         for p in listed["items"]:
             ready = {c["type"]: c["status"] for c in p["status"].get("conditions") or ()}
             last = json.dumps(p["status"])[:600]
@@ -85,11 +105,48 @@ def _agent_pod(cluster: Cluster, not_named: str = "", timeout: float = 180.0) ->
                 return p
         time.sleep(2)
     logs = cluster.kubectl("-n", AGENT_NS, "logs", "-l", SELECTOR, check=False)
-    raise AssertionError(f"no Ready agent pod: {last}\n{logs[-2000:]}")
+    raise AssertionError(f"no Ready agent pod on {node.name}: {last}\n{logs[-2000:]}")
+
+
+def _pod_set(node: Node) -> list[dict[str, Any]]:
+    """An HTTP, a gRPC and an exec-probed pod bound to `node`."""
+    return [
+        pod(
+            node_pod_name("web", node),
+            NS,
+            [
+                web(
+                    readinessProbe={
+                        "httpGet": {"path": "/", "port": HTTP_PORT},
+                        "periodSeconds": 2,
+                    },
+                    livenessProbe={"tcpSocket": {"port": HTTP_PORT}, "periodSeconds": 3},
+                )
+            ],
+            node=node,
+        ),
+        pod(
+            node_pod_name("rpc", node),
+            NS,
+            [grpc_app(flip="1h", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2})],
+            node=node,
+        ),
+        pod(
+            node_pod_name("worker", node),
+            NS,
+            [
+                busybox(
+                    "w", SLEEP, livenessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2}
+                )
+            ],
+            node=node,
+        ),
+    ]
 
 
 @pytest.fixture(scope="module")
-def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
+def agents(cluster: Cluster) -> Iterator[dict[str, dict[str, Any]]]:
+    """Each node's Ready agent pod, by node name, once the pod set runs on every node."""
     if "kube-controller-manager" not in cluster.running():
         pytest.skip("e2e: the harness runs no kube-controller-manager: a DaemonSet makes no pods")
     _gone(cluster)
@@ -111,46 +168,10 @@ def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
         }
     )
     cluster.namespace(NS)
-    cluster.apply(
-        [
-            pod(
-                "web",
-                NS,
-                [
-                    web(
-                        readinessProbe={
-                            "httpGet": {"path": "/", "port": HTTP_PORT},
-                            "periodSeconds": 2,
-                        },
-                        livenessProbe={"tcpSocket": {"port": HTTP_PORT}, "periodSeconds": 3},
-                    )
-                ],
-            ),
-            pod(
-                "rpc",
-                NS,
-                [
-                    grpc_app(
-                        flip="1h", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2}
-                    )
-                ],
-            ),
-            pod(
-                "worker",
-                NS,
-                [
-                    busybox(
-                        "w",
-                        SLEEP,
-                        livenessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2},
-                    )
-                ],
-            ),
-        ]
-    )
+    cluster.apply([p for node in NODES for p in _pod_set(node)])
     cluster.wait_running(NS, 120)
     try:
-        yield _agent_pod(cluster)
+        yield {node.name: _agent_pod(cluster, node) for node in NODES}
     finally:
         cluster.kubectl("delete", "namespace", NS, "--wait=false", check=False)
         cluster.kubectl("delete", "-f", "-", "--wait=false", input=manifest, check=False)
@@ -195,33 +216,40 @@ def _once(attempts: list[dict[str, Any]]) -> None:
 
 
 def test_read_only_view_takes_the_shadow_and_the_kubelets_counts_from_the_agent(
-    cluster: Cluster, agent: dict[str, Any]
+    cluster: Cluster, agents: dict[str, dict[str, Any]]
 ) -> None:
     since = time.time()
     run = _view(cluster, "agent-reader", RUN_SECONDS)
     assert run.returncode == 130, run.stderr[-2000:]
-    assert "node agents on 1 node(s) probe their pods from the node" in run.stderr, run.stderr
+    said = f"node agents on {len(NODES)} node(s) probe their pods from the node"
+    assert said in run.stderr, run.stderr
 
     attempts = run.of("ProbeAttempt")
     assert attempts, run.stderr[-2000:]
-    assert all(e["via"] == "agent" and e["node"] == NODE_NAME for e in attempts)
+    # each pod's attempts from the agent beside its own kubelet
+    assert all(e["via"] == "agent" and e["node"] == POD_NODE[e["pod"]] for e in attempts)
     probed = {(e["pod"], e["probe"]) for e in attempts}
-    assert {("web", "readiness"), ("web", "liveness"), ("rpc", "readiness")} <= probed
-    assert all(e["outcome"] == "success" for e in attempts if e["pod"] in ("web", "rpc"))
+    for node in NODES:
+        web_pod, rpc_pod = node_pod_name("web", node), node_pod_name("rpc", node)
+        assert {(web_pod, "readiness"), (web_pod, "liveness"), (rpc_pod, "readiness")} <= probed
+    served = {p for p in POD_NODE if not p.startswith("worker")}
+    assert all(e["outcome"] == "success" for e in attempts if e["pod"] in served)
     _once(attempts)
     # from the agents, not "not run: read-only"; exec alone is not run, by the agent's word
     not_run = {(e["pod"], e["probe"]): e["reason"] for e in run.of("ProbeNotRun")}
-    assert set(not_run) == {("worker", "liveness")}, not_run
-    assert "pods/exec" in not_run[("worker", "liveness")]
+    workers = {node_pod_name("worker", node) for node in NODES}
+    assert set(not_run) == {(w, "liveness") for w in workers}, not_run
+    assert all("pods/exec" in reason for reason in not_run.values()), not_run
 
     counted = run.of("KubeletProbeCounts")
     assert counted, f"no KubeletProbeCounts; stderr: {run.stderr[-2000:]}"
-    assert all(e["source"] == "kubelet" and e["node"] == NODE_NAME for e in counted)
-    web_ready = [e for e in counted if (e["pod"], e["probe"]) == ("web", "readiness")]
-    assert web_ready and web_ready[0]["kubelet"]["successful"] > 0
-    assert web_ready[0]["judged"] is True and web_ready[0]["shadow"]["successful"] > 0
-    worker = [e for e in counted if e["pod"] == "worker"]
-    assert all(e["shadow"] is None for e in worker)
+    assert all(e["source"] == "kubelet" and e["node"] == POD_NODE[e["pod"]] for e in counted)
+    for node in NODES:
+        web_pod = node_pod_name("web", node)
+        web_ready = [e for e in counted if (e["pod"], e["probe"]) == (web_pod, "readiness")]
+        assert web_ready and web_ready[0]["kubelet"]["successful"] > 0, (node.name, counted)
+        assert web_ready[0]["judged"] is True and web_ready[0]["shadow"]["successful"] > 0
+    assert all(e["shadow"] is None for e in counted if e["pod"] in workers)
     assert run.of("Divergence") == [], run.of("Divergence")
 
     entries = _audit(cluster, since)
@@ -229,12 +257,17 @@ def test_read_only_view_takes_the_shadow_and_the_kubelets_counts_from_the_agent(
     assert set(verbs) <= {"get", "list", "watch"}, verbs
     proxied = [e for e in entries if e.get("objectRef", {}).get("subresource") == "proxy"]
     assert proxied, "no pods/proxy request in the audit log"
-    agent_name = agent["metadata"]["name"]
+    agent_names = {a["metadata"]["name"] for a in agents.values()}
+    # the proxy's objectRef names the pod with the port it dials: NAME:PORT
+    read = set()
     for e in proxied:
         ref = e["objectRef"]
         assert e["verb"] == "get" and ref["resource"] == "pods", e
-        assert ref["namespace"] == AGENT_NS and ref["name"].startswith("probetui-agent-"), e
-        assert e["requestURI"].split("?")[0].endswith(f"/pods/{agent_name}:9479/proxy/v1/stream")
+        name = ref["name"].split(":")[0]
+        assert ref["namespace"] == AGENT_NS and name in agent_names, e
+        assert e["requestURI"].split("?")[0].endswith(f"/pods/{name}:9479/proxy/v1/stream")
+        read.add(name)
+    assert read == agent_names, (read, agent_names)
     reaching = [
         e["requestURI"]
         for e in entries
@@ -253,9 +286,9 @@ def test_read_only_view_takes_the_shadow_and_the_kubelets_counts_from_the_agent(
 
 
 def test_an_agent_pod_deleted_is_replaced_and_the_view_resumes_nothing_twice(
-    cluster: Cluster, agent: dict[str, Any]
+    cluster: Cluster, agents: dict[str, dict[str, Any]]
 ) -> None:
-    first = _agent_pod(cluster)
+    first = agents[NODE_NAME]
     run = start(
         cluster,
         cluster.workdir("agent-replaced"),
@@ -270,13 +303,14 @@ def test_an_agent_pod_deleted_is_replaced_and_the_view_resumes_nothing_twice(
         time.sleep(15)
         cluster.kubectl("-n", AGENT_NS, "delete", "pod", first["metadata"]["name"], "--wait=true")
         replaced_at = time.time()
-        second = _agent_pod(cluster, not_named=first["metadata"]["name"])
+        second = _agent_pod(cluster, NODE, not_named=first["metadata"]["name"])
         assert second["metadata"]["uid"] != first["metadata"]["uid"]
         time.sleep(30)
     finally:
         stop(run)
     assert run.returncode == 130, run.stderr[-2000:]
-    attempts = [e for e in run.of("ProbeAttempt") if e["pod"] in ("web", "rpc")]
+    # the other node's agent streams on through the replacement: nothing twice there either
+    attempts = [e for e in run.of("ProbeAttempt") if not e["pod"].startswith("worker")]
     _once(attempts)
     stamps = [
         datetime.datetime.fromisoformat(e["ts"]).timestamp()
@@ -288,8 +322,9 @@ def test_an_agent_pod_deleted_is_replaced_and_the_view_resumes_nothing_twice(
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.parametrize("node", NODES, ids=[n.name for n in NODES])
 def test_a_direct_dial_of_the_agent_without_the_token_gets_401(
-    cluster: Cluster, agent: dict[str, Any]
+    cluster: Cluster, agents: dict[str, dict[str, Any]], node: Node
 ) -> None:
     done = subprocess.run(
         in_ns(
@@ -299,12 +334,12 @@ def test_a_direct_dial_of_the_agent_without_the_token_gets_401(
             "import urllib.request, urllib.error\n"
             "for path in ('/v1/stream', '/metrics'):\n"
             "    try:\n"
-            f"        r = urllib.request.urlopen('http://{NODE_IP}:9479' + path, timeout=5)\n"
+            f"        r = urllib.request.urlopen('http://{node.ip}:9479' + path, timeout=5)\n"
             "        print(path, r.status)\n"
             "    except urllib.error.HTTPError as e:\n"
             "        print(path, e.code)\n"
             "req = urllib.request.Request(\n"
-            f"    'http://{NODE_IP}:9479/v1/probe', data=b'{{}}', method='POST')\n"
+            f"    'http://{node.ip}:9479/v1/probe', data=b'{{}}', method='POST')\n"
             "try:\n"
             "    urllib.request.urlopen(req, timeout=5)\n"
             "except urllib.error.HTTPError as e:\n"
@@ -318,7 +353,7 @@ def test_a_direct_dial_of_the_agent_without_the_token_gets_401(
 
 
 def test_compare_vias_shows_the_agents_attempt_beside_this_machines(
-    cluster: Cluster, agent: dict[str, Any]
+    cluster: Cluster, agents: dict[str, dict[str, Any]]
 ) -> None:
     done = subprocess.run(
         in_ns(

@@ -14,12 +14,13 @@ from tests.e2e import build, pyimage
 
 @pytest.fixture(autouse=True)
 def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A copy of the build's inputs (gomod/, pause.c) the test may change; a fixed Go release."""
+    """A copy of the build's inputs (every module directory, pause.c) the test may change; a
+    fixed Go release."""
     here = tmp_path / "e2e"
-    shutil.copytree(build.GOMOD, here / "gomod")
+    for module in {b.module for b in build.GO_BINARIES.values()}:
+        shutil.copytree(build.HERE / module, here / module)
     shutil.copy(build.HERE / "pause.c", here / "pause.c")
     monkeypatch.setattr(build, "HERE", here)
-    monkeypatch.setattr(build, "GOMOD", here / "gomod")
     monkeypatch.setattr(build, "_go_version", lambda: "go version go1.99 linux/amd64")
     monkeypatch.setattr(build, "_gcc_version", lambda: "gcc 99")
     return here
@@ -59,13 +60,38 @@ def test_pause_c_rebuilds_pause_and_its_image_only(inputs: Path) -> None:
     assert _changed(before) == {"pause", "image/pause"}
 
 
-def test_the_module_graph_rebuilds_the_go_binaries_not_the_python_layers(inputs: Path) -> None:
+@pytest.mark.parametrize("module", ["gomod", build.CONTROL_PLANE, build.CONTAINERD])
+def test_a_module_graph_rebuilds_its_own_binaries_only(inputs: Path, module: str) -> None:
+    """One go.mod per release: a change to the old kubelet's module leaves the control plane
+    and the new kubelet alone, and the other way round."""
     before = _keys()
-    gosum = inputs / "gomod" / "go.sum"
+    gosum = inputs / module / "go.sum"
     gosum.write_text(gosum.read_text() + "example.invalid/m v1.0.0 h1:AAAA=\n")
-    changed = _changed(before)
-    assert {f"go/{n}" for n in build.GO_PACKAGES} <= changed
-    assert not {"layer/python", "layer/deps", "image/busybox"} & changed
+    ours = {f"go/{n}" for n, b in build.GO_BINARIES.items() if b.module == module}
+    images = {"image/grpchealth"} if "go/grpchealth" in ours else set()
+    assert ours and _changed(before) == ours | images
+
+
+def test_each_kubelet_is_built_from_the_release_its_name_says() -> None:
+    """kubelet-1.35 from a go.mod requiring v1.35.x, kubelet-1.37 from v1.37.x: a bump of a
+    module without a rename fails here."""
+    kubelets = [n for n in build.GO_BINARIES if n.startswith("kubelet-")]
+    assert len(kubelets) >= 2
+    for name in kubelets:
+        assert build.binary_version(name).startswith(f"v{name.removeprefix('kubelet-')}."), name
+
+
+def test_the_control_plane_is_the_newest_release() -> None:
+    """The version skew policy: no kubelet newer than the API server."""
+
+    def minor(v: str) -> tuple[int, int]:
+        major, minor_ = v.lstrip("v").split(".")[:2]
+        return int(major), int(minor_)
+
+    control_plane = minor(build.kubernetes_version())
+    for name, b in build.GO_BINARIES.items():
+        if b.stamp == "kubernetes":
+            assert minor(build.binary_version(name)) <= control_plane, name
 
 
 def test_the_dependency_layer_follows_pyprojects_dependencies_only(

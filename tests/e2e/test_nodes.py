@@ -1,6 +1,7 @@
-"""The ground a node agent stands on: the agent image in containerd, a DaemonSet the controller
-places, the `kubernetes` Service reached from a hostNetwork pod and from a bridge pod with the
-in-cluster config the kubelet injects, and the kubelet's `/metrics/probes` behind webhook
+"""The ground a node agent stands on, on both nodes (kubelet v1.35.4 with containerd 1.6, and
+v1.37.2 with containerd 2): the agent image in each containerd, a DaemonSet the controller places
+on every node, the `kubernetes` Service reached from a hostNetwork pod and from a bridge pod with
+the in-cluster config the kubelet injects, and each kubelet's `/metrics/probes` behind webhook
 authorization (`get nodes/metrics`, checked by the API server).
 """
 
@@ -20,14 +21,17 @@ from tests.e2e import build, pods
 from tests.e2e.cluster import (
     CLIENT_NS,
     NODE_IP,
-    NODE_NAME,
+    NODES,
     SERVICE_IP,
     Cluster,
     ClusterError,
+    Node,
     in_ns,
 )
 
 pytestmark = pytest.mark.e2e
+
+each_node = pytest.mark.parametrize("node", NODES, ids=[n.name for n in NODES])
 
 NS = "e2e-nodes"
 AGENT_PORT = 19479
@@ -94,8 +98,8 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
-    """The DaemonSet of the agent image, its one pod Ready on the node."""
+def agents(cluster: Cluster) -> Iterator[dict[str, dict[str, Any]]]:
+    """The DaemonSet of the agent image, its pod Ready on every node (by node name)."""
     assert cluster.agent_image
     cluster.namespace(NS)
     cluster.apply(
@@ -144,47 +148,56 @@ def agent(cluster: Cluster) -> Iterator[dict[str, Any]]:
         ]
     )
 
-    def placed_and_ready() -> dict[str, Any] | None:
+    def placed_and_ready() -> dict[str, dict[str, Any]] | None:
         items = _get(cluster, "pods", "-l", "app=agent")["items"]
-        return items[0] if len(items) == 1 and _ready(items[0]) else None
+        by_node = {p["spec"].get("nodeName"): p for p in items}
+        ready = len(items) == len(NODES) and all(_ready(p) for p in items)
+        return by_node if ready else None
 
     try:
-        yield _wait_for("the DaemonSet's pod Ready", placed_and_ready, 120)
+        yield _wait_for("the DaemonSet's pods Ready", placed_and_ready, 120)
     except AssertionError:
         print(cluster.kubectl("-n", NS, "describe", "pods", check=False))
         print(cluster.kubectl("-n", NS, "logs", "-l", "app=agent", check=False))
         raise
 
 
-def test_the_daemonset_controller_places_the_agent_image_on_the_node(
-    cluster: Cluster, agent: dict[str, Any]
+def test_the_daemonset_controller_places_the_agent_image_on_every_node(
+    cluster: Cluster, agents: dict[str, dict[str, Any]]
 ) -> None:
     assert cluster.agent_image == f"docker.io/probetui/agent:{__version__}"
-    assert agent["spec"]["nodeName"] == NODE_NAME
-    assert [o["kind"] for o in agent["metadata"]["ownerReferences"]] == ["DaemonSet"]
-    assert agent["spec"]["hostNetwork"] is True
-    assert agent["status"]["podIP"] == NODE_IP
+    assert set(agents) == {n.name for n in NODES}
+    for node in NODES:
+        agent = agents[node.name]
+        assert [o["kind"] for o in agent["metadata"]["ownerReferences"]] == ["DaemonSet"]
+        assert agent["spec"]["hostNetwork"] is True
+        assert agent["status"]["podIP"] == node.ip
     ds = _get(cluster, "daemonset", "agent")
-    assert ds["status"]["numberReady"] == ds["status"]["desiredNumberScheduled"] == 1
+    assert ds["status"]["numberReady"] == ds["status"]["desiredNumberScheduled"] == len(NODES)
 
 
+@each_node
 def test_a_hostnetwork_pod_reaches_the_api_server_by_its_service_address(
-    cluster: Cluster, agent: dict[str, Any]
+    cluster: Cluster, agents: dict[str, dict[str, Any]], node: Node
 ) -> None:
     """kube-proxy's OUTPUT rules: the Service's ClusterIP from the node's own network."""
-    logs = cluster.kubectl("-n", NS, "logs", agent["metadata"]["name"])
+    logs = cluster.kubectl("-n", NS, "logs", agents[node.name]["metadata"]["name"])
     assert f"in-cluster https://{SERVICE_IP}:443/api 200 APIVersions" in logs
 
 
-def test_a_bridge_pod_reaches_the_api_server_by_its_service_address(cluster: Cluster) -> None:
+@each_node
+def test_a_bridge_pod_reaches_the_api_server_by_its_service_address(
+    cluster: Cluster, node: Node
+) -> None:
     """kube-proxy's PREROUTING rules: the Service's ClusterIP from a pod's own network, with
     the mounted token and CA (kube-root-ca.crt, published by the controller-manager). The
     agent image's python, not busybox: busybox's wget finds no TLS parameters in common with
     the API server (handshake failure)."""
+    name = pods.node_pod_name("in-cluster", node)
     cluster.namespace(NS)
     cluster.apply(
         pods.pod(
-            "in-cluster",
+            name,
             NS,
             [
                 {
@@ -194,14 +207,15 @@ def test_a_bridge_pod_reaches_the_api_server_by_its_service_address(cluster: Clu
                     "command": ["python3.11", "-c", IN_CLUSTER],
                 }
             ],
+            node=node,
             automountServiceAccountToken=True,
             restartPolicy="Never",
         )
     )
-    pod = _finished(cluster, "in-cluster")
-    logs = cluster.kubectl("-n", NS, "logs", "in-cluster")
+    pod = _finished(cluster, name)
+    logs = cluster.kubectl("-n", NS, "logs", name)
     assert pod["status"]["phase"] == "Succeeded", logs
-    assert pod["status"]["podIP"].startswith("10.123.1.")
+    assert pod["status"]["podIP"].startswith(node.pod_subnet.rsplit(".", 1)[0] + ".")
     assert f"in-cluster https://{SERVICE_IP}:443/api 200 APIVersions" in logs
 
 
@@ -257,7 +271,7 @@ def test_the_scheduler_and_the_deployment_controllers_place_a_pod(cluster: Clust
         return ok[0] if ok else None
 
     pod = _wait_for("the Deployment's pod Running", running)
-    assert pod["spec"]["nodeName"] == NODE_NAME
+    assert pod["spec"]["nodeName"] in {n.name for n in NODES}
     assert [o["kind"] for o in pod["metadata"]["ownerReferences"]] == ["ReplicaSet"]
 
 
@@ -267,11 +281,15 @@ def test_the_view_cluster_role_is_aggregated(cluster: Cluster) -> None:
     assert any("pods" in r.get("resources", []) for r in role["rules"])
 
 
-def test_up_names_the_kubelet_it_runs(cluster: Cluster) -> None:
-    assert cluster.kubelet_version == build.kubernetes_version()
+def test_up_names_the_kubelets_and_the_control_plane_it_runs(cluster: Cluster) -> None:
+    """Each Node's kubeletVersion is its kubelet's build's release; the API server runs the
+    newest, which no kubelet may pass (the version skew policy)."""
+    assert cluster.kubelet_versions == {n.name: build.binary_version(n.kubelet) for n in NODES}
+    assert cluster.control_plane_version == build.kubernetes_version()
+    assert len(set(cluster.kubelet_versions.values())) == len(NODES)
 
 
-def _metrics_as(cluster: Cluster, sa: str, tmp: Path) -> tuple[int, str]:
+def _metrics_as(cluster: Cluster, sa: str, tmp: Path, node: Node) -> tuple[int, str]:
     """GET the kubelet's /metrics/probes from the client namespace with the SA's token (given
     to curl in a file: it stays out of the process list)."""
     token = cluster.kubectl("-n", NS, "create", "token", sa, "--duration=10m").strip()
@@ -294,7 +312,7 @@ def _metrics_as(cluster: Cluster, sa: str, tmp: Path) -> tuple[int, str]:
             str(body),
             "-w",
             "%{http_code}",
-            f"https://{NODE_IP}:10250/metrics/probes",
+            f"https://{node.ip}:10250/metrics/probes",
         ),
         capture_output=True,
         text=True,
@@ -304,8 +322,9 @@ def _metrics_as(cluster: Cluster, sa: str, tmp: Path) -> tuple[int, str]:
     return int(r.stdout), body.read_text(errors="replace")
 
 
+@each_node
 def test_nodes_metrics_is_checked_by_the_kubelets_webhook_authorization(
-    cluster: Cluster, agent: dict[str, Any], tmp_path: Path
+    cluster: Cluster, agents: dict[str, dict[str, Any]], tmp_path: Path, node: Node
 ) -> None:
     """A ServiceAccount with `get nodes/metrics` reads the prober's counters (the agent's
     readiness probe has run); one without it gets 403 from the kubelet."""
@@ -340,10 +359,10 @@ def test_nodes_metrics_is_checked_by_the_kubelets_webhook_authorization(
             },
         ]
     )
-    status, body = _metrics_as(cluster, "reader", tmp_path)
+    status, body = _metrics_as(cluster, "reader", tmp_path, node)
     assert status == 200, body[:300]
     assert "prober_probe_total{" in body
-    assert f'pod="{agent["metadata"]["name"]}"' in body
-    status, body = _metrics_as(cluster, "stranger", tmp_path)
+    assert f'pod="{agents[node.name]["metadata"]["name"]}"' in body
+    status, body = _metrics_as(cluster, "stranger", tmp_path, node)
     assert status == 403, body[:300]
     assert "subresource(s)=[metrics]" in body
