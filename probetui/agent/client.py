@@ -41,6 +41,10 @@ SLOW_CLOSE = 30.0  # seconds a reader may stay over its buffer before it is clos
 # a frame waits this long to leave with the ones after it, so the agent makes far fewer
 # writes while a reader through the API server hardly sees the delay
 FLUSH_DELAY = 0.1
+# seconds a probe's summary waits when only its counts moved: a probe changes at every
+# attempt, and a reader's list shows only its state, which goes out at once (guarded by
+# benchmarks/agents.py --mode fanin)
+SUMMARY_REFRESH = 60.0
 
 
 class QueueTransport:
@@ -124,8 +128,8 @@ class StreamClient:
         self.live = False
         self.behind_since: float | None = None
         self.closing_reason: str | None = None
-        # the summary versions sent, per probe
-        self._summaries: dict[ProbeKey, int] = {}
+        # per probe, the summary sent last: its version, the state it showed, when
+        self._summaries: dict[ProbeKey, tuple[int, tuple[int | None, bool, bool], float]] = {}
         # a replay without rows rebuilds each attempt's event from the ring's row
         self._replay_rows: tuple[RowWriter, RowReader] | None = None
 
@@ -173,15 +177,22 @@ class StreamClient:
         self.sender.send_encoded(data)
 
     def summaries(self, table: dict[ProbeKey, ProbeSummary], now: float) -> None:
-        """A `summary` frame for each probe whose attempts this client does not take and whose
-        summary changed since the last one sent."""
+        """Send a `summary` frame for each probe whose attempts this client does not take: at
+        once where its state changed since the last one sent, after SUMMARY_REFRESH where only
+        its counts did."""
         if not self.summary or not self.live:
             return
         sent = self._summaries
         for key, s in table.items():
-            if self.wants(key.pod_uid) or sent.get(key) == s.version:
+            if self.wants(key.pod_uid):
                 continue
-            sent[key] = s.version
+            last = sent.get(key)
+            state = s.state()
+            if last is not None and (
+                last[0] == s.version or (last[1] == state and now - last[2] < SUMMARY_REFRESH)
+            ):
+                continue
+            sent[key] = (s.version, state, now)
             self.sender.send(s.frame(now))
 
     def forget_summary(self, key: ProbeKey) -> None:

@@ -57,6 +57,10 @@ class ProbeSummary:
             self.last = last
         self.version += 1
 
+    def state(self) -> tuple[int | None, bool, bool]:
+        """Return what a reader's list shows of the probe: published result, hold, pause."""
+        return (self.published, self.hold, self.paused)
+
     def frame(self, now: float) -> dict[str, Any]:
         key, names = self.key, self.names
         out: dict[str, Any] = {

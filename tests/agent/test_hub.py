@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from probetui.agent.client import SLOW_CLOSE, StreamClient
+from probetui.agent.client import SLOW_CLOSE, SUMMARY_REFRESH, StreamClient
 from probetui.agent.hub import Hub
 from probetui.agent.ring import Ring
 from probetui.prober.results import ResultValue
@@ -113,14 +115,35 @@ async def test_pods_limits_attempts_not_other_events(rows: bool) -> None:
     assert [f["e"]["type"] for f in frames if f["k"] == "event"] == ["ResultChanged"]
     (summary,) = [f for f in frames if f["k"] == "summary"]
     assert summary["n"] == {"success": 1} and summary["pod"] == "web"
-    # a summary goes out again once its probe changed, and only then
-    hub.tick(20.0)
-    client.sender.flush()
-    (again,) = [f for f in _frames(client.queue.take_now()) if f["k"] == "summary"]
+
+
+async def test_a_summary_goes_out_at_once_for_its_state_and_seldom_for_its_counts() -> None:
+    # StreamClient.summaries: a reader's list shows a probe's published result, hold and
+    # pause; its counts move at every attempt and wait SUMMARY_REFRESH
+    now, clock = _clock()
+    hub = Hub(Ring(3600, 10_000), clock=clock)  # type: ignore[arg-type]
+    client = StreamClient(pods=frozenset({"other"}), summary=True, rows=True, limit=1 << 20)
+    hub.attach(client)
+    hub.event(record_event(POD, _attempt(10.0), "direct"))
+    client.live = True
+    hub.went_live(client)
+
+    def summaries(at: float) -> list[dict]:
+        now[0] = at
+        hub.tick(at)
+        client.sender.flush()
+        return [f for f in _frames(client.queue.take_now()) if f["k"] == "summary"]
+
+    assert [s["n"] for s in summaries(1000.0)] == [{"success": 1}]
+    hub.event(record_event(POD, _attempt(11.0), "direct"))
+    assert summaries(1001.0) == []  # only the counts moved
+    (again,) = summaries(1000.0 + SUMMARY_REFRESH)
     assert again["n"] == {"success": 2}
-    hub.tick(21.0)
-    client.sender.flush()
-    assert not [f for f in _frames(client.queue.take_now()) if f["k"] == "summary"]
+    assert summaries(1000.0 + SUMMARY_REFRESH + 1) == []
+    failed = replace(_attempt(12.0), published=ResultValue.FAILURE)
+    hub.event(record_event(POD, failed, "direct"))
+    (state,) = summaries(1000.0 + SUMMARY_REFRESH + 2)  # the state: at once
+    assert state["pub"] == int(ResultValue.FAILURE) and state["n"] == {"success": 3}
 
 
 def test_a_note_is_said_once_and_cleared() -> None:
