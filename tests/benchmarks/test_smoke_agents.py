@@ -47,7 +47,8 @@ def test_fanin_mode_runs_small() -> None:
     headless, screen = result["headless"], result["screen"]
     assert headless["fed_per_s"] > 0 and headless["attempts_per_s"] > 0
     assert headless["late"]["n"] > 0 and headless["client_us_per_attempt"] > 0
-    assert headless["emulator_us_per_attempt"] > 0 and headless["relayed_bytes_per_attempt"] > 0
+    # the emulator's CPU over a two-second window can stay under one clock tick of its own
+    assert headless["emulator_us_per_attempt"] >= 0 and headless["relayed_bytes_per_attempt"] > 0
     assert headless["client_baseline_cores"] is not None and headless["agents_cores"] > 0
     assert screen["keys_without_repaint"] == [] and screen["key_to_repaint"]["n"] >= 2
     assert screen["relayed_bytes_per_s"] > 0 and screen["focus_pods"]
