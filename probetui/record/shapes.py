@@ -179,7 +179,7 @@ class Template:
         if shape is None:
             # the shape of a record is the same whatever the item: none of its times or run
             shape = self._shape = record_shape(self.record(key, Item(0, 0, 0, 1, 0)))
-        return shape if shape[7] is not None else None
+        return shape if shape.last_result is not None else None
 
     def shape_of(self, key: ProbeKey, item: Item) -> RecordShape | None:
         """Return what a doProbe record of this shape adds to its probe's history but its own

@@ -246,10 +246,11 @@ class ReplayStore(Store):
             h.next_tick = None
         elif not h.deferred:
             raise ValueError(f"{key}: already fed, cannot be deferred")
-        cid = shape[6]
+        cid = shape.container_id
         if cid and cid not in self._by_cid:
             self._by_cid[cid] = owner.key
-        h.last_result, h.published, h.on_hold, h.paused = shape[7:]
+        h.last_result, h.published = shape.last_result, shape.published
+        h.on_hold, h.paused = shape.on_hold, shape.paused
         h.in_run = True
         h.defer(self._filler)
         self._deferred[key] = h

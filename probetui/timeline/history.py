@@ -465,27 +465,41 @@ class ProbeHistory:
         )
 
 
-# what a doProbe record adds to its probe's history but its time, latency, result run and next
-# tick: kind, trigger, skip, HTTP status, output, the attempt log's detail (target, body, error,
-# event message, tries; None for a skip or an error without an attempt), container ID, last
-# result (None: unchanged, as after an error), published, on hold, paused. A steady probe's
-# records share one, so a replay builds it once per recorded shape
-RecordShape = tuple[
-    int,
-    int,
-    int,
-    int,
-    str | None,
-    tuple[str, str | None, str | None, str | None, int] | None,
-    str,
-    ResultValue | None,
-    ResultValue | None,
-    bool,
-    bool,
-]
+# the attempt log's detail of one attempt: target, body excerpt, error, the kubelet's event
+# message, tries (None for a skip or an error without an attempt)
+Detail = tuple[str, str | None, str | None, str | None, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordShape:
+    """Hold what a doProbe record adds to its probe's history but its own numbers (time,
+    latency, result run, next tick): the part every record of a steady probe shares.
+
+    One instance per distinct shape (`record_shape` interns them), so a steady probe's records
+    share one and a replay builds one per recorded shape.
+    """
+
+    kind: int  # Kind
+    trigger: int  # TRIGGER_CODE
+    skip: int  # SKIP_CODE, OTHER_SKIP; 0 for an attempt
+    status: int  # the HTTP status code, 0 for none
+    output: str | None  # the handler's output, else its error
+    detail: Detail | None
+    container_id: str
+    last_result: ResultValue | None  # None: unchanged, as after an error or a skip
+    published: ResultValue | None
+    on_hold: bool
+    paused: bool
+
+
+# the interned shapes, by their fields; emptied when full, so a probe whose output or body
+# changes with every attempt cannot grow it without bound
+_SHAPES: dict[tuple[object, ...], RecordShape] = {}
+MAX_SHAPES = 1 << 15
 
 
 def record_shape(record: ProbeRecord) -> RecordShape:
+    """Return the interned steady part of a doProbe record."""
     trig = TRIGGER_CODE[record.trigger]
     outcome = record.outcome
     last: ResultValue | None = None
@@ -503,14 +517,15 @@ def record_shape(record: ProbeRecord) -> RecordShape:
             status, output = 0, None
         else:
             status, output = attempt.status_code or 0, attempt.output or attempt.error
+            body = attempt.body
             detail = (
                 attempt.target,
-                attempt.body,
+                body[:BODY_EXCERPT] if body else None,
                 outcome.error,
                 outcome.event.message if outcome.event is not None else None,
                 len(outcome.attempts),
             )
-    return (
+    fields = (
         kind,
         trig,
         skip,
@@ -523,6 +538,12 @@ def record_shape(record: ProbeRecord) -> RecordShape:
         record.on_hold,
         record.paused,
     )
+    shape = _SHAPES.get(fields)
+    if shape is None:
+        if len(_SHAPES) >= MAX_SHAPES:
+            _SHAPES.clear()
+        shape = _SHAPES[fields] = RecordShape(*fields)
+    return shape
 
 
 _PUB_CODE: dict[ResultValue | None, int] = {
@@ -547,6 +568,7 @@ __all__ = [
     "TRIGGERS",
     "TRIGGER_CODE",
     "AttemptView",
+    "Detail",
     "Kind",
     "ProbeHistory",
     "RecordShape",

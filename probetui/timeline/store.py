@@ -232,18 +232,23 @@ class Store:
         next_tick: float | None,
         shape: RecordShape,
     ) -> None:
-        kind, trig, skip, status, output, detail, cid, last, pub, on_hold, paused = shape
         h = self._probe(key)
+        cid = shape.container_id
         if cid and cid not in self._by_cid:
             self._by_cid[cid] = ContainerKey(key.pod_uid, key.container)
+        pub = shape.published
         h.result_run = run
-        h.on_hold = on_hold
+        h.on_hold = shape.on_hold
         h.published = pub
         h.next_tick = next_tick
-        h.paused = paused
+        h.paused = shape.paused
+        last = shape.last_result
         if last is not None:
             h.last_result = last
-        seq = h.append(t, kind, trig, skip, latency, status, run, pub, output)
+        seq = h.append(
+            t, shape.kind, shape.trigger, shape.skip, latency, shape.status, run, pub, shape.output
+        )
+        detail = shape.detail
         if detail is not None:
             h.set_detail(seq, *detail)
         self._touch(h)

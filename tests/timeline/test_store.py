@@ -15,7 +15,7 @@ from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.replay.store import ReplayStore
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event
-from probetui.timeline.history import Kind
+from probetui.timeline.history import Kind, record_shape
 from probetui.timeline.store import Store
 from tests.record.helpers import assert_same_store
 from tests.timeline.synth import T0, Synth
@@ -321,3 +321,18 @@ def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> No
     b = store.container(ContainerKey("uid-b", "app"))
     assert b is not None and L not in b.probes
     assert ProbeKey("uid-b", "app", L) not in store.probes
+
+
+def test_a_steady_probes_records_share_one_interned_shape() -> None:
+    """A steady probe's records differ only in their numbers: their shape is one object, read
+    by name; a record that differs in its steady part has a shape of its own."""
+    synth = Synth(Store())
+    pod = synth.add_pod(web_pod(), T0)
+    synth.start(pod, "app", T0)
+    first = synth.attempt(pod, "app", R, T0, Result.SUCCESS, latency=0.002)
+    second = synth.attempt(pod, "app", R, T0 + 1, Result.SUCCESS, latency=0.009)
+    failed = synth.attempt(pod, "app", R, T0 + 2, Result.FAILURE)
+    shape = record_shape(second)
+    assert record_shape(first) is shape
+    assert (shape.kind, shape.status, shape.last_result) == (Kind.SUCCESS, 200, ResultValue.SUCCESS)
+    assert record_shape(failed) is not shape and record_shape(failed).status == 503
