@@ -8,6 +8,10 @@ excerpt, errors, event messages) go through `Texts`, one reference-counted inter
 by every ring of a store, since most attempts repeat the previous one's text; a slot that is
 overwritten releases its texts. `AttemptView` is one entry unpacked for the attempt log.
 
+A doProbe record reaches a history as its own numbers (time, latency, result run) and its
+`RecordShape`, the steady part a probe's records share, interned by `record_shape`: the live
+store makes it from the record, a replay once per recorded shape.
+
 `probetui.timeline.store` owns the rings, sizes them and feeds them events.
 """
 
@@ -16,7 +20,7 @@ from __future__ import annotations
 from array import array
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from probetui.keys import ProbeKey
@@ -250,27 +254,23 @@ class ProbeHistory:
             base = self._base = t - 60.0
         return min(max(0, round((t - base) * 1000.0)), 0xFFFFFFFF)
 
-    def append(
-        self,
-        t: float,
-        kind: int,
-        trigger: int,
-        skip: int,
-        latency: float,
-        status: int,
-        run: int,
-        published: ResultValue | None,
-        output: str | None,
-    ) -> int:
+    def append(self, t: float, latency: float, run: int, shape: RecordShape) -> None:
+        """Add one doProbe record's entry: its own numbers and its steady part."""
+        seq = self._append(
+            t, latency, shape.code | min(run, MAX_RUN) << 16, shape.status, shape.output
+        )
+        detail = shape.detail
+        if detail is not None:
+            self._set_detail(seq, *detail)
+
+    def append_skip(self, t: float, reason: str, run: int, published: ResultValue | None) -> None:
+        """Add a tick the runtime would not let run, which no record describes."""
+        code = Kind.SKIP | _PUB_CODE[published] << 5 | OTHER_SKIP << 8 | min(run, MAX_RUN) << 16
+        self._append(t, 0.0, code, 0, reason)
+
+    def _append(self, t: float, latency: float, code: int, status: int, output: str | None) -> int:
         """Add one entry; returns its sequence number."""
         out = self._texts.add(output)
-        code = (
-            kind
-            | trigger << 3
-            | _PUB_CODE[published] << 5
-            | (skip & 0xFF) << 8
-            | min(run, MAX_RUN) << 16
-        )
         ms = self._ms(t)
         lat = min(max(0, round(latency * 1e6)), MAX_LAT_US)
         rec = self._rec
@@ -285,13 +285,13 @@ class ProbeHistory:
             rec[i + 3] = status & 0xFFFF
             rec[i + 4] = out
             self._head = (self._head + 1) % self.capacity
-        self._counts[kind] += 1
+        self._counts[code & 7] += 1
         self._last_t = t
         seq = self._seq
         self._seq = seq + 1
         return seq
 
-    def set_detail(
+    def _set_detail(
         self,
         seq: int,
         target: str,
@@ -313,7 +313,7 @@ class ProbeHistory:
             texts.release(d[i + f])
         d[i + D_SEQ] = (seq + 1) & 0xFFFFFFFF
         d[i + D_TARGET] = texts.add(target)
-        d[i + D_BODY] = texts.add(body[:BODY_EXCERPT] if body else None)
+        d[i + D_BODY] = texts.add(body)
         d[i + D_ERROR] = texts.add(error)
         d[i + D_EVENT] = texts.add(event)
         d[i + D_TRIES] = min(tries, 255)
@@ -490,6 +490,8 @@ class RecordShape:
     published: ResultValue | None
     on_hold: bool
     paused: bool
+    # the entry's packed code but its result run (`ProbeHistory`): packed once per shape
+    code: int = field(default=0, compare=False, repr=False)
 
 
 # the interned shapes, by their fields; emptied when full, so a probe whose output or body
@@ -542,7 +544,8 @@ def record_shape(record: ProbeRecord) -> RecordShape:
     if shape is None:
         if len(_SHAPES) >= MAX_SHAPES:
             _SHAPES.clear()
-        shape = _SHAPES[fields] = RecordShape(*fields)
+        code = kind | trig << 3 | _PUB_CODE[record.published] << 5 | (skip & 0xFF) << 8
+        shape = _SHAPES[fields] = RecordShape(*fields, code)
     return shape
 
 

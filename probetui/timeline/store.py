@@ -27,8 +27,6 @@ from probetui.prober.worker import WorkerState
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
 from probetui.timeline.history import (
-    OTHER_SKIP,
-    Kind,
     ProbeHistory,
     RecordShape,
     Texts,
@@ -208,7 +206,7 @@ class Store:
             key = ProbeKey(event.pod_uid, event.container, ProbeType.parse(event.probe))
             h = self._probe(key)
             reason = str(event.fields.get("reason", ""))
-            h.append(event.t, Kind.SKIP, 0, OTHER_SKIP, 0.0, 0, h.result_run, h.published, reason)
+            h.append_skip(event.t, reason, h.result_run, h.published)
             if event.state is not None:
                 self._state(h, event.state)
             self._touch(h)
@@ -245,12 +243,7 @@ class Store:
         last = shape.last_result
         if last is not None:
             h.last_result = last
-        seq = h.append(
-            t, shape.kind, shape.trigger, shape.skip, latency, shape.status, run, pub, shape.output
-        )
-        detail = shape.detail
-        if detail is not None:
-            h.set_detail(seq, *detail)
+        h.append(t, latency, run, shape)
         self._touch(h)
 
     @staticmethod
