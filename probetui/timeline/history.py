@@ -255,41 +255,31 @@ class ProbeHistory:
         return min(max(0, round((t - base) * 1000.0)), 0xFFFFFFFF)
 
     def append(self, t: float, latency: float, run: int, shape: RecordShape) -> None:
-        """Add one doProbe record's entry: its own numbers and its steady part."""
-        seq = self._append(
-            t, latency, shape.code | min(run, MAX_RUN) << 16, shape.status, shape.output
-        )
-        detail = shape.detail
-        if detail is not None:
-            self._set_detail(seq, *detail)
-
-    def append_skip(self, t: float, reason: str, run: int, published: ResultValue | None) -> None:
-        """Add a tick the runtime would not let run, which no record describes."""
-        code = Kind.SKIP | _PUB_CODE[published] << 5 | OTHER_SKIP << 8 | min(run, MAX_RUN) << 16
-        self._append(t, 0.0, code, 0, reason)
-
-    def _append(self, t: float, latency: float, code: int, status: int, output: str | None) -> int:
-        """Add one entry; returns its sequence number."""
-        out = self._texts.add(output)
+        """Add one doProbe's entry: its own numbers and its steady part."""
+        out = self._texts.add(shape.output)
+        code = shape.code | min(run, MAX_RUN) << 16
+        status = shape.status
         ms = self._ms(t)
         lat = min(max(0, round(latency * 1e6)), MAX_LAT_US)
         rec = self._rec
         if len(rec) < self.capacity * REC:
-            rec.extend((ms, lat, code, status & 0xFFFF, out))
+            rec.extend((ms, lat, code, status, out))
         else:
             i = self._head * REC
             self._texts.release(rec[i + F_OUT])
             rec[i] = ms
             rec[i + 1] = lat
             rec[i + 2] = code
-            rec[i + 3] = status & 0xFFFF
+            rec[i + 3] = status
             rec[i + 4] = out
             self._head = (self._head + 1) % self.capacity
-        self._counts[code & 7] += 1
+        self._counts[shape.kind] += 1
         self._last_t = t
         seq = self._seq
         self._seq = seq + 1
-        return seq
+        detail = shape.detail
+        if detail is not None:
+            self._set_detail(seq, *detail)
 
     def _set_detail(
         self,
@@ -494,14 +484,96 @@ class RecordShape:
     code: int = field(default=0, compare=False, repr=False)
 
 
-# the interned shapes, by their fields; emptied when full, so a probe whose output or body
-# changes with every attempt cannot grow it without bound
+# the interned shapes, by what decides them as the record holds it (`_raw_key`); emptied when
+# full, so a probe whose output or body changes with every attempt cannot grow it without bound
 _SHAPES: dict[tuple[object, ...], RecordShape] = {}
 MAX_SHAPES = 1 << 15
 
 
 def record_shape(record: ProbeRecord) -> RecordShape:
-    """Return the interned steady part of a doProbe record."""
+    """Return the interned steady part of a doProbe record, made on the first record of its
+    shape: the next ones cost a lookup by the record's own values."""
+    key = _raw_key(record)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        if len(_SHAPES) >= MAX_SHAPES:
+            _SHAPES.clear()
+        shape = _SHAPES[key] = _make_shape(record)
+    return shape
+
+
+def not_run_shape(reason: str, published: ResultValue | None) -> RecordShape:
+    """Return the interned shape of a tick the runtime would not let run, which no record
+    describes: a skip whose output is its reason."""
+    key = (reason, None if published is None else published._value_)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        if len(_SHAPES) >= MAX_SHAPES:
+            _SHAPES.clear()
+        code = Kind.SKIP | _PUB_CODE[published] << 5 | OTHER_SKIP << 8
+        shape = _SHAPES[key] = RecordShape(
+            Kind.SKIP, 0, OTHER_SKIP, 0, reason, None, "", None, published, False, False, code
+        )
+    return shape
+
+
+def _raw_key(record: ProbeRecord) -> tuple[object, ...]:
+    """Return every value of a record its shape is made of, flat (a skip's key is shorter than
+    an attempt's and longer than `not_run_shape`'s, so none meet), the HTTP body cut as the
+    shape keeps it.
+
+    Enum members as their values: a tuple of str, int, bool and None is one the cyclic
+    collector stops tracking, so the interned keys add nothing to the generation a full
+    collection walks."""
+    outcome = record.outcome
+    published = record.published
+    pub = None if published is None else published._value_
+    if outcome is None:
+        skip = record.skip
+        return (
+            record.trigger._value_,
+            None if skip is None else skip._value_,
+            record.container_id,
+            pub,
+            record.on_hold,
+            record.paused,
+        )
+    ev = outcome.event
+    a = outcome.attempt
+    if a is None:
+        return (
+            record.trigger._value_,
+            outcome.error,
+            None if ev is None else ev.message,
+            len(outcome.attempts),
+            record.container_id,
+            record.last_result._value_,
+            pub,
+            record.on_hold,
+            record.paused,
+        )
+    body = a.body
+    return (
+        record.trigger._value_,
+        outcome.error,
+        None if ev is None else ev.message,
+        len(outcome.attempts),
+        record.container_id,
+        record.last_result._value_,
+        pub,
+        record.on_hold,
+        record.paused,
+        a.result._value_,
+        a.timed_out,
+        a.status_code,
+        a.output,
+        a.error,
+        a.target,
+        body if body is None or len(body) <= BODY_EXCERPT else body[:BODY_EXCERPT],
+    )
+
+
+def _make_shape(record: ProbeRecord) -> RecordShape:
     trig = TRIGGER_CODE[record.trigger]
     outcome = record.outcome
     last: ResultValue | None = None
@@ -518,7 +590,8 @@ def record_shape(record: ProbeRecord) -> RecordShape:
         if attempt is None:
             status, output = 0, None
         else:
-            status, output = attempt.status_code or 0, attempt.output or attempt.error
+            status = (attempt.status_code or 0) & 0xFFFF  # the entry's 16 bits
+            output = attempt.output or attempt.error
             body = attempt.body
             detail = (
                 attempt.target,
@@ -527,7 +600,8 @@ def record_shape(record: ProbeRecord) -> RecordShape:
                 outcome.event.message if outcome.event is not None else None,
                 len(outcome.attempts),
             )
-    fields = (
+    published = record.published
+    return RecordShape(
         kind,
         trig,
         skip,
@@ -536,17 +610,11 @@ def record_shape(record: ProbeRecord) -> RecordShape:
         detail,
         record.container_id,
         last,
-        record.published,
+        published,
         record.on_hold,
         record.paused,
+        kind | trig << 3 | _PUB_CODE[published] << 5 | (skip & 0xFF) << 8,
     )
-    shape = _SHAPES.get(fields)
-    if shape is None:
-        if len(_SHAPES) >= MAX_SHAPES:
-            _SHAPES.clear()
-        code = kind | trig << 3 | _PUB_CODE[record.published] << 5 | (skip & 0xFF) << 8
-        shape = _SHAPES[fields] = RecordShape(*fields, code)
-    return shape
 
 
 _PUB_CODE: dict[ResultValue | None, int] = {
@@ -577,5 +645,6 @@ __all__ = [
     "RecordShape",
     "Texts",
     "kind_of",
+    "not_run_shape",
     "record_shape",
 ]

@@ -30,6 +30,7 @@ from probetui.timeline.history import (
     ProbeHistory,
     RecordShape,
     Texts,
+    not_run_shape,
     record_shape,
 )
 
@@ -206,7 +207,7 @@ class Store:
             key = ProbeKey(event.pod_uid, event.container, ProbeType.parse(event.probe))
             h = self._probe(key)
             reason = str(event.fields.get("reason", ""))
-            h.append_skip(event.t, reason, h.result_run, h.published)
+            h.append(event.t, 0.0, h.result_run, not_run_shape(reason, h.published))
             if event.state is not None:
                 self._state(h, event.state)
             self._touch(h)
