@@ -105,6 +105,10 @@ class Divergence:
         self._read_at.pop(uid, None)
         self.forget(lambda key: key[0] != uid)
 
+    def open_pods(self) -> set[str]:
+        """Return the pods with a disagreement being timed or reported."""
+        return {key[0] for key in self._disagree}
+
     def forget(self, keep: Callable[[Key], bool]) -> None:
         """Drop the disagreements `keep` says no to (containers no longer there)."""
         for key in [k for k in self._disagree if not keep(k)]:
