@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 
 
 class AgentReader:
-    """The agents of one cluster view: which nodes they cover, and a stream per such node."""
+    """Reads the agents of one cluster view: which nodes they cover, and a stream per such node."""
 
     def __init__(
         self,

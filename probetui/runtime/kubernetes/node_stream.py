@@ -57,7 +57,7 @@ STREAMS_MAX = 6000
 
 
 class Fault(Exception):
-    """Why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
+    """Says why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
     before trying again (None: the back-off), `token` when the read token was refused."""
 
     def __init__(self, text: str, wait: float | None = None, token: bool = False) -> None:
@@ -69,7 +69,7 @@ class Fault(Exception):
 
 @dataclass
 class NodeStream:
-    """One node's agent stream, opened again after every cut, resumed from `last_at`."""
+    """Reads one node's agent stream, opened again after every cut, resumed from `last_at`."""
 
     node: str
     reader: AgentReader
