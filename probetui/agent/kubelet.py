@@ -48,8 +48,8 @@ SeriesKey = tuple[str, str, str]
 
 
 class ScrapeError(Exception):
-    """A scrape that gave no counts. `kind`: unauthorized, forbidden, not-found, unreachable,
-    tls, timeout, status, body; the text is one line with what to do."""
+    """Signals a scrape that gave no counts. `kind`: unauthorized, forbidden, not-found,
+    unreachable, tls, timeout, status, body; the text is one line with what to do."""
 
     def __init__(self, kind: str, text: str) -> None:
         super().__init__(text)
@@ -58,7 +58,7 @@ class ScrapeError(Exception):
 
 @dataclass(slots=True)
 class KubeletCounts:
-    """One scrape: per probe the kubelet's counters, by result."""
+    """Holds one scrape: per probe the kubelet's counters, by result."""
 
     t: float  # when the answer was read
     start: float | None  # the kubelet process's start (process_start_time_seconds)

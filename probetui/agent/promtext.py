@@ -38,7 +38,7 @@ class Parsed:
 
 
 class PromTextError(ValueError):
-    """A line that is not a sample; the message says where."""
+    """Signals a line that is not a sample; the message says where."""
 
 
 # a series' text (a sample line up to its value) -> its name and labels, as the last read of
@@ -153,7 +153,7 @@ def _number(v: float) -> str:
 
 @dataclass(slots=True)
 class Family:
-    """One metric's HELP, TYPE and samples (labels, value)."""
+    """Holds one metric's HELP, TYPE and samples (labels, value)."""
 
     name: str
     kind: str  # counter, gauge

@@ -13,7 +13,7 @@ from enum import IntEnum
 
 
 class ResultValue(IntEnum):
-    """`results.Result` (§1.2)."""
+    """Names the values of `results.Result` (§1.2)."""
 
     UNKNOWN = -1
     SUCCESS = 0
@@ -39,7 +39,7 @@ Subscriber = Callable[[Update], None]
 
 
 class ResultsManager:
-    """Cache of the current result per container ID plus a change-only update stream.
+    """Caches the current result per container ID plus a change-only update stream.
 
     Upstream's update channel holds 20 and blocks a full `Set`; here subscribers are called
     synchronously, in order, which keeps the same ordering guarantee without the buffer.

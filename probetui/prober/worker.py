@@ -50,7 +50,7 @@ INITIAL_VALUE = {
 
 
 class Skip(StrEnum):
-    """Why a doProbe call ran no handler; the UI draws these as `·`."""
+    """Names why a doProbe call ran no handler; the UI draws these as `·`."""
 
     NO_STATUS = "no pod status"
     NOT_CREATED = "container not created"
@@ -87,7 +87,7 @@ def tick_grid(t: float, align: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """The outcome of `begin`: go on without probing, exit, or run the handler now."""
+    """Names the outcome of `begin`: go on without probing, exit, or run the handler now."""
 
     keep_going: bool
     probe: bool = False
@@ -97,7 +97,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ProbeRecord:
-    """What one doProbe did, for the timeline: an attempt, a discarded error, or a skip."""
+    """Records what one doProbe did, for the timeline: an attempt, a discarded error, or a skip."""
 
     key: ProbeKey
     t: float  # when doProbe ran (the attempt's start)
@@ -127,7 +127,7 @@ class ProbeRecord:
 
 @dataclass(frozen=True, slots=True)
 class WorkerState:
-    """A worker's state where it changes without a doProbe record: paused or resumed by the
+    """Records a worker's state where it changes without a doProbe record: paused or resumed by the
     user, stopped, or an attempt the runtime does not run. Travels with the engine's events to
     the store, so the UI needs no worker to draw the published value and the next attempt."""
 
@@ -147,7 +147,7 @@ log = logging.getLogger(__name__)
 
 
 class Worker:
-    """State and decisions of one (pod, container, probe type) worker."""
+    """Holds the state and decisions of one (pod, container, probe type) worker."""
 
     def __init__(
         self,

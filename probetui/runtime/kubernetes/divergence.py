@@ -51,7 +51,7 @@ class _Disagreement:
 
 
 class Divergence:
-    """The disagreements between the shadow and the kubelet, by (pod UID, container, probe).
+    """Tracks the disagreements between the shadow and the kubelet, by (pod UID, container, probe).
 
     `via` is the shadow's path (for the event and its likely reasons); `not_probed` says which
     probes the shadow does not run, whose values are no verdict.

@@ -57,7 +57,7 @@ NOT_RUN = EventType.PROBE_NOT_RUN
 
 
 class ClusterPods:
-    """The watched pods, and what their changes and the kubelet's events tell the host.
+    """Holds the watched pods, and what their changes and the kubelet's events tell the host.
 
     `not_probed` says which probes the shadow does not run here (asked anew each time: what the
     engine can run is learnt after start-up); `via` is the shadow's path, for `ProbeNotRun`.
