@@ -16,6 +16,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ STREAMS_MAX = 6000
 
 
 class Fault(Exception):
-    """Why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
+    """Says why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
     before trying again (None: the back-off), `token` when the read token was refused."""
 
     def __init__(self, text: str, wait: float | None = None, token: bool = False) -> None:
@@ -68,7 +69,7 @@ class Fault(Exception):
 
 @dataclass
 class NodeStream:
-    """One node's agent stream, opened again after every cut, resumed from `last_at`."""
+    """Reads one node's agent stream, opened again after every cut, resumed from `last_at`."""
 
     node: str
     reader: AgentReader
@@ -225,8 +226,15 @@ class NodeStream:
             return Fault(f"{where}: agent pod {pod.name}: {said}", wait=REFUSED_RETRY)
         return Fault(f"{where}: agent pod {pod.name} answered {status}: {said}")
 
-    async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
-        reader = self.reader
+    async def decoded(
+        self, pod: AgentPod, resp: aiohttp.ClientResponse, *, resume: bool = False
+    ) -> AsyncIterator[tuple[str, dict[str, Any], Sequence[Event]]]:
+        """Check the stream's hello, then yield each later frame with its kind and the events
+        it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared.
+
+        With `resume`, a `rows` or `event` frame stamped at or before `last_at` is dropped
+        unread and `last_at` follows each one taken: a stream opened again shows nothing twice.
+        """
         rows = RowReader()
         first = True
         async for batch in lines(resp.content):  # type: ignore[arg-type]
@@ -238,43 +246,52 @@ class NodeStream:
                     continue
                 self.frames += 1
                 kind = frame["k"]
-                if kind == ROWS:
+                if kind == ROWS or kind == p.EVENT:
                     at = frame.get("at")
-                    if self._seen(at):
+                    if resume and self._seen(at):
                         continue
-                    for event in rows.events(frame):
-                        reader.take(self.node, event)
-                    self._advance(at)
-                elif kind == WORKER:
+                    events = rows.events(frame) if kind == ROWS else (event_from_frame(frame),)
+                    yield kind, frame, events
+                    if resume:
+                        self._advance(at)
+                    continue
+                if kind == WORKER:
                     rows.declare(frame)
-                elif kind == p.EVENT:
-                    at = frame.get("at")
-                    if self._seen(at):
-                        continue
-                    reader.take(self.node, event_from_frame(frame))
-                    self._advance(at)
-                elif kind == p.COUNTS:
-                    if reader.shows(str(frame.get("uid"))):
-                        for event in reader.counts.frame(self.node, frame):
-                            reader.publish(event)
-                elif kind == p.NOTE:
-                    self._note(frame)
-                elif kind == p.KUBELET:
-                    self._kubelet_version(frame.get("version"))
-                elif kind == p.SUMMARY:
-                    uid = str(frame.get("uid"))
-                    if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
-                        reader.summary(self.node, frame)
-                elif kind == p.LIVE:
-                    if not self.live:
-                        self.live = True
-                        reader.healthy(self.node)
-                elif kind == p.DROPPED:
-                    self._dropped(frame)
-                elif kind == p.FAIL:
-                    raise Fault(
-                        f"node {self.node}: agent pod {pod.name}: {frame.get('message')}; resuming"
-                    )
+                yield kind, frame, ()
+
+    async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
+        async with contextlib.aclosing(self.decoded(pod, resp, resume=True)) as frames:
+            async for kind, frame, events in frames:
+                self._take(pod, kind, frame, events)
+
+    def _take(
+        self, pod: AgentPod, kind: str, frame: dict[str, Any], events: Sequence[Event]
+    ) -> None:
+        """Take one frame: its events to the reader, counts, notes and states to theirs."""
+        reader = self.reader
+        if kind == ROWS or kind == p.EVENT:
+            for event in events:
+                reader.take(self.node, event)
+        elif kind == p.COUNTS:
+            if reader.shows(str(frame.get("uid"))):
+                for event in reader.counts.frame(self.node, frame):
+                    reader.publish(event)
+        elif kind == p.NOTE:
+            self._note(frame)
+        elif kind == p.KUBELET:
+            self._kubelet_version(frame.get("version"))
+        elif kind == p.SUMMARY:
+            uid = str(frame.get("uid"))
+            if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
+                reader.summary(self.node, frame)
+        elif kind == p.LIVE:
+            if not self.live:
+                self.live = True
+                reader.healthy(self.node)
+        elif kind == p.DROPPED:
+            self._dropped(frame)
+        elif kind == p.FAIL:
+            raise Fault(f"node {self.node}: agent pod {pod.name}: {frame.get('message')}; resuming")
 
     def _hello(self, pod: AgentPod, frame: dict[str, Any]) -> None:
         try:
