@@ -462,7 +462,7 @@ Detail = tuple[str, str | None, str | None, str | None, int]
 
 @dataclass(frozen=True, slots=True)
 class RecordShape:
-    """Hold what a doProbe record adds to its probe's history but its own numbers (time,
+    """Holds what a doProbe record adds to its probe's history but its own numbers (time,
     latency, result run, next tick): the part every record of a steady probe shares.
 
     One instance per distinct shape (`record_shape` interns them), so a steady probe's records
