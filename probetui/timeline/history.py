@@ -9,8 +9,8 @@ by every ring of a store, since most attempts repeat the previous one's text; a 
 overwritten releases its texts. `AttemptView` is one entry unpacked for the attempt log.
 
 A doProbe record reaches a history as its own numbers (time, latency, result run) and its
-`RecordShape`, the steady part a probe's records share, interned by `record_shape`: the live
-store makes it from the record, a replay once per recorded shape.
+`RecordShape`, the steady part a probe's records share (`record_shape`): the live store makes
+it from a record whose values differ from the last one's, a replay once per recorded shape.
 
 `probetui.timeline.store` owns the rings, sizes them and feeds them events.
 """
@@ -185,6 +185,7 @@ class ProbeHistory:
         "owner",
         "paused",
         "published",
+        "shape",
     )
 
     def __init__(self, key: ProbeKey, texts: Texts, capacity: int, detail: int) -> None:
@@ -212,6 +213,8 @@ class ProbeHistory:
         # e.g. a recorded session or a stopped worker) and whether the user paused it
         self.next_tick: float | None = None
         self.paused = False
+        # the steady part of the last record, which the next one of the same values shares
+        self.shape: RecordShape | None = None
         self._last_t: float | None = None
         self._counts = [0] * 7  # by Kind
         self._seq = 0  # entries ever appended
@@ -465,7 +468,7 @@ class RecordShape:
     """Holds what a doProbe record adds to its probe's history but its own numbers (time,
     latency, result run, next tick): the part every record of a steady probe shares.
 
-    One instance per distinct shape (`record_shape` interns them), so a steady probe's records
+    One instance per distinct shape of a probe (`record_shape`), so a steady probe's records
     share one and a replay builds one per recorded shape.
     """
 
@@ -482,36 +485,36 @@ class RecordShape:
     paused: bool
     # the entry's packed code but its result run (`ProbeHistory`): packed once per shape
     code: int = field(default=0, compare=False, repr=False)
+    # the record's values it was made of (`_raw_key`): a record with the same shares it
+    key: tuple[object, ...] = field(default=(), compare=False, repr=False)
 
 
-# the interned shapes, by what decides them as the record holds it (`_raw_key`); emptied when
-# full, so a probe whose output or body changes with every attempt cannot grow it without bound
-_SHAPES: dict[tuple[object, ...], RecordShape] = {}
-MAX_SHAPES = 1 << 15
-
-
-def record_shape(record: ProbeRecord) -> RecordShape:
-    """Return the interned steady part of a doProbe record, made on the first record of its
-    shape: the next ones cost a lookup by the record's own values."""
+def record_shape(record: ProbeRecord, last: RecordShape | None = None) -> RecordShape:
+    """Return the steady part of a doProbe record: `last` (the probe's previous record's)
+    where the record's values are the same, so a steady probe's records share one; else a
+    new one. One per probe, kept by its history: the container ID alone makes every probe's
+    shapes its own, so a table shared by all would hold the same and need a bound."""
     key = _raw_key(record)
-    shape = _SHAPES.get(key)
-    if shape is None:
-        if len(_SHAPES) >= MAX_SHAPES:
-            _SHAPES.clear()
-        shape = _SHAPES[key] = _make_shape(record)
-    return shape
+    if last is not None and last.key == key:
+        return last
+    return _make_shape(record, key)
+
+
+# the engine's own skips' shapes, by reason and published value: a few fixed texts
+_NOT_RUN: dict[tuple[str, int | None], RecordShape] = {}
+MAX_NOT_RUN = 256
 
 
 def not_run_shape(reason: str, published: ResultValue | None) -> RecordShape:
-    """Return the interned shape of a tick the runtime would not let run, which no record
+    """Return the shared shape of a tick the runtime would not let run, which no record
     describes: a skip whose output is its reason."""
     key = (reason, None if published is None else published._value_)
-    shape = _SHAPES.get(key)
+    shape = _NOT_RUN.get(key)
     if shape is None:
-        if len(_SHAPES) >= MAX_SHAPES:
-            _SHAPES.clear()
+        if len(_NOT_RUN) >= MAX_NOT_RUN:
+            _NOT_RUN.clear()
         code = Kind.SKIP | _PUB_CODE[published] << 5 | OTHER_SKIP << 8
-        shape = _SHAPES[key] = RecordShape(
+        shape = _NOT_RUN[key] = RecordShape(
             Kind.SKIP, 0, OTHER_SKIP, 0, reason, None, "", None, published, False, False, code
         )
     return shape
@@ -519,12 +522,11 @@ def not_run_shape(reason: str, published: ResultValue | None) -> RecordShape:
 
 def _raw_key(record: ProbeRecord) -> tuple[object, ...]:
     """Return every value of a record its shape is made of, flat (a skip's key is shorter than
-    an attempt's and longer than `not_run_shape`'s, so none meet), the HTTP body cut as the
-    shape keeps it.
+    an attempt's, so the two never meet), the HTTP body cut as the shape keeps it.
 
     Enum members as their values: a tuple of str, int, bool and None is one the cyclic
-    collector stops tracking, so the interned keys add nothing to the generation a full
-    collection walks."""
+    collector stops tracking, so the keys the histories hold add nothing to the generation a
+    full collection walks."""
     outcome = record.outcome
     published = record.published
     pub = None if published is None else published._value_
@@ -573,7 +575,7 @@ def _raw_key(record: ProbeRecord) -> tuple[object, ...]:
     )
 
 
-def _make_shape(record: ProbeRecord) -> RecordShape:
+def _make_shape(record: ProbeRecord, key: tuple[object, ...]) -> RecordShape:
     trig = TRIGGER_CODE[record.trigger]
     outcome = record.outcome
     last: ResultValue | None = None
@@ -614,6 +616,7 @@ def _make_shape(record: ProbeRecord) -> RecordShape:
         record.on_hold,
         record.paused,
         kind | trig << 3 | _PUB_CODE[published] << 5 | (skip & 0xFF) << 8,
+        key,
     )
 
 

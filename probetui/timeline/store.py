@@ -214,13 +214,14 @@ class Store:
             self._touch(h)
             return
         attempt = record.outcome.attempt if record.outcome is not None else None
-        self._apply(
-            record.key,
+        h = self._probe(record.key)
+        self._apply_to(
+            h,
             record.t,
             attempt.latency if attempt is not None else 0.0,
             record.result_run,
             record.next_tick,
-            record_shape(record),
+            record_shape(record, h.shape),
         )
 
     def _apply(
@@ -232,10 +233,21 @@ class Store:
         next_tick: float | None,
         shape: RecordShape,
     ) -> None:
-        h = self._probe(key)
+        self._apply_to(self._probe(key), t, latency, run, next_tick, shape)
+
+    def _apply_to(
+        self,
+        h: ProbeHistory,
+        t: float,
+        latency: float,
+        run: int,
+        next_tick: float | None,
+        shape: RecordShape,
+    ) -> None:
+        """Feed a doProbe record, as its numbers and its shape, to its probe's history `h`."""
         cid = shape.container_id
         if cid and cid not in self._by_cid:
-            self._by_cid[cid] = ContainerKey(key.pod_uid, key.container)
+            self._by_cid[cid] = ContainerKey(h.key.pod_uid, h.key.container)
         pub = shape.published
         h.result_run = run
         h.on_hold = shape.on_hold
@@ -245,6 +257,7 @@ class Store:
         last = shape.last_result
         if last is not None:
             h.last_result = last
+        h.shape = shape
         h.append(t, latency, run, shape)
         self._touch(h)
 

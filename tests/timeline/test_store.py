@@ -323,16 +323,19 @@ def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> No
     assert ProbeKey("uid-b", "app", L) not in store.probes
 
 
-def test_a_steady_probes_records_share_one_interned_shape() -> None:
-    """A steady probe's records differ only in their numbers: their shape is one object, read
-    by name; a record that differs in its steady part has a shape of its own."""
-    synth = Synth(Store())
+def test_a_steady_probes_records_share_one_shape() -> None:
+    """A steady probe's records differ only in their numbers: their shape is one object, kept
+    by the history and read by name; a record that differs in its steady part has its own."""
+    store = Store()
+    synth = Synth(store)
     pod = synth.add_pod(web_pod(), T0)
     synth.start(pod, "app", T0)
     first = synth.attempt(pod, "app", R, T0, Result.SUCCESS, latency=0.002)
-    second = synth.attempt(pod, "app", R, T0 + 1, Result.SUCCESS, latency=0.009)
-    failed = synth.attempt(pod, "app", R, T0 + 2, Result.FAILURE)
-    shape = record_shape(second)
-    assert record_shape(first) is shape
+    h = store.probe(ProbeKey(pod.uid, "app", R))
+    assert h is not None and h.shape is not None
+    shape = h.shape
     assert (shape.kind, shape.status, shape.last_result) == (Kind.SUCCESS, 200, ResultValue.SUCCESS)
-    assert record_shape(failed) is not shape and record_shape(failed).status == 503
+    second = synth.attempt(pod, "app", R, T0 + 1, Result.SUCCESS, latency=0.009)
+    assert h.shape is shape and record_shape(second, record_shape(first)) == shape
+    synth.attempt(pod, "app", R, T0 + 2, Result.FAILURE)
+    assert h.shape is not shape and h.shape.status == 503
