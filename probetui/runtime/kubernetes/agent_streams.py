@@ -105,6 +105,8 @@ class AgentReader:
         self._said: dict[str, str] = {}
         self._changes: dict[str, asyncio.Event] = {}
         self._token_lock = asyncio.Lock()
+        # the streams take their frames one turn at a time (NodeStream._frames)
+        self.turn = asyncio.Lock()
         self.on_cover: Callable[[str], None] | None = None
         self.kubelet_versions: dict[str, str] = {}
         # the pods the screen shows in full (None: every pod, headless)

@@ -53,6 +53,10 @@ MODES = ("agent", "auto")
 # connections of the agents' client: a stream per node holds one for good, and a cluster has
 # at most 5,000 nodes, so no stream ever waits for another to end
 STREAMS_MAX = 6000
+# seconds of frames a stream takes before it gives the loop back: an agent's stream opened
+# again sends its node's pods and summaries at once, and streams reopened together would
+# otherwise hold the loop in turn, each repaint waiting for all of them
+TURN = 0.002
 
 
 class Fault(Exception):
@@ -226,55 +230,68 @@ class NodeStream:
         return Fault(f"{where}: agent pod {pod.name} answered {status}: {said}")
 
     async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
-        reader = self.reader
         rows = RowReader()
-        first = True
+        hello = True
+        turn = self.reader.turn
         async for batch in lines(resp.content):  # type: ignore[arg-type]
-            for line in batch:
-                frame = p.loads(line)
-                if first:
-                    first = False
-                    self._hello(pod, frame)
-                    continue
-                self.frames += 1
-                kind = frame["k"]
-                if kind == ROWS:
-                    at = frame.get("at")
-                    if self._seen(at):
-                        continue
-                    for event in rows.events(frame):
-                        reader.take(self.node, event)
-                    self._advance(at)
-                elif kind == WORKER:
-                    rows.declare(frame)
-                elif kind == p.EVENT:
-                    at = frame.get("at")
-                    if self._seen(at):
-                        continue
-                    reader.take(self.node, event_from_frame(frame))
-                    self._advance(at)
-                elif kind == p.COUNTS:
-                    if reader.shows(str(frame.get("uid"))):
-                        for event in reader.counts.frame(self.node, frame):
-                            reader.publish(event)
-                elif kind == p.NOTE:
-                    self._note(frame)
-                elif kind == p.KUBELET:
-                    self._kubelet_version(frame.get("version"))
-                elif kind == p.SUMMARY:
-                    uid = str(frame.get("uid"))
-                    if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
-                        reader.summary(self.node, frame)
-                elif kind == p.LIVE:
-                    if not self.live:
-                        self.live = True
-                        reader.healthy(self.node)
-                elif kind == p.DROPPED:
-                    self._dropped(frame)
-                elif kind == p.FAIL:
-                    raise Fault(
-                        f"node {self.node}: agent pod {pod.name}: {frame.get('message')}; resuming"
-                    )
+            at = 0
+            if hello:
+                hello = False
+                self._hello(pod, p.loads(batch[0]))
+                at = 1
+            while at < len(batch):
+                async with turn:
+                    until = time.perf_counter() + TURN
+                    while at < len(batch):
+                        self._take(pod, rows, batch[at])
+                        at += 1
+                        if time.perf_counter() >= until:
+                            break
+                    # held over one pass of the loop: what else is ready (a key press, a
+                    # repaint) runs before another stream's frames, however many streams burst
+                    await asyncio.sleep(0)
+
+    def _take(self, pod: AgentPod, rows: RowReader, line: bytes) -> None:
+        """Take one frame of the stream (after its hello)."""
+        reader = self.reader
+        self.frames += 1
+        frame = p.loads(line)
+        kind = frame["k"]
+        if kind == ROWS:
+            at = frame.get("at")
+            if self._seen(at):
+                return
+            for event in rows.events(frame):
+                reader.take(self.node, event)
+            self._advance(at)
+        elif kind == WORKER:
+            rows.declare(frame)
+        elif kind == p.EVENT:
+            at = frame.get("at")
+            if self._seen(at):
+                return
+            reader.take(self.node, event_from_frame(frame))
+            self._advance(at)
+        elif kind == p.COUNTS:
+            if reader.shows(str(frame.get("uid"))):
+                for event in reader.counts.frame(self.node, frame):
+                    reader.publish(event)
+        elif kind == p.NOTE:
+            self._note(frame)
+        elif kind == p.KUBELET:
+            self._kubelet_version(frame.get("version"))
+        elif kind == p.SUMMARY:
+            uid = str(frame.get("uid"))
+            if reader.shows(uid) and self.wanted is not None and uid not in self.wanted:
+                reader.summary(self.node, frame)
+        elif kind == p.LIVE:
+            if not self.live:
+                self.live = True
+                reader.healthy(self.node)
+        elif kind == p.DROPPED:
+            self._dropped(frame)
+        elif kind == p.FAIL:
+            raise Fault(f"node {self.node}: agent pod {pod.name}: {frame.get('message')}; resuming")
 
     def _hello(self, pod: AgentPod, frame: dict[str, Any]) -> None:
         try:
@@ -398,6 +415,7 @@ __all__ = [
     "REOPEN_AFTER",
     "STREAMS_MAX",
     "STREAM_PATH",
+    "TURN",
     "Fault",
     "NodeStream",
     "base_url",
