@@ -57,6 +57,9 @@ STREAMS_MAX = 6000
 # again sends its node's pods and summaries at once, and streams reopened together would
 # otherwise hold the loop in turn, each repaint waiting for all of them
 TURN = 0.002
+# how every `pod` frame begins (`codec.pod_frame` puts the kind first): an agent sends its
+# node's every pod as a stream opens, the largest frames it sends
+POD_FRAME = p.dumps({"k": p.POD})[:-2] + b","
 
 
 class Fault(Exception):
@@ -255,6 +258,8 @@ class NodeStream:
         """Take one frame of the stream (after its hello)."""
         reader = self.reader
         self.frames += 1
+        if line.startswith(POD_FRAME):
+            return  # the view watches the pods itself: a pod frame is not even decoded
         frame = p.loads(line)
         kind = frame["k"]
         if kind == ROWS:
@@ -408,6 +413,7 @@ __all__ = [
     "BACKOFF_FIRST",
     "CONNECT_TIMEOUT",
     "MODES",
+    "POD_FRAME",
     "POD_QUERY_BUDGET",
     "PROBE_PATH",
     "READ_IDLE",

@@ -1,4 +1,4 @@
-"""The view's agent streams share the event loop: a burst of frames is taken a turn at a time.
+"""The view's agent streams under a burst: taken a loop turn at a time, the pods undecoded.
 
 An agent's stream opened again (the screen's pods changed) sends its node's pods and the
 summary of every probe at once; when many nodes' streams reopen together, the view must still
@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -103,7 +104,8 @@ async def _taken_per_turn(
 async def test_a_burst_of_summaries_is_taken_across_loop_turns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(node_stream, "TURN", 0.0, raising=False)  # a frame a turn: no clock in the test
+    # a frame a turn: no clock in the test
+    monkeypatch.setattr(node_stream, "TURN", 0.0, raising=False)
     nodes = ["node-1", "node-2", "node-3"]
     reader, published = _reader(nodes)
     counts = await _taken_per_turn(reader, nodes, lambda _: len(published))
@@ -126,3 +128,25 @@ async def test_a_burst_of_frames_leaves_each_loop_turn_to_one_stream(
     assert counts[-1] == len(nodes) * (2 * PODS + 1)
     steps = [b - a for a, b in itertools.pairwise(counts)]
     assert max(steps) == 1
+
+
+async def test_the_pods_an_agent_sends_are_passed_over_undecoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    decoded: list[str] = []
+    loads = p.loads
+
+    def counting(line: bytes) -> dict[str, Any]:
+        frame = loads(line)
+        decoded.append(frame["k"])
+        return frame
+
+    monkeypatch.setattr(p, "loads", counting)
+    nodes = ["node-1", "node-2"]
+    reader, published = _reader(nodes)
+    counts = await _taken_per_turn(reader, nodes, lambda ss: sum(s.frames for s in ss))
+    # the view reads its pods from its own watch: their frames are counted, never decoded
+    assert counts[-1] == len(nodes) * (2 * PODS + 1)
+    assert p.POD not in decoded
+    assert sorted(set(decoded)) == [p.HELLO, p.LIVE, p.SUMMARY]
+    assert len(published) == PODS * len(nodes)
