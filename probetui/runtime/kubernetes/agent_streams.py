@@ -420,7 +420,7 @@ class AgentReader:
         headers = {TOKEN_HEADER: self.token or "", "Accept": "application/x-ndjson"}
         await self.api.update_params_for_auth(headers, [], ["BearerToken"])
         session: aiohttp.ClientSession = self.api.rest_client.pool_manager
-        params = {"rows": "1", "pods": uid, "since": repr(since)}
+        params = {"rows": "1", "podframes": "0", "pods": uid, "since": repr(since)}
         latest: Event | None = None
         try:
             async with asyncio.timeout(timeout):

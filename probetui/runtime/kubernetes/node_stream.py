@@ -153,7 +153,8 @@ class NodeStream:
         )
 
     def query(self) -> dict[str, str]:
-        q = {"rows": "1"}
+        # the view watches the pods itself: an agent that knows `podframes` sends none
+        q = {"rows": "1", "podframes": "0"}
         if self.last_at is not None:
             q["since"] = repr(self.last_at)
         if self.wanted is not None:
