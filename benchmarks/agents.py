@@ -255,6 +255,7 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 "--node", NODE, "--node-ip", "127.0.0.1", "--port", "0",
                 "--token-file", str(token), "--kubelet-port", str(kubelet_port),
                 "--scrape-every", f"{args.scrape_every}s",
+                *(["--tick-align", f"{args.tick_align}s"] if args.tick_align is not None else []),
                 stderr=asyncio.subprocess.PIPE, env=env,
             )  # fmt: skip
             url = await _agent_url(agent)
@@ -495,6 +496,12 @@ def _parser() -> argparse.ArgumentParser:
         "--warmup", type=float, default=None, help="seconds before measuring (30; fanin 10)"
     )
     p.add_argument("--scrape-every", type=float, default=10.0, help="kubelet scrapes (10 s)")
+    p.add_argument(
+        "--tick-align",
+        type=float,
+        default=None,
+        help="the agent's --tick-align, seconds (the agent's default)",
+    )
     p.add_argument("--no-reader", dest="reader", action="store_false", help="no stream reader")
     p.add_argument("--profile", metavar="PATH", help="write a cProfile of the agent to PATH")
     p.add_argument(

@@ -29,7 +29,7 @@ EXAMPLES = "90s, 5m, 1h30m or seconds"
 
 
 class DurationError(ValueError):
-    """A duration that cannot be read; the text names the forms that can."""
+    """Signals a duration that cannot be read; the text names the forms that can."""
 
 
 def parse_duration(text: str | float | int, *, allow_zero: bool = False) -> float:

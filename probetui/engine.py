@@ -65,8 +65,10 @@ class Engine:
         *,
         kube_version: str = DEFAULT_KUBE_VERSION,
         clock_factory: Callable[[], Clock] = LoopClock,
+        tick_align: float = 0.0,
     ) -> None:
         self.runtime = runtime
+        self.tick_align = tick_align
         self.sinks: list[Sink] = list(sinks or [])
         self.kube_version = kube_version
         self._clock_factory = clock_factory
@@ -155,6 +157,7 @@ class Engine:
             on_exit=self._on_state,
             # the configured kubelet version's release, where a pod's node does not say its own
             profile=profile_of_node(self.kube_version),
+            tick_align=self.tick_align,
         )
         for probe_type in ProbeType:
             self._manager.results_for(probe_type).subscribe(

@@ -12,7 +12,7 @@ from probetui.spec.model import ProbeType
 
 
 class ProbeKey(NamedTuple):
-    """Identify one probe worker: upstream's (pod UID, container, probe type) map key."""
+    """Identifies one probe worker: upstream's (pod UID, container, probe type) map key."""
 
     pod_uid: str
     container: str
@@ -20,7 +20,7 @@ class ProbeKey(NamedTuple):
 
 
 class ContainerKey(NamedTuple):
-    """Identify one container of one pod."""
+    """Identifies one container of one pod."""
 
     pod_uid: str
     container: str

@@ -38,6 +38,9 @@ FORBIDDEN = {
     "a module's length defended": re.compile(r"\bover [\d,]+ lines\b", re.IGNORECASE),
 }
 
+# plurals that once opened a class docstring as a noun phrase ("Pods and containers; ...")
+NOT_VERBS = frozenset({"errors", "lanes", "pods", "strings", "subclasses", "windows"})
+
 
 def _texts(path: Path) -> list[tuple[int, str]]:
     """Return the comments and docstrings of one module with their line numbers."""
@@ -113,3 +116,51 @@ def test_the_scan_sees_what_it_must_refuse() -> None:
     for text in allowed:
         bare = QUOTED.sub("", text)
         assert not any(p.search(bare) for p in FORBIDDEN.values()), text
+
+
+def _opens_with_a_verb(doc: str) -> bool:
+    """Tell whether a docstring's first word is a verb in the third person ("Holds ...")."""
+    words = doc.split(maxsplit=1)
+    word = words[0].rstrip(",:;").lower() if words else ""
+    return (
+        word.isalpha()
+        and word.endswith("s")
+        and not word.endswith(("ss", "us", "is"))
+        and word not in NOT_VERBS
+    )
+
+
+def test_class_docstrings_open_with_a_verb() -> None:
+    # CONTRIBUTING.md: a docstring's first line is a sentence with a verb; a class's says
+    # what the class does or holds ("Names the three probe types", not "The three ...")
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            doc = ast.get_docstring(node)
+            if doc is not None and not _opens_with_a_verb(doc):
+                where = path.relative_to(ROOT.parent)
+                found.append(f"{where}:{node.lineno}: {node.name}: {doc.splitlines()[0]!r}")
+    assert not found, "\n".join(found)
+
+
+def test_the_verb_check_tells_a_sentence_from_a_noun_phrase() -> None:
+    allowed = (
+        "Names the three probe types.",
+        "Holds one scrape.",
+        "Keeps, as an engine sink, a bounded history.",
+    )
+    for text in allowed:
+        assert _opens_with_a_verb(text), text
+    refused = (
+        "The three probe types.",
+        "One scrape: per probe the kubelet's counters.",
+        "A bad scenario; one line.",
+        "What one doProbe did.",
+        "Pods and containers; the cursor selects a container.",
+        "`results.Result` (its values).",
+        "Loopback listener whose connections are relayed.",
+    )
+    for text in refused:
+        assert not _opens_with_a_verb(text), text

@@ -48,7 +48,7 @@ SUMMARY_REFRESH = 60.0
 
 
 class QueueTransport:
-    """The `Sender`'s transport for an HTTP response: bytes wait here for the writer task.
+    """Acts as the `Sender`'s transport for an HTTP response: bytes wait here for the writer task.
 
     `get_write_buffer_size` counts what waits here and what the socket still holds, which is
     what the sender's drop rule measures.
@@ -92,7 +92,7 @@ class QueueTransport:
 
 
 class _Encoded:
-    """An event's `event` frame with its stamp, encoded at most once for every client."""
+    """Holds an event's `event` frame with its stamp, encoded at most once for every client."""
 
     __slots__ = ("_data", "event", "stamp")
 

@@ -34,7 +34,7 @@ RESULT_SLACK = 2
 
 @dataclass(frozen=True, slots=True)
 class ShadowProbe:
-    """One probe the agent runs or watches, as a scrape finds it."""
+    """Describes one probe the agent runs or watches, as a scrape finds it."""
 
     key: ProbeKey
     names: PodNames
@@ -52,7 +52,7 @@ class _End:
 
 
 class CountsJoin:
-    """Each scrape's frames, and the mismatches of the spans the agent saw whole."""
+    """Makes each scrape's frames, and the mismatches of the spans the agent saw whole."""
 
     def __init__(self, agent_start: float) -> None:
         self.agent_start = agent_start

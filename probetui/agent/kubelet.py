@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
-from probetui.agent.promtext import parse
+from probetui.agent.promtext import Known, parse
 from probetui.probe.gotext import join_host_port
 from probetui.runtime.kubernetes.transport import go_ssl_context
 
@@ -48,8 +48,8 @@ SeriesKey = tuple[str, str, str]
 
 
 class ScrapeError(Exception):
-    """A scrape that gave no counts. `kind`: unauthorized, forbidden, not-found, unreachable,
-    tls, timeout, status, body; the text is one line with what to do."""
+    """Signals a scrape that gave no counts. `kind`: unauthorized, forbidden, not-found,
+    unreachable, tls, timeout, status, body; the text is one line with what to do."""
 
     def __init__(self, kind: str, text: str) -> None:
         super().__init__(text)
@@ -58,7 +58,7 @@ class ScrapeError(Exception):
 
 @dataclass(slots=True)
 class KubeletCounts:
-    """One scrape: per probe the kubelet's counters, by result."""
+    """Holds one scrape: per probe the kubelet's counters, by result."""
 
     t: float  # when the answer was read
     start: float | None  # the kubelet process's start (process_start_time_seconds)
@@ -69,9 +69,9 @@ class KubeletCounts:
     skipped: int = 0  # sample lines that did not parse
 
 
-def counts_from(text: str, t: float) -> KubeletCounts:
-    """Return the counters in a `/metrics/probes` body."""
-    parsed = parse(text, (TOTAL, START))
+def counts_from(text: str, t: float, known: Known | None = None) -> KubeletCounts:
+    """Return the counters in a `/metrics/probes` body (`known`: as `promtext.parse`)."""
+    parsed = parse(text, (TOTAL, START), known)
     out = KubeletCounts(t=t, start=None, skipped=parsed.skipped)
     for s in parsed.samples:
         if s.name == START:
@@ -113,6 +113,7 @@ class KubeletClient:
         self.insecure = insecure
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None
+        self._known: Known = {}  # the last scrape's series, parsed
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -142,7 +143,7 @@ class KubeletClient:
     async def probes(self) -> KubeletCounts:
         """Return one scrape of `/metrics/probes`; ScrapeError when it gives nothing."""
         text = await self._get(self.url, MAX_BODY)
-        return counts_from(text, time.time())
+        return counts_from(text, time.time(), self._known)
 
     async def version(self) -> str | None:
         """Return the kubelet's gitVersion (`kubernetes_build_info` on `/metrics`), or None."""

@@ -38,21 +38,39 @@ class Parsed:
 
 
 class PromTextError(ValueError):
-    """A line that is not a sample; the message says where."""
+    """Signals a line that is not a sample; the message says where."""
 
 
-def parse(text: str, names: Iterable[str]) -> Parsed:
-    """Return the samples of `names` in `text` (the text format, 0.0.4)."""
+# a series' text (a sample line up to its value) -> its name and labels, as the last read of
+# the same source parsed them
+Known = dict[str, tuple[str, dict[str, str]]]
+
+
+def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed:
+    """Return the samples of `names` in `text` (the text format, 0.0.4).
+
+    With `known`, a line whose series the last read parsed costs a split and a lookup, not a
+    parse: a scrape repeats the same series with new values. `known` is refilled with this
+    read's series only, so it never outgrows one body.
+    """
     wanted = tuple(names)
     out = Parsed()
+    seen: Known = {}
     for line in text.split("\n"):
         if not line.startswith(wanted):
             continue
         if len(line) > MAX_LINE:
             out.skipped += 1
             continue
+        series, _, value = line.rstrip("\r").rpartition(" ")
+        hit = known.get(series) if known is not None and value else None
         try:
-            sample = parse_line(line)
+            if hit is not None:
+                sample = Sample(hit[0], hit[1], _value(value))
+            else:
+                sample, timed = _parse_line(line)
+                if known is not None and value and not timed:
+                    hit = (sample.name, sample.labels)
         except PromTextError:
             out.skipped += 1
             continue
@@ -61,7 +79,12 @@ def parse(text: str, names: Iterable[str]) -> Parsed:
         if len(out.samples) >= MAX_SERIES:
             out.truncated = True
             break
+        if hit is not None:
+            seen[series] = hit
         out.samples.append(sample)
+    if known is not None:
+        known.clear()
+        known.update(seen)
     return out
 
 
@@ -79,10 +102,15 @@ _ESCAPE = re.compile(r"\\(.)")
 
 def parse_line(line: str) -> Sample:
     """Return one sample line: `name{label="value",...} value [timestamp]`."""
+    return _parse_line(line)[0]
+
+
+def _parse_line(line: str) -> tuple[Sample, bool]:
+    # the sample, and whether the line carries a timestamp after its value
     m = _SAMPLE.fullmatch(line.rstrip("\r"))
     if m is None:
         raise PromTextError(f"not a sample line: {line[:60]!r}")
-    name, block, value, _ = m.groups()
+    name, block, value, stamp = m.groups()
     labels: dict[str, str] = {}
     if block:
         # findall, checked whole by one fullmatch: a Match object a pair costs six times more
@@ -95,7 +123,7 @@ def parse_line(line: str) -> Sample:
             if "\\" in text:
                 text = _ESCAPE.sub(lambda e: "\n" if e.group(1) == "n" else e.group(1), text)
             labels[label] = text
-    return Sample(name, labels, _value(value))
+    return Sample(name, labels, _value(value)), stamp is not None
 
 
 def _value(text: str) -> float:
@@ -125,7 +153,7 @@ def _number(v: float) -> str:
 
 @dataclass(slots=True)
 class Family:
-    """One metric's HELP, TYPE and samples (labels, value)."""
+    """Holds one metric's HELP, TYPE and samples (labels, value)."""
 
     name: str
     kind: str  # counter, gauge

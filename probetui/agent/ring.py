@@ -48,7 +48,7 @@ _NAN = math.nan
 
 @dataclass(frozen=True, slots=True)
 class RowEntry:
-    """A kept shadow attempt or skip: what `RowWriter.encode_parts` takes, and its stamp."""
+    """Holds a kept shadow attempt or skip: what `RowWriter.encode_parts` takes, and its stamp."""
 
     stamp: float
     key: ProbeKey
@@ -59,7 +59,7 @@ class RowEntry:
 
 @dataclass(frozen=True, slots=True)
 class BlobEntry:
-    """A kept event frame, encoded, with its stamp, its pod's UID and its event type."""
+    """Holds a kept event frame, encoded, with its stamp, its pod's UID and its event type."""
 
     stamp: float
     uid: str
@@ -98,7 +98,7 @@ class _Chunk:
 
 
 class _Workers:
-    """Probe keys and their pods' names by a small number, freed when no entry names them."""
+    """Keeps probe keys and their pods' names by a small number, freed when no entry names them."""
 
     def __init__(self) -> None:
         self._ids: dict[ProbeKey, int] = {}
@@ -140,7 +140,8 @@ class _Workers:
 
 
 class _Rests:
-    """The rests of rows (`row_parts`), interned with reference counts and their text counted."""
+    """Holds the rests of rows (`row_parts`), interned with reference counts and their text
+    counted."""
 
     def __init__(self) -> None:
         self._ids: dict[tuple[Any, ...], int] = {}
@@ -219,7 +220,7 @@ def _kept_rest(rest: tuple[Any, ...], drop_bodies: bool) -> tuple[Any, ...]:
 
 
 class Ring:
-    """The published frames of the last `retain` seconds (at most `capacity` entries)."""
+    """Keeps the published frames of the last `retain` seconds (at most `capacity` entries)."""
 
     def __init__(self, retain: float, capacity: int) -> None:
         self.retain = retain

@@ -58,6 +58,7 @@ class AgentOptions:
     max_clients: int = 8
     client_buffer: int = 2 << 20
     kubelet_version: str | None = None  # None: read from the kubelet, else the default
+    tick_align: float = 0.0  # seconds; 0: ticks as the kubelet arms them
 
 
 class Agent:
@@ -84,6 +85,7 @@ class Agent:
             self.runtime,
             [self.hub],
             kube_version=options.kubelet_version or DEFAULT_KUBE_VERSION,
+            tick_align=options.tick_align,
         )
         sa = target.service_account_dir
         self.kubelet = KubeletClient(

@@ -62,11 +62,11 @@ PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class TokenError(Exception):
-    """The token file cannot serve: the message names the file and the fix."""
+    """Signals that the token file cannot serve: the message names the file and the fix."""
 
 
 class TokenFile:
-    """The read token, from the file the Secret is mounted as; read again every minute."""
+    """Holds the read token, from the file the Secret is mounted as; read again every minute."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = Path(path)
@@ -106,7 +106,7 @@ class TokenFile:
 
 
 class StreamQuery:
-    """What a reader asked for in `/v1/stream`'s query; ValueError names a bad parameter."""
+    """Holds what a reader asked for in `/v1/stream`'s query; ValueError names a bad parameter."""
 
     def __init__(self, query: Any) -> None:
         pods = query.get("pods")
@@ -146,7 +146,7 @@ def _flag(query: Any, name: str, default: str = "0") -> bool:
 
 
 class _GuardedServer(web.Server):
-    """aiohttp's low-level server with a cap on connections and a deadline on the first
+    """Wraps aiohttp's low-level server with a cap on connections and a deadline on the first
     request's head (aiohttp has none: a client that sends its headers a byte a minute would
     hold a connection for good)."""
 

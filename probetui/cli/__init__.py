@@ -32,7 +32,7 @@ from probetui.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageErro
 
 @dataclass(frozen=True, slots=True)
 class CommandInfo:
-    """Where a command lives: `module.add_arguments(parser)` and `module.run(args) -> int`."""
+    """Says where a command lives: `module.add_arguments(parser)` and `module.run(args) -> int`."""
 
     module: str
     summary: str  # its line in `probetui --help`, known without importing the module
@@ -91,8 +91,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _CommandParser(_Parser):
-    """A subcommand's parser, given its arguments only when argparse hands it its part of the
-    command line (its `--help` included)."""
+    """Acts as a subcommand's parser, given its arguments only when argparse hands it its part
+    of the command line (its `--help` included)."""
 
     def __init__(self, *args: Any, command: CommandInfo, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

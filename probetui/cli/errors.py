@@ -16,7 +16,7 @@ EXIT_INTERRUPTED = EXIT_SIGNAL_BASE + int(signal.SIGINT)
 
 
 class UsageError(Exception):
-    """Bad usage or bad input: printed as one line, exit 2."""
+    """Signals bad usage or bad input: printed as one line, exit 2."""
 
 
 __all__ = [

@@ -62,7 +62,8 @@ def summary_sink(args: argparse.Namespace, headless: bool) -> SummarySink | None
 
 
 class SummarySink:
-    """An engine sink: feeds its own store, and every `every` seconds writes a line a workload.
+    """Acts as an engine sink: feeds its own store, and every `every` seconds writes a line a
+    workload.
 
     Its clock starts at the engine's first call, which comes on the event loop the live runner
     owns; from then on the loop's timer calls it, so quiet workloads get their lines too."""

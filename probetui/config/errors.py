@@ -6,7 +6,7 @@ __all__ = ["ConfigError", "key_path"]
 
 
 class ConfigError(ValueError):
-    """A config file, an environment variable or a flag that cannot be used.
+    """Signals a config file, an environment variable or a flag that cannot be used.
 
     The command line prints it as one line and exits 2 before anything connects.
     """

@@ -82,7 +82,7 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 @dataclass(frozen=True, slots=True)
 class Sourced:
-    """A setting's value in force; `source` says where it came from, `reason` says it short
+    """Holds a setting's value in force; `source` says where it came from, `reason` says it short
     (the top bar's words for read-only)."""
 
     value: Any
@@ -116,7 +116,7 @@ def _specificity(pattern: str, context: str) -> tuple[bool, int]:
 
 @dataclass(frozen=True, slots=True)
 class ClusterKin:
-    """What the kubeconfig tells of a context's cluster, for a lock that holds for a cluster
+    """Holds what the kubeconfig tells of a context's cluster, for a lock that holds for a cluster
     whatever its context is called: the other contexts whose cluster is the same (the same CA
     certificate or server address), and whether it has a CA of its own to tell it apart."""
 

@@ -58,7 +58,7 @@ _VERSION_RE = re.compile(r"v?\d+\.\d+(\.\d+)?")
 
 @dataclass(frozen=True, slots=True)
 class ContextRule:
-    """One entry of `contexts`: what applies to the contexts its pattern matches."""
+    """Holds one entry of `contexts`: what applies to the contexts its pattern matches."""
 
     pattern: str
     values: Mapping[str, Any]  # setting name (read_only, via, ...) -> value, only those given
@@ -66,7 +66,7 @@ class ContextRule:
 
 @dataclass(frozen=True, slots=True)
 class RedactSettings:
-    """One file's `redact:` allow-lists; None where the file gives no list."""
+    """Holds one file's `redact:` allow-lists; None where the file gives no list."""
 
     allow_env: tuple[str, ...] | None = None
     allow_query: tuple[str, ...] | None = None
@@ -75,7 +75,7 @@ class RedactSettings:
 
 @dataclass(frozen=True, slots=True)
 class FileSettings:
-    """One config file, validated. None (or empty) where the file says nothing."""
+    """Holds one config file, validated. None (or empty) where the file says nothing."""
 
     path: str
     kind: str  # "system" or "user"
@@ -88,7 +88,7 @@ class FileSettings:
 
 
 class Expected(Exception):
-    """What a value should have been; the caller adds the file and the key path."""
+    """Says what a value should have been; the caller adds the file and the key path."""
 
 
 def _got(value: object) -> str:

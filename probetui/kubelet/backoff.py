@@ -104,7 +104,7 @@ class _Entry:
 
 
 class Backoff:
-    """client-go `flowcontrol.Backoff`, keyed by string, with every time passed in.
+    """Mirrors client-go `flowcontrol.Backoff`, keyed by string, with every time passed in.
 
     `expire_after` replaces client-go's default expiry of `2 * max` seconds (the kubelet's
     `HasExpiredFunc`). `jitter_factor` and `random` reproduce `NewBackOffWithJitter`. The
@@ -230,7 +230,7 @@ def backoff_key(pod: Pod, container: Container) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BackOffCheck:
-    """What `doBackOff` decided for one container start.
+    """Holds what `doBackOff` decided for one container start.
 
     `delay` is the window the BackOff event and the CrashLoopBackOff message name. When the
     start goes ahead, it is the window `next` just set, which the next exit will face (0.0 if

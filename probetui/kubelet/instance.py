@@ -36,7 +36,8 @@ Emit = Callable[[str, str, float, dict[str, Any]], None]
 
 
 class ContainerBackend(Protocol):
-    """Where container instances run: simulated in `probetui simulate`, processes locally."""
+    """Defines where container instances run: simulated in `probetui simulate`, processes
+    locally."""
 
     def start(self, kubelet: PodKubelet, container: Container, restart_count: int) -> None:
         """Create and start one instance; report `kubelet.started` or `kubelet.start_failed`."""
@@ -49,7 +50,7 @@ class ContainerBackend(Protocol):
 
 @dataclass(slots=True)
 class Instance:
-    """One container of the pod across its instances."""
+    """Tracks one container of the pod across its instances."""
 
     spec: Container
     n: int = 0  # instances created so far; the next one's restartCount

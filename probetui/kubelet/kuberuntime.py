@@ -62,7 +62,7 @@ CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
 
 @dataclass(frozen=True, slots=True)
 class KillDecision:
-    """One container's probe-driven action in a pod sync.
+    """Holds one container's probe-driven action in a pod sync.
 
     `message` is the Killing event's text. `reason` says which probe caused the kill and picks
     the probe-level grace period.
@@ -391,7 +391,7 @@ def termination_grace_period(
 
 @dataclass(frozen=True, slots=True)
 class KillTiming:
-    """When `killContainer` signals a container: `StopContainer` (SIGTERM) comes once the
+    """Says when `killContainer` signals a container: `StopContainer` (SIGTERM) comes once the
     preStop hook has run `pre_stop` s, and SIGKILL `grace` s after SIGTERM."""
 
     pre_stop: float

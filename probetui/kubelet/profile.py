@@ -23,12 +23,12 @@ DEFAULT_VERSION = "1.35"
 
 
 class ProfileError(ValueError):
-    """A version or feature-gate setting no profile exists for; `str()` is one line."""
+    """Signals a version or feature-gate setting no profile exists for; `str()` is one line."""
 
 
 @dataclass(frozen=True, slots=True)
 class GateStage:
-    """One entry of a gate's versioned spec: from `since` on, this default and stage."""
+    """Holds one entry of a gate's versioned spec: from `since` on, this default and stage."""
 
     since: int  # the minor release
     default: bool
@@ -130,7 +130,8 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
 
 @dataclass(frozen=True, slots=True)
 class KubeletProfile:
-    """A kubelet release and its effective feature gates; each property is one behaviour."""
+    """Describes a kubelet release and its effective feature gates; each property is one
+    behaviour."""
 
     minor: int
     gates: tuple[tuple[str, bool], ...]  # every gate the release knows, effective values

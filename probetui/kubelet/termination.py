@@ -22,7 +22,7 @@ Kill = Callable[[Instance, float], None]
 
 
 class TerminationTurns:
-    """Hold the sidecars waiting for their turn to stop, and stop each when its turn comes."""
+    """Holds the sidecars waiting for their turn to stop, and stop each when its turn comes."""
 
     def __init__(self, clock: Clock, instances: Mapping[str, Instance], kill: Kill) -> None:
         self.clock = clock

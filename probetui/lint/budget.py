@@ -43,7 +43,7 @@ RUN_SECONDS = 900.0  # at most, of model time
 
 @dataclass(frozen=True, slots=True)
 class Starts:
-    """What is known of one container's starts (seconds from its start to its gate probe's
+    """Holds what is known of one container's starts (seconds from its start to its gate probe's
     first success); None where nothing of the kind is known."""
 
     finished: float | None = None  # the slowest start seen to finish
@@ -103,7 +103,7 @@ def wanted_seconds(starts: Starts, factor: float = 1.0, extra: float = 0.0) -> f
 
 @dataclass(frozen=True, slots=True)
 class Settled:
-    """A model run's stop: the third kill, or the start over (a success of the probe that
+    """Records a model run's stop: the third kill, or the start over (a success of the probe that
     kills slow starts, since the last kill) and the container Ready where a probe gates it.
     Frozen, so that lint's memo of runs can key on it."""
 
@@ -154,7 +154,8 @@ def kills_words(run: simulated.Run, gated: bool = True) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """A start-up budget the model showed to end the kills of a start of `start` seconds."""
+    """Proposes a start-up budget the model showed to end the kills of a start of `start`
+    seconds."""
 
     probe: ProbeType  # whose failureThreshold: startup (to raise, or `added`) or liveness
     added: bool  # a startupProbe to add, like the liveness probe but for its threshold

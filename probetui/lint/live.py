@@ -126,7 +126,7 @@ MODEL_SECONDS = 900.0  # the recent history the fallback replays, at most
 
 @dataclass(frozen=True, slots=True)
 class ModelSide:
-    """What one run of the model did over the recent history."""
+    """Holds what one run of the model did over the recent history."""
 
     kills: int
     exits: int

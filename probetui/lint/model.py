@@ -43,7 +43,7 @@ PROBE_FIELD = {
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One container of the object, with the path of its entry in the manifest."""
+    """Holds one container of the object, with the path of its entry in the manifest."""
 
     container: Container
     path: str  # "spec.template.spec.containers[0]"
@@ -67,7 +67,7 @@ class Slot:
 
 @dataclass(slots=True)
 class LintObject:
-    """One manifest object with a pod template, as the rules see it.
+    """Describes one manifest object with a pod template, as the rules see it.
 
     `pod` is the defaulted model (`spec/`), not validated: validation is a rule here.
     `spec_path` is where the pod spec sits in the object ("spec.template.spec"), so a finding
@@ -130,7 +130,7 @@ class LintObject:
 
 
 class Evidence(Protocol):
-    """Tell what was observed of an object's probes (a recording, a live session).
+    """Tells what was observed of an object's probes (a recording, a live session).
 
     Static lint passes None. A rule asks only for what it needs; None from a method means
     "not observed", and the rule falls back to what the manifest declares.
@@ -151,7 +151,7 @@ class Evidence(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """What a rule found, before the runner adds the object and the rule's own texts."""
+    """Holds what a rule found, before the runner adds the object and the rule's own texts."""
 
     path: str  # the field in the manifest, full path from the object's root
     message: str
@@ -208,7 +208,7 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """Input that could not be linted: one line naming file and document."""
+    """Reports input that could not be linted: one line naming file and document."""
 
     file: str
     document: str | None

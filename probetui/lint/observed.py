@@ -49,7 +49,7 @@ REPLAY_AFTER = 60.0
 
 @dataclass(slots=True)
 class PodHistory:
-    """One pod as observed: its history the counterfactual replays, and the divergences."""
+    """Holds one pod as observed: its history the counterfactual replays, and the divergences."""
 
     pod: Pod  # the latest spec seen (what is linted)
     rec: RecordedPod  # from the spec in force when the window opened
@@ -81,7 +81,7 @@ class PodHistory:
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """One container of one pod as observed."""
+    """Holds one container of one pod as observed."""
 
     history: PodHistory
     container: RecordedContainer
@@ -144,7 +144,7 @@ class Seen:
 
 
 class Replays:
-    """What-ifs already worked out, by pod spec, container and window: a finding tries a
+    """Caches what-ifs already worked out, by pod spec, container and window: a finding tries a
     proposal and the next few over the same stretch of history, and the UI's advice asks again
     each time it is refreshed while that stretch stays the same. Bounded, oldest out first."""
 
@@ -164,7 +164,7 @@ class Replays:
 
 
 class Observed:
-    """lint's `Evidence` over a set of pod histories (see the module docstring)."""
+    """Gives lint's `Evidence` over a set of pod histories (see the module docstring)."""
 
     def __init__(
         self,

@@ -30,7 +30,7 @@ class Problem(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Proven:
-    """The outcome: the setting to propose (empty where none helps) and the words saying how
+    """Holds the outcome: the setting to propose (empty where none helps) and the words saying how
     it fares (appended to the finding's message: "; counterfactual ...")."""
 
     overrides: tuple[str, ...]

@@ -53,7 +53,8 @@ def playing(profile: KubeletProfile) -> Iterator[None]:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """What one simulated run showed of the container, times in seconds since its first start."""
+    """Holds what one simulated run showed of the container, times in seconds since its first
+    start."""
 
     duration: float
     kills: tuple[tuple[float, str], ...]  # (t, probe key)

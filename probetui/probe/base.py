@@ -13,7 +13,7 @@ DEFAULT_KUBE_VERSION = "1.35"
 
 
 class Result(StrEnum):
-    """Handler-level result, `probe.Result` (docs/kubelet-behaviour.md §1.3)."""
+    """Names the handler-level result, `probe.Result` (docs/kubelet-behaviour.md §1.3)."""
 
     SUCCESS = "success"
     WARNING = "warning"
@@ -23,7 +23,7 @@ class Result(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One execution of one handler.
+    """Records one execution of one handler.
 
     `error` set means the handler returned a Go error alongside its result: the prober retries
     such an attempt and the worker discards it (§9.2, §5.11). `output` is what the kubelet puts

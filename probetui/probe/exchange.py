@@ -56,7 +56,7 @@ def tls_context() -> ssl.SSLContext:
 
 
 class Response(Protocol):
-    """One hop's response: its head read, its body not yet."""
+    """Describes one hop's response: its head read, its body not yet."""
 
     status_code: int
 
@@ -73,7 +73,7 @@ class Response(Protocol):
 
 
 class Hops(Protocol):
-    """A handler's transport for one attempt."""
+    """Describes a handler's transport for one attempt."""
 
     async def send(self, url: str, headers: HeaderMap | None, host: str) -> Response:
         """One hop: a GET of `url` on a new connection, up to its response head. `headers` is
@@ -107,7 +107,7 @@ def classify(status_code: int, body: str) -> tuple[Result, str]:
 
 @dataclass(slots=True)
 class Progress:
-    """Where the attempt is, so a deadline can be reported the way Go reports it."""
+    """Tracks where the attempt is, so a deadline can be reported the way Go reports it."""
 
     url: str
     reading_body: bool = False

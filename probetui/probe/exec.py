@@ -26,7 +26,7 @@ from probetui.spec.model import EnvVar
 
 @dataclass(frozen=True)
 class ExecOutput:
-    """What a runner reports, like CRI ExecSync: stdout then stderr, and how it ended.
+    """Holds what a runner reports, like CRI ExecSync: stdout then stderr, and how it ended.
 
     `exit_code` is None when the command never ran or did not finish. `error` is any other
     failure (could not start, container gone); the output is kept even then
@@ -43,8 +43,8 @@ ExecRunner = Callable[[Sequence[str], float], Awaitable[ExecOutput]]
 
 
 class ExecProcess(Protocol):
-    """A running exec command as `collect` reads it: asyncio's Process, or one that the local
-    runtime's container supervisor started (`runtime/local/execs.py`)."""
+    """Describes a running exec command as `collect` reads it: asyncio's Process, or one that
+    the local runtime's container supervisor started (`runtime/local/execs.py`)."""
 
     @property
     def pid(self) -> int: ...
@@ -62,7 +62,7 @@ class ExecProcess(Protocol):
 
 
 class GroupTracker(Protocol):
-    """Told of each live process group (the local runtime's registry, which kills them all
+    """Hears of each live process group (the local runtime's registry, which kills them all
     when probetui ends)."""
 
     def add(self, pgid: int) -> None: ...

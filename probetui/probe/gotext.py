@@ -172,8 +172,8 @@ HEADERS_TOO_LARGE = (
 
 
 class GoError(Exception):
-    """An error whose text is exactly what Go would give; for a probe's request, what follows
-    `Get "<url>": ` (`url_error`)."""
+    """Carries an error whose text is exactly what Go would give; for a probe's request,
+    what follows `Get "<url>": ` (`url_error`)."""
 
 
 def unsupported_scheme(scheme: str) -> str:

@@ -72,7 +72,7 @@ def _status_name(status: int) -> str:
 
 
 class _TLSBridge:
-    """Loopback listener whose every connection is relayed to host:port over TLS, verifying
+    """Runs a loopback listener whose every connection is relayed to host:port over TLS, verifying
     nothing (InsecureSkipVerify). It lives for one attempt; `deadline` is that attempt's."""
 
     def __init__(self, host: str, port: int, deadline: float) -> None:

@@ -96,7 +96,7 @@ GRPC_GO_BY_MINOR = {
 
 @dataclass(frozen=True, slots=True)
 class GrpcGo:
-    """What one kubelet release's gRPC probe does that another's does not: how its
+    """Tells what one kubelet release's gRPC probe does that another's does not: how its
     `pkg/probe/grpc/grpc.go` makes the client, and the grpc-go release it vendors."""
 
     # google.golang.org/grpc's version, as the user agent names it
@@ -144,8 +144,8 @@ def grpc_go_agent(kube_version: str) -> str:
 
 
 class RpcError(Exception):
-    """The Check call failed with a gRPC status (`code` None: with an error that is no status,
-    printed as it is)."""
+    """Signals that the Check call failed with a gRPC status (`code` None: with an error that is
+    no status, printed as it is)."""
 
     def __init__(self, code: int | None, message: str) -> None:
         super().__init__(message)
@@ -204,7 +204,7 @@ def _is_hex(pair: bytes) -> bool:
 
 @dataclass(slots=True)
 class _Head:
-    """One header block as http2_client.operateHeaders reads it."""
+    """Holds one header block as http2_client.operateHeaders reads it."""
 
     # the status of an answer that is no gRPC answer (its HTTP status, its content type)
     refused: RpcError | None = None

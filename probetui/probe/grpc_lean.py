@@ -239,16 +239,17 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class _NotReady(Exception):
-    """The connection failed before it was READY. `str()` is the error grpc-go's picker gives a
-    fail-fast RPC then: the transport's ConnectionError, `connection error: desc = "..."`."""
+    """Signals that the connection failed before it was READY. `str()` is the error grpc-go's picker
+    gives a fail-fast RPC then: the transport's ConnectionError,
+    `connection error: desc = "..."`."""
 
     def __init__(self, desc: str) -> None:
         super().__init__(f"connection error: desc = {go_quote(desc)}")
 
 
 class _Unprocessed(Exception):
-    """The server did not process the stream: an RST_STREAM REFUSED_STREAM, or a GOAWAY below
-    the stream's ID (`drained`: the connection takes no new streams)."""
+    """Signals that the server did not process the stream: an RST_STREAM REFUSED_STREAM, or a
+    GOAWAY below the stream's ID (`drained`: the connection takes no new streams)."""
 
     def __init__(self, error: RpcError, *, drained: bool) -> None:
         super().__init__(error.message)
@@ -271,7 +272,7 @@ def _io_error(op: str, exc: OSError, stream: Stream, raw: bool = False) -> str:
 
 
 class _Conn:
-    """One HTTP/2 connection's frames, over a `lean_conn.Stream`.
+    """Handles one HTTP/2 connection's frames, over a `lean_conn.Stream`.
 
     What the connection owes the peer (SETTINGS and PING acknowledgements, window updates) is
     queued with `reply` and written before the next wait for the peer, as grpc-go's writer

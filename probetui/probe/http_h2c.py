@@ -178,15 +178,17 @@ _OPENING = (
 
 
 class _Retry(Exception):
-    """The request goes again on a new connection, as Go's transport sends it again."""
+    """Signals that the request goes again on a new connection, as Go's transport sends it again."""
 
 
 class _ConnEnd(Exception):
-    """The connection ended (`clientConnReadLoop.cleanup`); `str()` is what its streams get."""
+    """Signals that the connection ended (`clientConnReadLoop.cleanup`); `str()` is what its
+    streams get."""
 
 
 class _ConnRefusal(Exception):
-    """A frame the client refuses: a `ConnectionError` with this code ends the connection."""
+    """Signals a frame the client refuses: a `ConnectionError` with this code ends the
+    connection."""
 
     def __init__(self, code: int) -> None:
         super().__init__(code)
@@ -337,7 +339,7 @@ def _field_error(fields: list[tuple[bytes, bytes]]) -> str | None:
 
 
 class _Conn:
-    """One h2c connection carrying the probe's one request: Go's `ClientConn` and its read
+    """Runs one h2c connection carrying the probe's one request: Go's `ClientConn` and its read
     loop, run a frame at a time as the caller needs the next thing."""
 
     def __init__(self, stream: Stream) -> None:
@@ -651,11 +653,11 @@ def _unpad(flags: int, payload: bytes) -> bytes:
 
 
 class _BodyBroken(Exception):
-    """The body broke off; `str()` is what the body's Read returned."""
+    """Signals that the body broke off; `str()` is what the body's Read returned."""
 
 
 class _Response:
-    """One hop's answer on its connection, as `exchange` reads it."""
+    """Holds one hop's answer on its connection, as `exchange` reads it."""
 
     __slots__ = ("_conn", "_stream", "status_code")
 
@@ -700,8 +702,8 @@ def verifying_tls_context() -> ssl.SSLContext:
 
 
 class Hops:
-    """The exchange's hops on `h2cTransport`: each a new connection, h2c for http, HTTP/1.1 over
-    verified TLS for https; every stream opened goes into `streams`."""
+    """Makes the exchange's hops on `h2cTransport`: each a new connection, h2c for http,
+    HTTP/1.1 over verified TLS for https; every stream opened goes into `streams`."""
 
     __slots__ = ("_deadline", "_https", "_kube_version", "_spec_headers", "_streams")
 

@@ -57,7 +57,8 @@ from probetui.spec.model import HTTPHeader
 
 
 class _Failed(GoError):
-    """A hop failed before its response head arrived; `detail` follows `Get "<url>": `."""
+    """Signals that a hop failed before its response head arrived; `detail` follows
+    `Get "<url>": `."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
@@ -65,7 +66,8 @@ class _Failed(GoError):
 
 
 class _BodyBroken(Exception):
-    """The body broke off after the head; `text` is what ioutil.ReadAll would return."""
+    """Signals that the body broke off after the head; `text` is what ioutil.ReadAll would
+    return."""
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
@@ -95,7 +97,7 @@ def parse_url(url: str) -> _Target:
 
 
 class _Response:
-    """One hop's response head; `body_chunks()` hands out its body."""
+    """Holds one hop's response head; `body_chunks()` hands out its body."""
 
     __slots__ = ("_stream", "headers", "status_code")
 
@@ -138,7 +140,7 @@ class _Response:
 
 
 class _H11Response(_Response):
-    """A response h11 framed: its body as h11 hands it out."""
+    """Holds a response h11 framed: its body as h11 hands it out."""
 
     __slots__ = ("_h11",)
 
@@ -159,7 +161,7 @@ class _H11Response(_Response):
 
 
 class _PlainResponse(_Response):
-    """A response whose head `_plain_head` read: its body framed by Content-Length, or by the
+    """Holds a response whose head `_plain_head` read: its body framed by Content-Length, or by the
     end of the connection when it has none, exactly as h11's ContentLengthReader and
     Http10Reader frame it (chunked bodies never get here)."""
 
@@ -310,7 +312,7 @@ def spec_key(headers: SpecHeaders) -> tuple[tuple[str, str], ...]:
 
 
 class Hops:
-    """The exchange's hops for one attempt: each dialled, sent and read here, under the
+    """Makes the exchange's hops for one attempt: each dialled, sent and read here, under the
     attempt's deadline; every stream opened goes into `streams`, for the attempt to close."""
 
     __slots__ = ("_deadline", "_kube_version", "_spec_headers", "_streams", "_tls")

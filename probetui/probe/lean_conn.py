@@ -28,11 +28,12 @@ _T = TypeVar("_T")
 
 
 class DialTimeout(Exception):
-    """The dial ran out of time: the attempt's deadline, reported as Go's Client.Timeout."""
+    """Signals that the dial ran out of time: the attempt's deadline, reported as Go's
+    Client.Timeout."""
 
 
 class Deadline:
-    """The attempt's deadline: at `when` (loop time; None for none) the attempt's task is
+    """Holds the attempt's deadline: at `when` (loop time; None for none) the attempt's task is
     cancelled. asyncio.timeout's logic, with the loop and task handed in: each of its two
     get_running_loop() calls is a getpid() system call on Python 3.11, a few per cent of an
     attempt at cluster rates."""
@@ -65,7 +66,7 @@ class Deadline:
 
 
 class Stream:
-    """One connected socket, with TLS over memory BIOs when the scheme is https.
+    """Wraps one connected socket, with TLS over memory BIOs when the scheme is https.
 
     Reads and writes go straight to `loop.sock_recv` / `loop.sock_sendall`: no transport or
     protocol objects per connection. TLS runs the way anyio's TLSStream runs it under httpcore

@@ -85,7 +85,8 @@ def _mime_header_error(head: bytes) -> str | None:
 
 
 class HeadGate:
-    """A response's bytes as Go's transport reads them, held back from h11 until its head ends.
+    """Gates a response's bytes as Go's transport reads them, held back from h11 until its
+    head ends.
 
     Go judges the status line alone, as soon as its LF is in (or the connection ends), before it
     reads any header: `malformed HTTP response "..."`, `... status code`, `... version`. It reads

@@ -44,8 +44,8 @@ _SANE_MINIMUM = 2.0
 
 
 class DialError(Exception):
-    """A failed dial. `str()` is the text of Go's `*net.OpError`, which the kubelet puts in the
-    event, e.g. `dial tcp 127.0.0.1:1: connect: connection refused`."""
+    """Signals a failed dial. `str()` is the text of Go's `*net.OpError`, which the kubelet puts
+    in the event, e.g. `dial tcp 127.0.0.1:1: connect: connection refused`."""
 
     def __init__(self, text: str, *, timed_out: bool = False) -> None:
         super().__init__(text)

@@ -65,7 +65,7 @@ def _valid_encoded(s: str, safe: frozenset[str]) -> bool:
 
 @dataclass(slots=True)
 class _GoURL:
-    """The fields of Go's url.URL that `formatURL` and `String()` use."""
+    """Holds the fields of Go's url.URL that `formatURL` and `String()` use."""
 
     scheme: str = ""
     opaque: str = ""

@@ -9,7 +9,8 @@ from probetui.spec.model import Container
 
 
 class ReachError(Exception):
-    """The target cannot be dialled at all: an (Unknown, err) attempt, retried, then discarded.
+    """Signals that the target cannot be dialled at all: an (Unknown, err) attempt, retried, then
+    discarded.
 
     The kubelet returns (Unknown, err) for a port it cannot resolve (§16.4); probetui's
     runtimes use the same treatment when their path to the pod fails before the probe starts
@@ -19,7 +20,7 @@ class ReachError(Exception):
 
 
 class PortResolutionError(ReachError):
-    """A named or numeric port that resolves to nothing valid (§16.4)."""
+    """Signals a named or numeric port that resolves to nothing valid (§16.4)."""
 
 
 def _atoi(text: str) -> int:

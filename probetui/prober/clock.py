@@ -30,7 +30,7 @@ class Clock(Protocol):
 
 
 class LoopClock:
-    """Wall-clock seconds, scheduled on the running event loop."""
+    """Gives wall-clock seconds, scheduled on the running event loop."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self._loop = loop or asyncio.get_running_loop()
@@ -70,12 +70,12 @@ _STALL_PER_TIMER = 100
 
 
 class ClockStalled(RuntimeError):
-    """Virtual time stopped advancing: timers keep firing at one instant (a period or delay
-    of zero or less re-arming itself). Raised rather than spinning for ever."""
+    """Signals that virtual time stopped advancing: timers keep firing at one instant (a period
+    or delay of zero or less re-arming itself). Raised rather than spinning for ever."""
 
 
 class SimClock:
-    """Virtual time as a synchronous timer heap: `run_until` fires timers in (time, order)."""
+    """Keeps virtual time as a synchronous timer heap: `run_until` fires timers in (time, order)."""
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = start
@@ -130,7 +130,7 @@ class SimClock:
 
 
 class VirtualClock(SimClock):
-    """SimClock for asyncio tests: tasks may sleep on it, and settle between timers."""
+    """Extends SimClock for asyncio tests: tasks may sleep on it, and settle between timers."""
 
     async def sleep(self, delay: float) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -19,7 +19,8 @@ BEHIND = 1.0
 
 
 class Lateness:
-    """The worst tick lateness (attempt start minus its tick) per second, for the last WINDOW s.
+    """Tracks the worst tick lateness (attempt start minus its tick) per second, for the last
+    WINDOW s.
 
     `add` takes times in order (when each attempt ended): one entry per second, so at most
     WINDOW + 1 are kept."""

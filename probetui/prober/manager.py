@@ -51,8 +51,11 @@ class Manager:
         own_started: bool = False,
         on_exit: Callable[[Worker], None] | None = None,
         profile: KubeletProfile = DEFAULT_PROFILE,
+        tick_align: float = 0.0,
     ) -> None:
         self.clock = clock
+        # the grid the workers' ticks are rounded up to (`worker.tick_grid`; 0: none)
+        self.tick_align = tick_align
         # the kubelet release and gates played, for the workers and for status generation; a
         # pod added with a profile of its own (its node's kubelet) keeps that one
         self.profile = profile
@@ -162,6 +165,7 @@ class Manager:
                     profile=profile,
                 )
                 worker.own_started = self.own_started
+                worker.tick_align = self.tick_align
                 self.workers[key] = worker
                 worker.start(
                     self.clock,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Kind:
-    """What one doProbe did; the store's `kind` column. 0 is never stored."""
+    """Names what one doProbe did; the store's `kind` column. 0 is never stored."""
 
     SUCCESS = 1
     WARNING = 2

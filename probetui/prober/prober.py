@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class ProbeEvent:
-    """An event the kubelet records on the container reference (§9.5)."""
+    """Describes an event the kubelet records on the container reference (§9.5)."""
 
     type: str  # "Warning"
     reason: str  # "Unhealthy" or "ProbeWarning"
@@ -32,7 +32,7 @@ class ProbeEvent:
 
 @dataclass(frozen=True, slots=True)
 class ProbeOutcome:
-    """What `prober.probe` hands the worker: the mapped result, or an error to discard."""
+    """Holds what `prober.probe` hands the worker: the mapped result, or an error to discard."""
 
     result: ResultValue
     error: str | None

@@ -13,7 +13,7 @@ from enum import IntEnum
 
 
 class ResultValue(IntEnum):
-    """`results.Result` (§1.2)."""
+    """Names the values of `results.Result` (§1.2)."""
 
     UNKNOWN = -1
     SUCCESS = 0
@@ -39,17 +39,20 @@ Subscriber = Callable[[Update], None]
 
 
 class ResultsManager:
-    """Cache of the current result per container ID plus a change-only update stream.
+    """Caches the current result per container ID plus a change-only update stream.
 
     Upstream's update channel holds 20 and blocks a full `Set`; here subscribers are called
     synchronously, in order, which keeps the same ordering guarantee without the buffer.
     """
 
-    __slots__ = ("_cache", "_subscribers")
+    __slots__ = ("_cache", "_subscribers", "touched")
 
     def __init__(self) -> None:
         self._cache: dict[str, ResultValue] = {}
         self._subscribers: list[Subscriber] = []
+        # pods a `set` named, changed or not, once someone asks (`touched_pods`): a set of an
+        # unchanged value still makes a worker's cached result its own
+        self.touched: set[str] | None = None
 
     def subscribe(self, fn: Subscriber) -> None:
         self._subscribers.append(fn)
@@ -63,6 +66,8 @@ class ResultsManager:
 
     def set(self, container_id: str, result: ResultValue, pod_uid: str) -> bool:
         """Store `result`; return True (and notify) only if it is new or different."""
+        if self.touched is not None:
+            self.touched.add(pod_uid)
         if self._cache.get(container_id) is result:
             return False
         self._cache[container_id] = result
@@ -70,6 +75,13 @@ class ResultsManager:
         for fn in self._subscribers:
             fn(update)
         return True
+
+    def touched_pods(self) -> set[str] | None:
+        """Return the pods `set` named since the last call, and forget them; None on the first
+        call, from which on they are kept."""
+        touched = self.touched
+        self.touched = set()
+        return touched
 
     def remove(self, container_id: str) -> None:
         self._cache.pop(container_id, None)

@@ -110,7 +110,7 @@ class PodStatus:
 
 @dataclass(slots=True)
 class PodSnapshot:
-    """A pod's spec with its latest status: what the engine's workers read, the cluster source
+    """Pairs a pod's spec with its latest status: what the engine's workers read, the cluster source
     compares against, and the store keeps for the UI. The one name for that pair."""
 
     pod: Pod

@@ -12,6 +12,7 @@ set of clock callbacks, so the same worker runs live and in `probetui simulate`'
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ INITIAL_VALUE = {
 
 
 class Skip(StrEnum):
-    """Why a doProbe call ran no handler; the UI draws these as `·`."""
+    """Names why a doProbe call ran no handler; the UI draws these as `·`."""
 
     NO_STATUS = "no pod status"
     NOT_CREATED = "container not created"
@@ -70,9 +71,23 @@ class Trigger(StrEnum):
     USER = "user"  # probetui's own "probe now": counted like a tick, marked manual
 
 
+def tick_grid(t: float, align: float) -> float:
+    """Round a tick at `t` up to the next multiple of `align` seconds (0: leave it).
+
+    A node agent arms its workers' tickers on one grid so that the probes due in a slot run in
+    one wake-up of its loop: a wake-up per attempt costs more than most attempts' own work
+    (benchmarks.agents guards it). A timer fires a little after its time, so a tick that
+    lands within a tenth of a slot past a grid point stays on that point rather than moving a
+    whole slot on.
+    """
+    if align <= 0:
+        return t
+    return math.ceil((t - align / 10) / align) * align
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
-    """The outcome of `begin`: go on without probing, exit, or run the handler now."""
+    """Names the outcome of `begin`: go on without probing, exit, or run the handler now."""
 
     keep_going: bool
     probe: bool = False
@@ -82,7 +97,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class ProbeRecord:
-    """What one doProbe did, for the timeline: an attempt, a discarded error, or a skip."""
+    """Records what one doProbe did, for the timeline: an attempt, a discarded error, or a skip."""
 
     key: ProbeKey
     t: float  # when doProbe ran (the attempt's start)
@@ -112,7 +127,7 @@ class ProbeRecord:
 
 @dataclass(frozen=True, slots=True)
 class WorkerState:
-    """A worker's state where it changes without a doProbe record: paused or resumed by the
+    """Records a worker's state where it changes without a doProbe record: paused or resumed by the
     user, stopped, or an attempt the runtime does not run. Travels with the engine's events to
     the store, so the UI needs no worker to draw the published value and the next attempt."""
 
@@ -132,7 +147,7 @@ log = logging.getLogger(__name__)
 
 
 class Worker:
-    """State and decisions of one (pod, container, probe type) worker."""
+    """Holds the state and decisions of one (pod, container, probe type) worker."""
 
     def __init__(
         self,
@@ -186,6 +201,9 @@ class Worker:
         self._manual_pending = False
         self._user_pending = False
         self._timer: Cancellable | None = None
+        # ticks rounded up to a multiple of this many seconds (0: as the kubelet arms them),
+        # so that a node's workers share their wake-ups (`tick_grid`)
+        self.tick_align = 0.0
         self._clock: Clock
         self._status_of: Callable[[str], PodStatus | None]
         self._launch: Launch
@@ -381,11 +399,11 @@ class Worker:
         if period > now - self.manager_start:
             # kubelet started recently: spread the first probes over a period (§4.2)
             delay = (rng or random).random() * period
-        self._timer = clock.call_at(now + delay, self._first)
+        self._timer = clock.call_at(tick_grid(now + delay, self.tick_align), self._first)
 
     def _first(self) -> None:
         now = self._clock.now()
-        self._arm_ticker(now + float(self.spec.period_seconds))
+        self._arm_ticker(tick_grid(now + float(self.spec.period_seconds), self.tick_align))
         self._do_probe(Trigger.FIRST, now)
 
     def stop(self) -> None:
@@ -449,7 +467,7 @@ class Worker:
             # a manual run restarts the period from now; no stale tick follows (§4.5)
             self._tick_pending = False
             now = self._clock.now()
-            self._arm_ticker(now + float(self.spec.period_seconds))
+            self._arm_ticker(tick_grid(now + float(self.spec.period_seconds), self.tick_align))
             self._do_probe(Trigger.KUBELET, now)
         elif self._user_pending:
             self._user_pending = False

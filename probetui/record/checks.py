@@ -229,7 +229,7 @@ def bucket_of(t: float) -> int:
 
 
 class Tallies:
-    """The writer's tallies, all of them (a bucket a minute per table: a few thousand a day),
+    """Keeps the writer's tallies, all of them (a bucket a minute per table: a few thousand a day),
     and which changed since they were last written."""
 
     def __init__(self) -> None:

@@ -76,7 +76,7 @@ def _text_of(data: bytes) -> str:
 
 
 class Pages:
-    """One read-only connection's queries, with the checks a format-2 file allows."""
+    """Runs one read-only connection's queries, with the checks a format-2 file allows."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path, checked: bool) -> None:
         self.conn = conn

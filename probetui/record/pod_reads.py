@@ -30,7 +30,7 @@ IN_FORCE_KEPT = 3  # moments whose pods in force `snapshots` keeps
 
 
 class PodReads(RecordingSource):
-    """The queries of pods: `spec_at`, `status_at`, `specs`, `labels_of`, `snapshots`."""
+    """Runs the queries of pods: `spec_at`, `status_at`, `specs`, `labels_of`, `snapshots`."""
 
     def _pod_id(self, uid: str) -> int | None:
         rows = self._pages.rows("pods", "WHERE uid = ?", (uid,))

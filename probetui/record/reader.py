@@ -87,7 +87,7 @@ def open_recording(path: str | Path) -> Recording:
 
 
 class Recording(UnbuiltReads, PodReads):
-    """A recording opened read-only: its sessions, pods, probes, and events in time order."""
+    """Reads a recording opened read-only: its sessions, pods, probes, and events in time order."""
 
     def span(self) -> tuple[float, float] | None:
         """(first, last) time of anything recorded; None for an empty recording."""

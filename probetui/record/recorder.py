@@ -65,7 +65,7 @@ BATCH_LIMIT = 50_000
 
 
 class Recorder:
-    """An engine sink writing `path`. Construct it before anything starts (it checks the path,
+    """Writes `path` as an engine sink. Construct it before anything starts (it checks the path,
     takes the lock and writes the session row), then `start()`, and `close()` at the end."""
 
     def __init__(

@@ -97,7 +97,7 @@ MAX_SPAN = 600.0
 
 @dataclass(frozen=True, slots=True)
 class SessionMeta:
-    """One recording session: what the runtime and the engine knew when it began."""
+    """Describes one recording session: what the runtime and the engine knew when it began."""
 
     started: float
     probetui: str
@@ -112,12 +112,13 @@ class SessionMeta:
 
 
 class RecordingError(Exception):
-    """A file that cannot be read or written as a recording: one line, problem and fix."""
+    """Signals a file that cannot be read or written as a recording: one line, problem and fix."""
 
 
 class Damaged(RecordingError):
-    """A recording damaged from time `t` on (None: from its start, or where no time is known),
-    found at `where` (a table and row, or what SQLite said): what lies before `t` reads."""
+    """Signals a recording damaged from time `t` on (None: from its start, or where no time
+    is known), found at `where` (a table and row, or what SQLite said): what lies before `t`
+    reads."""
 
     def __init__(self, path: Path, t: float | None, where: str) -> None:
         self.path = path

@@ -35,7 +35,7 @@ Segment = tuple[float, int, int, bytes, codec.Marks | None]
 
 
 class SegmentReads(RecordingSource):
-    """The queries of chunks: `_segments`, `segments_of`, `steady_probes`."""
+    """Runs the queries of chunks: `_segments`, `segments_of`, `steady_probes`."""
 
     def _segments(
         self,

@@ -51,7 +51,7 @@ ITEM_TYPES = frozenset(EVENT_TYPE.values())
 
 @dataclass(frozen=True, slots=True)
 class ProbeRef:
-    """What an item's event says about where it happened."""
+    """Holds what an item's event says about where it happened."""
 
     key: ProbeKey
     namespace: str

@@ -62,7 +62,7 @@ _BAD = (*DECODE_ERRORS, Damaged)
 
 
 class RecordingSource:
-    """One read-only connection to a recording and the lookups by id every query shares."""
+    """Holds one read-only connection to a recording and the lookups by id every query shares."""
 
     def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self.conn = conn

@@ -24,7 +24,7 @@ _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2})(\.\d+)?)?$")
 
 
 class TimeSpecError(ValueError):
-    """A time or duration that cannot be read; the text names the forms that can."""
+    """Signals a time or duration that cannot be read; the text names the forms that can."""
 
 
 def parse_duration(text: str) -> float:

@@ -36,7 +36,7 @@ from probetui.timeline.events import Event
 
 @dataclass(slots=True)
 class UnbuiltEvent:
-    """An event read, not yet built: what the replay's feed decides by (its time, when it was
+    """Holds an event read, not yet built: what the replay's feed decides by (its time, when it was
     published, its type and probe), and the event itself on demand. A step forward reads a
     lookback either side of what it feeds; only what it feeds is built."""
 
@@ -66,10 +66,10 @@ Keyed = tuple[float, int, UnbuiltEvent]
 
 @dataclass(slots=True)
 class StoppedRead:
-    """Where `unbuilt_events(since)` stands after a seek read it to `stop` (`unbuilt_by_probe`):
-    the items it read of each segment (in the order the segments began) and the rows, and
-    each segment it stopped decoding in: (the stopping item's key in µs, t0, id, probe id,
-    data, that item, the decoder's state after it)."""
+    """Marks where `unbuilt_events(since)` stands after a seek read it to `stop`
+    (`unbuilt_by_probe`): the items it read of each segment (in the order the segments began) and
+    the rows, and each segment it stopped decoding in: (the stopping item's key in µs, t0, id,
+    probe id, data, that item, the decoder's state after it)."""
 
     since: float
     stop: float
@@ -81,7 +81,7 @@ class StoppedRead:
 
 
 class UnbuiltReads(SegmentReads):
-    """The forward reads of events not yet built: `unbuilt_events`, `unbuilt_by_probe` and
+    """Runs the forward reads of events not yet built: `unbuilt_events`, `unbuilt_by_probe` and
     `unbuilt_events_from`."""
 
     def unbuilt_events(self, since: float) -> Iterator[UnbuiltEvent]:

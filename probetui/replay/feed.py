@@ -79,7 +79,7 @@ def feed(store: Store, recording: Recording, after: float, until: float, back: f
 
 
 class Stream:
-    """The recording read forward from a moment, fed to a store a step at a time.
+    """Reads the recording forward from a moment and feeds it to a store a step at a time.
 
     A step feeds what was published in (after, until]: the events stamped from a lookback
     before `after` (an attempt begun before and ended after it) to one past `until` (a result
@@ -221,7 +221,7 @@ READ_ALL = 256
 
 @dataclass(slots=True)
 class Rebuilt:
-    """What a rebuild hands on: the stream that goes on from its end, and the probes it
+    """Holds what a rebuild hands on: the stream that goes on from its end, and the probes it
     deferred (`ReplayStore.defer_entries`) by key, with their ids, for `fill`; once a fill has
     read them, the segments of those probes by id, with the damage that ended that read; the
     ids filled."""

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class Filler(Protocol):
-    """What fills deferred histories (`ReplayStore`): their entries fed as an eager seek would."""
+    """Describes what fills deferred histories (`ReplayStore`): their entries fed as an eager seek
+    would."""
 
     def fill_read(self, key: ProbeKey) -> None:
         """Fill the deferred history of `key`, which is being read (and maybe others)."""
@@ -28,7 +29,7 @@ class Filler(Protocol):
 
 
 class LazyHistory(ProbeHistory):
-    """A `ProbeHistory` whose entries may be filled from the recording when first read."""
+    """Acts as a `ProbeHistory` whose entries may be filled from the recording when first read."""
 
     __slots__ = ("_filler",)
 

@@ -90,7 +90,7 @@ NOT_RECORDED = "not recorded here"
 
 
 class ReplayRuntime(Runtime):
-    """What the screen asks of a runtime, answered from the recording's first session."""
+    """Answers what the screen asks of a runtime from the recording's first session."""
 
     def __init__(
         self,
@@ -119,7 +119,7 @@ class ReplayRuntime(Runtime):
 
 
 class Player:
-    """The cursor over a recording, and the store it keeps at the cursor's state."""
+    """Holds the cursor over a recording, and the store it keeps at the cursor's state."""
 
     def __init__(
         self,

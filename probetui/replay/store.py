@@ -66,7 +66,8 @@ def listed(c: ContainerHistory, entry: PodSnapshot | None) -> tuple[object, ...]
 
 @dataclass(slots=True)
 class _TakenBack:
-    """What the screen's store held when a seek began, taken back by the fresh store as fed."""
+    """Keeps what the screen's store held when a seek began, taken back by the fresh store
+    as fed."""
 
     pods: dict[str, PodSnapshot]
     containers: dict[ContainerKey, ContainerHistory]
@@ -77,7 +78,8 @@ class _TakenBack:
 
 
 class ReplayStore(Store):
-    """A `Store` fed from a recording: by shapes, rebuilt fresh at each seek, filled lazily."""
+    """Acts as a `Store` fed from a recording: by shapes, rebuilt fresh at each seek, filled
+    lazily."""
 
     def __init__(
         self,

@@ -40,13 +40,14 @@ if TYPE_CHECKING:
 
 
 class RuntimeFailure(Exception):
-    """A runtime cannot start or go on; the message is one line naming the problem and the fix."""
+    """Signals that a runtime cannot start or go on; the message is one line naming the problem and
+    the fix."""
 
 
 @dataclass(frozen=True, slots=True)
 class RuntimeEvent:
-    """One thing a runtime reports, in `probetui simulate`'s event vocabulary: what the kubelet
-    (real or played) did or said, or, from the cluster source, a `Divergence`.
+    """Describes one thing a runtime reports, in `probetui simulate`'s event vocabulary: what
+    the kubelet (real or played) did or said, or, from the cluster source, a `Divergence`.
 
     `type` is e.g. `ContainerStarted` (restartCount), `ContainerExited` (exitCode, reason),
     `Killing` (message), `BackOff` (delay, message), `Unhealthy` / `ProbeWarning` (message),
@@ -73,7 +74,7 @@ class RuntimeEvent:
 
 
 class RuntimeHost(Protocol):
-    """The engine, as a runtime sees it."""
+    """Describes the engine, as a runtime sees it."""
 
     @property
     def clock(self) -> Clock: ...
@@ -103,7 +104,7 @@ class RuntimeHost(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class NodeKubelet:
-    """What a runtime knows of the kubelet that runs a pod: its node and that node's
+    """Holds what a runtime knows of the kubelet that runs a pod: its node and that node's
     `kubeletVersion`, or why the version is not known (then the configured one is played)."""
 
     node: str = ""
@@ -112,7 +113,7 @@ class NodeKubelet:
 
 
 class Runtime(ABC):
-    """Where containers live. One runtime per probetui process."""
+    """Defines where containers live. One runtime per probetui process."""
 
     # shown in the header: "demo", "local pod.yaml", "context/namespace"
     source: str = ""

@@ -231,7 +231,7 @@ def _runtime(setup: dict[str, Any], mode: str, pods: Any, sender: Any) -> Any:
 
 
 class _ManagerOf:
-    """The engine's manager, once its run has made one (the verdict sink reads it)."""
+    """Holds the engine's manager, once its run has made one (the verdict sink reads it)."""
 
     def __init__(self, engine: Any) -> None:
         self._engine = engine

@@ -52,7 +52,7 @@ def reach_settings(runtime: Any) -> dict[str, Any]:
 
 
 class ShardReach:
-    """A shard's paths to the cluster's pods: the parent's `Reacher` rules, and its own API
+    """Gives a shard's paths to the cluster's pods: the parent's `Reacher` rules, and its own API
     clients for the attempts that go through the API server, opened when first needed."""
 
     def __init__(self, settings: dict[str, Any]) -> None:

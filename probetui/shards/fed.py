@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 class ManagerProxy:
-    """The three manager calls a source makes, sent to the shard that owns the pod; and what
+    """Carries the three manager calls a source makes, sent to the shard that owns the pod; and what
     the divergence check reads back, from the shards' verdicts."""
 
     def __init__(
@@ -77,7 +77,7 @@ class ManagerProxy:
 
 
 class RouterHost:
-    """What a source drives in the parent: each pod's doings go to its shard."""
+    """Routes what a source drives in the parent: each pod's doings go to its shard."""
 
     def __init__(
         self,
@@ -132,10 +132,11 @@ class RouterHost:
 
 
 class FedRuntime(Runtime):
-    """A shard's runtime in fed mode: the parent's frames, applied in order. Probes dial what
-    the pod names (the pod IP); `reach` (the cluster's settings, `cluster.reach_settings`):
-    which probes run follows the parent's rules (read-only, exec), the attempts are labelled
-    with its path, and those that go through the API server go on the shard's own clients."""
+    """Acts as a shard's runtime in fed mode: the parent's frames, applied in order. Probes
+    dial what the pod names (the pod IP); `reach` (the cluster's settings,
+    `cluster.reach_settings`): which probes run follows the parent's rules (read-only, exec), the
+    attempts are labelled with its path, and those that go through the API server go on the shard's
+    own clients."""
 
     via = "direct"
 

@@ -98,7 +98,7 @@ class Shard:
 
 
 class ShardPool:
-    """N shard processes behind one `Controls`. `mode` "local": the runtime is a
+    """Runs N shard processes behind one `Controls`. `mode` "local": the runtime is a
     `LocalRuntime` whose pods are split among the shards, each running its own; "fed": the
     runtime runs here, once, and its pods are routed (`probetui.shards.fed`)."""
 
@@ -610,9 +610,9 @@ class ShardPool:
 
 
 class RuntimeView:
-    """The runtime as the UI reads it, where what it asks lives in a shard: a container's output
-    (the local runtime keeps it beside the process) comes from the shards' tail frames; the
-    rest (source, read-only, not_probed, ...) is the runtime's own."""
+    """Presents the runtime as the UI reads it, where what it asks lives in a shard: a
+    container's output (the local runtime keeps it beside the process) comes from the shards' tail
+    frames; the rest (source, read-only, not_probed, ...) is the runtime's own."""
 
     def __init__(self, runtime: Runtime, pool: ShardPool) -> None:
         self._runtime = runtime

@@ -55,8 +55,9 @@ def gone_frame(key: ProbeKey) -> dict[str, Any]:
 
 
 class VerdictSink:
-    """An engine sink in a fed shard: after each event about a tracked probe, reads the worker
-    and its results as the divergence check would, and sends a `verdict` frame if they changed.
+    """Acts as an engine sink in a fed shard: after each event about a tracked probe, reads
+    the worker and its results as the divergence check would, and sends a `verdict` frame if
+    they changed.
     """
 
     def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
@@ -101,15 +102,15 @@ class VerdictSink:
 
 @dataclass(slots=True)
 class WorkerView:
-    """What the divergence check reads of a worker: its container and whether it has reached a
-    threshold against it."""
+    """Describes what the divergence check reads of a worker: its container and whether it has
+    reached a threshold against it."""
 
     container_id: str
     result_is_own: bool = False
 
 
 class ResultsView:
-    """`results.get(container_id)` as the manager's results cache answers it."""
+    """Answers `results.get(container_id)` as the manager's results cache does."""
 
     def __init__(self) -> None:
         self.by_container: dict[str, ResultValue] = {}
@@ -119,7 +120,7 @@ class ResultsView:
 
 
 class Verdicts:
-    """The shards' verdict frames, answering as the in-process manager does."""
+    """Keeps the shards' verdict frames, answering as the in-process manager does."""
 
     def __init__(self) -> None:
         self.workers: dict[ProbeKey, WorkerView] = {}

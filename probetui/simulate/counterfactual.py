@@ -38,12 +38,12 @@ DEFAULT_START_AFTER = 1.0
 
 
 class CounterfactualError(Exception):
-    """Why no what-if can be given; one line."""
+    """Says why no what-if can be given; one line."""
 
 
 @dataclass(slots=True)
 class RunSummary:
-    """What one run (recorded or modelled) did to the container in the compared window."""
+    """Holds what one run (recorded or modelled) did to the container in the compared window."""
 
     kills: dict[str, int]
     restarts: int
@@ -113,7 +113,7 @@ class Counterfactual:
 
 
 class _Did(NamedTuple):
-    """One thing the modelled kubelet did that the comparison reads, on wall time."""
+    """Records one thing the modelled kubelet did that the comparison reads, on wall time."""
 
     t: float
     type: str
@@ -134,7 +134,7 @@ _READ = frozenset(
 
 
 class _RecordedApp(SimKubelet):
-    """SimKubelet whose app answers from the recording, on wall time shifted by `origin`.
+    """Runs a SimKubelet whose app answers from the recording, on wall time shifted by `origin`.
 
     The comparison reads what the kubelet did, never the attempts: the run lists none of them
     (`lists_probes`), and of the kubelet's events only the kills, starts and Ready changes, as
@@ -384,7 +384,7 @@ def _carried_kill(rc: RecordedContainer, spec: Container, opened: float) -> floa
 
 
 class Replay:
-    """One container's recorded history made ready for what-ifs: the model with the recorded
+    """Holds one container's recorded history made ready for what-ifs: the model with the recorded
     settings run once and checked against the recording, then each what-if on demand (a
     finding tries a proposal and the next few over the same history)."""
 

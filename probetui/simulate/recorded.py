@@ -55,7 +55,7 @@ _by_time = attrgetter("t")
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """One recorded attempt: what the app said and how fast."""
+    """Holds one recorded attempt: what the app said and how fast."""
 
     t: float  # when the attempt started (wall seconds)
     kind: int  # prober.outcome.Kind
@@ -67,7 +67,7 @@ class Answer:
 
 @dataclass(slots=True)
 class RecordedInstance:
-    """One container instance as recorded: its start, its end and its attempts."""
+    """Holds one container instance as recorded: its start, its end and its attempts."""
 
     start: float
     restart_count: int
@@ -192,7 +192,7 @@ def _startup_end(container: Container, inst: RecordedInstance) -> float | None:
 
 
 class _ProbeAnswers:
-    """One probe's answers in a book, laid out for `AnswerBook.lookup`."""
+    """Holds one probe's answers in a book, laid out for `AnswerBook.lookup`."""
 
     __slots__ = (
         "asked_timeout",
@@ -221,7 +221,7 @@ class _ProbeAnswers:
 
 
 class AnswerBook:
-    """The app's answers for one container, looked up as the module docstring says."""
+    """Holds the app's answers for one container, looked up as the module docstring says."""
 
     def __init__(
         self,

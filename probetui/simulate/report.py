@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class Summary:
-    """The summary of the scenario container's events, fed one listed event at a time."""
+    """Builds the summary of the scenario container's events, fed one listed event at a time."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.name = scenario.container
@@ -91,7 +91,7 @@ def to_json(
 
 
 class Timeline:
-    """The human timeline, fed one listed event at a time: `add` returns the lines it
+    """Builds the human timeline, fed one listed event at a time: `add` returns the lines it
     completes, `close` the rest. Runs of identical attempts (and their events) fold into one
     line, kept as their first and last attempt and a count, whatever their length."""
 
@@ -160,7 +160,7 @@ def render_timeline(events: Iterable[dict[str, Any]]) -> list[str]:
 
 
 class JsonWriter:
-    """`--json` written as the run goes: the bytes `to_json` makes of the whole result, without
+    """Writes `--json` as the run goes: the bytes `to_json` makes of the whole result, without
     holding the events."""
 
     def __init__(self, out: TextIO) -> None:

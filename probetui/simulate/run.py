@@ -86,7 +86,7 @@ SIGKILL_EXIT = 137  # 128 + SIGKILL: the grace period ran out
 
 
 class _SimBackend:
-    """Container instances in virtual time: each starts its app's `start_after` s after it is
+    """Runs container instances in virtual time: each starts its app's `start_after` s after it is
     asked for and exits by itself `exit_after` s after each start or at each of its `exits`; a
     kill ends it as `killContainer` would: SIGTERM once the preStop hook has run, then the app's
     `stop_seconds` (`stop_exit_code`, 143 unless scripted) or SIGKILL at the end of the grace
@@ -169,9 +169,9 @@ class _SimBackend:
 
 
 class SimKubelet:
-    """`PodKubelet` on virtual time with a simulated backend, plus the event list simulate prints:
-    each attempt, each published result change, and what the played kubelet said (its starts,
-    kills and probe events), as the engine's `Event`s built by the same encoder."""
+    """Runs `PodKubelet` on virtual time with a simulated backend, plus the event list
+    simulate prints: each attempt, each published result change, and what the played kubelet said
+    (its starts, kills and probe events), as the engine's `Event`s built by the same encoder."""
 
     # whether the run lists what the probes did (each attempt, each published result change,
     # the prober's Unhealthy and ProbeWarning events) beside what the kubelet did: simulate
@@ -529,7 +529,7 @@ def synthetic_attempt(
 
 
 class _ScriptedResponse:
-    """One hop's response as the scenario scripts it, for `exchange`."""
+    """Holds one hop's response as the scenario scripts it, for `exchange`."""
 
     def __init__(self, status_code: int, body: str, location: str | None) -> None:
         self.status_code = status_code
@@ -552,7 +552,7 @@ class _ScriptedResponse:
 
 
 class _ScriptedHops:
-    """The app's answers hop by hop: the probe's own URL answers as scripted (so a Location
+    """Plays the app's answers hop by hop: the probe's own URL answers as scripted (so a Location
     back to it loops), any other URL the client follows to answers as the app's health says
     (200 "ok", or 503 while it fails)."""
 

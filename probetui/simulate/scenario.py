@@ -23,12 +23,12 @@ SIGTERM_EXIT = 143
 
 
 class ScenarioError(Exception):
-    """A bad scenario; `str()` is one line naming the key."""
+    """Signals a bad scenario; `str()` is one line naming the key."""
 
 
 @dataclass(frozen=True, slots=True)
 class HttpAnswer:
-    """What the app answers an HTTP probe's request in [start, end) of virtual time: a status,
+    """Says what the app answers an HTTP probe's request in [start, end) of virtual time: a status,
     a body and, for a redirect, the Location the kubelet's client reads."""
 
     start: float
@@ -40,7 +40,7 @@ class HttpAnswer:
 
 @dataclass(frozen=True, slots=True)
 class ExecAnswer:
-    """How an exec probe's command ends in [start, end): its exit code and its output."""
+    """Says how an exec probe's command ends in [start, end): its exit code and its output."""
 
     start: float
     end: float
@@ -50,7 +50,7 @@ class ExecAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Exit:
-    """The container's process exits by itself at `at` with `exit_code`, if it runs then."""
+    """Says the container's process exits by itself at `at` with `exit_code`, if it runs then."""
 
     at: float
     exit_code: int = 1
@@ -58,7 +58,7 @@ class Exit:
 
 @dataclass(frozen=True, slots=True)
 class Behaviour:
-    """How the app answers one probe type (or all of them)."""
+    """Says how the app answers one probe type (or all of them)."""
 
     ready_after: float = 0.0
     fail_between: tuple[tuple[float, float], ...] = ()
@@ -107,7 +107,7 @@ class App:
 
 @dataclass(frozen=True, slots=True)
 class Deletion:
-    """The pod is deleted at `at`. `grace_period` is the delete's gracePeriodSeconds; None
+    """Says the pod is deleted at `at`. `grace_period` is the delete's gracePeriodSeconds; None
     takes the pod's terminationGracePeriodSeconds, as the API server does."""
 
     at: float

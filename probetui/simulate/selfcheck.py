@@ -63,7 +63,7 @@ _WINDOWS = backoff_windows()
 
 @dataclass(slots=True)
 class Lives:
-    """One side's container instances in the window, in order (ends at the window's end for
+    """Holds one side's container instances in the window, in order (ends at the window's end for
     one still running); `carried`: the first began before the window."""
 
     starts: list[float] = field(default_factory=list)
@@ -113,7 +113,7 @@ class Lives:
 
 @dataclass(slots=True)
 class Compared:
-    """One kind of event compared: pairs, counts and what was left out."""
+    """Holds one kind of event compared: pairs, counts and what was left out."""
 
     matched: int = 0
     recorded: int = 0

@@ -58,7 +58,7 @@ _new = object.__new__
 
 
 class At:
-    """Where a value sits: document, container, field path and line, for error messages.
+    """Says where a value sits: document, container, field path and line, for error messages.
 
     A manifest's every field takes one and nearly none is ever read, so `key` and `index`
     only remember their parent: the path and the line are worked out when an error asks, not

@@ -27,7 +27,7 @@ __all__ = ["documents", "line_in"]
 
 
 class _LineDict(dict):  # type: ignore[type-arg]
-    """A mapping that remembers the line of each key (1-based)."""
+    """Remembers the line of each key of a mapping (1-based)."""
 
     __slots__ = ("line", "lines")
     line: int | None
@@ -35,7 +35,7 @@ class _LineDict(dict):  # type: ignore[type-arg]
 
 
 class _LineList(list):  # type: ignore[type-arg]
-    """A sequence that remembers the line of each item (1-based)."""
+    """Remembers the line of each item of a sequence (1-based)."""
 
     __slots__ = ("line", "lines")
     line: int | None
@@ -131,7 +131,7 @@ _Loader.add_constructor(_SEQ_TAG, _construct_seq)
 
 
 class _Slow(Exception):
-    """The document needs PyYAML's own constructors (above)."""
+    """Signals that the document needs PyYAML's own constructors (above)."""
 
 
 def _fast(loader: _Loader, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:

@@ -29,7 +29,7 @@ def _one_line(text: str) -> str:
 
 
 class ManifestError(Exception):
-    """A manifest that cannot be turned into a valid Pod.
+    """Signals a manifest that cannot be turned into a valid Pod.
 
     - `origin`: "deploy.yaml, document 2 (Deployment web)", as in `Pod.source`; may be empty.
     - `line`: 1-based line in the file when known.
@@ -90,5 +90,5 @@ class ManifestError(Exception):
 
 
 class LimitExceeded(ManifestError):
-    """A manifest past one of the readers' bounds (its size, nesting or aliases): refused whole,
-    since reading it in parts would only spend the bound again."""
+    """Signals a manifest past one of the readers' bounds (its size, nesting or aliases):
+    refused whole, since reading it in parts would only spend the bound again."""

@@ -15,7 +15,8 @@ __all__ = ["ErrorType", "FieldError"]
 
 
 class ErrorType(StrEnum):
-    """`field.ErrorType`, named as in the constructors (`field.Invalid`, `field.Required`, ...)."""
+    """Mirrors `field.ErrorType`, named as in the constructors (`field.Invalid`,
+    `field.Required`, ...)."""
 
     INVALID = "Invalid"
     REQUIRED = "Required"
@@ -56,7 +57,7 @@ def _go_value(value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
-    """One `field.Error`: `str()` is upstream's text, e.g.
+    """Holds one `field.Error`: `str()` is upstream's text, e.g.
     `spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1`.
 
     `container`, `container_kind` and `field` (the path below the container) locate it for

@@ -12,7 +12,7 @@ from enum import Enum
 
 
 class ProbeType(Enum):
-    """The three probe types; `.value` is the name in events and metrics (§1.1)."""
+    """Names the three probe types; `.value` is the name in events and metrics (§1.1)."""
 
     LIVENESS = "Liveness"
     READINESS = "Readiness"
@@ -97,7 +97,7 @@ Handler = ExecAction | HTTPGetAction | TCPSocketAction | GRPCAction
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """A probe with API defaults applied (§2.1): timeout 1, period 10, thresholds 1/3."""
+    """Holds a probe with API defaults applied (§2.1): timeout 1, period 10, thresholds 1/3."""
 
     exec: ExecAction | None = None
     http_get: HTTPGetAction | None = None
@@ -134,7 +134,7 @@ class Probe:
 
 @dataclass(frozen=True, slots=True)
 class RestartRule:
-    """One `restartPolicyRules` entry (ContainerRestartRules, beta and on since 1.35).
+    """Holds one `restartPolicyRules` entry (ContainerRestartRules, beta and on since 1.35).
 
     Only the `Restart` action on `exitCodes` exists upstream; `operator` is In or NotIn.
     """

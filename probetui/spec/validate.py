@@ -59,7 +59,7 @@ GRPC_MODES = ("Plaintext", "TLS")
 
 
 class _Collector:
-    """Errors for one container, carrying the container's name and kind into each."""
+    """Collects errors for one container, carrying the container's name and kind into each."""
 
     def __init__(self, out: list[FieldError], base: str, container: Container | None) -> None:
         self.out = out

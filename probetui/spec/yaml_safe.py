@@ -81,14 +81,15 @@ _CLOSE = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
 
 
 class LimitError(yaml.MarkedYAMLError):
-    """An input past one of the bounds; `problem` is one line saying which, and the limit."""
+    """Signals an input past one of the bounds; `problem` is one line saying which, and the
+    limit."""
 
     def __init__(self, problem: str, mark: yaml.Mark | None = None) -> None:
         super().__init__(problem=problem, problem_mark=mark)
 
 
 class TextError(ValueError):
-    """A file or stream that cannot be YAML text: too large, or not UTF-8. One line."""
+    """Signals a file or stream that cannot be YAML text: too large, or not UTF-8. One line."""
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:
@@ -169,7 +170,7 @@ def _collection(node: object) -> bool:
 
 
 class Bounds:
-    """What one stream's documents have repeated through aliases, checked against the bounds.
+    """Tracks what one stream's documents have repeated through aliases, checked against the bounds.
 
     `repeat(node, depth)` counts a collection met again (an alias of it) at `depth`;
     `check(node)` walks one document's node graph for all the bounds. An alias counts against

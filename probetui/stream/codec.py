@@ -196,7 +196,7 @@ def pod_frame(pod: Pod, status: PodStatus | None, *, spec: bool) -> dict[str, An
 
 
 class PodReader:
-    """Pod frames back to `(pod, status)`, keeping each pod's last spec (frames omit it when
+    """Reads pod frames back to `(pod, status)`, keeping each pod's last spec (frames omit it when
     it has not changed)."""
 
     def __init__(self) -> None:
@@ -220,7 +220,7 @@ class PodReader:
 
 
 class PodWriter:
-    """Pod snapshots to frames, the spec only when the pod object is a new one."""
+    """Writes pod snapshots to frames, the spec only when the pod object is a new one."""
 
     def __init__(self) -> None:
         self._sent: dict[str, Pod] = {}

@@ -57,7 +57,7 @@ OPS = ("probe", "probe_container", "pause", "resume")
 
 
 class ProtocolError(Exception):
-    """A frame that is not one of this protocol's; the message names what is wrong."""
+    """Signals a frame that is not one of this protocol's; the message names what is wrong."""
 
 
 class VersionMismatch(ProtocolError):

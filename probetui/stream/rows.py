@@ -54,7 +54,7 @@ def is_row_event(event: Event) -> bool:
 
 
 class RowWriter:
-    """The engine's side: events to `wk` frames and rows, per connection."""
+    """Acts as the engine's side: events to `wk` frames and rows, per connection."""
 
     def __init__(self) -> None:
         self._ids: dict[ProbeKey, int] = {}
@@ -105,7 +105,7 @@ class RowWriter:
 
 @dataclass(frozen=True, slots=True)
 class PodNames:
-    """What `record_event` reads of a pod, and what a `wk` frame names."""
+    """Holds what `record_event` reads of a pod, and what a `wk` frame names."""
 
     uid: str
     namespace: str
@@ -176,8 +176,8 @@ class _Worker:
 
 
 class RowReader:
-    """The client's side: `wk` and `rows` frames back to the engine's `Event`s, per connection
-    (a new engine process starts a new table)."""
+    """Acts as the client's side: `wk` and `rows` frames back to the engine's `Event`s, per
+    connection (a new engine process starts a new table)."""
 
     def __init__(self) -> None:
         self._workers: dict[int, _Worker] = {}

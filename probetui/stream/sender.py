@@ -179,7 +179,7 @@ def _rest_bytes(cell: Any) -> int:
 
 
 class StreamSink:
-    """An engine sink that streams every event and pod snapshot through a `Sender`; with
+    """Acts as an engine sink that streams every event and pod snapshot through a `Sender`; with
     `rows`, the shadow's attempts and skips as rows (the client asked for them in its hello)."""
 
     def __init__(self, sender: Sender, rows: bool = False) -> None:

@@ -53,7 +53,7 @@ def kind_of(record: ProbeRecord) -> int:
 
 
 class Texts:
-    """Strings shared by index, with reference counts so that overwritten slots free theirs.
+    """Shares strings by index, with reference counts so that overwritten slots free theirs.
 
     Index 0 is the empty string and is never freed.
     """
@@ -107,7 +107,7 @@ class Texts:
 
 @dataclass(frozen=True, slots=True)
 class AttemptView:
-    """One ring entry as the attempt log shows it (built on demand, a few dozen at a time)."""
+    """Holds one ring entry as the attempt log shows it (built on demand, a few dozen at a time)."""
 
     t: float
     kind: int
@@ -150,7 +150,7 @@ MAX_LAT_US = 0xFFFFFFFF
 
 
 class ProbeHistory:
-    """Every doProbe of one worker, newest last, in a ring of `capacity` entries.
+    """Keeps every doProbe of one worker, newest last, in a ring of `capacity` entries.
 
     An entry is 20 bytes in one `array("I")`, five fields side by side: time (ms after the
     history's base time: 49 days of range), latency (µs), a packed code (kind, trigger,

@@ -10,7 +10,7 @@ from probetui.timeline.events import NOT_IN_JSONL, Event
 
 
 class JsonlWriter:
-    """A sink that prints each event as it happens, so a reader (or a SIGINT) loses nothing."""
+    """Prints each event as it happens, so a reader (or a SIGINT) loses nothing."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out

@@ -55,7 +55,8 @@ KUBELET_WINDOWS = 30
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """Something that happened to a container: a start, an exit, a kill, a Ready change ..."""
+    """Records something that happened to a container: a start, an exit, a kill, a Ready
+    change ..."""
 
     t: float
     type: str  # the event vocabulary: ContainerStarted, Killing, BackOff, ReadyChanged, ...
@@ -97,7 +98,7 @@ class ContainerHistory:
 
 
 class Store:
-    """An engine sink: bounded history of every probe and container, read by the UI."""
+    """Keeps, as an engine sink, a bounded history of every probe and container, read by the UI."""
 
     def __init__(
         self,

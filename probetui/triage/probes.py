@@ -47,7 +47,7 @@ STATES = (PASS, FAIL, HOLD, UNKNOWN)
 
 
 class Differ(NamedTuple):
-    """A replica that differs from the rest on one probe, and how."""
+    """Describes a replica that differs from the rest on one probe, and how."""
 
     key: ContainerKey
     pod: str

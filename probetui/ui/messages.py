@@ -11,7 +11,7 @@ from probetui.keys import ContainerKey
 
 @dataclass
 class ContainerSelected(Message):
-    """The cursor of the workload list is on another container (or on none). On a workload's
+    """Says the cursor of the workload list is on another container (or on none). On a workload's
     line `key` is its replica most in need of a look and `group` the workload's id."""
 
     key: ContainerKey | None

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 
 class PacedTimer(Timer):
-    """A repeating timer whose ticks are at least an interval apart counted from the last
+    """Acts as a repeating timer whose ticks are at least an interval apart counted from the last
     tick (`pacing.frame_wait`); paused, it waits for `resume` and ticks then, or an interval
     after the last."""
 
@@ -63,7 +63,7 @@ class PacedTimer(Timer):
 
 
 class PacedScreen:
-    """A mixin for `Screen` that draws its frames on a `PacedTimer` (same period and
+    """Mixes into a `Screen` and draws its frames on a `PacedTimer` (same period and
     callback as Textual's) and lets work wait for the next frame (`after_frame`)."""
 
     _paced: PacedTimer | None = None
@@ -124,7 +124,7 @@ class PacedScreen:
 
 
 class QuietFocusScreen:
-    """A mixin for `Screen` whose focus moves repaint only the widgets whose styles the move
+    """Mixes into a `Screen` so its focus moves repaint only the widgets whose styles the move
     changes (Textual restyles them and they refresh)."""
 
     # redefines `Screen.focused` with repaint=False: Textual's composites and writes the
@@ -133,7 +133,7 @@ class QuietFocusScreen:
 
 
 class QuietFocusWidget:
-    """A mixin for a focusable `Widget` whose focus and blur repaint only what
+    """Mixes into a focusable `Widget` so its focus and blur repaint only what
     `focus_repaint` repaints, not the whole widget."""
 
     # in place of `Widget._on_focus` and `Widget._on_blur` (prevent_default stops them): they

@@ -16,15 +16,22 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import trustme
 from aiohttp import web
 
+from tests.kube.emulator import ApiEmulator
 from tests.kube.emulator.fixtures import api, echo_server, http_target
 from tests.probe.conftest import grpc_server
+
+if TYPE_CHECKING:
+    from tests.agent.bench import Running
+    from tests.agent.reader_bench import StartAgent
 
 __all__ = ["api", "echo_server", "grpc_server", "http_target"]
 
@@ -142,3 +149,18 @@ def read_token(tmp_path: Path) -> Path:
     path = tmp_path / "read-token"
     path.write_text(READ_TOKEN + "\n")
     return path
+
+
+@pytest.fixture
+def start_agent(
+    api: ApiEmulator, tmp_path: Path, sa_dir: Path, read_token: Path, kubelet: FakeKubelet
+) -> StartAgent:
+    """Start an agent for NODE behind an agent pod (`reader_bench.installed_agent`), its
+    kubelet the fake one: `async with start_agent() as run`, or `start_agent(name)`."""
+    # imported here: the benches import this module's constants
+    from tests.agent.reader_bench import AGENT, installed_agent
+
+    def start(name: str = AGENT) -> AbstractAsyncContextManager[Running]:
+        return installed_agent(api, tmp_path, sa_dir, read_token, kubelet.port, name)
+
+    return start

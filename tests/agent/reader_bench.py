@@ -17,11 +17,15 @@ from probetui.runtime.kubernetes.config import ConnectOptions, resolve
 from probetui.runtime.kubernetes.runtime import KubernetesRuntime
 from probetui.spec.model import Pod
 from probetui.timeline.events import Event
-from tests.agent.bench import FAST
+from tests.agent.bench import FAST, Running, running_agent
 from tests.agent.conftest import NODE, READ_TOKEN
-from tests.kube.emulator import ApiEmulator, container, make_pod
+from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 
 VIEWER = "viewer-token-0123456789"
+# the agent pod the DaemonSet made on NODE
+AGENT = "probetui-agent-x7k2p"
+# the `start_agent` fixture: `async with start_agent() as run`, or `start_agent(name)`
+StartAgent = Callable[..., contextlib.AbstractAsyncContextManager[Running]]
 
 
 def agent_pod(name: str, node: str = NODE, *, ready: bool = True, owner: str = NAME) -> dict:
@@ -56,6 +60,40 @@ def install(api: ApiEmulator, name: str, agent_port: int, node: str = NODE, **kw
     if api.store.get("secrets", NAMESPACE, SECRET) is None:
         api.add_secret(SECRET, {"token": READ_TOKEN}, namespace=NAMESPACE)
     return obj
+
+
+@contextlib.asynccontextmanager
+async def installed_agent(
+    api: ApiEmulator,
+    tmp_path: Path,
+    sa_dir: Path,
+    read_token: Path,
+    kubelet_port: int,
+    name: str = AGENT,
+) -> AsyncIterator[Running]:
+    """Run an agent for NODE (`running_agent`) behind the agent pod `name` (`install`)."""
+    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet_port) as run:
+        assert run.agent.address is not None
+        install(api, name, run.agent.address[1])
+        yield run
+
+
+def add_web(
+    api: ApiEmulator,
+    port: int,
+    name: str = "web",
+    node: str = NODE,
+    *,
+    period: int = 1,
+    declared: bool = False,
+) -> str:
+    """Add a pod `name` on `node` whose container `app` has an HTTP readiness probe of `port`
+    every `period` seconds (`declared`: `port` in the container's ports, else the emulator's
+    default); return its UID."""
+    ports = {"ports": (port,)} if declared else {}
+    probe = http_get_probe("/ready", port, period=period)
+    pod = make_pod(name, node=node, containers=[container("app", readiness=probe, **ports)])
+    return str(api.add_pod(pod)["metadata"]["uid"])
 
 
 def viewer(api: ApiEmulator) -> str:

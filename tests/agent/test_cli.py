@@ -77,6 +77,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
         (["--node", "n1", "--node-ip", "10.0.0.1", "--bind", "x"], {}, "--bind 'x': not an IP"),
         (["--node", "n1", "--node-ip", "10.0.0.1", "--scrape-every", "500ms"], {}, "at least 1s"),
         (["--node", "n1", "--node-ip", "10.0.0.1", "--retain", "10s"], {}, "at least 1m"),
+        (["--node", "n1", "--node-ip", "10.0.0.1", "--tick-align", "2s"], {}, "from 0s to 1s"),
         (["--namespace", "x"], {}, "--namespace: only with --print-manifest"),
         (["--port", "70000"], {}, "a port is 0 to 65535"),
         (["--scrape-every", "soon"], {}, "not a duration"),

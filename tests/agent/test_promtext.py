@@ -84,3 +84,36 @@ def test_exposition_reads_back() -> None:
         ("a_total", {"k": "v2"}, 0.5),
         ("b", {}, 7.0),
     ]
+
+
+def test_a_scrape_after_the_first_reads_its_known_series_alike() -> None:
+    """A second body of the same series with new values reads as a fresh parse does, its
+    label values from the first, escapes and all; what the second no longer has is dropped."""
+    known: promtext.Known = {}
+    first = counts_from(KUBELET, 1.0, known)
+    assert len(known) == 5  # the start time and four counters
+    later = "\n".join(
+        line for line in KUBELET.replace("} 1234", "} 1240").split("\n") if "Liveness" not in line
+    )
+    second = counts_from(later, 2.0, known)
+    assert second.series == counts_from(later, 2.0).series
+    assert second.series[("u-1", "app", "Readiness")]["successful"] == 1240
+    assert (
+        second.series[("u-1", 'odd "name"', "Startup")]
+        == first.series[("u-1", 'odd "name"', "Startup")]
+    )
+    assert len(known) == 4
+
+
+def test_a_line_with_a_timestamp_is_parsed_whole_every_time() -> None:
+    """Only a series ending at its value is remembered: a timestamp must never read as one."""
+    known: promtext.Known = {}
+    body = 'prober_probe_total{result="failed"} 3 1700000000000\n'
+    parse(body, ["prober_probe_total"], known)
+    assert known == {}
+    again = parse(
+        'prober_probe_total{result="failed"} 3\nprober_probe_total{result="failed"} 3 9\n',
+        ["prober_probe_total"],
+        known,
+    )
+    assert [s.value for s in again.samples] == [3.0, 3.0]

@@ -20,45 +20,38 @@ from probetui.keys import ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
 from probetui.timeline.store import Store
-from tests.agent.bench import Reader, read_stream, running_agent
+from tests.agent.bench import Reader, read_stream
 from tests.agent.bench import attempts as bench_attempts
 from tests.agent.conftest import NODE, FakeKubelet
-from tests.agent.reader_bench import attempts, install, running_view, until, viewer
-from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
+from tests.agent.reader_bench import (
+    AGENT,
+    StartAgent,
+    add_web,
+    attempts,
+    running_view,
+    until,
+    viewer,
+)
+from tests.kube.emulator import ApiEmulator
 from tests.kube.emulator.fixtures import HttpTarget
 
 pytestmark = pytest.mark.slow
-
-AGENT = "probetui-agent-x7k2p"
-
-
-def _web(api: ApiEmulator, port: int, name: str = "web", node: str = NODE, period: int = 1) -> str:
-    pod = make_pod(
-        name,
-        node=node,
-        containers=[container("app", readiness=http_get_probe("/ready", port, period=period))],
-    )
-    return str(api.add_pod(pod)["metadata"]["uid"])
 
 
 async def test_auto_takes_the_nodes_shadow_from_its_agent(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
     kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    uid = _web(api, http_target.port)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path) as view:
-            await until(lambda: len(attempts(view.sink)) >= 3)
-            agents = view.runtime.agents
-            assert agents is not None and agents.covers(NODE)
-            # the view's own workers do not run for the pod its agent covers
-            assert not any(k.pod_uid == uid for k in view.engine.workers)
+    uid = add_web(api, http_target.port)
+    async with start_agent(), running_view(api, tmp_path) as view:
+        await until(lambda: len(attempts(view.sink)) >= 3)
+        agents = view.runtime.agents
+        assert agents is not None and agents.covers(NODE)
+        # the view's own workers do not run for the pod its agent covers
+        assert not any(k.pod_uid == uid for k in view.engine.workers)
     shadow = attempts(view.sink)
     assert {(e.pod, e.probe, e.source) for e in shadow} == {("web", "readiness", "shadow")}
     assert all(e.fields["via"] == "agent" and e.fields["node"] == NODE for e in shadow)
@@ -89,23 +82,19 @@ async def test_auto_takes_the_nodes_shadow_from_its_agent(
 async def test_read_only_viewer_reads_the_agent_and_sends_only_reads(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
     kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
+    add_web(api, http_target.port)
     token = viewer(api)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path, read_only=True, token=token) as view:
-            await until(lambda: len(attempts(view.sink)) >= 2)
-            # nodes are not read in read-only mode: the pod's release is its agent's kubelet's
-            # (KubernetesRuntime.node_kubelet)
-            pod = next(p.pod for p in view.engine.pods.values() if p.pod.name == "web")
-            node = view.runtime.node_kubelet(pod)
-            assert (node.node, node.version) == (NODE, kubelet.version)
+    async with start_agent(), running_view(api, tmp_path, read_only=True, token=token) as view:
+        await until(lambda: len(attempts(view.sink)) >= 2)
+        # nodes are not read in read-only mode: the pod's release is its agent's kubelet's
+        # (KubernetesRuntime.node_kubelet)
+        pod = next(p.pod for p in view.engine.pods.values() if p.pod.name == "web")
+        node = view.runtime.node_kubelet(pod)
+        assert (node.node, node.version) == (NODE, kubelet.version)
     # shadow attempts come from the agent: no "not run: read-only allows no port-forward"
     assert not view.sink.of("ProbeNotRun")
     assert all(e.fields["via"] == "agent" for e in attempts(view.sink))
@@ -133,16 +122,13 @@ async def _mirror(run: Any, kubelet: FakeKubelet, uid: str, frozen: asyncio.Even
 async def test_the_kubelets_counts_beside_the_shadows_and_their_divergence(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
     kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    uid = _web(api, http_target.port)
+    uid = add_web(api, http_target.port)
     frozen = asyncio.Event()
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
+    async with start_agent() as run:
         mirror = asyncio.create_task(_mirror(run, kubelet, uid, frozen))
         try:
             async with running_view(api, tmp_path, window=2.0) as view:
@@ -170,15 +156,11 @@ async def test_the_kubelets_counts_beside_the_shadows_and_their_divergence(
 async def test_a_cut_stream_resumes_with_nothing_twice_and_nothing_missed(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
+    add_web(api, http_target.port)
+    async with start_agent() as run:
         direct = Reader()
         reading = asyncio.create_task(read_stream(run.url, direct, query="rows=1", timeout=60))
         async with running_view(api, tmp_path) as view:
@@ -204,18 +186,12 @@ async def test_a_cut_stream_resumes_with_nothing_twice_and_nothing_missed(
 async def test_an_agent_replaced_is_read_from_where_its_predecessor_stopped(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
+    add_web(api, http_target.port)
     async with contextlib.AsyncExitStack() as first:
-        run = await first.enter_async_context(
-            running_agent(api, tmp_path, sa_dir, read_token, kubelet.port)
-        )
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
+        await first.enter_async_context(start_agent())
         async with running_view(api, tmp_path) as view:
             sink = view.sink
             await until(lambda: len(attempts(sink)) >= 2)
@@ -223,9 +199,7 @@ async def test_an_agent_replaced_is_read_from_where_its_predecessor_stopped(
             await first.aclose()
             api.delete_pod(AGENT, namespace=NAMESPACE)
             before = len(attempts(sink))
-            async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as again:
-                assert again.agent.address is not None
-                install(api, "probetui-agent-q9w4z", again.agent.address[1])
+            async with start_agent("probetui-agent-q9w4z"):
                 await until(lambda: len(attempts(sink)) >= before + 3, 15)
     mine = [e.t for e in attempts(sink)]
     assert len(mine) == len(set(mine)) and mine == sorted(mine)
@@ -240,28 +214,23 @@ async def test_an_agent_replaced_is_read_from_where_its_predecessor_stopped(
 async def test_probe_now_through_the_agent_is_a_post_of_pods_proxy(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    uid = _web(api, http_target.port, period=3)
+    uid = add_web(api, http_target.port, period=3)
     key = ProbeKey(uid, "app", ProbeType.READINESS)
     token = viewer(api)  # get on pods/proxy, not create
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path, token=token) as view:
-            agents = view.runtime.agents
-            assert agents is not None
-            # a worker takes a trigger once it has started (after its start-up jitter)
-            await until(lambda: bool(attempts(view.sink)))
-            assert view.engine.probe_now(key) is True
-            await until(lambda: any("probetui-prober" in s for s in view.said))
-            assert not attempts(view.sink, manual=True)
-            api.grant("create", "pods/proxy", token=token)
-            assert view.engine.probe_now(key) is True
-            await until(lambda: bool(attempts(view.sink, manual=True)))
+    async with start_agent(), running_view(api, tmp_path, token=token) as view:
+        agents = view.runtime.agents
+        assert agents is not None
+        # a worker takes a trigger once it has started (after its start-up jitter)
+        await until(lambda: bool(attempts(view.sink)))
+        assert view.engine.probe_now(key) is True
+        await until(lambda: any("probetui-prober" in s for s in view.said))
+        assert not attempts(view.sink, manual=True)
+        api.grant("create", "pods/proxy", token=token)
+        assert view.engine.probe_now(key) is True
+        await until(lambda: bool(attempts(view.sink, manual=True)))
     (manual,) = attempts(view.sink, manual=True)
     assert manual.fields["via"] == "agent" and manual.fields["trigger"] == "user"
     posts = [r for r in api.requests if r.method == "POST"]
@@ -277,25 +246,20 @@ async def test_probe_now_through_the_agent_is_a_post_of_pods_proxy(
 async def test_a_screen_takes_the_attempts_of_its_pods_and_summaries_of_the_rest(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    shown = _web(api, http_target.port)
-    other = _web(api, http_target.port, "api")
+    shown = add_web(api, http_target.port)
+    other = add_web(api, http_target.port, "api")
     store = Store()
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path, sinks=[store]) as view:
-            sink = view.sink
-            await until(lambda: {e.pod for e in attempts(sink)} == {"web", "api"})
-            view.runtime.focus({shown})
-            await until(lambda: len([r for r in api.requests if r.subresource == "proxy"]) == 2)
-            await until(lambda: bool(sink.of("WorkerState")))
-            mark = len(sink.events)
-            await until(lambda: len([e for e in sink.events[mark:] if e.pod == "web"]) >= 3)
+    async with start_agent(), running_view(api, tmp_path, sinks=[store]) as view:
+        sink = view.sink
+        await until(lambda: {e.pod for e in attempts(sink)} == {"web", "api"})
+        view.runtime.focus({shown})
+        await until(lambda: len([r for r in api.requests if r.subresource == "proxy"]) == 2)
+        await until(lambda: bool(sink.of("WorkerState")))
+        mark = len(sink.events)
+        await until(lambda: len([e for e in sink.events[mark:] if e.pod == "web"]) >= 3)
     reopened = [r for r in api.requests if r.subresource == "proxy"][-1]
     assert reopened.query["pods"] == [shown] and reopened.query["summary"] == ["1"]
     after = sink.events[mark:]
@@ -313,24 +277,19 @@ async def test_a_screen_takes_the_attempts_of_its_pods_and_summaries_of_the_rest
 async def test_the_agents_streams_have_a_pool_of_their_own(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
     # KubernetesRuntime._start_agents: a stream per node holds its connection for good, so in
     # the view's own pool (the library's 100) a view of more nodes starved its own watches
     from probetui.runtime.kubernetes.node_stream import STREAMS_MAX
 
-    _web(api, http_target.port)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path) as view:
-            await until(lambda: len(attempts(view.sink)) >= 1)
-            agents = view.runtime.agents
-            assert agents is not None and agents.api is not None
-            streams = agents.api.rest_client.pool_manager.connector
-            own = view.runtime._api.rest_client.pool_manager.connector
-            assert streams is not own
-            assert streams.limit == STREAMS_MAX >= 5000
+    add_web(api, http_target.port)
+    async with start_agent(), running_view(api, tmp_path) as view:
+        await until(lambda: len(attempts(view.sink)) >= 1)
+        agents = view.runtime.agents
+        assert agents is not None and agents.api is not None
+        streams = agents.api.rest_client.pool_manager.connector
+        own = view.runtime._api.rest_client.pool_manager.connector
+        assert streams is not own
+        assert streams.limit == STREAMS_MAX >= 5000

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.bench import running_agent
-from tests.agent.conftest import NODE, READ_TOKEN, FakeKubelet
-from tests.agent.reader_bench import install, viewer
+from tests.agent.conftest import NODE, READ_TOKEN
+from tests.agent.reader_bench import StartAgent, add_web, viewer
 from tests.cli.test_cluster import _clean_env, run_probetui
-from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
+from tests.kube.emulator import ApiEmulator
 from tests.kube.emulator.fixtures import HttpTarget
 
 __all__ = ["_clean_env"]  # an autouse fixture, used by name
@@ -18,27 +17,22 @@ __all__ = ["_clean_env"]  # an autouse fixture, used by name
 pytestmark = pytest.mark.slow
 
 
+def _viewer_config(api: ApiEmulator, tmp_path: Path, port: int) -> Path:
+    """Add the pod `web` probed on `port`; return the kubeconfig of a viewer of namespace
+    default who holds the probetui-reader Role."""
+    add_web(api, port)
+    token = viewer(api)
+    return api.kubeconfig(tmp_path / "viewer-kubeconfig", namespace="default", token=token)
+
+
 async def test_headless_read_only_jsonl_carries_the_agents_attempts(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    port = http_target.port
-    api.add_pod(
-        make_pod(
-            "web",
-            node=NODE,
-            containers=[container("app", readiness=http_get_probe("/ready", port, period=1))],
-        )
-    )
-    token = viewer(api)
-    config = api.kubeconfig(tmp_path / "viewer-kubeconfig", namespace="default", token=token)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, "probetui-agent-x7k2p", run.agent.address[1])
+    config = _viewer_config(api, tmp_path, http_target.port)
+    async with start_agent():
         code, lines, err = await run_probetui(
             "--kubeconfig", str(config), "--read-only", "-o", "jsonl", "--duration", "5"
         )
@@ -56,27 +50,14 @@ async def test_headless_read_only_jsonl_carries_the_agents_attempts(
 async def test_a_recorded_agent_session_replays_with_each_attempts_node(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
     """`--record` of a view fed by an agent keeps each attempt's vantage: `probetui replay -o
     jsonl` prints the `via` and `node` keys the live JSONL printed."""
-    port = http_target.port
-    api.add_pod(
-        make_pod(
-            "web",
-            node=NODE,
-            containers=[container("app", readiness=http_get_probe("/ready", port, period=1))],
-        )
-    )
-    token = viewer(api)
-    config = api.kubeconfig(tmp_path / "viewer-kubeconfig", namespace="default", token=token)
+    config = _viewer_config(api, tmp_path, http_target.port)
     recording = tmp_path / "agent.probetui"
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, "probetui-agent-x7k2p", run.agent.address[1])
+    async with start_agent():
         code, live, err = await run_probetui(
             "--kubeconfig", str(config), "--read-only", "-o", "jsonl", "--duration", "5",
             "--record", str(recording),

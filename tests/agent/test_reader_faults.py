@@ -13,26 +13,22 @@ from aiohttp import web
 
 from probetui.agent.manifest import NAMESPACE
 from probetui.runtime.base import RuntimeFailure
-from tests.agent.bench import running_agent
 from tests.agent.conftest import NODE, SA_TOKEN, FakeKubelet
-from tests.agent.reader_bench import VIEWER, attempts, install, running_view, until, viewer
-from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
+from tests.agent.reader_bench import (
+    AGENT,
+    VIEWER,
+    StartAgent,
+    add_web,
+    attempts,
+    install,
+    running_view,
+    until,
+    viewer,
+)
+from tests.kube.emulator import ApiEmulator
 from tests.kube.emulator.fixtures import HttpTarget
 
 pytestmark = pytest.mark.slow
-
-AGENT = "probetui-agent-x7k2p"
-
-
-def _web(api: ApiEmulator, port: int, name: str = "web", node: str = NODE) -> str:
-    pod = make_pod(
-        name,
-        node=node,
-        containers=[
-            container("app", ports=(port,), readiness=http_get_probe("/ready", port, period=1))
-        ],
-    )
-    return str(api.add_pod(pod)["metadata"]["uid"])
 
 
 @pytest.fixture
@@ -75,19 +71,14 @@ async def test_via_agent_without_agents_is_one_line_naming_the_install(
 async def test_via_agent_leaves_pods_of_nodes_without_one_not_run(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
-    other = _web(api, http_target.port, "far", node="node-2")
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path, via="agent") as view:
-            await until(lambda: len(attempts(view.sink)) >= 2 and view.sink.of("ProbeNotRun"))
-            assert not any(k.pod_uid == other for k in view.engine.workers)
+    add_web(api, http_target.port, declared=True)
+    other = add_web(api, http_target.port, "far", node="node-2", declared=True)
+    async with start_agent(), running_view(api, tmp_path, via="agent") as view:
+        await until(lambda: len(attempts(view.sink)) >= 2 and view.sink.of("ProbeNotRun"))
+        assert not any(k.pod_uid == other for k in view.engine.workers)
     (not_run,) = view.sink.of("ProbeNotRun")
     assert not_run.pod == "far" and not_run.fields["via"] == "agent"
     assert "no Ready agent pod" in not_run.fields["reason"] and "node-2" in not_run.fields["reason"]
@@ -97,24 +88,19 @@ async def test_via_agent_leaves_pods_of_nodes_without_one_not_run(
 async def test_auto_probes_the_pods_of_nodes_without_an_agent_itself(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
-    _web(api, http_target.port, "far", node="node-2")
+    add_web(api, http_target.port, declared=True)
+    add_web(api, http_target.port, "far", node="node-2", declared=True)
     api.map_port("far", http_target.port, http_target.port)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path) as view:
-            await until(
-                lambda: (
-                    bool(attempts(view.sink, via="agent"))
-                    and bool(attempts(view.sink, via="port-forward"))
-                )
+    async with start_agent(), running_view(api, tmp_path) as view:
+        await until(
+            lambda: (
+                bool(attempts(view.sink, via="agent"))
+                and bool(attempts(view.sink, via="port-forward"))
             )
+        )
     assert {e.pod for e in attempts(view.sink, via="agent")} == {"web"}
     assert {e.pod for e in attempts(view.sink, via="port-forward")} == {"far"}
 
@@ -122,16 +108,12 @@ async def test_auto_probes_the_pods_of_nodes_without_an_agent_itself(
 async def test_a_viewer_without_the_reader_role_falls_back_with_one_line(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
+    add_web(api, http_target.port, declared=True)
     api.add_token(VIEWER, role="view", user="alice")  # view alone: no Secret, no pods/proxy
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
+    async with start_agent():
         async with running_view(api, tmp_path, read_only=True, token=VIEWER) as view:
             await until(lambda: bool(view.sink.of("ProbeNotRun")))
         with pytest.raises(RuntimeFailure) as caught:
@@ -148,20 +130,15 @@ async def test_a_viewer_without_the_reader_role_falls_back_with_one_line(
 async def test_no_pods_proxy_grant_is_one_line_for_the_node(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
+    add_web(api, http_target.port, declared=True)
     api.add_token(VIEWER, role="view", user="alice")
     api.grant("get", "secrets", token=VIEWER)  # the Secret, but no get on pods/proxy
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path, read_only=True, token=VIEWER) as view:
-            await until(lambda: any("cannot read its agent" in s for s in view.said))
-            await asyncio.sleep(0.5)
+    async with start_agent(), running_view(api, tmp_path, read_only=True, token=VIEWER) as view:
+        await until(lambda: any("cannot read its agent" in s for s in view.said))
+        await asyncio.sleep(0.5)
     (line,) = [s for s in view.said if "cannot read its agent" in s]
     assert line.startswith(f"node {NODE}: cannot read its agent: ")
     assert "pods/proxy" in line and "bind the probetui-reader Role" in line
@@ -171,17 +148,13 @@ async def test_no_pods_proxy_grant_is_one_line_for_the_node(
 async def test_an_agent_of_another_version_is_one_line_and_the_rest_streams(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
     old_agent: int,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
-    _web(api, http_target.port, "far", node="node-2")
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
+    add_web(api, http_target.port, declared=True)
+    add_web(api, http_target.port, "far", node="node-2", declared=True)
+    async with start_agent():
         install(api, "probetui-agent-old", old_agent, node="node-2")
         async with running_view(api, tmp_path) as view:
             await until(lambda: any("protocol version" in s for s in view.said))
@@ -196,21 +169,17 @@ async def test_an_agent_of_another_version_is_one_line_and_the_rest_streams(
 async def test_an_agent_that_cannot_read_its_kubelet_says_so_once(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
     kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
+    add_web(api, http_target.port, declared=True)
     kubelet.denied.add(SA_TOKEN)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path) as view:
-            await until(lambda: any("no kubelet counts" in s for s in view.said))
-            await until(lambda: len(attempts(view.sink)) >= 2)
-            kubelet.denied.clear()
-            await until(lambda: any("counts are read again" in s for s in view.said), 10)
+    async with start_agent(), running_view(api, tmp_path) as view:
+        await until(lambda: any("no kubelet counts" in s for s in view.said))
+        await until(lambda: len(attempts(view.sink)) >= 2)
+        kubelet.denied.clear()
+        await until(lambda: any("counts are read again" in s for s in view.said), 10)
     (line,) = [s for s in view.said if "no kubelet counts" in s]
     assert line.startswith(f"node {NODE}: no kubelet counts: ") and "nodes/metrics" in line
 
@@ -218,30 +187,25 @@ async def test_an_agent_that_cannot_read_its_kubelet_says_so_once(
 async def test_every_proxied_request_of_a_read_only_view_is_a_get_of_the_stream(
     api: ApiEmulator,
     tmp_path: Path,
-    sa_dir: Path,
-    read_token: Path,
-    kubelet: FakeKubelet,
     http_target: HttpTarget,
+    start_agent: StartAgent,
 ) -> None:
-    _web(api, http_target.port)
+    add_web(api, http_target.port, declared=True)
     token = viewer(api)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, AGENT, run.agent.address[1])
-        async with running_view(api, tmp_path, read_only=True, token=token) as view:
-            await until(lambda: len(attempts(view.sink)) >= 2)
-            refused = view.runtime.agents
-            assert refused is not None
-            # probe now through the agent would be a POST: refused before anything is sent
-            key = next(iter(view.runtime.agents.node_of))
-            from probetui.keys import ProbeKey
-            from probetui.spec.model import ProbeType
+    async with start_agent(), running_view(api, tmp_path, read_only=True, token=token) as view:
+        await until(lambda: len(attempts(view.sink)) >= 2)
+        refused = view.runtime.agents
+        assert refused is not None
+        # probe now through the agent would be a POST: refused before anything is sent
+        key = next(iter(view.runtime.agents.node_of))
+        from probetui.keys import ProbeKey
+        from probetui.spec.model import ProbeType
 
-            probe = ProbeKey(key, "app", ProbeType.READINESS)
-            assert view.runtime.probe_now_refused(probe) == (
-                "read-only: probe now through an agent is a POST"
-            )
-            assert view.engine.probe_now(probe) is False
+        probe = ProbeKey(key, "app", ProbeType.READINESS)
+        assert view.runtime.probe_now_refused(probe) == (
+            "read-only: probe now through an agent is a POST"
+        )
+        assert view.engine.probe_now(probe) is False
     mine = [r for r in api.requests if r.user == "alice"]
     assert {(r.method, r.subresource) for r in mine if r.subresource} == {("GET", "proxy")}
     assert all(

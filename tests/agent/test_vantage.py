@@ -17,9 +17,8 @@ from aiohttp import web
 from probetui.cli import main
 from probetui.runtime.kubernetes.config import ConnectOptions, resolve
 from probetui.runtime.kubernetes.vantage import compare
-from tests.agent.bench import running_agent
 from tests.agent.conftest import NODE, FakeKubelet
-from tests.agent.reader_bench import install, viewer
+from tests.agent.reader_bench import installed_agent, viewer
 from tests.kube.emulator import ApiEmulator, container, http_get_probe, make_pod
 from tests.kube.emulator.fixtures import HttpTarget
 
@@ -73,9 +72,7 @@ async def _cluster(
         )
     )
     api.map_port("web", port, broken)
-    async with running_agent(api, tmp_path, sa_dir, read_token, kubelet.port) as run:
-        assert run.agent.address is not None
-        install(api, "probetui-agent-x7k2p", run.agent.address[1])
+    async with installed_agent(api, tmp_path, sa_dir, read_token, kubelet.port):
         yield
 
 

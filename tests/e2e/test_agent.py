@@ -32,12 +32,12 @@ import yaml
 
 from probetui import __version__
 from probetui.agent.manifest import objects
-from tests.e2e.cluster import CLIENT_NS, NODES, VIEW_USER, Cluster, Node, in_ns
-from tests.e2e.pods import GRPC_PORT, HTTP_PORT, SLEEP, busybox, grpc_app, node_pod_name, pod, web
+from tests.e2e.agents import AGENT_NS, need_daemonsets, pod_set, reader_binding
+from tests.e2e.cluster import CLIENT_NS, NODES, Cluster, Node, in_ns
+from tests.e2e.pods import HTTP_PORT, node_pod_name
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-AGENT_NS = "probetui"
 NS = "agent-e2e"
 AGENT_IMAGE = f"docker.io/probetui/agent:{__version__}"
 READ_SECONDS = 45
@@ -138,35 +138,6 @@ def _read(
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
-def _node_pods(node: Node) -> list[dict[str, Any]]:
-    """On the node: an HTTP and a gRPC readiness probe, and an exec liveness probe (which the
-    agent does not run)."""
-    return [
-        pod(
-            node_pod_name("web", node),
-            NS,
-            [web(readinessProbe={"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 2})],
-            node=node,
-        ),
-        pod(
-            node_pod_name("rpc", node),
-            NS,
-            [grpc_app(flip="1h", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2})],
-            node=node,
-        ),
-        pod(
-            node_pod_name("worker", node),
-            NS,
-            [
-                busybox(
-                    "w", SLEEP, livenessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2}
-                )
-            ],
-            node=node,
-        ),
-    ]
-
-
 @pytest.fixture(params=NODES, ids=[n.name for n in NODES])
 def node(request: pytest.FixtureRequest) -> Node:
     return request.param
@@ -180,28 +151,13 @@ def agent(agents: dict[str, dict[str, Any]], node: Node) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def agents(cluster: Cluster) -> Iterator[dict[str, dict[str, Any]]]:
-    running = cluster.running()
-    if "kube-controller-manager" not in running:
-        pytest.skip("e2e: the harness runs no kube-controller-manager: a DaemonSet makes no pods")
+    need_daemonsets(cluster)
     cluster.apply(_agent_objects())
     # the viewer reads the agents: the reader Role, bound as the manifest's example says
-    cluster.apply(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "probetui-reader-viewer", "namespace": AGENT_NS},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "probetui-reader",
-            },
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": VIEW_USER}
-            ],
-        }
-    )
+    cluster.apply(reader_binding())
     cluster.namespace(NS)
-    cluster.apply([p for node in NODES for p in _node_pods(node)])
+    web_probe = {"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 2}
+    cluster.apply([p for node in NODES for p in pod_set(node, NS, readinessProbe=web_probe)])
     cluster.wait_running(NS, 120)
     try:
         yield {node.name: _agent_pod(cluster, node) for node in NODES}

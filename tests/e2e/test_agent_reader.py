@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from probetui import __version__
+from tests.e2e.agents import AGENT_NS, need_daemonsets, pod_set, reader_binding
 from tests.e2e.cluster import (
     CLIENT_NS,
     NODE,
@@ -44,12 +45,11 @@ from tests.e2e.cluster import (
     Node,
     in_ns,
 )
-from tests.e2e.pods import GRPC_PORT, HTTP_PORT, SLEEP, busybox, grpc_app, node_pod_name, pod, web
+from tests.e2e.pods import HTTP_PORT, node_pod_name
 from tests.e2e.run import Run, start, stop, wait_listed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
-AGENT_NS = "probetui"
 NS = "agent-reader"
 IMAGE = f"docker.io/probetui/agent:{__version__}"
 SELECTOR = "app.kubernetes.io/name=probetui,app.kubernetes.io/component=agent"
@@ -108,67 +108,20 @@ def _agent_pod(
     raise AssertionError(f"no Ready agent pod on {node.name}: {last}\n{logs[-2000:]}")
 
 
-def _pod_set(node: Node) -> list[dict[str, Any]]:
-    """An HTTP, a gRPC and an exec-probed pod bound to `node`."""
-    return [
-        pod(
-            node_pod_name("web", node),
-            NS,
-            [
-                web(
-                    readinessProbe={
-                        "httpGet": {"path": "/", "port": HTTP_PORT},
-                        "periodSeconds": 2,
-                    },
-                    livenessProbe={"tcpSocket": {"port": HTTP_PORT}, "periodSeconds": 3},
-                )
-            ],
-            node=node,
-        ),
-        pod(
-            node_pod_name("rpc", node),
-            NS,
-            [grpc_app(flip="1h", readinessProbe={"grpc": {"port": GRPC_PORT}, "periodSeconds": 2})],
-            node=node,
-        ),
-        pod(
-            node_pod_name("worker", node),
-            NS,
-            [
-                busybox(
-                    "w", SLEEP, livenessProbe={"exec": {"command": ["true"]}, "periodSeconds": 2}
-                )
-            ],
-            node=node,
-        ),
-    ]
-
-
 @pytest.fixture(scope="module")
 def agents(cluster: Cluster) -> Iterator[dict[str, dict[str, Any]]]:
     """Each node's Ready agent pod, by node name, once the pod set runs on every node."""
-    if "kube-controller-manager" not in cluster.running():
-        pytest.skip("e2e: the harness runs no kube-controller-manager: a DaemonSet makes no pods")
+    need_daemonsets(cluster)
     _gone(cluster)
     manifest = _manifest()
     cluster.kubectl("apply", "-f", "-", input=manifest)
-    cluster.apply(
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": "probetui-reader-viewer", "namespace": AGENT_NS},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "probetui-reader",
-            },
-            "subjects": [
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": VIEW_USER}
-            ],
-        }
-    )
+    cluster.apply(reader_binding())
     cluster.namespace(NS)
-    cluster.apply([p for node in NODES for p in _pod_set(node)])
+    probes = {
+        "readinessProbe": {"httpGet": {"path": "/", "port": HTTP_PORT}, "periodSeconds": 2},
+        "livenessProbe": {"tcpSocket": {"port": HTTP_PORT}, "periodSeconds": 3},
+    }
+    cluster.apply([p for node in NODES for p in pod_set(node, NS, **probes)])
     cluster.wait_running(NS, 120)
     try:
         yield {node.name: _agent_pod(cluster, node) for node in NODES}

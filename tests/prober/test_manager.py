@@ -15,7 +15,7 @@ from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running, Terminated
-from probetui.prober.worker import ProbeRecord, Trigger, Worker
+from probetui.prober.worker import ProbeRecord, Trigger, Worker, tick_grid
 from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
 from tests.prober.fixtures import (
     CONTAINER,
@@ -450,3 +450,66 @@ async def test_a22_ready_kept_on_kubelet_restart(kubelet: FakeKubelet) -> None:
     not_ready_api = PodStatus(container_statuses=status.container_statuses, ready_condition=False)
     assert m.update_pod_status(pod, not_ready_api).container_statuses[0].ready is False
     await m.shutdown()
+
+
+# -- the agent's tick grid (not kubelet behaviour: probetui's node agent) -------------------
+
+
+def _aligned_manager(kubelet: FakeKubelet, align: float, start: float = -3600.0) -> Manager:
+    return Manager(
+        kubelet.clock,
+        kubelet.statuses.get,
+        kubelet.run_probe,
+        start=start,
+        listener=kubelet.records.append,
+        rng=random.Random(7),
+        tick_align=align,
+    )
+
+
+async def test_tick_grid_puts_every_tick_on_the_grid_a_period_apart(kubelet: FakeKubelet) -> None:
+    """A worker started between grid points waits for the next one, then keeps its period."""
+    await kubelet.clock.advance(0.3)
+    pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
+    kubelet.statuses[pod.uid] = running_status()
+    m = _aligned_manager(kubelet, 1.0)
+    m.add_pod(pod)
+    await kubelet.clock.advance(25.0)
+    assert kubelet.starts == [1.0, 11.0, 21.0]
+    await m.shutdown()
+
+
+async def test_tick_grid_rounds_the_start_up_jitter_up(kubelet: FakeKubelet) -> None:
+    """§4.2's jitter still spreads a young agent's first probes, each on a grid point."""
+    pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
+    kubelet.statuses[pod.uid] = running_status()
+    m = _aligned_manager(kubelet, 0.5, start=-2.0)
+    m.add_pod(pod)
+    await kubelet.clock.advance(10.0)
+    jitter = random.Random(7).random() * 10
+    first = kubelet.starts[0]
+    assert first % 0.5 == 0 and jitter <= first < jitter + 0.5
+    await m.shutdown()
+
+
+async def test_tick_grid_keeps_a_manual_trigger_at_once_and_grids_the_next_tick(
+    kubelet: FakeKubelet,
+) -> None:
+    """§4.5's trigger still probes at once; the ticker it restarts lands on the grid."""
+    pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
+    kubelet.statuses[pod.uid] = running_status()
+    kubelet.answer = "F"
+    m = _aligned_manager(kubelet, 1.0)
+    m.add_pod(pod)
+    await kubelet.clock.advance(3.25)
+    m.update_pod_status(pod, kubelet.statuses[pod.uid])
+    await kubelet.clock.advance(11.0)
+    assert kubelet.starts == [0.0, 3.25, 14.0]
+    await m.shutdown()
+
+
+def test_tick_grid_leaves_a_tick_just_past_a_grid_point_on_it() -> None:
+    """A timer fires a little late: the next tick must not slip a whole slot for it."""
+    assert tick_grid(110.004, 1.0) == 110.0
+    assert tick_grid(110.5, 1.0) == 111.0
+    assert tick_grid(110.25, 0.0) == 110.25

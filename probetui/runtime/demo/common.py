@@ -16,11 +16,13 @@ LOOPBACK = "127.0.0.1"
 
 
 class PortTaken(Exception):
-    """The port cannot be bound. `str()` is the one line the service prints before exiting."""
+    """Signals that the port cannot be bound. `str()` is the one line the service prints before
+    exiting."""
 
 
 class ServiceError(Exception):
-    """Bad options or environment. `str()` is the one line the service prints before exiting."""
+    """Signals bad options or environment. `str()` is the one line the service prints before
+    exiting."""
 
 
 def log(message: str) -> None:

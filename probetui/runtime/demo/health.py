@@ -37,7 +37,7 @@ def _name(status: int | None) -> str:
 
 
 class _LoggingHealth(health_aio.HealthServicer):
-    """The reference servicer, with a log line per Check."""
+    """Extends the reference servicer, with a log line per Check."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -64,8 +64,8 @@ async def run_tcp(port: int, stop: asyncio.Event) -> int:
 
 
 class _HealthFile:
-    """The file an exec probe looks at. File calls are quick local ones, made in plain methods
-    so the event loop code reads as what it is: a schedule."""
+    """Manages the file an exec probe looks at. File calls are quick local ones, made in
+    plain methods so the event loop code reads as what it is: a schedule."""
 
     def __init__(self, raw: str) -> None:
         self.path = Path(raw)

@@ -24,6 +24,7 @@ What the agent sends becomes what the view's own shadow would have made:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -59,10 +60,7 @@ from probetui.runtime.kubernetes.node_stream import (
 from probetui.runtime.kubernetes.proxy import api_forbidden, pod_proxy_prefix
 from probetui.spec.model import ProbeType
 from probetui.stream import protocol as p
-from probetui.stream.codec import event_from_frame
-from probetui.stream.reader import lines
-from probetui.stream.rows import ROWS, WORKER, RowReader
-from probetui.timeline.events import SHADOW, WORKER_STATE, Event
+from probetui.timeline.events import PROBE_ATTEMPT, SHADOW, WORKER_STATE, Event, EventType
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
@@ -71,7 +69,7 @@ log = logging.getLogger(__name__)
 
 
 class AgentReader:
-    """The agents of one cluster view: which nodes they cover, and a stream per such node."""
+    """Reads the agents of one cluster view: which nodes they cover, and a stream per such node."""
 
     def __init__(
         self,
@@ -422,47 +420,35 @@ class AgentReader:
         session: aiohttp.ClientSession = self.api.rest_client.pool_manager
         params = {"rows": "1", "podframes": "0", "pods": uid, "since": repr(since)}
         latest: Event | None = None
+        wanted = (uid, container, probe)
+
+        def asked(e: Event) -> bool:
+            return (
+                e.type == EventType.PROBE_ATTEMPT
+                and (e.pod_uid, e.container, e.probe) == wanted
+                and (not now or bool(e.fields.get("manual")))
+            )
+
         try:
-            async with asyncio.timeout(timeout):
-                async with session.get(
-                    self.url(pod, STREAM_PATH), params=params, headers=headers
-                ) as resp:
-                    if resp.status != 200:
-                        return None, stream._refusal(pod, resp.status, await read_capped(resp)).text
-                    rows = RowReader()
-                    first = True
-                    async for batch in lines(resp.content):  # type: ignore[arg-type]
-                        for line in batch:
-                            frame = p.loads(line)
-                            if first:
-                                first = False
-                                stream._hello(pod, frame)
-                                continue
-                            kind = frame["k"]
-                            if kind == WORKER:
-                                rows.declare(frame)
-                            events = (
-                                rows.events(frame)
-                                if kind == ROWS
-                                else [event_from_frame(frame)]
-                                if kind == p.EVENT
-                                else []
-                            )
-                            for e in events:
-                                if (
-                                    e.type == "ProbeAttempt"
-                                    and (e.pod_uid, e.container, e.probe) == (uid, container, probe)
-                                    and (not now or e.fields.get("manual"))
-                                ):
-                                    if now:
-                                        return e, ""
-                                    latest = e
-                            if kind == p.LIVE:
-                                if not now:
-                                    return latest, "" if latest else "no attempt kept since then"
-                                refused = await self.post_probe(pod, uid, container, probe)
-                                if refused is not None:
-                                    return None, refused
+            async with (
+                asyncio.timeout(timeout),
+                session.get(self.url(pod, STREAM_PATH), params=params, headers=headers) as resp,
+                contextlib.aclosing(stream.decoded(pod, resp)) as frames,
+            ):
+                if resp.status != 200:
+                    return None, stream._refusal(pod, resp.status, await read_capped(resp)).text
+                async for kind, _, events in frames:
+                    for e in filter(asked, events):
+                        if now:
+                            return e, ""
+                        latest = e
+                    if kind != p.LIVE:
+                        continue
+                    if not now:
+                        return latest, "" if latest else "no attempt kept since then"
+                    refused = await self.post_probe(pod, uid, container, probe)
+                    if refused is not None:
+                        return None, refused
         except Fault as f:
             return None, f.text
         except TimeoutError:
@@ -483,7 +469,7 @@ class AgentReader:
         if event.source != SHADOW or event.pod_uid not in self.node_of:
             return
         fields = event.fields
-        if "via" in fields or event.type == "ProbeAttempt":
+        if "via" in fields or event.type == PROBE_ATTEMPT:
             fields["via"] = "agent"
         fields["node"] = node
         self.publish(event)

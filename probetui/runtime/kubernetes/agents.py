@@ -49,8 +49,9 @@ EXEC_NOT_RUN = (
 
 
 class AgentProblem(Exception):
-    """The agents cannot be used: one line naming what and the fix. `lasting`: asking again
-    will not help (a refusal, a missing Secret), where a fault of the moment may pass."""
+    """Signals that the agents cannot be used: one line naming what and the fix. `lasting`:
+    asking again will not help (a refusal, a missing Secret), where a fault of the moment
+    may pass."""
 
     def __init__(self, text: str, lasting: bool = True) -> None:
         super().__init__(text)
@@ -59,7 +60,7 @@ class AgentProblem(Exception):
 
 @dataclass(frozen=True, slots=True)
 class AgentPod:
-    """An agent pod that passed the checks."""
+    """Describes an agent pod that passed the checks."""
 
     namespace: str
     name: str
@@ -138,7 +139,7 @@ def check_agent(obj: dict[str, Any], namespace: str) -> tuple[AgentPod | None, s
 
 
 class AgentDirectory:
-    """The agent pods of one namespace, checked, by node: the agent pod watch's handler.
+    """Keeps the agent pods of one namespace, checked, by node: the agent pod watch's handler.
 
     `on_change(node)` is told each time the agent serving a node changes (another pod, or none).
     """

@@ -81,7 +81,7 @@ _PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROX
 
 @dataclass(frozen=True, slots=True)
 class ConnectOptions:
-    """The command line's connection flags, as given."""
+    """Holds the command line's connection flags, as given."""
 
     kubeconfig: str | None = None  # --kubeconfig
     context: str | None = None  # --context
@@ -96,7 +96,7 @@ class ConnectOptions:
 
 @dataclass(frozen=True, slots=True)
 class ClusterTarget:
-    """Where and as whom to connect, resolved; no network has been touched yet."""
+    """Says where and as whom to connect, resolved; no network has been touched yet."""
 
     server: str
     namespace: str

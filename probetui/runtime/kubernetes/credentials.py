@@ -55,7 +55,7 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True, slots=True)
 class Credential:
-    """One answer of an exec plugin: a token, or a client certificate and key (PEM)."""
+    """Holds one answer of an exec plugin: a token, or a client certificate and key (PEM)."""
 
     token: str | None = None
     cert_pem: str | None = None
@@ -75,7 +75,7 @@ class TokenSource(Protocol):
 
 
 class ExecTokenSource:
-    """The exec plugin's answer, run again when it has expired or was refused."""
+    """Gives the exec plugin's answer, run again when it has expired or was refused."""
 
     def __init__(
         self,
@@ -133,7 +133,7 @@ class ExecTokenSource:
 
 
 class FileTokenSource:
-    """A token file, read again every minute (10 s early) and after a 401."""
+    """Reads a token file, again every minute (10 s early) and after a 401."""
 
     def __init__(
         self, path: str | Path, *, fallback: str | None = None, clock: Clock = time.time

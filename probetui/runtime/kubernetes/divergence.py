@@ -51,7 +51,7 @@ class _Disagreement:
 
 
 class Divergence:
-    """The disagreements between the shadow and the kubelet, by (pod UID, container, probe).
+    """Tracks the disagreements between the shadow and the kubelet, by (pod UID, container, probe).
 
     `via` is the shadow's path (for the event and its likely reasons); `not_probed` says which
     probes the shadow does not run, whose values are no verdict.
@@ -104,6 +104,10 @@ class Divergence:
     def forget_pod(self, uid: str) -> None:
         self._read_at.pop(uid, None)
         self.forget(lambda key: key[0] != uid)
+
+    def open_pods(self) -> set[str]:
+        """Return the pods with a disagreement being timed or reported."""
+        return {key[0] for key in self._disagree}
 
     def forget(self, keep: Callable[[Key], bool]) -> None:
         """Drop the disagreements `keep` says no to (containers no longer there)."""

@@ -108,7 +108,8 @@ def container_of_field_path(field_path: str) -> tuple[str, ContainerKind] | None
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """What a message says beyond its reason: probe type, container, and details for the UI."""
+    """Holds what a message says beyond its reason: probe type, container, and details for
+    the UI."""
 
     probe: ProbeType | None = None
     container: str | None = None
@@ -154,7 +155,7 @@ def parse_message(reason: str, message: str) -> Parsed:
 
 @dataclass(frozen=True, slots=True)
 class ObservedEvent:
-    """One core/v1 Event about a pod, read."""
+    """Holds one core/v1 Event about a pod, read."""
 
     uid: str  # metadata.uid (namespace/name when absent): stable across count updates
     namespace: str
@@ -255,7 +256,7 @@ def parse_event(obj: Mapping[str, Any]) -> ObservedEvent | None:
 
 
 class EventCounter:
-    """How many occurrences of each event object were handed out; bounded by uid.
+    """Counts how many occurrences of each event object were handed out; bounded by uid.
 
     client-go's recorder keeps 4096 events per process and events live an hour (the API
     server's default TTL), so a few thousand entries per watched namespace are plenty; an

@@ -80,7 +80,7 @@ AGENT_READ_PATHS = ("v1/stream",)
 
 
 class AgentReadPaths:
-    """The agents' read paths read-only may GET: filled by discovery with the agent pods it
+    """Lists the agents' read paths read-only may GET: filled by discovery with the agent pods it
     listed and checked, consulted by every guard of the target's clients."""
 
     def __init__(self) -> None:
@@ -112,7 +112,7 @@ class AgentReadPaths:
 
 
 class ReadOnlyViolation(Exception):
-    """A request that `--read-only` refused before sending it.
+    """Signals a request that `--read-only` refused before sending it.
 
     Deliberately not an aiohttp `ClientError`: nothing may treat it as a network fault and retry.
     """
@@ -174,7 +174,7 @@ def prefix_problem(prefix: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class ApiPath:
-    """A request path as the API server's `RequestInfoFactory` splits it."""
+    """Holds a request path as the API server's `RequestInfoFactory` splits it."""
 
     resource_request: bool = False  # under /api/VERSION or /apis/GROUP/VERSION
     legacy_proxy: bool = False  # /api/v1/proxy/...
@@ -274,7 +274,7 @@ class Refused:
 
 
 class ReadOnlyGuard:
-    """The check installed on one client's connector; keeps the last refusals for display."""
+    """Runs the check installed on one client's connector; keeps the last refusals for display."""
 
     def __init__(
         self, keep: int = 64, prefix: str = "", agents: AgentReadPaths | None = None

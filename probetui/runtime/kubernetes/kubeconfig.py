@@ -61,7 +61,8 @@ MAX_CA_BYTES = 4 * 1024 * 1024
 
 
 class KubeconfigError(RuntimeFailure):
-    """The cluster connection cannot be set up; one line naming the problem and the fix."""
+    """Signals that the cluster connection cannot be set up; one line naming the problem and
+    the fix."""
 
 
 def one_line(error: object) -> str:
@@ -184,7 +185,8 @@ def _join(base: str, path: str) -> str:
 
 @dataclass(slots=True)
 class Merged:
-    """What the files define together: entries by name, the current context, the files read."""
+    """Holds what the files define together: entries by name, the current context, the
+    files read."""
 
     clusters: dict[str, dict] = field(default_factory=dict)
     users: dict[str, dict] = field(default_factory=dict)
@@ -217,7 +219,7 @@ def merge(paths: list[str]) -> Merged:
 
 @dataclass(frozen=True, slots=True)
 class ClusterIdentity:
-    """What tells one cluster from another where a context's name cannot.
+    """Holds what tells one cluster from another where a context's name cannot.
 
     `anchors`: the DER bytes of each certificate of the cluster's CA data or CA file, empty
     where the cluster has none of its own: no `certificate-authority(-data)` (the system's

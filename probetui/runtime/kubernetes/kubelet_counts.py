@@ -60,7 +60,7 @@ class _Probe:
 
 @dataclass
 class CountsJudge:
-    """Windows of the kubelet's and the shadow's counts per probe; the events they make."""
+    """Keeps windows of the kubelet's and the shadow's counts per probe; the events they make."""
 
     window: float = WINDOW
     _probes: dict[Key, _Probe] = field(default_factory=dict)

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,16 +55,16 @@ MODES = ("agent", "auto")
 # at most 5,000 nodes, so no stream ever waits for another to end
 STREAMS_MAX = 6000
 # seconds of frames a stream takes before it gives the loop back: an agent's stream opened
-# again sends its node's pods and summaries at once, and streams reopened together would
-# otherwise hold the loop in turn, each repaint waiting for all of them
+# again sends its node's summaries (and, if older, its pods) at once, and streams reopened
+# together would otherwise hold the loop in turn, each repaint waiting for all of them
 TURN = 0.002
-# how every `pod` frame begins (`codec.pod_frame` puts the kind first): an agent sends its
-# node's every pod as a stream opens, the largest frames it sends
+# how every `pod` frame begins (`codec.pod_frame` puts the kind first): the largest frames an
+# agent sends, which the view, watching the pods itself, passes over undecoded
 POD_FRAME = p.dumps({"k": p.POD})[:-2] + b","
 
 
 class Fault(Exception):
-    """Why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
+    """Says why a stream stopped: `text` for the user (one line, the node and the fix), `wait`
     before trying again (None: the back-off), `token` when the read token was refused."""
 
     def __init__(self, text: str, wait: float | None = None, token: bool = False) -> None:
@@ -75,7 +76,7 @@ class Fault(Exception):
 
 @dataclass
 class NodeStream:
-    """One node's agent stream, opened again after every cut, resumed from `last_at`."""
+    """Reads one node's agent stream, opened again after every cut, resumed from `last_at`."""
 
     node: str
     reader: AgentReader
@@ -233,51 +234,81 @@ class NodeStream:
             return Fault(f"{where}: agent pod {pod.name}: {said}", wait=REFUSED_RETRY)
         return Fault(f"{where}: agent pod {pod.name} answered {status}: {said}")
 
-    async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
+    async def decoded(
+        self,
+        pod: AgentPod,
+        resp: aiohttp.ClientResponse,
+        *,
+        resume: bool = False,
+        turn: asyncio.Lock | None = None,
+    ) -> AsyncIterator[tuple[str, dict[str, Any], Sequence[Event]]]:
+        """Check the stream's hello, then yield each later frame with its kind and the events
+        it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared;
+        `pod` frames are passed over undecoded.
+
+        With `resume`, a `rows` or `event` frame stamped at or before `last_at` is dropped
+        unread and `last_at` follows each one taken: a stream opened again shows nothing twice.
+        With `turn` (shared by the streams of a reader, whose caller takes each frame without
+        awaiting), frames are yielded `TURN` seconds at a time, the turn held over one pass of
+        the loop after each: what else is ready (a key press, a repaint) runs before another
+        stream's frames, however many streams burst at once.
+        """
         rows = RowReader()
-        hello = True
-        turn = self.reader.turn
+        first = True
+        hold: contextlib.AbstractAsyncContextManager[Any] = (
+            turn if turn is not None else contextlib.nullcontext()
+        )
         async for batch in lines(resp.content):  # type: ignore[arg-type]
             at = 0
-            if hello:
-                hello = False
-                self._hello(pod, p.loads(batch[0]))
-                at = 1
             while at < len(batch):
-                async with turn:
-                    until = time.perf_counter() + TURN
+                async with hold:
+                    start, until = at, time.perf_counter() + TURN
                     while at < len(batch):
-                        self._take(pod, rows, batch[at])
-                        at += 1
-                        if time.perf_counter() >= until:
+                        if turn is not None and at > start and time.perf_counter() >= until:
                             break
-                    # held over one pass of the loop: what else is ready (a key press, a
-                    # repaint) runs before another stream's frames, however many streams burst
-                    await asyncio.sleep(0)
+                        line = batch[at]
+                        at += 1
+                        if not first and line.startswith(POD_FRAME):
+                            self.frames += 1
+                            continue
+                        frame = p.loads(line)
+                        if first:
+                            first = False
+                            self._hello(pod, frame)
+                            continue
+                        self.frames += 1
+                        kind = frame["k"]
+                        if kind == ROWS or kind == p.EVENT:
+                            stamp = frame.get("at")
+                            if resume and self._seen(stamp):
+                                continue
+                            events = (
+                                rows.events(frame) if kind == ROWS else (event_from_frame(frame),)
+                            )
+                            yield kind, frame, events
+                            if resume:
+                                self._advance(stamp)
+                            continue
+                        if kind == WORKER:
+                            rows.declare(frame)
+                        yield kind, frame, ()
+                    if turn is not None:
+                        await asyncio.sleep(0)
 
-    def _take(self, pod: AgentPod, rows: RowReader, line: bytes) -> None:
-        """Take one frame of the stream (after its hello)."""
+    async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
+        turn = self.reader.turn
+        async with contextlib.aclosing(self.decoded(pod, resp, resume=True, turn=turn)) as frames:
+            async for kind, frame, events in frames:
+                self._take(pod, kind, frame, events)
+
+    def _take(
+        self, pod: AgentPod, kind: str, frame: dict[str, Any], events: Sequence[Event]
+    ) -> None:
+        """Take one frame: its events to the reader, counts, notes and states to theirs."""
         reader = self.reader
-        self.frames += 1
-        if line.startswith(POD_FRAME):
-            return  # the view watches the pods itself: a pod frame is not even decoded
-        frame = p.loads(line)
-        kind = frame["k"]
-        if kind == ROWS:
-            at = frame.get("at")
-            if self._seen(at):
-                return
-            for event in rows.events(frame):
+        if kind == ROWS or kind == p.EVENT:
+            for event in events:
                 reader.take(self.node, event)
-            self._advance(at)
-        elif kind == WORKER:
-            rows.declare(frame)
-        elif kind == p.EVENT:
-            at = frame.get("at")
-            if self._seen(at):
-                return
-            reader.take(self.node, event_from_frame(frame))
-            self._advance(at)
         elif kind == p.COUNTS:
             if reader.shows(str(frame.get("uid"))):
                 for event in reader.counts.frame(self.node, frame):

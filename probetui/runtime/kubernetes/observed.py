@@ -50,7 +50,8 @@ __all__ = [
 
 
 class ObservedPodError(Exception):
-    """A pod object from the API that cannot be read; one line naming the pod and the field."""
+    """Signals a pod object from the API that cannot be read; one line naming the pod and the
+    field."""
 
 
 def parse_time(value: object) -> float | None:
@@ -77,7 +78,7 @@ class PodCondition:
 
 @dataclass(frozen=True, slots=True)
 class ObservedPod:
-    """One pod object as seen: what the engine takes, plus what the UI shows beside it."""
+    """Holds one pod object as seen: what the engine takes, plus what the UI shows beside it."""
 
     pod: Pod
     status: PodStatus
@@ -300,7 +301,8 @@ def _spec_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 class PodSpecCache:
-    """Parsed specs by uid, reused while `_spec_key` holds; bounded, least recently used first."""
+    """Keeps parsed specs by uid, reused while `_spec_key` holds; bounded, least recently used
+    first."""
 
     def __init__(self, size: int = 16384) -> None:
         self._size = size

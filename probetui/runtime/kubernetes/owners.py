@@ -50,7 +50,7 @@ def _controller(meta: Mapping[str, Any], rs: str) -> tuple[str, str]:
 
 
 class ReplicaSetOwners(Relisted):
-    """(namespace, ReplicaSet) -> the workload that controls it, as the ReplicaSet says.
+    """Maps (namespace, ReplicaSet) -> the workload that controls it, as the ReplicaSet says.
 
     `on_change` is told when a read changed what some ReplicaSet's pods belong to, so the
     runtime can show those pods under their workload again.

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from probetui.kubelet.profile import profile_of_node
+from probetui.prober.results import ResultsManager
 from probetui.prober.status import PodSnapshot
 from probetui.runtime.base import RuntimeEvent, RuntimeHost
 from probetui.runtime.kubernetes.divergence import Divergence
@@ -56,7 +57,7 @@ NOT_RUN = EventType.PROBE_NOT_RUN
 
 
 class ClusterPods:
-    """The watched pods, and what their changes and the kubelet's events tell the host.
+    """Holds the watched pods, and what their changes and the kubelet's events tell the host.
 
     `not_probed` says which probes the shadow does not run here (asked anew each time: what the
     engine can run is learnt after start-up); `via` is the shadow's path, for `ProbeNotRun`.
@@ -329,15 +330,24 @@ class ClusterPods:
         await self.check_divergence()
 
     async def check_divergence(self) -> None:
-        """Check every pod observed, DIVERGENCE_SLICE at a time with the loop served between
-        them, so that the walk never lands whole in a key's frame (guarded by
-        benchmarks.fleet, the loop's slow steps). Each step
-        reads the pods as they are then; a pod that came meanwhile keeps what it has, and is
-        checked as it came and at the next walk."""
+        """Check the pods whose shadow verdicts may have moved since the last walk (every pod
+        where the prober's caches cannot say), DIVERGENCE_SLICE at a time with the loop served
+        between them, so that the walk never lands whole in a key's frame (guarded by
+        benchmarks.fleet, the loop's slow steps). Each step reads the pods as they are then; a
+        pod that came meanwhile keeps what it has, and is checked as it came and at the next
+        walk."""
         host = self.host
         if host is None:
             return
+        moved = _verdicts_moved(getattr(host, "manager", None))
         uids = list(self.pods)
+        skipped: set[str] = set()
+        if moved is not None:
+            # a verdict moves with a cache's `set` or a pod update (checked as it comes); an
+            # open disagreement moves with time
+            moved |= self.divergence.open_pods()
+            skipped = set(uids).difference(moved)
+            uids = [uid for uid in uids if uid in moved]
         live: set[tuple[str, str, str]] = set()
         for i in range(0, len(uids), DIVERGENCE_SLICE):
             if i:
@@ -347,8 +357,25 @@ class ClusterPods:
                 seen = self.pods.get(uid)
                 if seen is not None:
                     self.divergence.check_pod(host, seen.pod, seen.status, now, live)
-        came = set(self.pods).difference(uids)
-        self.divergence.forget(lambda key: key in live or key[0] in came)
+        came = set(self.pods).difference(uids, skipped)
+        self.divergence.forget(lambda key: key in live or key[0] in came or key[0] in skipped)
+
+
+def _verdicts_moved(manager: Any) -> set[str] | None:
+    """Return the pods whose readiness or startup cache was set since the last call, or None
+    where every pod must be checked: the first call, or caches that do not keep the list (a
+    shard's, behind a proxy)."""
+    caches = (getattr(manager, "readiness", None), getattr(manager, "startup", None))
+    if not all(isinstance(cache, ResultsManager) for cache in caches):
+        return None
+    moved: set[str] | None = set()
+    for cache in caches:
+        touched = cache.touched_pods()
+        if touched is None or moved is None:
+            moved = None
+        else:
+            moved |= touched
+    return moved
 
 
 def _placeholder(namespace: str, name: str) -> Pod:

@@ -51,7 +51,7 @@ VERSION_TIMEOUT = 2.0
 
 
 class Reacher:
-    """The paths to pods for one cluster target and one `--via`.
+    """Opens the paths to pods for one cluster target and one `--via`.
 
     The API clients come with `connect` once the runtime has them; until then (and for
     `_ws_core`, always in `--read-only`) the paths that need them say they are not available.

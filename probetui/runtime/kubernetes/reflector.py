@@ -43,11 +43,11 @@ MAX_LINE_BYTES = 3 * 1024 * 1024
 
 
 class Gone(Exception):
-    """The resourceVersion is too old (410): list again."""
+    """Signals that the resourceVersion is too old (410): list again."""
 
 
 class Response(Protocol):
-    """What `_preload_content=False` hands back: the aiohttp response, unread."""
+    """Holds what `_preload_content=False` hands back: the aiohttp response, unread."""
 
     status: int
     content: aiohttp.StreamReader
@@ -99,7 +99,7 @@ def api_lister(
 
 @dataclass(slots=True)
 class ReflectorBackoff:
-    """client-go's reflector back-off: 800 ms doubling to 30 s, reset after a good list."""
+    """Mirrors client-go's reflector back-off: 800 ms doubling to 30 s, reset after a good list."""
 
     initial: float = 0.8
     cap: float = 30.0
@@ -310,7 +310,7 @@ class Reflector:
 
 
 class ApiStatusError(Exception):
-    """The API server answered with an error status (or an in-stream ERROR event)."""
+    """Signals that the API server answered with an error status (or an in-stream ERROR event)."""
 
     def __init__(self, status: int, message: str, retry_after: float = 0.0) -> None:
         super().__init__(f"{status}: {message}" if message else str(status))
@@ -320,11 +320,11 @@ class ApiStatusError(Exception):
 
 
 class ShortWatch(Exception):
-    """A watch that ended at once without delivering anything."""
+    """Signals a watch that ended at once without delivering anything."""
 
 
 class BadResponse(ValueError):
-    """An answer that is not what an API server sends."""
+    """Signals an answer that is not what an API server sends."""
 
 
 def _status_error(status: int, body: bytes, resp: Any = None) -> Exception:

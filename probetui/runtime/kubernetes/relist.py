@@ -24,8 +24,9 @@ REFUSED = (401, 403, 404)
 
 
 class Relisted:
-    """Subclasses give `what` (the resource, for messages), `_call()` (the list request,
-    unread: `_preload_content=False`) and `_take(body)` (what to keep of its answer)."""
+    """Relists a resource; subclasses give `what` (the resource, for messages), `_call()` (the
+    list request, unread: `_preload_content=False`) and `_take(body)` (what to keep of its
+    answer)."""
 
     what = "objects"
 

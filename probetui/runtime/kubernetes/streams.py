@@ -94,7 +94,8 @@ async def _unknown_version(what: str) -> str:
 
 
 class StreamError(Exception):
-    """The API server refused or broke the stream; the message is for the attempt's output."""
+    """Signals that the API server refused or broke the stream; the message is for the attempt's
+    output."""
 
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -102,7 +103,8 @@ class StreamError(Exception):
 
 
 class ApiPathError(ReachError):
-    """The path to the pod could not be opened (forbidden, API server unreachable, ...).
+    """Signals that the path to the pod could not be opened (forbidden, API server
+    unreachable, ...).
 
     The handler runner turns it into an (Unknown, error) attempt: retried, then discarded, never
     counted as the container's failure, and its text is shown.
@@ -141,7 +143,7 @@ async def _open(
 
 
 class PortForward:
-    """One port-forward stream for one TCP connection (the kubelet opens one per probe too).
+    """Runs one port-forward stream for one TCP connection (the kubelet opens one per probe too).
 
     A reader task takes every message off the websocket as it arrives: data into a queue,
     error text into `error`.
@@ -245,7 +247,8 @@ def _refused_address() -> tuple[socket.socket, tuple[str, int]]:
 
 
 class OneShotForward:
-    """A loopback listener for one probe attempt; each connection is its own port-forward stream.
+    """Runs a loopback listener for one probe attempt; each connection is its own
+    port-forward stream.
 
     `start()` opens the first stream, then the listener; it returns the address the handler
     dials as it would dial the pod. A redirect the handler follows is a new connection and gets

@@ -196,7 +196,7 @@ def server_address(url: Any) -> str:
 
 
 class RedirectRefused(aiohttp.ClientConnectionError):
-    """A connection to anywhere but the API server, refused before a socket was opened.
+    """Signals a connection to anywhere but the API server, refused before a socket was opened.
 
     A connection error, so the reflectors retry it and a probe attempt reports it as its error:
     the server may stop redirecting.
@@ -213,7 +213,7 @@ class RedirectRefused(aiohttp.ClientConnectionError):
 
 
 class ServerConnector(aiohttp.TCPConnector):
-    """A connector that opens connections to one server only (module docstring).
+    """Opens connections to one server only (module docstring).
 
     Only the scheme, host and port are compared: a server URL's path prefix is the read-only
     guard's business, not the connection's.
@@ -231,7 +231,7 @@ class ServerConnector(aiohttp.TCPConnector):
 
 
 class ClusterSession:
-    """The aiohttp session of one API client, with the cluster's proxy and TLS server name.
+    """Holds the aiohttp session of one API client, with the cluster's proxy and TLS server name.
 
     It stands in for the library's `rest_client.pool_manager`: `request` (list, watch, get, the
     pods/proxy relay) and `ws_connect` (exec, port-forward) get `proxy` and `server_hostname`

@@ -37,12 +37,12 @@ READ_TIMEOUT = 10.0
 
 
 class VantageError(Exception):
-    """The probe cannot be compared at all: one line, the problem and the fix."""
+    """Signals that the probe cannot be compared at all: one line, the problem and the fix."""
 
 
 @dataclass(frozen=True, slots=True)
 class Seen:
-    """One path's attempt, or why there is none."""
+    """Holds one path's attempt, or why there is none."""
 
     via: str
     result: str | None  # success, warning, failure, error (outcome_label); None: not run

@@ -37,7 +37,7 @@ _ANSWER_BYTES = 256
 
 
 class _Attempt:
-    """One attempt as `collect` reads it (`probe.exec.ExecProcess`)."""
+    """Holds one attempt as `collect` reads it (`probe.exec.ExecProcess`)."""
 
     def __init__(
         self,
@@ -60,7 +60,7 @@ class _Attempt:
 
 
 class ExecChannel:
-    """One container instance's exec attempts, through its supervisor's control socket."""
+    """Runs one container instance's exec attempts, through its supervisor's control socket."""
 
     def __init__(self, sock: socket.socket, spec: ProcessSpec) -> None:
         sock.setblocking(False)

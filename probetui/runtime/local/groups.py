@@ -35,7 +35,7 @@ def signal_group(pgid: int, sig: signal.Signals) -> bool:
 
 
 class ProcessGroupRegistry:
-    """Every live child process group, so that they can all be killed when probetui ends.
+    """Tracks every live child process group, so that they can all be killed when probetui ends.
 
     `kill_all()` is synchronous and safe to call from a signal handler or atexit.
     """

@@ -19,7 +19,8 @@ DEFAULT_MAX_LINE_BYTES = 16 * 1024
 
 @dataclass(frozen=True)
 class OutputLine:
-    """One line of output, without its newline; `partial` when it was split or had no newline."""
+    """Holds one line of output, without its newline; `partial` when it was split or had no
+    newline."""
 
     stream: str  # "stdout" or "stderr"
     time: float  # time.time() when it was read
@@ -32,7 +33,7 @@ class OutputLine:
 
 
 class Tail:
-    """The last `max_bytes` of one stream, as timestamped lines."""
+    """Keeps the last `max_bytes` of one stream, as timestamped lines."""
 
     def __init__(self, stream: str, max_bytes: int, max_line: int) -> None:
         self.stream = stream

@@ -61,7 +61,8 @@ _PIPE_GRACE = 0.2
 
 
 class ContainerStartError(LocalRuntimeError):
-    """The process could not be started; `exit_code` and `reason` are what a runtime records."""
+    """Signals that the process could not be started; `exit_code` and `reason` are what a runtime
+    records."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -99,7 +100,7 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 
 class ContainerProcess:
-    """One run of one container: start it once, then wait for it or stop it."""
+    """Drives one run of one container: start it once, then wait for it or stop it."""
 
     def __init__(
         self,

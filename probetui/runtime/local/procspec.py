@@ -16,12 +16,12 @@ from probetui.spec.model import Container
 
 
 class LocalRuntimeError(Exception):
-    """A container the local runtime cannot run as written."""
+    """Signals a container the local runtime cannot run as written."""
 
 
 @dataclass(frozen=True)
 class ProcessSpec:
-    """What to run: argv (no shell), the full environment, the working directory.
+    """Says what to run: argv (no shell), the full environment, the working directory.
 
     `warnings` lists what the manifest asks for that the local runtime cannot honour (env vars
     set with valueFrom), for the caller to show.

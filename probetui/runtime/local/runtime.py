@@ -62,7 +62,8 @@ READ_ONLY_NOTE = "read-only: the local runtime starts no process"
 
 
 class NotLoopback(ReachError):
-    """A probe names a host the local runtime will not dial; the attempt errors (Unknown)."""
+    """Signals that a probe names a host the local runtime will not dial; the attempt errors
+    (Unknown)."""
 
 
 def is_loopback(host: str) -> bool:

@@ -157,7 +157,7 @@ def descendants(root: int) -> list[int]:
 
 
 class _Control:
-    """probetui's exec probe attempts, run in the container's stead: asked for on the control
+    """Runs probetui's exec probe attempts in the container's stead: asked for on the control
     socket (SOCK_SEQPACKET), one message each.
 
     A request is `X ID` with three descriptors: a spec memfd (as SPEC_FD: the command, the

@@ -174,7 +174,7 @@ def _back_off_ends(history: ContainerHistory | None, cs: ContainerStatus | None)
 
 
 class DetailHeader(LineCached):
-    """`pod / container  Ready ✗  Started ✓  restarts 2  Running 1m20s`"""
+    """Shows one line: `pod / container  Ready ✗  Started ✓  restarts 2  Running 1m20s`"""
 
     DEFAULT_CSS = """
     DetailHeader { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }

@@ -33,7 +33,7 @@ def line_key(line: Text) -> tuple:
 
 
 class LineCached(Widget):
-    """A widget whose `render()` returns a Text of lines (no wrapping: nowrap in its CSS),
+    """Acts as a widget whose `render()` returns a Text of lines (no wrapping: nowrap in its CSS),
     drawn with the Line API from strips kept by each line's look."""
 
     _lines: list[Text] | None = None  # render()'s lines as last drawn; None: call it again

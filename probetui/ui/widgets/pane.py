@@ -19,7 +19,7 @@ from textual.widget import Widget
 
 
 class EdgeTitle:
-    """Widget.border_title's descriptor, refreshing only its own border line."""
+    """Replaces Widget.border_title's descriptor, refreshing only its own border line."""
 
     def __init__(self, bottom: bool) -> None:
         self.bottom = bottom

@@ -115,7 +115,7 @@ def _facts(pod: Pod, cache: dict[str, _PodFacts] | None) -> _PodFacts:
 
 
 class _Entry:
-    """One pod in the index: its names, which of its containers the filter lets through, and
+    """Holds one pod in the index: its names, which of its containers the filter lets through, and
     its order in each sort, kept until the pod changes."""
 
     __slots__ = (
@@ -170,7 +170,7 @@ class _Block(NamedTuple):
 
 
 class RowIndex:
-    """The Workloads list's rows, as `build_rows` defines them, kept up to date from one
+    """Keeps the Workloads list's rows, as `build_rows` defines them, kept up to date from one
     listing to the next, so that a keystroke in the filter or an `S` costs what changed, not a
     walk of every pod's containers (guarded by benchmarks/fleet.py):
 

@@ -63,7 +63,7 @@ def tick_step(scale: float, min_cells: int = 12) -> float:
 
 
 class Timeline(LineCached):
-    """Lanes for the selected container; follows now, or stays where the user scrolled."""
+    """Draws lanes for the selected container; follows now, or stays where the user scrolled."""
 
     DEFAULT_CSS = """
     Timeline { height: 7; text-wrap: nowrap; text-overflow: ellipsis; }

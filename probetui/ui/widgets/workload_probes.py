@@ -48,7 +48,8 @@ MAX_DIFFER = 3  # replicas named per probe; the rest are counted
 
 
 class WorkloadProbeView(Widget):
-    """A workload's probes across its replicas; redrawn by the screen when a replica changed."""
+    """Shows a workload's probes across its replicas; redrawn by the screen when a replica
+    changed."""
 
     DEFAULT_CSS = """
     WorkloadProbeView { text-wrap: nowrap; text-overflow: ellipsis; }

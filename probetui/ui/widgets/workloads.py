@@ -58,7 +58,7 @@ from probetui.ui.widgets.rows import (
 
 
 class WorkloadHeader(Static):
-    """Column names above the list, laid out as the list lays out its lines."""
+    """Shows column names above the list, laid out as the list lays out its lines."""
 
     def __init__(self, workloads: WorkloadList, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -72,7 +72,7 @@ class WorkloadHeader(Static):
 
 
 class WorkloadList(QuietFocusWidget, Widget, can_focus=True, inherit_bindings=False):
-    """Pods and containers; the cursor selects a container for the panes on the right."""
+    """Lists pods and containers; the cursor selects a container for the panes on the right."""
 
     BINDINGS: ClassVar[list[BindingType]] = keys.WORKLOADS
     COMPONENT_CLASSES: ClassVar[set[str]] = {

@@ -94,3 +94,32 @@ async def test_only_disagreements_of_pods_gone_are_forgotten() -> None:
     key = ("app", "readiness")
     assert div.keep(("uid-0", *key)) and div.keep(("uid-new", *key))
     assert not div.keep(("uid-1", *key)) and not div.keep(("uid-never", *key))
+
+
+async def test_after_the_first_walk_only_pods_whose_verdicts_may_have_moved_are_checked() -> None:
+    """A verdict moves with a readiness or startup cache's `set` (changed or not: the worker's
+    result becomes its own) or with time once a disagreement is open; the rest are skipped,
+    and what they had is kept."""
+    from types import SimpleNamespace
+
+    from probetui.prober.results import ResultsManager, ResultValue
+    from probetui.runtime.kubernetes.divergence import _Disagreement
+
+    div = Recorder()
+    pods = cluster(6, div)
+    manager = SimpleNamespace(readiness=ResultsManager(), startup=ResultsManager())
+    pods.host = SimpleNamespace(manager=manager)  # type: ignore[assignment]
+    await pods.check_divergence()
+    assert len(div.checked) == 6  # the first walk: every pod
+    div.checked.clear()
+    manager.readiness.set("c-1", ResultValue.SUCCESS, "uid-1")
+    manager.startup.set("c-2", ResultValue.SUCCESS, "uid-2")
+    manager.startup.set("c-2", ResultValue.SUCCESS, "uid-2")  # unchanged still counts
+    div._disagree[("uid-4", "app", "readiness")] = _Disagreement(0.0)
+    div._disagree[("uid-5", "app", "readiness")] = _Disagreement(0.0)
+    await pods.check_divergence()
+    assert sorted(uid for uid, _, _ in div.checked) == ["uid-1", "uid-2", "uid-4", "uid-5"]
+    div.checked.clear()
+    await pods.check_divergence()
+    assert sorted(uid for uid, _, _ in div.checked) == ["uid-4", "uid-5"]
+    assert div.keep(("uid-0", "app", "readiness"))  # skipped, not forgotten
