@@ -401,6 +401,7 @@ class Config:
     connections: int = 16
     install: bool = True
     rounds: int = 1
+    tick_align: float = 0.0  # probetui's ticks on a node agent's grid (0: the kubelet's arming)
 
 
 def _uvloop_available() -> bool:
@@ -428,6 +429,7 @@ def phase_probetui(config: Config, handler: str, host: str, port: int) -> dict[s
             uvloop=config.uvloop and _uvloop_available(),
             driver="manager",
             target=f"{host}:{port}",
+            tick_align=config.tick_align,
         )
     )
     r = result.to_json()
@@ -655,6 +657,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run probetui's engine on uvloop (default: the stock asyncio loop probetui runs on)",
     )
+    p.add_argument(
+        "--tick-align",
+        type=float,
+        default=0.0,
+        help="probetui's ticks rounded up to a multiple of this many seconds, as the node agent's "
+        "are (default 0: armed as the kubelet arms them)",
+    )
     p.add_argument("--no-install", action="store_true", help="skip when the exporter is missing")
     add_output_args(p)
     return p
@@ -675,6 +684,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         connections=args.connections,
         install=not args.no_install,
         rounds=args.rounds,
+        tick_align=args.tick_align,
     )
 
 

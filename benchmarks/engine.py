@@ -97,6 +97,8 @@ class Config:
     prefer_nginx: bool = True
     # gc.freeze() once the pods are added: what the engine would do after its initial sync
     gc_freeze: bool = False
+    # the node agent's tick grid (`--tick-align`): 0 arms ticks as the kubelet does
+    tick_align: float = 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,7 +341,11 @@ class _ManagerDriver:
     async def start(self, clock: LoopClock, pods: list[tuple[Pod, PodStatus]]) -> None:
         runner = handler_runner()
         self.manager = Manager(
-            clock, self.statuses.get, runner.run_probe, listener=self.stats.on_record
+            clock,
+            self.statuses.get,
+            runner.run_probe,
+            listener=self.stats.on_record,
+            tick_align=self.config.tick_align,
         )
         for pod, status in pods:
             self.statuses[pod.uid] = status
@@ -393,6 +399,7 @@ class _EngineDriver:
             SyntheticRuntime(),
             [RecordSink()],
             clock_factory=lambda: clock,
+            tick_align=self.config.tick_align,
         )
         self._task = asyncio.get_running_loop().create_task(self._engine.run())
         await ready.wait()
@@ -746,6 +753,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="gc.freeze() after adding the pods (a proposed engine setting, measured here)",
     )
+    p.add_argument(
+        "--tick-align",
+        type=float,
+        default=0.0,
+        help="round ticks up to a multiple of this many seconds, as a node agent does (0)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--out", help="also write the JSON result to this file")
     return p
@@ -777,6 +790,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         target=args.target,
         prefer_nginx=not args.no_nginx,
         gc_freeze=args.gc_freeze,
+        tick_align=args.tick_align,
     )
 
 

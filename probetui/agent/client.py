@@ -118,9 +118,11 @@ class StreamClient:
         rows: bool,
         limit: int,
         downstream: Callable[[], int] = lambda: 0,
+        pod_frames: bool = True,
     ) -> None:
         self.pods = pods  # None: every pod's attempts
         self.summary = summary
+        self.pod_frames = pod_frames  # False: the reader watches the pods itself
         self.queue = QueueTransport(downstream)
         self.sender = Sender(self.queue, limit, FLUSH_DELAY)  # type: ignore[arg-type]
         self.rows = RowWriter() if rows else None
@@ -167,7 +169,8 @@ class StreamClient:
             self.sender.send(event_frame(event))
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
-        self.sender.send(self._pod_writer.frame(pod, status))
+        if self.pod_frames:
+            self.sender.send(self._pod_writer.frame(pod, status))
 
     def send(self, frame: dict[str, Any]) -> None:
         self.sender.send(frame)

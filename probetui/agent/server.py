@@ -119,6 +119,8 @@ class StreamQuery:
             self.pods = frozenset(uids)
         self.summary = _flag(query, "summary")
         self.rows = _flag(query, "rows")
+        # a reader that watches the pods itself (the cluster view) asks for no pod frames
+        self.pod_frames = _flag(query, "podframes", "1")
         since = query.get("since")
         if since is None:
             self.since: float | None = None
@@ -134,8 +136,8 @@ class StreamQuery:
             self.since = value
 
 
-def _flag(query: Any, name: str) -> bool:
-    value = query.get(name, "0").lower()
+def _flag(query: Any, name: str, default: str = "0") -> bool:
+    value = query.get(name, default).lower()
     if value in ("1", "true", "yes"):
         return True
     if value in ("0", "false", "no", ""):
@@ -312,6 +314,7 @@ class AgentServer:
             pods=query.pods,
             summary=query.summary,
             rows=query.rows,
+            pod_frames=query.pod_frames,
             limit=self.client_buffer,
             downstream=downstream,
         )

@@ -68,6 +68,8 @@ async def test_auto_takes_the_nodes_shadow_from_its_agent(
         for r in streams
     )
     assert streams[0].query["rows"] == ["1"] and "since" in streams[0].query
+    # the view watches the pods itself: the agent need not send them
+    assert streams[0].query["podframes"] == ["0"]
     assert streams[0].query["pods"] == [uid]
     assert streams[0].headers.get("X-Probetui-Token")
     # beside the kubelet release the view plays (its own note, tests/runtime/kubernetes)

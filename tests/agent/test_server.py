@@ -93,11 +93,55 @@ async def test_other_paths_methods_and_bad_queries(read_token: Path) -> None:
     async with _serving(read_token) as (url, _):
         assert (await _get(url + "/", READ_TOKEN))[0] == 404
         assert (await _get(url + "/v1/stream", READ_TOKEN, method="POST"))[0] == 405
-        for query in ("since=abc", "since=inf", "summary=2", "rows=maybe"):
+        for query in ("since=abc", "since=inf", "summary=2", "rows=maybe", "podframes=no!"):
             status, _, body = await _get(f"{url}/v1/stream?{query}", READ_TOKEN)
             assert status == 400 and body.startswith("bad query: ")
         many = ",".join(str(i) for i in range(server_module.MAX_PODS + 1))
         assert (await _get(f"{url}/v1/stream?pods={many}", READ_TOKEN))[0] == 400
+
+
+async def _kinds_until_note(url: str, query: str) -> list[str]:
+    """The kinds of frame a reader with `query` gets, up to the first `note`."""
+    kinds: list[str] = []
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{url}/v1/stream?{query}", headers={"X-Probetui-Token": READ_TOKEN}) as r,
+    ):
+        while not kinds or kinds[-1] != "note":
+            kinds.append(loads(await r.content.readline())["k"])
+    return kinds
+
+
+async def test_a_reader_that_watches_the_pods_itself_gets_no_pod_frames(
+    read_token: Path,
+) -> None:
+    from probetui.runtime.kubernetes.observed import pod_status
+    from probetui.spec.parse import pod_from_object
+    from tests.kube.emulator import container, http_get_probe, make_pod
+
+    obj = make_pod("web", containers=[container("app", readiness=http_get_probe("/", 80))])
+    pod = pod_from_object(obj, "t")
+    async with _serving(read_token) as (url, hub):
+        hub.pod(pod, pod_status(obj))
+
+        async def change() -> None:
+            for _ in range(500):  # both readers past their replay
+                if len(hub.clients) == 2 and all(c.live for c in hub.clients):
+                    break
+                await asyncio.sleep(0.01)
+            hub.pod(pod, pod_status(obj))  # a pod changes: a pod frame to whoever takes them
+            hub.note("topic", "after the pod")
+
+        every, watching, _ = await asyncio.wait_for(
+            asyncio.gather(
+                _kinds_until_note(url, "rows=1"),
+                _kinds_until_note(url, "rows=1&podframes=0"),
+                change(),
+            ),
+            10,
+        )
+    assert every == ["hello", "pod", "live", "pod", "note"]
+    assert watching == ["hello", "live", "note"]
 
 
 async def test_a_reader_past_the_limit_is_refused(read_token: Path) -> None:

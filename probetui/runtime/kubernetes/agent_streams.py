@@ -103,6 +103,8 @@ class AgentReader:
         self._said: dict[str, str] = {}
         self._changes: dict[str, asyncio.Event] = {}
         self._token_lock = asyncio.Lock()
+        # the streams take their frames one turn at a time (NodeStream._frames)
+        self.turn = asyncio.Lock()
         self.on_cover: Callable[[str], None] | None = None
         self.kubelet_versions: dict[str, str] = {}
         # the pods the screen shows in full (None: every pod, headless)
@@ -416,7 +418,7 @@ class AgentReader:
         headers = {TOKEN_HEADER: self.token or "", "Accept": "application/x-ndjson"}
         await self.api.update_params_for_auth(headers, [], ["BearerToken"])
         session: aiohttp.ClientSession = self.api.rest_client.pool_manager
-        params = {"rows": "1", "pods": uid, "since": repr(since)}
+        params = {"rows": "1", "podframes": "0", "pods": uid, "since": repr(since)}
         latest: Event | None = None
         wanted = (uid, container, probe)
 

@@ -54,6 +54,13 @@ MODES = ("agent", "auto")
 # connections of the agents' client: a stream per node holds one for good, and a cluster has
 # at most 5,000 nodes, so no stream ever waits for another to end
 STREAMS_MAX = 6000
+# seconds of frames a stream takes before it gives the loop back: an agent's stream opened
+# again sends its node's summaries (and, if older, its pods) at once, and streams reopened
+# together would otherwise hold the loop in turn, each repaint waiting for all of them
+TURN = 0.002
+# how every `pod` frame begins (`codec.pod_frame` puts the kind first): the largest frames an
+# agent sends, which the view, watching the pods itself, passes over undecoded
+POD_FRAME = p.dumps({"k": p.POD})[:-2] + b","
 
 
 class Fault(Exception):
@@ -147,7 +154,8 @@ class NodeStream:
         )
 
     def query(self) -> dict[str, str]:
-        q = {"rows": "1"}
+        # the view watches the pods itself: an agent that knows `podframes` sends none
+        q = {"rows": "1", "podframes": "0"}
         if self.last_at is not None:
             q["since"] = repr(self.last_at)
         if self.wanted is not None:
@@ -227,40 +235,69 @@ class NodeStream:
         return Fault(f"{where}: agent pod {pod.name} answered {status}: {said}")
 
     async def decoded(
-        self, pod: AgentPod, resp: aiohttp.ClientResponse, *, resume: bool = False
+        self,
+        pod: AgentPod,
+        resp: aiohttp.ClientResponse,
+        *,
+        resume: bool = False,
+        turn: asyncio.Lock | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any], Sequence[Event]]]:
         """Check the stream's hello, then yield each later frame with its kind and the events
-        it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared.
+        it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared;
+        `pod` frames are passed over undecoded.
 
         With `resume`, a `rows` or `event` frame stamped at or before `last_at` is dropped
         unread and `last_at` follows each one taken: a stream opened again shows nothing twice.
+        With `turn` (shared by the streams of a reader, whose caller takes each frame without
+        awaiting), frames are yielded `TURN` seconds at a time, the turn held over one pass of
+        the loop after each: what else is ready (a key press, a repaint) runs before another
+        stream's frames, however many streams burst at once.
         """
         rows = RowReader()
         first = True
+        hold: contextlib.AbstractAsyncContextManager[Any] = (
+            turn if turn is not None else contextlib.nullcontext()
+        )
         async for batch in lines(resp.content):  # type: ignore[arg-type]
-            for line in batch:
-                frame = p.loads(line)
-                if first:
-                    first = False
-                    self._hello(pod, frame)
-                    continue
-                self.frames += 1
-                kind = frame["k"]
-                if kind == ROWS or kind == p.EVENT:
-                    at = frame.get("at")
-                    if resume and self._seen(at):
-                        continue
-                    events = rows.events(frame) if kind == ROWS else (event_from_frame(frame),)
-                    yield kind, frame, events
-                    if resume:
-                        self._advance(at)
-                    continue
-                if kind == WORKER:
-                    rows.declare(frame)
-                yield kind, frame, ()
+            at = 0
+            while at < len(batch):
+                async with hold:
+                    start, until = at, time.perf_counter() + TURN
+                    while at < len(batch):
+                        if turn is not None and at > start and time.perf_counter() >= until:
+                            break
+                        line = batch[at]
+                        at += 1
+                        if not first and line.startswith(POD_FRAME):
+                            self.frames += 1
+                            continue
+                        frame = p.loads(line)
+                        if first:
+                            first = False
+                            self._hello(pod, frame)
+                            continue
+                        self.frames += 1
+                        kind = frame["k"]
+                        if kind == ROWS or kind == p.EVENT:
+                            stamp = frame.get("at")
+                            if resume and self._seen(stamp):
+                                continue
+                            events = (
+                                rows.events(frame) if kind == ROWS else (event_from_frame(frame),)
+                            )
+                            yield kind, frame, events
+                            if resume:
+                                self._advance(stamp)
+                            continue
+                        if kind == WORKER:
+                            rows.declare(frame)
+                        yield kind, frame, ()
+                    if turn is not None:
+                        await asyncio.sleep(0)
 
     async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
-        async with contextlib.aclosing(self.decoded(pod, resp, resume=True)) as frames:
+        turn = self.reader.turn
+        async with contextlib.aclosing(self.decoded(pod, resp, resume=True, turn=turn)) as frames:
             async for kind, frame, events in frames:
                 self._take(pod, kind, frame, events)
 
@@ -408,6 +445,7 @@ __all__ = [
     "BACKOFF_FIRST",
     "CONNECT_TIMEOUT",
     "MODES",
+    "POD_FRAME",
     "POD_QUERY_BUDGET",
     "PROBE_PATH",
     "READ_IDLE",
@@ -415,6 +453,7 @@ __all__ = [
     "REOPEN_AFTER",
     "STREAMS_MAX",
     "STREAM_PATH",
+    "TURN",
     "Fault",
     "NodeStream",
     "base_url",
