@@ -541,21 +541,7 @@ def _raw_key(record: ProbeRecord) -> tuple[object, ...]:
             record.paused,
         )
     ev = outcome.event
-    a = outcome.attempt
-    if a is None:
-        return (
-            record.trigger._value_,
-            outcome.error,
-            None if ev is None else ev.message,
-            len(outcome.attempts),
-            record.container_id,
-            record.last_result._value_,
-            pub,
-            record.on_hold,
-            record.paused,
-        )
-    body = a.body
-    return (
+    head = (
         record.trigger._value_,
         outcome.error,
         None if ev is None else ev.message,
@@ -565,6 +551,13 @@ def _raw_key(record: ProbeRecord) -> tuple[object, ...]:
         pub,
         record.on_hold,
         record.paused,
+    )
+    a = outcome.attempt
+    if a is None:
+        return head
+    body = a.body
+    return (
+        *head,
         a.result._value_,
         a.timed_out,
         a.status_code,

@@ -56,7 +56,12 @@ class FakeKubelet:
         return outcome(worker.probe_type, self.answer)
 
     def manager(
-        self, *, start: float = -3600.0, seed: int = 1, profile: KubeletProfile = DEFAULT_PROFILE
+        self,
+        *,
+        start: float = -3600.0,
+        seed: int = 1,
+        profile: KubeletProfile = DEFAULT_PROFILE,
+        tick_align: float = 0.0,
     ) -> Manager:
         return Manager(
             self.clock,
@@ -66,6 +71,7 @@ class FakeKubelet:
             listener=self.records.append,
             rng=random.Random(seed),
             profile=profile,
+            tick_align=tick_align,
         )
 
 
@@ -455,24 +461,12 @@ async def test_a22_ready_kept_on_kubelet_restart(kubelet: FakeKubelet) -> None:
 # -- the agent's tick grid (not kubelet behaviour: probetui's node agent) -------------------
 
 
-def _aligned_manager(kubelet: FakeKubelet, align: float, start: float = -3600.0) -> Manager:
-    return Manager(
-        kubelet.clock,
-        kubelet.statuses.get,
-        kubelet.run_probe,
-        start=start,
-        listener=kubelet.records.append,
-        rng=random.Random(7),
-        tick_align=align,
-    )
-
-
 async def test_tick_grid_puts_every_tick_on_the_grid_a_period_apart(kubelet: FakeKubelet) -> None:
     """A worker started between grid points waits for the next one, then keeps its period."""
     await kubelet.clock.advance(0.3)
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
-    m = _aligned_manager(kubelet, 1.0)
+    m = kubelet.manager(seed=7, tick_align=1.0)
     m.add_pod(pod)
     await kubelet.clock.advance(25.0)
     assert kubelet.starts == [1.0, 11.0, 21.0]
@@ -483,7 +477,7 @@ async def test_tick_grid_rounds_the_start_up_jitter_up(kubelet: FakeKubelet) -> 
     """§4.2's jitter still spreads a young agent's first probes, each on a grid point."""
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
-    m = _aligned_manager(kubelet, 0.5, start=-2.0)
+    m = kubelet.manager(start=-2.0, seed=7, tick_align=0.5)
     m.add_pod(pod)
     await kubelet.clock.advance(10.0)
     jitter = random.Random(7).random() * 10
@@ -499,7 +493,7 @@ async def test_tick_grid_keeps_a_manual_trigger_at_once_and_grids_the_next_tick(
     pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
     kubelet.statuses[pod.uid] = running_status()
     kubelet.answer = "F"
-    m = _aligned_manager(kubelet, 1.0)
+    m = kubelet.manager(seed=7, tick_align=1.0)
     m.add_pod(pod)
     await kubelet.clock.advance(3.25)
     m.update_pod_status(pod, kubelet.statuses[pod.uid])
