@@ -19,7 +19,9 @@ def test_node_mode_runs_small() -> None:
     args = _args("--pods", "4", "--period", "1", "--warmup", "3", "--duration", "2")
     result = agents.run(args)  # type: ignore[arg-type]
     assert result["mode"] == "node" and result["probes"] == 12
-    assert result["attempts_per_s"] > 0 and result["agent_cores"] > 0
+    # four pods' probes share a wake-up a second: the agent's CPU over two seconds may stay
+    # under one clock tick of /proc's accounting
+    assert result["attempts_per_s"] > 0 and result["agent_cores"] >= 0
     assert result["rss_mb"] > 0 and result["kubelet_scrapes"] >= 1
     assert result["kubelet_scrape_errors"] == 0 and result["reader_bytes_per_s"] > 0
     assert result["agent_wakeups_per_s"] > 0 and result["agent_threads"] >= 1
