@@ -169,7 +169,7 @@ class ReplayStore(Store):
         of the feeding."""
         self.events += 1
         self.version += 1
-        self._apply(key, t, latency, run, None, shape)
+        self._apply_to(self._probe(key), t, latency, run, None, shape)
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         r = self._taken

@@ -224,17 +224,6 @@ class Store:
             record_shape(record, h.shape),
         )
 
-    def _apply(
-        self,
-        key: ProbeKey,
-        t: float,
-        latency: float,
-        run: int,
-        next_tick: float | None,
-        shape: RecordShape,
-    ) -> None:
-        self._apply_to(self._probe(key), t, latency, run, next_tick, shape)
-
     def _apply_to(
         self,
         h: ProbeHistory,
