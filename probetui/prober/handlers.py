@@ -13,7 +13,6 @@ import asyncio
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,7 @@ from probetui.probe.gotext import (
 )
 from probetui.probe.url import format_url
 from probetui.probe.util import PortResolutionError, ReachError, resolve_container_port
-from probetui.prober.prober import ProbeOutcome, missing_handler, run_probe_with_retries
+from probetui.prober.prober import ProbeOutcome, missing_handler, retry_on_error
 from probetui.prober.status import PodStatus
 from probetui.spec.model import (
     Container,
@@ -214,11 +213,16 @@ class HandlerRunner:
             return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, error=str(e))
         return missing_handler(pod, container)
 
-    async def run_probe(self, worker: Worker, status: PodStatus) -> ProbeOutcome:
-        """The manager's RunProbe: `prober.probe` for one worker."""
-        run = partial(self, profile=worker.profile)
-        return await run_probe_with_retries(
-            run, worker.probe_type, worker.spec, worker.pod, worker.container, status
+    def run_probe(self, worker: Worker, status: PodStatus) -> Awaitable[ProbeOutcome]:
+        """The manager's RunProbe: `prober.probe` for one worker, whose probe is never nil.
+
+        `retry_on_error`'s own coroutine, not one awaiting it: every coroutine between the
+        task and the socket runs again on each of an attempt's waits (benchmarks.blackbox
+        guards it)."""
+        probe_type, spec, pod = worker.probe_type, worker.spec, worker.pod
+        container, profile = worker.container, worker.profile
+        return retry_on_error(
+            probe_type, lambda: self(probe_type, spec, pod, container, status, profile)
         )
 
 

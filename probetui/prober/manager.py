@@ -78,7 +78,8 @@ class Manager:
         self.startup = ResultsManager()
         self.workers: dict[ProbeKey, Worker] = {}
         # in-flight probes; a stopped worker's probe runs to completion (§3.5)
-        self._tasks: dict[asyncio.Task[ProbeOutcome], Worker] = {}
+        # (a worker has one at most; a stopped worker's is still here until it ends)
+        self._tasks: dict[Worker, asyncio.Task[None]] = {}
         # the loop the probes run on, looked up once: on Python 3.11 each get_running_loop() is
         # a getpid() system call, which cost 2 % of the engine's CPU at 1,500 attempts/s
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -221,21 +222,22 @@ class Manager:
         loop = self._loop
         if loop is None or loop.is_closed():
             loop = self._loop = asyncio.get_running_loop()
-        task = loop.create_task(self.run_probe(worker, status))
-        self._tasks[task] = worker
+        self._tasks[worker] = loop.create_task(self._probe(worker, status, done))
 
-        def finished(t: asyncio.Task[ProbeOutcome]) -> None:
-            self._tasks.pop(t, None)
-            if t.cancelled():
-                return
-            exc = t.exception()
-            if exc is not None:
-                log.error("probe of %s raised", worker.key, exc_info=exc)
-                done(None)
-            else:
-                done(t.result())
-
-        task.add_done_callback(finished)
+    async def _probe(self, worker: Worker, status: PodStatus, done: Done) -> None:
+        """The probe, then the worker's `done` in the same step of the task: a done callback
+        would cost a callback and a turn of the event loop per attempt (benchmarks.blackbox
+        guards it). A cancelled probe (shutdown) calls nothing back."""
+        assert self.run_probe is not None
+        try:
+            outcome: ProbeOutcome | None = await self.run_probe(worker, status)
+        except Exception as exc:
+            log.error("probe of %s raised", worker.key, exc_info=exc)
+            outcome = None
+        finally:
+            # before `done`, which may start this worker's next probe
+            self._tasks.pop(worker, None)
+        done(outcome)
 
     def _remove_worker(self, worker: Worker) -> None:
         if self.workers.get(worker.key) is worker:
@@ -247,7 +249,7 @@ class Manager:
         """Stop everything now, in-flight probes included (probetui is exiting)."""
         for worker in list(self.workers.values()):
             worker.stop()
-        tasks = list(self._tasks)
+        tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         if tasks:
