@@ -95,6 +95,17 @@ def _literal_addresses(host: str, port: int) -> tuple[_Address, ...] | None:
     )
 
 
+def _cached_literal(host: str, port: int) -> tuple[_Address, ...] | None:
+    """An IP literal's addresses, or None for anything `_resolve` must answer (a name, "",
+    a literal getaddrinfo refuses)."""
+    if not host:
+        return None
+    try:
+        return _literal_addresses(host, port)
+    except OSError:
+        return None
+
+
 async def _resolve(
     loop: asyncio.AbstractEventLoop, host: str, port: int, deadline: float
 ) -> Sequence[_Address]:
@@ -216,7 +227,8 @@ async def dial(
         raise DialError(op_error("dial", "", f"address {port}: invalid port"))
     if loop is None:
         loop = asyncio.get_running_loop()
-    addresses = await _resolve(loop, host, port, deadline)
+    # an IP literal's addresses without a coroutine: nearly every probe dials one
+    addresses = _cached_literal(host, port) or await _resolve(loop, host, port, deadline)
     first_error: DialError | None = None
     for index, (family, sockaddr, text) in enumerate(addresses):
         remaining = deadline - time.monotonic()

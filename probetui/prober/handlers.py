@@ -91,8 +91,9 @@ class HandlerRunner:
         port: int,
         swaps: list[tuple[str, str]],
     ) -> tuple[str, int]:
-        if self.reach is None:
-            return host, port
+        """The address `reach` gives for host:port, noting a stand-in in `swaps`. Callers skip
+        it when there is no `reach`: a coroutine per attempt for nothing."""
+        assert self.reach is not None
         dialled = await self.reach(pod, container, host, port)
         if dialled != (host, port):
             swaps.append((join_host_port(*dialled), join_host_port(host, port)))
@@ -149,7 +150,9 @@ class HandlerRunner:
                 return await _handler("exec").probe(argv, timeout, runner)  # type: ignore[arg-type]
             if isinstance(handler, HTTPGetAction):
                 named = dial_address(handler, container, status.pod_ip, profile)
-                host, port = await self._address(pod, container, *named, swaps)
+                host, port = named
+                if self.reach is not None:
+                    host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
                 linger = 0.0
@@ -158,7 +161,7 @@ class HandlerRunner:
                     if not any(name.lower() == "host" for name, _ in headers):
                         headers.append(("Host", join_host_port(*named)))
                     linger = self.close_linger
-                if profile.h2c and handler.protocol == "HTTP2":
+                if handler.protocol == "HTTP2" and profile.h2c:
                     # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
                     attempt = await _handler("http_h2c").probe(
                         url,
@@ -180,14 +183,14 @@ class HandlerRunner:
                     attempt = without_linger(attempt, timeout, held)
                 return attempt
             if isinstance(handler, TCPSocketAction):
-                host, port = await self._address(
-                    pod, container, *dial_address(handler, container, status.pod_ip, profile), swaps
-                )
+                host, port = dial_address(handler, container, status.pod_ip, profile)
+                if self.reach is not None:
+                    host, port = await self._address(pod, container, host, port, swaps)
                 return await _handler("tcp").probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
-                host, port = await self._address(
-                    pod, container, *dial_address(handler, container, status.pod_ip), swaps
-                )
+                host, port = dial_address(handler, container, status.pod_ip)
+                if self.reach is not None:
+                    host, port = await self._address(pod, container, host, port, swaps)
                 if self.grpc_impl == "lean":
                     return await _handler("grpc_lean").probe(
                         host,
@@ -230,7 +233,7 @@ def exec_timeout_as_played(attempt: Attempt, profile: KubeletProfile) -> Attempt
     """An exec attempt that timed out, as the kubelet's exec prober reports it: a Failure with
     the timeout text, or with ExecProbeTimeout off (settable before 1.35) `(Unknown, err)`,
     which the prober retries and the worker discards (`pkg/probe/exec/exec.go`)."""
-    if profile.exec_probe_timeout or attempt.handler != "exec" or not attempt.timed_out:
+    if attempt.handler != "exec" or not attempt.timed_out or profile.exec_probe_timeout:
         return attempt
     return replace(attempt, result=Result.UNKNOWN, output="", error=attempt.output)
 
@@ -279,7 +282,7 @@ def dial_address(
     if isinstance(handler, GRPCAction):
         return pod_ip, handler.port  # gRPC has no host field, and its port is a number
     port = handler.port
-    if profile.port_names_only and isinstance(port, str) and container.port_by_name(port) is None:
+    if isinstance(port, str) and profile.port_names_only and container.port_by_name(port) is None:
         # ResolveContainerPort since 1.37: a name that matches no port is not parsed as a number
         raise PortResolutionError(f"port {go_quote(port)} not found")
     return handler.host or pod_ip, resolve_container_port(port, container)
