@@ -541,7 +541,7 @@ class PodKubelet:
             event.reason,
             record.key.container,
             record.finished_at if record.finished_at is not None else record.t,
-            {"probe": record.key.probe_type.key, "message": event.message, "eventType": event.type},
+            {"probe": record.key.probe_type, "message": event.message, "eventType": event.type},
         )
 
     def on_result(self, probe_type: ProbeType, container_id: str, result: ResultValue) -> None:

@@ -85,7 +85,7 @@ class Event:
     namespace: str
     pod: str
     container: str | None
-    probe: str | None  # "liveness", "readiness", "startup"
+    probe: ProbeType | None  # a str too: "liveness", "readiness", "startup"
     source: str
     fields: dict[str, Any] = field(default_factory=dict)
     # the worker's record behind a ProbeAttempt / ProbeSkipped: the store keeps it for the UI
@@ -173,7 +173,7 @@ def _shadow(
         pod.namespace,
         pod.name,
         key.container,
-        key.probe_type.key,
+        key.probe_type,
         SHADOW,
         fields if fields is not None else {},
         record,
@@ -225,7 +225,7 @@ def result_changed_event(
         pod.namespace,
         pod.name,
         container,
-        probe_type.key,
+        probe_type,
         SHADOW,
         result_fields(result.label, container_id),
     )
@@ -241,7 +241,7 @@ def runtime_event(event: RuntimeEvent) -> Event:
         namespace=pod.namespace,
         pod=pod.name,
         container=event.container,
-        probe=event.probe.key if event.probe is not None else None,
+        probe=event.probe,
         source=event.source,
         fields=dict(event.fields),
     )
