@@ -1,0 +1,73 @@
+"""The lean connection's plain reads and writes (`probetui.probe.lean_conn.Stream`).
+
+On a connected pair of loopback sockets: a write larger than the socket's buffer arrives
+whole and in order, a read waits for the peer's bytes, and the peer's end reads as b"".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+from probetui.probe.lean_conn import Stream
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    left.setblocking(False)
+    right.setblocking(False)
+    return left, right
+
+
+async def test_a_write_larger_than_the_buffer_arrives_whole() -> None:
+    loop = asyncio.get_running_loop()
+    left, right = _pair()
+    left.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    payload = bytes(range(256)) * 4096  # 1 MiB: the first send takes only part of it
+    stream = Stream(left, loop)
+    received = bytearray()
+
+    async def drain() -> None:
+        while len(received) < len(payload):
+            received.extend(await loop.sock_recv(right, 65536))
+
+    try:
+        await asyncio.wait_for(asyncio.gather(stream.send(payload), drain()), 10)
+    finally:
+        left.close()
+        right.close()
+    assert bytes(received) == payload
+
+
+async def test_a_read_waits_for_the_peer_then_sees_its_end() -> None:
+    loop = asyncio.get_running_loop()
+    left, right = _pair()
+    stream = Stream(left, loop)
+    try:
+        reading = asyncio.ensure_future(stream.recv())
+        await asyncio.sleep(0.01)
+        assert not reading.done()
+        right.send(b"hello")
+        assert await asyncio.wait_for(reading, 2) == b"hello"
+        right.close()
+        assert await asyncio.wait_for(stream.recv(), 2) == b""
+    finally:
+        left.close()
+        right.close()
+
+
+async def test_a_read_cancelled_while_waiting_leaves_no_reader() -> None:
+    loop = asyncio.get_running_loop()
+    left, right = _pair()
+    stream = Stream(left, loop)
+    try:
+        reading = asyncio.ensure_future(stream.recv())
+        await asyncio.sleep(0.01)
+        reading.cancel()
+        await asyncio.gather(reading, return_exceptions=True)
+        # the reader is gone: the same descriptor can be read again
+        right.send(b"again")
+        assert await asyncio.wait_for(stream.recv(), 2) == b"again"
+    finally:
+        left.close()
+        right.close()
