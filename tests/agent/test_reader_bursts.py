@@ -17,6 +17,7 @@ import pytest
 
 from probetui.agent.summary import ProbeSummary
 from probetui.keys import ProbeKey
+from probetui.prober.results import ResultValue
 from probetui.runtime.kubernetes import node_stream
 from probetui.runtime.kubernetes.agent_streams import AgentReader
 from probetui.runtime.kubernetes.agents import AgentPod
@@ -26,7 +27,7 @@ from probetui.spec.model import ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import pod_frame
 from probetui.stream.rows import PodNames
-from probetui.timeline.events import Event
+from probetui.timeline.events import SHADOW, Event
 from tests.kube.emulator import container, http_get_probe, make_pod
 
 PODS = 40
@@ -150,3 +151,27 @@ async def test_the_pods_an_agent_sends_are_passed_over_undecoded(
     assert p.POD not in decoded
     assert sorted(set(decoded)) == [p.HELLO, p.LIVE, p.SUMMARY]
     assert len(published) == PODS * len(nodes)
+
+
+async def test_a_stream_opened_again_passes_on_only_the_summaries_that_moved() -> None:
+    node = "node-1"
+    reader, published = _reader([node])
+    stream = NodeStream(node, reader)
+    stream.wanted = frozenset()
+    await stream._frames(_agent_pod(node), Body(_burst(node)))  # type: ignore[arg-type]
+    assert len(published) == PODS
+    # opened again (the screen's pods changed): the agent sends every summary again
+    await stream._frames(_agent_pod(node), Body(_burst(node)))  # type: ignore[arg-type]
+    assert len(published) == PODS
+    # one probe's state moved: that one goes on, as the worker's state it now is
+    moved = _burst(node).replace(b'"pub":1', b'"pub":0', 1)
+    await stream._frames(_agent_pod(node), Body(moved))  # type: ignore[arg-type]
+    assert [e.state.published for e in published[PODS:]] == [ResultValue.SUCCESS]
+    # another event of a pod: its next summary is passed on whatever it says
+    attempt = Event(
+        "ProbeAttempt", 4.0, f"{node}-uid-5", "default", "web-5", "app", "readiness", SHADOW, {}
+    )
+    reader.take(node, attempt)
+    await stream._frames(_agent_pod(node), Body(_burst(node)))  # type: ignore[arg-type]
+    # (and the probe whose state moved back)
+    assert [e.pod_uid for e in published[PODS + 2 :]] == [f"{node}-uid-0", f"{node}-uid-5"]

@@ -116,6 +116,10 @@ class AgentReader:
         self.lasting = False  # the problem, if any, stays
         self._any = asyncio.Event()  # the directory changed
         self._posts: set[asyncio.Future[None]] = set()  # probe-now requests in flight
+        # per pod, each probe's state as its last summary gave it, until another event of the
+        # pod comes: a stream opened again sends every summary again, and one that says what
+        # the last said changes nothing for any sink
+        self._summarized: dict[str, dict[tuple[str, str], tuple[Any, ...]]] = {}
 
     # -- what the runtime asks ------------------------------------------------------------
 
@@ -157,6 +161,7 @@ class AgentReader:
 
     def gone(self, uid: str) -> None:
         node = self.node_of.pop(uid, None)
+        self._summarized.pop(uid, None)
         self.counts.forget_pod(uid)
         if node is not None:
             self.pods_on.get(node, set()).discard(uid)
@@ -196,6 +201,12 @@ class AgentReader:
             )
         except (KeyError, TypeError, ValueError):
             return
+        said = (state.published, state.paused, state.next_tick)
+        probes = self._summarized.setdefault(key.pod_uid, {})
+        probe = (key.container, key.probe_type.key)
+        if probes.get(probe) == said:
+            return
+        probes[probe] = said
         event = Event(
             WORKER_STATE,
             float(frame.get("t") or time.time()),
@@ -468,6 +479,9 @@ class AgentReader:
         """One event of the agent on `node`: the shadow's, about a pod the view shows."""
         if event.source != SHADOW or event.pod_uid not in self.node_of:
             return
+        if self._summarized:
+            # the pod's state moved by other means: its next summary is taken whatever it says
+            self._summarized.pop(event.pod_uid, None)
         fields = event.fields
         if "via" in fields or event.type == PROBE_ATTEMPT:
             fields["via"] = "agent"
