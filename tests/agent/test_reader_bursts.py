@@ -175,3 +175,52 @@ async def test_a_stream_opened_again_passes_on_only_the_summaries_that_moved() -
     await stream._frames(_agent_pod(node), Body(_burst(node)))  # type: ignore[arg-type]
     # (and the probe whose state moved back)
     assert [e.pod_uid for e in published[PODS + 2 :]] == [f"{node}-uid-0", f"{node}-uid-5"]
+
+
+async def test_a_rows_frame_seen_before_still_gives_its_workers_their_records() -> None:
+    """On resume a `rows` frame stamped at or before the last one taken is not shown again,
+    but its rows may carry the records that the worker's later rows repeat by reference."""
+    from probetui.probe.base import Attempt, Result
+    from probetui.prober.prober import ProbeOutcome
+    from probetui.prober.worker import ProbeRecord, Trigger
+    from probetui.stream.rows import ROWS, RowWriter
+    from probetui.timeline.events import record_event
+
+    node = "node-1"
+    reader, published = _reader([node])
+    uid = f"{node}-uid-0"
+    pod = make_pod("web-0", node=node, containers=[container("app")])
+    pod["metadata"]["uid"] = uid
+    from probetui.spec.parse import pod_from_object
+
+    spec = pod_from_object(pod, "t")
+    key = ProbeKey(uid, "app", ProbeType.READINESS)
+
+    def attempt(t: float, run: int) -> Event:
+        a = Attempt("http", "http://10.0.0.1:80/h", Result.SUCCESS, "", None, 0.001, t, 200, "")
+        record = ProbeRecord(
+            key, t, t, Trigger.TICK, "containerd://4f1c", finished_at=t,
+            outcome=ProbeOutcome(ResultValue.SUCCESS, None, (a,), None), result_run=run,
+            published=ResultValue.SUCCESS, next_tick=t + 1,
+        )  # fmt: skip
+        return record_event(spec, record, "direct")
+
+    writer = RowWriter()
+    declare, whole = writer.encode(attempt(10.0, 1))
+    _, bare = writer.encode(attempt(11.0, 2))
+    assert len(bare) < len(whole)  # the second row repeats the first one's record
+    body = b"".join(
+        [
+            p.dumps(p.hello("agent", node=node, start=1.0, now=2.0)),
+            p.dumps(declare),
+            p.dumps({"k": ROWS, "r": [whole], "at": 10.0}),  # taken before the cut
+            p.dumps({"k": ROWS, "r": [bare], "at": 11.0}),
+        ]
+    )
+    stream = NodeStream(node, reader, last_at=10.0)
+    stream.wanted = frozenset({uid})
+    await stream._frames(_agent_pod(node), Body(body))  # type: ignore[arg-type]
+    assert [e.t for e in published] == [11.0]
+    assert published[0].record is not None
+    assert published[0].record.container_id == "containerd://4f1c"
+    assert stream.last_at == 11.0

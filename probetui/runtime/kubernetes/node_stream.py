@@ -246,8 +246,9 @@ class NodeStream:
         it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared;
         `pod` frames are passed over undecoded.
 
-        With `resume`, a `rows` or `event` frame stamped at or before `last_at` is dropped
-        unread and `last_at` follows each one taken: a stream opened again shows nothing twice.
+        With `resume`, a `rows` or `event` frame stamped at or before `last_at` is not yielded
+        (a `rows` frame's records are kept for the rows after it) and `last_at` follows each
+        one taken: a stream opened again shows nothing twice.
         With `turn` (shared by the streams of a reader, whose caller takes each frame without
         awaiting), frames are yielded `TURN` seconds at a time, the turn held over one pass of
         the loop after each: what else is ready (a key press, a repaint) runs before another
@@ -281,6 +282,8 @@ class NodeStream:
                         if kind == ROWS or kind == p.EVENT:
                             stamp = frame.get("at")
                             if resume and self._seen(stamp):
+                                if kind == ROWS:
+                                    rows.pass_over(frame)  # later rows may repeat its records
                                 continue
                             events = (
                                 rows.events(frame) if kind == ROWS else (event_from_frame(frame),)
