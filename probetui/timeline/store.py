@@ -132,6 +132,8 @@ class Store:
         self._log_versions: list[int] = []
         self._log: list[ContainerHistory] = []
         self._log_floor = 0  # the log holds every change made after this version
+        self._log_top = 0  # the version of the last change logged
+        self._log_cap = CHANGE_LOG_LEAST  # changes held before the older half is let go
 
     # -- Sink -------------------------------------------------------------------------
 
@@ -321,27 +323,28 @@ class Store:
 
     def _changed(self, c: ContainerHistory) -> None:
         """Stamp a container with the store's version and log the change for readers."""
-        v = self.version
-        c.version = v
-        versions = self._log_versions
-        if versions and v < versions[-1]:
+        v = c.version = self.version
+        if v < self._log_top:
             # the version went back (a replay's fill hands its versions back): the log
             # starts again here, and a reader that looked before walks every container
             self.restart_log()
             self._log_floor = v - 1
-        versions.append(v)
-        self._log.append(c)
-        if len(versions) > CHANGE_LOG_LEAST + 2 * len(self.containers):
-            half = len(versions) // 2
+        self._log_top = v
+        log = self._log
+        log.append(c)
+        self._log_versions.append(v)
+        if len(log) > self._log_cap:
+            versions, half = self._log_versions, len(log) // 2
             self._log_floor = versions[half - 1]
-            del versions[:half], self._log[:half]
+            del versions[:half], log[:half]
+            self._log_cap = CHANGE_LOG_LEAST + 2 * len(self.containers)
 
     def restart_log(self) -> None:
         """Start the change log afresh from the current version: for a store whose
         containers were swapped in whole (a replay's seek)."""
         self._log_versions.clear()
         self._log.clear()
-        self._log_floor = self.version
+        self._log_floor = self._log_top = self.version
 
     def _drop_pod(self, uid: str) -> None:
         self.pods.pop(uid, None)
