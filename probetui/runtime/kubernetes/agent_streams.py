@@ -189,24 +189,25 @@ class AgentReader:
 
     def summary(self, node: str, frame: dict[str, Any]) -> None:
         """A probe whose attempts this view does not take: its worker's state, for the list."""
+        said = (frame.get("pub"), bool(frame.get("paused")), frame.get("next"))
+        probe = (str(frame.get("c")), str(frame.get("probe")))
+        probes = self._summarized.get(str(frame.get("uid")))
+        if probes is not None and probes.get(probe) == said:
+            # what a reopened stream sends is mostly this: dropped before anything is built
+            return
         try:
             key = ProbeKey(str(frame["uid"]), str(frame["c"]), ProbeType.parse(frame["probe"]))
-            pub = frame.get("pub")
+            pub = said[0]
             state = WorkerState(
                 key,
                 running=True,
-                paused=bool(frame.get("paused")),
-                next_tick=frame.get("next"),
+                paused=said[1],
+                next_tick=said[2],
                 published=None if pub is None else ResultValue(int(pub)),
             )
         except (KeyError, TypeError, ValueError):
             return
-        said = (state.published, state.paused, state.next_tick)
-        probes = self._summarized.setdefault(key.pod_uid, {})
-        probe = (key.container, key.probe_type.key)
-        if probes.get(probe) == said:
-            return
-        probes[probe] = said
+        self._summarized.setdefault(key.pod_uid, {})[probe] = said
         event = Event(
             WORKER_STATE,
             float(frame.get("t") or time.time()),
