@@ -224,3 +224,27 @@ async def test_a_rows_frame_seen_before_still_gives_its_workers_their_records() 
     assert published[0].record is not None
     assert published[0].record.container_id == "containerd://4f1c"
     assert stream.last_at == 11.0
+
+
+async def test_streams_a_focus_change_reopens_together_are_opened_apart() -> None:
+    # each opening is a TLS handshake and a request: dozens at one instant would hold the
+    # loop in one piece, and a key pressed then would wait behind all of them
+    nodes = [f"node-{i}" for i in range(10)]
+    reader, _ = _reader(nodes)
+    streams = [NodeStream(node, reader) for node in nodes]
+    for stream in streams:
+        stream.wanted = frozenset()
+        reader.streams[stream.node] = stream
+    reader.set_focus({f"{node}-uid-0" for node in nodes})
+    due = sorted(s._reopen_due.when() for s in streams if s._reopen_due is not None)
+    try:
+        assert len(due) == len(nodes)
+        gaps = [b - a for a, b in itertools.pairwise(due)]
+        assert min(gaps) >= 0.04  # half a second over ten streams
+        now = asyncio.get_running_loop().time()
+        assert due[0] - now <= node_stream.REOPEN_AFTER
+        assert due[-1] - now <= node_stream.REOPEN_AFTER + node_stream.REOPEN_SPREAD
+    finally:
+        for s in streams:
+            if s._reopen_due is not None:
+                s._reopen_due.cancel()

@@ -50,6 +50,8 @@ from probetui.runtime.kubernetes.node_stream import (
     POD_QUERY_BUDGET,
     PROBE_PATH,
     REFUSED_RETRY,
+    REOPEN_AFTER,
+    REOPEN_SPREAD,
     STREAM_PATH,
     Fault,
     NodeStream,
@@ -178,14 +180,15 @@ class AgentReader:
 
     def set_focus(self, uids: Iterable[str] | None) -> None:
         """The pods the screen shows in full (None: all, headless). A stream whose `pods=` no
-        longer says so is opened again, at most once a `REOPEN_AFTER`, from its last `at`."""
+        longer says so is opened again, at most once a `REOPEN_AFTER`, from its last `at`; those
+        a change reopens together are spread over `REOPEN_SPREAD` more."""
         focus = None if uids is None else frozenset(uids)
         if focus == self.focus:
             return
         self.focus = focus
-        for node, stream in self.streams.items():
-            if self.query_pods(node) != stream.wanted:
-                stream.reopen_soon()
+        due = [s for node, s in self.streams.items() if self.query_pods(node) != s.wanted]
+        for i, stream in enumerate(due):
+            stream.reopen_soon(REOPEN_AFTER + REOPEN_SPREAD * i / len(due))
 
     def summary(self, node: str, frame: dict[str, Any]) -> None:
         """A probe whose attempts this view does not take: its worker's state, for the list."""

@@ -50,6 +50,10 @@ BACKOFF_CAP = 10.0
 REFUSED_RETRY = 30.0
 # how long a change of the wanted pods waits for more before the stream is opened again
 REOPEN_AFTER = 1.0
+# the streams a change reopens together are opened over this much more, evenly: each opening
+# is a TLS handshake and a request through the API server, and dozens at one instant would
+# hold the loop in one piece, a key pressed then waiting behind all of them
+REOPEN_SPREAD = 0.5
 MODES = ("agent", "auto")
 # connections of the agents' client: a stream per node holds one for good, and a cluster has
 # at most 5,000 nodes, so no stream ever waits for another to end
@@ -132,12 +136,12 @@ class NodeStream:
             delay = min(BACKOFF_CAP, delay * 2)
             await self.reader.wait_or_change(self.node, wait, self.reopen)
 
-    def reopen_soon(self) -> None:
-        """Open the stream again (its query changed) in `REOPEN_AFTER`, with what is wanted
+    def reopen_soon(self, after: float = REOPEN_AFTER) -> None:
+        """Open the stream again (its query changed) in `after` seconds, with what is wanted
         then: changes meanwhile ride on the same reopening."""
         if self._reopen_due is not None:
             return
-        self._reopen_due = asyncio.get_running_loop().call_later(REOPEN_AFTER, self._reopen_now)
+        self._reopen_due = asyncio.get_running_loop().call_later(after, self._reopen_now)
 
     def _reopen_now(self) -> None:
         self._reopen_due = None
@@ -454,6 +458,7 @@ __all__ = [
     "READ_IDLE",
     "REFUSED_RETRY",
     "REOPEN_AFTER",
+    "REOPEN_SPREAD",
     "STREAMS_MAX",
     "STREAM_PATH",
     "TURN",
