@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Literal
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.gotext import go_duration
 from probetui.prober.results import ResultValue
-from probetui.spec.model import Container, ContainerKind, Pod
+from probetui.spec.model import Container, ContainerKind, Pod, ProbeType
 
 if TYPE_CHECKING:
     from probetui.prober.status import PodStatus
 
-KillReason = Literal["liveness", "startup"]
+KillReason = Literal[ProbeType.LIVENESS, ProbeType.STARTUP]
 
 # the restartPolicyRules action that restarts the whole pod in place (KEP-5532)
 RESTART_ALL_CONTAINERS = "RestartAllContainers"
@@ -98,10 +98,10 @@ def container_probe_action(
         return KEEP
     name = container.name
     if liveness is ResultValue.FAILURE:
-        reason: KillReason = "liveness"
+        reason: KillReason = ProbeType.LIVENESS
         message = f"Container {name} failed liveness probe"
     elif startup is ResultValue.FAILURE:
-        reason = "startup"
+        reason = ProbeType.STARTUP
         message = f"Container {name} failed startup probe"
     else:
         return KEEP
@@ -129,7 +129,7 @@ def _sidecar_probe_action(
             return KillDecision(
                 kill=True,
                 restart=True,
-                reason="startup",
+                reason=ProbeType.STARTUP,
                 message=f"Init container {name} failed startup probe",
             )
         return KEEP
@@ -137,7 +137,7 @@ def _sidecar_probe_action(
         return KillDecision(
             kill=True,
             restart=True,
-            reason="liveness",
+            reason=ProbeType.LIVENESS,
             message=f"Init container {name} failed liveness probe",
         )
     return KEEP
@@ -380,9 +380,9 @@ def termination_grace_period(
     if pod.termination_grace_period_seconds is None:
         return MINIMUM_GRACE_PERIOD_SECONDS
     probe = None
-    if reason == "liveness":
+    if reason == ProbeType.LIVENESS:
         probe = container.liveness_probe
-    elif reason == "startup":
+    elif reason == ProbeType.STARTUP:
         probe = container.startup_probe
     if probe is not None and probe.termination_grace_period_seconds is not None:
         return probe.termination_grace_period_seconds

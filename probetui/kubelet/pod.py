@@ -73,6 +73,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from probetui.keys import EventType
 from probetui.kubelet import backoff as bo
 from probetui.kubelet import kuberuntime as kr
 from probetui.kubelet.instance import (
@@ -217,9 +218,9 @@ class PodKubelet:
             before = self._shown.get(cs.name, (False, False))
             now = (bool(cs.started), cs.ready)
             if now[0] != before[0]:
-                self._emit("StartedChanged", cs.name, started=now[0])
+                self._emit(EventType.STARTED_CHANGED, cs.name, started=now[0])
             if now[1] != before[1]:
-                self._emit("ReadyChanged", cs.name, ready=now[1])
+                self._emit(EventType.READY_CHANGED, cs.name, ready=now[1])
             self._shown[cs.name] = now
         if self.on_status is not None:
             self.on_status(self.status)
@@ -280,7 +281,10 @@ class PodKubelet:
             assert check.retry_at is not None and inst.status is not None
             name = inst.spec.name
             self._emit(
-                "BackOff", name, delay=check.delay, message=kr.backoff_event_message(name, self.pod)
+                EventType.BACK_OFF,
+                name,
+                delay=check.delay,
+                message=kr.backoff_event_message(name, self.pod),
             )
             waiting = Waiting(
                 kr.CRASH_LOOP_BACK_OFF, kr.crash_loop_message(check.delay, name, self.pod)
@@ -329,7 +333,7 @@ class PodKubelet:
         if self.lifecycle_events:
             self._emit(kr.REASON_CREATED, name, message=kr.created_message(name, self.profile))
             self._emit(kr.REASON_STARTED, name, message=kr.started_message(name, self.profile))
-        self._emit("ContainerStarted", name, restartCount=restarts, **details)
+        self._emit(EventType.CONTAINER_STARTED, name, restartCount=restarts, **details)
         self.generate_status()
         if self.terminating or self.done or self.killing_pod:
             self._stop(inst)  # it was being created when the pod was torn down
@@ -390,7 +394,7 @@ class PodKubelet:
         fields: dict[str, Any] = {"exitCode": exit_code, "reason": reason}
         if message:
             fields["message"] = message
-        self._emit("ContainerExited", inst.spec.name, **fields)
+        self._emit(EventType.CONTAINER_EXITED, inst.spec.name, **fields)
         killed_by = inst.kill_reason
         inst.killing = False
         inst.kill_reason = None
@@ -503,7 +507,7 @@ class PodKubelet:
             if cs is None or cs.running is None:
                 continue
             inst.killing = True
-            self._emit("Killing", inst.spec.name, message=RESET_KILL_MESSAGE)
+            self._emit(EventType.KILLING, inst.spec.name, message=RESET_KILL_MESSAGE)
             self.backend.kill(self, inst.spec, cs.container_id, kr.grace_after_turn(0, 0.0))
             return
         self._resetting = None
@@ -541,7 +545,7 @@ class PodKubelet:
             event.reason,
             record.key.container,
             record.finished_at if record.finished_at is not None else record.t,
-            {"probe": record.key.probe_type.key, "message": event.message, "eventType": event.type},
+            {"probe": record.key.probe_type, "message": event.message, "eventType": event.type},
         )
 
     def on_result(self, probe_type: ProbeType, container_id: str, result: ResultValue) -> None:
@@ -587,7 +591,9 @@ class PodKubelet:
         inst.keep_started = (
             decision.restart and self.profile.started_kept_across_restart and bool(cs.started)
         )
-        self._emit("Killing", inst.spec.name, probe=decision.reason, message=decision.message)
+        self._emit(
+            EventType.KILLING, inst.spec.name, probe=decision.reason, message=decision.message
+        )
         grace = self._grace(inst, decision.reason)
         if decision.restart:
             inst.restart_pending = True
@@ -676,7 +682,9 @@ class PodKubelet:
             # too: killContainer again, with the pod's grace period (whichever ends it first)
             assert inst.status is not None
             inst.kill_reason = None
-            self._emit("Killing", inst.spec.name, message=kr.stopping_message(inst.spec.name))
+            self._emit(
+                EventType.KILLING, inst.spec.name, message=kr.stopping_message(inst.spec.name)
+            )
             grace = self._grace(inst, None)
             self.backend.kill(self, inst.spec, inst.status.container_id, grace)
 
@@ -758,7 +766,7 @@ class PodKubelet:
         if grace > 0 and waits:
             # probetui's note of whom its SIGTERM waits for; upstream's event does not say
             fields["waitsFor"] = waits
-        self._emit("Killing", name, **fields, message=kr.stopping_message(name))
+        self._emit(EventType.KILLING, name, **fields, message=kr.stopping_message(name))
         if grace > 0 and waits:
             # waitForTurn: until the containers before it have exited, at most `grace` s
             self._turns.wait(name, grace)

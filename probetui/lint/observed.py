@@ -416,7 +416,6 @@ def store_events(
             if pairs:
                 first = pairs[-1][0]
                 oldest = first if oldest is None else min(oldest, first)
-            key = pt.key
             error = _last_error_text(h) if any(k == Kind.ERROR for _, (_, k) in pairs) else ""
             for t, (latency, kind) in reversed(pairs):
                 events.append(
@@ -427,7 +426,7 @@ def store_events(
                         pod.namespace,
                         pod.name,
                         c.name,
-                        key,
+                        pt,
                         "shadow",
                         _attempt_fields(kind, latency, error),
                     )

@@ -25,6 +25,7 @@ from probetui.record.codec import (
     WORKER,
     Item,
 )
+from probetui.spec.model import ProbeType
 from probetui.timeline.events import (
     PROBE_ATTEMPT,
     PROBE_SKIPPED,
@@ -57,7 +58,7 @@ class ProbeRef:
     namespace: str
     pod: str
     container: str
-    probe: str
+    probe: ProbeType
 
 
 def _result(value: int | None) -> ResultValue | None:

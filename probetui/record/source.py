@@ -198,7 +198,7 @@ class RecordingSource:
             except DECODE_ERRORS:
                 self._add_ref(row, pod)  # type: ignore[arg-type]  # says why
                 continue
-            refs[row[0]] = ProbeRef(key, pod[2], pod[3], row[2], row[3])  # type: ignore[index]
+            refs[row[0]] = ProbeRef(key, pod[2], pod[3], row[2], key.probe_type)  # type: ignore[index]
 
     def _add_ref(self, row: Row, pod: Row | None) -> None:
         """One probe's `ProbeRef` from its verified row and its pod's (None: that row fails its
@@ -212,7 +212,7 @@ class RecordingSource:
         except DECODE_ERRORS as e:
             self._bad_refs[i] = f"probes row {i} is undecodable ({e!r})"
             return
-        self._refs[i] = ProbeRef(key, pod[2], pod[3], container, probe)
+        self._refs[i] = ProbeRef(key, pod[2], pod[3], container, key.probe_type)
 
     def _pod_of(self, pod_id: int) -> tuple[str, str, str]:
         p = self._pods.get(pod_id)
@@ -237,7 +237,8 @@ class RecordingSource:
         try:
             uid, ns, name = self._pod_of(pod_id)
             text = self._text(fields) or "{}"
-            return Event(type_, t, uid, ns, name, container, probe, source, json.loads(text))
+            probe_type = ProbeType.parse(probe) if probe else None
+            return Event(type_, t, uid, ns, name, container, probe_type, source, json.loads(text))
         except _BAD as e:
             if isinstance(e, Damaged):
                 raise e.at(t) from None

@@ -138,8 +138,10 @@ def item_of(e: Event) -> tuple[Any, ...] | None:
     if key is None:
         return None
     record = e.record
+    # the probe as a plain `str`, not its member: a member is an object the collector tracks
+    probe = str(e.probe) if e.probe is not None else None
     if record is None:
-        return (ITEM, e.pod_uid, e.namespace, e.pod, e.container, e.probe, e.t, key)
+        return (ITEM, e.pod_uid, e.namespace, e.pod, e.container, probe, e.t, key)
     outcome = record.outcome
     attempt = outcome.attempt if outcome is not None else None
     us = codec.us
@@ -149,7 +151,7 @@ def item_of(e: Event) -> tuple[Any, ...] | None:
         e.namespace,
         e.pod,
         e.container,
-        e.probe,
+        probe,
         e.t,
         key,
         us(record.t),

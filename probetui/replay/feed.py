@@ -23,7 +23,7 @@ from probetui.record.reader import Recording, Segment, StoppedRead, UnbuiltEvent
 from probetui.record.schema import MAX_SPAN, Damaged
 from probetui.replay.store import ReplayStore
 from probetui.spec.model import Pod, ProbeType
-from probetui.timeline.events import Event
+from probetui.timeline.events import Event, EventType
 from probetui.timeline.history import RecordShape
 from probetui.timeline.store import Store
 
@@ -139,10 +139,10 @@ class Stream:
                 break
             seq += 1
             type_ = p.type
-            if type_ == "ResultChanged":
+            if type_ == EventType.RESULT_CHANGED:
                 waiting.setdefault(p.group, []).append((seq, p))
             else:
-                if type_ == "ProbeAttempt":
+                if type_ == EventType.PROBE_ATTEMPT:
                     changes = waiting.pop(p.group, None)
                     if changes is not None:
                         w = p.published
@@ -397,11 +397,11 @@ def _fed_of(
     following: int | None = None
     for i in range(len(keyed) - 1, -1, -1):
         p = keyed[i][2]
-        if p.type == "ResultChanged":
+        if p.type == EventType.RESULT_CHANGED:
             j = following
             if j is not None and keyed[j][2].t <= p.t <= when[j] + 1.0:
                 when[i] = when[j]
-        elif p.type == "ProbeAttempt":
+        elif p.type == EventType.PROBE_ATTEMPT:
             following = i
     return [x for x, w in zip(keyed, when, strict=True) if after < w <= until]
 
@@ -429,11 +429,11 @@ def published_by(events: list[Event], t: float) -> list[Event]:
     following: int | None = None
     for i in range(len(events) - 1, -1, -1):
         e = events[i]
-        if e.type == "ResultChanged":
+        if e.type == EventType.RESULT_CHANGED:
             j = following
             if j is not None and events[j].t <= e.t <= when[j] + 1.0:
                 when[i] = when[j]
-        elif e.type == "ProbeAttempt":
+        elif e.type == EventType.PROBE_ATTEMPT:
             following = i
     return [e for e, w in zip(events, when, strict=True) if w <= t]
 

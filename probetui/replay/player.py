@@ -41,6 +41,7 @@ from probetui.replay.feed import Rebuilt, Stream, fill, just_after, keyframes, p
 from probetui.replay.store import ReplayStore
 from probetui.runtime.base import NodeKubelet, Runtime, RuntimeHost
 from probetui.spec.model import Container, Pod, ProbeType
+from probetui.timeline.events import EventType
 
 # seconds of history fed in before the cursor on a seek: at most WINDOW, and no more than
 # about SEEK_EVENTS attempts' worth at the recording's density (a seek feeds every event of
@@ -76,7 +77,12 @@ MIN_GAP = 0.002
 MAX_TICK = 2 * TICK
 SPEEDS = (1.0, 10.0, 100.0)
 # what counts as a moment worth jumping to
-NOTABLE = ("ResultChanged", "Killing", "BackOff", "Divergence")
+NOTABLE = (
+    EventType.RESULT_CHANGED,
+    EventType.KILLING,
+    EventType.BACK_OFF,
+    EventType.DIVERGENCE,
+)
 NOTHING_RUNS = "this is a recording: nothing is probed or paused in a replay"
 # where damage is found, the cursor stays this much before it; and a seek that finds damage
 # before the place it held the cursor to tries again before that, at most this often

@@ -69,8 +69,8 @@ class RuntimeEvent:
     ) -> RuntimeEvent:
         """Tell what a played kubelet (`PodKubelet`'s `Emit`) said, its `probe` field lifted out."""
         rest = dict(fields)
-        probe = rest.pop("probe", None)
-        return cls(type_, t, pod, container, ProbeType.parse(probe) if probe else None, rest)
+        probe: ProbeType | None = rest.pop("probe", None)
+        return cls(type_, t, pod, container, probe, rest)
 
 
 class RuntimeHost(Protocol):

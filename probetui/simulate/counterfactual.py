@@ -118,7 +118,7 @@ class _Did(NamedTuple):
     t: float
     type: str
     container: str
-    probe: str | None  # the probe a kill was for
+    probe: ProbeType | None  # the probe a kill was for
     fields: dict[str, Any]
 
 
@@ -158,10 +158,7 @@ class _RecordedApp(SimKubelet):
 
     def _on_event(self, type_: str, container: str, t: float, fields: dict[str, Any]) -> None:
         if type_ in _READ:
-            # the probe as the played event's would name it (RuntimeEvent.played)
-            probe = fields.get("probe")
-            key = ProbeType.parse(probe).key if probe else None
-            self.did.append(_Did(t + self.origin, type_, container, key, fields))
+            self.did.append(_Did(t + self.origin, type_, container, fields.get("probe"), fields))
 
     def run(self) -> None:
         super().run()

@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 # which probe's first success ends an instance's start-up phase, in order of preference
 STARTUP_GATES = (ProbeType.STARTUP, ProbeType.READINESS, ProbeType.LIVENESS)
 SLACK = 0.5  # seconds beyond half a period within which a recorded answer still counts as such
-# a probe type by the key events carry, without parsing it for every attempt
-_PROBE_TYPES = {pt.key: pt for pt in ProbeType}
 _by_time = attrgetter("t")
 
 
@@ -135,7 +133,7 @@ def recorded_pod(
             if inst is None or inst.end is not None:
                 continue  # an attempt on a container not running: nothing to learn from it
             answer = _answer(e)
-            pt = _PROBE_TYPES.get(e.probe) or ProbeType.parse(e.probe)
+            pt = e.probe
             inst.answers.setdefault(pt, []).append(answer)
             rec.attempts += 1
         elif e.type == EventType.CONTAINER_STARTED:

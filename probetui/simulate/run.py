@@ -278,7 +278,7 @@ class SimKubelet:
             "KubeletLog",
             worker.container.name,
             self.clock.now(),
-            {"probe": worker.probe_type.key, "message": MANUAL_TRIGGER_DROPPED},
+            {"probe": worker.probe_type, "message": MANUAL_TRIGGER_DROPPED},
         )
 
     # -- bookkeeping ------------------------------------------------------------------

@@ -8,28 +8,38 @@ spec it was created with, as the kubelet's worker keeps its pod object
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import Enum, StrEnum
 
 
-class ProbeType(Enum):
-    """Names the three probe types; `.value` is the name in events and metrics (§1.1)."""
+class ProbeType(StrEnum):
+    """Names the three probe types: each member is its lower-case key as a string (liveness,
+    readiness, startup: the name on the command line and in JSON), and `.value` is the
+    kubelet's name in events and metrics (§1.1).
+
+    Being a `str`, a member equals, hashes and serialises as its key, so an event's probe is
+    the member itself wherever the key was written before (JSONL, the recording, the stream).
+    """
 
     LIVENESS = "Liveness"
     READINESS = "Readiness"
     STARTUP = "Startup"
 
-    # hashed by identity in C, not by Enum's Python-level hash of the name: members are
-    # singletons equal only to themselves, and every ProbeKey lookup hashes one
-    # (benchmarks.probe_key_hash guards it)
-    __hash__ = object.__hash__
+    # the lower-case name as a plain `str`, for a tuple the cyclic collector may stop tracking
+    # (a member, having a `__dict__`, is tracked)
+    key: str
 
-    @property
-    def key(self) -> str:
-        """Lower-case name used on the command line and in JSON: liveness, readiness, startup."""
-        return self.name.lower()
+    def __new__(cls, kubelet_name: str) -> ProbeType:
+        key = kubelet_name.lower()
+        member = str.__new__(cls, key)
+        member._value_ = kubelet_name
+        member.key = key
+        return member
 
     @classmethod
     def parse(cls, text: str) -> ProbeType:
+        """Return the member named by `text` in any case (a member is its own name)."""
+        if isinstance(text, cls):
+            return text
         return cls[text.strip().upper()]
 
 

@@ -45,9 +45,9 @@ def event_from_frame(frame: dict[str, Any]) -> Event:
     try:
         e, x = frame["e"], frame["x"]
         fields = {k: v for k, v in e.items() if k not in _BASE}
-        probe = e["probe"]
+        probe = ProbeType.parse(e["probe"]) if e["probe"] else None
         uid = x["uid"]
-        key = ProbeKey(uid, e["container"], ProbeType.parse(probe)) if probe else None
+        key = ProbeKey(uid, e["container"], probe) if probe is not None else None
         rec, st = x.get("rec"), x.get("st")
         if (rec is not None or st is not None) and key is None:
             raise ProtocolError("an event with a worker's record or state names no probe")

@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from probetui.keys import ProbeKey
+from probetui.keys import EventType, ProbeKey
 from probetui.prober.outcome import outcome_label
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, WorkerState
@@ -32,36 +31,6 @@ if TYPE_CHECKING:
 
 SHADOW = "shadow"  # probetui's own workers
 KUBELET = "kubelet"  # the kubelet, real (cluster) or played (local runtime)
-
-
-class EventType(StrEnum):
-    """Names the kinds of event probetui itself makes; each member is its wire string, so
-    JSONL, the recording and the stream carry the same text as before.
-
-    A kubelet event seen on a cluster keeps its reason as a plain `str` (`Started`, `Pulled`,
-    ...): `Event.type` is an `EventType` or that text, and the two compare equal as strings.
-    """
-
-    PROBE_ATTEMPT = "ProbeAttempt"
-    PROBE_SKIPPED = "ProbeSkipped"
-    RESULT_CHANGED = "ResultChanged"
-    # a worker's state changed without a doProbe record (paused, resumed, stopped): for the store
-    WORKER_STATE = "WorkerState"
-    CONTAINER_STARTED = "ContainerStarted"
-    CONTAINER_EXITED = "ContainerExited"
-    KILLING = "Killing"
-    BACK_OFF = "BackOff"
-    UNHEALTHY = "Unhealthy"
-    PROBE_WARNING = "ProbeWarning"
-    STARTED_CHANGED = "StartedChanged"
-    READY_CHANGED = "ReadyChanged"
-    POD_DELETED = "PodDeleted"  # `probetui simulate`'s pod went away
-    DIVERGENCE = "Divergence"
-    PROBE_NOT_RUN = "ProbeNotRun"
-    EVENTS_DROPPED = "EventsDropped"
-    # the kubelet's own prober_probe_total over a window, beside the shadow's count of the same,
-    # from a node agent (runtime/kubernetes/kubelet_counts.py)
-    KUBELET_PROBE_COUNTS = "KubeletProbeCounts"
 
 
 # the members the per-attempt paths name, bound once: looking a member up on its enum class
@@ -85,7 +54,7 @@ class Event:
     namespace: str
     pod: str
     container: str | None
-    probe: str | None  # "liveness", "readiness", "startup"
+    probe: ProbeType | None  # a str too: "liveness", "readiness", "startup"
     source: str
     fields: dict[str, Any] = field(default_factory=dict)
     # the worker's record behind a ProbeAttempt / ProbeSkipped: the store keeps it for the UI
@@ -173,7 +142,7 @@ def _shadow(
         pod.namespace,
         pod.name,
         key.container,
-        key.probe_type.key,
+        key.probe_type,
         SHADOW,
         fields if fields is not None else {},
         record,
@@ -225,7 +194,7 @@ def result_changed_event(
         pod.namespace,
         pod.name,
         container,
-        probe_type.key,
+        probe_type,
         SHADOW,
         result_fields(result.label, container_id),
     )
@@ -241,7 +210,7 @@ def runtime_event(event: RuntimeEvent) -> Event:
         namespace=pod.namespace,
         pod=pod.name,
         container=event.container,
-        probe=event.probe.key if event.probe is not None else None,
+        probe=event.probe,
         source=event.source,
         fields=dict(event.fields),
     )

@@ -26,7 +26,15 @@ from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot, PodStatus
 from probetui.prober.worker import WorkerState
 from probetui.spec.model import Pod, ProbeType
-from probetui.timeline.events import KUBELET_PROBE_COUNTS, WORKER_STATE, Event
+from probetui.timeline.events import (
+    KUBELET_PROBE_COUNTS,
+    PROBE_ATTEMPT,
+    PROBE_SKIPPED,
+    RESULT_CHANGED,
+    WORKER_STATE,
+    Event,
+    EventType,
+)
 from probetui.timeline.history import (
     ProbeHistory,
     RecordShape,
@@ -70,7 +78,7 @@ class Mark:
 
 # what the kubelet said about probes, once per failed attempt: kept apart so that a flood of
 # them never pushes the rare starts and kills out of `marks`
-REPORTS = frozenset({"Unhealthy", "ProbeWarning"})
+REPORTS = frozenset({EventType.UNHEALTHY, EventType.PROBE_WARNING})
 
 
 @dataclass(slots=True)
@@ -159,9 +167,9 @@ class Store:
         self.events += 1
         self.version += 1
         type_ = event.type
-        if type_ in ("ProbeAttempt", "ProbeSkipped"):
+        if type_ in (PROBE_ATTEMPT, PROBE_SKIPPED):
             self._record(event)
-        elif type_ == "ResultChanged":
+        elif type_ == RESULT_CHANGED:
             self._result_changed(event)
         elif type_ == KUBELET_PROBE_COUNTS:
             self._counts(event)
@@ -312,7 +320,7 @@ class Store:
         c = self._container(ContainerKey(event.pod_uid, event.container))
         mark = Mark(event.t, event.type, event.source, event.probe, dict(event.fields))
         (c.reports if event.type in REPORTS else c.marks).append(mark)
-        if event.type == "Divergence":
+        if event.type == EventType.DIVERGENCE:
             c.divergences += 1
             c.last_divergence = str(event.fields.get("message", ""))
         self._changed(c)

@@ -15,6 +15,7 @@ from probetui.keys import ContainerKey
 from probetui.prober.results import ResultValue
 from probetui.prober.status import PodSnapshot
 from probetui.spec.model import Container, Pod, ProbeType
+from probetui.timeline.events import EventType
 from probetui.timeline.history import ProbeHistory
 from probetui.timeline.store import ContainerHistory, Store
 
@@ -144,7 +145,7 @@ def recent_restarts(store: Store, uids: list[str], now: float) -> int:
             n += sum(
                 1
                 for m in history.marks
-                if m.type == "ContainerStarted"
+                if m.type == EventType.CONTAINER_STARTED
                 and since <= m.t <= now
                 and int(m.fields.get("restartCount") or 0) > 0
             )

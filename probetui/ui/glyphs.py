@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from probetui.prober.outcome import KIND_GLYPH, Kind
 from probetui.prober.results import ResultValue
+from probetui.timeline.events import EventType
 
 OK, WARN, BAD, DIM, INFO = "green", "yellow", "red", "bright_black", "cyan"
 
@@ -46,15 +47,15 @@ NO_PROBE, NOT_YET = "·", "○"
 # kubelet lane: (glyph, label, style) by event type; Ready/Started changes depend on the value
 START, KILL, EXIT, BACKOFF, DIVERGE, REPORT = "│", "↺", "■", "B", "≠", "!"
 MARK_RANK = {
-    "Killing": 6,
-    "ContainerExited": 5,
-    "ContainerStarted": 4,
-    "BackOff": 3,
-    "Divergence": 3,
-    "ReadyChanged": 2,
-    "StartedChanged": 1,
-    "Unhealthy": 0,
-    "ProbeWarning": 0,
+    EventType.KILLING: 6,
+    EventType.CONTAINER_EXITED: 5,
+    EventType.CONTAINER_STARTED: 4,
+    EventType.BACK_OFF: 3,
+    EventType.DIVERGENCE: 3,
+    EventType.READY_CHANGED: 2,
+    EventType.STARTED_CHANGED: 1,
+    EventType.UNHEALTHY: 0,
+    EventType.PROBE_WARNING: 0,
 }
 
 YES, NO = "✓", "✗"

@@ -218,7 +218,7 @@ class AgentReader:
             str(frame.get("ns") or ""),
             str(frame.get("pod") or ""),
             key.container,
-            key.probe_type.key,
+            key.probe_type,
             SHADOW,
             {"node": node},
             state=state,

@@ -45,6 +45,7 @@ from typing import Any
 from probetui.runtime.base import RuntimeEvent
 from probetui.runtime.kubernetes.observed import parse_time
 from probetui.spec.model import ContainerKind, Pod, ProbeType
+from probetui.timeline.events import EventType
 
 __all__ = [
     "AGGREGATE_PREFIX",
@@ -58,10 +59,10 @@ __all__ = [
 
 AGGREGATE_PREFIX = "(combined from similar events): "
 
-UNHEALTHY = "Unhealthy"
-PROBE_WARNING = "ProbeWarning"
-KILLING = "Killing"
-BACK_OFF = "BackOff"
+UNHEALTHY = EventType.UNHEALTHY
+PROBE_WARNING = EventType.PROBE_WARNING
+KILLING = EventType.KILLING
+BACK_OFF = EventType.BACK_OFF
 
 _PROBE = r"(?P<probe>Liveness|Readiness|Startup)"
 _UNHEALTHY = (

@@ -26,6 +26,7 @@ from typing import Any
 
 from probetui.agent.counts import RESULT_SLACK, TOTAL_SLACK
 from probetui.agent.kubelet import RESULTS
+from probetui.spec.model import ProbeType
 from probetui.timeline.events import (
     KUBELET,
     KUBELET_PROBE_COUNTS,
@@ -40,7 +41,7 @@ KUBELET_COUNTS = KUBELET_PROBE_COUNTS
 WINDOW = 60.0
 
 Counts = dict[str, int]
-Key = tuple[str, str, str]  # pod UID, container, probe
+Key = tuple[str, str, ProbeType]  # pod UID, container, probe
 
 
 @dataclass(slots=True)
@@ -82,7 +83,7 @@ class CountsJudge:
     def frame(self, node: str, frame: dict[str, Any]) -> list[Event]:
         """Return a `counts` frame from the agent on `node`: the events it completes."""
         try:
-            key = (str(frame["uid"]), str(frame["c"]), str(frame["probe"]))
+            key = (str(frame["uid"]), str(frame["c"]), ProbeType.parse(str(frame["probe"])))
             t = float(frame["t"])
         except (KeyError, TypeError, ValueError):
             return []
@@ -215,7 +216,7 @@ def _event(
         str(frame.get("ns") or ""),
         str(frame.get("pod") or ""),
         str(frame["c"]),
-        str(frame["probe"]),
+        ProbeType.parse(str(frame["probe"])),
         source,
         fields,
     )

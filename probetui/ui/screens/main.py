@@ -24,6 +24,7 @@ from textual.widgets import Input
 from probetui.keys import ContainerKey, ProbeKey
 from probetui.prober.results import ResultValue
 from probetui.spec.model import Container, ProbeType
+from probetui.timeline.events import EventType
 from probetui.timeline.history import ProbeHistory
 from probetui.timeline.store import ContainerHistory
 from probetui.ui import keys
@@ -63,7 +64,7 @@ def harmful_probe(container: Container, history: ContainerHistory | None) -> Pro
     probes = {pt: h for pt, h in history.probes.items() if container.probe(pt) is not None}
     killed: dict[ProbeType, float] = {}
     for m in history.marks:
-        if m.type == "Killing" and m.probe in KILLERS:
+        if m.type == EventType.KILLING and m.probe in KILLERS:
             killed[ProbeType.parse(m.probe)] = m.t
     for pt, h in probes.items():
         if pt is not ProbeType.READINESS and h.on_hold and h.published is ResultValue.FAILURE:

@@ -10,6 +10,7 @@ from textual.widget import Widget
 from probetui.keys import ContainerKey
 from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
+from probetui.timeline.events import EventType
 from probetui.timeline.store import ContainerHistory
 from probetui.triage.groups import RESTARTING_SECONDS, Fleet, FleetCount
 from probetui.ui import glyphs as g
@@ -166,10 +167,10 @@ def _back_off_ends(history: ContainerHistory | None, cs: ContainerStatus | None)
     if history is None or cs is None or cs.running is not None or cs.terminated is not None:
         return None
     for mark in reversed(history.marks):
-        if mark.type == "BackOff":
+        if mark.type == EventType.BACK_OFF:
             delay = mark.fields.get("delay")
             return mark.t + float(delay) if delay else None
-        if mark.type in ("ContainerStarted", "ContainerExited"):
+        if mark.type in (EventType.CONTAINER_STARTED, EventType.CONTAINER_EXITED):
             break
     return None
 

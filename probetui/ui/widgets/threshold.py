@@ -22,7 +22,7 @@ from probetui.lint.model import Finding, Severity
 from probetui.prober.results import ResultValue
 from probetui.prober.worker import Skip
 from probetui.spec.model import Container, Pod, Probe, ProbeType
-from probetui.timeline.events import Event, count_words
+from probetui.timeline.events import Event, EventType, count_words
 from probetui.timeline.history import Kind, ProbeHistory
 from probetui.timeline.store import ContainerHistory
 from probetui.ui import glyphs as g
@@ -72,9 +72,9 @@ def last_divergence(
     found: tuple[dict[str, object], str | None] | None = None
     for m in history.marks:
         # a Divergence without a probe is about Ready: readiness's verdict
-        if (m.probe or ProbeType.READINESS.key) != probe.key:
+        if (m.probe or ProbeType.READINESS) != probe:
             continue
-        if m.type == "Divergence":
+        if m.type == EventType.DIVERGENCE:
             found = (m.fields, None)
         elif m.type == "DivergenceCleared" and found is not None:
             found = (found[0], str(m.fields.get("message", "agree again")))

@@ -12,6 +12,7 @@ from rich.text import Text
 from probetui.keys import ContainerKey
 from probetui.prober.results import ResultValue
 from probetui.spec.model import ProbeType
+from probetui.timeline.events import EventType
 from probetui.timeline.store import ContainerHistory, Mark
 from probetui.ui import glyphs as g
 from probetui.ui.context import UIContext
@@ -29,28 +30,28 @@ TICKS = (1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 1440
 def mark_look(m: Mark) -> tuple[str, str, str]:
     """(glyph, style, label) of a kubelet-lane mark."""
     f = m.fields
-    if m.type == "ContainerStarted":
+    if m.type == EventType.CONTAINER_STARTED:
         n = f.get("restartCount") or 0
         return g.START, g.INFO, f"start #{n}" if n else "start"
-    if m.type == "ContainerExited":
+    if m.type == EventType.CONTAINER_EXITED:
         code = f.get("exitCode")
         return g.EXIT, g.BAD if code else g.DIM, f"exit {code}" if code is not None else "exit"
-    if m.type == "Killing":
+    if m.type == EventType.KILLING:
         return g.KILL, g.BAD, f"kill ({m.probe})" if m.probe else "kill"
-    if m.type == "BackOff":
+    if m.type == EventType.BACK_OFF:
         delay = f.get("delay")
         return g.BACKOFF, g.WARN, f"back-off {duration(float(delay))}" if delay else "back-off"
-    if m.type == "ReadyChanged":
+    if m.type == EventType.READY_CHANGED:
         if f.get("ready"):
             return g.CHANGED_UP, g.OK, "Ready"
         return g.CHANGED_DOWN, g.BAD, "NotReady"
-    if m.type == "StartedChanged":
+    if m.type == EventType.STARTED_CHANGED:
         if f.get("started"):
             return g.CHANGED_UP, g.OK, "Started"
         return g.CHANGED_DOWN, g.WARN, "NotStarted"
-    if m.type == "Divergence":
+    if m.type == EventType.DIVERGENCE:
         return g.DIVERGE, "magenta", "differs"
-    if m.type in ("Unhealthy", "ProbeWarning"):
+    if m.type in (EventType.UNHEALTHY, EventType.PROBE_WARNING):
         return g.REPORT, g.WARN, ""
     return "•", g.DIM, m.type
 
