@@ -27,7 +27,7 @@ from probetui.spec.model import ProbeType
 from probetui.stream import protocol as p
 from probetui.stream.codec import pod_frame
 from probetui.stream.rows import PodNames
-from probetui.timeline.events import SHADOW, Event
+from probetui.timeline.events import PROBE_ATTEMPT, SHADOW, Event
 from tests.kube.emulator import container, http_get_probe, make_pod
 
 PODS = 40
@@ -169,7 +169,15 @@ async def test_a_stream_opened_again_passes_on_only_the_summaries_that_moved() -
     assert [e.state.published for e in published[PODS:]] == [ResultValue.SUCCESS]
     # another event of a pod: its next summary is passed on whatever it says
     attempt = Event(
-        "ProbeAttempt", 4.0, f"{node}-uid-5", "default", "web-5", "app", "readiness", SHADOW, {}
+        PROBE_ATTEMPT,
+        4.0,
+        f"{node}-uid-5",
+        "default",
+        "web-5",
+        "app",
+        ProbeType.READINESS,
+        SHADOW,
+        {},
     )
     reader.take(node, attempt)
     await stream._frames(_agent_pod(node), Body(_burst(node)))  # type: ignore[arg-type]
