@@ -58,6 +58,8 @@ SA_TOKEN = "bench-service-account-token"
 READ_TOKEN = "bench-read-token-0123456789"
 CORES_GOAL = 0.01
 RSS_GOAL_MB = 100.0
+# the buckets of the kubelet's prober_probe_duration_seconds (Prometheus's default buckets)
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, "+Inf")
 
 
 def node_pods(
@@ -144,6 +146,16 @@ async def _serve_async(
                 return web.Response(status=401, text="Unauthorized")
             n = int((time.time() - started) / period)
             lines = [f"process_start_time_seconds {started}"]
+            # the kubelet serves its probes' duration histogram beside the counts: the agent
+            # reads past it
+            for labels in series:
+                histogram = labels.rsplit(",pod_uid=", 1)[0] + labels[labels.index(",probe_type") :]
+                for le in DURATION_BUCKETS:
+                    lines.append(
+                        f'prober_probe_duration_seconds_bucket{{{histogram},le="{le}"}} {n}'
+                    )
+                lines.append(f"prober_probe_duration_seconds_sum{{{histogram}}} {n * 0.001}")
+                lines.append(f"prober_probe_duration_seconds_count{{{histogram}}} {n}")
             for labels in series:
                 for result, count in (("successful", n), ("failed", 0), ("unknown", 0)):
                     lines.append(f'prober_probe_total{{{labels},result="{result}"}} {count}')

@@ -26,7 +26,7 @@ from probetui.agent.summary import ProbeSummary
 from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, kind_of_outcome
 from probetui.prober.status import PodStatus
-from probetui.spec.model import Pod
+from probetui.spec.model import Pod, ProbeType
 from probetui.stream.codec import event_frame
 from probetui.stream.protocol import NOTE, dumps
 from probetui.stream.rows import is_row_event, row_parts
@@ -43,8 +43,8 @@ class Hub:
         self.clients: set[StreamClient] = set()
         self.pods: dict[str, tuple[Pod, PodStatus]] = {}
         self.summaries: dict[ProbeKey, ProbeSummary] = {}
-        # (probe type as the kubelet labels it, outcome word) -> doProbes
-        self.attempts: Counter[tuple[str, str]] = Counter()
+        # (probe type, outcome kind) -> doProbes; `attempt_counts` names them
+        self.attempts: Counter[tuple[ProbeType, int]] = Counter()
         self.divergences = 0
         self.notes: dict[str, dict[str, Any]] = {}  # topic -> its latest note frame
         self.counts: dict[ProbeKey, dict[str, Any]] = {}  # the latest counts frame per probe
@@ -69,10 +69,10 @@ class Hub:
             summary = self.summaries.get(key)
             if summary is None:
                 summary = self.summaries[key] = ProbeSummary(key, names)
-            summary.add(record, event.fields)
+            kind = kind_of_outcome(record.outcome)
+            summary.add(record, event.fields, KIND_NAMES[kind])
             if record.outcome is not None:
-                word = KIND_NAMES[kind_of_outcome(record.outcome)]
-                self.attempts[(key.probe_type.value, word)] += 1
+                self.attempts[(key.probe_type, kind)] += 1
             stamp = self.stamp()
             self.ring.add_row(stamp, *parts)
             encoded = _Encoded(event, stamp)
@@ -92,6 +92,10 @@ class Hub:
         self.ring.add_blob(stamp, event.pod_uid, event.type, data)
         for client in self.clients:
             client.blob(event.pod_uid, event.type, data)
+
+    def attempt_counts(self) -> list[tuple[str, str, int]]:
+        """Return the doProbes by probe type as the kubelet labels it and outcome word."""
+        return sorted((pt.value, KIND_NAMES[kind], n) for (pt, kind), n in self.attempts.items())
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         if status is None:

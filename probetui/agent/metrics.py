@@ -31,10 +31,7 @@ def render(agent: Agent) -> str:
         "probetui_agent_attempts_total",
         "counter",
         "The shadow's probe attempts on this node, by probe type and outcome.",
-        [
-            ({"probe_type": pt, "result": word}, float(n))
-            for (pt, word), n in sorted(hub.attempts.items())
-        ],
+        [({"probe_type": pt, "result": word}, float(n)) for pt, word, n in hub.attempt_counts()],
     )
     errors = Family(
         "probetui_agent_kubelet_scrape_errors_total",

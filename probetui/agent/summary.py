@@ -19,6 +19,7 @@ from probetui.stream.protocol import SUMMARY
 from probetui.stream.rows import PodNames
 from probetui.triage.probes import percentile
 
+_LAST_FIELDS = ("latency_ms", "statusCode", "output", "error")
 LATENCIES = 20  # attempts whose latency the summary's percentiles read (as --summary's)
 
 
@@ -29,16 +30,20 @@ class ProbeSummary:
     version: int = 0
     counts: Counter[str] = field(default_factory=Counter)
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCIES))
-    last: dict[str, Any] | None = None
     published: int | None = None
     run: int = 0
     hold: bool = False
     next_tick: float | None = None
     paused: bool = False
+    # the last attempt that ran: (time, outcome word, its event's fields); its `last` object is
+    # built when a frame is, not for every attempt
+    _last: tuple[float, str, dict[str, Any]] | None = None
 
-    def add(self, record: ProbeRecord, fields: dict[str, Any]) -> None:
-        """One doProbe record of this probe, with its event's fields."""
-        word = KIND_NAMES[kind_of_outcome(record.outcome)]
+    def add(self, record: ProbeRecord, fields: dict[str, Any], word: str | None = None) -> None:
+        """One doProbe record of this probe, with its event's fields (`word`: its outcome's
+        name, when the caller has it)."""
+        if word is None:
+            word = KIND_NAMES[kind_of_outcome(record.outcome)]
         self.counts[word] += 1
         self.published = None if record.published is None else int(record.published)
         self.run = record.result_run
@@ -50,12 +55,21 @@ class ProbeSummary:
             attempt = outcome.attempt
             if attempt is not None:
                 self.latencies.append(attempt.latency)
-            last: dict[str, Any] = {"t": record.t, "outcome": word}
-            for name in ("latency_ms", "statusCode", "output", "error"):
-                if name in fields:
-                    last[name] = fields[name]
-            self.last = last
+            self._last = (record.t, word, fields)
         self.version += 1
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        """Return the last attempt that ran as a frame shows it: time, outcome, and what of
+        latency, status, output and error its event said."""
+        if self._last is None:
+            return None
+        t, word, fields = self._last
+        last: dict[str, Any] = {"t": t, "outcome": word}
+        for name in _LAST_FIELDS:
+            if name in fields:
+                last[name] = fields[name]
+        return last
 
     def state(self) -> tuple[int | None, bool, bool]:
         """Return what a reader's list shows of the probe: published result, hold, pause."""

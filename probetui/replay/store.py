@@ -143,6 +143,7 @@ class ReplayStore(Store):
         self._deferred, fresh._deferred = fresh._deferred, {}
         self.layout_version = fresh.layout_version
         self.version = fresh.version
+        self.restart_log()  # the containers are fresh's: a reader from before walks them all
         if r is None:
             return
         for h in r.probes.values():
@@ -256,7 +257,7 @@ class ReplayStore(Store):
         h.in_run = True
         h.defer(self._filler)
         self._deferred[key] = h
-        owner.version = self.version
+        self._changed(owner)
 
     def fill_deferred(self, keys: Iterable[ProbeKey] | None = None) -> None:
         """Fill deferred histories (all of them without `keys`): each emptied and fed by the

@@ -64,8 +64,12 @@ class VersionMismatch(ProtocolError):
     pass
 
 
+# one encoder for every frame: `json.dumps` with options builds a new one per call
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(frame: dict[str, Any]) -> bytes:
-    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return _ENCODER.encode(frame).encode() + b"\n"
 
 
 def loads(line: bytes) -> dict[str, Any]:

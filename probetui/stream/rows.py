@@ -198,6 +198,21 @@ class RowReader:
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise ProtocolError(f"rows frame: {type(exc).__name__} {exc}") from None
 
+    def pass_over(self, frame: dict[str, Any]) -> None:
+        """Take a `rows` frame without its events (one shown already): the records its rows
+        carry stay each worker's last, which its later rows repeat by leaving them out."""
+        try:
+            for row in frame["r"]:
+                worker = self._workers.get(row[0])
+                if worker is None:
+                    raise ProtocolError(f"a row of worker {row[0]!r}, never declared")
+                if isinstance(row[-1], list):
+                    worker.rest = _rest_from(row[-1])
+        except ProtocolError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise ProtocolError(f"rows frame: {type(exc).__name__} {exc}") from None
+
     def _event(self, row: list[Any]) -> Event:
         worker = self._workers.get(row[0])
         if worker is None:

@@ -17,6 +17,7 @@ through the same feeding, and swaps it in.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -55,6 +56,9 @@ DEFAULT_DETAIL = 50  # per probe: attempts whose body, target and event text are
 DEFAULT_MARKS = 256  # per container: starts, exits, kills, back-offs, Ready changes ...
 # per probe: the kubelet's counts windows kept (a window is a minute: the last half hour)
 KUBELET_WINDOWS = 30
+# the change log holds at least this many changes (and twice the containers) before its older
+# half is let go: a reader that looked before what it holds walks every container once
+CHANGE_LOG_LEAST = 4096
 
 
 # -- containers and pods ------------------------------------------------------------------
@@ -131,6 +135,13 @@ class Store:
         # per probe, the node agent's windows of the kubelet's counts beside the shadow's
         # (KubeletProbeCounts), newest last: the threshold pane sums the recent ones
         self.kubelet_counts: dict[ProbeKey, deque[Event]] = {}
+        # every change of a container, in version order (`_changed`): a reader polling what
+        # changed since its last look reads these, not every container of the cluster
+        self._log_versions: list[int] = []
+        self._log: list[ContainerHistory] = []
+        self._log_floor = 0  # the log holds every change made after this version
+        self._log_top = 0  # the version of the last change logged
+        self._log_cap = CHANGE_LOG_LEAST  # changes held before the older half is let go
 
     # -- Sink -------------------------------------------------------------------------
 
@@ -150,7 +161,7 @@ class Store:
                 self.layout_version = self.version
             entry.pod, entry.status, entry.version = pod, status, self.version
         for c in pod.probed_containers():
-            self._container(ContainerKey(pod.uid, c.name)).version = self.version
+            self._changed(self._container(ContainerKey(pod.uid, c.name)))
 
     def event(self, event: Event) -> None:
         self.events += 1
@@ -301,7 +312,7 @@ class Store:
         kept.append(event)
         c = self.containers.get(ContainerKey(event.pod_uid, event.container))
         if c is not None:
-            c.version = self.version
+            self._changed(c)
 
     def _mark(self, event: Event) -> None:
         if event.container is None:
@@ -312,11 +323,36 @@ class Store:
         if event.type == EventType.DIVERGENCE:
             c.divergences += 1
             c.last_divergence = str(event.fields.get("message", ""))
-        c.version = self.version
+        self._changed(c)
 
     def _touch(self, h: ProbeHistory) -> None:
         if h.owner is not None:
-            h.owner.version = self.version
+            self._changed(h.owner)
+
+    def _changed(self, c: ContainerHistory) -> None:
+        """Stamp a container with the store's version and log the change for readers."""
+        v = c.version = self.version
+        if v < self._log_top:
+            # the version went back (a replay's fill hands its versions back): the log
+            # starts again here, and a reader that looked before walks every container
+            self.restart_log()
+            self._log_floor = v - 1
+        self._log_top = v
+        log = self._log
+        log.append(c)
+        self._log_versions.append(v)
+        if len(log) > self._log_cap:
+            versions, half = self._log_versions, len(log) // 2
+            self._log_floor = versions[half - 1]
+            del versions[:half], log[:half]
+            self._log_cap = CHANGE_LOG_LEAST + 2 * len(self.containers)
+
+    def restart_log(self) -> None:
+        """Start the change log afresh from the current version: for a store whose
+        containers were swapped in whole (a replay's seek)."""
+        self._log_versions.clear()
+        self._log.clear()
+        self._log_floor = self._log_top = self.version
 
     def _drop_pod(self, uid: str) -> None:
         self.pods.pop(uid, None)
@@ -341,8 +377,18 @@ class Store:
         return self.probes.get(key)
 
     def changed_since(self, version: int) -> list[ContainerKey]:
-        """Containers whose history or pod changed after `version`."""
-        return [k for k, c in self.containers.items() if c.version > version]
+        """Containers whose history or pod changed after `version`: from the change log,
+        so a poll costs what changed since, not a walk of every container."""
+        containers = self.containers
+        if version < self._log_floor:
+            return [k for k, c in containers.items() if c.version > version]
+        start = bisect_right(self._log_versions, version)
+        changed: dict[ContainerKey, None] = {}
+        for c in self._log[start:]:
+            key = c.key
+            if c.version > version and key not in changed and containers.get(key) is c:
+                changed[key] = None
+        return list(changed)
 
     def attempts(self) -> int:
         """Entries held across all probes."""

@@ -8,6 +8,7 @@ workload?" before any replica is read.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from probetui.keys import ContainerKey
@@ -185,28 +186,86 @@ def fleet(store: Store, now: float) -> Fleet:
     are waiting to start again after a restart."""
     not_ready = divergent = restarting = 0
     for entry in store.pods.values():
-        ready, diverged, restarted = True, False, False
-        for c in entry.shown_containers():
-            cs = entry.status.lookup(c.name)
-            if cs is None or not cs.ready:
-                ready = False
-            if cs is not None and cs.restart_count:
-                run = cs.running
-                if run is None or now - run.started_at < RESTARTING_SECONDS:
-                    restarted = True
-            history = store.containers.get(ContainerKey(entry.pod.uid, c.name))
-            if history is not None and history.divergences:
-                diverged = True
-        not_ready += not ready
+        down, diverged, until = _fleet_facts(store, entry)
+        not_ready += down
         divergent += diverged
-        restarting += restarted
+        restarting += now < until
     return Fleet(len(store.pods), not_ready, divergent, restarting)
+
+
+def _fleet_facts(store: Store, entry: PodSnapshot) -> tuple[bool, bool, float]:
+    """(not Ready, diverged, counted as restarted until): one pod's share of `fleet`; until is
+    inf while a restarted container waits to start again, -inf where none restarted."""
+    ready, diverged, until = True, False, -math.inf
+    for c in entry.shown_containers():
+        cs = entry.status.lookup(c.name)
+        if cs is None or not cs.ready:
+            ready = False
+        if cs is not None and cs.restart_count:
+            run = cs.running
+            until = max(until, math.inf if run is None else run.started_at + RESTARTING_SECONDS)
+        history = store.containers.get(ContainerKey(entry.pod.uid, c.name))
+        if history is not None and history.divergences:
+            diverged = True
+    return not ready, diverged, until
+
+
+class FleetCount:
+    """Keeps `fleet`'s counts from one look to the next: a pod is counted again only when the
+    store says it changed, so that the top bar's count each second costs what changed, not a
+    walk of every pod (the restarts' window alone moves with time: the few pods that
+    restarted are looked at again)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._layout = -1
+        self._version = -1
+        self._facts: dict[str, tuple[bool, bool, float]] = {}
+        self._not_ready = 0
+        self._divergent = 0
+        self._restarted: dict[str, float] = {}  # pods that restarted: counted until when
+
+    def count(self, now: float) -> Fleet:
+        """Return `fleet(store, now)`."""
+        store = self.store
+        if store.layout_version != self._layout:
+            self._layout = store.layout_version
+            self._facts.clear()
+            self._restarted.clear()
+            self._not_ready = self._divergent = 0
+            for uid, entry in store.pods.items():
+                self._add(uid, _fleet_facts(store, entry))
+        elif store.version != self._version:
+            pods = store.pods
+            for uid in {k.pod_uid for k in store.changed_since(self._version)}:
+                entry = pods.get(uid)
+                before = self._facts.get(uid)
+                if entry is None or before is None:
+                    continue  # a container of a pod not (yet) listed
+                self._remove(uid, before)
+                self._add(uid, _fleet_facts(store, entry))
+        self._version = store.version
+        restarting = sum(now < until for until in self._restarted.values())
+        return Fleet(len(self._facts), self._not_ready, self._divergent, restarting)
+
+    def _add(self, uid: str, facts: tuple[bool, bool, float]) -> None:
+        self._facts[uid] = facts
+        self._not_ready += facts[0]
+        self._divergent += facts[1]
+        if facts[2] > -math.inf:
+            self._restarted[uid] = facts[2]
+
+    def _remove(self, uid: str, facts: tuple[bool, bool, float]) -> None:
+        self._not_ready -= facts[0]
+        self._divergent -= facts[1]
+        self._restarted.pop(uid, None)
 
 
 __all__ = [
     "PROBE_ORDER",
     "RANK",
     "Fleet",
+    "FleetCount",
     "Summary",
     "attempted",
     "fleet",

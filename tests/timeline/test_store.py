@@ -135,6 +135,61 @@ def test_versions_say_which_container_changed() -> None:
     assert [m.type for m in marks][-1] == "Killing"
 
 
+class _Walked(dict):
+    """A containers table that counts how often it is walked whole."""
+
+    walks = 0
+
+    def items(self):  # type: ignore[override]
+        type(self).walks += 1
+        return super().items()
+
+
+def test_a_poll_reads_what_changed_not_every_container() -> None:
+    store = Store()
+    synth = Synth(store)
+    pods = [synth.add_pod(web_pod(f"p{i}", f"uid-{i}"), T0) for i in range(200)]
+    for pod in pods:
+        synth.start(pod, "app", T0)
+    seen = store.version
+    store.containers = _Walked(store.containers)
+    synth.attempt(pods[7], "app", R, T0 + 1)
+    synth.attempt(pods[3], "app", R, T0 + 1)
+    synth.attempt(pods[7], "app", L, T0 + 1)
+    assert sorted(store.changed_since(seen)) == [
+        ContainerKey("uid-3", "app"),
+        ContainerKey("uid-7", "app"),
+    ]
+    assert store.changed_since(store.version) == []
+    # a screen polls ten times a second: what it asks costs the changes, not the cluster
+    assert _Walked.walks == 0
+    # a reader from before what the log holds still gets every change
+    assert len(store.changed_since(-1)) == 200
+
+
+def test_a_version_handed_back_keeps_the_changes_right() -> None:
+    store = Store()
+    synth = Synth(store)
+    a = synth.add_pod(web_pod("a", "uid-a"), T0)
+    b = synth.add_pod(web_pod("b", "uid-b"), T0)
+    synth.start(a, "app", T0)
+    synth.start(b, "app", T0)
+    seen = store.version
+    synth.attempt(a, "app", R, T0 + 1)
+    kept_version = store.container(ContainerKey("uid-a", "app")).version
+    # as a replay's fill does: feed, then hand the versions back
+    synth.attempt(b, "app", R, T0 + 2)
+    store.version = kept_version
+    store.container(ContainerKey("uid-b", "app")).version = seen
+    assert store.changed_since(seen) == [ContainerKey("uid-a", "app")]
+    synth.attempt(b, "app", R, T0 + 3)
+    assert sorted(store.changed_since(seen)) == [
+        ContainerKey("uid-a", "app"),
+        ContainerKey("uid-b", "app"),
+    ]
+    assert store.changed_since(store.version) == []
+
+
 def test_unhealthy_reports_do_not_push_out_lifecycle_marks() -> None:
     store = Store(marks=8)
     synth = Synth(store)

@@ -11,7 +11,7 @@ from probetui.keys import ContainerKey
 from probetui.probe.base import Result
 from probetui.spec.model import Container, Pod, Probe, ProbeType
 from probetui.timeline.store import Store
-from probetui.triage.groups import recent_restarts, workloads, worst_member
+from probetui.triage.groups import FleetCount, fleet, recent_restarts, workloads, worst_member
 from probetui.triage.probes import FAIL, HOLD, PASS, UNKNOWN, percentile, workload_probes
 from probetui.triage.report import summary_lines, workload_summary
 from tests.timeline.synth import T0, Synth
@@ -280,3 +280,40 @@ def test_a_slice_reads_the_store_as_it_is_when_its_line_is_made() -> None:
         store.pod(s.pods[f"uid-svc-2-{i}"], None)
     rest = [json.loads(line) for b in slices for line in b]
     assert [(x["name"], x["replicas"]) for x in rest] == [("svc-1", 2)]
+
+
+class _Walked(dict):
+    """A pods table that counts how often it is walked whole."""
+
+    walks = 0
+
+    def values(self):  # type: ignore[override]
+        type(self).walks += 1
+        return super().values()
+
+    def items(self):  # type: ignore[override]
+        type(self).walks += 1
+        return super().items()
+
+
+def test_the_fleet_count_follows_the_store_and_counts_again_only_what_changed() -> None:
+    from tests.ui.fakes import T_END, build, build_fleet
+
+    store = Store()
+    synth = build(store, False)
+    build_fleet(synth)
+    counter = FleetCount(store)
+    assert counter.count(T_END) == fleet(store, T_END)
+    # the restarts' window moves with time alone
+    assert counter.count(T_END + 3600) == fleet(store, T_END + 3600)
+    store.pods = _Walked(store.pods)
+    crashy = next(p.pod for p in store.pods.values() if p.pod.name.startswith("crashy"))
+    before = counter.count(T_END)
+    synth.kubelet(crashy, "worker", "Divergence", T_END, source="kubelet", message="diverged")
+    walks = _Walked.walks
+    assert counter.count(T_END) == fleet(store, T_END)
+    assert counter.count(T_END).divergent == before.divergent + 1
+    assert _Walked.walks == walks + 1  # `fleet` walked the pods, the count did not
+    # a pod gone: counted anew
+    synth.sinks[0].pod(crashy, None)
+    assert counter.count(T_END) == fleet(store, T_END)

@@ -283,3 +283,23 @@ async def test_the_pane_proposes_a_start_budget_that_ends_the_kills_when_simulat
     after = simulate(apply_overrides(scenario, [proposed]))["summary"]
     assert before["kills"]["liveness"] >= 3
     assert after["kills"]["liveness"] == 0 and after["restarts"] == 0
+
+
+async def test_the_advice_of_the_lines_next_to_the_cursor_is_worked_out_before_their_key() -> None:
+    # a line's advice runs its model rules (simulations): worked out in a poll before j or k
+    # selects it, the key's own frame draws the advice kept, as for a line selected before
+    app, _, _ = make_app(observes_kubelet=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, MainScreen)
+        wl, advisor = screen.workloads, screen.threshold.advisor
+        below = wl.rows[wl.cursor + 1].key
+        assert below is not None
+        screen.poll()
+        screen.poll()
+        assert advisor.last(below) is not None
+        kept = advisor.last(below)
+        await pilot.press("j")
+        assert screen.selected == below
+        assert screen.threshold.advice is kept

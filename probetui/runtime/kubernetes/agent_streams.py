@@ -50,6 +50,8 @@ from probetui.runtime.kubernetes.node_stream import (
     POD_QUERY_BUDGET,
     PROBE_PATH,
     REFUSED_RETRY,
+    REOPEN_AFTER,
+    REOPEN_SPREAD,
     STREAM_PATH,
     Fault,
     NodeStream,
@@ -116,6 +118,10 @@ class AgentReader:
         self.lasting = False  # the problem, if any, stays
         self._any = asyncio.Event()  # the directory changed
         self._posts: set[asyncio.Future[None]] = set()  # probe-now requests in flight
+        # per pod, each probe's state as its last summary gave it, until another event of the
+        # pod comes: a stream opened again sends every summary again, and one that says what
+        # the last said changes nothing for any sink
+        self._summarized: dict[str, dict[tuple[str, str], tuple[Any, ...]]] = {}
 
     # -- what the runtime asks ------------------------------------------------------------
 
@@ -157,6 +163,7 @@ class AgentReader:
 
     def gone(self, uid: str) -> None:
         node = self.node_of.pop(uid, None)
+        self._summarized.pop(uid, None)
         self.counts.forget_pod(uid)
         if node is not None:
             self.pods_on.get(node, set()).discard(uid)
@@ -173,29 +180,37 @@ class AgentReader:
 
     def set_focus(self, uids: Iterable[str] | None) -> None:
         """The pods the screen shows in full (None: all, headless). A stream whose `pods=` no
-        longer says so is opened again, at most once a `REOPEN_AFTER`, from its last `at`."""
+        longer says so is opened again, at most once a `REOPEN_AFTER`, from its last `at`; those
+        a change reopens together are spread over `REOPEN_SPREAD` more."""
         focus = None if uids is None else frozenset(uids)
         if focus == self.focus:
             return
         self.focus = focus
-        for node, stream in self.streams.items():
-            if self.query_pods(node) != stream.wanted:
-                stream.reopen_soon()
+        due = [s for node, s in self.streams.items() if self.query_pods(node) != s.wanted]
+        for i, stream in enumerate(due):
+            stream.reopen_soon(REOPEN_AFTER + REOPEN_SPREAD * i / len(due))
 
     def summary(self, node: str, frame: dict[str, Any]) -> None:
         """A probe whose attempts this view does not take: its worker's state, for the list."""
+        said = (frame.get("pub"), bool(frame.get("paused")), frame.get("next"))
+        probe = (str(frame.get("c")), str(frame.get("probe")))
+        probes = self._summarized.get(str(frame.get("uid")))
+        if probes is not None and probes.get(probe) == said:
+            # what a reopened stream sends is mostly this: dropped before anything is built
+            return
         try:
             key = ProbeKey(str(frame["uid"]), str(frame["c"]), ProbeType.parse(frame["probe"]))
-            pub = frame.get("pub")
+            pub = said[0]
             state = WorkerState(
                 key,
                 running=True,
-                paused=bool(frame.get("paused")),
-                next_tick=frame.get("next"),
+                paused=said[1],
+                next_tick=said[2],
                 published=None if pub is None else ResultValue(int(pub)),
             )
         except (KeyError, TypeError, ValueError):
             return
+        self._summarized.setdefault(key.pod_uid, {})[probe] = said
         event = Event(
             WORKER_STATE,
             float(frame.get("t") or time.time()),
@@ -468,6 +483,9 @@ class AgentReader:
         """One event of the agent on `node`: the shadow's, about a pod the view shows."""
         if event.source != SHADOW or event.pod_uid not in self.node_of:
             return
+        if self._summarized:
+            # the pod's state moved by other means: its next summary is taken whatever it says
+            self._summarized.pop(event.pod_uid, None)
         fields = event.fields
         if "via" in fields or event.type == PROBE_ATTEMPT:
             fields["via"] = "agent"

@@ -50,6 +50,10 @@ BACKOFF_CAP = 10.0
 REFUSED_RETRY = 30.0
 # how long a change of the wanted pods waits for more before the stream is opened again
 REOPEN_AFTER = 1.0
+# the streams a change reopens together are opened over this much more, evenly: each opening
+# is a TLS handshake and a request through the API server, and dozens at one instant would
+# hold the loop in one piece, a key pressed then waiting behind all of them
+REOPEN_SPREAD = 0.5
 MODES = ("agent", "auto")
 # connections of the agents' client: a stream per node holds one for good, and a cluster has
 # at most 5,000 nodes, so no stream ever waits for another to end
@@ -132,12 +136,12 @@ class NodeStream:
             delay = min(BACKOFF_CAP, delay * 2)
             await self.reader.wait_or_change(self.node, wait, self.reopen)
 
-    def reopen_soon(self) -> None:
-        """Open the stream again (its query changed) in `REOPEN_AFTER`, with what is wanted
+    def reopen_soon(self, after: float = REOPEN_AFTER) -> None:
+        """Open the stream again (its query changed) in `after` seconds, with what is wanted
         then: changes meanwhile ride on the same reopening."""
         if self._reopen_due is not None:
             return
-        self._reopen_due = asyncio.get_running_loop().call_later(REOPEN_AFTER, self._reopen_now)
+        self._reopen_due = asyncio.get_running_loop().call_later(after, self._reopen_now)
 
     def _reopen_now(self) -> None:
         self._reopen_due = None
@@ -246,8 +250,9 @@ class NodeStream:
         it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared;
         `pod` frames are passed over undecoded.
 
-        With `resume`, a `rows` or `event` frame stamped at or before `last_at` is dropped
-        unread and `last_at` follows each one taken: a stream opened again shows nothing twice.
+        With `resume`, a `rows` or `event` frame stamped at or before `last_at` is not yielded
+        (a `rows` frame's records are kept for the rows after it) and `last_at` follows each
+        one taken: a stream opened again shows nothing twice.
         With `turn` (shared by the streams of a reader, whose caller takes each frame without
         awaiting), frames are yielded `TURN` seconds at a time, the turn held over one pass of
         the loop after each: what else is ready (a key press, a repaint) runs before another
@@ -281,6 +286,8 @@ class NodeStream:
                         if kind == ROWS or kind == p.EVENT:
                             stamp = frame.get("at")
                             if resume and self._seen(stamp):
+                                if kind == ROWS:
+                                    rows.pass_over(frame)  # later rows may repeat its records
                                 continue
                             events = (
                                 rows.events(frame) if kind == ROWS else (event_from_frame(frame),)
@@ -451,6 +458,7 @@ __all__ = [
     "READ_IDLE",
     "REFUSED_RETRY",
     "REOPEN_AFTER",
+    "REOPEN_SPREAD",
     "STREAMS_MAX",
     "STREAM_PATH",
     "TURN",

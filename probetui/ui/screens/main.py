@@ -228,6 +228,18 @@ class MainScreen(PacedScreen, QuietFocusScreen, Screen[None]):
             self._second = second
             self.header.update()
             self._focus()
+        self._advise_ahead()
+
+    def _advise_ahead(self) -> None:
+        """Work out, one a poll, the advice of a line next to the cursor's where none is kept:
+        the frame of the j or k that selects it then draws the advice kept, as it does for a
+        container selected before, rather than working it out (its model rules simulate)."""
+        wl = self.workloads
+        advisor = self.threshold.advisor
+        for step in (1, -1):
+            key = wl.selection_at(wl.cursor + step)
+            if key is not None and advisor.last(key) is None and advisor.advice(key) is not None:
+                return
 
     def _focus(self) -> None:
         """Tell the runtime which pods the screen shows in full: the list's lines, the

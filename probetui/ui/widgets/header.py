@@ -12,7 +12,7 @@ from probetui.prober.lateness import BEHIND, behind_words
 from probetui.prober.status import ContainerStatus
 from probetui.timeline.events import EventType
 from probetui.timeline.store import ContainerHistory
-from probetui.triage.groups import RESTARTING_SECONDS, Fleet, fleet
+from probetui.triage.groups import RESTARTING_SECONDS, Fleet, FleetCount
 from probetui.ui import glyphs as g
 from probetui.ui import keys
 from probetui.ui.context import UIContext
@@ -44,6 +44,7 @@ class TopBar(Widget):
         self._message_until = 0.0
         self._fleet: tuple[tuple[int, int], Fleet] | None = None
         self._fleet_at = 0.0  # when the summary may be counted again (monotonic)
+        self._fleet_count = FleetCount(ctx.store)
 
     def flash(self, message: str, style: str = "") -> None:
         """Say something for a few seconds (cheaper than a toast: no widget, no layout). What
@@ -128,7 +129,7 @@ class TopBar(Widget):
         stamp = (self.ctx.store.version, int(now))
         if self._fleet is None or (self._fleet[0] != stamp and time.monotonic() >= self._fleet_at):
             start = time.monotonic()
-            self._fleet = (stamp, fleet(self.ctx.store, now))
+            self._fleet = (stamp, self._fleet_count.count(now))
             took = time.monotonic() - start
             self._fleet_at = start + took * self.FLEET_SHARE if took > self.FLEET_FREE else 0.0
         f = self._fleet[1]

@@ -161,6 +161,10 @@ class WorkloadList(QuietFocusWidget, Widget, can_focus=True, inherit_bindings=Fa
         rows = self.rows[self.top : self.top + max(1, self.size.height)]
         return {row.pod_uid for row in rows if row.pod_uid}
 
+    def selection_at(self, i: int) -> ContainerKey | None:
+        """Return the container the cursor would select on line `i` (None past either end)."""
+        return self._row_key(i)
+
     def _row_key(self, i: int) -> ContainerKey | None:
         if 0 <= i < len(self.rows):
             row = self.rows[i]
