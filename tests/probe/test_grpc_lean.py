@@ -342,3 +342,30 @@ def test_the_user_agent_names_the_grpc_go_each_kubelet_release_vendors(
     `WithUserAgent` (dialoptions.go) makes the text given, a space, and `grpcUA`
     ("grpc-go/" + Version)."""
     assert grpc_lean.grpc_go_agent(kube_version) == suffix
+
+
+def test_a_steady_answer_is_decoded_once_and_a_new_one_after_it_as_hpack_reads_it() -> None:
+    """_Conn.decode: the same blocks on a new connection come from the decoded ones, no decoder
+    built; a block not seen after them is read by a decoder that first reads those blocks, so
+    the dynamic table the server filled is there (RFC 7541 §2.3.2)."""
+    grpc_lean._DECODED.clear()
+    encoder = hpack.Encoder()
+    head = encoder.encode([(":status", "200"), ("content-type", "application/grpc")])
+    trailers = encoder.encode([("grpc-status", "0"), ("content-type", "application/grpc")])
+    first = grpc_lean._Conn(None, False)  # type: ignore[arg-type]
+    fields = [first.decode(head), first.decode(trailers)]
+    assert fields[1] == [(b"grpc-status", b"0"), (b"content-type", b"application/grpc")]
+
+    again = grpc_lean._Conn(None, False)  # type: ignore[arg-type]
+    assert [again.decode(head), again.decode(trailers)] == fields
+    assert again._decoder is None
+
+    # the next block names the dynamic table's entries by index: only the blocks before it
+    # make it readable
+    other = encoder.encode([("grpc-status", "0"), ("grpc-message", "late")])
+    assert encoder.header_table.dynamic_entries
+    third = grpc_lean._Conn(None, False)  # type: ignore[arg-type]
+    third.decode(head)
+    third.decode(trailers)
+    assert third.decode(other) == [(b"grpc-status", b"0"), (b"grpc-message", b"late")]
+    assert third._decoder is not None
