@@ -90,7 +90,9 @@ class RuntimeHost(Protocol):
 
     def shadow_event(self, event: Event) -> None:
         """An event of a shadow that runs elsewhere (a node agent's workers), about a pod the
-        runtime has snapshotted: masked as the host's own and handed to its sinks."""
+        runtime has snapshotted: masked as the host's own and handed to its sinks. A worker's
+        record event is built again from its masked record: of its fields, only `via` and
+        `node` are read (an agent stream's reader sends it without the others)."""
         ...
 
     def lateness(self) -> float:

@@ -31,7 +31,14 @@ from probetui.prober.results import ResultValue
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import ProtocolError
-from probetui.timeline.events import PROBE_ATTEMPT, PROBE_SKIPPED, SHADOW, Event, record_event
+from probetui.timeline.events import (
+    PROBE_ATTEMPT,
+    PROBE_SKIPPED,
+    SHADOW,
+    Event,
+    record_event,
+    record_shell,
+)
 
 ROWS = "rows"  # {"k": "rows", "r": [row, ...]}
 WORKER = "wk"  # {"k": "wk", "w": 3, "uid": ..., "ns": ..., "pod": ..., "c": ..., "probe": ...}
@@ -177,10 +184,15 @@ class _Worker:
 
 class RowReader:
     """Acts as the client's side: `wk` and `rows` frames back to the engine's `Event`s, per
-    connection (a new engine process starts a new table)."""
+    connection (a new engine process starts a new table).
 
-    def __init__(self) -> None:
+    With `records_only`, an event carries its record and no fields (`record_shell`): for a
+    host that builds each such event again from its masked record (`RuntimeHost.shadow_event`),
+    so that an attempt's fields are built once, by it."""
+
+    def __init__(self, records_only: bool = False) -> None:
         self._workers: dict[int, _Worker] = {}
+        self._records_only = records_only
 
     def declare(self, frame: dict[str, Any]) -> None:
         try:
@@ -253,6 +265,8 @@ class RowReader:
             next_tick=row[4],
             paused=paused,
         )
+        if self._records_only:
+            return record_shell(worker.pod, record)  # type: ignore[arg-type]
         return record_event(worker.pod, record, via)  # type: ignore[arg-type]
 
 

@@ -168,6 +168,13 @@ def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event
     return _shadow(PROBE_ATTEMPT, record.t, pod, record.key, attempt_fields(record, via), record)
 
 
+def record_shell(pod: Pod, record: ProbeRecord) -> Event:
+    """Build a worker's doProbe record as `record_event`'s event without its fields, for a host
+    that builds an elsewhere-run attempt again from its record (`RuntimeHost.shadow_event`)."""
+    type_ = PROBE_SKIPPED if record.outcome is None else PROBE_ATTEMPT
+    return _shadow(type_, record.t, pod, record.key, None, record)
+
+
 def not_probed_event(pod: Pod, state: WorkerState, t: float, reason: str) -> Event:
     """A tick the runtime would not let run (observe-only): no handler, no record."""
     return _shadow(PROBE_SKIPPED, t, pod, state.key, {"reason": reason}, state=state)
@@ -251,6 +258,7 @@ __all__ = [
     "dropped_event",
     "not_probed_event",
     "record_event",
+    "record_shell",
     "result_changed_event",
     "result_fields",
     "runtime_event",

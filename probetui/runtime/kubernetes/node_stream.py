@@ -245,6 +245,7 @@ class NodeStream:
         *,
         resume: bool = False,
         turn: asyncio.Lock | None = None,
+        records_only: bool = False,
     ) -> AsyncIterator[tuple[str, dict[str, Any], Sequence[Event]]]:
         """Check the stream's hello, then yield each later frame with its kind and the events
         it carries (a `rows` or `event` frame's; none for the others), `wk` frames declared;
@@ -257,8 +258,10 @@ class NodeStream:
         awaiting), frames are yielded `TURN` seconds at a time, the turn held over one pass of
         the loop after each: what else is ready (a key press, a repaint) runs before another
         stream's frames, however many streams burst at once.
+        With `records_only`, a row's event carries its record and no fields (`RowReader`), for
+        the host, which builds it again from its masked record.
         """
-        rows = RowReader()
+        rows = RowReader(records_only)
         first = True
         hold: contextlib.AbstractAsyncContextManager[Any] = (
             turn if turn is not None else contextlib.nullcontext()
@@ -304,7 +307,9 @@ class NodeStream:
 
     async def _frames(self, pod: AgentPod, resp: aiohttp.ClientResponse) -> None:
         turn = self.reader.turn
-        async with contextlib.aclosing(self.decoded(pod, resp, resume=True, turn=turn)) as frames:
+        # the host builds each attempt's event again from its masked record (`shadow_event`)
+        frames = self.decoded(pod, resp, resume=True, turn=turn, records_only=True)
+        async with contextlib.aclosing(frames):
             async for kind, frame, events in frames:
                 self._take(pod, kind, frame, events)
 
