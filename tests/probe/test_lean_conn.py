@@ -7,7 +7,9 @@ whole and in order, a read waits for the peer's bytes, and the peer's end reads 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
+from collections.abc import Iterator
 
 from probetui.probe.lean_conn import Stream
 
@@ -17,6 +19,17 @@ def _pair() -> tuple[socket.socket, socket.socket]:
     left.setblocking(False)
     right.setblocking(False)
     return left, right
+
+
+@contextlib.contextmanager
+def _stream() -> Iterator[tuple[Stream, socket.socket]]:
+    """A `Stream` over one end of a connected pair, and the other end; both closed after."""
+    left, right = _pair()
+    try:
+        yield Stream(left, asyncio.get_running_loop()), right
+    finally:
+        left.close()
+        right.close()
 
 
 async def test_a_write_larger_than_the_buffer_arrives_whole() -> None:
@@ -40,10 +53,7 @@ async def test_a_write_larger_than_the_buffer_arrives_whole() -> None:
 
 
 async def test_a_read_waits_for_the_peer_then_sees_its_end() -> None:
-    loop = asyncio.get_running_loop()
-    left, right = _pair()
-    stream = Stream(left, loop)
-    try:
+    with _stream() as (stream, right):
         reading = asyncio.ensure_future(stream.recv())
         await asyncio.sleep(0.01)
         assert not reading.done()
@@ -51,16 +61,10 @@ async def test_a_read_waits_for_the_peer_then_sees_its_end() -> None:
         assert await asyncio.wait_for(reading, 2) == b"hello"
         right.close()
         assert await asyncio.wait_for(stream.recv(), 2) == b""
-    finally:
-        left.close()
-        right.close()
 
 
 async def test_a_read_cancelled_while_waiting_leaves_no_reader() -> None:
-    loop = asyncio.get_running_loop()
-    left, right = _pair()
-    stream = Stream(left, loop)
-    try:
+    with _stream() as (stream, right):
         reading = asyncio.ensure_future(stream.recv())
         await asyncio.sleep(0.01)
         reading.cancel()
@@ -68,6 +72,3 @@ async def test_a_read_cancelled_while_waiting_leaves_no_reader() -> None:
         # the reader is gone: the same descriptor can be read again
         right.send(b"again")
         assert await asyncio.wait_for(stream.recv(), 2) == b"again"
-    finally:
-        left.close()
-        right.close()
