@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probetui.keys import ProbeKey
-from probetui.prober.outcome import KIND_NAMES, kind_of_outcome
 from probetui.prober.worker import ProbeRecord
 from probetui.stream.protocol import SUMMARY
 from probetui.stream.rows import PodNames
@@ -39,11 +38,9 @@ class ProbeSummary:
     # built when a frame is, not for every attempt
     _last: tuple[float, str, dict[str, Any]] | None = None
 
-    def add(self, record: ProbeRecord, fields: dict[str, Any], word: str | None = None) -> None:
-        """One doProbe record of this probe, with its event's fields (`word`: its outcome's
-        name, when the caller has it)."""
-        if word is None:
-            word = KIND_NAMES[kind_of_outcome(record.outcome)]
+    def add(self, record: ProbeRecord, fields: dict[str, Any], word: str) -> None:
+        """One doProbe record of this probe, with its event's fields and its outcome's name
+        (`KIND_NAMES`)."""
         self.counts[word] += 1
         self.published = None if record.published is None else int(record.published)
         self.run = record.result_run

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -42,29 +43,38 @@ def _manager(clock: LoopClock, run_probe: object, records: list[ProbeRecord]) ->
     )
 
 
-async def _first_task(tasks: list[asyncio.Task[object]], started: asyncio.Event) -> None:
-    """Wait for the first probe's task to start, then to end."""
-    await asyncio.wait_for(started.wait(), 2)
-    done, _ = await asyncio.wait(tasks, timeout=2)
-    assert done == set(tasks)
+class _Launched:
+    """A stand-in for the handlers: notes each probe's task, then runs `body`."""
+
+    def __init__(self, body: Callable[[], Awaitable[ProbeOutcome]]) -> None:
+        self.body = body
+        self.tasks: list[asyncio.Task[object]] = []
+        self.started = asyncio.Event()
+
+    async def __call__(self, worker: Worker, status: PodStatus) -> ProbeOutcome:
+        self.tasks.append(asyncio.current_task())  # type: ignore[arg-type]
+        self.started.set()
+        return await self.body()
+
+    async def first(self) -> None:
+        """Wait for the first probe's task to start, then to end."""
+        await asyncio.wait_for(self.started.wait(), 2)
+        done, _ = await asyncio.wait(self.tasks, timeout=2)
+        assert done == set(self.tasks)
 
 
 async def test_a_returned_probe_resumes_its_worker() -> None:
     clock = LoopClock()
     records: list[ProbeRecord] = []
 
-    tasks: list[asyncio.Task[object]] = []
-    started = asyncio.Event()
-
-    async def run_probe(worker: Worker, status: PodStatus) -> ProbeOutcome:
-        tasks.append(asyncio.current_task())  # type: ignore[arg-type]
-        started.set()
+    async def succeed() -> ProbeOutcome:
         await asyncio.sleep(0)
         return ProbeOutcome(ResultValue.SUCCESS, None, (), None)
 
+    run_probe = _Launched(succeed)
     manager = _manager(clock, run_probe, records)
     manager.add_pod(_pod())
-    await _first_task(tasks, started)
+    await run_probe.first()
     assert len(records) == 1
     assert records[0].outcome is not None and records[0].outcome.result is ResultValue.SUCCESS
     worker = next(iter(manager.workers.values()))
@@ -78,18 +88,15 @@ async def test_a_probe_that_raises_is_logged_and_counts_nothing(
 ) -> None:
     clock = LoopClock()
     records: list[ProbeRecord] = []
-    tasks: list[asyncio.Task[object]] = []
-    started = asyncio.Event()
 
-    async def run_probe(worker: Worker, status: PodStatus) -> ProbeOutcome:
-        tasks.append(asyncio.current_task())  # type: ignore[arg-type]
-        started.set()
+    async def boom() -> ProbeOutcome:
         raise RuntimeError("boom")
 
+    run_probe = _Launched(boom)
     manager = _manager(clock, run_probe, records)
     with caplog.at_level(logging.ERROR, logger="probetui.prober.manager"):
         manager.add_pod(_pod())
-        await _first_task(tasks, started)
+        await run_probe.first()
     assert manager._tasks == {}
     worker = next(iter(manager.workers.values()))
     # no record, nothing counted, and the worker free for its next tick
