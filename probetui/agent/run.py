@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from probetui.agent.server import AgentServer, StreamQuery, TokenFile
 from probetui.engine import Engine
 from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
+from probetui.prober.clock import sleep_on_grid
 from probetui.prober.lateness import BEHIND
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
@@ -81,6 +82,7 @@ class Agent:
         self.runtime.on_note = lambda text: log.info("note: %s", text)
         self.runtime.on_state = lambda text: say(text or "connected to the API server again")
         self.runtime.configured_kubelet = options.kubelet_version or DEFAULT_KUBE_VERSION
+        self.runtime.tick_align = options.tick_align
         self.engine = Engine(
             self.runtime,
             [self.hub],
@@ -201,7 +203,13 @@ class Agent:
             await wait_closed(self.kubelet)
 
     async def _tick_loop(self) -> None:
-        await tick_forever(self.hub, self.ring, self.engine.lateness)
+        align = self.options.tick_align
+        await tick_forever(
+            self.hub,
+            self.ring,
+            self.engine.lateness,
+            lambda delay: sleep_on_grid(self.engine.clock, delay, align),
+        )
 
     async def _scrape_loop(self) -> None:
         every = self.options.scrape_every
@@ -276,12 +284,17 @@ class Agent:
         return out
 
 
-async def tick_forever(hub: Hub, ring: Ring, lateness: Callable[[], float]) -> None:
-    """Once a second: the hub's summaries and slow readers, the ring's age limit, and a `late`
-    frame every `LATE_EVERY` (a reader's sign that the stream is alive)."""
+async def tick_forever(
+    hub: Hub,
+    ring: Ring,
+    lateness: Callable[[], float],
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Once a second (`sleep(1.0)`): the hub's summaries and slow readers, the ring's age limit,
+    and a `late` frame every `LATE_EVERY` (a reader's sign that the stream is alive)."""
     late_at = 0.0
     while True:
-        await asyncio.sleep(1.0)
+        await sleep(1.0)
         now = time.time()
         hub.tick(now)
         ring.prune(now)
