@@ -31,12 +31,14 @@ from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
 from probetui.prober.clock import sleep_on_grid
 from probetui.prober.lateness import BEHIND
+from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource
-from probetui.spec.model import ProbeType
+from probetui.spec.model import Pod, ProbeType
 from probetui.stream.protocol import KUBELET, LATE, hello
 from probetui.stream.rows import PodNames
+from probetui.timeline.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,25 @@ class AgentOptions:
     tick_align: float = 0.0  # seconds; 0: ticks as the kubelet arms them
 
 
+class FlushAfterBurst:
+    """Writes what the hub's clients gathered as the last probe in flight ends: a node's probes
+    run in bursts on the tick grid (`tick_grid`), and a burst written as it ends needs no
+    wake-up of its own a flush delay later (benchmarks.agents guards it). Put after the hub
+    among the engine's sinks."""
+
+    def __init__(self, hub: Hub, in_flight: Callable[[], int]) -> None:
+        self.hub = hub
+        self.in_flight = in_flight
+
+    def event(self, event: Event) -> None:
+        record = event.record
+        if record is not None and record.outcome is not None and self.in_flight() == 0:
+            self.hub.flush()
+
+    def pod(self, pod: Pod, status: PodStatus | None) -> None:
+        pass
+
+
 class Agent:
     def __init__(
         self,
@@ -85,7 +106,7 @@ class Agent:
         self.runtime.tick_align = options.tick_align
         self.engine = Engine(
             self.runtime,
-            [self.hub],
+            [self.hub, FlushAfterBurst(self.hub, lambda: self.engine.manager.in_flight())],
             kube_version=options.kubelet_version or DEFAULT_KUBE_VERSION,
             tick_align=options.tick_align,
         )
