@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from probetui.keys import EventType, ProbeKey
 from probetui.prober.outcome import outcome_label
 from probetui.prober.results import ResultValue
+from probetui.prober.steady import steady_of
 from probetui.prober.worker import ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 
@@ -94,7 +95,32 @@ class Event:
 
 
 def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any]:
-    """A ProbeAttempt's fields, named as in `probetui simulate --json` and `probetui check`."""
+    """A ProbeAttempt's fields, named as in `probetui simulate --json` and `probetui check`.
+
+    All but the result run and the latency come from the record's steady part: built once per
+    part and `via`, kept on the part, and copied for each record of it (a copy keeps the keys'
+    order, and setting a key that is there keeps its place)."""
+    part = steady_of(record)
+    kept = part.wire.get(FIELDS)
+    if kept is not None and kept[0] == via:
+        fields = kept[1].copy()
+        fields["resultRun"] = record.result_run
+        outcome = record.outcome
+        assert outcome is not None
+        attempt = outcome.attempt
+        if attempt is not None:
+            fields["latency_ms"] = attempt.latency_ms
+        return fields
+    fields = _attempt_fields(record, via)
+    part.wire[FIELDS] = (via, fields.copy())
+    return fields
+
+
+# the name of the headless output's form of a steady part (`SteadyPart.wire`)
+FIELDS = "fields"
+
+
+def _attempt_fields(record: ProbeRecord, via: str | None) -> dict[str, Any]:
     outcome = record.outcome
     assert outcome is not None
     attempt = outcome.attempt
