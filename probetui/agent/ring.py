@@ -44,6 +44,8 @@ BODY = 1024  # characters of an HTTP body kept per replayed attempt
 TEXT_BUDGET = 16 << 20  # bytes of text the distinct rests may hold before bodies are dropped
 BLOB = -1  # the worker number of an entry that is an encoded event frame
 _NAN = math.nan
+# zeros that fill a row's numbers up to STRIDE, by how many are missing
+_PAD = tuple(array("d", [0.0] * n) for n in range(STRIDE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,10 +264,8 @@ class Ring:
         chunk = self._slot()
         nums = chunk.nums
         nums.append(stamp)
-        for v in head:
-            nums.append(_NAN if v is None else v)
-        for _ in range(STRIDE - 1 - len(head)):
-            nums.append(0.0)
+        nums.extend([_NAN if v is None else v for v in head])
+        nums.extend(_PAD[STRIDE - 1 - len(head)])
         w = self._workers.add(key, names)
         chunk.worker.append(w)
         rests = self._rests
