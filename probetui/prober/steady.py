@@ -9,9 +9,9 @@ rest of a probe, reused while its records say the same) and each record carries 
 
 The consumers downstream of the engine (the store's history, the recorder, the stream's rows,
 the agent's ring, the headless output) each turn a record into a wire form of their own; the
-part of that form which depends on the steady part alone is made once and kept on the part
-(`SteadyPart.wire`, one entry per consumer), so a steady attempt costs them a look-up, not a
-rebuild and a comparison of its values.
+part of that form which depends on the steady part alone is made once and kept on the part (a
+slot per consumer), so a steady attempt costs them a look-up, not a rebuild and a comparison
+of its values.
 
 A record's part holds exactly that record's values: `dataclasses.replace` on a record drops it
 (a record with other values must not carry the old part), and the engine hands its sinks a
@@ -31,14 +31,24 @@ Key = tuple[Any, ...]
 
 
 class SteadyPart:
-    """Holds the interning key of a record's steady part and the consumers' wire forms of it."""
+    """Holds the interning key of a record's steady part and the consumers' wire forms of it.
 
-    __slots__ = ("key", "wire")
+    One slot per consumer, each None until that consumer first meets the part, then its form
+    with what else it was made of (`via`, `node`, the pod's masked copy): a slot, not a dict,
+    since 15,000 probes hold one part each."""
+
+    __slots__ = ("fields", "item", "key", "masked", "rest")
 
     def __init__(self, key: Key) -> None:
         self.key = key
-        # each consumer's form of this part, by the consumer's name (see the module docstring)
-        self.wire: dict[str, Any] = {}
+        # the engine's: (the pod's masked copy, the masked part, or None where nothing was)
+        self.masked: tuple[Any, SteadyPart | None] | None = None
+        # the headless output's: (via, an attempt's field names, their values)
+        self.fields: tuple[str | None, tuple[str, ...], tuple[Any, ...]] | None = None
+        # the stream's rows' and the agent ring's: (via, a row's rest)
+        self.rest: tuple[str | None, tuple[Any, ...]] | None = None
+        # the recorder's: (via, node, an item's raw key)
+        self.item: tuple[str | None, str | None, tuple[Any, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"SteadyPart({self.key!r})"

@@ -87,11 +87,11 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
     record = event.record
     if record is not None:
         part = steady_of(record)
-        kept = part.wire.get(SHAPE)
+        kept = part.item
         if kept is not None and kept[0] == via and kept[1] == node:
             return kept[2]
         key = _record_key(record, via, node)
-        part.wire[SHAPE] = (via, node, key)
+        part.item = (via, node, key)
         return key
     state = event.state
     if type_ == PROBE_SKIPPED and state is not None:
@@ -101,10 +101,6 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
     if type_ == RESULT_CHANGED and event.container is not None and event.probe is not None:
         return (RESULT, event.fields.get("result"), event.fields.get("containerID", ""))
     return None
-
-
-# the name of an item's raw key as a steady part keeps it (`SteadyPart.wire`)
-SHAPE = "shape"
 
 
 def _record_key(record: ProbeRecord, via: str | None, node: str | None) -> tuple[Any, ...]:

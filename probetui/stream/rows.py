@@ -121,10 +121,6 @@ class PodNames:
     name: str
 
 
-# the name of a row's rest as a steady part keeps it (`SteadyPart.wire`)
-REST = "row"
-
-
 def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, ...]]:
     """A row event split into its worker, its pod's names, the row's numbers after `w` (times,
     run, each try's latency and start) and the rest of its record (what the row carries only
@@ -149,12 +145,12 @@ def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, .
             head.append(a.latency)
             head.append(a.started_at)
     part = steady_of(record)
-    kept = part.wire.get(REST)
+    kept = part.rest
     if kept is not None and kept[0] == via:
         rest = kept[1]
     else:
         rest = _rest_of(record, via)
-        part.wire[REST] = (via, rest)
+        part.rest = (via, rest)
     return record.key, PodNames(event.pod_uid, event.namespace, event.pod), head, rest
 
 
