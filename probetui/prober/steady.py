@@ -71,14 +71,32 @@ def key_of(record: ProbeRecord) -> Key:
         skip = record.skip
         return (*head, None if skip is None else skip._value_)
     ev = outcome.event
+    attempts = outcome.attempts
+    if len(attempts) == 1:  # nearly every attempt: one try, one tuple built at once
+        a = attempts[0]
+        return (
+            *head,
+            outcome.result._value_,
+            outcome.error,
+            *((None, None, None) if ev is None else (ev.type, ev.reason, ev.message)),
+            1,
+            a.handler,
+            a.target,
+            a.result._value_,
+            a.output,
+            a.error,
+            a.status_code,
+            a.body,
+            a.timed_out,
+        )
     key = [
         *head,
         outcome.result._value_,
         outcome.error,
         *((None, None, None) if ev is None else (ev.type, ev.reason, ev.message)),
-        len(outcome.attempts),
+        len(attempts),
     ]
-    for a in outcome.attempts:
+    for a in attempts:
         key += (
             a.handler,
             a.target,
