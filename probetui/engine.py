@@ -303,22 +303,20 @@ def masked_record(redactor: Redactor, shown: Shown, record: ProbeRecord) -> Prob
     Masking reads only the texts of a record's steady part, so a part masked once for a pod's
     copy is masked alike for every record that carries it: a part found clean hands its
     records on as they are, and a part that needed masking gives its masked records one masked
-    part, kept on it (`SteadyPart.masked`: the pod's copy it was masked for, and that part)."""
+    part, kept on it (`SteadyPart.masked`, and `masked_for` the pod's copy it was masked for)."""
     part = record.steady
-    seen = part.masked if part is not None else None
-    if seen is not None and seen[0] is shown and seen[1] is None:
+    if part is not None and part.masked_for is shown and part.masked is None:
         return record  # clean for this copy of the pod: what the redactor would hand back
     masked = redactor.record(shown, record)
     if part is None:
         return masked
     if masked is record:
-        part.masked = (shown, None)
+        part.masked_for, part.masked = shown, None
         return record
-    if seen is not None and seen[0] is shown:
-        mpart = seen[1]
-    else:
+    mpart = part.masked if part.masked_for is shown else None
+    if mpart is None:
         mpart = SteadyPart(key_of(masked))
-        part.masked = (shown, mpart)
+        part.masked_for, part.masked = shown, mpart
     attach(masked, mpart)
     return masked
 

@@ -37,12 +37,14 @@ class SteadyPart:
     with what else it was made of (`via`, `node`, the pod's masked copy): a slot, not a dict,
     since 15,000 probes hold one part each."""
 
-    __slots__ = ("fields", "item", "key", "masked", "rest")
+    __slots__ = ("fields", "item", "key", "masked", "masked_for", "rest")
 
     def __init__(self, key: Key) -> None:
         self.key = key
-        # the engine's: (the pod's masked copy, the masked part, or None where nothing was)
-        self.masked: tuple[Any, SteadyPart | None] | None = None
+        # the engine's: the pod's masked copy this part was last masked for, and the masked
+        # part (None: nothing needed masking); two slots, not a tuple the collector would track
+        self.masked_for: Any = None
+        self.masked: SteadyPart | None = None
         # the headless output's: (via, an attempt's field names, their values)
         self.fields: tuple[str | None, tuple[str, ...], tuple[Any, ...]] | None = None
         # the stream's rows' and the agent ring's: (via, a row's rest)
