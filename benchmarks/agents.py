@@ -380,6 +380,7 @@ def _ring(args: argparse.Namespace) -> dict[str, Any]:
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
+    from probetui.prober.steady import SteadyPart, attach, intern
     from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.spec.model import Pod, ProbeType
     from probetui.stream.rows import row_parts
@@ -399,6 +400,7 @@ def _ring(args: argparse.Namespace) -> dict[str, Any]:
         ):
             keys.append((pod, ProbeKey(pod.uid, container, probe_type)))
     t0 = 1_800_000_000.0
+    parts: dict[int, SteadyPart] = {}
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     stamp = t0
@@ -412,6 +414,9 @@ def _ring(args: argparse.Namespace) -> dict[str, Any]:
                 outcome=ProbeOutcome(ResultValue.SUCCESS, None, (a,), None), result_run=n + 1,
                 published=ResultValue.SUCCESS, next_tick=t + args.period,
             )  # fmt: skip
+            # the steady part as `Worker._emit` interns it: one per probe while it says the same
+            part = parts[j] = intern(record, parts.get(j))
+            attach(record, part)
             stamp = max(t + 0.002, stamp + 1e-6)
             ring.add_row(stamp, *row_parts(record_event(pod, record, "direct")))
     held = tracemalloc.get_traced_memory()[0] - before

@@ -48,6 +48,7 @@ from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
+from probetui.prober.steady import SteadyPart, attach, intern
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event, attempt_fields
@@ -79,6 +80,7 @@ class _Worker:
     container_id: str
     url: str
     kind: str  # ok, fail, timeout, skip
+    part: SteadyPart | None = None  # its last record's steady part, as the worker keeps it
 
 
 def _workers(
@@ -136,6 +138,7 @@ def _event(w: _Worker, t: float, run: int, rng: random.Random) -> Event:
             key, t, t, Trigger.TICK, w.container_id, skip=Skip.STARTED,
             published=ResultValue.SUCCESS,
         )  # fmt: skip
+        _intern(w, record)
         fields: dict[str, Any] = {"reason": Skip.STARTED.value, "trigger": Trigger.TICK}
         return Event("ProbeSkipped", t, pod.uid, pod.namespace, pod.name, "app",
                      key.probe_type.key, SHADOW, fields, record)  # fmt: skip
@@ -160,8 +163,15 @@ def _event(w: _Worker, t: float, run: int, rng: random.Random) -> Event:
         key, t, t, Trigger.TICK, w.container_id, outcome=outcome, finished_at=t + latency,
         result_run=run, last_result=outcome.result, published=published,
     )  # fmt: skip
+    _intern(w, record)
     return Event("ProbeAttempt", t, pod.uid, pod.namespace, pod.name, "app", key.probe_type.key,
                  SHADOW, attempt_fields(record, "direct"), record)  # fmt: skip
+
+
+def _intern(w: _Worker, record: ProbeRecord) -> None:
+    """Give `record` its steady part as `Worker._emit` does."""
+    w.part = intern(record, w.part)
+    attach(record, w.part)
 
 
 def store_bytes(store: Store) -> dict[str, int]:

@@ -273,12 +273,17 @@ def _pod(i: int) -> Any:
     )
 
 
+# per pod UID: its probe's last steady part (`_attempt`)
+_PARTS: dict[str, Any] = {}
+
+
 def _attempt(pod: Any, t: float, tick: float, run: int, latency: float) -> Any:
     """An HTTP 200 attempt as the engine publishes it (benchmarks.engine's pods and target)."""
     from probetui.keys import ProbeKey
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
+    from probetui.prober.steady import attach, intern
     from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.spec.model import ProbeType
     from probetui.timeline.events import SHADOW, Event, attempt_fields
@@ -293,6 +298,9 @@ def _attempt(pod: Any, t: float, tick: float, run: int, latency: float) -> Any:
         key, t, tick, Trigger.TICK, "bench://1", outcome=outcome, finished_at=t + latency,
         result_run=run, last_result=ResultValue.SUCCESS, published=ResultValue.SUCCESS,
     )  # fmt: skip
+    # the steady part as `Worker._emit` interns it: one per probe while it says the same
+    part = _PARTS[pod.uid] = intern(record, _PARTS.get(pod.uid))
+    attach(record, part)
     fields = attempt_fields(record, "direct")
     return Event(
         "ProbeAttempt",

@@ -31,8 +31,9 @@ from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodSnapshot, PodStatus
+from probetui.prober.steady import SteadyPart, attach, key_of
 from probetui.prober.worker import ProbeRecord, Worker
-from probetui.redact import Redactor
+from probetui.redact import Redactor, Shown
 from probetui.runtime.base import Runtime, RuntimeEvent
 from probetui.spec.model import Pod, ProbeType
 from probetui.timeline.events import (
@@ -219,7 +220,7 @@ class Engine:
                 else self.runtime.via
             )
         shown = self.redactor.pod(pod)
-        self._publish(record_event(shown.pod, self.redactor.record(shown, record), via))
+        self._publish(record_event(shown.pod, masked_record(self.redactor, shown, record), via))
 
     def _on_state(self, worker: Worker) -> None:
         """A worker's state changed without a record (paused, resumed, exited): tell the sinks,
@@ -296,6 +297,30 @@ class Engine:
         return self.runtime.not_probed(entry.pod, container, key.probe_type) is not None
 
 
+def masked_record(redactor: Redactor, shown: Shown, record: ProbeRecord) -> ProbeRecord:
+    """Return `record` masked for `shown`'s pod, with the steady part of its masked values.
+
+    Masking reads only the texts of a record's steady part, so a part masked once for a pod's
+    copy is masked alike for every record that carries it: a part found clean hands its
+    records on as they are, and a part that needed masking gives its masked records one masked
+    part, kept on it (`SteadyPart.masked`, and `masked_for` the pod's copy it was masked for)."""
+    part = record.steady
+    if part is not None and part.masked_for is shown and part.masked is None:
+        return record  # clean for this copy of the pod: what the redactor would hand back
+    masked = redactor.record(shown, record)
+    if part is None:
+        return masked
+    if masked is record:
+        part.masked_for, part.masked = shown, None
+        return record
+    mpart = part.masked if part.masked_for is shown else None
+    if mpart is None:
+        mpart = SteadyPart(key_of(masked))
+        part.masked_for, part.masked = shown, mpart
+    attach(masked, mpart)
+    return masked
+
+
 def masked_elsewhere(redactor: Redactor, pod: Pod, event: Event) -> Event:
     """An event of a shadow that ran elsewhere, about `pod` as this process knows it, masked by
     `redactor` as this process's own events are: an attempt built again from its masked record
@@ -303,7 +328,9 @@ def masked_elsewhere(redactor: Redactor, pod: Pod, event: Event) -> Event:
     shown = redactor.pod(pod)
     record = event.record
     if record is not None and event.state is None:
-        out = record_event(shown.pod, redactor.record(shown, record), event.fields.get("via"))
+        out = record_event(
+            shown.pod, masked_record(redactor, shown, record), event.fields.get("via")
+        )
         if "node" in event.fields:
             out.fields["node"] = event.fields["node"]
         return out
@@ -312,4 +339,4 @@ def masked_elsewhere(redactor: Redactor, pod: Pod, event: Event) -> Event:
     return event
 
 
-__all__ = ["KUBELET", "SHADOW", "Engine", "Sink", "masked_elsewhere"]
+__all__ = ["KUBELET", "SHADOW", "Engine", "Sink", "masked_elsewhere", "masked_record"]

@@ -44,6 +44,8 @@ BODY = 1024  # characters of an HTTP body kept per replayed attempt
 TEXT_BUDGET = 16 << 20  # bytes of text the distinct rests may hold before bodies are dropped
 BLOB = -1  # the worker number of an entry that is an encoded event frame
 _NAN = math.nan
+# zeros that fill a row's numbers up to STRIDE, by how many are missing
+_PAD = tuple(array("d", [0.0] * n) for n in range(STRIDE))
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +123,8 @@ class _Workers:
         self._refs[i] += 1
         return i
 
-    def release(self, i: int) -> None:
+    def release(self, i: int) -> bool:
+        """Drop one reference to worker `i`; True when that was its last (`i` is free)."""
         self._refs[i] -= 1
         if self._refs[i] == 0:
             item = self._items[i]
@@ -129,6 +132,8 @@ class _Workers:
             del self._ids[item[0]]
             self._items[i] = None
             self._free.append(i)
+            return True
+        return False
 
     def __getitem__(self, i: int) -> tuple[ProbeKey, PodNames]:
         item = self._items[i]
@@ -169,6 +174,13 @@ class _Rests:
             self.text += size
         self._refs[i] += 1
         return i
+
+    def again(self, i: int, rest: tuple[Any, ...]) -> bool:
+        """Add one more reference to rest `i` if it still holds `rest` itself (True)."""
+        if self._items[i] is not rest:
+            return False
+        self._refs[i] += 1
+        return True
 
     def release(self, i: int) -> None:
         left = self._refs[i] - 1
@@ -228,6 +240,10 @@ class Ring:
         self._chunks: deque[_Chunk] = deque()
         self._workers = _Workers()
         self._rests = _Rests()
+        # per worker number: its last row's rest as given, whether bodies were dropped, the
+        # rest as kept and its number: the rows of a steady probe share one rest object, so
+        # the next row finds its number without hashing the rest again
+        self._last: dict[int, tuple[tuple[Any, ...], bool, tuple[Any, ...], int]] = {}
         self.entries = 0
         self.evicted = 0
 
@@ -248,13 +264,25 @@ class Ring:
         chunk = self._slot()
         nums = chunk.nums
         nums.append(stamp)
-        for v in head:
-            nums.append(_NAN if v is None else v)
-        for _ in range(STRIDE - 1 - len(head)):
-            nums.append(0.0)
-        chunk.worker.append(self._workers.add(key, names))
-        kept = _kept_rest(rest, self._rests.text > TEXT_BUDGET)
-        chunk.rest.append(self._rests.add(kept))
+        nums.extend([_NAN if v is None else v for v in head])
+        nums.extend(_PAD[STRIDE - 1 - len(head)])
+        w = self._workers.add(key, names)
+        chunk.worker.append(w)
+        rests = self._rests
+        drop = rests.text > TEXT_BUDGET
+        last = self._last.get(w)
+        if (
+            last is not None
+            and last[0] is rest
+            and last[1] == drop
+            and rests.again(last[3], last[2])
+        ):
+            i = last[3]
+        else:
+            kept = _kept_rest(rest, drop)
+            i = rests.add(kept)
+            self._last[w] = (rest, drop, kept, i)
+        chunk.rest.append(i)
         chunk.tries.append(tries)
         chunk.n += 1
         self._added(stamp)
@@ -288,7 +316,8 @@ class Ring:
         for i in range(chunk.n):
             w = chunk.worker[i]
             if w != BLOB:
-                self._workers.release(w)
+                if self._workers.release(w):
+                    self._last.pop(w, None)
                 self._rests.release(chunk.rest[i])
         self.entries -= chunk.n
         self.evicted += chunk.n

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ from probetui.prober.clock import Cancellable, Clock, tick_grid
 from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PHASE_TERMINAL, PodStatus
+from probetui.prober.steady import SteadyPart, attach, intern
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 
 if TYPE_CHECKING:
@@ -100,6 +101,9 @@ class ProbeRecord:
     # has none, e.g. a recorded session) and the user's pause
     next_tick: float | None = None
     paused: bool = False
+    # everything above but the numbers, interned per probe (`probetui.prober.steady`); not an
+    # argument, so `replace` drops it rather than hand a record another record's part
+    steady: SteadyPart | None = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def manual(self) -> bool:
@@ -196,6 +200,8 @@ class Worker:
         self._on_exit: Callable[[Worker], None] | None = None
         # beside a real kubelet: Started comes from this worker's own results (`_started`)
         self.own_started = False
+        # the steady part of the last record, which the next shares where it says the same
+        self._steady: SteadyPart | None = None
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -530,24 +536,25 @@ class Worker:
         if self._listener is None:
             return
         finished = self._clock.now() if outcome is not None else None
-        self._listener(
-            ProbeRecord(
-                key=self.key,
-                t=t,
-                scheduled_at=scheduled,
-                trigger=trigger,
-                container_id=self.container_id,
-                skip=skip,
-                outcome=outcome,
-                finished_at=finished,
-                result_run=self.result_run,
-                last_result=self.last_result,
-                published=self.published,
-                on_hold=self.on_hold,
-                next_tick=self.next_tick,
-                paused=self.paused,
-            )
+        record = ProbeRecord(
+            key=self.key,
+            t=t,
+            scheduled_at=scheduled,
+            trigger=trigger,
+            container_id=self.container_id,
+            skip=skip,
+            outcome=outcome,
+            finished_at=finished,
+            result_run=self.result_run,
+            last_result=self.last_result,
+            published=self.published,
+            on_hold=self.on_hold,
+            next_tick=self.next_tick,
+            paused=self.paused,
         )
+        part = self._steady = intern(record, self._steady)
+        attach(record, part)
+        self._listener(record)
 
 
 def can_inherit_probe_state(api_status: PodStatus | None, name: str, container_id: str) -> bool:

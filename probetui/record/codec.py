@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from probetui.prober.steady import steady_of
+from probetui.prober.worker import ProbeRecord
 from probetui.record import varint
 from probetui.timeline.events import PROBE_SKIPPED, RESULT_CHANGED, WORKER_STATE, Event
 
@@ -74,7 +76,8 @@ Text = Callable[[str | None], int | None]
 
 def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any, ...] | None:
     """What decides an item's shape, unmasked and not interned: the writer's cache key. None for
-    an event that is not a per-probe item.
+    an event that is not a per-probe item. A record's is made once per steady part of it, via
+    and node, and kept on the part: the items of a steady probe share one key, the same object.
 
     Only str, int, float, bool and None, in one flat tuple (enum members as their values): the
     cyclic collector stops tracking such a tuple at the first collection it survives, so the keys
@@ -83,49 +86,13 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
     type_ = event.type
     record = event.record
     if record is not None:
-        outcome = record.outcome
-        published = record.published
-        base = (
-            record.trigger._value_,
-            record.container_id,
-            record.last_result._value_,
-            None if published is None else published._value_,
-            record.on_hold,
-            record.paused,
-        )
-        if outcome is None:
-            skip = record.skip
-            return (SKIPPED, *base, None if skip is None else skip._value_)
-        a = outcome.attempt
-        ev = outcome.event
-        # flat, not a tuple of tuples: the collector untracks an inner tuple only after its
-        # parent in the same pass, so each level of nesting costs one more collection, and
-        # an item nested three deep reaches the old generation before it is untracked
-        return (
-            ATTEMPT,
-            *base,
-            via,
-            outcome.result._value_,
-            outcome.error,
-            len(outcome.attempts),
-            *((True, ev.type, ev.reason, ev.message) if ev is not None else _NO_EVENT),
-            *(
-                (
-                    True,
-                    a.handler,
-                    a.target,
-                    a.result._value_,
-                    a.output,
-                    a.error,
-                    a.status_code,
-                    a.body,
-                    a.timed_out,
-                )
-                if a is not None
-                else _NO_ATTEMPT
-            ),
-            node,
-        )
+        part = steady_of(record)
+        kept = part.item
+        if kept is not None and kept[0] == via and kept[1] == node:
+            return kept[2]
+        key = _record_key(record, via, node)
+        part.item = (via, node, key)
+        return key
     state = event.state
     if type_ == PROBE_SKIPPED and state is not None:
         return (NOT_RUN, event.fields.get("reason", ""), *_state(state))
@@ -134,6 +101,53 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
     if type_ == RESULT_CHANGED and event.container is not None and event.probe is not None:
         return (RESULT, event.fields.get("result"), event.fields.get("containerID", ""))
     return None
+
+
+def _record_key(record: ProbeRecord, via: str | None, node: str | None) -> tuple[Any, ...]:
+    """A record's raw key: made once per steady part, via and node (`raw_key`)."""
+    outcome = record.outcome
+    published = record.published
+    base = (
+        record.trigger._value_,
+        record.container_id,
+        record.last_result._value_,
+        None if published is None else published._value_,
+        record.on_hold,
+        record.paused,
+    )
+    if outcome is None:
+        skip = record.skip
+        return (SKIPPED, *base, None if skip is None else skip._value_)
+    a = outcome.attempt
+    ev = outcome.event
+    # flat, not a tuple of tuples: the collector untracks an inner tuple only after its
+    # parent in the same pass, so each level of nesting costs one more collection, and
+    # an item nested three deep reaches the old generation before it is untracked
+    return (
+        ATTEMPT,
+        *base,
+        via,
+        outcome.result._value_,
+        outcome.error,
+        len(outcome.attempts),
+        *((True, ev.type, ev.reason, ev.message) if ev is not None else _NO_EVENT),
+        *(
+            (
+                True,
+                a.handler,
+                a.target,
+                a.result._value_,
+                a.output,
+                a.error,
+                a.status_code,
+                a.body,
+                a.timed_out,
+            )
+            if a is not None
+            else _NO_ATTEMPT
+        ),
+        node,
+    )
 
 
 _NO_EVENT = (False, None, None, None)

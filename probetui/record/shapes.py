@@ -14,6 +14,7 @@ from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
+from probetui.prober.steady import SteadyPart, attach, key_of
 from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.codec import (
     ATTEMPT,
@@ -68,6 +69,7 @@ def _result(value: int | None) -> ResultValue | None:
 class Template:
     __slots__ = (
         "_fields",
+        "_part",
         "_shape",
         "attempt",
         "head",
@@ -91,6 +93,8 @@ class Template:
         self._fields: dict[str, Any] | None = None
         # what a record of the shape adds to a store's history (`shape_of`), built once
         self._shape: RecordShape | None = None
+        # the steady part every record of the shape carries, made with the first of them
+        self._part: SteadyPart | None = None
         kind = self.kind
         if kind in RECORD_KINDS:
             trigger, cid, last, published, on_hold, paused = body[1:7]
@@ -153,7 +157,7 @@ class Template:
             skip = self.state[0]
         # positional, in the fields' order: cheaper than keywords on a frozen dataclass, and a
         # seek builds many (the round-trip tests compare every field)
-        return ProbeRecord(
+        record = ProbeRecord(
             key,
             t,
             item.tick / US,
@@ -169,6 +173,11 @@ class Template:
             None,
             paused,
         )
+        part = self._part
+        if part is None:
+            part = self._part = SteadyPart(key_of(record))
+        attach(record, part)
+        return record
 
     def steady(self, key: ProbeKey) -> RecordShape | None:
         """Return what every record of this shape leaves a history at (the state a replay's

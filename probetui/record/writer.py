@@ -186,6 +186,11 @@ class Writer:
         self._dirty_shapes: set[int] = set()
         self._dirty_strings: set[int] = set()
         self._raw: dict[tuple[Any, ...], int] = {}  # raw key -> shape id
+        # per probe id: its last item's raw key and shape id, and `_raw`'s generation then:
+        # the items of a steady probe share one raw key object (`codec.raw_key`), found here
+        # without hashing it again; a generation moves on whenever `_raw` is cleared
+        self._last_raw: dict[int, tuple[tuple[Any, ...], int, int]] = {}
+        self._raw_gen = 0
         # pods by uid, one dict per attribute (of atomics, but for the last Pod and status
         # seen: two dicts of references, not 15,000 objects)
         self._pod_ids: dict[str, int] = {}
@@ -412,7 +417,19 @@ class Writer:
 
         return text
 
-    def _shape(self, raw: tuple[Any, ...], t: float) -> int:
+    def _shape(self, raw: tuple[Any, ...], t: float, probe_id: int) -> int:
+        last = self._last_raw.get(probe_id)
+        if last is not None and last[0] is raw and last[2] == self._raw_gen:
+            i = last[1]
+        else:
+            i = self._raw_shape(raw, t)
+            self._last_raw[probe_id] = (raw, i, self._raw_gen)
+        if self._shape_used.get(i) != t:
+            self._shape_used[i] = t
+            self._dirty_shapes.add(i)
+        return i
+
+    def _raw_shape(self, raw: tuple[Any, ...], t: float) -> int:
         i = self._raw.get(raw)
         if i is None:
             body = codec.shape_body(raw, self._texts(t), self._texts(t, BODY_EXCERPT))
@@ -423,12 +440,14 @@ class Writer:
                 self._shape_strings[i] = codec.shape_strings(body)
                 self._row("shapes", (i, text, t))
             if len(self._raw) > MAX_RAW_KEYS:
-                self._raw.clear()
+                self._clear_raw()
             self._raw[raw] = i
-        if self._shape_used.get(i) != t:
-            self._shape_used[i] = t
-            self._dirty_shapes.add(i)
         return i
+
+    def _clear_raw(self) -> None:
+        self._raw.clear()
+        self._last_raw.clear()
+        self._raw_gen += 1
 
     # -- pods -----------------------------------------------------------------------------
 
@@ -516,7 +535,7 @@ class Writer:
             probe_id = self._probes[pkey] = self._id("probes")
             self._row("probes", (probe_id, pod_id, container, probe, t))
         kind = raw[0]
-        shape = self._shape(raw, t)
+        shape = self._shape(raw, t, probe_id)
         seg = self._open.get(probe_id)
         if seg is not None and max(seg[5], t) - min(seg[4], t) > self.chunk_span:
             self._close(probe_id)
@@ -664,7 +683,7 @@ class Writer:
             ):
                 table.pop(uid, None)  # type: ignore[attr-defined]
             for k in [k for k in self._probes if k[0] == uid]:
-                del self._probes[k]
+                self._last_raw.pop(self._probes.pop(k), None)
         # a shape or string last used before every chunk still kept (closed or open) began
         # appears only in what was dropped
         kept = c.execute("SELECT MIN(t0) FROM chunks").fetchone()[0]
@@ -687,7 +706,7 @@ class Writer:
             for i in old_strings:
                 del self._string_used[i]
         if old_shapes or old_strings:
-            self._raw.clear()
+            self._clear_raw()
 
     def _delete(self, table: str, where: str, args: tuple[Any, ...]) -> None:
         """Retention's DELETE, taken off the table's tallies in a checked file: what retention

@@ -28,6 +28,7 @@ from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
+from probetui.prober.steady import SteadyPart, attach, key_of, steady_of
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import ProtocolError
@@ -92,7 +93,8 @@ class RowWriter:
                 "probe": key.probe_type.key,
             }
         row: list[Any] = [w, *head]
-        if self._rest[w] != rest:
+        last = self._rest[w]
+        if last is not rest and last != rest:
             self._rest[w] = rest
             row.append(rest)
         return declare, row
@@ -122,7 +124,10 @@ class PodNames:
 def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, ...]]:
     """A row event split into its worker, its pod's names, the row's numbers after `w` (times,
     run, each try's latency and start) and the rest of its record (what the row carries only
-    when it changed), as `RowWriter.encode_parts` takes them."""
+    when it changed), as `RowWriter.encode_parts` takes them.
+
+    The rest is made once per steady part of the record and `via`, and kept on the part: the
+    rows of a steady probe share one rest, the same object."""
     record = event.record
     assert record is not None
     head: list[Any] = [
@@ -133,33 +138,49 @@ def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, .
         record.result_run,
     ]
     outcome = record.outcome
-    if outcome is None:
-        out = None
-    else:
-        tries = []
+    via = None
+    if outcome is not None:
+        via = event.fields.get("via")
         for a in outcome.attempts:
             head.append(a.latency)
             head.append(a.started_at)
-            tries.append(
-                (
-                    a.handler,
-                    a.target,
-                    a.result.value,
-                    a.output,
-                    a.error,
-                    a.status_code,
-                    a.body,
-                    a.timed_out,
-                )
+    part = steady_of(record)
+    kept = part.rest
+    if kept is not None and kept[0] == via:
+        rest = kept[1]
+    else:
+        rest = _rest_of(record, via)
+        part.rest = (via, rest)
+    return record.key, PodNames(event.pod_uid, event.namespace, event.pod), head, rest
+
+
+def _rest_of(record: ProbeRecord, via: str | None) -> tuple[Any, ...]:
+    """A row's rest: everything of `record` but its numbers, and how it was reached."""
+    outcome = record.outcome
+    if outcome is None:
+        out = None
+    else:
+        tries = tuple(
+            (
+                a.handler,
+                a.target,
+                a.result.value,
+                a.output,
+                a.error,
+                a.status_code,
+                a.body,
+                a.timed_out,
             )
+            for a in outcome.attempts
+        )
         ev = outcome.event
         out = (
             int(outcome.result),
             outcome.error,
             None if ev is None else (ev.type, ev.reason, ev.message),
-            tuple(tries),
+            tries,
         )
-    rest = (
+    return (
         record.trigger.value,
         record.container_id,
         int(record.last_result),
@@ -167,10 +188,9 @@ def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, .
         None if record.published is None else int(record.published),
         record.on_hold,
         record.paused,
-        event.fields.get("via") if outcome is not None else None,
+        via,
         out,
     )
-    return record.key, PodNames(event.pod_uid, event.namespace, event.pod), head, rest
 
 
 @dataclass(slots=True)
@@ -180,6 +200,8 @@ class _Worker:
     # the last rest, decoded: trigger, cid, last, skip, pub, hold, paused, via, and the
     # outcome's (result, error, event, tries' fixed parts) or None
     rest: tuple[Any, ...] | None = None
+    # the steady part of the records built from that rest, made with the first of them
+    part: SteadyPart | None = None
 
 
 class RowReader:
@@ -220,6 +242,7 @@ class RowReader:
                     raise ProtocolError(f"a row of worker {row[0]!r}, never declared")
                 if isinstance(row[-1], list):
                     worker.rest = _rest_from(row[-1])
+                    worker.part = None
         except ProtocolError:
             raise
         except (KeyError, TypeError, ValueError, IndexError) as exc:
@@ -231,6 +254,7 @@ class RowReader:
             raise ProtocolError(f"a row of worker {row[0]!r}, never declared")
         if isinstance(row[-1], list):
             worker.rest = _rest_from(row[-1])
+            worker.part = None
             end = len(row) - 1
         elif worker.rest is None:
             raise ProtocolError(f"worker {row[0]!r}'s first row carries no record")
@@ -265,6 +289,11 @@ class RowReader:
             next_tick=row[4],
             paused=paused,
         )
+        # every record of one rest says the same but for its numbers: one steady part for all
+        part = worker.part
+        if part is None:
+            part = worker.part = SteadyPart(key_of(record))
+        attach(record, part)
         if self._records_only:
             return record_shell(worker.pod, record)  # type: ignore[arg-type]
         return record_event(worker.pod, record, via)  # type: ignore[arg-type]

@@ -9,8 +9,9 @@ by every ring of a store, since most attempts repeat the previous one's text; a 
 overwritten releases its texts. `AttemptView` is one entry unpacked for the attempt log.
 
 A doProbe record reaches a history as its own numbers (time, latency, result run) and its
-`RecordShape`, the steady part a probe's records share (`record_shape`): the live store makes
-it from a record whose values differ from the last one's, a replay once per recorded shape.
+`RecordShape`, the history's form of the record's steady part (`probetui.prober.steady`, which
+the worker interns): the live store makes one when a record's steady part is not the last
+one's, a replay once per recorded shape.
 
 `probetui.timeline.store` owns the rings, sizes them and feeds them events.
 """
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
 from probetui.prober.results import ResultValue
+from probetui.prober.steady import steady_of
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 
 if TYPE_CHECKING:
@@ -485,17 +487,19 @@ class RecordShape:
     paused: bool
     # the entry's packed code but its result run (`ProbeHistory`): packed once per shape
     code: int = field(default=0, compare=False, repr=False)
-    # the record's values it was made of (`_raw_key`): a record with the same shares it
+    # the key of the record's steady part (`probetui.prober.steady`): a record with the same
+    # shares this shape
     key: tuple[object, ...] = field(default=(), compare=False, repr=False)
 
 
 def record_shape(record: ProbeRecord, last: RecordShape | None = None) -> RecordShape:
-    """Return the steady part of a doProbe record: `last` (the probe's previous record's)
-    where the record's values are the same, so a steady probe's records share one; else a
-    new one. One per probe, kept by its history: the container ID alone makes every probe's
-    shapes its own, so a table shared by all would hold the same and need a bound."""
-    key = _raw_key(record)
-    if last is not None and last.key == key:
+    """Return the steady part of a doProbe record as a history keeps it: `last` (the probe's
+    previous record's) where the record carries the same steady part, or one of the same
+    values, so a steady probe's records share one; else a new one. One per probe, kept by its
+    history: the container ID alone makes every probe's shapes its own, so a table shared by
+    all would hold the same and need a bound."""
+    key = steady_of(record).key
+    if last is not None and (last.key is key or last.key == key):
         return last
     return _make_shape(record, key)
 
@@ -518,54 +522,6 @@ def not_run_shape(reason: str, published: ResultValue | None) -> RecordShape:
             Kind.SKIP, 0, OTHER_SKIP, 0, reason, None, "", None, published, False, False, code
         )
     return shape
-
-
-def _raw_key(record: ProbeRecord) -> tuple[object, ...]:
-    """Return every value of a record its shape is made of, flat (a skip's key is shorter than
-    an attempt's, so the two never meet), the HTTP body cut as the shape keeps it.
-
-    Enum members as their values: a tuple of str, int, bool and None is one the cyclic
-    collector stops tracking, so the keys the histories hold add nothing to the generation a
-    full collection walks."""
-    outcome = record.outcome
-    published = record.published
-    pub = None if published is None else published._value_
-    if outcome is None:
-        skip = record.skip
-        return (
-            record.trigger._value_,
-            None if skip is None else skip._value_,
-            record.container_id,
-            pub,
-            record.on_hold,
-            record.paused,
-        )
-    ev = outcome.event
-    head = (
-        record.trigger._value_,
-        outcome.error,
-        None if ev is None else ev.message,
-        len(outcome.attempts),
-        record.container_id,
-        record.last_result._value_,
-        pub,
-        record.on_hold,
-        record.paused,
-    )
-    a = outcome.attempt
-    if a is None:
-        return head
-    body = a.body
-    return (
-        *head,
-        a.result._value_,
-        a.timed_out,
-        a.status_code,
-        a.output,
-        a.error,
-        a.target,
-        body if body is None or len(body) <= BODY_EXCERPT else body[:BODY_EXCERPT],
-    )
 
 
 def _make_shape(record: ProbeRecord, key: tuple[object, ...]) -> RecordShape:

@@ -1,0 +1,140 @@
+"""The steady part of a doProbe record (`probetui.prober.steady`): interned by the worker, masked
+once by the engine, and the consumers' wire forms kept on it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import pairwise
+
+from probetui.agent.ring import CHUNK, Ring
+from probetui.engine import masked_record
+from probetui.keys import ProbeKey
+from probetui.probe.base import Attempt, Result
+from probetui.prober.clock import VirtualClock
+from probetui.prober.prober import ProbeOutcome
+from probetui.prober.results import ResultValue
+from probetui.prober.steady import attach, key_of, steady_of
+from probetui.prober.worker import ProbeRecord, Trigger
+from probetui.record import codec
+from probetui.redact import MASK, Redactor
+from probetui.spec.model import Container, EnvVar, Pod, ProbeType
+from probetui.stream.rows import row_parts
+from probetui.timeline.events import _attempt_fields, attempt_fields, record_event
+from tests.prober.fixtures import pod_with, probe, running_status
+from tests.prober.test_manager import FakeKubelet
+
+SECRET = "hunter2-sEcReT"
+KEY = ProbeKey("uid-1", "app", ProbeType.READINESS)
+
+
+def _record(t: float, run: int, target: str = "http://10.0.0.7:8080/ready") -> ProbeRecord:
+    a = Attempt("http", target, Result.SUCCESS, "ok", None, 0.001 * run, t, 200, "ok")
+    outcome = ProbeOutcome(ResultValue.SUCCESS, None, (a,), None)
+    return ProbeRecord(
+        KEY, t, t, Trigger.TICK, "containerd://1", outcome=outcome, finished_at=t + 0.01,
+        result_run=run, published=ResultValue.SUCCESS, next_tick=t + 10,
+    )  # fmt: skip
+
+
+async def test_a_steady_probes_records_share_one_part_until_what_they_say_changes() -> None:
+    kubelet = FakeKubelet(VirtualClock(0.0))
+    pod = pod_with(ProbeType.READINESS, probe(period_seconds=10))
+    kubelet.statuses[pod.uid] = running_status()
+    m = kubelet.manager()
+    m.add_pod(pod)
+    await kubelet.clock.advance(55.0)
+    kubelet.answer = "F"
+    await kubelet.clock.advance(30.0)
+    await m.shutdown()
+    records = kubelet.records
+    assert len(records) >= 8
+    for a, b in pairwise(records):
+        # one part exactly where the two say the same but for their numbers
+        assert (a.steady is b.steady) == (key_of(a) == key_of(b))
+        assert a.steady is not None and a.steady.key == key_of(a)
+    steady = records[1:6]  # ticks of one answer: their runs differ, nothing else
+    assert len({r.result_run for r in steady}) == len(steady)
+    assert all(r.steady is steady[0].steady for r in steady)
+    assert records[-1].steady is not steady[0].steady
+
+
+def test_replace_drops_a_records_part_and_a_record_without_one_gets_its_own() -> None:
+    record = _record(100.0, 1)
+    part = steady_of(record)
+    assert record.steady is part and part.key == key_of(record)
+    other = replace(record, outcome=None)
+    assert other.steady is None
+    assert steady_of(other).key == key_of(other) != part.key
+
+
+def test_the_engine_masks_a_part_once_and_its_records_carry_the_masked_part() -> None:
+    container = Container("app", env=(EnvVar("DB_PASSWORD", SECRET),))
+    pod = Pod("p", namespace="ns", uid=KEY.pod_uid, containers=(container,))
+    redactor = Redactor()
+    shown = redactor.pod(pod)
+    raw = _record(100.0, 1, f"http://10.0.0.7:8080/ready?pw={SECRET}")
+    raw2 = _record(110.0, 2, f"http://10.0.0.7:8080/ready?pw={SECRET}")
+    attach(raw2, steady_of(raw))  # the worker's interning: both records say the same
+    first = masked_record(redactor, shown, raw)
+    second = masked_record(redactor, shown, raw2)
+    assert first is not raw and second is not raw2
+    assert first.steady is not None and first.steady is second.steady
+    assert SECRET not in repr(first.steady.key) and MASK in repr(first.steady.key)
+    # every consumer's form of the masked part is free of the secret
+    for record in (first, second):
+        event = record_event(shown.pod, record, "direct")
+        assert SECRET not in repr(row_parts(event)) and SECRET not in event.to_line()
+        assert SECRET not in repr(codec.raw_key(event, "direct"))
+    # a part found clean for a pod's copy is handed on as it is, record and all
+    clean = _record(120.0, 3)
+    assert masked_record(redactor, shown, clean) is clean
+    assert masked_record(redactor, shown, clean) is clean
+    # a new spec with the target's text as its secret masks the same part again
+    leaky = Container("app", env=(EnvVar("DB_PASSWORD", "10.0.0.7:8080"),))
+    shown2 = redactor.pod(replace(pod, containers=(leaky,)))
+    assert shown2 is not shown
+    again = masked_record(redactor, shown2, clean)
+    assert again is not clean and "10.0.0.7:8080" not in repr(again.steady)
+
+
+def test_each_consumers_form_of_a_part_is_what_it_builds_afresh() -> None:
+    first, later = _record(100.0, 1), _record(110.0, 7)
+    pod = Pod("p", namespace="ns", uid=KEY.pod_uid)
+    attach(later, steady_of(first))
+    for via in ("direct", None, "proxy"):
+        e1, e2 = record_event(pod, first, via), record_event(pod, later, via)
+        assert e2.fields == _attempt_fields(later, via)
+        assert list(e2.fields) == list(_attempt_fields(later, via))
+        assert attempt_fields(later, via) is not attempt_fields(later, via)
+        # the rows of one part share their rest, the recorder's items their raw key
+        assert row_parts(e1)[3] is row_parts(e2)[3]
+        assert row_parts(e2)[2] == [110.0, 110.0, 110.01, 120.0, 7, 0.007, 110.0]
+        assert codec.raw_key(e1, via) is codec.raw_key(e2, via)
+        assert codec.raw_key(e2, via, "node-1") == codec._record_key(later, via, "node-1")
+
+
+def test_the_ring_finds_a_parts_rest_by_identity_and_never_one_evicted() -> None:
+    pod = Pod("p", namespace="ns", uid=KEY.pod_uid)
+    other = ProbeKey("uid-2", "app", ProbeType.LIVENESS)
+    ring = Ring(retain=1e9, capacity=CHUNK)
+    first = _record(0.0, 1)
+    part = steady_of(first)
+    rows = []
+    for n in range(CHUNK):
+        r = _record(float(n), n + 1)
+        attach(r, part)
+        rows.append(row_parts(record_event(pod, r, "direct")))
+    for stamp, (key, names, head, rest) in enumerate(rows):
+        ring.add_row(float(stamp), key, names, head, rest)
+    assert ring.stats()["rests"] == 1
+    # another probe fills two chunks: the first probe's rows, worker and rest are evicted
+    for n in range(2 * CHUNK):
+        r = replace(_record(float(CHUNK + n), 1, "http://10.0.0.9/other"), key=other)
+        key, names, head, rest = row_parts(record_event(pod, r, "direct"))
+        ring.add_row(float(CHUNK + n), key, names, head, rest)
+    assert ring.stats()["workers"] == 1
+    key, names, head, rest = rows[-1]
+    ring.add_row(float(3 * CHUNK), key, names, head, rest)
+    last = list(ring)[-1]
+    assert last.key == KEY and last.rest == rest
+    assert ring.stats()["rests"] == 2
