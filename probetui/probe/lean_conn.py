@@ -75,16 +75,19 @@ class Stream:
 
     __slots__ = ("_incoming", "_loop", "_outgoing", "_tls", "local", "remote", "sock")
 
-    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, sock: socket.socket, loop: asyncio.AbstractEventLoop, remote: tuple | None = None
+    ) -> None:
         self.sock = sock
         self._loop = loop
         self._tls: ssl.SSLObject | None = None
         self._incoming: ssl.MemoryBIO | None = None
         self._outgoing: ssl.MemoryBIO | None = None
-        # taken now: once a reset is seen the peer's address can no longer be asked for
+        # taken now: once a reset is seen the peer's address can no longer be asked for; the
+        # dial's answer (`remote`) is used when it has one, a system call fewer per attempt
         try:
             self.local = sock.getsockname()
-            self.remote = sock.getpeername()
+            self.remote = remote if remote is not None else sock.getpeername()
         except OSError:
             self.local = self.remote = None
 
@@ -156,7 +159,19 @@ class Stream:
                 try:
                     return sock.recv(_READ_NUM_BYTES)
                 except (BlockingIOError, InterruptedError):
-                    await _readable(self._loop, sock.fileno())
+                    pass
+                # wait for the socket to turn readable, here rather than in a coroutine of its
+                # own: every coroutine between the task and the socket runs again on each wake
+                # (benchmarks.blackbox guards it); the loop's sock_recv does the same with a
+                # callback more per read
+                loop = self._loop
+                waiter = loop.create_future()
+                fd = sock.fileno()
+                loop.add_reader(fd, _wake, waiter)
+                try:
+                    await waiter
+                finally:
+                    loop.remove_reader(fd)
         try:
             return await self._tls_call(self._tls.read, _READ_NUM_BYTES)
         except ssl.SSLZeroReturnError:
@@ -172,17 +187,6 @@ class Stream:
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-async def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
-    """Wait for `fd` to turn readable. The loop's sock_recv does the same with a callback
-    more per read, which every attempt pays (benchmarks.blackbox guards it)."""
-    waiter = loop.create_future()
-    loop.add_reader(fd, _wake, waiter)
-    try:
-        await waiter
-    finally:
-        loop.remove_reader(fd)
 
 
 def read_error(err: OSError, stream: Stream) -> str:
@@ -203,12 +207,12 @@ async def connect(
     when = deadline.when
     remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
     try:
-        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
+        sock, peer = await tcp.dial_peer(host, port, remaining, loop, bounded=when is not None)
     except tcp.DialError as exc:
         if exc.timed_out:
             raise DialTimeout from None
         raise GoError(str(exc)) from None
-    stream = Stream(sock, loop)
+    stream = Stream(sock, loop, peer)
     if scheme == "https":
         try:
             await stream.start_tls(host, tls)
