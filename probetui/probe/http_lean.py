@@ -220,6 +220,14 @@ _PLAIN_LENGTH = re.compile(rb"[0-9]{1,18}")
 _HEAD_END = b"\r\n\r\n"
 
 
+# Heads `_plain_head` read, by their bytes: a steady server sends the same head again and
+# again (its Date changes once a second), and reading one costs more than looking it up
+# (benchmarks.blackbox guards it). Bounded: entries and the bytes of each head.
+_HEADS: dict[bytes, tuple[int, tuple[tuple[bytes, bytes], ...], int | None] | None] = {}
+_HEADS_MAX = 256
+_HEAD_BYTES = 2048
+
+
 def _plain_head(
     data: bytes,
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes, int | None] | None:
@@ -240,6 +248,23 @@ def _plain_head(
     if end < 0:
         return None
     head = data[:end]
+    try:
+        known = _HEADS[head]
+    except KeyError:
+        known = _read_plain_head(head)
+        if end <= _HEAD_BYTES:
+            if len(_HEADS) >= _HEADS_MAX:
+                _HEADS.clear()
+            _HEADS[head] = known
+    if known is None:
+        return None
+    status, headers, length = known
+    return status, list(headers), data[end + 4 :], length
+
+
+def _read_plain_head(head: bytes) -> tuple[int, tuple[tuple[bytes, bytes], ...], int | None] | None:
+    """`_plain_head`'s reading of a whole head (without its blank line): (status, headers,
+    Content-Length or None), or None."""
     crlf = head.count(b"\r\n")
     if head.count(b"\r") != crlf or head.count(b"\n") != crlf:
         return None
@@ -265,7 +290,7 @@ def _plain_head(
         elif lower == b"transfer-encoding":
             return None
         headers.append((name, value))
-    return status, headers, data[end + 4 :], length
+    return status, tuple(headers), length
 
 
 async def _next_event(h: h11.Connection, stream: Stream) -> h11.Event | type[h11.PAUSED]:
