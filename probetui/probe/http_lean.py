@@ -32,8 +32,9 @@ import contextlib
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import lru_cache
+from typing import Any
 
 import h11
 
@@ -383,23 +384,27 @@ class Hops:
         # httpcore reads on after a write error: the server may have answered already
         with contextlib.suppress(OSError):
             await stream.send(request)
-        return await _receive(stream, target, lines)
+        # the response head: read by `_plain_head` when it can, else by h11 from the first
+        # byte; its first read waits here, not in a coroutine of its own (every coroutine
+        # between the task and the socket runs again on each wake; benchmarks.blackbox
+        # guards it)
+        try:
+            first = await stream.recv()
+        except OSError as exc:
+            raise _Failed(read_error(exc, stream)) from None
+        if not first:
+            # httpcore: "Server disconnected without sending a response", which Go calls EOF
+            raise _Failed("EOF")
+        head = _plain_head(first)
+        if head is not None:
+            return _PlainResponse(stream, *head)
+        return await _h11_head(stream, first, target, lines)
 
 
-async def _receive(
-    stream: Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...]
+async def _h11_head(
+    stream: Stream, first: bytes, target: _Target, lines: tuple[tuple[bytes, bytes], ...]
 ) -> _Response:
-    """The response head: read by `_plain_head` when it can, else by h11 from the first byte."""
-    try:
-        first = await stream.recv()
-    except OSError as exc:
-        raise _Failed(read_error(exc, stream)) from None
-    if not first:
-        # httpcore: "Server disconnected without sending a response", which Go calls EOF
-        raise _Failed("EOF")
-    head = _plain_head(first)
-    if head is not None:
-        return _PlainResponse(stream, *head)
+    """A response head `_plain_head` left to h11, `first` its first read."""
     # Go reads the rest of this head its own way (see response_head.HeadGate); h11 gets it
     # once read
     gate = HeadGate()
@@ -442,7 +447,7 @@ async def _read_at_most(response: _Response, limit: int, sink: bytearray) -> Non
         raise _BodyBroken(read_error(exc, response._stream)) from None
 
 
-async def probe(
+def probe(
     url: str,
     headers: SpecHeaders = (),
     timeout: float = 1.0,
@@ -450,7 +455,7 @@ async def probe(
     follow_non_local_redirects: bool = False,
     kube_version: str = DEFAULT_KUBE_VERSION,
     loop: asyncio.AbstractEventLoop | None = None,
-) -> Attempt:
+) -> Coroutine[Any, Any, Attempt]:
     """Runs one HTTP probe attempt (`httpProber.Probe` + `DoHTTPProbe`, §13).
 
     `url` comes from `format_url`. `headers` are the probe spec's httpHeaders as written
@@ -458,9 +463,12 @@ async def probe(
     whole attempt's deadline in seconds (connect, redirects and body), as `http.Client.Timeout`
     is; 0 or less means none, as in Go. `loop`: the running loop, when the caller has it at
     hand (saves looking it up).
+
+    `run_attempt`'s own coroutine, not one awaiting it: every coroutine between the task and
+    the socket runs again on each wake (benchmarks.blackbox guards it).
     """
     key = spec_key(headers)
-    return await run_attempt(
+    return run_attempt(
         url,
         lambda deadline, streams: Hops(key, kube_version, deadline, streams),
         timeout,
