@@ -49,6 +49,7 @@ from benchmarks.common import (
     format_table,
     machine_busy_seconds,
     process_cpu_seconds,
+    reference_ms,
     report,
 )
 
@@ -302,6 +303,8 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await reader
             wall = t1 - t0
+            # after the window, so that it does not compete with the agent measured
+            reference = reference_ms()
             return {
                 "mode": "node",
                 "pods": args.pods,
@@ -329,7 +332,7 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 "grpc": args.grpc,
                 "reader_bytes_per_s": round((got["bytes"] - bytes0) / wall),
                 "target": http.kind,
-                "environment": environment(),
+                "environment": environment(reference_ms=reference),
             }
         finally:
             if agent is not None and agent.returncode is None:
@@ -493,6 +496,11 @@ def table(r: dict[str, Any]) -> str:
             "measured",
             f"{r['duration_s']} s after {r['warmup_s']} s of warm-up; the machine "
             f"{r['machine_busy_cores']} cores busy of {r['environment']['cpus']}",
+        ),
+        (
+            "  machine speed",
+            f"a fixed Python loop in {r['environment']['reference_ms']} ms of CPU (lower: faster; "
+            "compare runs of other days by it)",
         ),
     ]
     return format_table("one node agent", rows)

@@ -108,6 +108,21 @@ def environment(**extra: Any) -> dict[str, Any]:
     return env
 
 
+def reference_ms(rounds: int = 5) -> float:
+    """Return the fastest of `rounds` runs of one fixed pure-Python loop, in ms of CPU: how fast
+    this machine ran Python at the time, so that a figure that moved between two days can be
+    told apart from a change in the code (a VM's speed drifts with its neighbours)."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.process_time()
+        table: dict[str, int] = {}
+        for i in range(20_000):
+            key = f"probe-{i % 997}"
+            table[key] = table.get(key, 0) + len(key)
+        best = min(best, time.process_time() - start)
+    return round(best * 1000, 2)
+
+
 def _commit() -> str | None:
     try:
         done = subprocess.run(

@@ -93,6 +93,11 @@ class Hub:
         for client in self.clients:
             client.blob(event.pod_uid, event.type, data)
 
+    def flush(self) -> None:
+        """Write what every client has gathered now, not a flush delay later."""
+        for client in self.clients:
+            client.sender.flush()
+
     def attempt_counts(self) -> list[tuple[str, str, int]]:
         """Return the doProbes by probe type as the kubelet labels it and outcome word."""
         return sorted((pt.value, KIND_NAMES[kind], n) for (pt, kind), n in self.attempts.items())

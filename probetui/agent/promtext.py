@@ -56,9 +56,7 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
     wanted = tuple(names)
     out = Parsed()
     seen: Known = {}
-    for line in text.split("\n"):
-        if not line.startswith(wanted):
-            continue
+    for line in _lines_of(text, wanted):
         if len(line) > MAX_LINE:
             out.skipped += 1
             continue
@@ -86,6 +84,26 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
         known.clear()
         known.update(seen)
     return out
+
+
+def _lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
+    """Return the lines of `text` that start with one of `wanted`, in order. Each name is found
+    by `str.find`, so the lines of other metrics (the kubelet's duration histogram, most of the
+    body) are passed over in C (benchmarks.agents' scrape guards it)."""
+    starts: set[int] = set()
+    for name in wanted:
+        if text.startswith(name):
+            starts.add(0)
+        needle = "\n" + name
+        at = text.find(needle)
+        while at >= 0:
+            starts.add(at + 1)
+            at = text.find(needle, at + len(needle))
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 # a sample: its name, its label block (quoted values may hold braces), its value, a timestamp

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,16 @@ from probetui.agent.server import AgentServer, StreamQuery, TokenFile
 from probetui.engine import Engine
 from probetui.keys import ProbeKey
 from probetui.probe.base import DEFAULT_KUBE_VERSION
+from probetui.prober.clock import sleep_on_grid
 from probetui.prober.lateness import BEHIND
+from probetui.prober.status import PodStatus
 from probetui.runtime.base import RuntimeFailure
 from probetui.runtime.kubernetes.config import ClusterTarget
 from probetui.runtime.kubernetes.credentials import FileTokenSource
-from probetui.spec.model import ProbeType
+from probetui.spec.model import Pod, ProbeType
 from probetui.stream.protocol import KUBELET, LATE, hello
 from probetui.stream.rows import PodNames
+from probetui.timeline.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,25 @@ class AgentOptions:
     tick_align: float = 0.0  # seconds; 0: ticks as the kubelet arms them
 
 
+class FlushAfterBurst:
+    """Writes what the hub's clients gathered as the last probe in flight ends: a node's probes
+    run in bursts on the tick grid (`tick_grid`), and a burst written as it ends needs no
+    wake-up of its own a flush delay later (benchmarks.agents guards it). Put after the hub
+    among the engine's sinks."""
+
+    def __init__(self, hub: Hub, in_flight: Callable[[], int]) -> None:
+        self.hub = hub
+        self.in_flight = in_flight
+
+    def event(self, event: Event) -> None:
+        record = event.record
+        if record is not None and record.outcome is not None and self.in_flight() == 0:
+            self.hub.flush()
+
+    def pod(self, pod: Pod, status: PodStatus | None) -> None:
+        pass
+
+
 class Agent:
     def __init__(
         self,
@@ -81,9 +103,10 @@ class Agent:
         self.runtime.on_note = lambda text: log.info("note: %s", text)
         self.runtime.on_state = lambda text: say(text or "connected to the API server again")
         self.runtime.configured_kubelet = options.kubelet_version or DEFAULT_KUBE_VERSION
+        self.runtime.tick_align = options.tick_align
         self.engine = Engine(
             self.runtime,
-            [self.hub],
+            [self.hub, FlushAfterBurst(self.hub, lambda: self.engine.manager.in_flight())],
             kube_version=options.kubelet_version or DEFAULT_KUBE_VERSION,
             tick_align=options.tick_align,
         )
@@ -201,7 +224,13 @@ class Agent:
             await wait_closed(self.kubelet)
 
     async def _tick_loop(self) -> None:
-        await tick_forever(self.hub, self.ring, self.engine.lateness)
+        align = self.options.tick_align
+        await tick_forever(
+            self.hub,
+            self.ring,
+            self.engine.lateness,
+            lambda delay: sleep_on_grid(self.engine.clock, delay, align),
+        )
 
     async def _scrape_loop(self) -> None:
         every = self.options.scrape_every
@@ -276,12 +305,17 @@ class Agent:
         return out
 
 
-async def tick_forever(hub: Hub, ring: Ring, lateness: Callable[[], float]) -> None:
-    """Once a second: the hub's summaries and slow readers, the ring's age limit, and a `late`
-    frame every `LATE_EVERY` (a reader's sign that the stream is alive)."""
+async def tick_forever(
+    hub: Hub,
+    ring: Ring,
+    lateness: Callable[[], float],
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Once a second (`sleep(1.0)`): the hub's summaries and slow readers, the ring's age limit,
+    and a `late` frame every `LATE_EVERY` (a reader's sign that the stream is alive)."""
     late_at = 0.0
     while True:
-        await asyncio.sleep(1.0)
+        await sleep(1.0)
         now = time.time()
         hub.tick(now)
         ring.prune(now)

@@ -50,6 +50,31 @@ class LoopClock:
         await asyncio.sleep(delay)
 
 
+def tick_grid(t: float, align: float) -> float:
+    """Round a tick at `t` up to the next multiple of `align` seconds (0: leave it).
+
+    A node agent arms its workers' tickers on one grid so that the probes due in a slot run in
+    one wake-up of its loop: a wake-up per attempt costs more than most attempts' own work
+    (benchmarks.agents guards it). A timer fires a little after its time, so a tick that
+    lands within a tenth of a slot past a grid point stays on that point rather than moving a
+    whole slot on.
+    """
+    if align <= 0:
+        return t
+    return math.ceil((t - align / 10) / align) * align
+
+
+async def sleep_on_grid(clock: Clock, delay: float, align: float) -> None:
+    """Sleep at least `delay` seconds less a tenth of a slot, to a point of the `align` grid
+    the workers' ticks are on (0: `delay` as it is): a node agent's once-a-second chores wake
+    with its probes, not on a wake-up of their own (benchmarks.agents guards it)."""
+    if align <= 0:
+        await clock.sleep(delay)
+        return
+    now = clock.now()
+    await clock.sleep(max(tick_grid(now + delay, align) - now, 0.0))
+
+
 class _Timer:
     __slots__ = ("callback", "cancelled")
 

@@ -216,6 +216,10 @@ class Manager:
             if key.pod_uid not in keep:
                 worker.stop()
 
+    def in_flight(self) -> int:
+        """Tell how many probes launched as tasks are running now."""
+        return len(self._tasks)
+
     def launch_task(self, worker: Worker, status: PodStatus, done: Done) -> None:
         """Run one probe as a task; its completion resumes the worker's loop."""
         assert self.run_probe is not None, "a live manager needs run_probe"

@@ -12,7 +12,6 @@ set of clock callbacks, so the same worker runs live and in `probetui simulate`'
 from __future__ import annotations
 
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from probetui.kubelet.kuberuntime import (
 )
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.base import Attempt, Result
-from probetui.prober.clock import Cancellable, Clock
+from probetui.prober.clock import Cancellable, Clock, tick_grid
 from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PHASE_TERMINAL, PodStatus
@@ -69,20 +68,6 @@ class Trigger(StrEnum):
     TICK = "tick"
     KUBELET = "kubelet-manual"  # manualTriggerCh from UpdatePodStatus (readiness only)
     USER = "user"  # probetui's own "probe now": counted like a tick, marked manual
-
-
-def tick_grid(t: float, align: float) -> float:
-    """Round a tick at `t` up to the next multiple of `align` seconds (0: leave it).
-
-    A node agent arms its workers' tickers on one grid so that the probes due in a slot run in
-    one wake-up of its loop: a wake-up per attempt costs more than most attempts' own work
-    (benchmarks.agents guards it). A timer fires a little after its time, so a tick that
-    lands within a tenth of a slot past a grid point stays on that point rather than moving a
-    whole slot on.
-    """
-    if align <= 0:
-        return t
-    return math.ceil((t - align / 10) / align) * align
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,3 +153,32 @@ def test_a_note_is_said_once_and_cleared() -> None:
     assert hub.notes["kubelet-counts"]["text"] == "403"
     hub.note("kubelet-counts", "")
     assert hub.notes == {}
+
+
+async def test_a_burst_is_written_as_its_last_probe_in_flight_ends() -> None:
+    """`FlushAfterBurst`, after the hub among the engine's sinks: rows wait while probes are
+    in flight and go out with the attempt that leaves none running; a skip alone waits for
+    the flush delay."""
+    from probetui.agent.run import FlushAfterBurst
+    from tests.agent.test_ring import _skip
+
+    hub = Hub(Ring(3600, 10_000))
+    client = StreamClient(pods=None, summary=False, rows=True, limit=1 << 20)
+    client.live = True
+    hub.attach(client)
+    in_flight = [2]
+    after = FlushAfterBurst(hub, lambda: in_flight[0])
+    for t, left in ((1.0, 1), (1.1, 0)):
+        event = record_event(POD, _attempt(t))
+        in_flight[0] = left
+        hub.event(event)
+        after.event(event)
+        written = client.queue.take_now()
+        assert bool(written) is (left == 0)
+    rows = _frames(written)
+    assert [f["k"] for f in rows if f["k"] == "rows"] == ["rows"] and len(rows[-1]["r"]) == 2
+    skip = record_event(POD, _skip(1.2))
+    hub.event(skip)
+    after.event(skip)
+    assert not client.queue.take_now()
+    client.sender.flush()

@@ -52,6 +52,25 @@ def test_a_line_of_another_metric_costs_nothing_and_a_bad_line_of_ours_only_itse
     assert all(s.name == "prober_probe_total" for s in parsed.samples)
 
 
+def test_only_lines_that_start_with_a_wanted_name_are_read_wherever_they_are() -> None:
+    """The first line, a CRLF line and the last line without its newline are read; a wanted
+    name inside another metric's line is not a line of it."""
+    text = (
+        'prober_probe_total{result="failed"} 1\r\n'
+        'other{note="x\\nprober_probe_total 7"} 2\n'
+        "x_prober_probe_total 3\n"
+        "process_start_time_seconds 5\n"
+        'prober_probe_total{result="unknown"} 4'
+    )
+    parsed = parse(text, ("prober_probe_total", "process_start_time_seconds"))
+    assert [(s.name, s.value) for s in parsed.samples] == [
+        ("prober_probe_total", 1.0),
+        ("process_start_time_seconds", 5.0),
+        ("prober_probe_total", 4.0),
+    ]
+    assert parsed.skipped == 0
+
+
 def test_values_labels_and_escapes() -> None:
     s = parse_line('m{a="x\\\\y",b="line\\nnext", c="q\\"q"} +Inf 1700000000000')
     assert s.labels == {"a": "x\\y", "b": "line\nnext", "c": 'q"q'} and s.value == math.inf

@@ -27,6 +27,7 @@ def test_node_mode_runs_small() -> None:
     assert result["agent_wakeups_per_s"] > 0 and result["agent_threads"] >= 1
     assert result["machine_busy_cores"] > 0
     assert "one node agent" in agents.table(result)
+    assert result["environment"]["reference_ms"] > 0 and "machine speed" in agents.table(result)
 
 
 def test_ring_mode_runs_small() -> None:

@@ -3,6 +3,7 @@ clock."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass, field
 
@@ -10,7 +11,7 @@ import pytest
 
 from probetui.keys import ProbeKey
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile, profile_for
-from probetui.prober.clock import VirtualClock
+from probetui.prober.clock import VirtualClock, sleep_on_grid
 from probetui.prober.manager import Manager
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
@@ -507,3 +508,32 @@ def test_tick_grid_leaves_a_tick_just_past_a_grid_point_on_it() -> None:
     assert tick_grid(110.004, 1.0) == 110.0
     assert tick_grid(110.5, 1.0) == 111.0
     assert tick_grid(110.25, 0.0) == 110.25
+
+
+async def test_a_chore_sleeping_on_the_grid_wakes_with_the_ticks(kubelet: FakeKubelet) -> None:
+    """A node agent's once-a-second chores (`sleep_on_grid`) wake on the grid points its
+    workers' ticks are on, so they share the ticks' wake-ups; without a grid, `delay` after."""
+    await kubelet.clock.advance(0.3)
+    pod = pod_with(ProbeType.READINESS, probe(period_seconds=2))
+    kubelet.statuses[pod.uid] = running_status()
+    m = kubelet.manager(seed=7, tick_align=1.0)
+    m.add_pod(pod)
+    woke: list[float] = []
+
+    async def chores(align: float) -> None:
+        while True:
+            await sleep_on_grid(kubelet.clock, 1.0, align)
+            woke.append(kubelet.clock.now())
+
+    on_grid = asyncio.create_task(chores(1.0))
+    await kubelet.clock.advance(4.0)
+    on_grid.cancel()
+    assert woke == [2.0, 3.0, 4.0]
+    assert set(kubelet.starts) <= set(woke) | {1.0}
+    woke.clear()
+    free = asyncio.create_task(chores(0.0))
+    await kubelet.clock.advance(0.75)
+    await kubelet.clock.advance(1.0)
+    free.cancel()
+    assert woke == [5.3]
+    await m.shutdown()

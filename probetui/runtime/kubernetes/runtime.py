@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from probetui.kubelet.profile import profile_of_node
+from probetui.prober.clock import Clock, sleep_on_grid
 from probetui.prober.status import PodSnapshot
 from probetui.runtime.base import NodeKubelet, Runtime, RuntimeFailure, RuntimeHost
 from probetui.runtime.kubernetes.agent_streams import MODES as AGENT_MODES
@@ -140,6 +141,9 @@ class KubernetesRuntime(Runtime):
         self.watch_timeout = watch_timeout
         self.fail_fast = fail_fast
         self.divergence_check = divergence_check
+        # the grid a node agent puts its workers' ticks on (`tick_grid`), which the divergence
+        # check keeps to as well; 0: none
+        self.tick_align = 0.0
         self.reflector_options = dict(reflector_options or {})
         self._api: ApiClient | None = None
         self._ws_api: ApiClient | None = None
@@ -258,7 +262,7 @@ class KubernetesRuntime(Runtime):
             host.collect_and_freeze()
             tasks = [
                 asyncio.create_task(pods.run(), name="watch pods"),
-                asyncio.create_task(self._divergence_loop(), name="divergence"),
+                asyncio.create_task(self._divergence_loop(host.clock), name="divergence"),
             ]
             if events is not None:
                 tasks.append(asyncio.create_task(events.run(), name="watch events"))
@@ -453,10 +457,10 @@ class KubernetesRuntime(Runtime):
 
     # -- divergence (divergence.py) ---------------------------------------------------------
 
-    async def _divergence_loop(self) -> None:
+    async def _divergence_loop(self, clock: Clock) -> None:
         # between observed changes, which check their own pod as they come
         while True:
-            await asyncio.sleep(self.divergence_check)
+            await sleep_on_grid(clock, self.divergence_check, self.tick_align)
             await self.cluster_pods.check_divergence()
 
     # -- reaching pods (reach.py) -----------------------------------------------------------
