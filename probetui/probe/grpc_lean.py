@@ -141,6 +141,10 @@ _DECODED_MAX = 512
 _DECODED_BYTES = 2048
 
 
+# a frame's header: its 24-bit length and type as one integer, its flags, its stream ID
+_FRAME_HEAD = struct.Struct(">IBI")
+
+
 def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
     return struct.pack(">I", len(payload))[1:] + struct.pack(">BBI", kind, flags, stream) + payload
 
@@ -289,13 +293,15 @@ class _Conn:
     PING costs no extra write, and the connection closes right after it.
     """
 
-    __slots__ = ("_blocks", "_buf", "_decoder", "_owed", "_unacked", "raw", "stream")
+    __slots__ = ("_blocks", "_buf", "_decoder", "_owed", "_pos", "_unacked", "raw", "stream")
 
     def __init__(self, stream: Stream, raw: bool) -> None:
         self.stream = stream
         # grpc-go reads this connection with its raw reader (`GrpcGo.raw_reads`)
         self.raw = raw
-        self._buf = bytearray()
+        # what was read and not yet taken as frames: `_buf` from `_pos` on
+        self._buf = b""
+        self._pos = 0
         self._decoder: object | None = None
         # the header blocks decoded so far, while they stay within _DECODED_BYTES
         self._blocks: tuple[bytes, ...] | None = ()
@@ -305,32 +311,44 @@ class _Conn:
     def reply(self, frames: bytes) -> None:
         self._owed += frames
 
+    def next_frame(self) -> tuple[int, int, int, bytes] | None:
+        """The next frame already read, as `frame` gives it; None when it has not all come.
+
+        Every frame a read brought is taken in one synchronous pass, without a coroutine per
+        frame (benchmarks.engine --handler grpc guards it)."""
+        buf, pos = self._buf, self._pos
+        if len(buf) - pos < 9:
+            return None
+        head, flags, stream = _FRAME_HEAD.unpack_from(buf, pos)
+        length = head >> 8
+        if length > _MAX_FRAME:
+            raise ValueError("http2: frame too large")
+        start = pos + 9
+        end = start + length
+        if len(buf) < end:
+            return None
+        self._pos = end
+        return head & 0xFF, flags, stream & 0x7FFFFFFF, buf[start:end]
+
     async def frame(self) -> tuple[int, int, int, bytes]:
         """The next frame: (type, flags, stream id, payload). EOFError when the connection
         ends, ValueError for a frame larger than this client allows; `str()` of either is
         x/net's Framer.ReadFrame error."""
-        buf = self._buf
         while True:
-            if len(buf) >= 9:
-                length = int.from_bytes(buf[:3], "big")
-                if length > _MAX_FRAME:
-                    raise ValueError("http2: frame too large")
-                end = 9 + length
-                if len(buf) >= end:
-                    kind, flags = buf[3], buf[4]
-                    stream = int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
-                    payload = bytes(buf[9:end])
-                    del buf[:end]
-                    return kind, flags, stream, payload
+            frame = self.next_frame()
+            if frame is not None:
+                return frame
             if self._owed:
                 owed, self._owed = self._owed, b""
                 await self.stream.send(owed)
             data = await self.stream.recv()
+            left = len(self._buf) - self._pos
             if not data:
                 # io.ReadFull of the header, then of the payload: nothing of either read is
                 # EOF, a part of it unexpected EOF
-                raise EOFError("EOF" if len(buf) in (0, 9) else "unexpected EOF")
-            buf += data
+                raise EOFError("EOF" if left in (0, 9) else "unexpected EOF")
+            self._buf = self._buf[self._pos :] + data if left else data
+            self._pos = 0
 
     def decode(self, block: bytes) -> list[tuple[bytes, bytes]]:
         """The fields of a header block, as this connection's HPACK decoder reads them."""
@@ -393,14 +411,14 @@ async def _dial(
     # grpc-go's own connect deadline matters only where the probe's is further away
     until = loop.time() + MIN_CONNECT_TIMEOUT if remaining > MIN_CONNECT_TIMEOUT else None
     try:
-        sock = await tcp.dial(
+        sock, peer = await tcp.dial_peer(
             host, port, min(remaining, MIN_CONNECT_TIMEOUT), loop, bounded=until is None
         )
     except tcp.DialError as exc:
         if exc.timed_out and until is None:
             raise TimeoutError from None
         raise _NotReady(f"transport: Error while dialing: {exc}") from None
-    stream = Stream(sock, loop)
+    stream = Stream(sock, loop, peer)
     try:
         if tls:
             await _within(
@@ -471,18 +489,6 @@ def _header_block(kind: int, flags: int, payload: bytes) -> bytes:
     return payload[start:end]
 
 
-async def _check(conn: _Conn, request: bytes, sid: int, client: GrpcGo) -> int:
-    """The Check call on stream `sid` of a READY connection: the serving status, `RpcError`,
-    or `_Unprocessed` for a stream the server did not process."""
-    try:
-        await conn.stream.send(request)
-        return await _answer(conn, sid, client)
-    except OSError as exc:
-        # the connection broke while the request was written or the answer read
-        detail = _io_error("read", exc, conn.stream, conn.raw)
-        raise RpcError(UNAVAILABLE, f"error reading from server: {detail}") from None
-
-
 async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
     """The answer on stream `sid`, read as grpc-go's reader and recvMsg read it."""
     headers_seen = False
@@ -493,7 +499,8 @@ async def _answer(conn: _Conn, sid: int, client: GrpcGo) -> int:
     body = b""
     while True:
         try:
-            kind, flags, stream, payload = await conn.frame()
+            frame = conn.next_frame()
+            kind, flags, stream, payload = frame if frame is not None else await conn.frame()
         except (EOFError, ValueError) as exc:
             raise RpcError(UNAVAILABLE, f"error reading from server: {exc}") from None
         if stream == 0:
@@ -637,8 +644,16 @@ async def _call(
                 + _frame(_HEADERS, _END_HEADERS, sid, agent_block + _literal(b"grpc-timeout", left))
                 + _request_message(service, sid)
             )
+            # the Check on stream `sid` of a READY connection
+            ready = redialled or conn
             try:
-                return await _check(redialled or conn, request, sid, client)
+                try:
+                    await ready.stream.send(request)
+                    return await _answer(ready, sid, client)
+                except OSError as exc:
+                    # the connection broke while the request was written or the answer read
+                    detail = _io_error("read", exc, ready.stream, ready.raw)
+                    raise RpcError(UNAVAILABLE, f"error reading from server: {detail}") from None
             except _Unprocessed as exc:
                 if not first:
                     raise exc.error from None

@@ -32,8 +32,9 @@ import contextlib
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import lru_cache
+from typing import Any
 
 import h11
 
@@ -220,6 +221,14 @@ _PLAIN_LENGTH = re.compile(rb"[0-9]{1,18}")
 _HEAD_END = b"\r\n\r\n"
 
 
+# Heads `_plain_head` read, by their bytes: a steady server sends the same head again and
+# again (its Date changes once a second), and reading one costs more than looking it up
+# (benchmarks.blackbox guards it). Bounded: entries and the bytes of each head.
+_HEADS: dict[bytes, tuple[int, tuple[tuple[bytes, bytes], ...], int | None] | None] = {}
+_HEADS_MAX = 256
+_HEAD_BYTES = 2048
+
+
 def _plain_head(
     data: bytes,
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes, int | None] | None:
@@ -240,6 +249,23 @@ def _plain_head(
     if end < 0:
         return None
     head = data[:end]
+    try:
+        known = _HEADS[head]
+    except KeyError:
+        known = _read_plain_head(head)
+        if end <= _HEAD_BYTES:
+            if len(_HEADS) >= _HEADS_MAX:
+                _HEADS.clear()
+            _HEADS[head] = known
+    if known is None:
+        return None
+    status, headers, length = known
+    return status, list(headers), data[end + 4 :], length
+
+
+def _read_plain_head(head: bytes) -> tuple[int, tuple[tuple[bytes, bytes], ...], int | None] | None:
+    """`_plain_head`'s reading of a whole head (without its blank line): (status, headers,
+    Content-Length or None), or None."""
     crlf = head.count(b"\r\n")
     if head.count(b"\r") != crlf or head.count(b"\n") != crlf:
         return None
@@ -265,7 +291,7 @@ def _plain_head(
         elif lower == b"transfer-encoding":
             return None
         headers.append((name, value))
-    return status, headers, data[end + 4 :], length
+    return status, tuple(headers), length
 
 
 async def _next_event(h: h11.Connection, stream: Stream) -> h11.Event | type[h11.PAUSED]:
@@ -358,23 +384,27 @@ class Hops:
         # httpcore reads on after a write error: the server may have answered already
         with contextlib.suppress(OSError):
             await stream.send(request)
-        return await _receive(stream, target, lines)
+        # the response head: read by `_plain_head` when it can, else by h11 from the first
+        # byte; its first read waits here, not in a coroutine of its own (every coroutine
+        # between the task and the socket runs again on each wake; benchmarks.blackbox
+        # guards it)
+        try:
+            first = await stream.recv()
+        except OSError as exc:
+            raise _Failed(read_error(exc, stream)) from None
+        if not first:
+            # httpcore: "Server disconnected without sending a response", which Go calls EOF
+            raise _Failed("EOF")
+        head = _plain_head(first)
+        if head is not None:
+            return _PlainResponse(stream, *head)
+        return await _h11_head(stream, first, target, lines)
 
 
-async def _receive(
-    stream: Stream, target: _Target, lines: tuple[tuple[bytes, bytes], ...]
+async def _h11_head(
+    stream: Stream, first: bytes, target: _Target, lines: tuple[tuple[bytes, bytes], ...]
 ) -> _Response:
-    """The response head: read by `_plain_head` when it can, else by h11 from the first byte."""
-    try:
-        first = await stream.recv()
-    except OSError as exc:
-        raise _Failed(read_error(exc, stream)) from None
-    if not first:
-        # httpcore: "Server disconnected without sending a response", which Go calls EOF
-        raise _Failed("EOF")
-    head = _plain_head(first)
-    if head is not None:
-        return _PlainResponse(stream, *head)
+    """A response head `_plain_head` left to h11, `first` its first read."""
     # Go reads the rest of this head its own way (see response_head.HeadGate); h11 gets it
     # once read
     gate = HeadGate()
@@ -417,7 +447,7 @@ async def _read_at_most(response: _Response, limit: int, sink: bytearray) -> Non
         raise _BodyBroken(read_error(exc, response._stream)) from None
 
 
-async def probe(
+def probe(
     url: str,
     headers: SpecHeaders = (),
     timeout: float = 1.0,
@@ -425,7 +455,7 @@ async def probe(
     follow_non_local_redirects: bool = False,
     kube_version: str = DEFAULT_KUBE_VERSION,
     loop: asyncio.AbstractEventLoop | None = None,
-) -> Attempt:
+) -> Coroutine[Any, Any, Attempt]:
     """Runs one HTTP probe attempt (`httpProber.Probe` + `DoHTTPProbe`, §13).
 
     `url` comes from `format_url`. `headers` are the probe spec's httpHeaders as written
@@ -433,9 +463,12 @@ async def probe(
     whole attempt's deadline in seconds (connect, redirects and body), as `http.Client.Timeout`
     is; 0 or less means none, as in Go. `loop`: the running loop, when the caller has it at
     hand (saves looking it up).
+
+    `run_attempt`'s own coroutine, not one awaiting it: every coroutine between the task and
+    the socket runs again on each wake (benchmarks.blackbox guards it).
     """
     key = spec_key(headers)
-    return await run_attempt(
+    return run_attempt(
         url,
         lambda deadline, streams: Hops(key, kube_version, deadline, streams),
         timeout,

@@ -73,18 +73,35 @@ class Stream:
     (with `standard_compatible=False`), so its errors and EOFs surface the same way.
     """
 
-    __slots__ = ("_incoming", "_loop", "_outgoing", "_tls", "local", "remote", "sock")
+    __slots__ = (
+        "_incoming",
+        "_loop",
+        "_outgoing",
+        "_tls",
+        "_waiter",
+        "_watched",
+        "local",
+        "remote",
+        "sock",
+    )
 
-    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, sock: socket.socket, loop: asyncio.AbstractEventLoop, remote: tuple | None = None
+    ) -> None:
         self.sock = sock
         self._loop = loop
         self._tls: ssl.SSLObject | None = None
         self._incoming: ssl.MemoryBIO | None = None
         self._outgoing: ssl.MemoryBIO | None = None
-        # taken now: once a reset is seen the peer's address can no longer be asked for
+        # a plain socket's reads: the one waiting for the socket, and whether the loop
+        # watches it for them
+        self._waiter: asyncio.Future[bytes] | None = None
+        self._watched = False
+        # taken now: once a reset is seen the peer's address can no longer be asked for; the
+        # dial's answer (`remote`) is used when it has one, a system call fewer per attempt
         try:
             self.local = sock.getsockname()
-            self.remote = sock.getpeername()
+            self.remote = remote if remote is not None else sock.getpeername()
         except OSError:
             self.local = self.remote = None
 
@@ -96,7 +113,13 @@ class Stream:
     def close(self) -> None:
         # a stream is closed once its response is read and again when the attempt ends
         if self.sock.fileno() != -1:
+            self._unwatch()
             self.sock.close()
+
+    def _unwatch(self) -> None:
+        if self._watched:
+            self._watched = False
+            self._loop.remove_reader(self.sock.fileno())
 
     async def start_tls(self, hostname: str, context: ssl.SSLContext | None = None) -> None:
         """The TLS handshake, with the HTTP transport's context unless `context` is given."""
@@ -148,15 +171,50 @@ class Stream:
         else:
             await self._tls_call(self._tls.write, data)
 
+    def _readable(self) -> None:
+        """The loop's call when the socket turns readable: the read, for the reader waiting
+        for it. With none waiting, which a readable socket would otherwise repeat on every turn
+        of the loop, the socket stops being watched until the next wait."""
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            self._unwatch()
+            return
+        try:
+            data = self.sock.recv(_READ_NUM_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._waiter = None
+            waiter.set_exception(exc)
+            return
+        self._waiter = None
+        waiter.set_result(data)
+
     async def recv(self) -> bytes:
         """Up to 64 KiB; b"" at the end, including a TLS peer that hangs up without notice."""
         if self._tls is None:
-            sock = self.sock
-            while True:
-                try:
-                    return sock.recv(_READ_NUM_BYTES)
-                except (BlockingIOError, InterruptedError):
-                    await _readable(self._loop, sock.fileno())
+            try:
+                return self.sock.recv(_READ_NUM_BYTES)
+            except (BlockingIOError, InterruptedError):
+                pass
+            # wait here rather than in a coroutine of its own: every coroutine between the task
+            # and the socket runs again on each wake (benchmarks.blackbox guards it). The
+            # socket is watched from the first wait until the stream closes, not once a wait:
+            # a gRPC attempt waits several times on one connection (benchmarks.engine
+            # --handler grpc guards it)
+            waiter: asyncio.Future[bytes] = self._loop.create_future()
+            self._waiter = waiter
+            if not self._watched:
+                self._loop.add_reader(self.sock.fileno(), self._readable)
+                self._watched = True
+            try:
+                return await waiter
+            except BaseException:
+                # a wait given up (the attempt's deadline) leaves the socket unwatched
+                self._unwatch()
+                raise
+            finally:
+                self._waiter = None
         try:
             return await self._tls_call(self._tls.read, _READ_NUM_BYTES)
         except ssl.SSLZeroReturnError:
@@ -167,22 +225,6 @@ class Stream:
             ):
                 return b""
             raise
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
-async def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
-    """Wait for `fd` to turn readable. The loop's sock_recv does the same with a callback
-    more per read, which every attempt pays (benchmarks.blackbox guards it)."""
-    waiter = loop.create_future()
-    loop.add_reader(fd, _wake, waiter)
-    try:
-        await waiter
-    finally:
-        loop.remove_reader(fd)
 
 
 def read_error(err: OSError, stream: Stream) -> str:
@@ -203,12 +245,12 @@ async def connect(
     when = deadline.when
     remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
     try:
-        sock = await tcp.dial(host, port, remaining, loop, bounded=when is not None)
+        sock, peer = await tcp.dial_peer(host, port, remaining, loop, bounded=when is not None)
     except tcp.DialError as exc:
         if exc.timed_out:
             raise DialTimeout from None
         raise GoError(str(exc)) from None
-    stream = Stream(sock, loop)
+    stream = Stream(sock, loop, peer)
     if scheme == "https":
         try:
             await stream.start_tls(host, tls)

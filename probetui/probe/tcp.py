@@ -160,17 +160,17 @@ async def _writable(
     return sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
 
 
-def _connected_now(sock: socket.socket) -> int | None:
-    """0 when a connect in progress has already completed, None when it has not (or failed).
+def _connected_now(sock: socket.socket) -> tuple | None:
+    """The peer's address when a connect in progress has already completed, None when it has
+    not (or failed).
 
     A peer on this host or across a veth pair answers the handshake within the connect call
     itself; asking for the peer's address (one system call) then saves the loop's round trip
     of waiting for the socket to turn writable."""
     try:
-        sock.getpeername()
+        return sock.getpeername()
     except OSError:
         return None
-    return 0
 
 
 async def _connect_one(
@@ -179,7 +179,7 @@ async def _connect_one(
     sockaddr: tuple,
     text: str,
     deadline: float | None,
-) -> socket.socket:
+) -> tuple[socket.socket, tuple | None]:
     try:
         sock = socket.socket(family, socket.SOCK_STREAM | _NONBLOCK)
     except OSError as exc:
@@ -187,11 +187,11 @@ async def _connect_one(
     try:
         if not _NONBLOCK:
             sock.setblocking(False)
+        peer = None
         code = sock.connect_ex(sockaddr)
         if code in _IN_PROGRESS:
-            code = _connected_now(sock)
-            if code is None:
-                code = await _writable(loop, sock, deadline)
+            peer = _connected_now(sock)
+            code = 0 if peer is not None else await _writable(loop, sock, deadline)
         if code:
             raise OSError(code, os.strerror(code))
     except TimeoutError:
@@ -203,7 +203,7 @@ async def _connect_one(
     except BaseException:
         sock.close()
         raise
-    return sock
+    return sock, peer
 
 
 async def dial(
@@ -214,8 +214,22 @@ async def dial(
     *,
     bounded: bool = False,
 ) -> socket.socket:
+    """`dial_peer`'s socket alone."""
+    sock, _ = await dial_peer(host, port, timeout, loop, bounded=bounded)
+    return sock
+
+
+async def dial_peer(
+    host: str,
+    port: int,
+    timeout: float,
+    loop: asyncio.AbstractEventLoop | None = None,
+    *,
+    bounded: bool = False,
+) -> tuple[socket.socket, tuple | None]:
     """Connect like `probe.ProbeDialer().DialContext(ctx, "tcp", host:port)` with a deadline of
-    `timeout` seconds, covering name resolution too. Raises `DialError` with Go's wording.
+    `timeout` seconds, covering name resolution too: the socket, and the peer's address when
+    the connect asked for it already (None: not asked). Raises `DialError` with Go's wording.
 
     Several resolved addresses are tried one after another (Go's `dialSerial`, with its share of
     the remaining time per address); Go's dual-stack racing is not reproduced. `bounded`: the
@@ -263,7 +277,7 @@ async def probe(
     started_at = time.time()
     start = time.monotonic()
     try:
-        sock = await dial(host, port, timeout, loop)
+        sock, _ = await dial_peer(host, port, timeout, loop)
     except DialError as exc:
         return Attempt(
             handler="tcp",
@@ -290,6 +304,7 @@ async def probe(
 __all__ = [
     "DialError",
     "dial",
+    "dial_peer",
     "is_ip_literal",
     "probe",
 ]

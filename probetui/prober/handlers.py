@@ -129,6 +129,85 @@ class HandlerRunner:
                     )
         return _as_the_kubelet_names_it(attempt, swaps)
 
+    def _kube_version(self, pod: Pod) -> str:
+        """The kubelet version a network probe of `pod` is played as."""
+        if self.kube_version_for is not None:
+            return self.kube_version_for(pod) or self.kube_version
+        return self.kube_version
+
+    def _http(
+        self,
+        handler: HTTPGetAction,
+        url: str,
+        headers: list[tuple[str, str]],
+        timeout: float,
+        kube_version: str,
+        profile: KubeletProfile,
+    ) -> Awaitable[Attempt]:
+        """The HTTP handler's attempt on `url`."""
+        # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
+        module = "http_h2c" if handler.protocol == "HTTP2" and profile.h2c else "http_lean"
+        return _handler(module).probe(
+            url, headers, timeout, kube_version=kube_version, loop=self.loop
+        )
+
+    def _grpc(
+        self,
+        handler: GRPCAction,
+        host: str,
+        port: int,
+        timeout: float,
+        kube_version: str,
+        profile: KubeletProfile,
+    ) -> Awaitable[Attempt]:
+        """The gRPC handler's attempt on host:port."""
+        # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
+        tls = profile.grpc_tls and handler.mode == "TLS"
+        if self.grpc_impl == "lean":
+            return _handler("grpc_lean").probe(
+                host,
+                port,
+                handler.service or "",
+                timeout,
+                kube_version=kube_version,
+                loop=self.loop,
+                tls=tls,
+            )
+        return _handler("grpc").probe(
+            host, port, handler.service or "", timeout, kube_version=kube_version, tls=tls
+        )
+
+    def _direct(
+        self,
+        probe: Probe,
+        pod: Pod,
+        container: Container,
+        status: PodStatus,
+        profile: KubeletProfile,
+    ) -> Awaitable[Attempt] | None:
+        """The handler's own attempt for a network probe dialled at the address it names (no
+        `reach`), which needs nothing of `__call__` after it; None for anything else. Raises
+        `ReachError`.
+
+        The worker's task then awaits the handler itself: every coroutine between the task and
+        the socket runs again on each of an attempt's waits (benchmarks.agents guards it)."""
+        if self.reach is not None:
+            return None
+        handler = probe.handler
+        timeout = float(probe.timeout_seconds)
+        if isinstance(handler, HTTPGetAction):
+            host, port = dial_address(handler, container, status.pod_ip, profile)
+            url = format_url(handler.scheme.lower(), host, port, handler.path)
+            headers = [(h.name, h.value) for h in handler.http_headers]
+            return self._http(handler, url, headers, timeout, self._kube_version(pod), profile)
+        if isinstance(handler, TCPSocketAction):
+            host, port = dial_address(handler, container, status.pod_ip, profile)
+            return _handler("tcp").probe(host, port, timeout, loop=self.loop)
+        if isinstance(handler, GRPCAction):
+            host, port = dial_address(handler, container, status.pod_ip)
+            return self._grpc(handler, host, port, timeout, self._kube_version(pod), profile)
+        return None
+
     async def _run(
         self,
         probe: Probe,
@@ -140,19 +219,21 @@ class HandlerRunner:
     ) -> Attempt:
         handler = probe.handler
         timeout = float(probe.timeout_seconds)
-        kube_version = self.kube_version
-        if self.kube_version_for is not None and not isinstance(handler, ExecAction):
-            kube_version = self.kube_version_for(pod) or kube_version
         try:
+            direct = self._direct(probe, pod, container, status, profile)
+            if direct is not None:
+                return await direct
             if isinstance(handler, ExecAction):
                 argv = exec_argv(handler, container)
                 runner = self.exec_for(pod, container) if self.exec_for else None
                 return await _handler("exec").probe(argv, timeout, runner)  # type: ignore[arg-type]
+            if self.reach is None:
+                # `_direct` made every network probe's attempt dialled as named
+                return missing_handler(pod, container)
+            kube_version = self._kube_version(pod)
             if isinstance(handler, HTTPGetAction):
                 named = dial_address(handler, container, status.pod_ip, profile)
-                host, port = named
-                if self.reach is not None:
-                    host, port = await self._address(pod, container, *named, swaps)
+                host, port = await self._address(pod, container, *named, swaps)
                 url = format_url(handler.scheme.lower(), host, port, handler.path)
                 headers = [(h.name, h.value) for h in handler.http_headers]
                 linger = 0.0
@@ -161,56 +242,21 @@ class HandlerRunner:
                     if not any(name.lower() == "host" for name, _ in headers):
                         headers.append(("Host", join_host_port(*named)))
                     linger = self.close_linger
-                if handler.protocol == "HTTP2" and profile.h2c:
-                    # prober.go runProbe: ProbeH2C, HTTP/2 with prior knowledge
-                    attempt = await _handler("http_h2c").probe(
-                        url,
-                        headers,
-                        timeout + linger,
-                        kube_version=kube_version,
-                        loop=self.loop,
-                    )
-                else:
-                    attempt = await _handler("http_lean").probe(
-                        url,
-                        headers,
-                        timeout + linger,
-                        kube_version=kube_version,
-                        loop=self.loop,
-                    )
+                attempt = await self._http(
+                    handler, url, headers, timeout + linger, kube_version, profile
+                )
                 if linger and self.reach_lingered is not None:
                     held = self.reach_lingered(swaps[-1][0])
                     attempt = without_linger(attempt, timeout, held)
                 return attempt
             if isinstance(handler, TCPSocketAction):
                 host, port = dial_address(handler, container, status.pod_ip, profile)
-                if self.reach is not None:
-                    host, port = await self._address(pod, container, host, port, swaps)
+                host, port = await self._address(pod, container, host, port, swaps)
                 return await _handler("tcp").probe(host, port, timeout, loop=self.loop)
             if isinstance(handler, GRPCAction):
                 host, port = dial_address(handler, container, status.pod_ip)
-                if self.reach is not None:
-                    host, port = await self._address(pod, container, host, port, swaps)
-                if self.grpc_impl == "lean":
-                    return await _handler("grpc_lean").probe(
-                        host,
-                        port,
-                        handler.service or "",
-                        timeout,
-                        kube_version=kube_version,
-                        loop=self.loop,
-                        # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
-                        tls=profile.grpc_tls and handler.mode == "TLS",
-                    )
-                return await _handler("grpc").probe(
-                    host,
-                    port,
-                    handler.service or "",
-                    timeout,
-                    kube_version=kube_version,
-                    # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
-                    tls=profile.grpc_tls and handler.mode == "TLS",
-                )
+                host, port = await self._address(pod, container, host, port, swaps)
+                return await self._grpc(handler, host, port, timeout, kube_version, profile)
         except ReachError as e:
             # (Unknown, err): retried, then discarded by the worker (§16.4)
             return Attempt(probe.handler_name or "none", "", Result.UNKNOWN, error=str(e))
@@ -219,14 +265,22 @@ class HandlerRunner:
     def run_probe(self, worker: Worker, status: PodStatus) -> Awaitable[ProbeOutcome]:
         """The manager's RunProbe: `prober.probe` for one worker, whose probe is never nil.
 
-        `retry_on_error`'s own coroutine, not one awaiting it: every coroutine between the
-        task and the socket runs again on each of an attempt's waits (benchmarks.blackbox
-        guards it)."""
+        `retry_on_error`'s own coroutine, not one awaiting it, and each try the handler's own
+        attempt where `_direct` gives it: every coroutine between the task and the socket runs
+        again on each of an attempt's waits (benchmarks.blackbox guards it)."""
         probe_type, spec, pod = worker.probe_type, worker.spec, worker.pod
         container, profile = worker.container, worker.profile
-        return retry_on_error(
-            probe_type, lambda: self(probe_type, spec, pod, container, status, profile)
-        )
+
+        def once() -> Awaitable[Attempt]:
+            try:
+                direct = self._direct(spec, pod, container, status, profile)
+            except ReachError:
+                direct = None  # `__call__` makes the attempt of it
+            if direct is not None:
+                return direct
+            return self(probe_type, spec, pod, container, status, profile)
+
+        return retry_on_error(probe_type, once)
 
 
 def exec_timeout_as_played(attempt: Attempt, profile: KubeletProfile) -> Attempt:

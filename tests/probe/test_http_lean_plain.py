@@ -252,3 +252,17 @@ async def test_reset_before_any_byte_is_a_read_error() -> None:
     assert lean == reference
     text = f"read tcp 127.0.0.1:<local>->127.0.0.1:{server.port}: read: connection reset by peer"
     assert lean["output"] == f'Get "{url}": {text}', lean
+
+
+def test_a_head_read_again_gives_its_own_body_and_headers() -> None:
+    """A head seen before (`_plain_head` keeps what it read of it) still hands out the body
+    bytes of this read and a header list of its own."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n\r\n"
+    first = http_lean._plain_head(head + b"ok")
+    assert first is not None
+    first[1].append((b"X-Changed", b"1"))
+    second = http_lean._plain_head(head + b"no")
+    assert second == (200, [(b"Content-Length", b"2"), (b"X-A", b"b")], b"no", 2)
+    refused = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert http_lean._plain_head(refused) is None
+    assert http_lean._plain_head(refused + b"0\r\n\r\n") is None

@@ -72,3 +72,20 @@ async def test_a_read_cancelled_while_waiting_leaves_no_reader() -> None:
         # the reader is gone: the same descriptor can be read again
         right.send(b"again")
         assert await asyncio.wait_for(stream.recv(), 2) == b"again"
+
+
+async def test_bytes_no_read_waits_for_leave_the_socket_unwatched() -> None:
+    """The socket stays watched between the reads of one stream, but bytes that come while no
+    read waits do not keep the loop waking for them: it stops watching until the next read."""
+    loop = asyncio.get_running_loop()
+    with _stream() as (stream, right):
+        reading = asyncio.ensure_future(stream.recv())
+        await asyncio.sleep(0.01)
+        right.send(b"one")
+        assert await asyncio.wait_for(reading, 2) == b"one"
+        right.send(b"two")
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not loop.remove_reader(stream.sock.fileno())
+        assert await asyncio.wait_for(stream.recv(), 2) == b"two"
+        stream.close()

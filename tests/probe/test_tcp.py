@@ -65,6 +65,18 @@ async def test_spec_14_2_probe_dialer_linger_left_off(tcp_listener: TCPListener)
     assert onoff == 0
 
 
+async def test_dial_peer_gives_the_peer_address_the_socket_has(
+    tcp_listener: TCPListener,
+) -> None:
+    """`dial_peer`'s address, when it has one, is the socket's own getpeername(): the lean
+    connections take it for the remote end of their error texts."""
+    sock, peer = await tcp.dial_peer("127.0.0.1", tcp_listener.port, 1.0)
+    try:
+        assert peer is None or peer == sock.getpeername() == ("127.0.0.1", tcp_listener.port)
+    finally:
+        sock.close()
+
+
 async def test_spec_14_3_refused_is_failure_with_go_text(closed_port: int) -> None:
     """§14.3: a dial error is Failure with `err.Error()` as output, in Go's wording."""
     attempt = await tcp.probe("127.0.0.1", closed_port, 1.0)
