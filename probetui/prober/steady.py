@@ -56,11 +56,11 @@ class SteadyPart:
         return f"SteadyPart({self.key!r})"
 
 
-def key_of(record: ProbeRecord) -> Key:
-    """Return every value of `record` but its numbers, flat: a skip's key (7 values) is shorter
-    than any attempt's (12 and 8 a try), so the two never meet."""
+def head_of(record: ProbeRecord) -> tuple[Any, ...]:
+    """Return what a skip's and an attempt's record both hold but their numbers: the trigger,
+    the container, the results last and published, the hold and the pause, as plain values."""
     published = record.published
-    head = (
+    return (
         record.trigger._value_,
         record.container_id,
         record.last_result._value_,
@@ -68,6 +68,12 @@ def key_of(record: ProbeRecord) -> Key:
         record.on_hold,
         record.paused,
     )
+
+
+def key_of(record: ProbeRecord) -> Key:
+    """Return every value of `record` but its numbers, flat: a skip's key (7 values) is shorter
+    than any attempt's (12 and 8 a try), so the two never meet."""
+    head = head_of(record)
     outcome = record.outcome
     if outcome is None:
         skip = record.skip
@@ -140,4 +146,4 @@ def steady_of(record: ProbeRecord) -> SteadyPart:
     return part
 
 
-__all__ = ["Key", "SteadyPart", "attach", "intern", "key_of", "steady_of"]
+__all__ = ["Key", "SteadyPart", "attach", "head_of", "intern", "key_of", "steady_of"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from probetui.prober.steady import steady_of
+from probetui.prober.steady import head_of, steady_of
 from probetui.prober.worker import ProbeRecord
 from probetui.record import varint
 from probetui.timeline.events import PROBE_SKIPPED, RESULT_CHANGED, WORKER_STATE, Event
@@ -106,15 +106,7 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
 def _record_key(record: ProbeRecord, via: str | None, node: str | None) -> tuple[Any, ...]:
     """A record's raw key: made once per steady part, via and node (`raw_key`)."""
     outcome = record.outcome
-    published = record.published
-    base = (
-        record.trigger._value_,
-        record.container_id,
-        record.last_result._value_,
-        None if published is None else published._value_,
-        record.on_hold,
-        record.paused,
-    )
+    base = head_of(record)
     if outcome is None:
         skip = record.skip
         return (SKIPPED, *base, None if skip is None else skip._value_)
