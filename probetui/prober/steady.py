@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from probetui.probe.base import Attempt
     from probetui.prober.worker import ProbeRecord
 
 # a record's values its part is made of, flat: only str, int, bool and None (enum members as
@@ -70,6 +71,21 @@ def head_of(record: ProbeRecord) -> tuple[Any, ...]:
     )
 
 
+def try_of(a: Attempt) -> tuple[Any, ...]:
+    """Return what one try of an attempt says but its numbers (latency, start), as plain
+    values."""
+    return (
+        a.handler,
+        a.target,
+        a.result._value_,
+        a.output,
+        a.error,
+        a.status_code,
+        a.body,
+        a.timed_out,
+    )
+
+
 def key_of(record: ProbeRecord) -> Key:
     """Return every value of `record` but its numbers, flat: a skip's key (7 values) is shorter
     than any attempt's (12 and 8 a try), so the two never meet."""
@@ -88,14 +104,7 @@ def key_of(record: ProbeRecord) -> Key:
             outcome.error,
             *((None, None, None) if ev is None else (ev.type, ev.reason, ev.message)),
             1,
-            a.handler,
-            a.target,
-            a.result._value_,
-            a.output,
-            a.error,
-            a.status_code,
-            a.body,
-            a.timed_out,
+            *try_of(a),
         )
     key = [
         *head,
@@ -105,16 +114,7 @@ def key_of(record: ProbeRecord) -> Key:
         len(attempts),
     ]
     for a in attempts:
-        key += (
-            a.handler,
-            a.target,
-            a.result._value_,
-            a.output,
-            a.error,
-            a.status_code,
-            a.body,
-            a.timed_out,
-        )
+        key += try_of(a)
     return tuple(key)
 
 
@@ -146,4 +146,4 @@ def steady_of(record: ProbeRecord) -> SteadyPart:
     return part
 
 
-__all__ = ["Key", "SteadyPart", "attach", "head_of", "intern", "key_of", "steady_of"]
+__all__ = ["Key", "SteadyPart", "attach", "head_of", "intern", "key_of", "steady_of", "try_of"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from probetui.prober.steady import head_of, steady_of
+from probetui.prober.steady import head_of, steady_of, try_of
 from probetui.prober.worker import ProbeRecord
 from probetui.record import varint
 from probetui.timeline.events import PROBE_SKIPPED, RESULT_CHANGED, WORKER_STATE, Event
@@ -123,21 +123,7 @@ def _record_key(record: ProbeRecord, via: str | None, node: str | None) -> tuple
         outcome.error,
         len(outcome.attempts),
         *((True, ev.type, ev.reason, ev.message) if ev is not None else _NO_EVENT),
-        *(
-            (
-                True,
-                a.handler,
-                a.target,
-                a.result._value_,
-                a.output,
-                a.error,
-                a.status_code,
-                a.body,
-                a.timed_out,
-            )
-            if a is not None
-            else _NO_ATTEMPT
-        ),
+        *((True, *try_of(a)) if a is not None else _NO_ATTEMPT),
         node,
     )
 
