@@ -96,26 +96,16 @@ def key_of(record: ProbeRecord) -> Key:
         return (*head, None if skip is None else skip._value_)
     ev = outcome.event
     attempts = outcome.attempts
-    if len(attempts) == 1:  # nearly every attempt: one try, one tuple built at once
-        a = attempts[0]
-        return (
-            *head,
-            outcome.result._value_,
-            outcome.error,
-            *((None, None, None) if ev is None else (ev.type, ev.reason, ev.message)),
-            1,
-            *try_of(a),
-        )
-    key = [
+    head = (
         *head,
         outcome.result._value_,
         outcome.error,
         *((None, None, None) if ev is None else (ev.type, ev.reason, ev.message)),
         len(attempts),
-    ]
-    for a in attempts:
-        key += try_of(a)
-    return tuple(key)
+    )
+    if len(attempts) == 1:  # nearly every attempt: one try, one tuple built at once
+        return (*head, *try_of(attempts[0]))
+    return head + tuple(value for a in attempts for value in try_of(a))
 
 
 def intern(record: ProbeRecord, last: SteadyPart | None) -> SteadyPart:
