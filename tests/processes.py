@@ -23,7 +23,8 @@ def alive(pid: int) -> bool:
         return False
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # the process may be reaped between the open and the read of its stat file
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
