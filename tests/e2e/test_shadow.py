@@ -284,8 +284,9 @@ def test_readiness_flips_as_the_kubelet_reports_them(
     end = max(_t(e) for e in run.events)
     apart = [(a, b) for a, b in _disagreements(kubelet, shadow, verdict, end) if b - a > grace]
     assert not apart, (name, apart, shadow, kubelet)
-    # not vacuous: the flapping pods flip on both sides
-    flips = [t for t, _ in kubelet if t > agreed]
+    # not vacuous: the flapping pods flip on both sides; a kubelet flip within the slack of the
+    # run's end is one the shadow had no time to follow, as for the disagreements above
+    flips = [t for t, _ in kubelet if agreed < t <= end - grace]
     if len(flips) >= 2:
         assert len([t for t, _ in shadow if t > agreed]) >= 2, (name, shadow, kubelet)
 
