@@ -73,6 +73,7 @@ def counts_from(text: str, t: float, known: Known | None = None) -> KubeletCount
     """Return the counters in a `/metrics/probes` body (`known`: as `promtext.parse`)."""
     parsed = parse(text, (TOTAL, START), known)
     out = KubeletCounts(t=t, start=None, skipped=parsed.skipped)
+    series, by_name = out.series, out.by_name
     for s in parsed.samples:
         if s.name == START:
             out.start = s.value
@@ -80,15 +81,21 @@ def counts_from(text: str, t: float, known: Known | None = None) -> KubeletCount
         labels = s.labels
         result = labels.get("result")
         probe_type = labels.get("probe_type", "")
-        if result not in RESULTS or probe_type not in ("Liveness", "Readiness", "Startup"):
+        if result not in RESULTS or probe_type not in _PROBE_TYPES:
             continue
-        value = int(s.value) if s.value == s.value and abs(s.value) < 2**53 else 0
-        key = (labels.get("pod_uid", ""), labels.get("container", ""), probe_type)
-        counts = out.series.setdefault(key, dict.fromkeys(RESULTS, 0))
+        number = s.value
+        value = int(number) if number == number and abs(number) < 2**53 else 0
+        container = labels.get("container", "")
+        key = (labels.get("pod_uid", ""), container, probe_type)
+        counts = series.get(key)
+        if counts is None:
+            counts = series[key] = dict.fromkeys(RESULTS, 0)
         counts[result] = value
-        name = (labels.get("namespace", ""), labels.get("pod", ""), key[1], probe_type)
-        out.by_name[name] = counts
+        by_name[(labels.get("namespace", ""), labels.get("pod", ""), container, probe_type)] = counts
     return out
+
+
+_PROBE_TYPES = frozenset(("Liveness", "Readiness", "Startup"))
 
 
 class KubeletClient:

@@ -51,7 +51,7 @@ class ResultsManager:
         self._cache: dict[str, ResultValue] = {}
         self._subscribers: list[Subscriber] = []
         # pods a `set` named, changed or not, once someone asks (`touched_pods`): a set of an
-        # unchanged value still makes a worker's cached result its own
+        # unchanged value still makes a worker's cached result its own, unless it was already
         self.touched: set[str] | None = None
 
     def subscribe(self, fn: Subscriber) -> None:
@@ -64,11 +64,17 @@ class ResultsManager:
     def get(self, container_id: str) -> ResultValue | None:
         return self._cache.get(container_id)
 
-    def set(self, container_id: str, result: ResultValue, pod_uid: str) -> bool:
-        """Store `result`; return True (and notify) only if it is new or different."""
-        if self.touched is not None:
+    def set(
+        self, container_id: str, result: ResultValue, pod_uid: str, *, own: bool = False
+    ) -> bool:
+        """Store `result`; return True (and notify) only if it is new or different. `own`: the
+        cached value was already the setter's own result, so the same value again moves no
+        verdict and names no pod (a steady probe's attempts leave the divergence walk idle;
+        benchmarks.agents guards it)."""
+        same = self._cache.get(container_id) is result
+        if self.touched is not None and not (same and own):
             self.touched.add(pod_uid)
-        if self._cache.get(container_id) is result:
+        if same:
             return False
         self._cache[container_id] = result
         update = Update(container_id, result, pod_uid)

@@ -123,3 +123,28 @@ async def test_after_the_first_walk_only_pods_whose_verdicts_may_have_moved_are_
     await pods.check_divergence()
     assert sorted(uid for uid, _, _ in div.checked) == ["uid-4", "uid-5"]
     assert div.keep(("uid-0", "app", "readiness"))  # skipped, not forgotten
+
+
+def test_a_steady_workers_attempts_name_its_pod_only_when_its_verdict_may_move() -> None:
+    """Worker.finish's set names the pod for the walk when the cached value changes or first
+    becomes the worker's own result; the same own result again moves no verdict (the walk stays
+    idle for a steady probe), where a set that is not a finish's still names it."""
+    from probetui.prober.results import ResultValue
+    from probetui.spec.model import ProbeType
+    from tests.prober.fixtures import POD_UID, do_probe, new_worker, running_status
+
+    worker = new_worker(ProbeType.READINESS)
+    cache = worker.results
+    assert cache.touched_pods() is None  # from here on the cache keeps them
+    status = running_status()
+    do_probe(worker, status, "S")  # the initial Failure, then its own Success
+    assert cache.touched_pods() == {POD_UID}
+    do_probe(worker, status, "S")
+    do_probe(worker, status, "S")
+    assert cache.touched_pods() == set()
+    do_probe(worker, status, "F")
+    assert cache.touched_pods() == {POD_UID}
+    do_probe(worker, status, "F")
+    assert cache.touched_pods() == set()
+    cache.set(worker.container_id, ResultValue.FAILURE, POD_UID)  # not a finish's own
+    assert cache.touched_pods() == {POD_UID}
