@@ -91,7 +91,8 @@ def counts_from(text: str, t: float, known: Known | None = None) -> KubeletCount
         if counts is None:
             counts = series[key] = dict.fromkeys(RESULTS, 0)
         counts[result] = value
-        by_name[(labels.get("namespace", ""), labels.get("pod", ""), container, probe_type)] = counts
+        name = (labels.get("namespace", ""), labels.get("pod", ""), container, probe_type)
+        by_name[name] = counts
     return out
 
 

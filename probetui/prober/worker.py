@@ -347,9 +347,7 @@ class Worker:
         ):
             return False  # below threshold: the published value stays as it is (§5.14)
 
-        changed = self.results.set(
-            self.container_id, result, self.pod.uid, own=self.result_is_own
-        )
+        changed = self.results.set(self.container_id, result, self.pod.uid, own=self.result_is_own)
         self.result_is_own = True
         if (
             self.probe_type is ProbeType.LIVENESS and result is ResultValue.FAILURE

@@ -136,3 +136,51 @@ def test_a_line_with_a_timestamp_is_parsed_whole_every_time() -> None:
         known,
     )
     assert [s.value for s in again.samples] == [3.0, 3.0]
+
+
+def test_names_one_the_others_prefix_read_each_line_once_in_order() -> None:
+    """Two wanted names where one begins the other find the same lines: each is read once, in
+    the body's order, the first and the last line too."""
+    text = "a_total 1\nb 9\na 2\na_total 3\nab 4\na 5"
+    parsed = parse(text, ("a", "a_total"))
+    assert [(s.name, s.value) for s in parsed.samples] == [
+        ("a_total", 1.0),
+        ("a", 2.0),
+        ("a_total", 3.0),
+        ("a", 5.0),
+    ]
+    assert parsed.skipped == 0
+
+
+def test_a_known_series_with_a_bad_value_or_an_unwanted_name_reads_as_a_fresh_parse() -> None:
+    """A series the last read parsed is taken at its value only: a value that is no number is
+    skipped, and a series of a name not asked for this time is passed over, as a first read
+    does."""
+    known: promtext.Known = {}
+    parse('m{a="1"} 1\nn{a="1"} 2\n', ("m", "n"), known)
+    assert len(known) == 2
+    body = 'm{a="1"} one\nn{a="1"} 3\n'
+    again = parse(body, ("m",), known)
+    fresh = parse(body, ("m",))
+    assert again.samples == fresh.samples == [] and again.skipped == fresh.skipped == 1
+    again = parse('n{a="1"} 4\nm{a="1"} 5\n', ("m", "n"), known)
+    assert [(s.name, s.labels, s.value) for s in again.samples] == [
+        ("n", {"a": "1"}, 4.0),
+        ("m", {"a": "1"}, 5.0),
+    ]
+
+
+def test_counts_by_name_follow_the_last_line_of_a_name_two_uids_share() -> None:
+    """A static pod's counters carry the kubelet's UID beside its mirror pod's: by name, the
+    series of the body's last line of that name is the one kept."""
+    line = 'prober_probe_total{{container="c",namespace="n",pod="p",pod_uid="{}",probe_type="Readiness",result="{}"}} {}'
+    body = "\n".join(
+        (
+            line.format("u1", "successful", 1),
+            line.format("u2", "successful", 2),
+            line.format("u1", "failed", 3),
+        )
+    )
+    counts = counts_from(body, 1.0)
+    assert counts.by_name[("n", "p", "c", "Readiness")] is counts.series[("u1", "c", "Readiness")]
+    assert counts.series[("u1", "c", "Readiness")] == {"successful": 1, "failed": 3, "unknown": 0}
