@@ -298,7 +298,8 @@ class Agent:
                 ShadowProbe(
                     key,
                     PodNames(pod.uid, pod.namespace, pod.name),
-                    dict(worker.probe_total) if run else None,
+                    # the worker's own counters: the join copies what it keeps
+                    worker.probe_total if run else None,
                     id(worker),
                 )
             )

@@ -113,3 +113,17 @@ def test_a_static_pods_counters_are_found_by_name() -> None:
     scraped.by_name[("shop", "web-1", "app", "Readiness")] = _c(5)
     (frame,) = join.frames(scraped, [ShadowProbe(KEY, NAMES, _c(5), 1)], True)
     assert frame["kubelet"] == _c(5)
+
+
+def test_a_frame_keeps_the_counts_of_its_scrape_when_the_workers_go_on() -> None:
+    """The join copies both sides: the shadow's counters are the worker's own, which its next
+    attempts move, and the next span is judged from what this scrape saw."""
+    join = CountsJoin(agent_start=50.0)
+    live = _c(10)
+    first = _step(join, 110.0, _c(10), live)
+    live["successful"] += 5
+    assert first["shadow"] == _c(10) and join.latest[KEY]["shadow"] == _c(10)
+    second = _step(join, 120.0, _c(15), live)
+    assert second["mismatch"] is False and (join.spans, join.mismatches) == (1, 0)
+    live["successful"] += 9  # nine attempts that the kubelet did not make: a mismatch
+    assert _step(join, 130.0, _c(15), live)["mismatch"] is True
