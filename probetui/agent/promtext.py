@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 MAX_LINE = 64 << 10  # characters of one line
 MAX_SERIES = 200_000  # samples of the wanted names read from one body
@@ -119,13 +120,9 @@ def _lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
     if len(wanted) > 1:
         # each name's lines come in order: one sort merges them, a line two names start
         # (one the other's prefix) is kept once
-        found.sort(key=_START)
+        found.sort(key=itemgetter(0))
         found = [f for i, f in enumerate(found) if not i or f[0] != found[i - 1][0]]
     return [line for _, line in found]
-
-
-def _START(found: tuple[int, str]) -> int:
-    return found[0]
 
 
 # a sample: its name, its label block (quoted values may hold braces), its value, a timestamp
