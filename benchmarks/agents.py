@@ -546,7 +546,16 @@ def _parser() -> argparse.ArgumentParser:
     fanin.add_argument("--pods-per-agent", type=int, default=300, help="pods per node (300)")
     fanin.add_argument("--rate", type=float, default=5000.0, help="attempts/s in all (5000)")
     fanin.add_argument(
-        "--client", choices=("both", "headless", "screen"), default="both", help="(both)"
+        "--client",
+        choices=("both", "headless", "screen", "summaries"),
+        default="both",
+        help="(both; summaries: an aggregator's reading, alone)",
+    )
+    fanin.add_argument(
+        "--changes",
+        type=float,
+        default=0.0,
+        help="published results the shadow turns over a second, in all (0)",
     )
     fanin.add_argument(
         "--baseline", type=float, default=5.0, help="headless: seconds with the agents quiet (5)"
@@ -567,6 +576,7 @@ def _fanin(args: argparse.Namespace) -> dict[str, Any]:
             agents_per_process=args.agents_per_process,
             pods_per_agent=args.pods_per_agent,
             rate=args.rate,
+            changes=args.changes,
             client=args.client,
             duration=30.0 if args.duration is None else args.duration,
             warmup=10.0 if args.warmup is None else args.warmup,
