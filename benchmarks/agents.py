@@ -558,6 +558,13 @@ def _parser() -> argparse.ArgumentParser:
         help="published results the shadow turns over a second, in all (0)",
     )
     fanin.add_argument(
+        "--counts-every",
+        type=float,
+        default=0.0,
+        help="seconds between the agents' kubelet scrapes, each a counts frame a probe "
+        "(0: none; the agent's own default is 10)",
+    )
+    fanin.add_argument(
         "--baseline", type=float, default=5.0, help="headless: seconds with the agents quiet (5)"
     )
     fanin.add_argument("--no-tls", dest="tls", action="store_false", help="plain HTTP to the API")
@@ -577,6 +584,7 @@ def _fanin(args: argparse.Namespace) -> dict[str, Any]:
             pods_per_agent=args.pods_per_agent,
             rate=args.rate,
             changes=args.changes,
+            counts_every=args.counts_every,
             client=args.client,
             duration=30.0 if args.duration is None else args.duration,
             warmup=10.0 if args.warmup is None else args.warmup,

@@ -86,6 +86,7 @@ class Config:
     pods_per_agent: int = 300
     rate: float = 5000.0
     changes: float = 0.0
+    counts_every: float = 0.0
     client: str = "both"
     duration: float = 30.0
     warmup: float = 10.0
@@ -188,6 +189,8 @@ class SyntheticShadow:
         self.failing = [False] * len(self.probes)
         self.attempts = 0
         self.flips = 0
+        self.passed = [0] * len(self.probes)
+        self.failed = [0] * len(self.probes)
         self.period = len(self.probes) / rate if rate > 0 else 0.0
         self.next = 0
         self.published = 0
@@ -209,6 +212,10 @@ class SyntheticShadow:
                 self.failing[i] = not self.failing[i]
                 self.runs[i] = 0
             failing = self.failing[i]
+            if failing:
+                self.failed[i] += 1
+            else:
+                self.passed[i] += 1
             now = time.time()
             latency = 0.0008 + (i % 7) * 1e-4
             http = handler == "http"
@@ -230,6 +237,36 @@ class SyntheticShadow:
             hub.event(record_event(pod, record, "direct"))
         self.published += n
 
+    def scrape(self, hub: Any, join: Any) -> int:
+        """One scrape of the kubelet's counts as the agent makes it, the kubelet agreeing with
+        the shadow: a `counts` frame of every probe to every reader; how many frames went."""
+        from probetui.agent.counts import ShadowProbe
+        from probetui.agent.kubelet import KubeletCounts
+        from probetui.stream.rows import PodNames
+
+        scraped = KubeletCounts(time.time(), join.agent_start)
+        probes = []
+        for i, (pod, key, _, _, _) in enumerate(self.probes):
+            counts = {"successful": self.passed[i], "failed": self.failed[i], "unknown": 0}
+            scraped.series[(pod.uid, key.container, key.probe_type.value)] = counts
+            names = PodNames(pod.uid, pod.namespace, pod.name)
+            probes.append(ShadowProbe(key, names, dict(counts), i))
+        join.frames(scraped, probes, True)
+        hub.publish_counts(join.latest)
+        return len(join.latest) * len(hub.clients)
+
+    async def scrape_forever(self, hub: Any, every: float, sent: Any, slot: int) -> None:
+        """`scrape` every `every` seconds from a random phase, as agents started apart do."""
+        import random
+
+        from probetui.agent.counts import CountsJoin
+
+        join = CountsJoin(time.time())
+        await asyncio.sleep(random.uniform(0, every))
+        while True:
+            sent[slot] += self.scrape(hub, join)
+            await asyncio.sleep(every)
+
     async def run(self, hub: Any, fed: Any, index: int) -> None:
         """`rate` a second, in batches; a process starved of CPU catches up at most a second."""
         loop = asyncio.get_running_loop()
@@ -248,14 +285,16 @@ class SyntheticShadow:
 
 
 def _agents_main(nodes: list[tuple[int, str, list[dict[str, Any]]]], rate: float,
-                 changes: float, token_file: str, queue: Any, go: Any, stop: Any, fed: Any,
-                 offered: Any, slot: int) -> None:  # fmt: skip
-    """Run the agents of one process, each with its own hub, ring, server and shadow."""
-    _count_summaries(offered, slot)
+                 changes: float, counts_every: float, token_file: str, queue: Any, go: Any,
+                 stop: Any, fed: Any, offered: Any, slot: int) -> None:  # fmt: skip
+    """Run the agents of one process, each with its own hub, ring, server and shadow;
+    `offered[2 * slot]` counts their summary frames, `offered[2 * slot + 1]` their counts."""
+    _count_summaries(offered, 2 * slot)
 
     async def main() -> None:
         await asyncio.gather(
-            *(_agent(node, objs, rate, changes, token_file, i, queue, go, stop, fed)
+            *(_agent(node, objs, rate, changes, counts_every, token_file, i, queue, go, stop,
+                     fed, offered, 2 * slot + 1)
               for i, node, objs in nodes)
         )  # fmt: skip
 
@@ -276,8 +315,8 @@ def _count_summaries(offered: Any, slot: int) -> None:
 
 
 async def _agent(node: str, objs: list[dict[str, Any]], rate: float, changes: float,
-                 token_file: str, index: int, queue: Any, go: Any, stop: Any,
-                 fed: Any) -> None:  # fmt: skip
+                 counts_every: float, token_file: str, index: int, queue: Any, go: Any,
+                 stop: Any, fed: Any, offered: Any, slot: int) -> None:  # fmt: skip
     from probetui import __version__
     from probetui.agent.hub import Hub
     from probetui.agent.ring import Ring
@@ -315,6 +354,9 @@ async def _agent(node: str, objs: list[dict[str, Any]], rate: float, changes: fl
         await asyncio.to_thread(go.wait)
         if not stop.is_set():
             tasks.append(asyncio.create_task(shadow.run(hub, fed, index)))
+            if counts_every > 0:
+                scrapes = shadow.scrape_forever(hub, counts_every, offered, slot)
+                tasks.append(asyncio.create_task(scrapes))
         await asyncio.to_thread(stop.wait)
     finally:
         for task in tasks:
@@ -405,7 +447,8 @@ class Rig:
             "bytes": float(self.relayed[0]),
             "chunks": float(self.relayed[1]),
             "fed": float(sum(self.fed[:])),
-            "offered": float(sum(self.offered[:])),
+            "offered": float(sum(self.offered[0::2])),
+            "counts": float(sum(self.offered[1::2])),
         }
 
 
@@ -535,6 +578,17 @@ class Held:
     def __init__(self) -> None:
         self.latest: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.taken = 0
+        self.counts = 0  # `counts` frames, which go on to the view's own judge
+
+    def judged_by(self, judge: Any) -> None:
+        """Count each `counts` frame `judge` is handed, which it then takes as it would."""
+        frame = judge.frame
+
+        def counted(node: str, f: dict[str, Any]) -> list[Any]:
+            self.counts += 1
+            return frame(node, f)
+
+        judge.frame = counted
 
     def take(self, node: str, frame: dict[str, Any]) -> None:
         self.latest[(str(frame.get("uid")), str(frame.get("c")), str(frame.get("probe")))] = frame
@@ -575,6 +629,7 @@ async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
     runtime.focus(())
     held = Held()
     reader.summary = held.take  # type: ignore[method-assign]
+    held.judged_by(reader.counts)
     meter = Meter()
     engine = Engine(runtime, [meter])
     task = asyncio.create_task(engine.run())
@@ -602,11 +657,11 @@ async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
             120,
             "a summary of every probe",
         )
-        t0, a0 = held.taken, meter.attempts
+        t0, a0, c0 = held.taken, meter.attempts, held.counts
         s0 = rig.sample()
         await asyncio.sleep(config.duration)
         d = _delta(s0, rig.sample())
-        taken, attempts = held.taken - t0, meter.attempts - a0
+        taken, attempts, counts = held.taken - t0, meter.attempts - a0, held.counts - c0
         connections = sum(s.connections for s in reader.streams.values())
         asked = [-1 if s.wanted is None else len(s.wanted) for s in reader.streams.values()]
     finally:
@@ -624,19 +679,23 @@ async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
         "fed_per_s": round(d["fed"] / wall, 1),
         "offered_per_s": round(d["offered"] / wall, 1),
         "summaries_per_s": round(taken / wall, 1),
+        "counts_offered_per_s": round(d["counts"] / wall, 1),
+        "counts_per_s": round(counts / wall, 1),
         "attempts_per_s": round(attempts / wall, 1),
         "pods_asked_in_full": asked,  # per stream (-1: every pod)
-        "held": taken >= HELD_SHARE * d["offered"],
+        "held": taken >= HELD_SHARE * d["offered"] and counts >= HELD_SHARE * d["counts"],
         "client_cores": round(d["cpu"] / wall, 3),
         "client_baseline_cores": round(base, 3) if quiet else None,
         "client_us_per_summary": round(d["cpu"] * 1e6 / per, 1),
         "client_us_per_summary_above_baseline": round(
             max(0.0, d["cpu"] - base * wall) * 1e6 / per, 1
         ),
+        "client_us_per_frame": round(d["cpu"] * 1e6 / max(1, taken + counts), 1),
         "emulator_cores": round(d["emulator"] / wall, 3),
         "emulator_us_per_summary": round(d["emulator"] * 1e6 / per, 1),
         "relayed_bytes_per_s": round(d["bytes"] / wall),
         "relayed_bytes_per_summary": round(d["bytes"] / per, 1),
+        "relayed_chunks_per_s": round(d["chunks"] / wall, 1),
         "agents_cores": round(d["agents"] / wall, 3),
         "machine_busy_cores": round(d["busy"] / wall, 2),
         "stream_connections": connections,
@@ -756,7 +815,7 @@ async def _run(config: Config) -> dict[str, Any]:
     queue, go, stop = ctx.Queue(), ctx.Event(), ctx.Event()
     fed = ctx.Array("q", config.agents, lock=False)
     group = max(1, config.agents_per_process)
-    offered = ctx.Array("q", -(-config.agents // group), lock=False)
+    offered = ctx.Array("q", 2 * -(-config.agents // group), lock=False)
     relayed = ctx.Array("q", 2, lock=False)
     procs: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="probetui-fanin-") as workdir:
@@ -767,8 +826,8 @@ async def _run(config: Config) -> dict[str, Any]:
             share, changes = config.rate / config.agents, config.changes / config.agents
             nodes = [(i, node, objs) for i, (node, objs) in enumerate(pods.items())]
             for at in range(0, len(nodes), group):
-                args = (nodes[at : at + group], share, changes, str(token), queue, go, stop,
-                        fed, offered, at // group)  # fmt: skip
+                args = (nodes[at : at + group], share, changes, config.counts_every, str(token),
+                        queue, go, stop, fed, offered, at // group)  # fmt: skip
                 proc = ctx.Process(target=_agents_main, args=args, daemon=True)
                 proc.start()
                 procs.append(proc)
@@ -836,6 +895,8 @@ def run(config: Config) -> dict[str, Any]:
         raise BenchError("--agents and --pods-per-agent at least 1, --rate above 0")
     if not 0 <= config.changes <= config.rate:
         raise BenchError("--changes: 0 to --rate (a change rides on an attempt)")
+    if config.counts_every < 0:
+        raise BenchError("--counts-every: seconds, 0 (no scrapes) or more")
     if config.agents_per_process < 1:
         raise BenchError("--agents-per-process: at least 1")
     if config.duration <= 0 or config.warmup < 0 or config.baseline <= 0:
@@ -941,6 +1002,12 @@ def table(r: dict[str, Any]) -> str:
                 f"{max(m['pods_asked_in_full'], default=0)})",
             ),
             (
+                "  counts frames",
+                f"offered {m['counts_offered_per_s']:,.0f}/s (a scrape every "
+                f"{c['counts_every']:g} s; 0: none), taken {m['counts_per_s']:,.0f}/s; "
+                f"{m['client_us_per_frame']} us of client CPU a frame, summaries and counts",
+            ),
+            (
                 "  client CPU",
                 f"{m['client_cores']:.3f} cores, {m['client_us_per_summary']} us a summary "
                 f"({m['client_us_per_summary_above_baseline']} above its quiet "
@@ -956,7 +1023,8 @@ def table(r: dict[str, Any]) -> str:
                 "  API server (emulator)",
                 f"{m['emulator_cores']:.3f} cores, {m['emulator_us_per_summary']} us a summary "
                 f"relayed; {m['relayed_bytes_per_summary']} B a summary, "
-                f"{m['relayed_bytes_per_s'] / 1e3:,.0f} kB/s",
+                f"{m['relayed_bytes_per_s'] / 1e3:,.0f} kB/s in {m['relayed_chunks_per_s']:,.0f} "
+                "chunks/s",
             ),
             ("  agents", f"{m['agents_cores']:.3f} cores in all (synthetic shadow included)"),
             (

@@ -62,11 +62,12 @@ def test_fanin_mode_runs_small() -> None:
 
 def test_fanin_summaries_client_reads_summaries_only() -> None:
     """An aggregator's reading: summaries of every probe through pods/proxy, no attempt, the
-    shadow's results turned over so summaries come sooner than once a minute."""
+    shadow's results turned over so summaries come sooner than once a minute, and the counts
+    frames of a kubelet scrape a second."""
     args = _args(
         "--mode", "fanin", "--agents", "2", "--agents-per-process", "2", "--pods-per-agent", "3",
-        "--rate", "18", "--changes", "9", "--client", "summaries", "--warmup", "1",
-        "--duration", "2", "--baseline", "0.5",
+        "--rate", "18", "--changes", "9", "--counts-every", "1", "--client", "summaries",
+        "--warmup", "1", "--duration", "2", "--baseline", "0.5",
     )  # fmt: skip
     result = agents.run(args)  # type: ignore[arg-type]
     assert "headless" not in result and "screen" not in result
@@ -74,6 +75,7 @@ def test_fanin_summaries_client_reads_summaries_only() -> None:
     assert m["probes_held"] == result["probes"] == 18
     assert m["attempts_per_s"] == 0 and m["pods_asked_in_full"] == [0, 0]
     assert m["offered_per_s"] > 0 and m["summaries_per_s"] > 0
+    assert m["counts_offered_per_s"] > 0 and m["counts_per_s"] > 0
     assert m["client_us_per_summary"] >= 0 and m["client_baseline_cores"] is not None
     assert m["store_bytes_per_probe"] > 0 and m["rss_mb"] > 0 and m["relayed_bytes_per_s"] > 0
     assert "summaries: flow" in agents.table(result)
@@ -91,6 +93,13 @@ def test_fanin_shadow_turns_results_over_at_the_rate_asked() -> None:
     assert shadow.flips == 9  # one attempt in four: three probes turned over three times
     published = sorted(s.state()[0] for s in hub.summaries.values())
     assert published == [0] * 9 + [1] * 3  # ResultValue.FAILURE is 1
+    # a scrape: the kubelet agreeing with the shadow, a counts frame of every probe
+    from probetui.agent.counts import CountsJoin
+
+    assert shadow.scrape(hub, CountsJoin(0.0)) == 0  # no reader attached
+    frames = list(hub.counts.values())
+    assert len(frames) == 12 and all(f["kubelet"] == f["shadow"] for f in frames)
+    assert sum(f["shadow"]["successful"] + f["shadow"]["failed"] for f in frames) == 36
 
 
 def test_fanin_cluster_spreads_each_workload_over_every_node() -> None:
