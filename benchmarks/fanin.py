@@ -616,6 +616,14 @@ def deep_bytes(root: Any) -> int:
     return total
 
 
+def values_only(frame: Any) -> Any:
+    """Return `frame` with every object's keys left out, nested ones too: the least a store
+    of summaries could hold of it without another encoding (the keys are the protocol's)."""
+    if isinstance(frame, dict):
+        return tuple(values_only(v) for v in frame.values())
+    return frame
+
+
 async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
     """An aggregator's reading: every agent through pods/proxy, summaries only, kept, drawn
     nowhere."""
@@ -670,6 +678,8 @@ async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
             await task
     rss = _rss_mb(os.getpid())
     store = deep_bytes(held.latest)
+    # the key tuple's strings are the frame's own, which the values keep too
+    lean = deep_bytes({k: values_only(f) for k, f in held.latest.items()})
     wall = d["t"]
     base = quiet["cpu"] / quiet["t"] if quiet else 0.0
     per = max(1, taken)
@@ -702,6 +712,7 @@ async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
         "probes_held": len(held.latest),
         "store_bytes": store,
         "store_bytes_per_probe": round(store / max(1, len(held.latest))),
+        "values_only_bytes_per_probe": round(lean / max(1, len(held.latest))),
         "rss_mb_live": rss_before,
         "rss_mb": rss,
     }
@@ -1016,7 +1027,8 @@ def table(r: dict[str, Any]) -> str:
             (
                 "  client memory",
                 f"{m['probes_held']:,} probes held, {m['store_bytes'] / 1e6:,.1f} MB as decoded "
-                f"frames ({m['store_bytes_per_probe']:,} B a probe); RSS {m['rss_mb']} MB "
+                f"frames ({m['store_bytes_per_probe']:,} B a probe; their values alone "
+                f"{m['values_only_bytes_per_probe']:,} B); RSS {m['rss_mb']} MB "
                 f"({m['rss_mb_live']} MB before any summary)",
             ),
             (

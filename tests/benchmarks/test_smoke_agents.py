@@ -77,7 +77,11 @@ def test_fanin_summaries_client_reads_summaries_only() -> None:
     assert m["offered_per_s"] > 0 and m["summaries_per_s"] > 0
     assert m["counts_offered_per_s"] > 0 and m["counts_per_s"] > 0
     assert m["client_us_per_summary"] >= 0 and m["client_baseline_cores"] is not None
-    assert m["store_bytes_per_probe"] > 0 and m["rss_mb"] > 0 and m["relayed_bytes_per_s"] > 0
+    assert (
+        m["store_bytes_per_probe"] > m["values_only_bytes_per_probe"] > 0
+        and m["rss_mb"] > 0
+        and m["relayed_bytes_per_s"] > 0
+    )
     assert "summaries: flow" in agents.table(result)
 
 
