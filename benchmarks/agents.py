@@ -17,8 +17,9 @@
   per attempt, and how long a late reader's whole replay takes to encode as rows.
 - `fanin`: the reader's side at scale: `--agents` agents (their server and hub, fed by a
   synthetic shadow) streaming `--rate` attempts a second in all through the API emulator's
-  pods/proxy to one cluster view (`--via agent`), headless and on the screen
-  (`benchmarks/fanin.py` says what runs and what is measured).
+  pods/proxy to one cluster view (`--via agent`), headless and on the screen, or reading
+  summaries only as an aggregator would (`--client summaries`; `benchmarks/fanin.py` says what
+  runs and what is measured).
 
 The machine is shared (two cores): the emulator, the targets and the reader compete with the
 agent; the figures are the agent's own process.

@@ -1,8 +1,8 @@
 """Fan-in: one cluster view reading many node agents through the API server's pods/proxy.
 
     python -m benchmarks.agents --mode fanin [--agents 50] [--pods-per-agent 300] [--rate 5000]
-        [--agents-per-process 1] [--client both|headless|screen] [--duration 30] [--warmup 10]
-        [--no-tls]
+        [--agents-per-process 1] [--client both|headless|screen|summaries] [--duration 30]
+        [--warmup 10] [--changes 0] [--counts-every 0] [--no-tls]
 
 What runs, each in its own process, all on 127.0.0.1:
 
@@ -14,8 +14,12 @@ What runs, each in its own process, all on 127.0.0.1:
   fed by a synthetic shadow instead of the engine: `--rate` attempts a second in all, spread over
   the node's probes (each pod an HTTP readiness and a TCP liveness probe on its app container and
   a gRPC readiness probe on a sidecar), each attempt's record made and published as the engine
-  publishes one (`record_event`, via `direct`), all successes. Nothing is dialled: the point is
-  the reader's side; what one real agent costs is `--mode node`.
+  publishes one (`record_event`, via `direct`), all successes but where `--changes` turns that
+  many published results over a second (in all), each of which the agent sends a summary of at
+  once. With `--counts-every S`, each agent scrapes every S seconds as a real agent scrapes its
+  kubelet (the kubelet agreeing with the shadow): a `counts` frame per probe to every reader.
+  Nothing is dialled: the point is the reader's side; what one real agent costs is `--mode
+  node`.
 - the API emulator (`tests/kube/emulator`, TLS unless `--no-tls`) with the `--agents` x
   `--pods-per-agent` pods (Deployments spread one replica per node, in ten namespaces), an agent
   pod per node as the DaemonSet makes it, and the read token's Secret; its pods/proxy relays each
@@ -34,6 +38,13 @@ What runs, each in its own process, all on 127.0.0.1:
     much less; `j`/`k` are pressed on the grouped list (each move selects another workload,
     whose replicas sit on every node: every node's stream is opened again a second later), and
     each press is timed to its repaint as `benchmarks.fleet` times it. Goal: p99 under 50 ms.
+  - `summaries` (alone, not in `both`): what an aggregator serving probe state would read. The
+    same view told that no pod is shown in full, so each stream asks `pods=` none and
+    `summary=1`; each summary frame is kept as its probe's latest (`Held`, standing in for the
+    screen's `WorkerState`), nothing is drawn. Figures: summaries (and counts frames) offered,
+    counted at the agents, and taken; the client's CPU per summary and in cores, above its
+    quiet baseline; the probes held, the bytes of the kept frames (and of their values alone),
+    the client's RSS before any summary and after.
 
 Held: the agents fed at least 95% of `--rate`, the client took at least 95% of what they fed,
 nothing dropped, and the p99 of how late an attempt arrived under 2 s. The machine is shared (two
