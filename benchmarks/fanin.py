@@ -1026,8 +1026,10 @@ def table(r: dict[str, Any]) -> str:
             (
                 "  counts frames",
                 f"offered {m['counts_offered_per_s']:,.0f}/s (a scrape every "
-                f"{c['counts_every']:g} s; 0: none), taken {m['counts_per_s']:,.0f}/s; "
-                f"{m['client_us_per_frame']} us of client CPU a frame, summaries and counts",
+                f"{c['counts_every']:g} s), taken {m['counts_per_s']:,.0f}/s; "
+                f"{m['client_us_per_frame']} us of client CPU a frame, summaries and counts"
+                if c.get("counts_every")
+                else "none (the agents do not scrape: --counts-every 0)",
             ),
             (
                 "  client CPU",
