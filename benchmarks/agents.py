@@ -17,8 +17,9 @@
   per attempt, and how long a late reader's whole replay takes to encode as rows.
 - `fanin`: the reader's side at scale: `--agents` agents (their server and hub, fed by a
   synthetic shadow) streaming `--rate` attempts a second in all through the API emulator's
-  pods/proxy to one cluster view (`--via agent`), headless and on the screen
-  (`benchmarks/fanin.py` says what runs and what is measured).
+  pods/proxy to one cluster view (`--via agent`), headless and on the screen, or reading
+  summaries only as an aggregator would (`--client summaries`; `benchmarks/fanin.py` says what
+  runs and what is measured).
 
 The machine is shared (two cores): the emulator, the targets and the reader compete with the
 agent; the figures are the agent's own process.
@@ -546,7 +547,23 @@ def _parser() -> argparse.ArgumentParser:
     fanin.add_argument("--pods-per-agent", type=int, default=300, help="pods per node (300)")
     fanin.add_argument("--rate", type=float, default=5000.0, help="attempts/s in all (5000)")
     fanin.add_argument(
-        "--client", choices=("both", "headless", "screen"), default="both", help="(both)"
+        "--client",
+        choices=("both", "headless", "screen", "summaries"),
+        default="both",
+        help="(both; summaries: an aggregator's reading, alone)",
+    )
+    fanin.add_argument(
+        "--changes",
+        type=float,
+        default=0.0,
+        help="published results the shadow turns over a second, in all (0)",
+    )
+    fanin.add_argument(
+        "--counts-every",
+        type=float,
+        default=0.0,
+        help="seconds between the agents' kubelet scrapes, each a counts frame a probe "
+        "(0: none; the agent's own default is 10)",
     )
     fanin.add_argument(
         "--baseline", type=float, default=5.0, help="headless: seconds with the agents quiet (5)"
@@ -567,6 +584,8 @@ def _fanin(args: argparse.Namespace) -> dict[str, Any]:
             agents_per_process=args.agents_per_process,
             pods_per_agent=args.pods_per_agent,
             rate=args.rate,
+            changes=args.changes,
+            counts_every=args.counts_every,
             client=args.client,
             duration=30.0 if args.duration is None else args.duration,
             warmup=10.0 if args.warmup is None else args.warmup,

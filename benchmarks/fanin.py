@@ -1,8 +1,8 @@
 """Fan-in: one cluster view reading many node agents through the API server's pods/proxy.
 
     python -m benchmarks.agents --mode fanin [--agents 50] [--pods-per-agent 300] [--rate 5000]
-        [--agents-per-process 1] [--client both|headless|screen] [--duration 30] [--warmup 10]
-        [--no-tls]
+        [--agents-per-process 1] [--client both|headless|screen|summaries] [--duration 30]
+        [--warmup 10] [--changes 0] [--counts-every 0] [--no-tls]
 
 What runs, each in its own process, all on 127.0.0.1:
 
@@ -14,8 +14,12 @@ What runs, each in its own process, all on 127.0.0.1:
   fed by a synthetic shadow instead of the engine: `--rate` attempts a second in all, spread over
   the node's probes (each pod an HTTP readiness and a TCP liveness probe on its app container and
   a gRPC readiness probe on a sidecar), each attempt's record made and published as the engine
-  publishes one (`record_event`, via `direct`), all successes. Nothing is dialled: the point is
-  the reader's side; what one real agent costs is `--mode node`.
+  publishes one (`record_event`, via `direct`), all successes but where `--changes` turns that
+  many published results over a second (in all), each of which the agent sends a summary of at
+  once. With `--counts-every S`, each agent scrapes every S seconds as a real agent scrapes its
+  kubelet (the kubelet agreeing with the shadow): a `counts` frame per probe to every reader.
+  Nothing is dialled: the point is the reader's side; what one real agent costs is `--mode
+  node`.
 - the API emulator (`tests/kube/emulator`, TLS unless `--no-tls`) with the `--agents` x
   `--pods-per-agent` pods (Deployments spread one replica per node, in ten namespaces), an agent
   pod per node as the DaemonSet makes it, and the read token's Secret; its pods/proxy relays each
@@ -34,6 +38,13 @@ What runs, each in its own process, all on 127.0.0.1:
     much less; `j`/`k` are pressed on the grouped list (each move selects another workload,
     whose replicas sit on every node: every node's stream is opened again a second later), and
     each press is timed to its repaint as `benchmarks.fleet` times it. Goal: p99 under 50 ms.
+  - `summaries` (alone, not in `both`): what an aggregator serving probe state would read. The
+    same view told that no pod is shown in full, so each stream asks `pods=` none and
+    `summary=1`; each summary frame is kept as its probe's latest (`Held`, standing in for the
+    screen's `WorkerState`), nothing is drawn. Figures: summaries (and counts frames) offered,
+    counted at the agents, and taken; the client's CPU per summary and in cores, above its
+    quiet baseline; the probes held, the bytes of the kept frames (and of their values alone),
+    the client's RSS before any summary and after.
 
 Held: the agents fed at least 95% of `--rate`, the client took at least 95% of what they fed,
 nothing dropped, and the p99 of how late an attempt arrived under 2 s. The machine is shared (two
@@ -46,6 +57,7 @@ import asyncio
 import contextlib
 import gc
 import multiprocessing
+import os
 import tempfile
 import time
 import uuid
@@ -75,7 +87,7 @@ KEY_GOAL_MS = 50.0
 HELD_SHARE = 0.95
 HELD_LATE_S = 2.0
 KEYS = ("j", "j", "k", "j", "k", "j")
-CLIENTS = ("both", "headless", "screen")
+CLIENTS = ("both", "headless", "screen", "summaries")
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,8 @@ class Config:
     agents_per_process: int = 1
     pods_per_agent: int = 300
     rate: float = 5000.0
+    changes: float = 0.0
+    counts_every: float = 0.0
     client: str = "both"
     duration: float = 30.0
     warmup: float = 10.0
@@ -160,7 +174,7 @@ class SyntheticShadow:
     """A node's doProbe records, made and published as the engine publishes its own: every
     probe of every pod in turn, all successes, `rate` a second."""
 
-    def __init__(self, objs: list[dict[str, Any]], rate: float) -> None:
+    def __init__(self, objs: list[dict[str, Any]], rate: float, changes: float = 0.0) -> None:
         from probetui.prober.worker import ProbeKey
         from probetui.runtime.kubernetes.observed import pod_status
         from probetui.spec.model import ProbeType
@@ -180,6 +194,14 @@ class SyntheticShadow:
                 key = ProbeKey(pod.uid, c, probe_type)
                 self.probes.append((pod, key, handler, target, ids.get(c, "")))
         self.runs = [0] * len(self.probes)
+        # every `flip_every`-th attempt turns its probe's published result over, as if its
+        # thresholds were 1: a change the agent sends a summary of at once, not a minute later
+        self.flip_every = rate / changes if changes > 0 else 0.0
+        self.failing = [False] * len(self.probes)
+        self.attempts = 0
+        self.flips = 0
+        self.passed = [0] * len(self.probes)
+        self.failed = [0] * len(self.probes)
         self.period = len(self.probes) / rate if rate > 0 else 0.0
         self.next = 0
         self.published = 0
@@ -195,20 +217,66 @@ class SyntheticShadow:
             i = self.next
             self.next = (i + 1) % len(self.probes)
             pod, key, handler, target, cid = self.probes[i]
+            self.attempts += 1
+            if self.flip_every and self.attempts >= (self.flips + 1) * self.flip_every:
+                self.flips += 1
+                self.failing[i] = not self.failing[i]
+                self.runs[i] = 0
+            failing = self.failing[i]
+            if failing:
+                self.failed[i] += 1
+            else:
+                self.passed[i] += 1
             now = time.time()
             latency = 0.0008 + (i % 7) * 1e-4
             http = handler == "http"
-            attempt = Attempt(handler, target, Result.SUCCESS, "", None, latency, now - latency,
-                              200 if http else None, "ok" if http else None)  # fmt: skip
+            result, value = (
+                (Result.FAILURE, ResultValue.FAILURE) if failing
+                else (Result.SUCCESS, ResultValue.SUCCESS)
+            )  # fmt: skip
+            output = "HTTP probe failed with statuscode: 503" if failing and http else ""
+            status = (503 if failing else 200) if http else None
+            attempt = Attempt(handler, target, result, output, None, latency, now - latency,
+                              status, ("ok" if not failing else "down") if http else None)  # fmt: skip
             self.runs[i] += 1
             record = ProbeRecord(
                 key, now - latency, now - latency - 0.0003, Trigger.TICK, cid,
-                outcome=ProbeOutcome(ResultValue.SUCCESS, None, (attempt,), None),
-                finished_at=now, result_run=self.runs[i], published=ResultValue.SUCCESS,
+                outcome=ProbeOutcome(value, None, (attempt,), None),
+                finished_at=now, result_run=self.runs[i], published=value,
                 next_tick=now - latency + self.period,
             )  # fmt: skip
             hub.event(record_event(pod, record, "direct"))
         self.published += n
+
+    def scrape(self, hub: Any, join: Any) -> int:
+        """One scrape of the kubelet's counts as the agent makes it, the kubelet agreeing with
+        the shadow: a `counts` frame of every probe to every reader; how many frames went."""
+        from probetui.agent.counts import ShadowProbe
+        from probetui.agent.kubelet import KubeletCounts
+        from probetui.stream.rows import PodNames
+
+        scraped = KubeletCounts(time.time(), join.agent_start)
+        probes = []
+        for i, (pod, key, _, _, _) in enumerate(self.probes):
+            counts = {"successful": self.passed[i], "failed": self.failed[i], "unknown": 0}
+            scraped.series[(pod.uid, key.container, key.probe_type.value)] = counts
+            names = PodNames(pod.uid, pod.namespace, pod.name)
+            probes.append(ShadowProbe(key, names, dict(counts), i))
+        join.frames(scraped, probes, True)
+        hub.publish_counts(join.latest)
+        return len(join.latest) * len(hub.clients)
+
+    async def scrape_forever(self, hub: Any, every: float, sent: Any, slot: int) -> None:
+        """`scrape` every `every` seconds from a random phase, as agents started apart do."""
+        import random
+
+        from probetui.agent.counts import CountsJoin
+
+        join = CountsJoin(time.time())
+        await asyncio.sleep(random.uniform(0, every))
+        while True:
+            sent[slot] += self.scrape(hub, join)
+            await asyncio.sleep(every)
 
     async def run(self, hub: Any, fed: Any, index: int) -> None:
         """`rate` a second, in batches; a process starved of CPU catches up at most a second."""
@@ -228,20 +296,38 @@ class SyntheticShadow:
 
 
 def _agents_main(nodes: list[tuple[int, str, list[dict[str, Any]]]], rate: float,
-                 token_file: str, queue: Any, go: Any, stop: Any, fed: Any) -> None:  # fmt: skip
-    """Run the agents of one process, each with its own hub, ring, server and shadow."""
+                 changes: float, counts_every: float, token_file: str, queue: Any, go: Any,
+                 stop: Any, fed: Any, offered: Any, slot: int) -> None:  # fmt: skip
+    """Run the agents of one process, each with its own hub, ring, server and shadow;
+    `offered[2 * slot]` counts their summary frames, `offered[2 * slot + 1]` their counts."""
+    _count_summaries(offered, 2 * slot)
 
     async def main() -> None:
         await asyncio.gather(
-            *(_agent(node, objs, rate, token_file, i, queue, go, stop, fed)
+            *(_agent(node, objs, rate, changes, counts_every, token_file, i, queue, go, stop,
+                     fed, offered, 2 * slot + 1)
               for i, node, objs in nodes)
         )  # fmt: skip
 
     asyncio.run(main())
 
 
-async def _agent(node: str, objs: list[dict[str, Any]], rate: float, token_file: str,
-                 index: int, queue: Any, go: Any, stop: Any, fed: Any) -> None:  # fmt: skip
+def _count_summaries(offered: Any, slot: int) -> None:
+    """Count in `offered[slot]` every `summary` frame this process's agents send."""
+    from probetui.agent.summary import ProbeSummary
+
+    frame = ProbeSummary.frame
+
+    def counted(self: ProbeSummary, now: float) -> dict[str, Any]:
+        offered[slot] += 1
+        return frame(self, now)
+
+    ProbeSummary.frame = counted  # type: ignore[method-assign]
+
+
+async def _agent(node: str, objs: list[dict[str, Any]], rate: float, changes: float,
+                 counts_every: float, token_file: str, index: int, queue: Any, go: Any,
+                 stop: Any, fed: Any, offered: Any, slot: int) -> None:  # fmt: skip
     from probetui import __version__
     from probetui.agent.hub import Hub
     from probetui.agent.ring import Ring
@@ -252,7 +338,7 @@ async def _agent(node: str, objs: list[dict[str, Any]], rate: float, token_file:
     started = time.time()
     ring = Ring(RETAIN, RETAIN_ENTRIES)
     hub = Hub(ring, node=node)
-    shadow = SyntheticShadow(objs, rate)
+    shadow = SyntheticShadow(objs, rate, changes)
     for pod, status in shadow.pods:
         hub.pod(pod, status)
 
@@ -279,6 +365,9 @@ async def _agent(node: str, objs: list[dict[str, Any]], rate: float, token_file:
         await asyncio.to_thread(go.wait)
         if not stop.is_set():
             tasks.append(asyncio.create_task(shadow.run(hub, fed, index)))
+            if counts_every > 0:
+                scrapes = shadow.scrape_forever(hub, counts_every, offered, slot)
+                tasks.append(asyncio.create_task(scrapes))
         await asyncio.to_thread(stop.wait)
     finally:
         for task in tasks:
@@ -357,6 +446,7 @@ class Rig:
     fed: Any  # attempts each agent published
     go: Any  # the agents' feed starts when set
     agents: int
+    offered: Any  # summary frames the agents of each process sent
 
     def sample(self) -> dict[str, float]:
         return {
@@ -368,6 +458,8 @@ class Rig:
             "bytes": float(self.relayed[0]),
             "chunks": float(self.relayed[1]),
             "fed": float(sum(self.fed[:])),
+            "offered": float(sum(self.offered[0::2])),
+            "counts": float(sum(self.offered[1::2])),
         }
 
 
@@ -488,6 +580,155 @@ async def _headless(config: Config, rig: Rig) -> dict[str, Any]:
     }
 
 
+class Held:
+    """What an aggregator keeps: the latest `summary` frame of each probe, as its agent sent it.
+
+    It stands in for the view's `AgentReader.summary` (which makes a `WorkerState` for the
+    screen's list): the frames come through the same streams, decoded the same way."""
+
+    def __init__(self) -> None:
+        self.latest: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.taken = 0
+        self.counts = 0  # `counts` frames, which go on to the view's own judge
+
+    def judged_by(self, judge: Any) -> None:
+        """Count each `counts` frame `judge` is handed, which it then takes as it would."""
+        frame = judge.frame
+
+        def counted(node: str, f: dict[str, Any]) -> list[Any]:
+            self.counts += 1
+            return frame(node, f)
+
+        judge.frame = counted
+
+    def take(self, node: str, frame: dict[str, Any]) -> None:
+        self.latest[(str(frame.get("uid")), str(frame.get("c")), str(frame.get("probe")))] = frame
+        self.taken += 1
+
+
+def deep_bytes(root: Any) -> int:
+    """Return the bytes of `root` and every object it holds (dicts, lists, tuples, scalars),
+    each counted once: what a store of decoded frames holds in memory."""
+    import sys
+
+    seen: set[int] = set()
+    stack, total = [root], 0
+    while stack:
+        obj = stack.pop()
+        if obj is None or isinstance(obj, bool) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, list | tuple):
+            stack.extend(obj)
+    return total
+
+
+def values_only(frame: Any) -> Any:
+    """Return `frame` with every object's keys left out, nested ones too: the least a store
+    of summaries could hold of it without another encoding (the keys are the protocol's)."""
+    if isinstance(frame, dict):
+        return tuple(values_only(v) for v in frame.values())
+    return frame
+
+
+async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
+    """An aggregator's reading: every agent through pods/proxy, summaries only, kept, drawn
+    nowhere."""
+    from probetui.engine import Engine
+
+    runtime = _view(rig.kubeconfig)
+    reader = runtime.agents
+    assert reader is not None
+    # no pod shown in full: every stream asks `pods=` none and `summary=1`, as the screen asks
+    # for the pods it does not show
+    runtime.focus(())
+    held = Held()
+    reader.summary = held.take  # type: ignore[method-assign]
+    held.judged_by(reader.counts)
+    meter = Meter()
+    engine = Engine(runtime, [meter])
+    task = asyncio.create_task(engine.run())
+    began = time.perf_counter()
+    try:
+        await _until(
+            lambda: task.done() or _all_live(runtime, config.agents), 300, "every agent's stream"
+        )
+        if task.done():
+            task.result()
+            raise BenchError("the cluster view ended before reading the agents")
+        live_s = time.perf_counter() - began
+        quiet = None
+        if not rig.go.is_set():
+            await asyncio.sleep(1.0)
+            s0 = rig.sample()
+            await asyncio.sleep(config.baseline)
+            quiet = _delta(s0, rig.sample())
+        # no probe has a summary before its first attempt: what the view holds without any
+        rss_before = _rss_mb(os.getpid())
+        rig.go.set()
+        await asyncio.sleep(config.warmup)
+        await _until(
+            lambda: task.done() or len(held.latest) >= config.probes,
+            120,
+            "a summary of every probe",
+        )
+        t0, a0, c0 = held.taken, meter.attempts, held.counts
+        s0 = rig.sample()
+        await asyncio.sleep(config.duration)
+        d = _delta(s0, rig.sample())
+        taken, attempts, counts = held.taken - t0, meter.attempts - a0, held.counts - c0
+        connections = sum(s.connections for s in reader.streams.values())
+        asked = [-1 if s.wanted is None else len(s.wanted) for s in reader.streams.values()]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    rss = _rss_mb(os.getpid())
+    store = deep_bytes(held.latest)
+    # the key tuple's strings are the frame's own, which the values keep too
+    lean = deep_bytes({k: values_only(f) for k, f in held.latest.items()})
+    wall = d["t"]
+    base = quiet["cpu"] / quiet["t"] if quiet else 0.0
+    per = max(1, taken)
+    return {
+        "streams_live_s": round(live_s, 2),
+        "window_s": round(wall, 2),
+        "fed_per_s": round(d["fed"] / wall, 1),
+        "offered_per_s": round(d["offered"] / wall, 1),
+        "summaries_per_s": round(taken / wall, 1),
+        "counts_offered_per_s": round(d["counts"] / wall, 1),
+        "counts_per_s": round(counts / wall, 1),
+        "attempts_per_s": round(attempts / wall, 1),
+        "pods_asked_in_full": asked,  # per stream (-1: every pod)
+        "held": taken >= HELD_SHARE * d["offered"] and counts >= HELD_SHARE * d["counts"],
+        "client_cores": round(d["cpu"] / wall, 3),
+        "client_baseline_cores": round(base, 3) if quiet else None,
+        "client_us_per_summary": round(d["cpu"] * 1e6 / per, 1),
+        "client_us_per_summary_above_baseline": round(
+            max(0.0, d["cpu"] - base * wall) * 1e6 / per, 1
+        ),
+        "client_us_per_frame": round(d["cpu"] * 1e6 / max(1, taken + counts), 1),
+        "emulator_cores": round(d["emulator"] / wall, 3),
+        "emulator_us_per_summary": round(d["emulator"] * 1e6 / per, 1),
+        "relayed_bytes_per_s": round(d["bytes"] / wall),
+        "relayed_bytes_per_summary": round(d["bytes"] / per, 1),
+        "relayed_chunks_per_s": round(d["chunks"] / wall, 1),
+        "agents_cores": round(d["agents"] / wall, 3),
+        "machine_busy_cores": round(d["busy"] / wall, 2),
+        "stream_connections": connections,
+        "probes_held": len(held.latest),
+        "store_bytes": store,
+        "store_bytes_per_probe": round(store / max(1, len(held.latest))),
+        "values_only_bytes_per_probe": round(lean / max(1, len(held.latest))),
+        "rss_mb_live": rss_before,
+        "rss_mb": rss,
+    }
+
+
 async def _screen(config: Config, rig: Rig) -> dict[str, Any]:
     import random
     from datetime import UTC
@@ -595,6 +836,8 @@ async def _run(config: Config) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     queue, go, stop = ctx.Queue(), ctx.Event(), ctx.Event()
     fed = ctx.Array("q", config.agents, lock=False)
+    group = max(1, config.agents_per_process)
+    offered = ctx.Array("q", 2 * -(-config.agents // group), lock=False)
     relayed = ctx.Array("q", 2, lock=False)
     procs: list[Any] = []
     with tempfile.TemporaryDirectory(prefix="probetui-fanin-") as workdir:
@@ -602,11 +845,11 @@ async def _run(config: Config) -> dict[str, Any]:
         token.write_text(READ_TOKEN)
         try:
             began = time.perf_counter()
-            share = config.rate / config.agents
+            share, changes = config.rate / config.agents, config.changes / config.agents
             nodes = [(i, node, objs) for i, (node, objs) in enumerate(pods.items())]
-            group = max(1, config.agents_per_process)
             for at in range(0, len(nodes), group):
-                args = (nodes[at : at + group], share, str(token), queue, go, stop, fed)
+                args = (nodes[at : at + group], share, changes, config.counts_every, str(token),
+                        queue, go, stop, fed, offered, at // group)  # fmt: skip
                 proc = ctx.Process(target=_agents_main, args=args, daemon=True)
                 proc.start()
                 procs.append(proc)
@@ -625,7 +868,7 @@ async def _run(config: Config) -> dict[str, Any]:
             procs.append(server)
             kubeconfig = await asyncio.to_thread(queue.get, True, 300)
             rig = Rig(kubeconfig, server.pid or 0, [p.pid for p in procs[:-1]], relayed, fed, go,
-                      config.agents)  # fmt: skip
+                      config.agents, offered)  # fmt: skip
             result: dict[str, Any] = {
                 "mode": "fanin",
                 "config": asdict(config),
@@ -638,6 +881,8 @@ async def _run(config: Config) -> dict[str, Any]:
                 result["headless"] = await _headless(config, rig)
             if config.client in ("both", "screen"):
                 result["screen"] = await _screen(config, rig)
+            if config.client == "summaries":
+                result["summaries"] = await _summaries(config, rig)
             result["emulator_rss_mb"] = _rss_mb(server.pid or 0)
             result["agent_processes"] = len(procs) - 1
             result["agent_rss_mb"] = round(
@@ -670,6 +915,10 @@ def run(config: Config) -> dict[str, Any]:
         raise BenchError(f"--client: one of {', '.join(CLIENTS)}")
     if config.agents < 1 or config.pods_per_agent < 1 or config.rate <= 0:
         raise BenchError("--agents and --pods-per-agent at least 1, --rate above 0")
+    if not 0 <= config.changes <= config.rate:
+        raise BenchError("--changes: 0 to --rate (a change rides on an attempt)")
+    if config.counts_every < 0:
+        raise BenchError("--counts-every: seconds, 0 (no scrapes) or more")
     if config.agents_per_process < 1:
         raise BenchError("--agents-per-process: at least 1")
     if config.duration <= 0 or config.warmup < 0 or config.baseline <= 0:
@@ -761,6 +1010,53 @@ def table(r: dict[str, Any]) -> str:
             (
                 "  first full screen",
                 f"{s['first_full_screen_s']} s; {s['stream_connections']} stream connections",
+            ),
+        ]
+    m = r.get("summaries")
+    if m is not None:
+        rows += [
+            (
+                "summaries: flow",
+                f"offered {m['offered_per_s']:,.0f}/s (the agents' shadow {m['fed_per_s']:,.0f} "
+                f"attempts/s, {c['changes']:,.0f} result changes/s), taken "
+                f"{m['summaries_per_s']:,.0f}/s: {'held' if m['held'] else 'NOT held'}; "
+                f"{m['attempts_per_s']:,.0f} attempts/s (pods asked in full: "
+                f"{max(m['pods_asked_in_full'], default=0)})",
+            ),
+            (
+                "  counts frames",
+                f"offered {m['counts_offered_per_s']:,.0f}/s (a scrape every "
+                f"{c['counts_every']:g} s), taken {m['counts_per_s']:,.0f}/s; "
+                f"{m['client_us_per_frame']} us of client CPU a frame, summaries and counts"
+                if c.get("counts_every")
+                else "none (the agents do not scrape: --counts-every 0)",
+            ),
+            (
+                "  client CPU",
+                f"{m['client_cores']:.3f} cores, {m['client_us_per_summary']} us a summary "
+                f"({m['client_us_per_summary_above_baseline']} above its quiet "
+                f"{m['client_baseline_cores']} cores)",
+            ),
+            (
+                "  client memory",
+                f"{m['probes_held']:,} probes held, {m['store_bytes'] / 1e6:,.1f} MB as decoded "
+                f"frames ({m['store_bytes_per_probe']:,} B a probe; their values alone "
+                f"{m['values_only_bytes_per_probe']:,} B); RSS {m['rss_mb']} MB "
+                f"({m['rss_mb_live']} MB before any summary)",
+            ),
+            (
+                "  API server (emulator)",
+                f"{m['emulator_cores']:.3f} cores, {m['emulator_us_per_summary']} us a summary "
+                f"relayed; {m['relayed_bytes_per_summary']} B a summary, "
+                f"{m['relayed_bytes_per_s'] / 1e3:,.0f} kB/s in {m['relayed_chunks_per_s']:,.0f} "
+                "chunks/s",
+            ),
+            ("  agents", f"{m['agents_cores']:.3f} cores in all (synthetic shadow included)"),
+            (
+                "  measured",
+                f"{m['window_s']} s after {c['warmup']} s; streams live {m['streams_live_s']} s "
+                f"after the start, {m['stream_connections']} connections; machine "
+                f"{m['machine_busy_cores']} cores busy of {r['environment']['cpus']}",
             ),
         ]
     return format_table("the cluster view reading node agents (fan-in)", rows)

@@ -70,6 +70,7 @@ def write_steady(
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
     from probetui.prober.status import ContainerStatus, PodStatus, Running
+    from probetui.prober.steady import SteadyPart, attach, intern
     from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.record.recorder import Recorder
     from probetui.record.schema import SessionMeta
@@ -77,6 +78,8 @@ def write_steady(
     from probetui.timeline.events import record_event
 
     pods = _steady_pods(probes)
+    # each probe's steady part, interned as its worker interns it
+    parts: list[SteadyPart | None] = [None] * len(pods)
     rounds = int(minutes * 60 / period)
     start = (time.time() if end is None else end) - rounds * period
     rng = random.Random(7)
@@ -107,6 +110,8 @@ def write_steady(
                 finished_at=t + latency, result_run=i + 1, last_result=ResultValue.SUCCESS,
                 published=ResultValue.SUCCESS,
             )  # fmt: skip
+            part = parts[j] = intern(record, parts[j])
+            attach(record, part)
             recorder.event(record_event(p, record, "direct"))
         if i % 20 == 19:
             recorder.flush()

@@ -60,6 +60,52 @@ def test_fanin_mode_runs_small() -> None:
     assert "fan-in" in agents.table(result)
 
 
+def test_fanin_summaries_client_reads_summaries_only() -> None:
+    """An aggregator's reading: summaries of every probe through pods/proxy, no attempt, the
+    shadow's results turned over so summaries come sooner than once a minute, and the counts
+    frames of a kubelet scrape a second."""
+    args = _args(
+        "--mode", "fanin", "--agents", "2", "--agents-per-process", "2", "--pods-per-agent", "3",
+        "--rate", "18", "--changes", "9", "--counts-every", "1", "--client", "summaries",
+        "--warmup", "1", "--duration", "2", "--baseline", "0.5",
+    )  # fmt: skip
+    result = agents.run(args)  # type: ignore[arg-type]
+    assert "headless" not in result and "screen" not in result
+    m = result["summaries"]
+    assert m["probes_held"] == result["probes"] == 18
+    assert m["attempts_per_s"] == 0 and m["pods_asked_in_full"] == [0, 0]
+    assert m["offered_per_s"] > 0 and m["summaries_per_s"] > 0
+    assert m["counts_offered_per_s"] > 0 and m["counts_per_s"] > 0
+    assert m["client_us_per_summary"] >= 0 and m["client_baseline_cores"] is not None
+    assert (
+        m["store_bytes_per_probe"] > m["values_only_bytes_per_probe"] > 0
+        and m["rss_mb"] > 0
+        and m["relayed_bytes_per_s"] > 0
+    )
+    assert "summaries: flow" in agents.table(result)
+
+
+def test_fanin_shadow_turns_results_over_at_the_rate_asked() -> None:
+    from benchmarks import fanin
+    from probetui.agent.hub import Hub
+    from probetui.agent.ring import Ring
+
+    config = fanin.Config(agents=1, pods_per_agent=4, rate=12.0)
+    shadow = fanin.SyntheticShadow(fanin.cluster(config)[fanin.node_name(0)], 12.0, 3.0)
+    hub = Hub(Ring(60.0, 1000), node=fanin.node_name(0))
+    shadow.publish(hub, 36)
+    assert shadow.flips == 9  # one attempt in four: three probes turned over three times
+    published = sorted(s.state()[0] for s in hub.summaries.values())
+    assert published == [0] * 9 + [1] * 3  # ResultValue.FAILURE is 1
+    # a scrape: the kubelet agreeing with the shadow, a counts frame of every probe
+    from probetui.agent.counts import CountsJoin
+
+    assert shadow.scrape(hub, CountsJoin(0.0)) == 0  # no reader attached
+    frames = list(hub.counts.values())
+    assert len(frames) == 12 and all(f["kubelet"] == f["shadow"] for f in frames)
+    assert sum(f["shadow"]["successful"] + f["shadow"]["failed"] for f in frames) == 36
+
+
 def test_fanin_cluster_spreads_each_workload_over_every_node() -> None:
     from benchmarks import fanin
 
