@@ -226,6 +226,14 @@ class ReplayStore(Store):
                     cast(LazyHistory, h).filled()
         super()._drop_pod(uid)
 
+    def _changed(self, c: ContainerHistory) -> None:
+        if self._taken is not None:
+            # a store built for a seek is swapped in whole, and the change log starts again
+            # there (`swap_in`): its containers need their version stamped, not logged
+            c.version = self.version
+            return
+        Store._changed(self, c)
+
     # -- deferred entries -------------------------------------------------------------------
 
     def defer_entries(self, key: ProbeKey, shape: RecordShape) -> None:
