@@ -495,6 +495,33 @@ def _all_live(runtime: Any, agents: int) -> bool:
     return sum(1 for s in reader.streams.values() if s.live) >= agents
 
 
+async def _streams_live(runtime: Any, task: asyncio.Task[Any], config: Config) -> float:
+    """Wait for every agent's stream to be live; return the seconds it took."""
+    began = time.perf_counter()
+    try:
+        await _until(
+            lambda: task.done() or _all_live(runtime, config.agents), 300, "every agent's stream"
+        )
+    except BenchError as e:
+        live = sum(1 for s in runtime.agents.streams.values() if s.live) if runtime.agents else 0
+        raise BenchError(f"{e} ({live} of {config.agents} live)") from None
+    if task.done():
+        task.result()
+        raise BenchError("the cluster view ended before reading the agents")
+    return time.perf_counter() - began
+
+
+async def _quiet_baseline(rig: Rig, config: Config) -> dict[str, float] | None:
+    """Sample the rig before the synthetic agents start, once per rig: the client's CPU with
+    nothing to read."""
+    if rig.go.is_set():
+        return None
+    await asyncio.sleep(1.0)
+    s0 = rig.sample()
+    await asyncio.sleep(config.baseline)
+    return _delta(s0, rig.sample())
+
+
 async def _headless(config: Config, rig: Rig) -> dict[str, Any]:
     from probetui.engine import Engine
 
@@ -502,30 +529,10 @@ async def _headless(config: Config, rig: Rig) -> dict[str, Any]:
     meter = Meter()
     engine = Engine(runtime, [meter])
     task = asyncio.create_task(engine.run())
-    began = time.perf_counter()
     try:
-        try:
-            await _until(
-                lambda: task.done() or _all_live(runtime, config.agents),
-                300,
-                "every agent's stream",
-            )
-        except BenchError as e:
-            live = (
-                sum(1 for s in runtime.agents.streams.values() if s.live) if runtime.agents else 0
-            )
-            raise BenchError(f"{e} ({live} of {config.agents} live)") from None
-        if task.done():
-            task.result()
-            raise BenchError("the cluster view ended before reading the agents")
-        live_s = time.perf_counter() - began
-        quiet = None
-        if not rig.go.is_set():
-            await asyncio.sleep(1.0)
-            s0 = rig.sample()
-            await asyncio.sleep(config.baseline)
-            quiet = _delta(s0, rig.sample())
-            rig.go.set()
+        live_s = await _streams_live(runtime, task, config)
+        quiet = await _quiet_baseline(rig, config)
+        rig.go.set()
         await asyncio.sleep(config.warmup)
         a0, f0 = meter.attempts, meter.dropped
         meter.timing = True
@@ -652,21 +659,9 @@ async def _summaries(config: Config, rig: Rig) -> dict[str, Any]:
     meter = Meter()
     engine = Engine(runtime, [meter])
     task = asyncio.create_task(engine.run())
-    began = time.perf_counter()
     try:
-        await _until(
-            lambda: task.done() or _all_live(runtime, config.agents), 300, "every agent's stream"
-        )
-        if task.done():
-            task.result()
-            raise BenchError("the cluster view ended before reading the agents")
-        live_s = time.perf_counter() - began
-        quiet = None
-        if not rig.go.is_set():
-            await asyncio.sleep(1.0)
-            s0 = rig.sample()
-            await asyncio.sleep(config.baseline)
-            quiet = _delta(s0, rig.sample())
+        live_s = await _streams_live(runtime, task, config)
+        quiet = await _quiet_baseline(rig, config)
         # no probe has a summary before its first attempt: what the view holds without any
         rss_before = _rss_mb(os.getpid())
         rig.go.set()
