@@ -51,7 +51,8 @@ class ResultsManager:
         self._cache: dict[str, ResultValue] = {}
         self._subscribers: list[Subscriber] = []
         # pods a `set` named, changed or not, once someone asks (`touched_pods`): a set of an
-        # unchanged value still makes a worker's cached result its own, unless it was already
+        # unchanged value still makes a worker's cached result its own; one that was its own
+        # already names no pod
         self.touched: set[str] | None = None
 
     def subscribe(self, fn: Subscriber) -> None:
