@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from operator import itemgetter, sub
 from typing import Any, NamedTuple
 
 from probetui.agent.kubelet import RESULTS, KubeletCounts
@@ -31,7 +30,6 @@ from probetui.stream.rows import PodNames
 
 TOTAL_SLACK = 1
 RESULT_SLACK = 2
-_BY_RESULT = itemgetter(*RESULTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +114,13 @@ class CountsJoin:
             or not (before.on_time and after.on_time)
         ):
             return None
-        # the differences by result, in RESULTS' order, without a Python call per result
-        dk = tuple(map(sub, _BY_RESULT(after.kubelet), _BY_RESULT(before.kubelet)))
-        ds = tuple(map(sub, _BY_RESULT(after.shadow), _BY_RESULT(before.shadow)))
-        if min(*dk, *ds) < 0:
+        dk = {r: after.kubelet[r] - before.kubelet[r] for r in RESULTS}
+        ds = {r: after.shadow[r] - before.shadow[r] for r in RESULTS}
+        if min(*dk.values(), *ds.values()) < 0:
             return None  # a counter went down: a restart between the scrapes
         self.spans += 1
-        mismatch = (
-            abs(sum(dk) - sum(ds)) > TOTAL_SLACK or max(map(abs, map(sub, dk, ds))) > RESULT_SLACK
+        mismatch = abs(sum(dk.values()) - sum(ds.values())) > TOTAL_SLACK or any(
+            abs(dk[r] - ds[r]) > RESULT_SLACK for r in RESULTS
         )
         if mismatch:
             self.mismatches += 1

@@ -17,7 +17,6 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter
 
 MAX_LINE = 64 << 10  # characters of one line
 MAX_SERIES = 200_000  # samples of the wanted names read from one body
@@ -56,7 +55,6 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
     """
     wanted = tuple(names)
     out = Parsed()
-    samples = out.samples
     seen: Known = {}
     for line in _lines_of(text, wanted):
         if len(line) > MAX_LINE:
@@ -64,32 +62,24 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
             continue
         series, _, value = line.rstrip("\r").rpartition(" ")
         hit = known.get(series) if known is not None and value else None
-        if hit is not None and hit[0] in wanted:
-            # a known series: its value alone is read, without a call per line
-            try:
-                number = float(value)
-            except ValueError:
-                out.skipped += 1
-                continue
-            if len(samples) >= MAX_SERIES:
-                out.truncated = True
-                break
-            seen[series] = hit
-            samples.append(Sample(hit[0], hit[1], number))
-            continue
         try:
-            sample, timed = _parse_line(line)
+            if hit is not None:
+                sample = Sample(hit[0], hit[1], _value(value))
+            else:
+                sample, timed = _parse_line(line)
+                if known is not None and value and not timed:
+                    hit = (sample.name, sample.labels)
         except PromTextError:
             out.skipped += 1
             continue
         if sample.name not in wanted:
             continue  # a longer name with a wanted one as its prefix
-        if len(samples) >= MAX_SERIES:
+        if len(out.samples) >= MAX_SERIES:
             out.truncated = True
             break
-        if known is not None and value and not timed:
-            seen[series] = (sample.name, sample.labels)
-        samples.append(sample)
+        if hit is not None:
+            seen[series] = hit
+        out.samples.append(sample)
     if known is not None:
         known.clear()
         known.update(seen)
@@ -97,32 +87,23 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
 
 
 def _lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
-    """Return the lines of `text` that start with one of `wanted`, in order. Each line is found
-    by `str.find`, its end with it, so the lines of other metrics (the kubelet's duration
-    histogram, most of the body) are passed over in C (benchmarks.agents' scrape guards it)."""
-    found: list[tuple[int, str]] = []
+    """Return the lines of `text` that start with one of `wanted`, in order. Each name is found
+    by `str.find`, so the lines of other metrics (the kubelet's duration histogram, most of the
+    body) are passed over in C (benchmarks.agents' scrape guards it)."""
+    starts: set[int] = set()
     for name in wanted:
-        needle = "\n" + name
         if text.startswith(name):
-            start = 0
-        else:
-            at = text.find(needle)
-            start = at + 1 if at >= 0 else -1
-        while start >= 0:
-            end = text.find("\n", start)
-            if end < 0:
-                found.append((start, text[start:]))
-                break
-            found.append((start, text[start:end]))
-            # the newline that ends this line may begin the next one of the name
-            at = text.find(needle, end)
-            start = at + 1 if at >= 0 else -1
-    if len(wanted) > 1:
-        # each name's lines come in order: one sort merges them, a line two names start
-        # (one the other's prefix) is kept once
-        found.sort(key=itemgetter(0))
-        found = [f for i, f in enumerate(found) if not i or f[0] != found[i - 1][0]]
-    return [line for _, line in found]
+            starts.add(0)
+        needle = "\n" + name
+        at = text.find(needle)
+        while at >= 0:
+            starts.add(at + 1)
+            at = text.find(needle, at + len(needle))
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        lines.append(text[start:] if end < 0 else text[start:end])
+    return lines
 
 
 # a sample: its name, its label block (quoted values may hold braces), its value, a timestamp
