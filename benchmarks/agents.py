@@ -264,7 +264,8 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
             env["PYTHONPATH"] = str(ROOT)
             profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
             agent = await asyncio.create_subprocess_exec(
-                sys.executable, *profile, "-m", "probetui.cli", "agent",
+                *_callgrind_prefix(args.callgrind), sys.executable, *profile,
+                "-m", "probetui.cli", "agent",
                 "--kubeconfig", kubeconfig, "--service-account-dir", sa,
                 "--node", NODE, "--node-ip", "127.0.0.1", "--port", "0",
                 "--token-file", str(token), "--kubelet-port", str(kubelet_port),
@@ -283,8 +284,13 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 wakes0 = _status_field(agent.pid, "voluntary_ctxt_switches")
                 busy0 = machine_busy_seconds()
                 attempts0 = await _metric_sum(session, url, "probetui_agent_attempts_total")
+                if args.callgrind:
+                    await _callgrind_control(agent.pid, "--instr=on", "--zero")
                 bytes0 = got["bytes"]
                 await asyncio.sleep(args.duration)
+                instructions = (
+                    await _callgrind_dump(agent.pid, args.callgrind) if args.callgrind else None
+                )
                 cpu1, t1 = process_cpu_seconds(agent.pid), time.monotonic()
                 split1 = _cpu_split(agent.pid)
                 wakes1 = _status_field(agent.pid, "voluntary_ctxt_switches")
@@ -320,6 +326,11 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                     (cpu1 - cpu0) * 1000 / max(1.0, attempts1 - attempts0), 3
                 ),
                 "attempts_per_s": round((attempts1 - attempts0) / wall, 2),
+                "agent_instructions_per_attempt": (
+                    None
+                    if instructions is None
+                    else round(instructions / max(1.0, attempts1 - attempts0))
+                ),
                 "agent_wakeups_per_s": round((wakes1 - wakes0) / wall, 1),
                 "agent_threads": threads,
                 "machine_busy_cores": round((busy1 - busy0) / wall, 2),
@@ -349,6 +360,42 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 server.kill()
             http.stop()
             grpc.stop()
+
+
+def _callgrind_prefix(out: str | None) -> list[str]:
+    """valgrind's callgrind around the agent, instrumenting nothing until the window opens, so
+    that its start-up runs at valgrind's plain speed and is not counted."""
+    if not out:
+        return []
+    return [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no",
+        f"--callgrind-out-file={out}", "--dump-line=no",
+    ]  # fmt: skip
+
+
+async def _callgrind_control(pid: int, *options: str) -> None:
+    for option in options:
+        proc = await asyncio.create_subprocess_exec(
+            "callgrind_control", option, str(pid),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        if await asyncio.wait_for(proc.wait(), 60) != 0:
+            raise BenchError(f"callgrind_control {option} {pid} failed")
+
+
+async def _callgrind_dump(pid: int, out: str) -> int:
+    """Dump the agent's counts since the window opened; return its instructions (Ir), which do
+    not depend on how fast the machine runs, unlike its CPU seconds."""
+    before = set(Path(out).parent.glob(Path(out).name + "*"))
+    await _callgrind_control(pid, "--dump")
+    for _ in range(600):
+        new = set(Path(out).parent.glob(Path(out).name + "*")) - before
+        for path in new:
+            found = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
+            if found:
+                return int(found.group(1))
+        await asyncio.sleep(0.1)
+    raise BenchError(f"callgrind wrote no dump next to {out}")
 
 
 async def _agent_url(agent: asyncio.subprocess.Process) -> str:
@@ -482,6 +529,11 @@ def table(r: dict[str, Any]) -> str:
             f"{r['agent_cores'] * 100:.2f}% of a core ({r['agent_cpu_ms_per_attempt']} ms an "
             f"attempt)  goal < {CORES_GOAL * 100:.0f}%: {ok(r['agent_cores'] < CORES_GOAL)}",
         ),
+        *(
+            [("  instructions", f"{r['agent_instructions_per_attempt']:,} an attempt (callgrind)")]
+            if r.get("agent_instructions_per_attempt")
+            else []
+        ),
         (
             "  user / system",
             f"{r['agent_user_cores'] * 100:.2f}% / {r['agent_system_cores'] * 100:.2f}%",
@@ -530,6 +582,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-reader", dest="reader", action="store_false", help="no stream reader")
     p.add_argument("--profile", metavar="PATH", help="write a cProfile of the agent to PATH")
+    p.add_argument(
+        "--callgrind",
+        metavar="PATH",
+        help="run the agent under valgrind's callgrind and report its instructions per attempt "
+        "in the window (dumps at PATH.N; its CPU figures are then valgrind's, not the agent's)",
+    )
     p.add_argument(
         "--no-grpc",
         dest="grpc",

@@ -74,6 +74,9 @@ NAME = "blackbox"
 PACKAGE = "prometheus-blackbox-exporter"
 BINARIES = ("prometheus-blackbox-exporter", "blackbox_exporter")
 GOAL_RATIO = 0.5
+# the goal the house change set for both handlers (docs/performance.md), judged on the median
+# of the rounds: the quietest round alone can be a lucky one
+NEXT_GOAL_RATIO = 0.3
 MODULES = {"http": "http_2xx", "tcp": "tcp_connect"}
 _CONFIG = """\
 modules:
@@ -545,6 +548,7 @@ def run(config: Config) -> dict[str, Any]:
         ),
         "setup": setup_log,
         "goal": f"probetui / blackbox_exporter CPU per probe <= {GOAL_RATIO}",
+        "next_goal": f"the median of the rounds' ratios <= {NEXT_GOAL_RATIO}",
         "results": rows,
     }
 
@@ -568,6 +572,7 @@ def _summary(handler: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     chosen = min(runs, key=lambda r: r["noise_cores"])
     ratios = [r["ratio"] for r in runs if r["ratio"] is not None]
     ratio = chosen["ratio"]
+    median = statistics.median_low(ratios) if ratios else None
     return {
         "handler": handler,
         "probetui": chosen["probetui"],
@@ -575,8 +580,9 @@ def _summary(handler: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
         "ratio": ratio,
         "noise_cores": chosen["noise_cores"],
         "ratios": [r["ratio"] for r in runs],
-        "median_ratio": statistics.median_low(ratios) if ratios else None,
+        "median_ratio": median,
         "goal_met": ratio is not None and ratio <= GOAL_RATIO,
+        "next_goal_met": median is not None and median <= NEXT_GOAL_RATIO,
         "rounds": runs,
     }
 
@@ -620,7 +626,9 @@ def table(r: dict[str, Any]) -> str:
                     f"median {row['median_ratio']}"
                     if len(row["ratios"]) > 1
                     else ""
-                ),
+                )
+                + f"; next goal, median <= {NEXT_GOAL_RATIO}: "
+                + ("met" if row["next_goal_met"] else "NOT met"),
             ),
         ]
     return format_table(title, rows)

@@ -4,6 +4,9 @@ goals here (the full run's table says); every figure must be there."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from benchmarks import agents
@@ -28,6 +31,21 @@ def test_node_mode_runs_small() -> None:
     assert result["machine_busy_cores"] > 0
     assert "one node agent" in agents.table(result)
     assert result["environment"]["reference_ms"] > 0 and "machine speed" in agents.table(result)
+    assert result["agent_instructions_per_attempt"] is None
+
+
+@pytest.mark.skipif(shutil.which("callgrind_control") is None, reason="valgrind not installed")
+def test_node_mode_counts_instructions_under_callgrind(tmp_path: Path) -> None:
+    """--callgrind: the window's instructions an attempt, the start-up left out."""
+    out = tmp_path / "agent.cg"
+    args = _args(
+        "--pods", "2", "--period", "1", "--warmup", "3", "--duration", "2",
+        "--callgrind", str(out),
+    )  # fmt: skip
+    result = agents.run(args)  # type: ignore[arg-type]
+    assert result["attempts_per_s"] > 0
+    assert result["agent_instructions_per_attempt"] > 0
+    assert "(callgrind)" in agents.table(result)
 
 
 def test_ring_mode_runs_small() -> None:

@@ -160,7 +160,8 @@ def test_blackbox_side_by_side_http() -> None:
     assert theirs["probes"] > 0 and theirs["errors"] == 0 and theirs["failed"] == 0
     assert mine["cpu_s_per_1000"] > 0 and theirs["cpu_s_per_1000"] > 0
     assert row["ratio"] == pytest.approx(mine["cpu_s_per_1000"] / theirs["cpu_s_per_1000"], 0.01)
-    assert "http ratio" in blackbox.table(result)
+    assert row["next_goal_met"] == (row["median_ratio"] <= blackbox.NEXT_GOAL_RATIO)
+    assert "http ratio" in blackbox.table(result) and "next goal" in blackbox.table(result)
 
 
 def test_blackbox_skips_in_one_line_without_the_exporter(

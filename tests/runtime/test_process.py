@@ -415,7 +415,8 @@ def test_no_orphans_when_probetui_ends(mode: str, returncode: int) -> None:
                 assert parent.stdin is not None
                 parent.stdin.write("go\n")
                 parent.stdin.flush()
-            assert parent.wait(timeout=5) == returncode
+            # generous: a machine loaded by a parallel run delays the exit handlers, not the rule
+            assert parent.wait(timeout=15) == returncode
             wait = 5.0 if mode == "SIGKILL" else 1.0
             for pid in pids:
                 assert _wait_dead(pid, wait), f"pid {pid} outlived probetui ({mode})"
