@@ -236,8 +236,14 @@ class FleetCount:
             for uid, entry in store.pods.items():
                 self._add(uid, _fleet_facts(store, entry))
         elif store.version != self._version:
-            pods = store.pods
-            for uid in {k.pod_uid for k in store.changed_since(self._version)}:
+            pods, containers, since = store.pods, store.containers, self._version
+            # a container a replay's seek refilled as it listed before counts as it did: what
+            # it is listed by holds all that its pod's share is worked out from
+            for uid in {
+                k.pod_uid
+                for k in store.changed_since(since)
+                if (c := containers.get(k)) is None or c.listed_since() > since
+            }:
                 entry = pods.get(uid)
                 before = self._facts.get(uid)
                 if entry is None or before is None:

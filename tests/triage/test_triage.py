@@ -317,3 +317,45 @@ def test_the_fleet_count_follows_the_store_and_counts_again_only_what_changed() 
     # a pod gone: counted anew
     synth.sinks[0].pod(crashy, None)
     assert counter.count(T_END) == fleet(store, T_END)
+
+
+def test_the_fleet_count_after_a_seek_looks_again_only_at_pods_listed_otherwise() -> None:
+    """A replay's seek refills every container of its store: the count looks again only at
+    the pods whose listed state is not as it was (here a divergence), and stays `fleet`'s."""
+    from probetui.replay.store import ReplayStore
+    from probetui.triage import groups
+
+    app = Container(name="app", readiness_probe=http(8080, "/ready"))
+    pods = [Pod(name=f"api-{i}", uid=f"uid-api-{i}", containers=(app,)) for i in range(3)]
+
+    def moment(store: Store, diverged: bool) -> None:
+        s = Synth(store)
+        for p in pods:
+            s.add_pod(p, T0)
+            s.start(p, "app", T0)
+            s.attempt(p, "app", ProbeType.READINESS, T0 + 1)
+        if diverged:
+            s.kubelet(pods[1], "app", "Divergence", T0 + 2, source="kubelet", message="diverged")
+
+    store = ReplayStore()
+    moment(store, diverged=False)
+    counter = FleetCount(store)
+    assert counter.count(NOW) == fleet(store, NOW)
+    fresh = store.fresh_for_seek()
+    moment(fresh, diverged=True)
+    store.swap_in(fresh)
+    looked: list[str] = []
+    facts = groups._fleet_facts
+
+    def counting(store: Store, entry):  # type: ignore[no-untyped-def]
+        looked.append(entry.pod.uid)
+        return facts(store, entry)
+
+    groups._fleet_facts = counting  # type: ignore[assignment]
+    try:
+        counted = counter.count(NOW)
+    finally:
+        groups._fleet_facts = facts  # type: ignore[assignment]
+    assert counted == fleet(store, NOW)
+    assert counted.divergent == 1
+    assert looked == ["uid-api-1"]
