@@ -174,13 +174,27 @@ class ReplayStore(Store):
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:
         r = self._taken
-        if r is not None and status is not None and pod.uid not in self.pods:
-            entry = r.pods.pop(pod.uid, None)
-            if entry is not None:
-                self.pods[pod.uid] = entry
-            else:
+        if r is None or status is None:
+            Store.pod(self, pod, status)
+            return
+        uid = pod.uid
+        entry = self.pods.get(uid)
+        if entry is None:
+            entry = r.pods.pop(uid, None)
+            if entry is None:
                 r.added = True
-        Store.pod(self, pod, status)
+                Store.pod(self, pod, status)
+                return
+            self.pods[uid] = entry
+        # a seek feeds its fresh store every pod: a taken-back entry is updated here as
+        # `Store.pod` updates one, its containers stamped, not logged, without a call each
+        self.version += 1
+        v = self.version
+        if entry.pod is not pod and entry.pod.probed_containers() != pod.probed_containers():
+            self.layout_version = v
+        entry.pod, entry.status, entry.version = pod, status, v
+        for c in pod.probed_containers():
+            self._container(ContainerKey(uid, c.name)).version = v
 
     def _container(self, key: ContainerKey) -> ContainerHistory:
         c = self.containers.get(key)
@@ -265,7 +279,10 @@ class ReplayStore(Store):
         h.in_run = True
         h.defer(self._filler)
         self._deferred[key] = h
-        self._changed(owner)
+        if self._taken is not None:
+            owner.version = self.version  # a seek's fresh store stamps, as `_changed` does
+        else:
+            self._changed(owner)
 
     def fill_deferred(self, keys: Iterable[ProbeKey] | None = None) -> None:
         """Fill deferred histories (all of them without `keys`): each emptied and fed by the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+from dataclasses import replace
 
 import pytest
 
@@ -376,6 +377,33 @@ def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> No
     b = store.container(ContainerKey("uid-b", "app"))
     assert b is not None and L not in b.probes
     assert ProbeKey("uid-b", "app", L) not in store.probes
+
+
+def test_a_refill_lays_the_list_out_anew_where_a_pod_came_back_with_other_probes() -> None:
+    """A seek that finds the same pods in the same order still moves the layout where a pod's
+    spec probes its containers otherwise than before (its lines say what is probed)."""
+    first, _, pods = _two_moments()
+    store = ReplayStore()
+    first.into(store)
+    layout = store.layout_version
+    app = pods[1].containers[0]
+    slower = replace(app, readiness_probe=replace(app.readiness_probe, period_seconds=10))
+    b = replace(pods[1], containers=(slower,))
+    refill = store.fresh_for_seek()
+    for name, args in first.calls:
+        if name == "pod" and args[0] is pods[1]:
+            args = (b, *args[1:])
+        getattr(refill, name)(*args)
+    store.swap_in(refill)
+    assert store.layout_version > layout
+    assert store.pods["uid-b"].pod is b
+    fresh = ReplayStore()
+    first.into(fresh)
+    refill = fresh.fresh_for_seek()
+    first.into(refill)
+    layout = fresh.layout_version
+    fresh.swap_in(refill)
+    assert fresh.layout_version == layout  # the same specs: the layout stays
 
 
 def test_a_steady_probes_records_share_one_shape() -> None:
