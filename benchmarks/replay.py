@@ -24,10 +24,12 @@ timed together.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,27 @@ GOAL_WHAT_IF_S = 1.0
 def _clean(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-lock"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def steady_recording(
+    recording: str | None, probes: int, minutes: float, period: int, prefix: str
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Yield the steady recording a screen benchmark reads, and what was written of it:
+    `recording` (written there when absent, and kept), or one in a folder of its own that goes
+    when the benchmark is done."""
+    if recording is not None:
+        path = Path(recording)
+        yield path, {} if path.exists() else write_steady(path, probes, minutes, period)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    path = tmp / "steady.db"
+    written = write_steady(path, probes, minutes, period)
+    try:
+        yield path, written
+    finally:
+        _clean(path)
+        tmp.rmdir()
 
 
 def _steady_pods(n: int) -> list[Any]:

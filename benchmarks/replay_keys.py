@@ -27,14 +27,13 @@ import argparse
 import asyncio
 import contextlib
 import random
-import tempfile
 import time
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Parser, add_output_args, format_table, positive, report, summary_ms
-from benchmarks.replay import _clean, write_steady
+from benchmarks.replay import steady_recording
 from benchmarks.ui import (
     _expect,
     _key_event,
@@ -51,13 +50,31 @@ SEEKS = 5  # seeks to random moments before playing, each to its repaint
 PAUSE = (0.2, 0.6)
 
 
-async def _measure(path: Path, duration: float, speed: float, at: float) -> dict[str, Any]:
+def replay_app(player: Any, path: Path) -> tuple[Any, _Recorder]:
+    """The real replay screen on `player`, for a headless terminal, with the frames it writes
+    timed (`_Recorder`)."""
     from probetui.record.archive import HistoryArchive
+    from probetui.ui.app import ProbeApp
+    from probetui.ui.screens.replay import ReplayScreen
+
+    app = ProbeApp(
+        player,
+        player.store,
+        now=player.now,
+        tz=UTC,
+        make_screen=lambda ctx: ReplayScreen(ctx, player),
+        archive=HistoryArchive(path),
+    )
+    app.driver_class = _null_terminal()
+    rec = _Recorder()
+    rec.install(app)
+    return app, rec
+
+
+async def _measure(path: Path, duration: float, speed: float, at: float) -> dict[str, Any]:
     from probetui.record.reader import open_recording
     from probetui.replay import player as player_module
     from probetui.replay.player import Player
-    from probetui.ui.app import ProbeApp
-    from probetui.ui.screens.replay import ReplayScreen
 
     slices: list[tuple[float, float]] = []  # (when, seconds) of each slice the player fed
     seek = Player.seek
@@ -74,17 +91,7 @@ async def _measure(path: Path, duration: float, speed: float, at: float) -> dict
         t0 = time.perf_counter()
         player = Player(recording, start=span[0] + at)
         opened = time.perf_counter() - t0
-        app = ProbeApp(
-            player,
-            player.store,
-            now=player.now,
-            tz=UTC,
-            make_screen=lambda ctx: ReplayScreen(ctx, player),
-            archive=HistoryArchive(path),
-        )
-        app.driver_class = _null_terminal()
-        rec = _Recorder()
-        rec.install(app)
+        app, rec = replay_app(player, path)
         presses: list[_Press] = []
         player_module.Player.seek = timed_seek  # type: ignore[method-assign]
         try:
@@ -169,23 +176,13 @@ async def _frame_after(rec: _Recorder, n: int, timeout: float = 30.0) -> float:
 
 
 def compute(args: argparse.Namespace) -> dict[str, Any]:
-    written: dict[str, Any] = {}
-    tmp: Path | None = None
-    if args.recording is not None:
-        path = Path(args.recording)
-        if not path.exists():
-            written = write_steady(path, args.probes, args.minutes, args.period)
-    else:
-        tmp = Path(tempfile.mkdtemp(prefix="probetui-replay-keys-"))
-        path = tmp / "steady.db"
-        written = write_steady(path, args.probes, args.minutes, args.period)
-    try:
-        with _terminal_env():
-            result = asyncio.run(_measure(path, args.duration, args.speed, args.at))
-    finally:
-        if tmp is not None:
-            _clean(path)
-            tmp.rmdir()
+    with (
+        steady_recording(
+            args.recording, args.probes, args.minutes, args.period, "probetui-replay-keys-"
+        ) as (path, written),
+        _terminal_env(),
+    ):
+        result = asyncio.run(_measure(path, args.duration, args.speed, args.at))
     return {"recording": {"path": str(path), **written}, **result}
 
 

@@ -7,8 +7,8 @@
 than a change in the code moves it. This counts the same path instead: the real replay screen
 (headless, 160x45) on `benchmarks.replay`'s steady recording, `--seeks` seeks to the targets a
 seeded generator picks, each from `Player.seek` to the first frame written after the screen
-hears of it. Counted two ways, each the same from run to run but for a few calls of the wait
-for the frame, which polls the loop:
+hears of it. Counted two ways, each the same from run to run but for the loop's own turns while
+the frame is waited for (a few hundred calls):
 
 - Python function calls (cProfile), the seek and the repaint apart;
 - with `--callgrind`, the instructions of each (valgrind's callgrind, this process run again
@@ -37,7 +37,6 @@ import re
 import subprocess
 import sys
 import tempfile
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +48,9 @@ from benchmarks.common import (
     positive,
     report,
 )
-from benchmarks.replay import _clean, write_steady
-from benchmarks.replay_keys import _frame_after
-from benchmarks.ui import _null_terminal, _Recorder, _terminal_env
+from benchmarks.replay import steady_recording
+from benchmarks.replay_keys import _frame_after, replay_app
+from benchmarks.ui import _terminal_env
 
 # where the seeks start from: as far into the recording as replay_keys starts playing
 AT = 60.0
@@ -84,10 +83,8 @@ def _callgrind(*options: str) -> None:
 
 
 async def _count(path: Path, seeks: int, fleet: str, callgrind: bool) -> dict[str, Any]:
-    from probetui.record.archive import HistoryArchive
     from probetui.record.reader import open_recording
     from probetui.replay.player import Player
-    from probetui.ui.app import ProbeApp
     from probetui.ui.screens import main as main_screen
     from probetui.ui.screens.replay import ReplayScreen
     from probetui.ui.widgets.header import TopBar
@@ -104,18 +101,8 @@ async def _count(path: Path, seeks: int, fleet: str, callgrind: bool) -> dict[st
         if span is None:
             raise BenchError(f"{path}: an empty recording")
         player = Player(recording, start=span[0] + AT, clock=lambda: 1000.0)
-        app = ProbeApp(
-            player,
-            player.store,
-            now=player.now,
-            tz=UTC,
-            make_screen=lambda ctx: ReplayScreen(ctx, player),
-            archive=HistoryArchive(path),
-        )
-        app.driver_class = _null_terminal()
+        app, rec = replay_app(player, path)
         app.gc_pacer = None
-        rec = _Recorder()
-        rec.install(app)
 
         def fill() -> None:
             while player.fill_some():
@@ -195,26 +182,15 @@ def _under_callgrind(args: argparse.Namespace, path: Path) -> dict[str, Any]:
 
 
 def compute(args: argparse.Namespace) -> dict[str, Any]:
-    written: dict[str, Any] = {}
-    tmp: Path | None = None
-    if args.recording is not None:
-        path = Path(args.recording)
-        if not path.exists():
-            written = write_steady(path, args.probes, args.minutes, 10)
-    else:
-        tmp = Path(tempfile.mkdtemp(prefix="probetui-seek-work-"))
-        path = tmp / "steady.db"
-        written = write_steady(path, args.probes, args.minutes, 10)
-    try:
+    with steady_recording(args.recording, args.probes, args.minutes, 10, "probetui-seek-work-") as (
+        path,
+        written,
+    ):
         if args.callgrind:
             result = _under_callgrind(args, path)
         else:
             with _terminal_env():
                 result = asyncio.run(_count(path, args.seeks, args.fleet, args.instrumented))
-    finally:
-        if tmp is not None:
-            _clean(path)
-            tmp.rmdir()
     return {"recording": {"path": str(path), **written}, **result}
 
 
