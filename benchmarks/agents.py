@@ -46,6 +46,9 @@ from benchmarks.common import (
     BenchError,
     Parser,
     add_output_args,
+    callgrind_command,
+    callgrind_control,
+    callgrind_total,
     environment,
     format_table,
     machine_busy_seconds,
@@ -264,7 +267,8 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
             env["PYTHONPATH"] = str(ROOT)
             profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
             agent = await asyncio.create_subprocess_exec(
-                *_callgrind_prefix(args.callgrind), sys.executable, *profile,
+                *(callgrind_command(args.callgrind) if args.callgrind else []),
+                sys.executable, *profile,
                 "-m", "probetui.cli", "agent",
                 "--kubeconfig", kubeconfig, "--service-account-dir", sa,
                 "--node", NODE, "--node-ip", "127.0.0.1", "--port", "0",
@@ -285,7 +289,7 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 busy0 = machine_busy_seconds()
                 attempts0 = await _metric_sum(session, url, "probetui_agent_attempts_total")
                 if args.callgrind:
-                    await _callgrind_control(agent.pid, "--instr=on", "--zero")
+                    await asyncio.to_thread(callgrind_control, agent.pid, "--instr=on", "--zero")
                 bytes0 = got["bytes"]
                 await asyncio.sleep(args.duration)
                 instructions = (
@@ -362,38 +366,17 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
             grpc.stop()
 
 
-def _callgrind_prefix(out: str | None) -> list[str]:
-    """valgrind's callgrind around the agent, instrumenting nothing until the window opens, so
-    that its start-up runs at valgrind's plain speed and is not counted."""
-    if not out:
-        return []
-    return [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no",
-        f"--callgrind-out-file={out}", "--dump-line=no",
-    ]  # fmt: skip
-
-
-async def _callgrind_control(pid: int, *options: str) -> None:
-    for option in options:
-        proc = await asyncio.create_subprocess_exec(
-            "callgrind_control", option, str(pid),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        if await asyncio.wait_for(proc.wait(), 60) != 0:
-            raise BenchError(f"callgrind_control {option} {pid} failed")
-
-
 async def _callgrind_dump(pid: int, out: str) -> int:
     """Dump the agent's counts since the window opened; return its instructions (Ir), which do
     not depend on how fast the machine runs, unlike its CPU seconds."""
     before = set(Path(out).parent.glob(Path(out).name + "*"))
-    await _callgrind_control(pid, "--dump")
+    await asyncio.to_thread(callgrind_control, pid, "--dump")
     for _ in range(600):
         new = set(Path(out).parent.glob(Path(out).name + "*")) - before
         for path in new:
-            found = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
-            if found:
-                return int(found.group(1))
+            total = callgrind_total(path.read_text())
+            if total is not None:
+                return total
         await asyncio.sleep(0.1)
     raise BenchError(f"callgrind wrote no dump next to {out}")
 

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -121,6 +122,34 @@ def reference_ms(rounds: int = 5) -> float:
             table[key] = table.get(key, 0) + len(key)
         best = min(best, time.process_time() - start)
     return round(best * 1000, 2)
+
+
+# -- callgrind ----------------------------------------------------------------------------------
+
+
+def callgrind_command(out: str | Path) -> list[str]:
+    """valgrind's callgrind, to put before a command: it instruments nothing until told
+    (`callgrind_control --instr=on`), so start-up runs at valgrind's plain speed uncounted."""
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+
+
+def callgrind_control(pid: int, *options: str) -> None:
+    """Tell the callgrind run `pid` each of `options` in turn (`--instr=on`, `--dump=NAME`)."""
+    for option in options:
+        try:
+            done = subprocess.run(
+                ["callgrind_control", option, str(pid)], capture_output=True, timeout=600
+            )
+        except FileNotFoundError:
+            raise BenchError("valgrind is not installed (apt-get install valgrind)") from None
+        if done.returncode != 0:
+            raise BenchError(f"callgrind_control {option} {pid} failed")
+
+
+def callgrind_total(dump: str) -> int | None:
+    """Return the instructions (Ir) one callgrind dump counted, None for a partial file."""
+    found = re.search(r"^(?:totals|summary): (\d+)", dump, re.M)
+    return int(found.group(1)) if found else None
 
 
 def _commit() -> str | None:

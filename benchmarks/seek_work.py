@@ -44,6 +44,9 @@ from benchmarks.common import (
     BenchError,
     Parser,
     add_output_args,
+    callgrind_command,
+    callgrind_control,
+    callgrind_total,
     format_table,
     positive,
     report,
@@ -71,15 +74,6 @@ def _disable(profile: cProfile.Profile | None) -> int:
     calls = sum(stat[1] for stat in profile.stats.values())  # type: ignore[attr-defined]
     profile.clear()
     return calls
-
-
-def _callgrind(*options: str) -> None:
-    subprocess.run(
-        ["callgrind_control", *options, str(os.getpid())],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        timeout=600,
-    )
 
 
 async def _count(path: Path, seeks: int, fleet: str, callgrind: bool) -> dict[str, Any]:
@@ -121,7 +115,7 @@ async def _count(path: Path, seeks: int, fleet: str, callgrind: bool) -> dict[st
                 n = len(rec.frames)
                 if callgrind:
                     # instrumentation stays on from the first seek: a dump marks each boundary
-                    _callgrind("--instr=on") if i == 0 else _callgrind("--dump=between")
+                    callgrind_control(os.getpid(), "--instr=on" if i == 0 else "--dump=between")
                 # under callgrind, no profiler: its own instructions would be counted
                 seek, repaint = (
                     (None, None) if callgrind else (cProfile.Profile(), cProfile.Profile())
@@ -130,13 +124,13 @@ async def _count(path: Path, seeks: int, fleet: str, callgrind: bool) -> dict[st
                 player.seek(target)
                 calls["seek"] += _disable(seek)
                 if callgrind:
-                    _callgrind("--dump=seek")
+                    callgrind_control(os.getpid(), "--dump=seek")
                 _enable(repaint)
                 screen.poll()  # as the screen does once its player moved
                 await _frame_after(rec, n, timeout=600)
                 calls["repaint"] += _disable(repaint)
                 if callgrind:
-                    _callgrind("--dump=repaint")
+                    callgrind_control(os.getpid(), "--dump=repaint")
                 await asyncio.sleep(0.3)
                 fill()
                 await asyncio.sleep(0.3)
@@ -150,9 +144,9 @@ def _instructions(out: Path) -> dict[str, int]:
     for dump in out.parent.glob(out.name + ".*"):
         text = dump.read_text(errors="replace")
         trigger = re.search(r"^desc: Trigger: .*?(\w+)\s*$", text, re.M)
-        total = re.search(r"^(?:totals|summary): (\d+)", text, re.M)
-        if trigger and total and trigger.group(1) in totals:
-            totals[trigger.group(1)] += int(total.group(1))
+        total = callgrind_total(text)
+        if trigger and total is not None and trigger.group(1) in totals:
+            totals[trigger.group(1)] += total
     return totals
 
 
@@ -161,8 +155,7 @@ def _under_callgrind(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="probetui-seek-work-") as tmp:
         out, result = Path(tmp) / "cg", Path(tmp) / "result.json"
         argv = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no",
-            f"--callgrind-out-file={out}", sys.executable, "-m", "benchmarks.seek_work",
+            *callgrind_command(out), sys.executable, "-m", "benchmarks.seek_work",
             "--recording", str(path), "--seeks", str(args.seeks), "--fleet", args.fleet,
             "--instrumented", "--out", str(result),
         ]  # fmt: skip
