@@ -263,7 +263,7 @@ class SyntheticShadow:
             names = PodNames(pod.uid, pod.namespace, pod.name)
             probes.append(ShadowProbe(key, names, dict(counts), i))
         join.frames(scraped, probes, True)
-        hub.publish_counts(join.latest)
+        hub.publish_counts(join.latest, join.encoded())
         return len(join.latest) * len(hub.clients)
 
     async def scrape_forever(self, hub: Any, every: float, sent: Any, slot: int) -> None:

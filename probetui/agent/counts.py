@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from probetui.agent.kubelet import RESULTS, KubeletCounts
 from probetui.keys import ProbeKey
-from probetui.stream.protocol import COUNTS
+from probetui.stream.protocol import COUNTS, json_text
 from probetui.stream.rows import PodNames
 
 TOTAL_SLACK = 1
@@ -61,6 +61,8 @@ class CountsJoin:
         self.spans = 0  # spans judged
         self._ends: dict[ProbeKey, _End] = {}
         self.latest: dict[ProbeKey, dict[str, Any]] = {}
+        self._heads: dict[ProbeKey, str] = {}  # each probe's names, encoded (`encoded`)
+        self._encoded: bytes | None = None
 
     def frames(
         self, scraped: KubeletCounts, probes: Iterable[ShadowProbe], on_time: bool
@@ -99,6 +101,7 @@ class CountsJoin:
             out.append(frame)
         self._ends = ends
         self.latest = latest
+        self._encoded = None
         return out
 
     def _judge(self, before: _End | None, after: _End) -> bool | None:
@@ -114,17 +117,66 @@ class CountsJoin:
             or not (before.on_time and after.on_time)
         ):
             return None
-        dk = {r: after.kubelet[r] - before.kubelet[r] for r in RESULTS}
-        ds = {r: after.shadow[r] - before.shadow[r] for r in RESULTS}
-        if min(*dk.values(), *ds.values()) < 0:
-            return None  # a counter went down: a restart between the scrapes
+        kubelet_total = shadow_total = widest = 0
+        for r in RESULTS:
+            dk = after.kubelet[r] - before.kubelet[r]
+            ds = after.shadow[r] - before.shadow[r]
+            if dk < 0 or ds < 0:
+                return None  # a counter went down: a restart between the scrapes
+            kubelet_total += dk
+            shadow_total += ds
+            widest = max(widest, abs(dk - ds))
         self.spans += 1
-        mismatch = abs(sum(dk.values()) - sum(ds.values())) > TOTAL_SLACK or any(
-            abs(dk[r] - ds[r]) > RESULT_SLACK for r in RESULTS
-        )
+        mismatch = abs(kubelet_total - shadow_total) > TOTAL_SLACK or widest > RESULT_SLACK
         if mismatch:
             self.mismatches += 1
         return mismatch
+
+    def encoded(self) -> bytes:
+        """Return the last scrape's frames as `dumps` writes them, one after another.
+
+        Every frame of one scrape repeats its times and every scrape a probe's names, so those
+        are encoded once, not once a frame (benchmarks.agents' node mode guards it)."""
+        if self._encoded is not None:
+            return self._encoded
+        if not self.latest:
+            return b""
+        first = next(iter(self.latest.values()))
+        t, since = json_text(first["t"]), json_text(first["since"])
+        start = (
+            f',"kubeletStart":{json_text(first["kubeletStart"])}' if "kubeletStart" in first else ""
+        )
+        heads: dict[ProbeKey, str] = {}
+        parts: list[str] = []
+        for key, frame in self.latest.items():
+            head = self._heads.get(key)
+            if head is None:
+                head = json_text({name: frame[name] for name in _NAMES})[1:-1]
+            heads[key] = head
+            mismatch = frame.get("mismatch")
+            verdict = "" if mismatch is None else f',"mismatch":{json_text(mismatch)}'
+            parts.append(
+                f'{{"k":"{COUNTS}","t":{t},{head},"kubelet":{_counts_text(frame["kubelet"])},'
+                f'"shadow":{_counts_text(frame["shadow"])},"since":{since}{start}{verdict}}}\n'
+            )
+        self._heads = heads
+        self._encoded = "".join(parts).encode()
+        return self._encoded
+
+
+# a frame's keys that name its probe, in the frame's order
+_NAMES = ("uid", "ns", "pod", "c", "probe")
+
+
+def _counts_text(counts: dict[str, int] | None) -> str:
+    """Return one side's counts as JSON, written here where they are the plain counters."""
+    if counts is None:
+        return "null"
+    if tuple(counts) == RESULTS:
+        ok, failed, unknown = counts.values()
+        if type(ok) is int and type(failed) is int and type(unknown) is int:
+            return f'{{"successful":{ok},"failed":{failed},"unknown":{unknown}}}'
+    return json_text(counts)
 
 
 __all__ = ["RESULT_SLACK", "TOTAL_SLACK", "CountsJoin", "ShadowProbe"]

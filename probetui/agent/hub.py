@@ -48,6 +48,7 @@ class Hub:
         self.divergences = 0
         self.notes: dict[str, dict[str, Any]] = {}  # topic -> its latest note frame
         self.counts: dict[ProbeKey, dict[str, Any]] = {}  # the latest counts frame per probe
+        self.counts_data = b""  # the same, encoded
         self._last = 0.0
 
     def stamp(self) -> float:
@@ -126,8 +127,8 @@ class Hub:
 
     def went_live(self, client: StreamClient) -> None:
         """`client`'s replay is over: the counts and summaries as they are now."""
-        if self.counts:
-            client.send_encoded(b"".join(dumps(frame) for frame in self.counts.values()))
+        if self.counts_data:
+            client.send_encoded(self.counts_data)
         client.summaries(self.summaries, self.clock())
 
     def detach(self, client: StreamClient) -> None:
@@ -149,12 +150,13 @@ class Hub:
             self.notes.pop(topic, None)
         self.broadcast(frame)
 
-    def publish_counts(self, latest: dict[ProbeKey, dict[str, Any]]) -> None:
-        """One scrape's `counts` frames, to every client; kept for the ones that come later."""
+    def publish_counts(self, latest: dict[ProbeKey, dict[str, Any]], data: bytes) -> None:
+        """One scrape's `counts` frames, `data` encoded, to every client; kept for the ones
+        that come later."""
         self.counts = latest
-        if not latest or not self.clients:
+        self.counts_data = data
+        if not data:
             return
-        data = b"".join(dumps(frame) for frame in latest.values())  # once for every client
         for client in self.clients:
             client.send_encoded(data)
 

@@ -22,11 +22,13 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import aiohttp
 
-from probetui.agent.promtext import Known, parse
+from probetui.agent import promtext
+from probetui.agent.promtext import PromTextError, Sample, lines_of, parse_sample
+from probetui.agent.promtext import number as _number
 from probetui.probe.gotext import join_host_port
 from probetui.runtime.kubernetes.transport import go_ssl_context
 
@@ -37,7 +39,6 @@ PROBES_PATH = "/metrics/probes"
 METRICS_PATH = "/metrics"
 MAX_BODY = 8 << 20
 TIMEOUT = 5.0  # seconds for one scrape, connect to last byte
-READ_CHUNK = 1 << 16
 TOTAL = "prober_probe_total"
 START = "process_start_time_seconds"
 BUILD_INFO = "kubernetes_build_info"
@@ -45,6 +46,23 @@ RESULTS = ("successful", "failed", "unknown")
 
 # (pod UID, container, probe type as the kubelet labels it: Liveness, Readiness, Startup)
 SeriesKey = tuple[str, str, str]
+# the same by (namespace, pod name, container, probe type)
+NameKey = tuple[str, str, str, str]
+
+
+class Counter(NamedTuple):
+    """Holds what one `prober_probe_total` series counts: whose probe, and which result."""
+
+    key: SeriesKey
+    name: NameKey
+    result: str
+
+
+# a series' text (a sample line up to its value) -> what it is to the counts, as the last read
+# of the same kubelet worked it out (`_meaning`)
+SeriesCache = dict[str, "Counter | str | None"]
+_START, _OTHER, _NEW = "start", "other", "new"
+_WANTED = (TOTAL, START)
 
 
 class ScrapeError(Exception):
@@ -65,35 +83,77 @@ class KubeletCounts:
     series: dict[SeriesKey, dict[str, int]] = field(default_factory=dict)
     # the same series by (namespace, pod name, container, probe type): a static pod's counters
     # carry the kubelet's own UID, which is not its mirror pod's
-    by_name: dict[tuple[str, str, str, str], dict[str, int]] = field(default_factory=dict)
+    by_name: dict[NameKey, dict[str, int]] = field(default_factory=dict)
     skipped: int = 0  # sample lines that did not parse
 
 
-def counts_from(text: str, t: float, known: Known | None = None) -> KubeletCounts:
-    """Return the counters in a `/metrics/probes` body (`known`: as `promtext.parse`)."""
-    parsed = parse(text, (TOTAL, START), known)
-    out = KubeletCounts(t=t, start=None, skipped=parsed.skipped)
+def counts_from(text: str, t: float, known: SeriesCache | None = None) -> KubeletCounts:
+    """Return the counters in a `/metrics/probes` body.
+
+    With `known`, a line whose series the last read worked out costs a split, a lookup and its
+    value, not a parse: a scrape repeats the same series with new values. `known` is refilled
+    with this read's series only, so it never outgrows one body. Bounded as `promtext.parse`.
+    """
+    out = KubeletCounts(t=t, start=None)
     series, by_name = out.series, out.by_name
-    for s in parsed.samples:
-        if s.name == START:
-            out.start = s.value
+    seen: SeriesCache = {}
+    read = 0
+    for line in lines_of(text, _WANTED):
+        if len(line) > promtext.MAX_LINE:
+            out.skipped += 1
             continue
-        labels = s.labels
-        result = labels.get("result")
-        probe_type = labels.get("probe_type", "")
-        if result not in RESULTS or probe_type not in _PROBE_TYPES:
+        head, _, value = line.rstrip("\r").rpartition(" ")
+        what = known.get(head, _NEW) if known is not None and value else _NEW
+        try:
+            if what is _NEW:
+                sample, timed = parse_sample(line)
+                what, number, cached = _meaning(sample), sample.value, bool(value) and not timed
+            else:
+                number, cached = _number(value), True
+        except PromTextError:
+            out.skipped += 1
             continue
-        number = s.value
-        value = int(number) if number == number and abs(number) < 2**53 else 0
-        container = labels.get("container", "")
-        key = (labels.get("pod_uid", ""), container, probe_type)
-        counts = series.get(key)
-        if counts is None:
-            counts = series[key] = dict.fromkeys(RESULTS, 0)
-        counts[result] = value
-        name = (labels.get("namespace", ""), labels.get("pod", ""), container, probe_type)
-        by_name[name] = counts
+        if what is _OTHER:
+            continue  # a longer name with a wanted one as its prefix
+        if read >= promtext.MAX_SERIES:
+            break
+        read += 1
+        if cached:
+            seen[head] = what
+        if what is _START:
+            out.start = number
+        elif what is not None:
+            key, name, result = what
+            counts = series.get(key)
+            if counts is None:
+                counts = series[key] = dict.fromkeys(RESULTS, 0)
+            counts[result] = int(number) if number == number and abs(number) < 2**53 else 0
+            by_name[name] = counts
+    if known is not None:
+        known.clear()
+        known.update(seen)
     return out
+
+
+def _meaning(sample: Sample) -> Counter | str | None:
+    """What one series of the body is to the counts: the kubelet's start, one probe's counter
+    of one result, `_OTHER` (another metric) or None (a counter of no probe type or result the
+    kubelet writes)."""
+    if sample.name == START:
+        return _START
+    if sample.name != TOTAL:
+        return _OTHER
+    labels = sample.labels
+    result = labels.get("result")
+    probe_type = labels.get("probe_type", "")
+    if result not in RESULTS or probe_type not in _PROBE_TYPES:
+        return None
+    container = labels.get("container", "")
+    return Counter(
+        (labels.get("pod_uid", ""), container, probe_type),
+        (labels.get("namespace", ""), labels.get("pod", ""), container, probe_type),
+        result,
+    )
 
 
 _PROBE_TYPES = frozenset(("Liveness", "Readiness", "Startup"))
@@ -121,7 +181,7 @@ class KubeletClient:
         self.insecure = insecure
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None
-        self._known: Known = {}  # the last scrape's series, parsed
+        self._known: SeriesCache = {}  # the last scrape's series, worked out
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -187,7 +247,9 @@ class KubeletClient:
                 chunks: list[bytes] = []
                 size = 0
                 while True:
-                    chunk = await resp.content.read(READ_CHUNK)
+                    # what has arrived, as it arrived: a read of a fixed size would copy the
+                    # rest of a large buffered chunk again each time
+                    chunk = await resp.content.readany()
                     if not chunk:
                         break
                     size += len(chunk)
@@ -202,7 +264,7 @@ class KubeletClient:
                     chunks.append(chunk)
                     if until is not None and until.encode() in chunk:
                         # the line may straddle chunks: one more read completes it
-                        more = await resp.content.read(READ_CHUNK)
+                        more = await resp.content.readany()
                         chunks.append(more)
                         break
         except ScrapeError:

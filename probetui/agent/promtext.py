@@ -56,7 +56,7 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
     wanted = tuple(names)
     out = Parsed()
     seen: Known = {}
-    for line in _lines_of(text, wanted):
+    for line in lines_of(text, wanted):
         if len(line) > MAX_LINE:
             out.skipped += 1
             continue
@@ -64,9 +64,9 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
         hit = known.get(series) if known is not None and value else None
         try:
             if hit is not None:
-                sample = Sample(hit[0], hit[1], _value(value))
+                sample = Sample(hit[0], hit[1], number(value))
             else:
-                sample, timed = _parse_line(line)
+                sample, timed = parse_sample(line)
                 if known is not None and value and not timed:
                     hit = (sample.name, sample.labels)
         except PromTextError:
@@ -86,7 +86,7 @@ def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed
     return out
 
 
-def _lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
+def lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
     """Return the lines of `text` that start with one of `wanted`, in order. Each name is found
     by `str.find`, so the lines of other metrics (the kubelet's duration histogram, most of the
     body) are passed over in C (benchmarks.agents' scrape guards it)."""
@@ -120,11 +120,12 @@ _ESCAPE = re.compile(r"\\(.)")
 
 def parse_line(line: str) -> Sample:
     """Return one sample line: `name{label="value",...} value [timestamp]`."""
-    return _parse_line(line)[0]
+    return parse_sample(line)[0]
 
 
-def _parse_line(line: str) -> tuple[Sample, bool]:
-    # the sample, and whether the line carries a timestamp after its value
+def parse_sample(line: str) -> tuple[Sample, bool]:
+    """Return one sample line's sample, and whether the line carries a timestamp after its
+    value (such a line's text up to its value is not the series alone)."""
     m = _SAMPLE.fullmatch(line.rstrip("\r"))
     if m is None:
         raise PromTextError(f"not a sample line: {line[:60]!r}")
@@ -141,11 +142,12 @@ def _parse_line(line: str) -> tuple[Sample, bool]:
             if "\\" in text:
                 text = _ESCAPE.sub(lambda e: "\n" if e.group(1) == "n" else e.group(1), text)
             labels[label] = text
-    return Sample(name, labels, _value(value)), stamp is not None
+    return Sample(name, labels, number(value)), stamp is not None
 
 
-def _value(text: str) -> float:
-    # Go's ParseFloat as the format uses it: +Inf, -Inf, NaN and every float spelling
+def number(text: str) -> float:
+    """Read a sample's value as Go's ParseFloat does in the format: +Inf, -Inf, NaN and every
+    float spelling."""
     try:
         return float(text)
     except ValueError:
@@ -202,6 +204,9 @@ __all__ = [
     "Sample",
     "escape",
     "exposition",
+    "lines_of",
+    "number",
     "parse",
     "parse_line",
+    "parse_sample",
 ]

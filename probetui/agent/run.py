@@ -272,7 +272,7 @@ class Agent:
         self._kubelet_start = counts.start
         on_time = self.engine.lateness() < BEHIND
         self.join.frames(counts, self._shadow_probes(), on_time)
-        self.hub.publish_counts(self.join.latest)
+        self.hub.publish_counts(self.join.latest, self.join.encoded())
 
     async def _read_version(self) -> None:
         version = await self.kubelet.version()

@@ -72,6 +72,11 @@ def dumps(frame: dict[str, Any]) -> bytes:
     return _ENCODER.encode(frame).encode() + b"\n"
 
 
+def json_text(value: Any) -> str:
+    """Return `value` as JSON, written as `dumps` writes it inside a frame."""
+    return _ENCODER.encode(value)
+
+
 def loads(line: bytes) -> dict[str, Any]:
     if len(line) > MAX_FRAME:
         raise ProtocolError(f"frame of {len(line)} bytes: over the {MAX_FRAME} byte limit")
@@ -146,5 +151,6 @@ __all__ = [
     "command",
     "dumps",
     "hello",
+    "json_text",
     "loads",
 ]

@@ -127,3 +127,40 @@ def test_a_frame_keeps_the_counts_of_its_scrape_when_the_workers_go_on() -> None
     assert second["mismatch"] is False and (join.spans, join.mismatches) == (1, 0)
     live["successful"] += 9  # nine attempts that the kubelet did not make: a mismatch
     assert _step(join, 130.0, _c(15), live)["mismatch"] is True
+
+
+def test_a_scrapes_frames_encoded_are_what_dumps_writes_of_each() -> None:
+    """`encoded` writes the frames its own way, from parts kept between scrapes: the bytes must
+    be `dumps`' of every frame, whatever the frame holds (a side without counts, a verdict or
+    none, no kubelet start, names to escape, counts of more than the kubelet's results)."""
+    from probetui.stream.protocol import dumps
+
+    other = ProbeKey("u-2", 'side"car', ProbeType.LIVENESS)
+    other_names = PodNames("u-2", "shöp", "wéb\n2")
+    exec_key = ProbeKey("u-2", "app", ProbeType.STARTUP)
+    join = CountsJoin(agent_start=1764643000.123456789)
+    assert join.encoded() == b""
+
+    def scrape(t: float, n: int, start: float | None) -> bytes:
+        scraped = KubeletCounts(t=t, start=start)
+        scraped.series[("u-1", "app", "Readiness")] = _c(n, 1)
+        scraped.series[("u-2", "app", "Startup")] = _c(1)
+        join.frames(
+            scraped,
+            [
+                ShadowProbe(KEY, NAMES, _c(n, 1), 1),
+                ShadowProbe(other, other_names, {**_c(n), "odd": True}, 2),  # type: ignore[dict-item]
+                ShadowProbe(exec_key, other_names, None, 3),
+            ],
+            True,
+        )
+        data = join.encoded()
+        assert data == b"".join(dumps(frame) for frame in join.latest.values())
+        assert join.encoded() is data
+        return data
+
+    first = scrape(1764643516.6491234, 10, 1764600000.2)
+    second = scrape(1764643526.6491234, 20, 1764600000.2)
+    assert b'"mismatch":false' in second and b'"mismatch"' not in first
+    third = scrape(1764643536.7, 25, None)
+    assert b"kubeletStart" not in third and third != second

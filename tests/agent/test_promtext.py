@@ -184,3 +184,23 @@ def test_counts_by_name_follow_the_last_line_of_a_name_two_uids_share() -> None:
     counts = counts_from(body, 1.0)
     assert counts.by_name[("n", "p", "c", "Readiness")] is counts.series[("u1", "c", "Readiness")]
     assert counts.series[("u1", "c", "Readiness")] == {"successful": 1, "failed": 3, "unknown": 0}
+
+
+def test_the_counts_remember_only_series_that_end_at_their_value() -> None:
+    """`counts_from` keeps what each series counts between scrapes: a line with a timestamp,
+    a longer name and a line that does not parse are never remembered, and a remembered series
+    whose value no longer parses is skipped, not counted."""
+    known: dict = {}
+    body = (
+        'prober_probe_total{pod_uid="u",container="c",probe_type="Liveness",result="failed"} 3 17\n'
+        'prober_probe_totally{pod_uid="u",container="c",probe_type="Liveness",result="failed"} 9\n'
+        "prober_probe_total{broken} 1\n"
+        'prober_probe_total{pod_uid="u",container="c",probe_type="Liveness",result="successful"} 4\n'
+        'prober_probe_total{pod_uid="u",container="c",probe_type="Other",result="successful"} 5\n'
+    )
+    counts = counts_from(body, 1.0, known)
+    assert counts.series == {("u", "c", "Liveness"): {"successful": 4, "failed": 3, "unknown": 0}}
+    assert counts.skipped == 1 and len(known) == 2  # the Liveness success and the Other
+    again = counts_from(body.replace("} 4", "} NaN").replace("} 5", "} x"), 2.0, known)
+    assert again.series == {("u", "c", "Liveness"): {"successful": 0, "failed": 3, "unknown": 0}}
+    assert again.skipped == 2
