@@ -100,6 +100,9 @@ class ReplayStore(Store):
         # the store whose readers fill the deferred histories: this one, or the screen's
         # where this is a seek's fresh store (its histories are read once it is swapped in)
         self._filler: ReplayStore = self
+        # what each container listed when the last seek was swapped in, at its version then:
+        # the next seek takes it back as it stands where that version has not moved
+        self._listed: dict[ContainerKey, tuple[int, tuple[object, ...]]] = {}
 
     # -- a seek: a fresh store, swapped in ------------------------------------------------
 
@@ -115,11 +118,13 @@ class ReplayStore(Store):
             marks=self.marks_per_container,
             history_seconds=self.history_seconds,
         )
-        pods = self.pods
-        was = {
-            k: (c.listed_since(), listed(c, pods.get(k.pod_uid)))
-            for k, c in self.containers.items()
-        }
+        pods, known = self.pods, self._listed
+        was = {}
+        for k, c in self.containers.items():
+            seen = known.get(k)
+            if seen is None or seen[0] != c.version:
+                seen = (0, listed(c, pods.get(k.pod_uid)))
+            was[k] = (c.listed_since(), seen[1])
         probes = cast(dict[ProbeKey, LazyHistory], self.probes)
         fresh._taken = _TakenBack(dict(pods), dict(self.containers), dict(probes), list(pods), was)
         fresh.version = self.version + 1
@@ -150,13 +155,18 @@ class ReplayStore(Store):
             h.owner = None  # no cycle left: freed at once, also where gc is frozen
         for c in r.containers.values():
             c.probes.clear()
+        self._listed = {}
         if r.added or r.pods or r.containers or list(self.pods) != r.order:
             self.layout_version = self.version
             return
-        containers, pods = self.containers, self.pods
+        containers, pods, now = self.containers, self.pods, self._listed
         for key, (since, was) in r.listed.items():
             c = containers.get(key)
-            if c is not None and listed(c, pods.get(key.pod_uid)) == was:
+            if c is None:
+                continue
+            shown = listed(c, pods.get(key.pod_uid))
+            now[key] = (c.version, shown)
+            if shown == was:
                 c.listed_same_since, c.listed_same_at = since, c.version
 
     # -- feeding ----------------------------------------------------------------------

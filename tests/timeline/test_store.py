@@ -354,6 +354,33 @@ def test_a_refill_takes_the_objects_back_and_says_what_lists_as_before() -> None
     assert scored == ["uid-b"]  # a and c listed as before: not scored again
 
 
+def test_a_second_seek_compares_with_what_lists_now_not_with_the_last_seek() -> None:
+    """The screen's store keeps what each container listed when a seek was swapped in, for the
+    next seek to take back: a container that changed since (played on after the seek) is
+    looked at as it lists now, so a seek that puts it back where it was is a change."""
+    first, second, pods = _two_moments()
+    store = ReplayStore()
+    first.into(store)
+    refill = store.fresh_for_seek()
+    second.into(refill)
+    store.swap_in(refill)
+    played = Tape()
+    synth = Synth(played)
+    synth.add_pod(pods[0], T0)
+    synth.start(pods[0], "app", T0)  # the same container instance, as in both moments
+    played.calls.clear()
+    for i in range(4):
+        synth.attempt(pods[0], "app", R, T0 + 110 + i, Result.FAILURE)  # a fails on playing
+    played.into(store)
+    before = store.version
+    refill = store.fresh_for_seek()
+    second.into(refill)  # back to where a passed
+    store.swap_in(refill)
+    since = {k.pod_uid: c.listed_since() for k, c in store.containers.items()}
+    assert since["uid-a"] > before  # listed otherwise than just before the seek
+    assert since["uid-b"] <= before and since["uid-c"] <= before
+
+
 def test_a_refill_drops_what_is_not_fed_again_and_lays_the_list_out_anew() -> None:
     first, second, pods = _two_moments()
     store = ReplayStore()
