@@ -48,7 +48,7 @@ from benchmarks.common import (
     add_output_args,
     callgrind_command,
     callgrind_control,
-    callgrind_total,
+    callgrind_dump,
     environment,
     format_table,
     machine_busy_seconds,
@@ -293,7 +293,7 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 bytes0 = got["bytes"]
                 await asyncio.sleep(args.duration)
                 instructions = (
-                    await _callgrind_dump(agent.pid, args.callgrind) if args.callgrind else None
+                    await callgrind_dump(agent.pid, args.callgrind) if args.callgrind else None
                 )
                 cpu1, t1 = process_cpu_seconds(agent.pid), time.monotonic()
                 split1 = _cpu_split(agent.pid)
@@ -364,21 +364,6 @@ async def _node(args: argparse.Namespace) -> dict[str, Any]:
                 server.kill()
             http.stop()
             grpc.stop()
-
-
-async def _callgrind_dump(pid: int, out: str) -> int:
-    """Dump the agent's counts since the window opened; return its instructions (Ir), which do
-    not depend on how fast the machine runs, unlike its CPU seconds."""
-    before = set(Path(out).parent.glob(Path(out).name + "*"))
-    await asyncio.to_thread(callgrind_control, pid, "--dump")
-    for _ in range(600):
-        new = set(Path(out).parent.glob(Path(out).name + "*")) - before
-        for path in new:
-            total = callgrind_total(path.read_text())
-            if total is not None:
-                return total
-        await asyncio.sleep(0.1)
-    raise BenchError(f"callgrind wrote no dump next to {out}")
 
 
 async def _agent_url(agent: asyncio.subprocess.Process) -> str:

@@ -9,6 +9,8 @@ as `benchmarks.engine --json` does.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import math
 import os
@@ -150,6 +152,38 @@ def callgrind_total(dump: str) -> int | None:
     """Return the instructions (Ir) one callgrind dump counted, None for a partial file."""
     found = re.search(r"^(?:totals|summary): (\d+)", dump, re.M)
     return int(found.group(1)) if found else None
+
+
+async def callgrind_dump(pid: int, out: str | Path, *, hold_loop: bool = False) -> int:
+    """Dump the counts of the callgrind run `pid` (writing to `out`) since it was last zeroed;
+    return its instructions (Ir), which do not depend on how fast the machine runs, unlike its
+    CPU seconds. `hold_loop`: the running loop waits for the dump, so that nothing it runs
+    falls between what was counted and the dump (for a run that controls itself)."""
+    out = Path(out)
+    before = _dumps(out)
+    if hold_loop:
+        callgrind_control(pid, "--dump")
+    else:
+        await asyncio.to_thread(callgrind_control, pid, "--dump")
+    for _ in range(600):
+        # a dump has a file of its own, or rewrites one an earlier run left
+        for path, stamp in _dumps(out).items():
+            if before.get(path) != stamp:
+                total = callgrind_total(path.read_text())
+                if total is not None:
+                    return total
+        await asyncio.sleep(0.1)
+    raise BenchError(f"callgrind wrote no dump next to {out}")
+
+
+def _dumps(out: Path) -> dict[Path, tuple[int, int]]:
+    """The dump files next to `out`, each with its modification time and size."""
+    found = {}
+    for path in out.parent.glob(out.name + ".*"):
+        with contextlib.suppress(OSError):
+            stat = path.stat()
+            found[path] = (stat.st_mtime_ns, stat.st_size)
+    return found
 
 
 def _commit() -> str | None:

@@ -1,7 +1,8 @@
 """Engine benchmark: the real prober under a cluster's worth of probes, on one event loop.
 
     python -m benchmarks.engine --workers 15000 --period 10 --handler http --duration 60
-        [--impl lean|httpx] [--uvloop] [--target HOST:PORT] [--json] [--out FILE]
+        [--impl lean|httpx] [--uvloop] [--target HOST:PORT] [--callgrind PATH] [--json]
+        [--out FILE]
 
 Builds N synthetic pods, each with one container and one probe (readiness by default) whose pod
 IP and port point at the target, and runs them through the real `Manager`, `Worker`s, results
@@ -26,7 +27,11 @@ manager's start-up jitter takes to spread the first probes) and lasts `--duratio
   target's separately (from /proc), and any child processes of this one (rusage);
 - peak RSS of this process; event-loop lag (how late a 50 ms sleep wakes), p99 / max;
 - errors: attempts that did not succeed, by their output, timeouts among them, and probes that
-  raised.
+  raised;
+- with `--callgrind PATH`, instructions per attempt: the benchmark runs again under valgrind's
+  callgrind (with PYTHONHASHSEED=0, so that runs repeat), counting nothing until the window
+  opens and dumping its count at PATH.N when it closes; unlike CPU seconds, the count does not
+  depend on how fast the machine runs. Its other figures are then valgrind's, not the engine's.
 
 Prints a table; `--json` prints the result as one JSON object instead, and `--out FILE` also
 writes it to FILE.
@@ -48,6 +53,7 @@ import platform
 import random
 import re
 import resource
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -55,7 +61,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from benchmarks.common import BenchError, machine_busy_seconds, quantile, run_main
+from benchmarks.common import (
+    BenchError,
+    callgrind_command,
+    callgrind_control,
+    callgrind_dump,
+    machine_busy_seconds,
+    quantile,
+    run_main,
+)
 from benchmarks.target import Target, start_target
 from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
@@ -99,6 +113,9 @@ class Config:
     gc_freeze: bool = False
     # the node agent's tick grid (`--tick-align`): 0 arms ticks as the kubelet does
     tick_align: float = 0.0
+    # where callgrind writes, when this process runs under it (`--callgrind`): the window's
+    # instructions are counted
+    callgrind: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -490,6 +507,9 @@ class BenchResult:
     raised: int
     skips: dict[str, int]
     top_errors: list[tuple[str, int]] = field(default_factory=list)
+    # under callgrind: the instructions counted, and per attempt that ended meanwhile
+    instructions: int | None = None
+    instructions_per_attempt: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -514,6 +534,8 @@ async def _run(config: Config, target: Target | None, host: str, port: int) -> B
     gc.callbacks.append(gc_watch)
     stop_lag = asyncio.Event()
     lag_task = asyncio.get_running_loop().create_task(_watch_loop_lag(lag, stop_lag))
+    instructions: int | None = None
+    counted_from = counted = 0
     try:
         await driver.start(clock, make_pods(config, host, port, clock.now()))
         if config.gc_freeze:
@@ -527,11 +549,19 @@ async def _run(config: Config, target: Target | None, host: str, port: int) -> B
         await asyncio.sleep(max(0.0, t0 - clock.now()))
         lag.values = array.array("d")
         lag.seen = 0
+        if config.callgrind is not None:
+            # the loop waits for callgrind's answers: the attempts counted are exactly those
+            # that ended between the two
+            callgrind_control(os.getpid(), "--instr=on", "--zero")
+            counted_from = stats.attempts_total
         before = _CPU.now(target)
         gc_watch.active = True
         await asyncio.sleep(max(0.0, t1 - clock.now()))
         gc_watch.active = False
         after = _CPU.now(target)
+        if config.callgrind is not None:
+            counted = stats.attempts_total - counted_from
+            instructions = await callgrind_dump(os.getpid(), config.callgrind, hold_loop=True)
         # the grid of every worker, before anything stops
         workers = driver.workers()
         period = float(config.period)
@@ -565,6 +595,7 @@ async def _run(config: Config, target: Target | None, host: str, port: int) -> B
         if gap > 0:
             missed += gap
             workers_missing += 1
+    per_attempt = round(instructions / counted) if instructions is not None and counted else None
     engine_cpu = after.process - before.process
     target_cpu = after.target - before.target if target is not None else None
     errors = sum(stats.failures.values())
@@ -609,6 +640,8 @@ async def _run(config: Config, target: Target | None, host: str, port: int) -> B
         raised=raised.count,
         skips=dict(stats.skips),
         top_errors=stats.failures.most_common(5),
+        instructions=instructions,
+        instructions_per_attempt=per_attempt,
     )
 
 
@@ -701,6 +734,11 @@ def format_table(result: BenchResult) -> str:
         ),
         ("other load", f"{result.other_cores:.3f} cores (the rest of the machine)"),
         ("peak RSS", f"{result.peak_rss_mb:.1f} MB"),
+        *(
+            [("instructions", f"{result.instructions_per_attempt:,} an attempt (callgrind)")]
+            if result.instructions_per_attempt is not None
+            else []
+        ),
         ("loop lag ms", f"p99 {_ms(lag['p99_ms'])}  max {_ms(lag['max_ms'])}"),
         (
             "gc",
@@ -759,6 +797,14 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="round ticks up to a multiple of this many seconds, as a node agent does (0)",
     )
+    p.add_argument(
+        "--callgrind",
+        metavar="PATH",
+        help="run under valgrind's callgrind and report the instructions per attempt in the "
+        "window (dumps at PATH.N; the CPU figures are then valgrind's, not the engine's)",
+    )
+    # the run under callgrind itself: it turns the counting on and dumps it
+    p.add_argument("--instrumented", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--out", help="also write the JSON result to this file")
     return p
@@ -791,14 +837,32 @@ def config_from_args(args: argparse.Namespace) -> Config:
         prefer_nginx=not args.no_nginx,
         gc_freeze=args.gc_freeze,
         tick_align=args.tick_align,
+        callgrind=args.callgrind if args.instrumented else None,
     )
+
+
+def _under_callgrind(argv: list[str], out: str) -> int:
+    """This benchmark run again under callgrind, with the same flags; its exit status."""
+    command = [
+        *callgrind_command(out), sys.executable, "-m", "benchmarks.engine", *argv, "--instrumented"
+    ]  # fmt: skip
+    # the string hash seed orders sets and dicts, and the work done with them: one seed for
+    # every run, so that its counts repeat
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    try:
+        return subprocess.run(command, env=env).returncode
+    except FileNotFoundError:
+        raise BenchError("valgrind is not installed (apt-get install valgrind)") from None
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
-        result = run(config_from_args(args), allow_remote=args.allow_remote)
+        config = config_from_args(args)
+        if args.callgrind and not args.instrumented:
+            return _under_callgrind(sys.argv[1:] if argv is None else argv, args.callgrind)
+        result = run(config, allow_remote=args.allow_remote)
         payload = json.dumps(result.to_json(), indent=2)
         if args.out:
             with open(args.out, "w") as f:

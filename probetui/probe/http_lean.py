@@ -28,7 +28,6 @@ head and first 10 KiB of one response.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import ssl
 import time
@@ -381,9 +380,12 @@ class Hops:
         self._streams.append(stream)
         if isinstance(request, str):
             raise _Failed(request)
-        # httpcore reads on after a write error: the server may have answered already
-        with contextlib.suppress(OSError):
+        # httpcore reads on after a write error: the server may have answered already (a
+        # try, not contextlib.suppress: its object and calls on every attempt)
+        try:  # noqa: SIM105
             await stream.send(request)
+        except OSError:
+            pass
         # the response head: read by `_plain_head` when it can, else by h11 from the first
         # byte; its first read waits here, not in a coroutine of its own (every coroutine
         # between the task and the socket runs again on each wake; benchmarks.blackbox
@@ -467,13 +469,14 @@ def probe(
     `run_attempt`'s own coroutine, not one awaiting it: every coroutine between the task and
     the socket runs again on each wake (benchmarks.blackbox guards it).
     """
-    key = spec_key(headers)
+    key = spec_key(headers) if headers else ()
     return run_attempt(
         url,
         lambda deadline, streams: Hops(key, kube_version, deadline, streams),
         timeout,
         follow_non_local_redirects,
         loop,
+        lazy_deadline=True,
     )
 
 
@@ -483,16 +486,20 @@ async def run_attempt(
     timeout: float,
     follow_non_local_redirects: bool,
     loop: asyncio.AbstractEventLoop | None,
+    *,
+    lazy_deadline: bool = False,
 ) -> Attempt:
     """One attempt of `exchange` over the hops `make_hops` gives, under one deadline of
     `timeout` seconds (`http.Client.Timeout`): every stream the hops open goes into the list
-    they are given and is closed when the attempt ends."""
+    they are given and is closed when the attempt ends. `lazy_deadline`: the hops wait only
+    through `lean_conn`'s dial and `Stream`, which arm the deadline before each wait (see
+    `Deadline`)."""
     progress = Progress(url)
     streams: list[Stream] = []
     timed_out = False
     started_at = time.time()
     start = time.monotonic()
-    deadline = Deadline(loop or asyncio.get_running_loop(), timeout)
+    deadline = Deadline(loop or asyncio.get_running_loop(), timeout, lazy=lazy_deadline)
     expired = False
     try:
         try:

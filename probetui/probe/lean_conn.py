@@ -36,22 +36,40 @@ class Deadline:
     """Holds the attempt's deadline: at `when` (loop time; None for none) the attempt's task is
     cancelled. asyncio.timeout's logic, with the loop and task handed in: each of its two
     get_running_loop() calls is a getpid() system call on Python 3.11, a few per cent of an
-    attempt at cluster rates."""
+    attempt at cluster rates.
 
-    __slots__ = ("_cancelling", "_handle", "_task", "expired", "loop", "when")
+    `lazy`: the timer is set only by `arm`, which the attempt calls before each of its waits.
+    Until the attempt first waits the loop cannot run a timer, so the deadline falls at the
+    same turn of the loop either way, and an attempt that never waits (a loopback answer
+    already there) costs no timer."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, timeout: float) -> None:
+    __slots__ = ("_cancelling", "_handle", "_task", "_unarmed", "expired", "loop", "when")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, timeout: float, *, lazy: bool = False
+    ) -> None:
         self.loop = loop
         self.expired = False
         task = asyncio.current_task(loop)
         assert task is not None, "an HTTP probe runs in a task"
         self._task = task
         self._cancelling = task.cancelling()
+        self._handle: asyncio.TimerHandle | None = None
+        self._unarmed = False
         if timeout > 0:
             self.when: float | None = loop.time() + timeout
-            self._handle: asyncio.TimerHandle | None = loop.call_at(self.when, self._expire)
+            if lazy:
+                self._unarmed = True
+            else:
+                self._handle = loop.call_at(self.when, self._expire)
         else:
-            self.when = self._handle = None
+            self.when = None
+
+    def arm(self) -> None:
+        """Set the timer of a lazy deadline, once, before the attempt's first wait."""
+        if self._unarmed:
+            self._unarmed = False
+            self._handle = self.loop.call_at(self.when, self._expire)  # type: ignore[arg-type]
 
     def _expire(self) -> None:
         self.expired = True
@@ -60,6 +78,7 @@ class Deadline:
     def disarm(self) -> bool:
         """Stop the clock. True when it had run out and its cancellation is the only one the
         task has: a CancelledError is then the deadline's, to be reported as a timeout."""
+        self._unarmed = False
         if self._handle is not None:
             self._handle.cancel()
         return self.expired and self._task.uncancel() <= self._cancelling
@@ -74,22 +93,29 @@ class Stream:
     """
 
     __slots__ = (
+        "_deadline",
         "_incoming",
+        "_local",
         "_loop",
         "_outgoing",
         "_tls",
         "_waiter",
         "_watched",
-        "local",
         "remote",
         "sock",
     )
 
     def __init__(
-        self, sock: socket.socket, loop: asyncio.AbstractEventLoop, remote: tuple | None = None
+        self,
+        sock: socket.socket,
+        loop: asyncio.AbstractEventLoop,
+        remote: tuple | None = None,
+        deadline: Deadline | None = None,
     ) -> None:
         self.sock = sock
         self._loop = loop
+        # a lazy deadline to arm before each wait (None: the caller's deadline is running)
+        self._deadline = deadline
         self._tls: ssl.SSLObject | None = None
         self._incoming: ssl.MemoryBIO | None = None
         self._outgoing: ssl.MemoryBIO | None = None
@@ -97,18 +123,33 @@ class Stream:
         # watches it for them
         self._waiter: asyncio.Future[bytes] | None = None
         self._watched = False
-        # taken now: once a reset is seen the peer's address can no longer be asked for; the
-        # dial's answer (`remote`) is used when it has one, a system call fewer per attempt
-        try:
-            self.local = sock.getsockname()
-            self.remote = remote if remote is not None else sock.getpeername()
-        except OSError:
-            self.local = self.remote = None
+        # the peer's address is taken now: once a reset is seen it can no longer be asked for;
+        # the dial's answer (`remote`) is used when it has one, a system call fewer per attempt
+        if remote is None:
+            try:
+                remote = sock.getpeername()
+            except OSError:
+                remote = None
+        self.remote = remote
+        # this end's address is asked for only for an error's text (it outlives a reset, not
+        # the socket's close): a system call fewer per attempt that ends well
+        self._local: tuple | None = None
+
+    @property
+    def local(self) -> tuple | None:
+        """This end's address, None when the socket has none (or its peer was unknown)."""
+        if self._local is None and self.remote is not None:
+            try:
+                self._local = self.sock.getsockname()
+            except OSError:
+                return None
+        return self._local
 
     def addresses(self) -> str:
-        if self.local is None:
+        local = self.local
+        if local is None:
             return ""
-        return conn_addresses(self.local, self.remote)
+        return conn_addresses(local, self.remote)
 
     def close(self) -> None:
         # a stream is closed once its response is read and again when the attempt ends
@@ -142,6 +183,8 @@ class Stream:
     async def _tls_call(self, method: Callable[..., _T], *args: object) -> _T:
         """anyio's TLSStream._call_sslobject_method: pump the BIOs until `method` completes."""
         assert self._incoming is not None and self._outgoing is not None
+        if self._deadline is not None:
+            self._deadline.arm()
         while True:
             try:
                 result = method(*args)
@@ -167,6 +210,8 @@ class Stream:
             except (BlockingIOError, InterruptedError):
                 sent = 0
             if sent < len(data):
+                if self._deadline is not None:
+                    self._deadline.arm()
                 await self._loop.sock_sendall(self.sock, memoryview(data)[sent:])
         else:
             await self._tls_call(self._tls.write, data)
@@ -202,6 +247,8 @@ class Stream:
             # socket is watched from the first wait until the stream closes, not once a wait:
             # a gRPC attempt waits several times on one connection (benchmarks.engine
             # --handler grpc guards it)
+            if self._deadline is not None:
+                self._deadline.arm()
             waiter: asyncio.Future[bytes] = self._loop.create_future()
             self._waiter = waiter
             if not self._watched:
@@ -245,12 +292,14 @@ async def connect(
     when = deadline.when
     remaining = _NO_DEADLINE if when is None else max(when - loop.time(), 0)
     try:
-        sock, peer = await tcp.dial_peer(host, port, remaining, loop, bounded=when is not None)
+        sock, peer = await tcp.dial_peer(
+            host, port, remaining, loop, bounded=when is not None, on_wait=deadline.arm
+        )
     except tcp.DialError as exc:
         if exc.timed_out:
             raise DialTimeout from None
         raise GoError(str(exc)) from None
-    stream = Stream(sock, loop, peer)
+    stream = Stream(sock, loop, peer, deadline)
     if scheme == "https":
         try:
             await stream.start_tls(host, tls)
@@ -258,8 +307,9 @@ async def connect(
             stream.close()
             raise GoError(tls_error(exc)) from None
         except OSError as exc:
+            text = read_error(exc, stream)  # before the close, which takes the address away
             stream.close()
-            raise GoError(read_error(exc, stream)) from None
+            raise GoError(text) from None
         except BaseException:
             stream.close()
             raise

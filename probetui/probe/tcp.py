@@ -14,7 +14,7 @@ import ipaddress
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 from probetui.probe.base import Attempt, Result
@@ -179,6 +179,7 @@ async def _connect_one(
     sockaddr: tuple,
     text: str,
     deadline: float | None,
+    on_wait: Callable[[], None] | None = None,
 ) -> tuple[socket.socket, tuple | None]:
     try:
         sock = socket.socket(family, socket.SOCK_STREAM | _NONBLOCK)
@@ -191,7 +192,12 @@ async def _connect_one(
         code = sock.connect_ex(sockaddr)
         if code in _IN_PROGRESS:
             peer = _connected_now(sock)
-            code = 0 if peer is not None else await _writable(loop, sock, deadline)
+            if peer is not None:
+                code = 0
+            else:
+                if on_wait is not None:
+                    on_wait()
+                code = await _writable(loop, sock, deadline)
         if code:
             raise OSError(code, os.strerror(code))
     except TimeoutError:
@@ -226,6 +232,7 @@ async def dial_peer(
     loop: asyncio.AbstractEventLoop | None = None,
     *,
     bounded: bool = False,
+    on_wait: Callable[[], None] | None = None,
 ) -> tuple[socket.socket, tuple | None]:
     """Connect like `probe.ProbeDialer().DialContext(ctx, "tcp", host:port)` with a deadline of
     `timeout` seconds, covering name resolution too: the socket, and the peer's address when
@@ -234,6 +241,7 @@ async def dial_peer(
     Several resolved addresses are tried one after another (Go's `dialSerial`, with its share of
     the remaining time per address); Go's dual-stack racing is not reproduced. `bounded`: the
     caller cancels the dial itself once `timeout` has passed (an HTTP attempt's deadline).
+    `on_wait` is called before each wait of the dial (a lazy deadline's `arm`).
     """
     deadline = time.monotonic() + timeout
     if not 0 <= port <= 65535:
@@ -242,7 +250,11 @@ async def dial_peer(
     if loop is None:
         loop = asyncio.get_running_loop()
     # an IP literal's addresses without a coroutine: nearly every probe dials one
-    addresses = _cached_literal(host, port) or await _resolve(loop, host, port, deadline)
+    addresses = _cached_literal(host, port)
+    if not addresses:
+        if on_wait is not None:
+            on_wait()
+        addresses = await _resolve(loop, host, port, deadline)
     first_error: DialError | None = None
     for index, (family, sockaddr, text) in enumerate(addresses):
         remaining = deadline - time.monotonic()
@@ -258,7 +270,7 @@ async def dial_peer(
             # bounded: the caller cancels at `timeout`; a lone address has all of it, so its own
             # timer would only fire alongside the caller's (one timer fewer per attempt)
             until = None if bounded and len(addresses) == 1 else time.monotonic() + share
-            return await _connect_one(loop, family, sockaddr, text, until)
+            return await _connect_one(loop, family, sockaddr, text, until, on_wait)
         except DialError as exc:
             first_error = first_error or exc
     if first_error is None:

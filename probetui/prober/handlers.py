@@ -25,6 +25,7 @@ from probetui.probe.gotext import (
     join_host_port,
     url_error,
 )
+from probetui.probe.request import SpecHeaders
 from probetui.probe.url import format_url
 from probetui.probe.util import PortResolutionError, ReachError, resolve_container_port
 from probetui.prober.prober import ProbeOutcome, missing_handler, retry_on_error
@@ -139,7 +140,7 @@ class HandlerRunner:
         self,
         handler: HTTPGetAction,
         url: str,
-        headers: list[tuple[str, str]],
+        headers: SpecHeaders,
         timeout: float,
         kube_version: str,
         profile: KubeletProfile,
@@ -198,8 +199,10 @@ class HandlerRunner:
         if isinstance(handler, HTTPGetAction):
             host, port = dial_address(handler, container, status.pod_ip, profile)
             url = format_url(handler.scheme.lower(), host, port, handler.path)
-            headers = [(h.name, h.value) for h in handler.http_headers]
-            return self._http(handler, url, headers, timeout, self._kube_version(pod), profile)
+            # the spec's headers as they are: the handler reads HTTPHeader pairs itself
+            return self._http(
+                handler, url, handler.http_headers, timeout, self._kube_version(pod), profile
+            )
         if isinstance(handler, TCPSocketAction):
             host, port = dial_address(handler, container, status.pod_ip, profile)
             return _handler("tcp").probe(host, port, timeout, loop=self.loop)

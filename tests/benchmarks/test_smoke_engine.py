@@ -10,8 +10,10 @@ there and that nothing went wrong: no errors, no missed ticks.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,6 +97,28 @@ def test_run_is_clean(changes: dict[str, object]) -> None:
 def test_uvloop_run_is_clean() -> None:
     pytest.importorskip("uvloop")
     _assert_clean(engine.run(_config(uvloop=True)))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("callgrind_control") is None, reason="valgrind not installed")
+def test_callgrind_counts_instructions_per_attempt(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """--callgrind: the run again under valgrind, the window's instructions an attempt."""
+    out = tmp_path / "engine.cg"
+    result = tmp_path / "result.json"
+    code = engine.main(
+        [
+            "--workers", "10", "--period", "1", "--warmup", "1", "--duration", "1",
+            "--handler", "http", "--callgrind", str(out), "--out", str(result),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    payload = json.loads(result.read_text())
+    assert payload["instructions"] > 0
+    assert payload["instructions_per_attempt"] > 0
+    assert payload["attempts"] > 0
+    assert "(callgrind)" in capfd.readouterr().out
 
 
 @pytest.mark.parametrize(

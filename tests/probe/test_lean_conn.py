@@ -1,7 +1,8 @@
 """The lean connection's plain reads and writes (`probetui.probe.lean_conn.Stream`).
 
 On a connected pair of loopback sockets: a write larger than the socket's buffer arrives
-whole and in order, a read waits for the peer's bytes, and the peer's end reads as b"".
+whole and in order, a read waits for the peer's bytes, and the peer's end reads as b"". A lazy
+deadline (`lean_conn.Deadline`) is set by a read that waits, and by nothing before it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import contextlib
 import socket
 from collections.abc import Iterator
 
-from probetui.probe.lean_conn import Stream
+from probetui.probe.lean_conn import Deadline, Stream
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:
@@ -89,3 +90,39 @@ async def test_bytes_no_read_waits_for_leave_the_socket_unwatched() -> None:
         assert not loop.remove_reader(stream.sock.fileno())
         assert await asyncio.wait_for(stream.recv(), 2) == b"two"
         stream.close()
+
+
+async def _read_under_lazy_deadline(peer_first: bytes) -> tuple[bytes | None, bool]:
+    """One read in a task of its own under a lazy deadline of 50 ms, the peer having sent
+    `peer_first` before it, then a sleep past the deadline: what the read got (None: the task
+    was cancelled) and whether the deadline ran out. Real time, as the loop's timers are what
+    is checked; a tenth of a second."""
+    loop = asyncio.get_running_loop()
+    left, right = _pair()
+
+    async def attempt() -> tuple[bytes | None, bool]:
+        deadline = Deadline(loop, 0.05, lazy=True)
+        stream = Stream(left, loop, None, deadline)
+        try:
+            data = await stream.recv()
+            # a wait not through the stream: only a timer already set could cut it short
+            await asyncio.sleep(0.1)
+        except asyncio.CancelledError:
+            return None, deadline.disarm()
+        return data, deadline.disarm()
+
+    try:
+        if peer_first:
+            right.send(peer_first)
+        return await asyncio.wait_for(loop.create_task(attempt()), 10)
+    finally:
+        left.close()
+        right.close()
+
+
+async def test_a_lazy_deadline_is_set_by_a_read_that_waits() -> None:
+    assert await _read_under_lazy_deadline(b"") == (None, True)
+
+
+async def test_a_lazy_deadline_sets_no_timer_for_a_read_that_does_not_wait() -> None:
+    assert await _read_under_lazy_deadline(b"hello") == (b"hello", False)
