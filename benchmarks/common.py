@@ -135,6 +135,19 @@ def callgrind_command(out: str | Path) -> list[str]:
     return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
 
 
+def run_under_callgrind(
+    out: str | Path, module: str, argv: Sequence[str], **run: Any
+) -> subprocess.CompletedProcess[Any]:
+    """Run `python -m module argv` under callgrind (`callgrind_command(out)`), `run` passed to
+    `subprocess.run`. One string hash seed for every run: it orders sets and dicts, and the
+    work done with them, so that the counts repeat."""
+    command = [*callgrind_command(out), sys.executable, "-m", module, *argv]
+    try:
+        return subprocess.run(command, env={**os.environ, "PYTHONHASHSEED": "0"}, **run)
+    except FileNotFoundError:
+        raise BenchError("valgrind is not installed (apt-get install valgrind)") from None
+
+
 def callgrind_control(pid: int, *options: str) -> None:
     """Tell the callgrind run `pid` each of `options` in turn (`--instr=on`, `--dump=NAME`)."""
     for option in options:

@@ -53,7 +53,6 @@ import platform
 import random
 import re
 import resource
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -63,12 +62,12 @@ from typing import Any
 
 from benchmarks.common import (
     BenchError,
-    callgrind_command,
     callgrind_control,
     callgrind_dump,
     machine_busy_seconds,
     quantile,
     run_main,
+    run_under_callgrind,
 )
 from benchmarks.target import Target, start_target
 from probetui.keys import ProbeKey
@@ -841,27 +840,14 @@ def config_from_args(args: argparse.Namespace) -> Config:
     )
 
 
-def _under_callgrind(argv: list[str], out: str) -> int:
-    """This benchmark run again under callgrind, with the same flags; its exit status."""
-    command = [
-        *callgrind_command(out), sys.executable, "-m", "benchmarks.engine", *argv, "--instrumented"
-    ]  # fmt: skip
-    # the string hash seed orders sets and dicts, and the work done with them: one seed for
-    # every run, so that its counts repeat
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    try:
-        return subprocess.run(command, env=env).returncode
-    except FileNotFoundError:
-        raise BenchError("valgrind is not installed (apt-get install valgrind)") from None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def body() -> int:
         config = config_from_args(args)
         if args.callgrind and not args.instrumented:
-            return _under_callgrind(sys.argv[1:] if argv is None else argv, args.callgrind)
+            flags = [*(sys.argv[1:] if argv is None else argv), "--instrumented"]
+            return run_under_callgrind(args.callgrind, "benchmarks.engine", flags).returncode
         result = run(config, allow_remote=args.allow_remote)
         payload = json.dumps(result.to_json(), indent=2)
         if args.out:

@@ -34,7 +34,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -44,12 +43,12 @@ from benchmarks.common import (
     BenchError,
     Parser,
     add_output_args,
-    callgrind_command,
     callgrind_control,
     callgrind_total,
     format_table,
     positive,
     report,
+    run_under_callgrind,
 )
 from benchmarks.replay import steady_recording
 from benchmarks.replay_keys import _frame_after, replay_app
@@ -154,15 +153,13 @@ def _under_callgrind(args: argparse.Namespace, path: Path) -> dict[str, Any]:
     """This file run again under callgrind, its JSON read back with the dumps' totals."""
     with tempfile.TemporaryDirectory(prefix="probetui-seek-work-") as tmp:
         out, result = Path(tmp) / "cg", Path(tmp) / "result.json"
-        argv = [
-            *callgrind_command(out), sys.executable, "-m", "benchmarks.seek_work",
+        flags = [
             "--recording", str(path), "--seeks", str(args.seeks), "--fleet", args.fleet,
             "--instrumented", "--out", str(result),
         ]  # fmt: skip
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
-        except FileNotFoundError:
-            raise BenchError("valgrind is not installed (apt-get install valgrind)") from None
+        done = run_under_callgrind(
+            out, "benchmarks.seek_work", flags, capture_output=True, text=True, timeout=3600
+        )
         if done.returncode != 0 or not result.exists():
             said = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise BenchError(f"the run under callgrind failed: {said}")

@@ -26,9 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import aiohttp
 
-from probetui.agent import promtext
-from probetui.agent.promtext import PromTextError, Sample, lines_of, parse_sample
-from probetui.agent.promtext import number as _number
+from probetui.agent.promtext import Sample, read
 from probetui.probe.gotext import join_host_port
 from probetui.runtime.kubernetes.transport import go_ssl_context
 
@@ -61,8 +59,7 @@ class Counter(NamedTuple):
 # a series' text (a sample line up to its value) -> what it is to the counts, as the last read
 # of the same kubelet worked it out (`_meaning`)
 SeriesCache = dict[str, "Counter | str | None"]
-_START, _OTHER, _NEW = "start", "other", "new"
-_WANTED = (TOTAL, START)
+_START = "start"
 
 
 class ScrapeError(Exception):
@@ -88,38 +85,12 @@ class KubeletCounts:
 
 
 def counts_from(text: str, t: float, known: SeriesCache | None = None) -> KubeletCounts:
-    """Return the counters in a `/metrics/probes` body.
-
-    With `known`, a line whose series the last read worked out costs a split, a lookup and its
-    value, not a parse: a scrape repeats the same series with new values. `known` is refilled
-    with this read's series only, so it never outgrows one body. Bounded as `promtext.parse`.
-    """
-    out = KubeletCounts(t=t, start=None)
+    """Return the counters in a `/metrics/probes` body (`known`: as `promtext.read`'s, what
+    each series counts as the last scrape of this kubelet worked it out)."""
+    reading = read(text, (TOTAL, START), _meaning, known)
+    out = KubeletCounts(t=t, start=None, skipped=reading.skipped)
     series, by_name = out.series, out.by_name
-    seen: SeriesCache = {}
-    read = 0
-    for line in lines_of(text, _WANTED):
-        if len(line) > promtext.MAX_LINE:
-            out.skipped += 1
-            continue
-        head, _, value = line.rstrip("\r").rpartition(" ")
-        what = known.get(head, _NEW) if known is not None and value else _NEW
-        try:
-            if what is _NEW:
-                sample, timed = parse_sample(line)
-                what, number, cached = _meaning(sample), sample.value, bool(value) and not timed
-            else:
-                number, cached = _number(value), True
-        except PromTextError:
-            out.skipped += 1
-            continue
-        if what is _OTHER:
-            continue  # a longer name with a wanted one as its prefix
-        if read >= promtext.MAX_SERIES:
-            break
-        read += 1
-        if cached:
-            seen[head] = what
+    for what, number in reading.items:
         if what is _START:
             out.start = number
         elif what is not None:
@@ -129,20 +100,14 @@ def counts_from(text: str, t: float, known: SeriesCache | None = None) -> Kubele
                 counts = series[key] = dict.fromkeys(RESULTS, 0)
             counts[result] = int(number) if number == number and abs(number) < 2**53 else 0
             by_name[name] = counts
-    if known is not None:
-        known.clear()
-        known.update(seen)
     return out
 
 
 def _meaning(sample: Sample) -> Counter | str | None:
     """What one series of the body is to the counts: the kubelet's start, one probe's counter
-    of one result, `_OTHER` (another metric) or None (a counter of no probe type or result the
-    kubelet writes)."""
+    of one result, or None (a counter of no probe type or result the kubelet writes)."""
     if sample.name == START:
         return _START
-    if sample.name != TOTAL:
-        return _OTHER
     labels = sample.labels
     result = labels.get("result")
     probe_type = labels.get("probe_type", "")

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 MAX_LINE = 64 << 10  # characters of one line
 MAX_SERIES = 200_000  # samples of the wanted names read from one body
@@ -45,48 +46,79 @@ class PromTextError(ValueError):
 # the same source parsed them
 Known = dict[str, tuple[str, dict[str, str]]]
 
+T = TypeVar("T")
+_UNKNOWN: Any = object()
 
-def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed:
-    """Return the samples of `names` in `text` (the text format, 0.0.4).
 
-    With `known`, a line whose series the last read parsed costs a split and a lookup, not a
-    parse: a scrape repeats the same series with new values. `known` is refilled with this
-    read's series only, so it never outgrows one body.
+@dataclass(slots=True)
+class Reading(Generic[T]):
+    """Holds what `read` made of the samples of the names asked for: each one's meaning and
+    value, in order."""
+
+    items: list[tuple[T, float]] = field(default_factory=list)
+    skipped: int = 0  # lines of a wanted name that were too long or did not parse
+    truncated: bool = False  # MAX_SERIES reached
+
+
+def read(
+    text: str,
+    names: Iterable[str],
+    meaning: Callable[[Sample], T],
+    known: dict[str, T] | None = None,
+) -> Reading[T]:
+    """Return `meaning` of each sample of `names` in `text` (the text format, 0.0.4), with its
+    value.
+
+    With `known`, a line whose series the last read worked out costs a split, a lookup and its
+    value, not a parse and a `meaning`: a scrape repeats the same series with new values.
+    `known` is refilled with this read's series only, so it never outgrows one body; a line
+    with a timestamp is never remembered, since its text up to the value is not the series.
     """
     wanted = tuple(names)
-    out = Parsed()
-    seen: Known = {}
-    for line in lines_of(text, wanted):
+    out: Reading[T] = Reading()
+    seen: dict[str, T] = {}
+    for line in _lines_of(text, wanted):
         if len(line) > MAX_LINE:
             out.skipped += 1
             continue
         series, _, value = line.rstrip("\r").rpartition(" ")
-        hit = known.get(series) if known is not None and value else None
+        remember = known is not None and bool(value)
+        what = known.get(series, _UNKNOWN) if remember else _UNKNOWN  # type: ignore[union-attr]
         try:
-            if hit is not None:
-                sample = Sample(hit[0], hit[1], number(value))
+            if what is not _UNKNOWN:
+                number = _value(value)
             else:
-                sample, timed = parse_sample(line)
-                if known is not None and value and not timed:
-                    hit = (sample.name, sample.labels)
+                sample, timed = _parse_line(line)
+                if sample.name not in wanted:
+                    continue  # a longer name with a wanted one as its prefix
+                what, number, remember = meaning(sample), sample.value, remember and not timed
         except PromTextError:
             out.skipped += 1
             continue
-        if sample.name not in wanted:
-            continue  # a longer name with a wanted one as its prefix
-        if len(out.samples) >= MAX_SERIES:
+        if len(out.items) >= MAX_SERIES:
             out.truncated = True
             break
-        if hit is not None:
-            seen[series] = hit
-        out.samples.append(sample)
+        if remember:
+            seen[series] = what
+        out.items.append((what, number))
     if known is not None:
         known.clear()
         known.update(seen)
     return out
 
 
-def lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
+def parse(text: str, names: Iterable[str], known: Known | None = None) -> Parsed:
+    """Return the samples of `names` in `text` (the text format, 0.0.4); `known` as `read`'s."""
+    reading = read(text, names, _name_and_labels, known)
+    samples = [Sample(name, labels, value) for (name, labels), value in reading.items]
+    return Parsed(samples, reading.skipped, reading.truncated)
+
+
+def _name_and_labels(sample: Sample) -> tuple[str, dict[str, str]]:
+    return sample.name, sample.labels
+
+
+def _lines_of(text: str, wanted: tuple[str, ...]) -> list[str]:
     """Return the lines of `text` that start with one of `wanted`, in order. Each name is found
     by `str.find`, so the lines of other metrics (the kubelet's duration histogram, most of the
     body) are passed over in C (benchmarks.agents' scrape guards it)."""
@@ -120,12 +152,11 @@ _ESCAPE = re.compile(r"\\(.)")
 
 def parse_line(line: str) -> Sample:
     """Return one sample line: `name{label="value",...} value [timestamp]`."""
-    return parse_sample(line)[0]
+    return _parse_line(line)[0]
 
 
-def parse_sample(line: str) -> tuple[Sample, bool]:
-    """Return one sample line's sample, and whether the line carries a timestamp after its
-    value (such a line's text up to its value is not the series alone)."""
+def _parse_line(line: str) -> tuple[Sample, bool]:
+    # the sample, and whether the line carries a timestamp after its value
     m = _SAMPLE.fullmatch(line.rstrip("\r"))
     if m is None:
         raise PromTextError(f"not a sample line: {line[:60]!r}")
@@ -142,12 +173,11 @@ def parse_sample(line: str) -> tuple[Sample, bool]:
             if "\\" in text:
                 text = _ESCAPE.sub(lambda e: "\n" if e.group(1) == "n" else e.group(1), text)
             labels[label] = text
-    return Sample(name, labels, number(value)), stamp is not None
+    return Sample(name, labels, _value(value)), stamp is not None
 
 
-def number(text: str) -> float:
-    """Read a sample's value as Go's ParseFloat does in the format: +Inf, -Inf, NaN and every
-    float spelling."""
+def _value(text: str) -> float:
+    # Go's ParseFloat as the format uses it: +Inf, -Inf, NaN and every float spelling
     try:
         return float(text)
     except ValueError:
@@ -201,12 +231,11 @@ __all__ = [
     "Family",
     "Parsed",
     "PromTextError",
+    "Reading",
     "Sample",
     "escape",
     "exposition",
-    "lines_of",
-    "number",
     "parse",
     "parse_line",
-    "parse_sample",
+    "read",
 ]

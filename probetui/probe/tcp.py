@@ -192,12 +192,9 @@ async def _connect_one(
         code = sock.connect_ex(sockaddr)
         if code in _IN_PROGRESS:
             peer = _connected_now(sock)
-            if peer is not None:
-                code = 0
-            else:
-                if on_wait is not None:
-                    on_wait()
-                code = await _writable(loop, sock, deadline)
+            if peer is None and on_wait is not None:
+                on_wait()
+            code = 0 if peer is not None else await _writable(loop, sock, deadline)
         if code:
             raise OSError(code, os.strerror(code))
     except TimeoutError:
