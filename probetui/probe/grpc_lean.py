@@ -2,8 +2,8 @@
 
 It is `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2), lean.
 
-The same attempt as `probetui.probe.grpc` (the reference, on grpcio) at a fraction of the CPU and
-memory. grpcio builds a channel, a resolver, a subchannel and a completion queue for each
+The same attempt as the tests' oracle on grpcio (`tests/probe/grpc_oracle.py`) at a fraction of
+the CPU and memory. grpcio builds a channel, a resolver, a subchannel and a completion queue for each
 attempt, and starts and stops gRPC core's threads whenever its last channel closes, which a
 connection per attempt makes every time; a health check needs a socket, the HTTP/2 preface, one
 HEADERS and one DATA frame out, and a few frames back.
@@ -682,9 +682,9 @@ async def probe(
     tls: bool = False,
     loop: asyncio.AbstractEventLoop | None = None,
 ) -> Attempt:
-    """One grpc attempt, as `probetui.probe.grpc.probe` makes it (same arguments, same
-    Attempt), played as the kubelet of `kube_version` makes it. `loop`: the running loop, when
-    the caller has it at hand."""
+    """Run one grpc attempt as the kubelet of `kube_version` makes it (the tests' oracle takes
+    the same arguments and gives the same Attempt). `loop`: the running loop, when the caller
+    has it at hand."""
     client = client_for(kube_version)
     addr = join_host_port(host, port)
     started_at = time.time()

@@ -77,10 +77,6 @@ class HandlerRunner:
     kube_version: str = DEFAULT_KUBE_VERSION
     # the kubelet version of the pod's node where the runtime knows it (kube-probe/X.Y)
     kube_version_for: Callable[[Pod], str | None] | None = None
-    # which gRPC handler runs grpc probes: "lean" (probetui.probe.grpc_lean, a raw socket and
-    # hpack) or "grpcio" (probetui.probe.grpc, the reference); tests/probe/test_grpc.py holds
-    # their Attempts identical
-    grpc_impl: str = "lean"
     # the loop the handlers run on, when the owner has it (saves a lookup per attempt)
     loop: asyncio.AbstractEventLoop | None = None
 
@@ -164,18 +160,14 @@ class HandlerRunner:
         """The gRPC handler's attempt on host:port."""
         # prober.go: TLS only with GRPCContainerProbeTLS on and mode TLS
         tls = profile.grpc_tls and handler.mode == "TLS"
-        if self.grpc_impl == "lean":
-            return _handler("grpc_lean").probe(
-                host,
-                port,
-                handler.service or "",
-                timeout,
-                kube_version=kube_version,
-                loop=self.loop,
-                tls=tls,
-            )
-        return _handler("grpc").probe(
-            host, port, handler.service or "", timeout, kube_version=kube_version, tls=tls
+        return _handler("grpc_lean").probe(
+            host,
+            port,
+            handler.service or "",
+            timeout,
+            kube_version=kube_version,
+            loop=self.loop,
+            tls=tls,
         )
 
     def _direct(

@@ -110,7 +110,6 @@ class ShardPool:
         shards: int,
         mode: str = "local",
         kube_version: str | None = None,
-        http_impl: str = "lean",
         echo_stderr: bool = False,
         say: Callable[[str], None] | None = None,
         buffer: int | None = None,
@@ -128,7 +127,6 @@ class ShardPool:
         self.redactor = Redactor(runtime.redaction)
         self.mode = mode
         self.kube_version = kube_version
-        self.http_impl = http_impl
         self.echo_stderr = echo_stderr
         # bytes a shard may hold for this process before it drops events (None: its default)
         self.buffer = buffer
@@ -329,7 +327,6 @@ class ShardPool:
             read_only=rt.read_only,
             observes_kubelet=rt.observes_kubelet,
             kube_version=self.kube_version,
-            http_impl=self.http_impl,
             buffer=self.buffer,
             verdicts=self.mode == "fed",
             reach=self.reach,

@@ -1,5 +1,5 @@
 """gRPC handler (`pkg/probe/grpc`, docs/kubelet-behaviour.md §15.1-15.2, docs/test-vectors.md F)
-against real grpc.aio servers, for both handlers: the reference on grpcio (`probetui.probe.grpc`)
+against real grpc.aio servers, for both handlers: the tests' oracle on grpcio (`tests/probe/grpc_oracle.py`)
 and the lean one on a raw socket (`probetui.probe.grpc_lean`), which must give the same Attempt.
 
 Upstream's TestGrpcProber_Probe uses 1-2 s timeouts and a 4 s server sleep; here the timeouts
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from probetui.probe import gotext, grpc_lean
-from probetui.probe import grpc as grpc_reference
 from probetui.probe.base import Result
+from tests.probe import grpc_oracle as grpc_reference
 from tests.probe.conftest import NOT_SERVING, SERVING, ServerCert, StartGRPC
 
 SERVICE_UNKNOWN = 3  # HealthCheckResponse.SERVICE_UNKNOWN

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from probetui.probe import grpc as grpc_reference
 from probetui.probe import grpc_lean, http_lean, tcp
 from probetui.probe.base import Attempt, Result
 from probetui.prober.handlers import HandlerRunner
@@ -45,28 +44,23 @@ def _recorder(calls: list[dict[str, Any]], name: str) -> Any:
     return probe
 
 
-@pytest.mark.parametrize(("impl", "expected"), [(None, "lean"), ("grpcio", "grpcio")])
-async def test_grpc_impl_picks_the_handler(
-    monkeypatch: pytest.MonkeyPatch, impl: str | None, expected: str
+async def test_the_grpc_handler_gets_the_probe_and_the_runners_loop(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The lean handler unless `grpc_impl="grpcio"`; either gets the pod IP, the port, the
-    service, the timeout and the kubelet version, and the lean one the runner's loop."""
+    """The gRPC handler gets the pod IP, the port, the service, the timeout, the kubelet
+    version and the runner's loop."""
     calls: list[dict[str, Any]] = []
     monkeypatch.setattr(grpc_lean, "probe", _recorder(calls, "lean"))
-    monkeypatch.setattr(grpc_reference, "probe", _recorder(calls, "grpcio"))
     loop = asyncio.get_running_loop()
     runner = HandlerRunner(kube_version="1.31", loop=loop)
-    if impl is not None:
-        runner.grpc_impl = impl
     probe, pod, container, status = _grpc_pod()
     attempt = await runner(ProbeType.READINESS, probe, pod, container, status)
     assert attempt.output == "service healthy"
     (call,) = calls
-    assert call["impl"] == expected
+    assert call["impl"] == "lean"
     assert call["args"] == ("127.0.0.1", 9090, "db", 2.0)
     assert call["kube_version"] == "1.31"
-    if expected == "lean":
-        assert call["loop"] is loop
+    assert call["loop"] is loop
 
 
 def test_the_lean_grpc_handler_imports_no_grpcio() -> None:

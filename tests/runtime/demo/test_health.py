@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probetui.probe import grpc
+from probetui.probe import grpc_lean as grpc
 from probetui.probe.base import Attempt, Result
 from tests.runtime.demo.conftest import poll_until, start_service
 

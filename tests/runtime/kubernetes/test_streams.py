@@ -16,7 +16,7 @@ from kubernetes_asyncio.client import CoreV1Api
 from kubernetes_asyncio.stream import WsApiClient
 
 from probetui.probe import exec as exec_probe
-from probetui.probe import grpc as grpc_probe
+from probetui.probe import grpc_lean as grpc_probe
 from probetui.probe import http_lean, tcp
 from probetui.probe.base import MAX_OUTPUT_BYTES, Result
 from probetui.probe.url import format_url

@@ -1,4 +1,7 @@
-"""Run the gRPC health handler, `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2).
+"""Runs one gRPC health attempt, `pkg/probe/grpc` (docs/kubelet-behaviour.md §15.1-15.2), on
+grpcio: the tests' oracle, the reference the product's handler (`probetui.probe.grpc_lean`) is
+held to. It is not part of the product: `tests/probe/test_grpc.py` runs both on every case and
+compares their Attempts.
 
 Like the kubelet: a new connection per attempt, a blocking dial and then one Health/Check call,
 both inside one deadline of `timeout` seconds, and every outcome a Failure or Success with the
