@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probetui.probe.base import Attempt
+    from probetui.prober.probe_record import ProbeRecord, Skip, Trigger
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
-    from probetui.prober.worker import ProbeRecord, Skip, Trigger
     from probetui.timeline.history import RecordShape
 
 # a record's values its part is made of, flat: only str, int, bool and None (enum members as
@@ -194,14 +194,6 @@ def key_of(record: ProbeRecord) -> Key:
     return record.steady.key
 
 
-def intern(record: ProbeRecord, last: SteadyPart | None) -> SteadyPart:
-    """Return `last` where `record` says what it says but for its numbers, else its own part."""
-    part = record.steady
-    if last is not None and last.key == part.key:
-        return last
-    return part
-
-
 # sets a frozen record's part where the caller has one of the same values: a cache of its own
 # values, compared by its key alone
 _set = object.__setattr__
@@ -222,7 +214,6 @@ __all__ = [
     "SteadyPart",
     "attach",
     "head_of",
-    "intern",
     "key_of",
     "make_key",
     "part_of",
