@@ -118,11 +118,12 @@ class ProbeRecord:
             # an outcome given brings its tries' numbers
             latency = started_at = 0.0
             earlier = ()
-            if outcome is not None and outcome.attempts:
-                *before, a = outcome.attempts
+            attempts = outcome.attempts if outcome is not None else ()
+            if attempts:
+                a = attempts[-1]
                 latency, started_at = a.latency, a.started_at
-                if before:
-                    earlier = tuple(x for b in before for x in (b.latency, b.started_at))
+                if len(attempts) > 1:
+                    earlier = tuple(x for b in attempts[:-1] for x in (b.latency, b.started_at))
         else:
             outcome = None
         _set(self, "latency", latency)
@@ -173,11 +174,6 @@ class ProbeRecord:
     @property
     def paused(self) -> bool:
         return self.steady.paused
-
-    @property
-    def has_outcome(self) -> bool:
-        """Tell whether a handler ran (an attempt or a discarded error), without its outcome."""
-        return self.steady.outcome is not None
 
     @property
     def outcome(self) -> ProbeOutcome | None:

@@ -10,8 +10,8 @@ overwritten releases its texts. `AttemptView` is one entry unpacked for the atte
 
 A doProbe record reaches a history as its own numbers (time, latency, result run) and its
 `RecordShape`, the history's form of the record's steady part (`probetui.prober.steady`, which
-the worker interns): the live store makes one when a record's steady part is not the last
-one's, a replay once per recorded shape.
+the worker interns): the live store makes one per part and keeps it on the part, a replay one
+per recorded shape.
 
 `probetui.timeline.store` owns the rings, sizes them and feeds them events.
 """
