@@ -470,7 +470,7 @@ class RecordShape:
     """Holds what a doProbe record adds to its probe's history but its own numbers (time,
     latency, result run, next tick): the part every record of a steady probe shares.
 
-    One instance per distinct shape of a probe (`record_shape`), so a steady probe's records
+    One instance per steady part, kept on it (`record_shape`), so a steady probe's records
     share one and a replay builds one per recorded shape.
     """
 
