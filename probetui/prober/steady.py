@@ -194,13 +194,16 @@ def key_of(record: ProbeRecord) -> Key:
     return record.steady.key
 
 
-# sets a frozen record's part where the caller has one of the same values: a cache of its own
-# values, compared by its key alone
+# sets a frozen record's part: the one field a record may change after it is made, and only
+# for a part of the same values (its key equal), so the record says the same
 _set = object.__setattr__
 
 
 def attach(record: ProbeRecord, part: SteadyPart) -> None:
-    """Give `record` `part`, which holds the same values as its own (`intern`'s)."""
+    """Give `record` `part`, which holds the same values as its own part (the probe's last,
+    as the worker would have handed it)."""
+    if part.key != record.steady.key:
+        raise ValueError("a record's part must hold its own values")
     _set(record, "steady", part)
 
 
