@@ -396,7 +396,7 @@ def _ring(args: argparse.Namespace) -> dict[str, Any]:
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
-    from probetui.prober.steady import SteadyPart, attach, intern
+    from probetui.prober.steady import SteadyPart
     from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.spec.model import Pod, ProbeType
     from probetui.stream.rows import row_parts
@@ -429,10 +429,10 @@ def _ring(args: argparse.Namespace) -> dict[str, Any]:
                 key, t, t - 0.0003, Trigger.TICK, "containerd://4f1c", finished_at=t + 0.0013,
                 outcome=ProbeOutcome(ResultValue.SUCCESS, None, (a,), None), result_run=n + 1,
                 published=ResultValue.SUCCESS, next_tick=t + args.period,
+                # the steady part as `Worker._emit` interns it: one per probe while it says the same
+                steady=parts.get(j),
             )  # fmt: skip
-            # the steady part as `Worker._emit` interns it: one per probe while it says the same
-            part = parts[j] = intern(record, parts.get(j))
-            attach(record, part)
+            parts[j] = record.steady
             stamp = max(t + 0.002, stamp + 1e-6)
             ring.add_row(stamp, *row_parts(record_event(pod, record, "direct")))
     held = tracemalloc.get_traced_memory()[0] - before

@@ -48,7 +48,7 @@ from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeOutcome, map_attempts
 from probetui.prober.results import ResultValue
 from probetui.prober.status import ContainerStatus, PodStatus, Running
-from probetui.prober.steady import SteadyPart, attach, intern
+from probetui.prober.steady import SteadyPart
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import Container, HTTPGetAction, Pod, Probe, ProbeType
 from probetui.timeline.events import SHADOW, Event, attempt_fields
@@ -136,9 +136,9 @@ def _event(w: _Worker, t: float, run: int, rng: random.Random) -> Event:
     if w.kind == "skip":
         record = ProbeRecord(
             key, t, t, Trigger.TICK, w.container_id, skip=Skip.STARTED,
-            published=ResultValue.SUCCESS,
+            published=ResultValue.SUCCESS, steady=w.part,
         )  # fmt: skip
-        _intern(w, record)
+        w.part = record.steady
         fields: dict[str, Any] = {"reason": Skip.STARTED.value, "trigger": Trigger.TICK}
         return Event("ProbeSkipped", t, pod.uid, pod.namespace, pod.name, "app",
                      key.probe_type.key, SHADOW, fields, record)  # fmt: skip
@@ -161,17 +161,11 @@ def _event(w: _Worker, t: float, run: int, rng: random.Random) -> Event:
     outcome: ProbeOutcome = map_attempts(key.probe_type, [attempt])
     record = ProbeRecord(
         key, t, t, Trigger.TICK, w.container_id, outcome=outcome, finished_at=t + latency,
-        result_run=run, last_result=outcome.result, published=published,
+        result_run=run, last_result=outcome.result, published=published, steady=w.part,
     )  # fmt: skip
-    _intern(w, record)
+    w.part = record.steady
     return Event("ProbeAttempt", t, pod.uid, pod.namespace, pod.name, "app", key.probe_type.key,
                  SHADOW, attempt_fields(record, "direct"), record)  # fmt: skip
-
-
-def _intern(w: _Worker, record: ProbeRecord) -> None:
-    """Give `record` its steady part as `Worker._emit` does."""
-    w.part = intern(record, w.part)
-    attach(record, w.part)
 
 
 def store_bytes(store: Store) -> dict[str, int]:

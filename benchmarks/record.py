@@ -283,7 +283,6 @@ def _attempt(pod: Any, t: float, tick: float, run: int, latency: float) -> Any:
     from probetui.probe.base import Attempt, Result
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
-    from probetui.prober.steady import attach, intern
     from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.spec.model import ProbeType
     from probetui.timeline.events import SHADOW, Event, attempt_fields
@@ -297,10 +296,10 @@ def _attempt(pod: Any, t: float, tick: float, run: int, latency: float) -> Any:
     record = ProbeRecord(
         key, t, tick, Trigger.TICK, "bench://1", outcome=outcome, finished_at=t + latency,
         result_run=run, last_result=ResultValue.SUCCESS, published=ResultValue.SUCCESS,
+        # the steady part as `Worker._emit` interns it: one per probe while it says the same
+        steady=_PARTS.get(pod.uid),
     )  # fmt: skip
-    # the steady part as `Worker._emit` interns it: one per probe while it says the same
-    part = _PARTS[pod.uid] = intern(record, _PARTS.get(pod.uid))
-    attach(record, part)
+    _PARTS[pod.uid] = record.steady
     fields = attempt_fields(record, "direct")
     return Event(
         "ProbeAttempt",

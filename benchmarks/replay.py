@@ -93,7 +93,7 @@ def write_steady(
     from probetui.prober.prober import ProbeOutcome
     from probetui.prober.results import ResultValue
     from probetui.prober.status import ContainerStatus, PodStatus, Running
-    from probetui.prober.steady import SteadyPart, attach, intern
+    from probetui.prober.steady import SteadyPart
     from probetui.prober.worker import ProbeRecord, Trigger
     from probetui.record.recorder import Recorder
     from probetui.record.schema import SessionMeta
@@ -131,10 +131,9 @@ def write_steady(
                 ProbeKey(p.uid, "app", ProbeType.READINESS), t, tick, Trigger.TICK, "bench://1",
                 outcome=ProbeOutcome(ResultValue.SUCCESS, None, (a,), None),
                 finished_at=t + latency, result_run=i + 1, last_result=ResultValue.SUCCESS,
-                published=ResultValue.SUCCESS,
+                published=ResultValue.SUCCESS, steady=parts[j],
             )  # fmt: skip
-            part = parts[j] = intern(record, parts[j])
-            attach(record, part)
+            parts[j] = record.steady
             recorder.event(record_event(p, record, "direct"))
         if i % 20 == 19:
             recorder.flush()

@@ -31,7 +31,6 @@ from probetui.prober.lateness import Lateness
 from probetui.prober.manager import Done, Manager
 from probetui.prober.results import Update
 from probetui.prober.status import PodSnapshot, PodStatus
-from probetui.prober.steady import SteadyPart, attach, key_of
 from probetui.prober.worker import ProbeRecord, Worker
 from probetui.redact import Redactor, Shown
 from probetui.runtime.base import Runtime, RuntimeEvent
@@ -202,7 +201,7 @@ class Engine:
         return self._lateness.worst(self._clock.now())
 
     def _on_record(self, record: ProbeRecord) -> None:
-        if record.outcome is not None:
+        if record.steady.outcome is not None:
             # filed under when it ended, the order records arrive in
             ended = record.finished_at if record.finished_at is not None else record.t
             self._lateness.add(ended, record.t - record.scheduled_at)
@@ -212,7 +211,7 @@ class Engine:
             return
         pod = entry.pod
         via: str | None = None
-        if record.outcome is not None:
+        if record.steady.outcome is not None:
             container = pod.container(key.container)
             via = (
                 self.runtime.attempt_via(container, key.probe_type)
@@ -305,19 +304,12 @@ def masked_record(redactor: Redactor, shown: Shown, record: ProbeRecord) -> Prob
     records on as they are, and a part that needed masking gives its masked records one masked
     part, kept on it (`SteadyPart.masked`, and `masked_for` the pod's copy it was masked for)."""
     part = record.steady
-    if part is not None and part.masked_for is shown and part.masked is None:
-        return record  # clean for this copy of the pod: what the redactor would hand back
+    if part.masked_for is shown:
+        mpart = part.masked
+        # clean for this copy of the pod: what the redactor would hand back
+        return record if mpart is None else record.with_part(mpart)
     masked = redactor.record(shown, record)
-    if part is None:
-        return masked
-    if masked is record:
-        part.masked_for, part.masked = shown, None
-        return record
-    mpart = part.masked if part.masked_for is shown else None
-    if mpart is None:
-        mpart = SteadyPart(key_of(masked))
-        part.masked_for, part.masked = shown, mpart
-    attach(masked, mpart)
+    part.masked_for, part.masked = shown, None if masked is record else masked.steady
     return masked
 
 

@@ -1,11 +1,17 @@
-"""Intern the steady part of a doProbe record: what a steady probe's records all say alike.
+"""Hold the steady part of a doProbe record: what a steady probe's records all say alike.
 
 A `ProbeRecord` is its probe's key, its own numbers (time, tick, end, result run, next tick,
-each try's latency and start) and everything else: trigger, container ID, skip, the outcome's
-result, error and event, each try's handler, target, result, output, error, status code, body
-and timeout, the last and published results, hold and pause. That rest is the same on every
-attempt of a steady probe, so the worker makes it once (`intern`: one `SteadyPart` per distinct
-rest of a probe, reused while its records say the same) and each record carries it.
+each try's latency and start) and its `SteadyPart`: everything else, held there alone as the
+record's values (trigger, container ID, skip, the outcome with its result, error, event and
+each try's handler, target, result, output, error, status code, body and timeout, the last and
+published results, hold and pause). Those are the same on every attempt of a steady probe, so
+the worker makes a part once and hands it on (`part_of`: the probe's last part where its values
+are the same, else a new one), and each record carries it.
+
+A part keeps the outcome of the first record it was made for, as its template: a record whose
+tries' numbers are the template's reads it as its own outcome, any other builds its own once
+(`ProbeRecord.outcome`). A consumer that wants an attempt's numbers reads them off the record
+(`latency`, `started_at`), never off a built outcome.
 
 The consumers downstream of the engine (the store's history, the recorder, the stream's rows,
 the agent's ring, the headless output) each turn a record into a wire form of their own; the
@@ -13,9 +19,9 @@ part of that form which depends on the steady part alone is made once and kept o
 slot per consumer), so a steady attempt costs them a look-up, not a rebuild and a comparison
 of its values.
 
-A record's part holds exactly that record's values: `dataclasses.replace` on a record drops it
-(a record with other values must not carry the old part), and the engine hands its sinks a
-masked record with the part of its masked values (`probetui.redact`), never the worker's.
+A record's part holds exactly that record's values: `dataclasses.replace` on a record with
+other values gives it a part of them, and the engine hands its sinks a masked record with the
+part of its masked values (`probetui.engine.masked_record`), never the worker's.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probetui.probe.base import Attempt
-    from probetui.prober.worker import ProbeRecord
+    from probetui.prober.probe_record import ProbeRecord, Skip, Trigger
+    from probetui.prober.prober import ProbeOutcome
+    from probetui.prober.results import ResultValue
+    from probetui.timeline.history import RecordShape
 
 # a record's values its part is made of, flat: only str, int, bool and None (enum members as
 # their values), which the cyclic collector stops tracking
@@ -32,16 +41,52 @@ Key = tuple[Any, ...]
 
 
 class SteadyPart:
-    """Holds the interning key of a record's steady part and the consumers' wire forms of it.
+    """Holds a record's steady values, their interning key and the consumers' wire forms of them.
 
     One slot per consumer, each None until that consumer first meets the part, then its form
     with what else it was made of (`via`, `node`, the pod's masked copy): a slot, not a dict,
     since 15,000 probes hold one part each."""
 
-    __slots__ = ("fields", "item", "key", "masked", "masked_for", "rest")
+    __slots__ = (
+        "container_id",
+        "fields",
+        "item",
+        "key",
+        "last_result",
+        "masked",
+        "masked_for",
+        "on_hold",
+        "outcome",
+        "paused",
+        "published",
+        "rest",
+        "shape",
+        "skip",
+        "trigger",
+    )
 
-    def __init__(self, key: Key) -> None:
+    def __init__(
+        self,
+        key: Key,
+        trigger: Trigger,
+        container_id: str,
+        skip: Skip | None,
+        outcome: ProbeOutcome | None,
+        last_result: ResultValue,
+        published: ResultValue | None,
+        on_hold: bool,
+        paused: bool,
+    ) -> None:
         self.key = key
+        self.trigger = trigger
+        self.container_id = container_id
+        self.skip = skip
+        # the outcome of the first record made with this part, its tries' numbers and all
+        self.outcome = outcome
+        self.last_result = last_result
+        self.published = published
+        self.on_hold = on_hold
+        self.paused = paused
         # the engine's: the pod's masked copy this part was last masked for, and the masked
         # part (None: nothing needed masking); two slots, not a tuple the collector would track
         self.masked_for: Any = None
@@ -52,12 +97,14 @@ class SteadyPart:
         self.rest: tuple[str | None, tuple[Any, ...]] | None = None
         # the recorder's: (via, node, an item's raw key)
         self.item: tuple[str | None, str | None, tuple[Any, ...]] | None = None
+        # the store's: what a record adds to its probe's history but its numbers
+        self.shape: RecordShape | None = None
 
     def __repr__(self) -> str:
         return f"SteadyPart({self.key!r})"
 
 
-def head_of(record: ProbeRecord) -> tuple[Any, ...]:
+def head_of(record: ProbeRecord | SteadyPart) -> tuple[Any, ...]:
     """Return what a skip's and an attempt's record both hold but their numbers: the trigger,
     the container, the results last and published, the hold and the pause, as plain values."""
     published = record.published
@@ -86,13 +133,27 @@ def try_of(a: Attempt) -> tuple[Any, ...]:
     )
 
 
-def key_of(record: ProbeRecord) -> Key:
-    """Return every value of `record` but its numbers, flat: a skip's key (7 values) is shorter
-    than any attempt's (12 and 8 a try), so the two never meet."""
-    head = head_of(record)
-    outcome = record.outcome
+def make_key(
+    trigger: Trigger,
+    container_id: str,
+    skip: Skip | None,
+    outcome: ProbeOutcome | None,
+    last_result: ResultValue,
+    published: ResultValue | None,
+    on_hold: bool,
+    paused: bool,
+) -> Key:
+    """Return a record's steady values flat: a skip's key (7 values) is shorter than any
+    attempt's (12 and 8 a try), so the two never meet."""
+    head = (
+        trigger._value_,
+        container_id,
+        last_result._value_,
+        None if published is None else published._value_,
+        on_hold,
+        paused,
+    )
     if outcome is None:
-        skip = record.skip
         return (*head, None if skip is None else skip._value_)
     ev = outcome.event
     attempts = outcome.attempts
@@ -108,32 +169,57 @@ def key_of(record: ProbeRecord) -> Key:
     return head + tuple(value for a in attempts for value in try_of(a))
 
 
-def intern(record: ProbeRecord, last: SteadyPart | None) -> SteadyPart:
-    """Return `last` where `record` says what it says but for its numbers, else a new part."""
-    key = key_of(record)
+def part_of(
+    last: SteadyPart | None,
+    trigger: Trigger,
+    container_id: str,
+    skip: Skip | None,
+    outcome: ProbeOutcome | None,
+    last_result: ResultValue,
+    published: ResultValue | None,
+    on_hold: bool,
+    paused: bool,
+) -> SteadyPart:
+    """Return `last` where these values are the ones it holds, else a new part of them."""
+    key = make_key(trigger, container_id, skip, outcome, last_result, published, on_hold, paused)
     if last is not None and last.key == key:
         return last
-    return SteadyPart(key)
+    return SteadyPart(
+        key, trigger, container_id, skip, outcome, last_result, published, on_hold, paused
+    )
 
 
-# sets a frozen record's part, the one field a record may gain after it is made: a cache of its
-# own values, compared by no one
+def key_of(record: ProbeRecord) -> Key:
+    """Return every value of `record` but its numbers, flat (its part's key)."""
+    return record.steady.key
+
+
+# sets a frozen record's part: the one field a record may change after it is made, and only
+# for a part of the same values (its key equal), so the record says the same
 _set = object.__setattr__
 
 
 def attach(record: ProbeRecord, part: SteadyPart) -> None:
-    """Give `record` its part (`intern`'s, or one the caller made of its values)."""
+    """Give `record` `part`, which holds the same values as its own part (the probe's last,
+    as the worker would have handed it)."""
+    if part.key != record.steady.key:
+        raise ValueError("a record's part must hold its own values")
     _set(record, "steady", part)
 
 
 def steady_of(record: ProbeRecord) -> SteadyPart:
-    """Return the part `record` carries; a record made without one (a test's, a `replace`'s)
-    is given a new part of its values, shared with no other record."""
-    part = record.steady
-    if part is None:
-        part = SteadyPart(key_of(record))
-        _set(record, "steady", part)
-    return part
+    """Return the part `record` carries."""
+    return record.steady
 
 
-__all__ = ["Key", "SteadyPart", "attach", "head_of", "intern", "key_of", "steady_of", "try_of"]
+__all__ = [
+    "Key",
+    "SteadyPart",
+    "attach",
+    "head_of",
+    "key_of",
+    "make_key",
+    "part_of",
+    "steady_of",
+    "try_of",
+]

@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from probetui.keys import ProbeKey
@@ -27,10 +26,11 @@ from probetui.kubelet.kuberuntime import (
 from probetui.kubelet.profile import DEFAULT_PROFILE, KubeletProfile
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import Cancellable, Clock, tick_grid
+from probetui.prober.probe_record import ProbeRecord, Skip, Trigger
 from probetui.prober.prober import ProbeOutcome, retry_on_error, run_to_completion
 from probetui.prober.results import ResultsManager, ResultValue
 from probetui.prober.status import PHASE_TERMINAL, PodStatus
-from probetui.prober.steady import SteadyPart, attach, intern
+from probetui.prober.steady import SteadyPart
 from probetui.spec.model import Container, ExecAction, Pod, Probe, ProbeType
 
 if TYPE_CHECKING:
@@ -49,28 +49,6 @@ INITIAL_VALUE = {
 }
 
 
-class Skip(StrEnum):
-    """Names why a doProbe call ran no handler; the UI draws these as `·`."""
-
-    NO_STATUS = "no pod status"
-    NOT_CREATED = "container not created"
-    ON_HOLD = "on hold"
-    NOT_RUNNING = "container not running"
-    INITIAL_DELAY = "initial delay"
-    NOT_STARTED = "waiting for startup probe"
-    STARTED = "container started"
-    DELETING = "pod deleting"
-    POD_TERMINATED = "pod terminated"
-    PAUSED = "paused"
-
-
-class Trigger(StrEnum):
-    FIRST = "first"  # the run loop's first doProbe, before any tick
-    TICK = "tick"
-    KUBELET = "kubelet-manual"  # manualTriggerCh from UpdatePodStatus (readiness only)
-    USER = "user"  # probetui's own "probe now": counted like a tick, marked manual
-
-
 @dataclass(frozen=True, slots=True)
 class Step:
     """Names the outcome of `begin`: go on without probing, exit, or run the handler now."""
@@ -79,39 +57,6 @@ class Step:
     probe: bool = False
     skip: Skip | None = None
     status: PodStatus | None = None  # what the handler dials (pod IP) when probing
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeRecord:
-    """Records what one doProbe did, for the timeline: an attempt, a discarded error, or a skip."""
-
-    key: ProbeKey
-    t: float  # when doProbe ran (the attempt's start)
-    scheduled_at: float  # the tick it answered; t - scheduled_at is tick lateness
-    trigger: Trigger
-    container_id: str
-    skip: Skip | None = None
-    outcome: ProbeOutcome | None = None
-    finished_at: float | None = None
-    result_run: int = 0
-    last_result: ResultValue = ResultValue.SUCCESS
-    published: ResultValue | None = None
-    on_hold: bool = False
-    # the run loop as the record left it, for the UI: the tick armed next (None: the worker
-    # has none, e.g. a recorded session) and the user's pause
-    next_tick: float | None = None
-    paused: bool = False
-    # everything above but the numbers, interned per probe (`probetui.prober.steady`); not an
-    # argument, so `replace` drops it rather than hand a record another record's part
-    steady: SteadyPart | None = field(default=None, init=False, compare=False, repr=False)
-
-    @property
-    def manual(self) -> bool:
-        return self.trigger is Trigger.USER
-
-    @property
-    def discarded(self) -> bool:
-        return self.outcome is not None and self.outcome.error is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +481,7 @@ class Worker:
         if self._listener is None:
             return
         finished = self._clock.now() if outcome is not None else None
+        # the probe's last part, reused where this record's steady values are the same
         record = ProbeRecord(
             key=self.key,
             t=t,
@@ -551,9 +497,9 @@ class Worker:
             on_hold=self.on_hold,
             next_tick=self.next_tick,
             paused=self.paused,
+            steady=self._steady,
         )
-        part = self._steady = intern(record, self._steady)
-        attach(record, part)
+        self._steady = record.steady
         self._listener(record)
 
 

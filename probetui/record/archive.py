@@ -72,7 +72,8 @@ class HistoryArchive:
         recording = self._recording
         assert isinstance(recording, Recording)
         return [
-            (r.t, kind_of_outcome(r.outcome))
+            # the kind is the part's: a recorded attempt builds no outcome of its numbers
+            (r.t, kind_of_outcome(r.steady.outcome))
             for r in recording.attempts(key, start, end)
             if start <= r.t < end
         ]

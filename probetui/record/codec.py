@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from probetui.prober.steady import head_of, steady_of, try_of
+from probetui.prober.steady import head_of, try_of
 from probetui.prober.worker import ProbeRecord
 from probetui.record import varint
 from probetui.timeline.events import PROBE_SKIPPED, RESULT_CHANGED, WORKER_STATE, Event
@@ -86,7 +86,7 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
     type_ = event.type
     record = event.record
     if record is not None:
-        part = steady_of(record)
+        part = record.steady
         kept = part.item
         if kept is not None and kept[0] == via and kept[1] == node:
             return kept[2]
@@ -105,10 +105,11 @@ def raw_key(event: Event, via: str | None, node: str | None = None) -> tuple[Any
 
 def _record_key(record: ProbeRecord, via: str | None, node: str | None) -> tuple[Any, ...]:
     """A record's raw key: made once per steady part, via and node (`raw_key`)."""
-    outcome = record.outcome
-    base = head_of(record)
+    part = record.steady  # what the key holds is the part's alone
+    outcome = part.outcome
+    base = head_of(part)
     if outcome is None:
-        skip = record.skip
+        skip = part.skip
         return (SKIPPED, *base, None if skip is None else skip._value_)
     a = outcome.attempt
     ev = outcome.event

@@ -14,7 +14,7 @@ from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import SteadyPart, attach, key_of
+from probetui.prober.steady import SteadyPart
 from probetui.prober.worker import ProbeRecord, Skip, Trigger, WorkerState
 from probetui.record.codec import (
     ATTEMPT,
@@ -136,6 +136,34 @@ class Template:
 
     def record(self, key: ProbeKey, item: Item) -> ProbeRecord:
         t = item.t / US
+        part = self._part
+        if part is not None:
+            # every record of the shape says the same but for its numbers: the part of the first
+            if self.kind != ATTEMPT:
+                return ProbeRecord(key, t, item.tick / US, result_run=item.run, steady=part)
+            latency = item.latency / US
+            if self.attempt is None:  # an error without a try: no try's numbers
+                return ProbeRecord(
+                    key,
+                    t,
+                    item.tick / US,
+                    finished_at=t + latency,
+                    result_run=item.run,
+                    steady=part,
+                )
+            tries = self.outcome[2] if self.outcome is not None else 1
+            return ProbeRecord(
+                key,
+                t,
+                item.tick / US,
+                finished_at=t + latency,
+                result_run=item.run,
+                latency=latency,
+                started_at=t,
+                # only the last try is recorded: the earlier ones of a retried attempt are copies
+                earlier=(latency, t) * (max(1, tries) - 1),
+                steady=part,
+            )
         trigger, cid, last, published, on_hold, paused = self.head
         outcome: ProbeOutcome | None = None
         skip: Skip | None = None
@@ -173,10 +201,7 @@ class Template:
             None,
             paused,
         )
-        part = self._part
-        if part is None:
-            part = self._part = SteadyPart(key_of(record))
-        attach(record, part)
+        self._part = record.steady
         return record
 
     def steady(self, key: ProbeKey) -> RecordShape | None:

@@ -28,7 +28,7 @@ from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import SteadyPart, attach, key_of, steady_of
+from probetui.prober.steady import SteadyPart
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 from probetui.spec.model import ProbeType
 from probetui.stream.protocol import ProtocolError
@@ -137,14 +137,16 @@ def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, .
         record.next_tick,
         record.result_run,
     ]
-    outcome = record.outcome
+    part = record.steady
+    outcome = part.outcome
     via = None
     if outcome is not None:
         via = event.fields.get("via")
-        for a in outcome.attempts:
-            head.append(a.latency)
-            head.append(a.started_at)
-    part = steady_of(record)
+        # each try's numbers off the record, so a steady attempt builds no outcome
+        if outcome.attempts:
+            head.extend(record.earlier)
+            head.append(record.latency)
+            head.append(record.started_at)
     kept = part.rest
     if kept is not None and kept[0] == via:
         rest = kept[1]
@@ -156,7 +158,8 @@ def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, .
 
 def _rest_of(record: ProbeRecord, via: str | None) -> tuple[Any, ...]:
     """A row's rest: everything of `record` but its numbers, and how it was reached."""
-    outcome = record.outcome
+    part = record.steady  # what the rest holds is the part's alone
+    outcome = part.outcome
     if outcome is None:
         out = None
     else:
@@ -181,13 +184,13 @@ def _rest_of(record: ProbeRecord, via: str | None) -> tuple[Any, ...]:
             tries,
         )
     return (
-        record.trigger.value,
-        record.container_id,
-        int(record.last_result),
-        None if record.skip is None else record.skip.value,
-        None if record.published is None else int(record.published),
-        record.on_hold,
-        record.paused,
+        part.trigger.value,
+        part.container_id,
+        int(part.last_result),
+        None if part.skip is None else part.skip.value,
+        None if part.published is None else int(part.published),
+        part.on_hold,
+        part.paused,
         via,
         out,
     )
@@ -260,7 +263,55 @@ class RowReader:
             raise ProtocolError(f"worker {row[0]!r}'s first row carries no record")
         else:
             end = len(row)
-        trigger, cid, last, skip, pub, hold, paused, via, out = worker.rest
+        via = worker.rest[7]
+        part = worker.part
+        if part is not None:
+            # every record of one rest says the same but for its numbers: one steady part for
+            # all, and no outcome built for any but the first
+            record = self._record_of(worker, row, end, part)
+        else:
+            record = self._first_record(worker, row, end)
+            worker.part = record.steady
+        if self._records_only:
+            return record_shell(worker.pod, record)  # type: ignore[arg-type]
+        return record_event(worker.pod, record, via)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _record_of(worker: _Worker, row: list[Any], end: int, part: SteadyPart) -> ProbeRecord:
+        """Return the record of a row whose rest is its worker's last: its numbers and `part`."""
+        n = end - _HEAD
+        outcome = part.outcome
+        tries = len(outcome.attempts) if outcome is not None else 0
+        if n != 2 * tries:
+            raise ProtocolError(f"a row of worker {row[0]!r} with {n} try times")
+        if not tries:
+            return ProbeRecord(
+                worker.key,
+                row[1],
+                row[2],
+                finished_at=row[3],
+                result_run=row[5],
+                next_tick=row[4],
+                steady=part,
+            )
+        return ProbeRecord(
+            worker.key,
+            row[1],
+            row[2],
+            finished_at=row[3],
+            result_run=row[5],
+            next_tick=row[4],
+            latency=row[end - 2],
+            started_at=row[end - 1],
+            earlier=tuple(row[_HEAD : end - 2]) if tries > 1 else (),
+            steady=part,
+        )
+
+    @staticmethod
+    def _first_record(worker: _Worker, row: list[Any], end: int) -> ProbeRecord:
+        """Return the record of a row whose rest is new: built of the rest and its numbers."""
+        assert worker.rest is not None
+        trigger, cid, last, skip, pub, hold, paused, _, out = worker.rest
         outcome = None
         if out is not None:
             result, error, ev, tries = out
@@ -273,7 +324,7 @@ class RowReader:
                 )
             )
             outcome = ProbeOutcome(result, error, attempts, ev)
-        record = ProbeRecord(
+        return ProbeRecord(
             key=worker.key,
             t=row[1],
             scheduled_at=row[2],
@@ -289,14 +340,6 @@ class RowReader:
             next_tick=row[4],
             paused=paused,
         )
-        # every record of one rest says the same but for its numbers: one steady part for all
-        part = worker.part
-        if part is None:
-            part = worker.part = SteadyPart(key_of(record))
-        attach(record, part)
-        if self._records_only:
-            return record_shell(worker.pod, record)  # type: ignore[arg-type]
-        return record_event(worker.pod, record, via)  # type: ignore[arg-type]
 
 
 def _rest_from(v: list[Any]) -> tuple[Any, ...]:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from probetui.keys import EventType, ProbeKey
 from probetui.prober.outcome import outcome_label
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import steady_of
 from probetui.prober.worker import ProbeRecord, WorkerState
 from probetui.spec.model import Pod, ProbeType
 
@@ -102,16 +101,15 @@ def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any
     record of it (the keys' order kept; setting a key that is there keeps its place). Two tuples
     of plain values, which the cyclic collector stops tracking, where a dict would stay tracked
     on each of 15,000 probes' parts."""
-    part = steady_of(record)
+    part = record.steady
     kept = part.fields
     if kept is not None and kept[0] == via:
         fields = dict(zip(kept[1], kept[2], strict=True))
         fields["resultRun"] = record.result_run
-        outcome = record.outcome
+        outcome = part.outcome
         assert outcome is not None
-        attempt = outcome.attempt
-        if attempt is not None:
-            fields["latency_ms"] = attempt.latency_ms
+        if outcome.attempts:  # the latency off the record: a steady attempt builds no outcome
+            fields["latency_ms"] = round(record.latency * 1000.0, 3)
         return fields
     fields = _attempt_fields(record, via)
     names = tuple(fields)
@@ -193,7 +191,7 @@ def result_fields(label: str, container_id: str) -> dict[str, Any]:
 def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event:
     """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
     handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
-    if record.outcome is None:
+    if record.steady.outcome is None:
         return _shadow(PROBE_SKIPPED, record.t, pod, record.key, skipped_fields(record), record)
     return _shadow(PROBE_ATTEMPT, record.t, pod, record.key, attempt_fields(record, via), record)
 
@@ -201,7 +199,7 @@ def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event
 def record_shell(pod: Pod, record: ProbeRecord) -> Event:
     """Build a worker's doProbe record as `record_event`'s event without its fields, for a host
     that builds an elsewhere-run attempt again from its record (`RuntimeHost.shadow_event`)."""
-    type_ = PROBE_SKIPPED if record.outcome is None else PROBE_ATTEMPT
+    type_ = PROBE_SKIPPED if record.steady.outcome is None else PROBE_ATTEMPT
     return _shadow(type_, record.t, pod, record.key, None, record)
 
 

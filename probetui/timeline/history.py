@@ -10,8 +10,8 @@ overwritten releases its texts. `AttemptView` is one entry unpacked for the atte
 
 A doProbe record reaches a history as its own numbers (time, latency, result run) and its
 `RecordShape`, the history's form of the record's steady part (`probetui.prober.steady`, which
-the worker interns): the live store makes one when a record's steady part is not the last
-one's, a replay once per recorded shape.
+the worker interns): the live store makes one per part and keeps it on the part, a replay one
+per recorded shape.
 
 `probetui.timeline.store` owns the rings, sizes them and feeds them events.
 """
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from probetui.keys import ProbeKey
 from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import steady_of
+from probetui.prober.steady import SteadyPart
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
 
 if TYPE_CHECKING:
@@ -215,7 +215,7 @@ class ProbeHistory:
         # e.g. a recorded session or a stopped worker) and whether the user paused it
         self.next_tick: float | None = None
         self.paused = False
-        # the steady part of the last record, which the next one of the same values shares
+        # the shape of the last record, kept on its steady part
         self.shape: RecordShape | None = None
         self._last_t: float | None = None
         self._counts = [0] * 7  # by Kind
@@ -470,7 +470,7 @@ class RecordShape:
     """Holds what a doProbe record adds to its probe's history but its own numbers (time,
     latency, result run, next tick): the part every record of a steady probe shares.
 
-    One instance per distinct shape of a probe (`record_shape`), so a steady probe's records
+    One instance per steady part, kept on it (`record_shape`), so a steady probe's records
     share one and a replay builds one per recorded shape.
     """
 
@@ -487,21 +487,23 @@ class RecordShape:
     paused: bool
     # the entry's packed code but its result run (`ProbeHistory`): packed once per shape
     code: int = field(default=0, compare=False, repr=False)
-    # the key of the record's steady part (`probetui.prober.steady`): a record with the same
-    # shares this shape
+    # the key of the steady part it was made of (`probetui.prober.steady`)
     key: tuple[object, ...] = field(default=(), compare=False, repr=False)
 
 
 def record_shape(record: ProbeRecord, last: RecordShape | None = None) -> RecordShape:
-    """Return the steady part of a doProbe record as a history keeps it: `last` (the probe's
-    previous record's) where the record carries the same steady part, or one of the same
-    values, so a steady probe's records share one; else a new one. One per probe, kept by its
-    history: the container ID alone makes every probe's shapes its own, so a table shared by
-    all would hold the same and need a bound."""
-    key = steady_of(record).key
-    if last is not None and (last.key is key or last.key == key):
-        return last
-    return _make_shape(record, key)
+    """Return the steady part of a doProbe record as a history keeps it: made once per steady
+    part (`probetui.prober.steady`) and kept on it, so the records of a steady probe share one.
+    A part the store meets first takes `last` (the probe's previous record's) where it holds
+    the same values: records made apart (a test's, an event frame's) share one too."""
+    part = record.steady
+    shape = part.shape
+    if shape is None:
+        if last is not None and last.key == part.key:
+            shape = part.shape = last
+        else:
+            shape = part.shape = _make_shape(part)
+    return shape
 
 
 # the engine's own skips' shapes, by reason and published value: a few fixed texts
@@ -524,19 +526,20 @@ def not_run_shape(reason: str, published: ResultValue | None) -> RecordShape:
     return shape
 
 
-def _make_shape(record: ProbeRecord, key: tuple[object, ...]) -> RecordShape:
-    trig = TRIGGER_CODE[record.trigger]
-    outcome = record.outcome
+def _make_shape(part: SteadyPart) -> RecordShape:
+    """Return the shape of the records that carry `part`: none of it reads their numbers."""
+    trig = TRIGGER_CODE[part.trigger]
+    outcome = part.outcome
     last: ResultValue | None = None
     detail = None
     if outcome is None:
         kind = Kind.SKIP
-        skip = SKIP_CODE.get(record.skip, OTHER_SKIP) if record.skip else OTHER_SKIP
+        skip = SKIP_CODE.get(part.skip, OTHER_SKIP) if part.skip else OTHER_SKIP
         status, output = 0, None
     else:
-        kind, skip = kind_of(record), 0
+        kind, skip = kind_of_outcome(outcome), 0
         if kind != Kind.ERROR:
-            last = record.last_result
+            last = part.last_result
         attempt = outcome.attempt
         if attempt is None:
             status, output = 0, None
@@ -551,7 +554,7 @@ def _make_shape(record: ProbeRecord, key: tuple[object, ...]) -> RecordShape:
                 outcome.event.message if outcome.event is not None else None,
                 len(outcome.attempts),
             )
-    published = record.published
+    published = part.published
     return RecordShape(
         kind,
         trig,
@@ -559,13 +562,13 @@ def _make_shape(record: ProbeRecord, key: tuple[object, ...]) -> RecordShape:
         status,
         output,
         detail,
-        record.container_id,
+        part.container_id,
         last,
         published,
-        record.on_hold,
-        record.paused,
+        part.on_hold,
+        part.paused,
         kind | trig << 3 | _PUB_CODE[published] << 5 | (skip & 0xFF) << 8,
-        key,
+        part.key,
     )
 
 

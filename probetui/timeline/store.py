@@ -232,12 +232,11 @@ class Store:
                 self._state(h, event.state)
             self._touch(h)
             return
-        attempt = record.outcome.attempt if record.outcome is not None else None
         h = self._probe(record.key)
         self._apply_to(
             h,
             record.t,
-            attempt.latency if attempt is not None else 0.0,
+            record.latency,
             record.result_run,
             record.next_tick,
             record_shape(record, h.shape),

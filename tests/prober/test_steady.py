@@ -58,13 +58,29 @@ async def test_a_steady_probes_records_share_one_part_until_what_they_say_change
     assert records[-1].steady is not steady[0].steady
 
 
-def test_replace_drops_a_records_part_and_a_record_without_one_gets_its_own() -> None:
+def test_replace_gives_a_record_of_other_values_a_part_of_its_own() -> None:
     record = _record(100.0, 1)
     part = steady_of(record)
     assert record.steady is part and part.key == key_of(record)
     other = replace(record, outcome=None)
-    assert other.steady is None
+    assert other.steady is not part and other.outcome is None and other.latency == 0.0
     assert steady_of(other).key == key_of(other) != part.key
+    # other numbers, the same steady values: the same part, and the record's own numbers
+    later = replace(record, t=200.0, result_run=2)
+    assert later.steady is part and later.t == 200.0 and later.outcome == record.outcome
+    slower = replace(record, outcome=_record(100.0, 5).outcome)
+    assert slower.steady is part and slower.latency == 0.005
+    assert slower.outcome is not None and slower.outcome.attempts[0].latency == 0.005
+
+
+def test_a_record_of_a_part_and_its_numbers_builds_its_outcome_once() -> None:
+    first, later = _record(100.0, 1), _record(110.0, 7)
+    part = steady_of(first)
+    same = ProbeRecord(KEY, 100.0, 100.0, latency=0.001, started_at=100.0, steady=part)
+    assert same.outcome is part.outcome and same.trigger is Trigger.TICK
+    other = ProbeRecord(KEY, 110.0, 110.0, latency=0.007, started_at=110.0, steady=part)
+    assert other.steady is part and other.outcome == later.outcome
+    assert other.outcome is other.outcome
 
 
 def test_the_engine_masks_a_part_once_and_its_records_carry_the_masked_part() -> None:
