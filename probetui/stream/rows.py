@@ -284,16 +284,8 @@ class RowReader:
         tries = len(outcome.attempts) if outcome is not None else 0
         if n != 2 * tries:
             raise ProtocolError(f"a row of worker {row[0]!r} with {n} try times")
-        if not tries:
-            return ProbeRecord(
-                worker.key,
-                row[1],
-                row[2],
-                finished_at=row[3],
-                result_run=row[5],
-                next_tick=row[4],
-                steady=part,
-            )
+        # a skip's row carries no try times: its record's are a skip's zeros
+        latency, started_at = (row[end - 2], row[end - 1]) if tries else (0.0, 0.0)
         return ProbeRecord(
             worker.key,
             row[1],
@@ -301,8 +293,8 @@ class RowReader:
             finished_at=row[3],
             result_run=row[5],
             next_tick=row[4],
-            latency=row[end - 2],
-            started_at=row[end - 1],
+            latency=latency,
+            started_at=started_at,
             earlier=tuple(row[_HEAD : end - 2]) if tries > 1 else (),
             steady=part,
         )
