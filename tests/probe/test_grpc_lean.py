@@ -321,7 +321,7 @@ async def test_tls_server_without_alpn_h2_never_gets_ready(
 
 async def test_same_attempt_as_the_reference_for_a_grpc_aio_server(grpc_server: StartGRPC) -> None:
     """Every field but latency and start agrees with the grpcio reference's."""
-    from probetui.probe import grpc as reference
+    from tests.probe import grpc_oracle as reference
 
     server = await grpc_server(statuses={"": SERVING, "db": NOT_SERVING})
     for service in ("", "db", "nope"):
