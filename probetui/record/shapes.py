@@ -142,15 +142,9 @@ class Template:
             if self.kind != ATTEMPT:
                 return ProbeRecord(key, t, item.tick / US, result_run=item.run, steady=part)
             latency = item.latency / US
-            if self.attempt is None:  # an error without a try: no try's numbers
-                return ProbeRecord(
-                    key,
-                    t,
-                    item.tick / US,
-                    finished_at=t + latency,
-                    result_run=item.run,
-                    steady=part,
-                )
+            # an error without a try has no try's numbers; only an attempt's last try is
+            # recorded, the earlier ones of a retried attempt being copies of it
+            tried = self.attempt is not None
             tries = self.outcome[2] if self.outcome is not None else 1
             return ProbeRecord(
                 key,
@@ -158,10 +152,9 @@ class Template:
                 item.tick / US,
                 finished_at=t + latency,
                 result_run=item.run,
-                latency=latency,
-                started_at=t,
-                # only the last try is recorded: the earlier ones of a retried attempt are copies
-                earlier=(latency, t) * (max(1, tries) - 1),
+                latency=latency if tried else 0.0,
+                started_at=t if tried else 0.0,
+                earlier=(latency, t) * (max(1, tries) - 1) if tried else (),
                 steady=part,
             )
         trigger, cid, last, published, on_hold, paused = self.head
