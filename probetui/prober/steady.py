@@ -190,8 +190,18 @@ def part_of(
 
 
 def key_of(record: ProbeRecord) -> Key:
-    """Return every value of `record` but its numbers, flat (its part's key)."""
-    return record.steady.key
+    """Return every value of `record` but its numbers, flat, made again from the values it
+    reads (what its part's key must equal)."""
+    return make_key(
+        record.trigger,
+        record.container_id,
+        record.skip,
+        record.outcome,
+        record.last_result,
+        record.published,
+        record.on_hold,
+        record.paused,
+    )
 
 
 # sets a frozen record's part: the one field a record may change after it is made, and only
