@@ -51,13 +51,17 @@ def web_script(
     """The shell a web container runs: CGI endpoints, then httpd in the foreground. `node` is
     where it runs: its kubelet dials a bridge pod from the node's pod gateway."""
     parts = ["mkdir -p /www/cgi-bin", "echo ok > /www/index.html", "date +%s > /tmp/started"]
-    # flap: Success and Failure in turns of `flap` seconds of wall time, Failure for the first
-    # `flap` seconds: a turn to Failure just after the start could be seen as Success by the
-    # side that probed first only, before the other side has any verdict, and a threshold of
-    # failures holds it past the slack; started down, each side reaches Failure first
+    # flap: Success and Failure in turns of `flap` seconds of wall time, Failure until the first
+    # Success turn that begins `flap` seconds or more after the start. Started down, each side
+    # reaches Failure first: a turn to Failure just after the start could be seen as Success by
+    # the side that probed first only, before the other side has any verdict, and a threshold of
+    # failures holds it past the slack. Whole turns only: a Success turn cut short by the start
+    # may be shorter than a period, seen by the side whose phase falls in it and missed by the
+    # other, which then stays not ready for a threshold of failures
     flap_body = (
-        f"if [ $(( $(date +%s) - $(cat /tmp/started) )) -ge {flap} ] && "
-        f"[ $(( $(date +%s) / {flap} % 2 )) = 0 ]; then {_reply('200 OK', 'up')}; "
+        f"now=$(date +%s); "
+        f"if [ $(( now / {flap} * {flap} - $(cat /tmp/started) )) -ge {flap} ] && "
+        f"[ $(( now / {flap} % 2 )) = 0 ]; then {_reply('200 OK', 'up')}; "
         f"else {_reply('503 Service Unavailable', 'down for a while')}; fi"
     )
     parts.append(_cgi("flap", flap_body))
