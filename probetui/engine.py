@@ -201,7 +201,7 @@ class Engine:
         return self._lateness.worst(self._clock.now())
 
     def _on_record(self, record: ProbeRecord) -> None:
-        if record.steady.outcome is not None:
+        if record.steady.probed:
             # filed under when it ended, the order records arrive in
             ended = record.finished_at if record.finished_at is not None else record.t
             self._lateness.add(ended, record.t - record.scheduled_at)
@@ -211,7 +211,7 @@ class Engine:
             return
         pod = entry.pod
         via: str | None = None
-        if record.steady.outcome is not None:
+        if record.steady.probed:
             container = pod.container(key.container)
             via = (
                 self.runtime.attempt_via(container, key.probe_type)

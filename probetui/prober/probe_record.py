@@ -12,10 +12,9 @@ from enum import StrEnum
 from typing import Any
 
 from probetui.keys import ProbeKey
-from probetui.probe.base import Attempt
 from probetui.prober.prober import ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import SteadyPart, part_of
+from probetui.prober.steady import SteadyPart, outcome_of, part_of
 
 
 class Skip(StrEnum):
@@ -177,38 +176,17 @@ class ProbeRecord:
 
     @property
     def outcome(self) -> ProbeOutcome | None:
-        """Return the outcome: the one the record was made with, else its part's where the
-        tries' numbers are the record's, else one built of both, once."""
+        """Return the outcome: the one the record was made with, else one built of its part's
+        values and its numbers, once."""
         o = self._outcome
-        if o is not None:
-            return o
-        template = self.steady.outcome
-        if template is None or _numbers_of(template) == self._numbers():
-            return template
-        numbers = self._numbers()
-        attempts = tuple(
-            Attempt(
-                a.handler,
-                a.target,
-                a.result,
-                a.output,
-                a.error,
-                numbers[2 * i],
-                numbers[2 * i + 1],
-                a.status_code,
-                a.body,
-                a.timed_out,
-            )
-            for i, a in enumerate(template.attempts)
-        )
-        o = ProbeOutcome(template.result, template.error, attempts, template.event)
-        _set(self, "_outcome", o)
+        if o is None and self.steady.probed:
+            o = outcome_of(self.steady.key, self._numbers())
+            _set(self, "_outcome", o)
         return o
 
     def _numbers(self) -> tuple[float, ...]:
         """Return the latency and start of each try, flat (none for an outcome without one)."""
-        outcome = self.steady.outcome
-        if outcome is None or not outcome.attempts:
+        if not self.steady.tries:
             return ()
         return (*self.earlier, self.latency, self.started_at)
 
@@ -218,8 +196,7 @@ class ProbeRecord:
 
     @property
     def discarded(self) -> bool:
-        outcome = self.steady.outcome
-        return outcome is not None and outcome.error is not None
+        return self.steady.error is not None
 
     def _own(self) -> tuple[Any, ...]:
         return (
@@ -256,11 +233,6 @@ class ProbeRecord:
 
 # sets a frozen record's fields as it is made
 _set = object.__setattr__
-
-
-def _numbers_of(outcome: ProbeOutcome) -> tuple[float, ...]:
-    """Return the latency and start of each try of `outcome`, flat."""
-    return tuple(x for a in outcome.attempts for x in (a.latency, a.started_at))
 
 
 def _part_for(

@@ -8,10 +8,10 @@ published results, hold and pause). Those are the same on every attempt of a ste
 the worker makes a part once and hands it on (`part_of`: the probe's last part where its values
 are the same, else a new one), and each record carries it.
 
-A part keeps the outcome of the first record it was made for, as its template: a record whose
-tries' numbers are the template's reads it as its own outcome, any other builds its own once
-(`ProbeRecord.outcome`). A consumer that wants an attempt's numbers reads them off the record
-(`latency`, `started_at`), never off a built outcome.
+A part keeps no outcome object, only its values in its key: a record made without its outcome
+(a reader's, of recorded data or a stream) builds one of its part's key and its own numbers
+when asked, once (`ProbeRecord.outcome`). A consumer that wants an attempt's numbers reads them
+off the record (`latency`, `started_at`), never off a built outcome.
 
 The consumers downstream of the engine (the store's history, the recorder, the stream's rows,
 the agent's ring, the headless output) each turn a record into a wire form of their own; the
@@ -28,16 +28,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from probetui.probe.base import Attempt, Result
+from probetui.prober.outcome import Kind
+from probetui.prober.prober import ProbeEvent, ProbeOutcome
+from probetui.prober.results import ResultValue
+
 if TYPE_CHECKING:
-    from probetui.probe.base import Attempt
     from probetui.prober.probe_record import ProbeRecord, Skip, Trigger
-    from probetui.prober.prober import ProbeOutcome
-    from probetui.prober.results import ResultValue
     from probetui.timeline.history import RecordShape
 
 # a record's values its part is made of, flat: only str, int, bool and None (enum members as
 # their values), which the cyclic collector stops tracking
 Key = tuple[Any, ...]
+
+# where the key holds what: the head (6 values), then a skip's reason (a skip's key ends there)
+# or the outcome's result, error, event type, reason and message and its number of tries, then
+# each try's 8 values (`try_of`)
+_SKIP_KEY = 7
+_TRIES = 11
+_FIRST_TRY = 12
+_TRY = 8
 
 
 class SteadyPart:
@@ -56,7 +66,6 @@ class SteadyPart:
         "masked",
         "masked_for",
         "on_hold",
-        "outcome",
         "paused",
         "published",
         "rest",
@@ -81,8 +90,6 @@ class SteadyPart:
         self.trigger = trigger
         self.container_id = container_id
         self.skip = skip
-        # the outcome of the first record made with this part, its tries' numbers and all
-        self.outcome = outcome
         self.last_result = last_result
         self.published = published
         self.on_hold = on_hold
@@ -102,6 +109,78 @@ class SteadyPart:
 
     def __repr__(self) -> str:
         return f"SteadyPart({self.key!r})"
+
+    # the outcome's values are read off the key, never kept as the outcome's objects: those
+    # would be 4 more objects per probe that the cyclic collector tracks and each of its full
+    # passes walks (benchmarks.engine at 15,000 workers, its `gc` field)
+
+    @property
+    def probed(self) -> bool:
+        """Whether a handler ran: an attempt (or a discarded error), not a skip."""
+        return len(self.key) > _SKIP_KEY
+
+    @property
+    def error(self) -> str | None:
+        """The error of a discarded attempt (None for any other record)."""
+        return self.key[7] if len(self.key) > _SKIP_KEY else None
+
+    @property
+    def tries(self) -> int:
+        """How many tries the attempt made (0 for a skip)."""
+        return self.key[_TRIES] if len(self.key) > _SKIP_KEY else 0
+
+    @property
+    def kind(self) -> int:
+        """What the doProbe did, as `probetui.prober.outcome.kind_of_outcome` names it."""
+        key = self.key
+        if len(key) == _SKIP_KEY:
+            return Kind.SKIP
+        tries = key[_TRIES]
+        if key[7] is not None or not tries:
+            return Kind.ERROR
+        last = _FIRST_TRY + _TRY * (tries - 1)
+        if key[last + 7]:
+            return Kind.TIMEOUT
+        result = key[last + 2]
+        if result == "success":
+            return Kind.SUCCESS
+        if result == "warning":
+            return Kind.WARNING
+        return Kind.FAILURE
+
+    @property
+    def outcome(self) -> ProbeOutcome | None:
+        """Return the outcome of these values, each try's latency and start 0.0, made anew
+        on each call (None for a skip)."""
+        return outcome_of(self.key, ())
+
+
+def outcome_of(key: Key, numbers: tuple[float, ...]) -> ProbeOutcome | None:
+    """Return the outcome a part's `key` holds, with each try's latency and start from
+    `numbers` (flat, in try order; empty: 0.0 each), or None for a skip's key."""
+    if len(key) == _SKIP_KEY:
+        return None
+    attempts = []
+    for i in range(key[_TRIES]):
+        at = _FIRST_TRY + _TRY * i
+        handler, target, result, output, error, status_code, body, timed_out = key[at : at + _TRY]
+        latency, started_at = numbers[2 * i : 2 * i + 2] if numbers else (0.0, 0.0)
+        attempts.append(
+            Attempt(
+                handler,
+                target,
+                Result(result),
+                output,
+                error,
+                latency,
+                started_at,
+                status_code,
+                body,
+                timed_out,
+            )
+        )
+    event = None if key[8] is None else ProbeEvent(key[8], key[9], key[10])
+    return ProbeOutcome(ResultValue(key[6]), key[7], tuple(attempts), event)
 
 
 def head_of(record: ProbeRecord | SteadyPart) -> tuple[Any, ...]:
@@ -229,6 +308,7 @@ __all__ = [
     "head_of",
     "key_of",
     "make_key",
+    "outcome_of",
     "part_of",
     "steady_of",
     "try_of",

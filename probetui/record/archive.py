@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probetui.keys import ProbeKey
-from probetui.prober.outcome import kind_of_outcome
 
 KEEP = 8  # probes whose span is kept
 MARGIN = 3.0  # a read covers this many times the span asked for, back in time, for scrolling
@@ -73,7 +72,7 @@ class HistoryArchive:
         assert isinstance(recording, Recording)
         return [
             # the kind is the part's: a recorded attempt builds no outcome of its numbers
-            (r.t, kind_of_outcome(r.steady.outcome))
+            (r.t, r.steady.kind)
             for r in recording.attempts(key, start, end)
             if start <= r.t < end
         ]

@@ -138,12 +138,11 @@ def row_parts(event: Event) -> tuple[ProbeKey, PodNames, list[Any], tuple[Any, .
         record.result_run,
     ]
     part = record.steady
-    outcome = part.outcome
     via = None
-    if outcome is not None:
+    if part.probed:
         via = event.fields.get("via")
         # each try's numbers off the record, so a steady attempt builds no outcome
-        if outcome.attempts:
+        if part.tries:
             head.extend(record.earlier)
             head.append(record.latency)
             head.append(record.started_at)
@@ -280,8 +279,7 @@ class RowReader:
     def _record_of(worker: _Worker, row: list[Any], end: int, part: SteadyPart) -> ProbeRecord:
         """Return the record of a row whose rest is its worker's last: its numbers and `part`."""
         n = end - _HEAD
-        outcome = part.outcome
-        tries = len(outcome.attempts) if outcome is not None else 0
+        tries = part.tries
         if n != 2 * tries:
             raise ProtocolError(f"a row of worker {row[0]!r} with {n} try times")
         # a skip's row carries no try times: its record's are a skip's zeros

@@ -106,9 +106,7 @@ def attempt_fields(record: ProbeRecord, via: str | None = None) -> dict[str, Any
     if kept is not None and kept[0] == via:
         fields = dict(zip(kept[1], kept[2], strict=True))
         fields["resultRun"] = record.result_run
-        outcome = part.outcome
-        assert outcome is not None
-        if outcome.attempts:  # the latency off the record: a steady attempt builds no outcome
+        if part.tries:  # the latency off the record: a steady attempt builds no outcome
             fields["latency_ms"] = round(record.latency * 1000.0, 3)
         return fields
     fields = _attempt_fields(record, via)
@@ -191,7 +189,7 @@ def result_fields(label: str, container_id: str) -> dict[str, Any]:
 def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event:
     """A worker's doProbe record: the shadow's `ProbeAttempt`, or `ProbeSkipped` when no
     handler ran. `via` says how the attempt reached the container (JSONL's `via`)."""
-    if record.steady.outcome is None:
+    if not record.steady.probed:
         return _shadow(PROBE_SKIPPED, record.t, pod, record.key, skipped_fields(record), record)
     return _shadow(PROBE_ATTEMPT, record.t, pod, record.key, attempt_fields(record, via), record)
 
@@ -199,7 +197,7 @@ def record_event(pod: Pod, record: ProbeRecord, via: str | None = None) -> Event
 def record_shell(pod: Pod, record: ProbeRecord) -> Event:
     """Build a worker's doProbe record as `record_event`'s event without its fields, for a host
     that builds an elsewhere-run attempt again from its record (`RuntimeHost.shadow_event`)."""
-    type_ = PROBE_SKIPPED if record.steady.outcome is None else PROBE_ATTEMPT
+    type_ = PROBE_ATTEMPT if record.steady.probed else PROBE_SKIPPED
     return _shadow(type_, record.t, pod, record.key, None, record)
 
 

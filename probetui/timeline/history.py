@@ -52,7 +52,7 @@ CHANGES = 64  # per probe: published result changes kept for ▼/▲
 
 
 def kind_of(record: ProbeRecord) -> int:
-    return kind_of_outcome(record.outcome)
+    return record.steady.kind
 
 
 # -- the intern table ---------------------------------------------------------------------

@@ -3,17 +3,22 @@ once by the engine, and the consumers' wire forms kept on it."""
 
 from __future__ import annotations
 
+import gc
 from dataclasses import replace
+from enum import Enum
 from itertools import pairwise
+
+import pytest
 
 from probetui.agent.ring import CHUNK, Ring
 from probetui.engine import masked_record
 from probetui.keys import ProbeKey
 from probetui.probe.base import Attempt, Result
 from probetui.prober.clock import VirtualClock
-from probetui.prober.prober import ProbeOutcome
+from probetui.prober.outcome import kind_of_outcome
+from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import attach, key_of, steady_of
+from probetui.prober.steady import attach, key_of, outcome_of, steady_of
 from probetui.prober.worker import ProbeRecord, Trigger
 from probetui.record import codec
 from probetui.redact import MASK, Redactor
@@ -77,10 +82,65 @@ def test_a_record_of_a_part_and_its_numbers_builds_its_outcome_once() -> None:
     first, later = _record(100.0, 1), _record(110.0, 7)
     part = steady_of(first)
     same = ProbeRecord(KEY, 100.0, 100.0, latency=0.001, started_at=100.0, steady=part)
-    assert same.outcome is part.outcome and same.trigger is Trigger.TICK
+    assert same.outcome == first.outcome and same.trigger is Trigger.TICK
     other = ProbeRecord(KEY, 110.0, 110.0, latency=0.007, started_at=110.0, steady=part)
     assert other.steady is part and other.outcome == later.outcome
     assert other.outcome is other.outcome
+
+
+def _outcome(*tries: Attempt, error: str | None = None, event: bool = False) -> ProbeOutcome:
+    ev = ProbeEvent("Warning", "Unhealthy", "Readiness probe failed: no") if event else None
+    result = ResultValue.SUCCESS if tries and tries[-1].result is Result.SUCCESS else None
+    return ProbeOutcome(result or ResultValue.FAILURE, error, tries, ev)
+
+
+def _try(result: Result, n: int, timed_out: bool = False) -> Attempt:
+    return Attempt("http", "http://10.0.0.7/", result, "out", None, n * 0.1, n, 503, "b", timed_out)
+
+
+OUTCOMES = [
+    None,
+    _outcome(_try(Result.SUCCESS, 1)),
+    _outcome(_try(Result.WARNING, 1)),
+    _outcome(_try(Result.FAILURE, 1), event=True),
+    _outcome(_try(Result.UNKNOWN, 1)),
+    _outcome(_try(Result.FAILURE, 1, timed_out=True), event=True),
+    _outcome(_try(Result.UNKNOWN, 1), _try(Result.UNKNOWN, 2), _try(Result.FAILURE, 3)),
+    _outcome(_try(Result.UNKNOWN, 1), error="dial: refused"),
+    _outcome(),
+]
+
+
+@pytest.mark.parametrize("outcome", OUTCOMES)
+def test_a_part_reads_its_outcome_off_its_key(outcome: ProbeOutcome | None) -> None:
+    """What a part says of its outcome is what the outcome says (`kind_of_outcome`, the error,
+    the tries), and the outcome made again of its key and the tries' numbers is the same."""
+    record = ProbeRecord(KEY, 5.0, 5.0, Trigger.TICK, "containerd://1", outcome=outcome)
+    part = record.steady
+    assert part.kind == kind_of_outcome(outcome)
+    assert part.probed == (outcome is not None)
+    assert part.error == (outcome.error if outcome else None)
+    assert part.tries == (len(outcome.attempts) if outcome else 0)
+    numbers = (
+        tuple(x for a in outcome.attempts for x in (a.latency, a.started_at)) if outcome else ()
+    )
+    assert outcome_of(part.key, numbers) == outcome
+    # a reader's record of the part and the numbers says the same
+    read = ProbeRecord(
+        KEY, 5.0, 5.0, latency=record.latency, started_at=record.started_at,
+        earlier=record.earlier, steady=part,
+    )  # fmt: skip
+    assert read.outcome == outcome and read.discarded == record.discarded
+
+
+def test_a_part_holds_no_object_the_cyclic_collector_tracks_per_probe() -> None:
+    """Each of 15,000 probes holds its part while it stays steady: the part's outcome is its
+    key's plain values, not outcome objects every full pass of the collector would walk."""
+    part = steady_of(_record(100.0, 1))
+    gc.collect()
+    assert not gc.is_tracked(part.key)
+    held = [v for v in gc.get_referents(part) if gc.is_tracked(v)]
+    assert not [v for v in held if not isinstance(v, type | Enum)], held
 
 
 def test_the_engine_masks_a_part_once_and_its_records_carry_the_masked_part() -> None:
