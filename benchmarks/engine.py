@@ -239,6 +239,9 @@ class _GCWatch:
         self.total = 0.0
         self._started = 0.0
         self.active = False
+        # objects the collector tracks at the window's end, frozen ones included: what each
+        # full pass walks, unless frozen (machine-independent, unlike the pauses)
+        self.tracked = 0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
@@ -257,6 +260,7 @@ class _GCWatch:
             "collections": list(self.counts),
             "max_pause_ms": [round(p * 1000, 1) for p in self.max_pause],
             "total_s": round(self.total, 3),
+            "tracked": self.tracked,
         }
 
 
@@ -558,6 +562,7 @@ async def _run(config: Config, target: Target | None, host: str, port: int) -> B
         await asyncio.sleep(max(0.0, t1 - clock.now()))
         gc_watch.active = False
         after = _CPU.now(target)
+        gc_watch.tracked = len(gc.get_objects()) + gc.get_freeze_count()
         if config.callgrind is not None:
             counted = stats.attempts_total - counted_from
             instructions = await callgrind_dump(os.getpid(), config.callgrind, hold_loop=True)
@@ -741,8 +746,9 @@ def format_table(result: BenchResult) -> str:
         ("loop lag ms", f"p99 {_ms(lag['p99_ms'])}  max {_ms(lag['max_ms'])}"),
         (
             "gc",
-            "collections {} / {} / {}, longest pause ms {} / {} / {} (gen 0 / 1 / 2)".format(
-                *result.gc["collections"], *result.gc["max_pause_ms"]
+            "collections {} / {} / {}, longest pause ms {} / {} / {} (gen 0 / 1 / 2); "
+            "{:,} objects tracked".format(
+                *result.gc["collections"], *result.gc["max_pause_ms"], result.gc["tracked"]
             ),
         ),
         (
