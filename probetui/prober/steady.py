@@ -45,6 +45,9 @@ Key = tuple[Any, ...]
 # or the outcome's result, error, event type, reason and message and its number of tries, then
 # each try's 8 values (`try_of`)
 _SKIP_KEY = 7
+_RESULT = 6
+_ERROR = 7
+_EVENT = 8
 _TRIES = 11
 _FIRST_TRY = 12
 _TRY = 8
@@ -111,8 +114,8 @@ class SteadyPart:
         return f"SteadyPart({self.key!r})"
 
     # the outcome's values are read off the key, never kept as the outcome's objects: those
-    # would be 4 more objects per probe that the cyclic collector tracks and each of its full
-    # passes walks (benchmarks.engine at 15,000 workers, its `gc` field)
+    # would be three or more objects a probe that the cyclic collector tracks and each of its
+    # full passes walks (benchmarks.engine at 15,000 workers: its `gc` field's `tracked`)
 
     @property
     def probed(self) -> bool:
@@ -122,7 +125,7 @@ class SteadyPart:
     @property
     def error(self) -> str | None:
         """The error of a discarded attempt (None for any other record)."""
-        return self.key[7] if len(self.key) > _SKIP_KEY else None
+        return self.key[_ERROR] if len(self.key) > _SKIP_KEY else None
 
     @property
     def tries(self) -> int:
@@ -136,15 +139,15 @@ class SteadyPart:
         if len(key) == _SKIP_KEY:
             return Kind.SKIP
         tries = key[_TRIES]
-        if key[7] is not None or not tries:
+        if key[_ERROR] is not None or not tries:
             return Kind.ERROR
         last = _FIRST_TRY + _TRY * (tries - 1)
         if key[last + 7]:
             return Kind.TIMEOUT
         result = key[last + 2]
-        if result == "success":
+        if result == Result.SUCCESS:
             return Kind.SUCCESS
-        if result == "warning":
+        if result == Result.WARNING:
             return Kind.WARNING
         return Kind.FAILURE
 
@@ -179,8 +182,8 @@ def outcome_of(key: Key, numbers: tuple[float, ...]) -> ProbeOutcome | None:
                 timed_out,
             )
         )
-    event = None if key[8] is None else ProbeEvent(key[8], key[9], key[10])
-    return ProbeOutcome(ResultValue(key[6]), key[7], tuple(attempts), event)
+    event = None if key[_EVENT] is None else ProbeEvent(*key[_EVENT : _EVENT + 3])
+    return ProbeOutcome(ResultValue(key[_RESULT]), key[_ERROR], tuple(attempts), event)
 
 
 def head_of(record: ProbeRecord | SteadyPart) -> tuple[Any, ...]:
