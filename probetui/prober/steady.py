@@ -271,48 +271,12 @@ def part_of(
     )
 
 
-def key_of(record: ProbeRecord) -> Key:
-    """Return every value of `record` but its numbers, flat, made again from the values it
-    reads (what its part's key must equal)."""
-    return make_key(
-        record.trigger,
-        record.container_id,
-        record.skip,
-        record.outcome,
-        record.last_result,
-        record.published,
-        record.on_hold,
-        record.paused,
-    )
-
-
-# sets a frozen record's part: the one field a record may change after it is made, and only
-# for a part of the same values (its key equal), so the record says the same
-_set = object.__setattr__
-
-
-def attach(record: ProbeRecord, part: SteadyPart) -> None:
-    """Give `record` `part`, which holds the same values as its own part (the probe's last,
-    as the worker would have handed it)."""
-    if part.key != record.steady.key:
-        raise ValueError("a record's part must hold its own values")
-    _set(record, "steady", part)
-
-
-def steady_of(record: ProbeRecord) -> SteadyPart:
-    """Return the part `record` carries."""
-    return record.steady
-
-
 __all__ = [
     "Key",
     "SteadyPart",
-    "attach",
     "head_of",
-    "key_of",
     "make_key",
     "outcome_of",
     "part_of",
-    "steady_of",
     "try_of",
 ]

@@ -18,7 +18,7 @@ from probetui.prober.clock import VirtualClock
 from probetui.prober.outcome import kind_of_outcome
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
-from probetui.prober.steady import attach, key_of, outcome_of, steady_of
+from probetui.prober.steady import Key, SteadyPart, make_key, outcome_of
 from probetui.prober.worker import ProbeRecord, Trigger
 from probetui.record import codec
 from probetui.redact import MASK, Redactor
@@ -32,13 +32,31 @@ SECRET = "hunter2-sEcReT"
 KEY = ProbeKey("uid-1", "app", ProbeType.READINESS)
 
 
-def _record(t: float, run: int, target: str = "http://10.0.0.7:8080/ready") -> ProbeRecord:
+def _record(
+    t: float, run: int, target: str = "http://10.0.0.7:8080/ready", part: SteadyPart | None = None
+) -> ProbeRecord:
+    """A record; with `part`, the worker's interning: it carries `part` where it says the same."""
     a = Attempt("http", target, Result.SUCCESS, "ok", None, 0.001 * run, t, 200, "ok")
     outcome = ProbeOutcome(ResultValue.SUCCESS, None, (a,), None)
     return ProbeRecord(
         KEY, t, t, Trigger.TICK, "containerd://1", outcome=outcome, finished_at=t + 0.01,
-        result_run=run, published=ResultValue.SUCCESS, next_tick=t + 10,
+        result_run=run, published=ResultValue.SUCCESS, next_tick=t + 10, steady=part,
     )  # fmt: skip
+
+
+def key_of(record: ProbeRecord) -> Key:
+    """Every value of `record` but its numbers, flat, made again from the values it reads:
+    what its part's key must equal."""
+    return make_key(
+        record.trigger,
+        record.container_id,
+        record.skip,
+        record.outcome,
+        record.last_result,
+        record.published,
+        record.on_hold,
+        record.paused,
+    )
 
 
 async def test_a_steady_probes_records_share_one_part_until_what_they_say_changes() -> None:
@@ -65,11 +83,11 @@ async def test_a_steady_probes_records_share_one_part_until_what_they_say_change
 
 def test_replace_gives_a_record_of_other_values_a_part_of_its_own() -> None:
     record = _record(100.0, 1)
-    part = steady_of(record)
+    part = record.steady
     assert record.steady is part and part.key == key_of(record)
     other = replace(record, outcome=None)
     assert other.steady is not part and other.outcome is None and other.latency == 0.0
-    assert steady_of(other).key == key_of(other) != part.key
+    assert other.steady.key == key_of(other) != part.key
     # other numbers, the same steady values: the same part, and the record's own numbers
     later = replace(record, t=200.0, result_run=2)
     assert later.steady is part and later.t == 200.0 and later.outcome == record.outcome
@@ -80,7 +98,7 @@ def test_replace_gives_a_record_of_other_values_a_part_of_its_own() -> None:
 
 def test_a_record_of_a_part_and_its_numbers_builds_its_outcome_once() -> None:
     first, later = _record(100.0, 1), _record(110.0, 7)
-    part = steady_of(first)
+    part = first.steady
     same = ProbeRecord(KEY, 100.0, 100.0, latency=0.001, started_at=100.0, steady=part)
     assert same.outcome == first.outcome and same.trigger is Trigger.TICK
     other = ProbeRecord(KEY, 110.0, 110.0, latency=0.007, started_at=110.0, steady=part)
@@ -136,7 +154,7 @@ def test_a_part_reads_its_outcome_off_its_key(outcome: ProbeOutcome | None) -> N
 def test_a_part_holds_no_object_the_cyclic_collector_tracks_per_probe() -> None:
     """Each of 15,000 probes holds its part while it stays steady: the part's outcome is its
     key's plain values, not outcome objects every full pass of the collector would walk."""
-    part = steady_of(_record(100.0, 1))
+    part = _record(100.0, 1).steady
     gc.collect()
     assert not gc.is_tracked(part.key)
     held = [v for v in gc.get_referents(part) if gc.is_tracked(v)]
@@ -149,8 +167,8 @@ def test_the_engine_masks_a_part_once_and_its_records_carry_the_masked_part() ->
     redactor = Redactor()
     shown = redactor.pod(pod)
     raw = _record(100.0, 1, f"http://10.0.0.7:8080/ready?pw={SECRET}")
-    raw2 = _record(110.0, 2, f"http://10.0.0.7:8080/ready?pw={SECRET}")
-    attach(raw2, steady_of(raw))  # the worker's interning: both records say the same
+    # the worker's interning: both records say the same
+    raw2 = _record(110.0, 2, f"http://10.0.0.7:8080/ready?pw={SECRET}", raw.steady)
     first = masked_record(redactor, shown, raw)
     second = masked_record(redactor, shown, raw2)
     assert first is not raw and second is not raw2
@@ -174,9 +192,9 @@ def test_the_engine_masks_a_part_once_and_its_records_carry_the_masked_part() ->
 
 
 def test_each_consumers_form_of_a_part_is_what_it_builds_afresh() -> None:
-    first, later = _record(100.0, 1), _record(110.0, 7)
+    first = _record(100.0, 1)
+    later = _record(110.0, 7, part=first.steady)
     pod = Pod("p", namespace="ns", uid=KEY.pod_uid)
-    attach(later, steady_of(first))
     for via in ("direct", None, "proxy"):
         e1, e2 = record_event(pod, first, via), record_event(pod, later, via)
         assert e2.fields == _attempt_fields(later, via)
@@ -194,11 +212,10 @@ def test_the_ring_finds_a_parts_rest_by_identity_and_never_one_evicted() -> None
     other = ProbeKey("uid-2", "app", ProbeType.LIVENESS)
     ring = Ring(retain=1e9, capacity=CHUNK)
     first = _record(0.0, 1)
-    part = steady_of(first)
+    part = first.steady
     rows = []
     for n in range(CHUNK):
-        r = _record(float(n), n + 1)
-        attach(r, part)
+        r = _record(float(n), n + 1, part=part)
         rows.append(row_parts(record_event(pod, r, "direct")))
     for stamp, (key, names, head, rest) in enumerate(rows):
         ring.add_row(float(stamp), key, names, head, rest)
