@@ -24,7 +24,7 @@ from probetui.agent.client import SLOW_CLOSE, StreamClient, _Encoded
 from probetui.agent.ring import Ring
 from probetui.agent.summary import ProbeSummary
 from probetui.keys import ProbeKey
-from probetui.prober.outcome import KIND_NAMES, kind_of_outcome
+from probetui.prober.outcome import KIND_NAMES
 from probetui.prober.status import PodStatus
 from probetui.spec.model import Pod, ProbeType
 from probetui.stream.codec import event_frame
@@ -70,9 +70,9 @@ class Hub:
             summary = self.summaries.get(key)
             if summary is None:
                 summary = self.summaries[key] = ProbeSummary(key, names)
-            kind = kind_of_outcome(record.outcome)
+            kind = record.steady.kind
             summary.add(record, event.fields, KIND_NAMES[kind])
-            if record.outcome is not None:
+            if record.steady.probed:
                 self.attempts[(key.probe_type, kind)] += 1
             stamp = self.stamp()
             self.ring.add_row(stamp, *parts)

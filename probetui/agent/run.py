@@ -76,7 +76,7 @@ class FlushAfterBurst:
 
     def event(self, event: Event) -> None:
         record = event.record
-        if record is not None and record.outcome is not None and self.in_flight() == 0:
+        if record is not None and record.steady.probed and self.in_flight() == 0:
             self.hub.flush()
 
     def pod(self, pod: Pod, status: PodStatus | None) -> None:

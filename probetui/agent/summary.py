@@ -47,11 +47,10 @@ class ProbeSummary:
         self.hold = record.on_hold
         self.next_tick = record.next_tick
         self.paused = record.paused
-        outcome = record.outcome
-        if outcome is not None:
-            attempt = outcome.attempt
-            if attempt is not None:
-                self.latencies.append(attempt.latency)
+        part = record.steady
+        if part.probed:
+            if part.tries:  # the last try's latency, off the record
+                self.latencies.append(record.latency)
             self._last = (record.t, word, fields)
         self.version += 1
 
