@@ -3,8 +3,8 @@
 The lean connections (`probetui.probe.lean_conn`) open a socket per attempt, as the kubelet's
 transport does (DisableKeepAlives). Registering each with `loop.add_reader` pays asyncio's
 bookkeeping per socket (a transport check, a selector key, a handle); here the loop watches one
-level-triggered epoll instead, and each socket is one entry in it and in a dict. Where
-`select.epoll` does not exist the loop's own readers are used, as before.
+epoll instead, and each socket is one entry in it and in a dict. Where `select.epoll` does not
+exist the loop's own readers are used, as before.
 """
 
 from __future__ import annotations
@@ -14,6 +14,12 @@ import select
 import weakref
 from collections.abc import Callable
 from typing import Protocol
+
+# edge-triggered: a socket is reported once each time bytes arrive, so a socket already read
+# does not wake the loop again through the epoll (benchmarks.engine guards it); a reader
+# therefore reads before it waits, and waits only once a read found nothing, as
+# `lean_conn.Stream.recv` does
+_EVENTS = select.EPOLLIN | select.EPOLLET if hasattr(select, "epoll") else 0
 
 # a watcher with no socket since its last look is closed: a loop that stops probing keeps no
 # descriptor for it
@@ -60,10 +66,10 @@ class Watcher:
 
     def watch(self, fd: int, callback: Callable[[], None]) -> None:
         try:
-            self._epoll.register(fd, select.EPOLLIN)
+            self._epoll.register(fd, _EVENTS)
         except FileExistsError:
             # a socket watched again replaces its callback, as `loop.add_reader` does
-            self._epoll.modify(fd, select.EPOLLIN)
+            self._epoll.modify(fd, _EVENTS)
         self._callbacks[fd] = callback
         self._used = True
 

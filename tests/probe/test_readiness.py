@@ -320,3 +320,24 @@ async def test_without_epoll_the_loops_own_readers_serve(monkeypatch: pytest.Mon
         stream.close()
         right.close()
     assert not loop.remove_reader(fd)
+
+
+async def test_bytes_beyond_one_read_are_read_without_another_edge() -> None:
+    """The watcher reports a socket once per arrival: what one read leaves is read by the
+    next, which reads before it waits."""
+    loop = asyncio.get_running_loop()
+    left, right = _pair()
+    right.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+    stream = Stream(left, loop)
+    payload = bytes(range(256)) * 512  # more than one read takes
+    try:
+        reading = asyncio.ensure_future(stream.recv())
+        await asyncio.sleep(0.01)
+        right.sendall(payload)
+        received = await asyncio.wait_for(reading, 2)
+        while len(received) < len(payload):
+            received += await asyncio.wait_for(stream.recv(), 2)
+        assert received == payload
+    finally:
+        stream.close()
+        right.close()
