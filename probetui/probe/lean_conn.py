@@ -18,7 +18,6 @@ from typing import TypeVar
 from probetui.probe import tcp
 from probetui.probe.exchange import tls_context
 from probetui.probe.gotext import GoError, conn_addresses, stream_error, tls_error
-from probetui.probe.readiness import Readiness, watching
 
 # httpcore's HTTP11Connection: bytes per read
 _READ_NUM_BYTES = 64 * 1024
@@ -101,7 +100,7 @@ class Stream:
         "_outgoing",
         "_tls",
         "_waiter",
-        "_watcher",
+        "_watched",
         "remote",
         "sock",
     )
@@ -120,10 +119,10 @@ class Stream:
         self._tls: ssl.SSLObject | None = None
         self._incoming: ssl.MemoryBIO | None = None
         self._outgoing: ssl.MemoryBIO | None = None
-        # a plain socket's reads: the one waiting for the socket, and the loop's readiness
-        # watcher while it watches the socket for them
+        # a plain socket's reads: the one waiting for the socket, and whether the loop
+        # watches it for them
         self._waiter: asyncio.Future[bytes] | None = None
-        self._watcher: Readiness | None = None
+        self._watched = False
         # the peer's address is taken now: once a reset is seen it can no longer be asked for;
         # the dial's answer (`remote`) is used when it has one, a system call fewer per attempt
         if remote is None:
@@ -159,10 +158,9 @@ class Stream:
             self.sock.close()
 
     def _unwatch(self) -> None:
-        watcher = self._watcher
-        if watcher is not None:
-            self._watcher = None
-            watcher.unwatch(self.sock.fileno())
+        if self._watched:
+            self._watched = False
+            self._loop.remove_reader(self.sock.fileno())
 
     async def start_tls(self, hostname: str, context: ssl.SSLContext | None = None) -> None:
         """The TLS handshake, with the HTTP transport's context unless `context` is given."""
@@ -253,10 +251,9 @@ class Stream:
                 self._deadline.arm()
             waiter: asyncio.Future[bytes] = self._loop.create_future()
             self._waiter = waiter
-            if self._watcher is None:
-                watcher = watching(self._loop)
-                watcher.watch(self.sock.fileno(), self._readable)
-                self._watcher = watcher
+            if not self._watched:
+                self._loop.add_reader(self.sock.fileno(), self._readable)
+                self._watched = True
             try:
                 return await waiter
             except BaseException:
