@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from probetui.probe.base import Attempt, Result
-from probetui.prober.outcome import Kind
+from probetui.prober.outcome import kind_of_outcome
 from probetui.prober.prober import ProbeEvent, ProbeOutcome
 from probetui.prober.results import ResultValue
 
@@ -65,6 +65,7 @@ class SteadyPart:
         "fields",
         "item",
         "key",
+        "kind",
         "last_result",
         "masked",
         "masked_for",
@@ -93,6 +94,9 @@ class SteadyPart:
         self.trigger = trigger
         self.container_id = container_id
         self.skip = skip
+        # what the doProbe did, the one outcome value read per record that its key holds
+        # only spread over the tries: worked out once, by the rule every other reader uses
+        self.kind = kind_of_outcome(outcome)
         self.last_result = last_result
         self.published = published
         self.on_hold = on_hold
@@ -131,25 +135,6 @@ class SteadyPart:
     def tries(self) -> int:
         """How many tries the attempt made (0 for a skip)."""
         return self.key[_TRIES] if len(self.key) > _SKIP_KEY else 0
-
-    @property
-    def kind(self) -> int:
-        """What the doProbe did, as `probetui.prober.outcome.kind_of_outcome` names it."""
-        key = self.key
-        if len(key) == _SKIP_KEY:
-            return Kind.SKIP
-        tries = key[_TRIES]
-        if key[_ERROR] is not None or not tries:
-            return Kind.ERROR
-        last = _FIRST_TRY + _TRY * (tries - 1)
-        if key[last + 7]:
-            return Kind.TIMEOUT
-        result = key[last + 2]
-        if result == Result.SUCCESS:
-            return Kind.SUCCESS
-        if result == Result.WARNING:
-            return Kind.WARNING
-        return Kind.FAILURE
 
     @property
     def outcome(self) -> ProbeOutcome | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from probetui.keys import ProbeKey
-from probetui.prober.outcome import KIND_NAMES, Kind, kind_of_outcome
+from probetui.prober.outcome import KIND_NAMES, Kind
 from probetui.prober.results import ResultValue
 from probetui.prober.steady import SteadyPart
 from probetui.prober.worker import ProbeRecord, Skip, Trigger
@@ -537,7 +537,7 @@ def _make_shape(part: SteadyPart) -> RecordShape:
         skip = SKIP_CODE.get(part.skip, OTHER_SKIP) if part.skip else OTHER_SKIP
         status, output = 0, None
     else:
-        kind, skip = kind_of_outcome(outcome), 0
+        kind, skip = part.kind, 0
         if kind != Kind.ERROR:
             last = part.last_result
         attempt = outcome.attempt
